@@ -1,0 +1,118 @@
+//! Wiring: the shared state, the router with its middleware, and the server loop with graceful shutdown.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::Request;
+use axum::middleware;
+use axum::response::IntoResponse;
+use metrics_exporter_prometheus::PrometheusHandle;
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::auth::TokenKeys;
+use crate::config::Settings;
+use crate::error::ApiError;
+use crate::telemetry::{REQUEST_ID, metrics_handle, track_metrics};
+
+/// Largest request body accepted (413 above it).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: PgPool,
+    pub tokens: Arc<TokenKeys>,
+    pub settings: Arc<Settings>,
+    pub metrics: PrometheusHandle,
+}
+
+impl AppState {
+    pub fn new(db: PgPool, settings: Settings) -> anyhow::Result<Self> {
+        Ok(AppState {
+            db,
+            tokens: Arc::new(TokenKeys::new(&settings)?),
+            settings: Arc::new(settings),
+            metrics: metrics_handle(),
+        })
+    }
+}
+
+/// Every API route, with its OpenAPI description. The router and the document come from this one list.
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(crate::openapi::base())
+        .merge(crate::health::router())
+        .merge(crate::auth::routes::router())
+        .merge(crate::tenants::router())
+        .merge(crate::inventory::router())
+}
+
+/// The OpenAPI document the server serves at `/openapi.json` (and `gpuplane openapi` prints).
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    let (_, mut api) = api_routes().split_for_parts();
+    crate::openapi::complete(&mut api);
+    api
+}
+
+/// The full application router with middleware, ready to serve.
+pub fn build_router(state: AppState) -> Router {
+    let (router, mut api) = api_routes().split_for_parts();
+    crate::openapi::complete(&mut api);
+    router
+        .route_layer(middleware::from_fn(track_metrics))
+        .fallback(|| async { ApiError::NotFound("route") })
+        .merge(SwaggerUi::new("/docs").url("/openapi.json", api))
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(CatchPanicLayer::custom(|_| {
+            ApiError::Internal(anyhow::anyhow!("handler panicked")).into_response()
+        }))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+            let request_id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
+            tracing::info_span!("request", request_id, method = %req.method(), uri = %req.uri(), tenant.id = tracing::field::Empty)
+        }))
+        .layer(PropagateRequestIdLayer::new(REQUEST_ID))
+        .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
+}
+
+/// Serve until `shutdown` is cancelled; in-flight requests finish first.
+pub async fn run(listener: TcpListener, state: AppState, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let router = build_router(state);
+    axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    Ok(())
+}
+
+/// Cancel `token` on SIGINT or SIGTERM.
+pub fn cancel_on_signal(token: CancellationToken) {
+    tokio::spawn(async move {
+        let ctrl_c = tokio::signal::ctrl_c();
+        #[cfg(unix)]
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let term = std::future::pending::<()>();
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term => {},
+        }
+        tracing::info!("shutdown signal received; finishing in-flight requests");
+        token.cancel();
+    });
+}
+
+/// How long background loops wait between rounds when idle.
+pub const BACKGROUND_TICK: Duration = Duration::from_secs(1);

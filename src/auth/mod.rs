@@ -1,0 +1,240 @@
+//! Authentication and authorization.
+//!
+//! API keys are exchanged for short-lived HS256 JWTs (`POST /v1/auth/token`). Each request's token is
+//! verified (signature, `exp`, `iss`, `aud`, algorithm pinned so `alg: none` fails) and its key is checked
+//! against the database, so a revoked key or a suspended tenant takes effect at once.
+//!
+//! Who may call a handler is in its signature: [`OperatorAuth`], [`TenantAuth`], [`TenantAdminAuth`] or
+//! [`AnyAuth`]. Agent credentials (a different audience) can never satisfy these.
+
+pub mod keys;
+pub mod routes;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::config::Settings;
+use crate::error::ApiError;
+
+pub const ISSUER: &str = "gpuplane";
+/// Audience of user (operator and tenant) tokens.
+pub const USER_AUDIENCE: &str = "gpuplane-api";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum Role {
+    /// Platform operator: every `/v1/admin/*` endpoint.
+    Operator,
+    /// Tenant administrator: reads the tenant and manages its API keys and leases.
+    TenantAdmin,
+    /// Tenant member: reads the tenant's data.
+    TenantMember,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Operator => "operator",
+            Role::TenantAdmin => "tenant_admin",
+            Role::TenantMember => "tenant_member",
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Claims {
+    /// The API key's id.
+    pub sub: Uuid,
+    pub tenant_id: Option<Uuid>,
+    pub role: Role,
+    pub iss: String,
+    pub aud: String,
+    pub iat: u64,
+    pub exp: u64,
+}
+
+/// Signing and verification keys for user tokens.
+#[derive(Clone)]
+pub struct TokenKeys {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+    pub ttl_secs: u64,
+}
+
+impl TokenKeys {
+    pub fn new(settings: &Settings) -> anyhow::Result<Self> {
+        let secret = settings.jwt_secret.expose();
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.set_audience(&[USER_AUDIENCE]);
+        validation.set_issuer(&[ISSUER]);
+        validation.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
+        validation.leeway = 5;
+        Ok(TokenKeys {
+            encoding: EncodingKey::from_secret(secret)?,
+            decoding: DecodingKey::from_secret(secret)?,
+            validation,
+            ttl_secs: settings.token_ttl.as_secs(),
+        })
+    }
+
+    pub fn issue(&self, key_id: Uuid, tenant_id: Option<Uuid>, role: Role) -> anyhow::Result<String> {
+        let now = now_secs();
+        let claims = Claims {
+            sub: key_id,
+            tenant_id,
+            role,
+            iss: ISSUER.into(),
+            aud: USER_AUDIENCE.into(),
+            iat: now,
+            exp: now + self.ttl_secs,
+        };
+        Ok(jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?)
+    }
+
+    pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map(|data| data.claims)
+            .map_err(|err| ApiError::unauthorized(format!("invalid access token: {err}")))
+    }
+}
+
+pub fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// A verified caller whose key is not revoked and whose tenant (if any) is active.
+#[derive(Debug, Clone, Copy)]
+pub struct Principal {
+    pub key_id: Uuid,
+    pub tenant_id: Option<Uuid>,
+    pub role: Role,
+}
+
+/// Read the bearer token from the `Authorization` header.
+pub fn bearer_token(parts: &Parts) -> Result<&str, ApiError> {
+    let value = parts
+        .headers
+        .get(AUTHORIZATION)
+        .ok_or_else(|| ApiError::unauthorized("missing Authorization: Bearer <token> header"))?;
+    let value = value.to_str().map_err(|_| ApiError::unauthorized("malformed Authorization header"))?;
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => Ok(token.trim()),
+        _ => Err(ApiError::unauthorized("expected Authorization: Bearer <token>")),
+    }
+}
+
+impl FromRequestParts<AppState> for Principal {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if let Some(principal) = parts.extensions.get::<Principal>() {
+            return Ok(*principal);
+        }
+        let claims = state.tokens.verify(bearer_token(parts)?)?;
+        let row: Option<(Option<chrono::DateTime<chrono::Utc>>, Option<String>)> = sqlx::query_as(
+            "SELECT k.revoked_at, t.status FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id WHERE k.id = $1",
+        )
+        .bind(claims.sub)
+        .fetch_optional(&state.db)
+        .await?;
+        match row {
+            None | Some((Some(_), _)) => {
+                return Err(ApiError::unauthorized("the API key behind this token is revoked"));
+            }
+            Some((None, Some(status))) if status == "suspended" => {
+                return Err(ApiError::Forbidden {
+                    code: "tenant_suspended",
+                    message: "the tenant is suspended".into(),
+                });
+            }
+            Some(_) => {}
+        }
+        let principal = Principal { key_id: claims.sub, tenant_id: claims.tenant_id, role: claims.role };
+        parts.extensions.insert(principal);
+        tracing::Span::current().record("tenant.id", tracing::field::display(OptionalId(principal.tenant_id)));
+        Ok(principal)
+    }
+}
+
+struct OptionalId(Option<Uuid>);
+impl std::fmt::Display for OptionalId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(id) => write!(f, "{id}"),
+            None => f.write_str("-"),
+        }
+    }
+}
+
+/// Any authenticated operator or tenant user.
+pub struct AnyAuth(pub Principal);
+
+impl FromRequestParts<AppState> for AnyAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        Principal::from_request_parts(parts, state).await.map(AnyAuth)
+    }
+}
+
+/// A platform operator.
+pub struct OperatorAuth {
+    pub key_id: Uuid,
+}
+
+impl FromRequestParts<AppState> for OperatorAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let p = Principal::from_request_parts(parts, state).await?;
+        match p.role {
+            Role::Operator => Ok(OperatorAuth { key_id: p.key_id }),
+            _ => Err(ApiError::forbidden("this endpoint is for platform operators")),
+        }
+    }
+}
+
+/// A member or admin of a tenant; every query they make is scoped to `tenant_id`.
+pub struct TenantAuth {
+    pub tenant_id: Uuid,
+    pub key_id: Uuid,
+    pub role: Role,
+}
+
+impl FromRequestParts<AppState> for TenantAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let p = Principal::from_request_parts(parts, state).await?;
+        match (p.role, p.tenant_id) {
+            (Role::TenantAdmin | Role::TenantMember, Some(tenant_id)) => {
+                Ok(TenantAuth { tenant_id, key_id: p.key_id, role: p.role })
+            }
+            _ => Err(ApiError::forbidden("this endpoint is for tenant users")),
+        }
+    }
+}
+
+/// A tenant administrator.
+pub struct TenantAdminAuth {
+    pub tenant_id: Uuid,
+    pub key_id: Uuid,
+}
+
+impl FromRequestParts<AppState> for TenantAdminAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let t = TenantAuth::from_request_parts(parts, state).await?;
+        match t.role {
+            Role::TenantAdmin => Ok(TenantAdminAuth { tenant_id: t.tenant_id, key_id: t.key_id }),
+            _ => Err(ApiError::forbidden("this endpoint needs the tenant_admin role")),
+        }
+    }
+}

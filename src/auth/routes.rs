@@ -1,0 +1,210 @@
+//! `POST /v1/auth/token` and API key management.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::AssertSqlSafe;
+use sqlx::PgConnection;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use super::{Role, TenantAdminAuth, keys};
+use crate::app::AppState;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, ApiPath, new_id};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(create_token))
+        .routes(routes!(list_tenant_api_keys, create_tenant_api_key))
+        .routes(routes!(revoke_tenant_api_key))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"api_key": "gpk_4f9pQm2c7HkYbXrS1aTzLw0vNeUd8GjKoPiQ3sBcFhM"}))]
+pub struct TokenRequest {
+    /// An API key (`gpk_...`).
+    pub api_key: String,
+}
+
+/// An OAuth-style bearer token.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenResponse {
+    pub access_token: String,
+    /// Always `Bearer`.
+    pub token_type: String,
+    /// Seconds until the token expires.
+    pub expires_in: u64,
+}
+
+/// Exchange an API key for a short-lived access token.
+#[utoipa::path(
+    post, path = "/v1/auth/token", tag = "auth", operation_id = "create_token",
+    request_body = TokenRequest,
+    responses(
+        (status = 200, description = "A bearer token for the key's principal", body = TokenResponse),
+        (status = 401, description = "Unknown, malformed or revoked key", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The key's tenant is suspended (`tenant_suspended`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_token(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<TokenRequest>,
+) -> ApiResult<Json<TokenResponse>> {
+    if !keys::looks_like_key(&req.api_key) {
+        return Err(ApiError::unauthorized("invalid API key"));
+    }
+    let row: Option<(Uuid, Option<Uuid>, Role, Option<String>)> = sqlx::query_as(
+        "UPDATE api_keys k SET last_used_at = now() \
+         FROM (SELECT k2.id, t.status FROM api_keys k2 LEFT JOIN tenants t ON t.id = k2.tenant_id \
+               WHERE k2.secret_hash = $1 AND k2.revoked_at IS NULL) found \
+         WHERE k.id = found.id \
+         RETURNING k.id, k.tenant_id, k.role, found.status",
+    )
+    .bind(keys::hash(&req.api_key))
+    .fetch_optional(&state.db)
+    .await?;
+    let Some((key_id, tenant_id, role, tenant_status)) = row else {
+        return Err(ApiError::unauthorized("invalid API key"));
+    };
+    if tenant_status.as_deref() == Some("suspended") {
+        return Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() });
+    }
+    let access_token = state.tokens.issue(key_id, tenant_id, role)?;
+    Ok(Json(TokenResponse { access_token, token_type: "Bearer".into(), expires_in: state.tokens.ttl_secs }))
+}
+
+/// An API key as listed (never the secret).
+#[derive(Debug, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct ApiKey {
+    pub id: Uuid,
+    pub tenant_id: Option<Uuid>,
+    pub name: String,
+    pub role: Role,
+    /// The first characters of the key, to recognise it.
+    pub prefix: String,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+}
+
+/// A newly created key. `api_key` is shown only in this response.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CreatedApiKey {
+    #[serde(flatten)]
+    pub key: ApiKey,
+    /// The secret key. Store it now: it is never shown again.
+    pub api_key: String,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "ci-pipeline", "role": "tenant_member"}))]
+pub struct CreateApiKeyRequest {
+    /// A label for people, 1-100 characters.
+    pub name: String,
+    /// `tenant_admin` or `tenant_member` (operators create operator keys with `gpuplane bootstrap`).
+    pub role: Role,
+}
+
+impl CreateApiKeyRequest {
+    pub fn validate_for_tenant(&self) -> Result<(), ApiError> {
+        let mut errors = Vec::new();
+        let name_len = self.name.trim().chars().count();
+        if name_len == 0 || name_len > 100 {
+            errors.push(FieldError::new("name", "must be 1-100 characters"));
+        }
+        if self.role == Role::Operator {
+            errors.push(FieldError::new("role", "tenant keys are tenant_admin or tenant_member"));
+        }
+        if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
+    }
+}
+
+const KEY_COLUMNS: &str = "id, tenant_id, name, role, prefix, created_at, last_used_at, revoked_at";
+
+/// Store a new key and return it with its secret. `tenant_id` is None exactly for operator keys.
+pub async fn insert_api_key(
+    conn: &mut PgConnection,
+    tenant_id: Option<Uuid>,
+    name: &str,
+    role: Role,
+) -> Result<CreatedApiKey, sqlx::Error> {
+    let new_key = keys::generate();
+    let key: ApiKey = sqlx::query_as(AssertSqlSafe(format!(
+        "INSERT INTO api_keys (id, tenant_id, role, name, prefix, secret_hash) VALUES ($1, $2, $3, $4, $5, $6) \
+         RETURNING {KEY_COLUMNS}"
+    )))
+    .bind(new_id())
+    .bind(tenant_id)
+    .bind(role)
+    .bind(name.trim())
+    .bind(&new_key.display_prefix)
+    .bind(&new_key.hash)
+    .fetch_one(conn)
+    .await?;
+    Ok(CreatedApiKey { key, api_key: new_key.secret })
+}
+
+/// List the tenant's API keys.
+#[utoipa::path(
+    get, path = "/v1/tenant/api-keys", tag = "tenants", operation_id = "list_tenant_api_keys",
+    responses((status = 200, description = "The tenant's keys, newest last", body = Vec<ApiKey>))
+)]
+pub async fn list_tenant_api_keys(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+) -> ApiResult<Json<Vec<ApiKey>>> {
+    let keys: Vec<ApiKey> =
+        sqlx::query_as(AssertSqlSafe(format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY id")))
+            .bind(auth.tenant_id)
+            .fetch_all(&state.db)
+            .await?;
+    Ok(Json(keys))
+}
+
+/// Create an API key for the caller's tenant.
+#[utoipa::path(
+    post, path = "/v1/tenant/api-keys", tag = "tenants", operation_id = "create_tenant_api_key",
+    request_body = CreateApiKeyRequest,
+    responses((status = 201, description = "The key; its secret is shown only now", body = CreatedApiKey))
+)]
+pub async fn create_tenant_api_key(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiJson(req): ApiJson<CreateApiKeyRequest>,
+) -> ApiResult<(StatusCode, Json<CreatedApiKey>)> {
+    req.validate_for_tenant()?;
+    let mut conn = state.db.acquire().await?;
+    let created = insert_api_key(&mut conn, Some(auth.tenant_id), &req.name, req.role).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}
+
+/// Revoke one of the tenant's API keys. Tokens issued for it stop working at once. Revoking twice is harmless.
+#[utoipa::path(
+    delete, path = "/v1/tenant/api-keys/{key_id}", tag = "tenants", operation_id = "revoke_tenant_api_key",
+    params(("key_id" = Uuid, Path, description = "API key id")),
+    responses((status = 204, description = "Revoked"))
+)]
+pub async fn revoke_tenant_api_key(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(key_id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    let found: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND tenant_id = $2 RETURNING id",
+    )
+    .bind(key_id)
+    .bind(auth.tenant_id)
+    .fetch_optional(&state.db)
+    .await?;
+    match found {
+        Some(_) => Ok(StatusCode::NO_CONTENT),
+        None => Err(ApiError::NotFound("api key")),
+    }
+}

@@ -1,0 +1,56 @@
+//! Liveness, readiness and Prometheus metrics.
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::app::AppState;
+use crate::error::{ApiError, ApiResult};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_healthz)).routes(routes!(get_readyz)).routes(routes!(get_metrics))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HealthStatus {
+    /// `ok`.
+    pub status: String,
+}
+
+/// The process is up.
+#[utoipa::path(get, path = "/healthz", tag = "system", operation_id = "get_healthz",
+    responses((status = 200, description = "The process is up", body = HealthStatus)))]
+pub async fn get_healthz() -> axum::Json<HealthStatus> {
+    axum::Json(HealthStatus { status: "ok".into() })
+}
+
+/// The database is reachable.
+#[utoipa::path(get, path = "/readyz", tag = "system", operation_id = "get_readyz",
+    responses(
+        (status = 200, description = "Ready to serve", body = HealthStatus),
+        (status = 503, description = "The database is unreachable", body = crate::error::Problem, content_type = "application/problem+json"),
+    ))]
+pub async fn get_readyz(State(state): State<AppState>) -> axum::response::Response {
+    match sqlx::query("SELECT 1").execute(&state.db).await {
+        Ok(_) => axum::Json(HealthStatus { status: "ok".into() }).into_response(),
+        Err(err) => {
+            tracing::warn!(error = %err, "readiness check failed");
+            let mut response = ApiError::Internal(anyhow::anyhow!("database unreachable")).into_response();
+            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            response
+        }
+    }
+}
+
+/// Prometheus metrics: requests by route and status, latency histogram, database pool use.
+#[utoipa::path(get, path = "/metrics", tag = "system", operation_id = "get_metrics",
+    responses((status = 200, description = "Prometheus text exposition format", body = String, content_type = "text/plain")))]
+pub async fn get_metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
+    metrics::gauge!("db_pool_connections").set(state.db.size() as f64);
+    metrics::gauge!("db_pool_idle_connections").set(state.db.num_idle() as f64);
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render()))
+}

@@ -1,0 +1,430 @@
+//! Nodes and their GPUs. Operators create them here; node agents will register through the same code.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::AssertSqlSafe;
+use sqlx::PgConnection;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::OperatorAuth;
+use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_nodes, create_node))
+        .routes(routes!(get_node))
+        .routes(routes!(cordon_node))
+        .routes(routes!(uncordon_node))
+        .routes(routes!(drain_node))
+        .routes(routes!(set_node_maintenance))
+}
+
+/// Link between the GPUs inside a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum IntraLink {
+    Nvlink,
+    Pcie,
+}
+
+/// What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum NodeState {
+    /// Takes new leases.
+    Ready,
+    /// Keeps its leases, takes no new ones.
+    Cordoned,
+    /// Takes no new leases; becomes `drained` when its last lease ends.
+    Draining,
+    /// Draining and empty.
+    Drained,
+    /// Out of service for maintenance.
+    Maintenance,
+    /// Missed heartbeats for the unreachable timeout.
+    Unreachable,
+    /// Missed heartbeats for the offline timeout; its leases were interrupted.
+    Offline,
+}
+
+/// SQL expression (over `nodes n`) for the derived state. `drained` is added when leases exist.
+pub const NODE_STATE_SQL: &str = "CASE WHEN n.liveness <> 'ready' THEN n.liveness \
+     WHEN n.admin_state = 'active' THEN 'ready' ELSE n.admin_state END";
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct Gpu {
+    pub id: Uuid,
+    /// Index on the node (as CUDA_VISIBLE_DEVICES counts).
+    pub index: i32,
+    /// The GPU's UUID as NVML reports it, e.g. `GPU-5a1c...`.
+    pub uuid: String,
+    /// False after a fatal XID until an operator returns it to service.
+    pub healthy: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Node {
+    pub id: Uuid,
+    pub pool_id: Uuid,
+    pub hostname: String,
+    /// Address other nodes and tenants reach it at (IP or DNS name).
+    pub address: String,
+    pub state: NodeState,
+    pub intra_link: IntraLink,
+    /// GPU-to-GPU bandwidth inside the node, GB/s.
+    pub intra_link_gbps: i32,
+    /// Inter-node network bandwidth, Gbit/s.
+    pub network_gbps: i32,
+    /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
+    pub rdma: bool,
+    pub gpus: Vec<Gpu>,
+    pub last_heartbeat_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    id: Uuid,
+    pool_id: Uuid,
+    hostname: String,
+    address: String,
+    state: NodeState,
+    intra_link: IntraLink,
+    intra_link_gbps: i32,
+    network_gbps: i32,
+    rdma: bool,
+    last_heartbeat_at: Option<DateTime<Utc>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+fn node_select() -> String {
+    format!(
+        "SELECT n.id, n.pool_id, n.hostname, n.address, ({NODE_STATE_SQL}) AS state, n.intra_link, n.intra_link_gbps, \
+         n.network_gbps, n.rdma, n.last_heartbeat_at, n.created_at, n.updated_at FROM nodes n"
+    )
+}
+
+async fn attach_gpus(conn: &mut PgConnection, rows: Vec<NodeRow>) -> Result<Vec<Node>, sqlx::Error> {
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let gpus: Vec<(Uuid, Uuid, i32, String, bool)> = sqlx::query_as(
+        "SELECT node_id, id, idx, uuid, healthy FROM gpus WHERE node_id = ANY($1) ORDER BY node_id, idx",
+    )
+    .bind(&ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Node {
+            gpus: gpus
+                .iter()
+                .filter(|g| g.0 == r.id)
+                .map(|g| Gpu { id: g.1, index: g.2, uuid: g.3.clone(), healthy: g.4 })
+                .collect(),
+            id: r.id,
+            pool_id: r.pool_id,
+            hostname: r.hostname,
+            address: r.address,
+            state: r.state,
+            intra_link: r.intra_link,
+            intra_link_gbps: r.intra_link_gbps,
+            network_gbps: r.network_gbps,
+            rdma: r.rdma,
+            last_heartbeat_at: r.last_heartbeat_at,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+        .collect())
+}
+
+pub async fn load_node(conn: &mut PgConnection, node_id: Uuid) -> Result<Option<Node>, sqlx::Error> {
+    let rows: Vec<NodeRow> = sqlx::query_as(AssertSqlSafe(format!("{} WHERE n.id = $1", node_select())))
+        .bind(node_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    Ok(attach_gpus(conn, rows).await?.pop())
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewGpu {
+    pub index: i32,
+    pub uuid: String,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"pool_id": "0192f5a0-0000-7000-8000-000000000001", "hostname": "gpu-node-01",
+    "address": "10.0.0.11", "intra_link": "nvlink", "intra_link_gbps": 900, "network_gbps": 400, "rdma": true,
+    "gpus": [{"index": 0, "uuid": "GPU-0a1b2c3d-0000-0000-0000-000000000000"}, {"index": 1, "uuid": "GPU-0a1b2c3d-0000-0000-0000-000000000001"}]}))]
+pub struct CreateNodeRequest {
+    pub pool_id: Uuid,
+    pub hostname: String,
+    pub address: String,
+    pub intra_link: IntraLink,
+    /// GB/s; defaults to the GPU model's link (NVLink) or PCIe 4.0 x16 (32 GB/s).
+    pub intra_link_gbps: Option<i32>,
+    /// Gbit/s between nodes.
+    pub network_gbps: i32,
+    #[serde(default)]
+    pub rdma: bool,
+    pub gpus: Vec<NewGpu>,
+}
+
+/// Most GPUs one node may carry.
+pub const MAX_GPUS_PER_NODE: usize = 64;
+
+impl CreateNodeRequest {
+    pub fn validate(&self) -> Result<(), ApiError> {
+        let mut errors = Vec::new();
+        let hostname_ok = !self.hostname.is_empty()
+            && self.hostname.len() <= 253
+            && self.hostname.as_bytes()[0].is_ascii_alphanumeric()
+            && self.hostname.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+        if !hostname_ok {
+            errors.push(FieldError::new("hostname", "letters, digits, '.' and '-', 1-253 characters"));
+        }
+        if self.address.trim().is_empty() || self.address.len() > 255 || self.address.contains(char::is_whitespace) {
+            errors.push(FieldError::new("address", "an IP address or DNS name, 1-255 characters"));
+        }
+        if let Some(gbps) = self.intra_link_gbps
+            && !(1..=100_000).contains(&gbps)
+        {
+            errors.push(FieldError::new("intra_link_gbps", "must be between 1 and 100000"));
+        }
+        if !(0..=100_000).contains(&self.network_gbps) {
+            errors.push(FieldError::new("network_gbps", "must be between 0 and 100000"));
+        }
+        if self.gpus.is_empty() || self.gpus.len() > MAX_GPUS_PER_NODE {
+            errors.push(FieldError::new("gpus", format!("a node has 1-{MAX_GPUS_PER_NODE} GPUs")));
+        }
+        for (i, gpu) in self.gpus.iter().enumerate() {
+            if !(0..MAX_GPUS_PER_NODE as i32).contains(&gpu.index) {
+                errors.push(FieldError::new(format!("gpus[{i}].index"), "must be between 0 and 63"));
+            }
+            if self.gpus[..i].iter().any(|g| g.index == gpu.index) {
+                errors.push(FieldError::new(format!("gpus[{i}].index"), "duplicate index on this node"));
+            }
+            if gpu.uuid.trim().is_empty() || gpu.uuid.len() > 128 {
+                errors.push(FieldError::new(format!("gpus[{i}].uuid"), "must be 1-128 characters"));
+            }
+            if self.gpus[..i].iter().any(|g| g.uuid == gpu.uuid) {
+                errors.push(FieldError::new(format!("gpus[{i}].uuid"), "duplicate GPU uuid"));
+            }
+        }
+        if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
+    }
+}
+
+/// Insert a node and its GPUs (caller's transaction). Validates the request first.
+pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> ApiResult<Uuid> {
+    req.validate()?;
+    let pool: Option<(i32,)> =
+        sqlx::query_as("SELECT m.gpu_link_gbps FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")
+            .bind(req.pool_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((model_link_gbps,)) = pool else {
+        return Err(ApiError::field("pool_id", "no such pool"));
+    };
+    let intra_link_gbps = req.intra_link_gbps.unwrap_or(match req.intra_link {
+        IntraLink::Nvlink if model_link_gbps > 0 => model_link_gbps,
+        _ => 32,
+    });
+    let id = new_id();
+    sqlx::query(
+        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(id)
+    .bind(req.pool_id)
+    .bind(&req.hostname)
+    .bind(req.address.trim())
+    .bind(req.intra_link)
+    .bind(intra_link_gbps)
+    .bind(req.network_gbps)
+    .bind(req.rdma)
+    .execute(&mut *conn)
+    .await
+    .map_err(|err| match constraint_name(&err) {
+        Some("nodes_hostname_unique") => ApiError::conflict("node_hostname_taken", "a node with this hostname exists"),
+        _ => err.into(),
+    })?;
+    let gpu_ids: Vec<Uuid> = req.gpus.iter().map(|_| new_id()).collect();
+    let indices: Vec<i32> = req.gpus.iter().map(|g| g.index).collect();
+    let uuids: Vec<&str> = req.gpus.iter().map(|g| g.uuid.trim()).collect();
+    sqlx::query("INSERT INTO gpus (id, node_id, idx, uuid) SELECT u.id, $1, u.idx, u.uuid FROM UNNEST($2::uuid[], $3::int[], $4::text[]) AS u(id, idx, uuid)")
+        .bind(id)
+        .bind(&gpu_ids)
+        .bind(&indices)
+        .bind(&uuids)
+        .execute(&mut *conn)
+        .await
+        .map_err(|err| match constraint_name(&err) {
+            Some("gpus_uuid_unique") => ApiError::conflict("gpu_uuid_taken", "a GPU with one of these uuids is registered on another node"),
+            _ => err.into(),
+        })?;
+    Ok(id)
+}
+
+/// Add a node and its GPUs to a pool.
+#[utoipa::path(
+    post, path = "/v1/admin/nodes", tag = "admin", operation_id = "create_node",
+    request_body = CreateNodeRequest,
+    responses(
+        (status = 201, description = "The node", body = Node),
+        (status = 409, description = "Hostname or GPU uuid taken (`node_hostname_taken`, `gpu_uuid_taken`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_node(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiJson(req): ApiJson<CreateNodeRequest>,
+) -> ApiResult<(StatusCode, Json<Node>)> {
+    let mut tx = state.db.begin().await?;
+    let id = insert_node(&mut tx, &req).await?;
+    let node = load_node(&mut tx, id).await?.ok_or(ApiError::NotFound("node"))?;
+    tx.commit().await?;
+    tracing::info!(node.id = %id, hostname = %node.hostname, "node created");
+    Ok((StatusCode::CREATED, Json(node)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct NodeFilter {
+    /// Only nodes of this pool.
+    pub pool_id: Option<Uuid>,
+    /// Only nodes in this state.
+    pub state: Option<NodeState>,
+    pub limit: Option<i64>,
+    pub after: Option<Uuid>,
+}
+
+/// List nodes, filtered by pool and state.
+#[utoipa::path(
+    get, path = "/v1/admin/nodes", tag = "admin", operation_id = "list_nodes",
+    params(NodeFilter),
+    responses((status = 200, description = "A page of nodes", body = Page<Node>))
+)]
+pub async fn list_nodes(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiQuery(filter): ApiQuery<NodeFilter>,
+) -> ApiResult<Json<Page<Node>>> {
+    let page = PageParams { limit: filter.limit, after: filter.after };
+    let limit = page.fetch_limit()?;
+    let mut conn = state.db.acquire().await?;
+    let rows: Vec<NodeRow> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT * FROM ({}) n WHERE n.id > $1 AND ($2::uuid IS NULL OR n.pool_id = $2) \
+         AND ($3::text IS NULL OR n.state = $3) ORDER BY n.id LIMIT $4",
+        node_select()
+    )))
+    .bind(page.after())
+    .bind(filter.pool_id)
+    .bind(filter.state)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    let nodes = attach_gpus(&mut conn, rows).await?;
+    Ok(Json(Page::from_rows(nodes, limit, |n| n.id)))
+}
+
+/// Get a node with its GPUs.
+#[utoipa::path(
+    get, path = "/v1/admin/nodes/{node_id}", tag = "admin", operation_id = "get_node",
+    params(("node_id" = Uuid, Path, description = "Node id")),
+    responses((status = 200, description = "The node", body = Node))
+)]
+pub async fn get_node(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(node_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Node>> {
+    let mut conn = state.db.acquire().await?;
+    load_node(&mut conn, node_id).await?.map(Json).ok_or(ApiError::NotFound("node"))
+}
+
+/// Set the operator's intent for a node and return it.
+async fn set_admin_state(state: &AppState, node_id: Uuid, admin_state: &str) -> ApiResult<Json<Node>> {
+    let mut tx = state.db.begin().await?;
+    let updated =
+        sqlx::query("UPDATE nodes SET admin_state = $2, generation = generation + 1, updated_at = now() WHERE id = $1")
+            .bind(node_id)
+            .bind(admin_state)
+            .execute(&mut *tx)
+            .await?;
+    if updated.rows_affected() == 0 {
+        return Err(ApiError::NotFound("node"));
+    }
+    let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
+    tx.commit().await?;
+    tracing::info!(node.id = %node_id, admin_state, "node admin state changed");
+    Ok(Json(node))
+}
+
+/// Cordon a node: it keeps its leases and takes no new ones.
+#[utoipa::path(
+    post, path = "/v1/admin/nodes/{node_id}/cordon", tag = "admin", operation_id = "cordon_node",
+    params(("node_id" = Uuid, Path, description = "Node id")),
+    responses((status = 200, description = "The node", body = Node))
+)]
+pub async fn cordon_node(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(node_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Node>> {
+    set_admin_state(&state, node_id, "cordoned").await
+}
+
+/// Return a cordoned, draining or maintenance node to service.
+#[utoipa::path(
+    post, path = "/v1/admin/nodes/{node_id}/uncordon", tag = "admin", operation_id = "uncordon_node",
+    params(("node_id" = Uuid, Path, description = "Node id")),
+    responses((status = 200, description = "The node", body = Node))
+)]
+pub async fn uncordon_node(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(node_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Node>> {
+    set_admin_state(&state, node_id, "active").await
+}
+
+/// Drain a node: no new leases; it becomes `drained` when its last lease ends.
+#[utoipa::path(
+    post, path = "/v1/admin/nodes/{node_id}/drain", tag = "admin", operation_id = "drain_node",
+    params(("node_id" = Uuid, Path, description = "Node id")),
+    responses((status = 200, description = "The node", body = Node))
+)]
+pub async fn drain_node(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(node_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Node>> {
+    set_admin_state(&state, node_id, "draining").await
+}
+
+/// Put a node into maintenance: out of service until uncordoned.
+#[utoipa::path(
+    post, path = "/v1/admin/nodes/{node_id}/maintenance", tag = "admin", operation_id = "set_node_maintenance",
+    params(("node_id" = Uuid, Path, description = "Node id")),
+    responses((status = 200, description = "The node", body = Node))
+)]
+pub async fn set_node_maintenance(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(node_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Node>> {
+    set_admin_state(&state, node_id, "maintenance").await
+}

@@ -1,0 +1,19 @@
+//! gpuplane: the control plane of a GPU rental platform.
+//!
+//! One module per domain (`tenants`, `inventory`, ...), each owning its routes, handlers, queries and types.
+//! `app` wires them into one router; `main.rs` only parses the command line.
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod error;
+pub mod extract;
+pub mod health;
+pub mod inventory;
+pub mod openapi;
+pub mod telemetry;
+pub mod tenants;
+
+pub use app::{AppState, build_router, run};

@@ -1,0 +1,114 @@
+//! The OpenAPI document, generated from the same route list the router serves (utoipa-axum), then completed
+//! in one place with what every operation shares: the bearer security scheme and the problem+json errors.
+
+use utoipa::OpenApi;
+use utoipa::openapi::path::Operation;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
+
+use crate::error::{FieldError, Problem};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "gpuplane",
+        description = "Control plane of a GPU rental platform: tenants, GPU inventory, leases, node agents, \
+                       auto-parallel planning and billing. Authenticate by exchanging an API key at \
+                       `POST /v1/auth/token` and sending `Authorization: Bearer <access_token>`. Errors are RFC 9457 \
+                       `application/problem+json` with a stable `code`.",
+        license(name = "Apache-2.0", identifier = "Apache-2.0"),
+    ),
+    tags(
+        (name = "auth", description = "API keys and access tokens"),
+        (name = "tenants", description = "The caller's tenant and its API keys"),
+        (name = "inventory", description = "GPU models and pools"),
+        (name = "admin", description = "Platform operators: tenants, catalog, pools, nodes"),
+        (name = "system", description = "Health, readiness and metrics"),
+    ),
+    components(schemas(Problem, FieldError))
+)]
+struct ApiDoc;
+
+/// The document's base: info, tags and shared schemas. Routes are added by `app::api_router`.
+pub fn base() -> utoipa::openapi::OpenApi {
+    ApiDoc::openapi()
+}
+
+/// Operations anyone may call without a token.
+const PUBLIC_OPERATIONS: &[&str] = &["create_token", "get_healthz", "get_readyz", "get_metrics"];
+
+pub const BEARER: &str = "bearer";
+
+/// The shared error responses, by status, with the situation each one stands for.
+const PROBLEMS: &[(&str, &str, &str)] = &[
+    ("400", "BadRequest", "Malformed request, e.g. invalid JSON (`malformed_json`)"),
+    ("401", "Unauthorized", "Missing, expired, tampered or revoked credentials (`unauthorized`)"),
+    ("403", "Forbidden", "Authenticated but not allowed (`forbidden`, `tenant_suspended`)"),
+    ("404", "NotFound", "No such object, or it belongs to another tenant (`not_found`)"),
+    ("413", "PayloadTooLarge", "Request body too large (`payload_too_large`)"),
+    ("415", "UnsupportedMediaType", "Body is not application/json (`unsupported_media_type`)"),
+    ("422", "ValidationFailed", "Invalid values, with field-level `errors` (`validation_failed`)"),
+    ("500", "InternalError", "Unexpected server failure; details are in the server log (`internal_error`)"),
+];
+
+/// Add the bearer scheme, per-operation security, and the shared problem responses that apply.
+pub fn complete(api: &mut utoipa::openapi::OpenApi) {
+    let components = api.components.get_or_insert_with(Default::default);
+    components.add_security_scheme(
+        BEARER,
+        SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+    );
+    for (_, name, description) in PROBLEMS {
+        components.responses.insert(
+            (*name).to_string(),
+            RefOr::T(
+                ResponseBuilder::new()
+                    .description(*description)
+                    .content(
+                        "application/problem+json",
+                        ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build(),
+                    )
+                    .build(),
+            ),
+        );
+    }
+    for (path, item) in api.paths.paths.iter_mut() {
+        let has_path_params = path.contains('{');
+        for op in
+            [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten()
+        {
+            complete_operation(op, has_path_params);
+        }
+    }
+}
+
+fn complete_operation(op: &mut Operation, has_path_params: bool) {
+    let public = op.operation_id.as_deref().is_some_and(|id| PUBLIC_OPERATIONS.contains(&id));
+    let has_body = op.request_body.is_some();
+    let has_query = op.parameters.as_ref().is_some_and(|ps| {
+        ps.iter().any(|p| matches!(p, RefOr::T(p) if p.parameter_in == utoipa::openapi::path::ParameterIn::Query))
+    });
+    if !public {
+        op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+    }
+    let mut wanted = vec!["500"];
+    if !public {
+        wanted.extend(["401", "403"]);
+    }
+    if has_body {
+        wanted.extend(["400", "413", "415", "422"]);
+    }
+    if has_query {
+        wanted.push("422");
+    }
+    if has_path_params {
+        wanted.push("404");
+    }
+    for status in wanted {
+        let name = PROBLEMS.iter().find(|p| p.0 == status).map(|p| p.1).unwrap_or("InternalError");
+        op.responses
+            .responses
+            .entry(status.to_string())
+            .or_insert_with(|| RefOr::Ref(Ref::new(format!("#/components/responses/{name}"))));
+    }
+}

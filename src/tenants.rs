@@ -1,0 +1,382 @@
+//! Tenants: the companies and labs that rent GPUs. Operators manage them and their quotas; tenants read themselves.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::AssertSqlSafe;
+use sqlx::PgConnection;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, insert_api_key};
+use crate::auth::{OperatorAuth, TenantAuth};
+use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_own_tenant))
+        .routes(routes!(list_tenants, create_tenant))
+        .routes(routes!(get_tenant, update_tenant))
+        .routes(routes!(set_tenant_quotas))
+        .routes(routes!(create_api_key_for_tenant))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum TenantStatus {
+    Active,
+    Suspended,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PoolQuota {
+    pub pool_id: Uuid,
+    /// GPUs the tenant may hold at once in this pool.
+    pub max_gpus: i32,
+}
+
+/// Limits on what a tenant may hold at once. Absent (null) means unlimited.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct Quotas {
+    pub max_concurrent_leases: Option<i32>,
+    /// Default GPU limit for every pool.
+    pub max_gpus_per_pool: Option<i32>,
+    /// Per-pool limits overriding `max_gpus_per_pool`.
+    #[serde(default)]
+    pub pools: Vec<PoolQuota>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Tenant {
+    pub id: Uuid,
+    pub name: String,
+    pub status: TenantStatus,
+    pub quotas: Quotas,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct TenantRow {
+    id: Uuid,
+    name: String,
+    status: TenantStatus,
+    max_concurrent_leases: Option<i32>,
+    max_gpus_per_pool: Option<i32>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+const TENANT_COLUMNS: &str = "id, name, status, max_concurrent_leases, max_gpus_per_pool, created_at, updated_at";
+
+impl TenantRow {
+    fn into_tenant(self, pools: Vec<PoolQuota>) -> Tenant {
+        Tenant {
+            id: self.id,
+            name: self.name,
+            status: self.status,
+            quotas: Quotas {
+                max_concurrent_leases: self.max_concurrent_leases,
+                max_gpus_per_pool: self.max_gpus_per_pool,
+                pools,
+            },
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// Load one tenant with its per-pool quotas.
+pub async fn load_tenant(conn: &mut PgConnection, id: Uuid) -> Result<Option<Tenant>, sqlx::Error> {
+    let row: Option<TenantRow> =
+        sqlx::query_as(AssertSqlSafe(format!("SELECT {TENANT_COLUMNS} FROM tenants WHERE id = $1")))
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some(row) = row else { return Ok(None) };
+    let pools = load_pool_quotas(conn, &[id]).await?.into_iter().map(|(_, q)| q).collect();
+    Ok(Some(row.into_tenant(pools)))
+}
+
+async fn load_pool_quotas(conn: &mut PgConnection, tenant_ids: &[Uuid]) -> Result<Vec<(Uuid, PoolQuota)>, sqlx::Error> {
+    let rows: Vec<(Uuid, Uuid, i32)> = sqlx::query_as(
+        "SELECT tenant_id, pool_id, max_gpus FROM tenant_pool_quotas WHERE tenant_id = ANY($1) ORDER BY pool_id",
+    )
+    .bind(tenant_ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(t, pool_id, max_gpus)| (t, PoolQuota { pool_id, max_gpus })).collect())
+}
+
+fn validate_name(name: &str, errors: &mut Vec<FieldError>) {
+    let len = name.trim().chars().count();
+    if len == 0 || len > 100 {
+        errors.push(FieldError::new("name", "must be 1-100 characters"));
+    }
+}
+
+fn validate_limit(field: &str, value: Option<i32>, errors: &mut Vec<FieldError>) {
+    if let Some(v) = value
+        && !(0..=1_000_000).contains(&v)
+    {
+        errors.push(FieldError::new(field, "must be between 0 and 1000000 (or null for unlimited)"));
+    }
+}
+
+fn name_conflict(err: sqlx::Error) -> ApiError {
+    match constraint_name(&err) {
+        Some("tenants_name_unique") => ApiError::conflict("tenant_name_taken", "a tenant with this name exists"),
+        _ => err.into(),
+    }
+}
+
+/// The caller's own tenant.
+#[utoipa::path(
+    get, path = "/v1/tenant", tag = "tenants", operation_id = "get_own_tenant",
+    responses((status = 200, description = "The caller's tenant", body = Tenant))
+)]
+pub async fn get_own_tenant(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Tenant>> {
+    let mut conn = state.db.acquire().await?;
+    load_tenant(&mut conn, auth.tenant_id).await?.map(Json).ok_or(ApiError::NotFound("tenant"))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "acme-ml", "quotas": {"max_concurrent_leases": 10, "max_gpus_per_pool": 32}}))]
+pub struct CreateTenantRequest {
+    pub name: String,
+    #[serde(default)]
+    pub quotas: Option<Quotas>,
+}
+
+/// Create a tenant.
+#[utoipa::path(
+    post, path = "/v1/admin/tenants", tag = "admin", operation_id = "create_tenant",
+    request_body = CreateTenantRequest,
+    responses(
+        (status = 201, description = "The tenant", body = Tenant),
+        (status = 409, description = "Name taken (`tenant_name_taken`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_tenant(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiJson(req): ApiJson<CreateTenantRequest>,
+) -> ApiResult<(StatusCode, Json<Tenant>)> {
+    let mut errors = Vec::new();
+    validate_name(&req.name, &mut errors);
+    let quotas = req.quotas.unwrap_or_default();
+    validate_quotas(&quotas, &mut errors);
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut tx = state.db.begin().await?;
+    let id = new_id();
+    sqlx::query("INSERT INTO tenants (id, name, max_concurrent_leases, max_gpus_per_pool) VALUES ($1, $2, $3, $4)")
+        .bind(id)
+        .bind(req.name.trim())
+        .bind(quotas.max_concurrent_leases)
+        .bind(quotas.max_gpus_per_pool)
+        .execute(&mut *tx)
+        .await
+        .map_err(name_conflict)?;
+    write_pool_quotas(&mut tx, id, &quotas.pools).await?;
+    let tenant = load_tenant(&mut tx, id).await?.ok_or(ApiError::NotFound("tenant"))?;
+    tx.commit().await?;
+    tracing::info!(tenant.id = %id, "tenant created");
+    Ok((StatusCode::CREATED, Json(tenant)))
+}
+
+fn validate_quotas(quotas: &Quotas, errors: &mut Vec<FieldError>) {
+    validate_limit("quotas.max_concurrent_leases", quotas.max_concurrent_leases, errors);
+    validate_limit("quotas.max_gpus_per_pool", quotas.max_gpus_per_pool, errors);
+    for (i, q) in quotas.pools.iter().enumerate() {
+        validate_limit(&format!("quotas.pools[{i}].max_gpus"), Some(q.max_gpus), errors);
+        if quotas.pools[..i].iter().any(|other| other.pool_id == q.pool_id) {
+            errors.push(FieldError::new(format!("quotas.pools[{i}].pool_id"), "listed twice"));
+        }
+    }
+}
+
+async fn write_pool_quotas(conn: &mut PgConnection, tenant_id: Uuid, pools: &[PoolQuota]) -> ApiResult<()> {
+    sqlx::query("DELETE FROM tenant_pool_quotas WHERE tenant_id = $1").bind(tenant_id).execute(&mut *conn).await?;
+    for (i, q) in pools.iter().enumerate() {
+        sqlx::query("INSERT INTO tenant_pool_quotas (tenant_id, pool_id, max_gpus) VALUES ($1, $2, $3)")
+            .bind(tenant_id)
+            .bind(q.pool_id)
+            .bind(q.max_gpus)
+            .execute(&mut *conn)
+            .await
+            .map_err(|err| match constraint_name(&err) {
+                Some("tenant_pool_quotas_pool_id_fkey") => {
+                    ApiError::field(format!("quotas.pools[{i}].pool_id"), "no such pool")
+                }
+                _ => err.into(),
+            })?;
+    }
+    Ok(())
+}
+
+/// List tenants, in creation order.
+#[utoipa::path(
+    get, path = "/v1/admin/tenants", tag = "admin", operation_id = "list_tenants",
+    params(PageParams),
+    responses((status = 200, description = "A page of tenants", body = Page<Tenant>))
+)]
+pub async fn list_tenants(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<Page<Tenant>>> {
+    let limit = page.fetch_limit()?;
+    let mut conn = state.db.acquire().await?;
+    let rows: Vec<TenantRow> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {TENANT_COLUMNS} FROM tenants WHERE id > $1 ORDER BY id LIMIT $2"
+    )))
+    .bind(page.after())
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let quotas = load_pool_quotas(&mut conn, &ids).await?;
+    let tenants = rows
+        .into_iter()
+        .map(|row| {
+            let pools = quotas.iter().filter(|(t, _)| *t == row.id).map(|(_, q)| q.clone()).collect();
+            row.into_tenant(pools)
+        })
+        .collect();
+    Ok(Json(Page::from_rows(tenants, limit, |t| t.id)))
+}
+
+/// Get a tenant.
+#[utoipa::path(
+    get, path = "/v1/admin/tenants/{tenant_id}", tag = "admin", operation_id = "get_tenant",
+    params(("tenant_id" = Uuid, Path, description = "Tenant id")),
+    responses((status = 200, description = "The tenant", body = Tenant))
+)]
+pub async fn get_tenant(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(tenant_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Tenant>> {
+    let mut conn = state.db.acquire().await?;
+    load_tenant(&mut conn, tenant_id).await?.map(Json).ok_or(ApiError::NotFound("tenant"))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"status": "suspended"}))]
+pub struct UpdateTenantRequest {
+    pub name: Option<String>,
+    /// `suspended` blocks every request of the tenant's users with 403 `tenant_suspended`.
+    pub status: Option<TenantStatus>,
+}
+
+/// Rename, suspend or reactivate a tenant.
+#[utoipa::path(
+    patch, path = "/v1/admin/tenants/{tenant_id}", tag = "admin", operation_id = "update_tenant",
+    params(("tenant_id" = Uuid, Path, description = "Tenant id")),
+    request_body = UpdateTenantRequest,
+    responses(
+        (status = 200, description = "The updated tenant", body = Tenant),
+        (status = 409, description = "Name taken (`tenant_name_taken`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_tenant(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(tenant_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<UpdateTenantRequest>,
+) -> ApiResult<Json<Tenant>> {
+    let mut errors = Vec::new();
+    if let Some(name) = &req.name {
+        validate_name(name, &mut errors);
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut tx = state.db.begin().await?;
+    let updated = sqlx::query(
+        "UPDATE tenants SET name = COALESCE($2, name), status = COALESCE($3, status), updated_at = now() WHERE id = $1",
+    )
+    .bind(tenant_id)
+    .bind(req.name.as_deref().map(str::trim))
+    .bind(req.status)
+    .execute(&mut *tx)
+    .await
+    .map_err(name_conflict)?;
+    if updated.rows_affected() == 0 {
+        return Err(ApiError::NotFound("tenant"));
+    }
+    let tenant = load_tenant(&mut tx, tenant_id).await?.ok_or(ApiError::NotFound("tenant"))?;
+    tx.commit().await?;
+    Ok(Json(tenant))
+}
+
+/// Replace a tenant's quotas.
+#[utoipa::path(
+    put, path = "/v1/admin/tenants/{tenant_id}/quotas", tag = "admin", operation_id = "set_tenant_quotas",
+    params(("tenant_id" = Uuid, Path, description = "Tenant id")),
+    request_body = Quotas,
+    responses((status = 200, description = "The tenant with its new quotas", body = Tenant))
+)]
+pub async fn set_tenant_quotas(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(tenant_id): ApiPath<Uuid>,
+    ApiJson(quotas): ApiJson<Quotas>,
+) -> ApiResult<Json<Tenant>> {
+    let mut errors = Vec::new();
+    validate_quotas(&quotas, &mut errors);
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut tx = state.db.begin().await?;
+    let updated = sqlx::query(
+        "UPDATE tenants SET max_concurrent_leases = $2, max_gpus_per_pool = $3, updated_at = now() WHERE id = $1",
+    )
+    .bind(tenant_id)
+    .bind(quotas.max_concurrent_leases)
+    .bind(quotas.max_gpus_per_pool)
+    .execute(&mut *tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Err(ApiError::NotFound("tenant"));
+    }
+    write_pool_quotas(&mut tx, tenant_id, &quotas.pools).await?;
+    let tenant = load_tenant(&mut tx, tenant_id).await?.ok_or(ApiError::NotFound("tenant"))?;
+    tx.commit().await?;
+    Ok(Json(tenant))
+}
+
+/// Create an API key for a tenant (how a new tenant gets its first admin key).
+#[utoipa::path(
+    post, path = "/v1/admin/tenants/{tenant_id}/api-keys", tag = "admin", operation_id = "create_api_key_for_tenant",
+    params(("tenant_id" = Uuid, Path, description = "Tenant id")),
+    request_body = CreateApiKeyRequest,
+    responses((status = 201, description = "The key; its secret is shown only now", body = CreatedApiKey))
+)]
+pub async fn create_api_key_for_tenant(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(tenant_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<CreateApiKeyRequest>,
+) -> ApiResult<(StatusCode, Json<CreatedApiKey>)> {
+    req.validate_for_tenant()?;
+    let mut conn = state.db.acquire().await?;
+    let exists: Option<(Uuid,)> =
+        sqlx::query_as("SELECT id FROM tenants WHERE id = $1").bind(tenant_id).fetch_optional(&mut *conn).await?;
+    if exists.is_none() {
+        return Err(ApiError::NotFound("tenant"));
+    }
+    let created = insert_api_key(&mut conn, Some(tenant_id), &req.name, req.role).await?;
+    Ok((StatusCode::CREATED, Json(created)))
+}

@@ -1,0 +1,87 @@
+//! The real `gpuplane` binary, bound to port 0, against the test's database.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sqlx::PgPool;
+
+use crate::common::TEST_SECRET;
+
+pub fn database_url(db: &PgPool) -> String {
+    let opts = db.connect_options();
+    let base = std::env::var("DATABASE_URL").expect("DATABASE_URL");
+    let name = opts.get_database().expect("test database name");
+    match base.rfind('/') {
+        Some(i) => format!("{}/{name}", &base[..i]),
+        None => base,
+    }
+}
+
+/// Start `gpuplane serve` on port 0 and return the child with its base URL.
+pub fn spawn_server(db_url: &str, extra_env: &[(&str, &str)]) -> (Child, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
+    cmd.args(["serve", "--bind", "127.0.0.1:0"])
+        .env("DATABASE_URL", db_url)
+        .env("GPUPLANE_JWT_SECRET", TEST_SECRET)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn gpuplane");
+    let stdout = child.stdout.take().unwrap();
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("read listening line");
+    let url =
+        line.trim().strip_prefix("gpuplane listening on ").unwrap_or_else(|| panic!("unexpected: {line}")).to_string();
+    (child, url)
+}
+
+pub fn terminate(child: &mut Child) -> std::process::ExitStatus {
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("server did not stop on SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[sqlx::test]
+async fn the_binary_serves_health_and_readiness_and_stops_on_sigterm(db: PgPool) {
+    let (mut child, url) = spawn_server(&database_url(&db), &[]);
+    let client = reqwest::Client::new();
+    let health = client.get(format!("{url}/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    assert!(health.headers().contains_key("x-request-id"));
+    let ready = client.get(format!("{url}/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let spec: serde_json::Value = client.get(format!("{url}/openapi.json")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(spec["info"]["title"], "gpuplane");
+    let docs = client.get(format!("{url}/docs/")).send().await.unwrap();
+    assert_eq!(docs.status(), 200);
+    let status = terminate(&mut child);
+    assert!(status.success(), "graceful shutdown exits 0: {status}");
+}
+
+#[test]
+fn serve_refuses_a_missing_or_weak_secret() {
+    for secret in [None, Some("short")] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
+        cmd.args(["serve", "--bind", "127.0.0.1:0"]).env_remove("GPUPLANE_JWT_SECRET").env_remove("GPUPLANE_DEV");
+        if let Some(s) = secret {
+            cmd.env("GPUPLANE_JWT_SECRET", s);
+        }
+        let out = cmd.output().unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("GPUPLANE_JWT_SECRET"), "clear error: {err}");
+    }
+}

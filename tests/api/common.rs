@@ -1,0 +1,183 @@
+//! Test helpers: drive the real router in-process against the test's own PostgreSQL database.
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use gpuplane::auth::Role;
+use gpuplane::config::{Secret, Settings};
+use gpuplane::{AppState, build_router};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use tower::ServiceExt;
+
+pub const TEST_SECRET: &str = "test-secret-that-is-long-enough-for-hs256-0123456789";
+
+pub struct TestApp {
+    pub router: Router,
+    pub db: PgPool,
+    #[allow(dead_code)]
+    pub state: AppState,
+}
+
+pub struct Response {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Response {
+    /// Assert the status, with the body in the failure message.
+    #[track_caller]
+    pub fn expect(self, status: StatusCode) -> Self {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.body);
+        self
+    }
+
+    /// Assert a problem+json error with this status and code.
+    #[track_caller]
+    pub fn expect_problem(self, status: StatusCode, code: &str) -> Self {
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.body);
+        assert_eq!(
+            self.headers.get("content-type").and_then(|v| v.to_str().ok()),
+            Some("application/problem+json"),
+            "errors are problem+json"
+        );
+        assert_eq!(self.body["code"], code, "body: {}", self.body);
+        assert_eq!(self.body["status"], status.as_u16());
+        self
+    }
+
+    /// The field names of a validation failure.
+    pub fn error_fields(&self) -> Vec<String> {
+        self.body["errors"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|e| e["field"].as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl TestApp {
+    pub fn new(db: PgPool) -> Self {
+        let settings =
+            Settings { jwt_secret: Secret::new(TEST_SECRET), token_ttl: std::time::Duration::from_secs(900) };
+        let state = AppState::new(db.clone(), settings).expect("state");
+        TestApp { router: build_router(state.clone()), db, state }
+    }
+
+    pub async fn send(&self, req: Request<Body>) -> Response {
+        let res = self.router.clone().oneshot(req).await.expect("router never fails");
+        let status = res.status();
+        let headers = res.headers().clone();
+        let bytes = res.into_body().collect().await.expect("body").to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Response { status, headers, body }
+    }
+
+    pub async fn call(&self, method: Method, path: &str, token: Option<&str>, body: Option<Value>) -> Response {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            req = req.header("authorization", format!("Bearer {token}"));
+        }
+        let req = match body {
+            Some(body) => req.header("content-type", "application/json").body(Body::from(body.to_string())),
+            None => req.body(Body::empty()),
+        };
+        self.send(req.expect("request")).await
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Response {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Response {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    pub async fn patch(&self, path: &str, token: &str, body: Value) -> Response {
+        self.call(Method::PATCH, path, Some(token), Some(body)).await
+    }
+
+    pub async fn put(&self, path: &str, token: &str, body: Value) -> Response {
+        self.call(Method::PUT, path, Some(token), Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: &str) -> Response {
+        self.call(Method::DELETE, path, Some(token), None).await
+    }
+
+    /// Exchange an API key for an access token.
+    pub async fn token_for(&self, api_key: &str) -> String {
+        let res = self.call(Method::POST, "/v1/auth/token", None, Some(json!({ "api_key": api_key }))).await;
+        let res = res.expect(StatusCode::OK);
+        res.body["access_token"].as_str().expect("token").to_string()
+    }
+
+    /// Bootstrap the operator and return an operator access token.
+    pub async fn operator(&self) -> String {
+        let key = gpuplane::cli::bootstrap_operator(&self.db, "test-operator").await.expect("bootstrap");
+        self.token_for(&key).await
+    }
+
+    /// Create a tenant (as `operator`) and return (tenant id, API key) for a key of `role`.
+    pub async fn tenant_key(&self, operator: &str, name: &str, role: Role) -> (String, String) {
+        let tenant =
+            self.post("/v1/admin/tenants", operator, json!({ "name": name })).await.expect(StatusCode::CREATED);
+        let id = tenant.body["id"].as_str().unwrap().to_string();
+        let key = self.add_key(operator, &id, role).await;
+        (id, key)
+    }
+
+    /// Add a key of `role` to an existing tenant.
+    pub async fn add_key(&self, operator: &str, tenant_id: &str, role: Role) -> String {
+        let key = self
+            .post(
+                &format!("/v1/admin/tenants/{tenant_id}/api-keys"),
+                operator,
+                json!({ "name": "test key", "role": role.as_str() }),
+            )
+            .await
+            .expect(StatusCode::CREATED);
+        key.body["api_key"].as_str().unwrap().to_string()
+    }
+
+    /// Create a tenant and return (tenant id, admin access token).
+    pub async fn tenant_admin(&self, operator: &str, name: &str) -> (String, String) {
+        let (id, key) = self.tenant_key(operator, name, Role::TenantAdmin).await;
+        (id, self.token_for(&key).await)
+    }
+
+    /// Create a pool of `gpu_model` and return its id.
+    pub async fn pool(&self, operator: &str, name: &str, gpu_model: &str) -> String {
+        let res = self
+            .post(
+                "/v1/admin/pools",
+                operator,
+                json!({ "name": name, "gpu_model": gpu_model, "region": "test-1",
+                        "price_per_gpu_hour_minor": 200, "currency": "USD" }),
+            )
+            .await
+            .expect(StatusCode::CREATED);
+        res.body["id"].as_str().unwrap().to_string()
+    }
+
+    /// Create a node with `gpus` GPUs in `pool_id` and return its id.
+    pub async fn node(&self, operator: &str, pool_id: &str, hostname: &str, gpus: usize) -> String {
+        let gpu_list: Vec<Value> =
+            (0..gpus).map(|i| json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}") })).collect();
+        let res = self
+            .post(
+                "/v1/admin/nodes",
+                operator,
+                json!({ "pool_id": pool_id, "hostname": hostname, "address": format!("{hostname}.test"),
+                        "intra_link": "nvlink", "network_gbps": 400, "rdma": true, "gpus": gpu_list }),
+            )
+            .await
+            .expect(StatusCode::CREATED);
+        res.body["id"].as_str().unwrap().to_string()
+    }
+}

@@ -1,0 +1,11 @@
+//! API integration tests: each test gets its own freshly migrated PostgreSQL database (`#[sqlx::test]`).
+//! One test binary keeps linking cheap.
+
+mod common;
+
+mod auth;
+mod binary;
+mod errors;
+mod inventory;
+mod openapi;
+mod tenants;

@@ -1,0 +1,49 @@
+//! The committed OpenAPI document must equal what the code generates. Regenerate with
+//! `UPDATE_OPENAPI=1 cargo test openapi` (or `cargo run -- openapi > openapi/openapi.json`).
+
+use serde_json::Value;
+
+const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.json");
+
+#[test]
+fn committed_openapi_matches_the_code() {
+    let generated = serde_json::to_string_pretty(&gpuplane::app::openapi_document()).unwrap() + "\n";
+    if std::env::var_os("UPDATE_OPENAPI").is_some() {
+        std::fs::write(COMMITTED, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(COMMITTED).unwrap_or_default();
+    assert!(
+        committed == generated,
+        "openapi/openapi.json is stale: run `UPDATE_OPENAPI=1 cargo test openapi` and commit the result"
+    );
+}
+
+#[test]
+fn every_operation_is_described_for_client_generators() {
+    let doc: Value = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    let mut ids = std::collections::HashSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap_or_else(|| panic!("{method} {path} has an operationId"));
+            assert!(ids.insert(id.to_string()), "operationId {id} is unique");
+            assert!(op["tags"].as_array().is_some_and(|t| !t.is_empty()), "{id} is tagged");
+            let responses = op["responses"].as_object().unwrap();
+            assert!(responses.contains_key("500"), "{id} documents 500");
+            for (status, response) in responses {
+                let described = response.get("description").is_some() || response.get("$ref").is_some();
+                assert!(described, "{id} {status} has a description");
+            }
+            let public = ["create_token", "get_healthz", "get_readyz", "get_metrics"].contains(&id);
+            assert_eq!(op.get("security").is_some(), !public, "{id} security");
+            if !public {
+                assert!(responses.contains_key("401") && responses.contains_key("403"), "{id} documents auth errors");
+            }
+            if op.get("requestBody").is_some() {
+                assert!(responses.contains_key("422"), "{id} documents validation errors");
+            }
+        }
+    }
+    assert!(ids.len() >= 20, "{} operations", ids.len());
+}
