@@ -53,6 +53,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::auth::routes::router())
         .merge(crate::tenants::router())
         .merge(crate::inventory::router())
+        .merge(crate::leases::router())
 }
 
 /// The OpenAPI document the server serves at `/openapi.json` (and `gpuplane openapi` prints).
@@ -114,5 +115,7 @@ pub fn cancel_on_signal(token: CancellationToken) {
     });
 }
 
-/// How long background loops wait between rounds when idle.
-pub const BACKGROUND_TICK: Duration = Duration::from_secs(1);
+/// Start the background loops (lease expiry and queue); they stop when `shutdown` is cancelled.
+pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+    vec![tokio::spawn(crate::leases::lifecycle::run(state.clone(), Duration::from_secs(1), shutdown.clone()))]
+}

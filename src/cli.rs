@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{AppState, cancel_on_signal, openapi_document, run};
+use crate::app::{AppState, cancel_on_signal, openapi_document, run, spawn_background};
 use crate::auth::Role;
 use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
 use crate::telemetry::init_logging;
@@ -83,7 +83,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(%addr, "listening");
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
+    let background = spawn_background(&state, &shutdown);
     run(listener, state, shutdown).await?;
+    for task in background {
+        let _ = task.await;
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -129,7 +129,7 @@ impl ApiError {
         }
     }
 
-    fn to_problem(&self) -> Problem {
+    pub fn problem(&self) -> Problem {
         let status = self.status();
         let code = self.code();
         let detail = match self {
@@ -167,7 +167,7 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::error!(error = %self, "request failed");
         }
-        let problem = self.to_problem();
+        let problem = self.problem();
         let body = serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec());
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();

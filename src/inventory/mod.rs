@@ -12,6 +12,6 @@ pub fn router() -> OpenApiRouter<AppState> {
     gpu_models::router().merge(pools::router()).merge(nodes::router())
 }
 
-/// SQL predicate (over `nodes n` and `gpus g`) for a GPU that a new lease may take: a healthy GPU on a node
-/// an operator has not taken out of service and whose agent is alive.
-pub const ALLOCATABLE_GPU: &str = "n.admin_state = 'active' AND n.liveness = 'ready' AND g.healthy";
+/// SQL predicate (over `nodes n`) for a node that new leases may draw from: an operator has not taken it out
+/// of service and its agent is alive. Must match the partial index `nodes_allocatable_free_idx`.
+pub const ALLOCATABLE_NODE: &str = "n.admin_state = 'active' AND n.liveness = 'ready'";

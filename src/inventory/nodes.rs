@@ -57,9 +57,12 @@ pub enum NodeState {
     Offline,
 }
 
-/// SQL expression (over `nodes n`) for the derived state. `drained` is added when leases exist.
+/// SQL expression (over `nodes n`) for the derived state.
 pub const NODE_STATE_SQL: &str = "CASE WHEN n.liveness <> 'ready' THEN n.liveness \
-     WHEN n.admin_state = 'active' THEN 'ready' ELSE n.admin_state END";
+     WHEN n.admin_state = 'active' THEN 'ready' \
+     WHEN n.admin_state = 'draining' AND NOT EXISTS \
+         (SELECT 1 FROM lease_gpus lg WHERE lg.node_id = n.id AND lg.released_at IS NULL) THEN 'drained' \
+     ELSE n.admin_state END";
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
 pub struct Gpu {
@@ -244,8 +247,8 @@ pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> Ap
     });
     let id = new_id();
     sqlx::query(
-        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma, free_gpus) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(id)
     .bind(req.pool_id)
@@ -255,6 +258,7 @@ pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> Ap
     .bind(intra_link_gbps)
     .bind(req.network_gbps)
     .bind(req.rdma)
+    .bind(req.gpus.len() as i32)
     .execute(&mut *conn)
     .await
     .map_err(|err| match constraint_name(&err) {

@@ -12,7 +12,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::ALLOCATABLE_GPU;
+use super::ALLOCATABLE_NODE;
 use super::gpu_models::{GPU_MODEL_COLUMNS, GpuModel, is_slug};
 use crate::app::AppState;
 use crate::auth::{AnyAuth, OperatorAuth};
@@ -87,9 +87,9 @@ fn pools_query() -> String {
     let model_fields: Vec<String> = GPU_MODEL_COLUMNS.split(", ").map(|c| format!("'{c}', m.{c}")).collect();
     format!(
         "WITH node_capacity AS ( \
-             SELECT n.pool_id, count(g.id) AS total, count(g.id) FILTER (WHERE {ALLOCATABLE_GPU}) AS free \
-             FROM nodes n LEFT JOIN gpus g ON g.node_id = n.id \
-             WHERE ($1::uuid IS NULL OR n.pool_id = $1) GROUP BY n.id, n.pool_id) \
+             SELECT n.pool_id, (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) AS total, \
+                    CASE WHEN {ALLOCATABLE_NODE} THEN n.free_gpus ELSE 0 END AS free \
+             FROM nodes n WHERE ($1::uuid IS NULL OR n.pool_id = $1)) \
          SELECT p.id, p.name, p.region, p.price_per_gpu_hour_minor, p.currency, p.created_at, p.updated_at, \
                 COALESCE(sum(c.total), 0)::bigint AS total_gpus, COALESCE(sum(c.free), 0)::bigint AS free_gpus, \
                 COALESCE(max(c.free), 0)::bigint AS largest_free_block, json_build_object({}) AS gpu_model \

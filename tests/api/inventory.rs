@@ -60,7 +60,7 @@ async fn pools_show_price_capacity_and_largest_free_block(db: PgPool) {
         (p.body["total_gpus"].as_i64(), p.body["free_gpus"].as_i64(), p.body["largest_free_block"].as_i64()),
         (Some(12), Some(4), Some(4))
     );
-    for (action, state) in [("drain", "draining"), ("maintenance", "maintenance"), ("uncordon", "ready")] {
+    for (action, state) in [("drain", "drained"), ("maintenance", "maintenance"), ("uncordon", "ready")] {
         let node = app.post(&format!("/v1/admin/nodes/{n1}/{action}"), &op, json!({})).await.expect(StatusCode::OK);
         assert_eq!(node.body["state"], state);
     }

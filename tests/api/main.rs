@@ -7,5 +7,6 @@ mod auth;
 mod binary;
 mod errors;
 mod inventory;
+mod leases;
 mod openapi;
 mod tenants;

@@ -1,0 +1,57 @@
+//! Background work for leases: expire leases at their end time, start queued leases when capacity frees,
+//! forget old idempotency records. Every step is safe with several replicas on one database.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::store;
+use crate::app::AppState;
+
+/// Start queued leases of a pool now, in the background (after a release freed capacity).
+pub fn kick_queue(state: &AppState, pool_id: Uuid) {
+    let db = state.db.clone();
+    tokio::spawn(async move {
+        if let Err(err) = store::start_queued(&db, pool_id).await {
+            tracing::warn!(error = %err, pool.id = %pool_id, "starting queued leases failed; the sweeper retries");
+        }
+    });
+}
+
+/// One round of the sweeper: expiries, then every pool with a queue, then (rarely) idempotency records.
+pub async fn sweep_once(state: &AppState, purge_idempotency: bool) -> anyhow::Result<()> {
+    loop {
+        // Batches, so a backlog after downtime is cleared quickly without one huge transaction.
+        let pools = store::expire_due(&state.db, 500).await?;
+        if pools.is_empty() {
+            break;
+        }
+    }
+    let queued: Vec<(Uuid,)> =
+        sqlx::query_as("SELECT DISTINCT pool_id FROM leases WHERE state = 'queued'").fetch_all(&state.db).await?;
+    for (pool_id,) in queued {
+        store::start_queued(&state.db, pool_id).await?;
+    }
+    if purge_idempotency {
+        crate::idempotency::purge_expired(&state.db).await?;
+    }
+    Ok(())
+}
+
+/// Run the sweeper every `interval` until `shutdown`.
+pub async fn run(state: AppState, interval: Duration, shutdown: CancellationToken) {
+    let mut ticks: u64 = 0;
+    let mut timer = tokio::time::interval(interval);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = timer.tick() => {}
+        }
+        ticks += 1;
+        if let Err(err) = sweep_once(&state, ticks % 600 == 1).await {
+            tracing::warn!(error = %err, "lease sweeper round failed");
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Leases: N GPUs of one pool for a period. Allocation (`store::allocate`) is all-or-nothing, best-fit over
+//! node free counters under row locks, and backed by a unique index that makes a double-booked GPU impossible.
+
+pub mod lifecycle;
+pub mod placement;
+pub mod routes;
+pub mod store;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+pub use routes::router;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum LeaseState {
+    /// Waiting for capacity; allocated in arrival order.
+    Queued,
+    /// Holds its GPUs.
+    Active,
+    /// Released by the tenant.
+    Released,
+    /// Reached its end time.
+    Expired,
+    /// Ended by an operator (or for lack of balance).
+    Terminated,
+    /// Its node failed; not charged past the node's last heartbeat.
+    Interrupted,
+}
+
+impl LeaseState {
+    pub fn is_live(self) -> bool {
+        matches!(self, LeaseState::Queued | LeaseState::Active)
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeaseState::Queued => "queued",
+            LeaseState::Active => "active",
+            LeaseState::Released => "released",
+            LeaseState::Expired => "expired",
+            LeaseState::Terminated => "terminated",
+            LeaseState::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// How a lease's GPUs are laid over nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum Placement {
+    /// Fewest nodes; among nodes that fit, the smallest sufficient free block (best fit).
+    #[default]
+    Pack,
+    /// All GPUs on one node, or fail.
+    SingleNode,
+    /// One GPU per node per round, over as many nodes as possible.
+    Spread,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum Term {
+    /// `duration_hours` long.
+    Hourly,
+    /// `months` calendar months long.
+    Monthly,
+}
+
+/// A GPU held by a lease, with where to reach it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct LeaseGpu {
+    pub gpu_id: Uuid,
+    pub node_id: Uuid,
+    pub hostname: String,
+    pub address: String,
+    /// Index on the node (CUDA_VISIBLE_DEVICES numbering).
+    pub index: i32,
+    pub uuid: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Lease {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub pool_id: Uuid,
+    pub gpu_count: i32,
+    pub placement: Placement,
+    pub term: Term,
+    pub duration_hours: Option<i32>,
+    pub months: Option<i32>,
+    pub state: LeaseState,
+    /// When the GPUs were allocated (absent while queued).
+    pub starts_at: Option<DateTime<Utc>>,
+    /// When the lease expires (absent while queued).
+    pub ends_at: Option<DateTime<Utc>>,
+    /// When it actually ended.
+    pub ended_at: Option<DateTime<Utc>>,
+    pub end_reason: Option<String>,
+    /// Incremented on every change; send it as `If-Match` to extend safely.
+    pub generation: i64,
+    /// The GPUs held now (empty while queued and after the end).
+    pub gpus: Vec<LeaseGpu>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One entry of a lease's history.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct LeaseEvent {
+    pub id: Uuid,
+    pub at: DateTime<Utc>,
+    /// e.g. `created`, `queued`, `allocated`, `extended`, `released`, `expired`, `terminated`, `interrupted`.
+    pub kind: String,
+    pub from_state: Option<String>,
+    pub to_state: Option<String>,
+    /// `tenant:<key id>`, `operator:<key id>` or `system`.
+    pub actor: String,
+    pub reason: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<serde_json::Value>,
+}
+
+/// Who caused a transition, as recorded in events.
+#[derive(Debug, Clone)]
+pub enum Actor {
+    Tenant(Uuid),
+    Operator(Uuid),
+    System,
+}
+
+impl Actor {
+    pub fn label(&self) -> String {
+        match self {
+            Actor::Tenant(key) => format!("tenant:{key}"),
+            Actor::Operator(key) => format!("operator:{key}"),
+            Actor::System => "system".into(),
+        }
+    }
+}

@@ -1,0 +1,559 @@
+//! Lease endpoints for tenants and operators.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use super::store::{self, LeaseFilter, NewEvent};
+use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term};
+use crate::app::AppState;
+use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAuth};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::idempotency::{self, Claim, IdempotencyKey};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_leases, create_lease))
+        .routes(routes!(get_lease))
+        .routes(routes!(extend_lease))
+        .routes(routes!(release_lease))
+        .routes(routes!(list_lease_events))
+        .routes(routes!(admin_list_leases))
+        .routes(routes!(terminate_lease))
+}
+
+/// Longest hourly lease (a leap year) and monthly term.
+pub const MAX_HOURS: i32 = 8784;
+pub const MAX_MONTHS: i32 = 36;
+/// Most GPUs in one lease.
+pub const MAX_GPUS: i32 = 4096;
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"pool_id": "0192f5a0-0000-7000-8000-000000000001", "gpu_count": 8, "duration_hours": 24, "placement": "single_node"}))]
+pub struct CreateLeaseRequest {
+    /// The pool to lease from. Give this or `gpu_model`.
+    pub pool_id: Option<Uuid>,
+    /// Any pool of this GPU model (the one with the most free GPUs). Give this or `pool_id`.
+    pub gpu_model: Option<String>,
+    /// GPUs wanted, 1-4096.
+    pub gpu_count: i32,
+    /// Hourly term: length in hours (1-8784). Give this or `months`.
+    pub duration_hours: Option<i32>,
+    /// Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
+    pub months: Option<i32>,
+    #[serde(default)]
+    pub placement: Placement,
+    /// When capacity is short, wait in the pool's queue instead of failing with 409.
+    #[serde(default)]
+    pub queue: bool,
+}
+
+impl CreateLeaseRequest {
+    fn validate(&self) -> Result<Term, ApiError> {
+        let mut errors = Vec::new();
+        if self.pool_id.is_some() == self.gpu_model.is_some() {
+            errors.push(FieldError::new("pool_id", "give exactly one of pool_id and gpu_model"));
+        }
+        if !(1..=MAX_GPUS).contains(&self.gpu_count) {
+            errors.push(FieldError::new("gpu_count", format!("must be between 1 and {MAX_GPUS}")));
+        }
+        let term = match (self.duration_hours, self.months) {
+            (Some(h), None) => {
+                if !(1..=MAX_HOURS).contains(&h) {
+                    errors.push(FieldError::new("duration_hours", format!("must be between 1 and {MAX_HOURS}")));
+                }
+                Term::Hourly
+            }
+            (None, Some(m)) => {
+                if !(1..=MAX_MONTHS).contains(&m) {
+                    errors.push(FieldError::new("months", format!("must be between 1 and {MAX_MONTHS}")));
+                }
+                Term::Monthly
+            }
+            _ => {
+                errors.push(FieldError::new("duration_hours", "give exactly one of duration_hours and months"));
+                Term::Hourly
+            }
+        };
+        if errors.is_empty() { Ok(term) } else { Err(ApiError::Validation(errors)) }
+    }
+}
+
+fn is_retryable(err: &ApiError) -> bool {
+    matches!(err, ApiError::Database(sqlx::Error::Database(db)) if matches!(db.code().as_deref(), Some("40P01" | "40001")))
+}
+
+/// Lease GPUs. All or nothing: the lease gets every GPU it asked for, or none. Send an `Idempotency-Key`
+/// header to make retries safe.
+#[utoipa::path(
+    post, path = "/v1/leases", tag = "leases", operation_id = "create_lease",
+    request_body = CreateLeaseRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h")),
+    responses(
+        (status = 201, description = "The lease, active with its GPUs or queued", body = Lease),
+        (status = 409, description = "`insufficient_capacity` (context: free GPUs, largest block) or `quota_exceeded` (context: the quota)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_lease(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<CreateLeaseRequest>,
+) -> ApiResult<Response> {
+    let term = req.validate()?;
+    let idem = IdempotencyKey::from_headers(&headers, auth.tenant_id, "create_lease", &req)?;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match try_create_lease(&state, &auth, &req, term, idem.as_ref()).await {
+            Err(err) if is_retryable(&err) && attempt < 5 => continue,
+            Err(err) => {
+                if let Some(key) = &idem {
+                    idempotency::record_error(&state.db, key, &err).await?;
+                }
+                return Err(err);
+            }
+            Ok(response) => return Ok(response),
+        }
+    }
+}
+
+async fn try_create_lease(
+    state: &AppState,
+    auth: &TenantAdminAuth,
+    req: &CreateLeaseRequest,
+    term: Term,
+    idem: Option<&IdempotencyKey>,
+) -> ApiResult<Response> {
+    let mut tx = state.db.begin().await?;
+    if let Some(key) = idem
+        && let Claim::Replay(response) = idempotency::claim(&mut tx, key).await?
+    {
+        return Ok(response);
+    }
+    let pool_id = match (req.pool_id, &req.gpu_model) {
+        (Some(id), _) => id,
+        (None, Some(model)) => resolve_pool_by_model(&mut tx, model).await?,
+        (None, None) => return Err(ApiError::field("pool_id", "give exactly one of pool_id and gpu_model")),
+    };
+    check_quotas(&mut tx, auth.tenant_id, pool_id, req.gpu_count).await?;
+
+    let lease_id = new_id();
+    sqlx::query(
+        "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
+             starts_at, ends_at, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', now(), \
+             now() + make_interval(months => COALESCE($8, 0), hours => COALESCE($7, 0)), $9)",
+    )
+    .bind(lease_id)
+    .bind(auth.tenant_id)
+    .bind(pool_id)
+    .bind(req.gpu_count)
+    .bind(req.placement)
+    .bind(term)
+    .bind(req.duration_hours)
+    .bind(req.months)
+    .bind(auth.key_id)
+    .execute(&mut *tx)
+    .await
+    .map_err(|err| match crate::error::constraint_name(&err) {
+        Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
+        _ => err.into(),
+    })?;
+
+    let actor = Actor::Tenant(auth.key_id);
+    // First come, first served: while others wait in this pool's queue, a new request does not jump it.
+    let (queued_ahead,): (bool,) =
+        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM leases WHERE pool_id = $1 AND state = 'queued' AND id <> $2)")
+            .bind(pool_id)
+            .bind(lease_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    let allocated =
+        !queued_ahead && store::allocate_gpus(&mut tx, lease_id, pool_id, req.gpu_count, req.placement).await?;
+    if allocated {
+        store::record_event(&mut tx, lease_id, NewEvent::new("allocated", None, Some(LeaseState::Active), &actor))
+            .await?;
+    } else {
+        let (total, largest_node) = store::pool_size(&mut tx, pool_id).await?;
+        if req.gpu_count as i64 > total {
+            return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
+        }
+        if req.placement == Placement::SingleNode && req.gpu_count as i64 > largest_node {
+            return Err(ApiError::field(
+                "gpu_count",
+                format!("single_node: the largest node in the pool has {largest_node} GPUs"),
+            ));
+        }
+        if !req.queue {
+            let capacity = store::capacity(&mut tx, pool_id, req.gpu_count).await?;
+            return Err(ApiError::Conflict {
+                code: "insufficient_capacity",
+                message: format!(
+                    "{} GPUs requested; {} free in the pool, at most {} on one node{}",
+                    req.gpu_count,
+                    capacity.free_gpus,
+                    capacity.largest_free_block,
+                    if capacity.queued_ahead > 0 {
+                        format!(", {} leases queued", capacity.queued_ahead)
+                    } else {
+                        String::new()
+                    }
+                ),
+                context: serde_json::to_value(capacity).ok(),
+            });
+        }
+        sqlx::query("UPDATE leases SET state = 'queued', starts_at = NULL, ends_at = NULL WHERE id = $1")
+            .bind(lease_id)
+            .execute(&mut *tx)
+            .await?;
+        let event = NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short");
+        store::record_event(&mut tx, lease_id, event).await?;
+    }
+    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    if let Some(key) = idem {
+        idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
+    }
+    tx.commit().await?;
+    tracing::info!(lease.id = %lease_id, tenant.id = %auth.tenant_id, state = lease.state.as_str(), gpus = req.gpu_count, "lease created");
+    Ok((StatusCode::CREATED, Json(lease)).into_response())
+}
+
+async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {
+    let pool: Option<(Uuid,)> = sqlx::query_as(
+        "SELECT p.id FROM pools p LEFT JOIN nodes n ON n.pool_id = p.id AND n.admin_state = 'active' AND n.liveness = 'ready' \
+         WHERE p.gpu_model = $1 GROUP BY p.id ORDER BY COALESCE(sum(n.free_gpus), 0) DESC, p.id LIMIT 1",
+    )
+    .bind(model)
+    .fetch_optional(conn)
+    .await?;
+    pool.map(|p| p.0).ok_or_else(|| ApiError::field("gpu_model", "no pool offers this GPU model"))
+}
+
+/// Enforce the tenant's quotas. The tenant row is locked for the rest of the transaction, so concurrent
+/// requests of one tenant are checked one after another and cannot jointly exceed a quota.
+async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, gpu_count: i32) -> ApiResult<()> {
+    let (max_leases, max_gpus_default, max_gpus_pool): (Option<i32>, Option<i32>, Option<i32>) = sqlx::query_as(
+        "SELECT t.max_concurrent_leases, t.max_gpus_per_pool, \
+                (SELECT q.max_gpus FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) \
+         FROM tenants t WHERE t.id = $1 FOR UPDATE",
+    )
+    .bind(tenant_id)
+    .bind(pool_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let max_gpus = max_gpus_pool.or(max_gpus_default);
+    if max_leases.is_none() && max_gpus.is_none() {
+        return Ok(());
+    }
+    let (leases, gpus_in_pool): (i64, i64) = sqlx::query_as(
+        "SELECT count(*), COALESCE(sum(gpu_count) FILTER (WHERE pool_id = $2), 0)::bigint FROM leases \
+         WHERE tenant_id = $1 AND state IN ('queued', 'active')",
+    )
+    .bind(tenant_id)
+    .bind(pool_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let exceeded = |quota: &str, limit: i32, in_use: i64, message: String| ApiError::Conflict {
+        code: "quota_exceeded",
+        message,
+        context: Some(serde_json::json!({ "quota": quota, "limit": limit, "in_use": in_use, "requested": gpu_count })),
+    };
+    if let Some(limit) = max_leases
+        && leases + 1 > limit as i64
+    {
+        return Err(exceeded(
+            "max_concurrent_leases",
+            limit,
+            leases,
+            format!("quota max_concurrent_leases is {limit}; the tenant holds {leases} leases"),
+        ));
+    }
+    if let Some(limit) = max_gpus
+        && gpus_in_pool + gpu_count as i64 > limit as i64
+    {
+        return Err(exceeded(
+            "max_gpus_per_pool",
+            limit,
+            gpus_in_pool,
+            format!("quota max_gpus_per_pool is {limit}; the tenant holds {gpus_in_pool} GPUs in this pool"),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct LeaseListParams {
+    /// Only leases in this state.
+    pub state: Option<LeaseState>,
+    pub limit: Option<i64>,
+    pub after: Option<Uuid>,
+}
+
+/// List the tenant's leases.
+#[utoipa::path(
+    get, path = "/v1/leases", tag = "leases", operation_id = "list_leases",
+    params(LeaseListParams),
+    responses((status = 200, description = "A page of the tenant's leases", body = Page<Lease>))
+)]
+pub async fn list_leases(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiQuery(params): ApiQuery<LeaseListParams>,
+) -> ApiResult<Json<Page<Lease>>> {
+    let page = PageParams { limit: params.limit, after: params.after };
+    let limit = page.fetch_limit()?;
+    let mut conn = state.db.acquire().await?;
+    let filter =
+        LeaseFilter { tenant_id: Some(auth.tenant_id), pool_id: None, state: params.state, after: page.after(), limit };
+    let leases = store::list_leases(&mut conn, &filter).await?;
+    Ok(Json(Page::from_rows(leases, limit, |l| l.id)))
+}
+
+/// Get one of the tenant's leases.
+#[utoipa::path(
+    get, path = "/v1/leases/{lease_id}", tag = "leases", operation_id = "get_lease",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    responses((status = 200, description = "The lease", body = Lease))
+)]
+pub async fn get_lease(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Lease>> {
+    let mut conn = state.db.acquire().await?;
+    store::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?.map(Json).ok_or(ApiError::NotFound("lease"))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"hours": 24}))]
+pub struct ExtendLeaseRequest {
+    /// Hours to add (hourly leases).
+    pub hours: Option<i32>,
+    /// Months to add (monthly leases).
+    pub months: Option<i32>,
+}
+
+/// The generation in `If-Match` (`"3"`, `3` or `W/"3"`), if sent.
+fn if_match_generation(headers: &HeaderMap) -> ApiResult<Option<i64>> {
+    let Some(value) = headers.get(axum::http::header::IF_MATCH) else { return Ok(None) };
+    let text = value.to_str().unwrap_or_default().trim().trim_start_matches("W/").trim_matches('"');
+    text.parse::<i64>().map(Some).map_err(|_| ApiError::field("If-Match", "the lease's generation, e.g. \"3\""))
+}
+
+/// Extend a lease, keeping the same GPUs. With `If-Match: <generation>`, a lease changed since it was read is 412.
+#[utoipa::path(
+    post, path = "/v1/leases/{lease_id}/extend", tag = "leases", operation_id = "extend_lease",
+    params(
+        ("lease_id" = Uuid, Path, description = "Lease id"),
+        ("If-Match" = Option<String>, Header, description = "The generation the change is based on"),
+    ),
+    request_body = ExtendLeaseRequest,
+    responses(
+        (status = 200, description = "The extended lease", body = Lease),
+        (status = 409, description = "The lease has ended (`lease_not_active`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 412, description = "The generation in If-Match is stale (`generation_mismatch`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn extend_lease(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<ExtendLeaseRequest>,
+) -> ApiResult<Json<Lease>> {
+    let expected = if_match_generation(&headers)?;
+    let mut tx = state.db.begin().await?;
+    type LeaseTerms = (i64, LeaseState, Term, Option<i32>, Option<i32>);
+    let row: Option<LeaseTerms> = sqlx::query_as(
+        "SELECT generation, state, term, duration_hours, months FROM leases WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    )
+    .bind(lease_id)
+    .bind(auth.tenant_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((generation, lease_state, term, hours, months)) = row else { return Err(ApiError::NotFound("lease")) };
+    if let Some(expected) = expected
+        && expected != generation
+    {
+        return Err(ApiError::PreconditionFailed {
+            code: "generation_mismatch",
+            message: format!("the lease is at generation {generation}, not {expected}: re-read it and retry"),
+        });
+    }
+    if !lease_state.is_live() {
+        return Err(ApiError::conflict("lease_not_active", format!("the lease is {}", lease_state.as_str())));
+    }
+    let (add_hours, add_months) = match (term, req.hours, req.months) {
+        (Term::Hourly, Some(h), None) if h >= 1 && hours.unwrap_or(0) + h <= MAX_HOURS => (h, 0),
+        (Term::Hourly, _, _) => {
+            return Err(ApiError::field("hours", format!("hourly leases extend by hours; at most {MAX_HOURS} in all")));
+        }
+        (Term::Monthly, None, Some(m)) if m >= 1 && months.unwrap_or(0) + m <= MAX_MONTHS => (0, m),
+        (Term::Monthly, _, _) => {
+            return Err(ApiError::field(
+                "months",
+                format!("monthly leases extend by months; at most {MAX_MONTHS} in all"),
+            ));
+        }
+    };
+    sqlx::query(
+        "UPDATE leases SET duration_hours = duration_hours + $2, months = months + $3, \
+             ends_at = ends_at + make_interval(months => $3, hours => $2), generation = generation + 1, updated_at = now() \
+         WHERE id = $1",
+    )
+    .bind(lease_id)
+    .bind(add_hours)
+    .bind(add_months)
+    .execute(&mut *tx)
+    .await?;
+    let actor = Actor::Tenant(auth.key_id);
+    let event = NewEvent::new("extended", Some(lease_state), Some(lease_state), &actor)
+        .detail(serde_json::json!({ "hours": add_hours, "months": add_months }));
+    store::record_event(&mut tx, lease_id, event).await?;
+    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    tx.commit().await?;
+    Ok(Json(lease))
+}
+
+/// Release a lease now. Releasing an ended lease is harmless and returns it as it is.
+#[utoipa::path(
+    post, path = "/v1/leases/{lease_id}/release", tag = "leases", operation_id = "release_lease",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    responses((status = 200, description = "The lease, released", body = Lease))
+)]
+pub async fn release_lease(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Lease>> {
+    let mut tx = state.db.begin().await?;
+    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
+        .bind(lease_id)
+        .bind(auth.tenant_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if owned.is_none() {
+        return Err(ApiError::NotFound("lease"));
+    }
+    let ended = store::end_lease(
+        &mut tx,
+        lease_id,
+        LeaseState::Released,
+        "released by the tenant",
+        &Actor::Tenant(auth.key_id),
+        None,
+    )
+    .await?;
+    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    tx.commit().await?;
+    if let Some((pool_id, _)) = ended {
+        super::lifecycle::kick_queue(&state, pool_id);
+    }
+    Ok(Json(lease))
+}
+
+/// A lease's history: every transition with who, when and why.
+#[utoipa::path(
+    get, path = "/v1/leases/{lease_id}/events", tag = "leases", operation_id = "list_lease_events",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    responses((status = 200, description = "Events, oldest first", body = Vec<LeaseEvent>))
+)]
+pub async fn list_lease_events(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Vec<LeaseEvent>>> {
+    let mut conn = state.db.acquire().await?;
+    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
+        .bind(lease_id)
+        .bind(auth.tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if owned.is_none() {
+        return Err(ApiError::NotFound("lease"));
+    }
+    Ok(Json(store::list_events(&mut conn, lease_id).await?))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct AdminLeaseListParams {
+    pub tenant_id: Option<Uuid>,
+    pub pool_id: Option<Uuid>,
+    pub state: Option<LeaseState>,
+    pub limit: Option<i64>,
+    pub after: Option<Uuid>,
+}
+
+/// List every tenant's leases, filtered.
+#[utoipa::path(
+    get, path = "/v1/admin/leases", tag = "admin", operation_id = "admin_list_leases",
+    params(AdminLeaseListParams),
+    responses((status = 200, description = "A page of leases", body = Page<Lease>))
+)]
+pub async fn admin_list_leases(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiQuery(params): ApiQuery<AdminLeaseListParams>,
+) -> ApiResult<Json<Page<Lease>>> {
+    let page = PageParams { limit: params.limit, after: params.after };
+    let limit = page.fetch_limit()?;
+    let mut conn = state.db.acquire().await?;
+    let filter = LeaseFilter {
+        tenant_id: params.tenant_id,
+        pool_id: params.pool_id,
+        state: params.state,
+        after: page.after(),
+        limit,
+    };
+    let leases = store::list_leases(&mut conn, &filter).await?;
+    Ok(Json(Page::from_rows(leases, limit, |l| l.id)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"reason": "abuse report #4411"}))]
+pub struct TerminateLeaseRequest {
+    /// Why, recorded in the lease's events (1-500 characters).
+    pub reason: String,
+}
+
+/// Terminate a lease (operator), with a reason.
+#[utoipa::path(
+    post, path = "/v1/admin/leases/{lease_id}/terminate", tag = "admin", operation_id = "terminate_lease",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    request_body = TerminateLeaseRequest,
+    responses((status = 200, description = "The lease, terminated (or as it was, if it had already ended)", body = Lease))
+)]
+pub async fn terminate_lease(
+    State(state): State<AppState>,
+    op: OperatorAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<TerminateLeaseRequest>,
+) -> ApiResult<Json<Lease>> {
+    let reason = req.reason.trim();
+    if reason.is_empty() || reason.chars().count() > 500 {
+        return Err(ApiError::field("reason", "must be 1-500 characters"));
+    }
+    let mut tx = state.db.begin().await?;
+    let ended =
+        store::end_lease(&mut tx, lease_id, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None).await?;
+    let lease = store::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    tx.commit().await?;
+    if let Some((pool_id, _)) = ended {
+        super::lifecycle::kick_queue(&state, pool_id);
+    }
+    Ok(Json(lease))
+}

@@ -1,0 +1,548 @@
+use std::collections::HashSet;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use gpuplane::leases::lifecycle::sweep_once;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::common::TestApp;
+
+/// A pool with nodes of the given sizes; returns (operator token, tenant admin token, pool id, node ids).
+async fn setup(app: &TestApp, node_sizes: &[usize]) -> (String, String, String, Vec<String>) {
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let mut nodes = Vec::new();
+    for (i, size) in node_sizes.iter().enumerate() {
+        nodes.push(app.node(&op, &pool, &format!("node-{i}"), *size).await);
+    }
+    (op, tenant, pool, nodes)
+}
+
+fn lease_body(pool: &str, gpus: i64) -> Value {
+    json!({ "pool_id": pool, "gpu_count": gpus, "duration_hours": 2 })
+}
+
+/// Poll a lease until it reaches `state` (10 s deadline).
+async fn wait_for_state(app: &TestApp, token: &str, id: &str, state: &str) -> crate::common::Response {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let res = app.get(&format!("/v1/leases/{id}"), token).await.expect(StatusCode::OK);
+        if res.body["state"] == state {
+            return res;
+        }
+        assert!(std::time::Instant::now() < deadline, "lease {id} never became {state}: {}", res.body);
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+fn nodes_of(lease: &Value) -> HashSet<String> {
+    lease["gpus"].as_array().unwrap().iter().map(|g| g["node_id"].as_str().unwrap().to_string()).collect()
+}
+
+/// The database's view: GPUs currently held, distinct GPUs held, and whether every node's counter is right.
+async fn allocation_invariants(db: &PgPool) -> (i64, i64, bool) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM lease_gpus WHERE released_at IS NULL), \
+                (SELECT count(DISTINCT gpu_id) FROM lease_gpus WHERE released_at IS NULL), \
+                (SELECT bool_and(n.free_gpus = (SELECT count(*) FROM gpus g WHERE g.node_id = n.id AND g.healthy AND NOT EXISTS \
+                     (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL))) FROM nodes n)",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test]
+async fn fifty_concurrent_requests_for_twenty_gpus_never_double_book(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8, 8, 4]).await;
+    let mut tasks = Vec::new();
+    for _ in 0..50 {
+        let router = app.router.clone();
+        let (tenant, pool) = (tenant.clone(), pool.clone());
+        tasks.push(tokio::spawn(async move {
+            let req = Request::post("/v1/leases")
+                .header("authorization", format!("Bearer {tenant}"))
+                .header("content-type", "application/json")
+                .body(Body::from(lease_body(&pool, 1).to_string()))
+                .unwrap();
+            tower::ServiceExt::oneshot(router, req).await.unwrap().status()
+        }));
+    }
+    let mut created = 0;
+    let mut conflicts = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            StatusCode::CREATED => created += 1,
+            StatusCode::CONFLICT => conflicts += 1,
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!((created, conflicts), (20, 30));
+    assert_eq!(allocation_invariants(&db).await, (20, 20, true));
+    let p = app.get(&format!("/v1/pools/{pool}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(p.body["free_gpus"], 0);
+    let res = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await;
+    let res = res.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    assert_eq!(res.body["context"]["free_gpus"], 0);
+}
+
+#[sqlx::test]
+async fn two_server_processes_on_one_database_never_double_book(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8, 8, 4]).await;
+    let url = crate::binary::database_url(&db);
+    let (mut a, url_a) = crate::binary::spawn_server(&url, &[]);
+    let (mut b, url_b) = crate::binary::spawn_server(&url, &[]);
+    let client = reqwest::Client::new();
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let base = if i % 2 == 0 { url_a.clone() } else { url_b.clone() };
+        let (client, tenant, body) = (client.clone(), tenant.clone(), lease_body(&pool, 1));
+        tasks.push(tokio::spawn(async move {
+            client
+                .post(format!("{base}/v1/leases"))
+                .bearer_auth(tenant)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }));
+    }
+    let mut statuses = Vec::new();
+    for t in tasks {
+        statuses.push(t.await.unwrap());
+    }
+    crate::binary::terminate(&mut a);
+    crate::binary::terminate(&mut b);
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 20, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 30, "{statuses:?}");
+    assert_eq!(allocation_invariants(&db).await, (20, 20, true));
+}
+
+#[sqlx::test]
+async fn the_database_refuses_a_gpu_in_two_current_leases(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[1]).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    let other = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1, "queue": true }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(other.body["state"], "queued");
+    // Bypass the code: the schema itself forbids the second holder.
+    let err = sqlx::query("INSERT INTO lease_gpus (lease_id, gpu_id, node_id) SELECT $1, gpu_id, node_id FROM lease_gpus WHERE lease_id = $2")
+        .bind(uuid::Uuid::parse_str(other.body["id"].as_str().unwrap()).unwrap())
+        .bind(uuid::Uuid::parse_str(lease.body["id"].as_str().unwrap()).unwrap())
+        .execute(&db)
+        .await
+        .unwrap_err();
+    assert_eq!(gpuplane::error::constraint_name(&err), Some("lease_gpus_one_current_holder"));
+}
+
+#[sqlx::test]
+async fn best_fit_keeps_whole_nodes_free(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, nodes) = setup(&app, &[8, 4, 2]).await;
+    // 2 GPUs go to the 2-GPU node, 3 to the 4-GPU node: the 8-GPU node stays whole.
+    let two = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    assert_eq!(nodes_of(&two.body), HashSet::from([nodes[2].clone()]));
+    let three = app.post("/v1/leases", &tenant, lease_body(&pool, 3)).await.expect(StatusCode::CREATED);
+    assert_eq!(nodes_of(&three.body), HashSet::from([nodes[1].clone()]));
+    let p = app.get(&format!("/v1/pools/{pool}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(p.body["largest_free_block"], 8);
+    let eight = app
+        .post(
+            "/v1/leases",
+            &tenant,
+            json!({ "pool_id": pool, "gpu_count": 8, "duration_hours": 1, "placement": "single_node" }),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(nodes_of(&eight.body), HashSet::from([nodes[0].clone()]));
+    // Inside a node the GPUs are adjacent.
+    let mut idx: Vec<i64> =
+        three.body["gpus"].as_array().unwrap().iter().map(|g| g["index"].as_i64().unwrap()).collect();
+    idx.sort();
+    assert_eq!(idx[2] - idx[0], 2, "compact indices: {idx:?}");
+    assert_eq!(three.body["gpus"][0]["address"], "node-1.test");
+    assert!(three.body["gpus"][0]["uuid"].as_str().unwrap().starts_with("GPU-node-1-"));
+}
+
+#[sqlx::test]
+async fn pack_uses_fewest_nodes_and_spread_uses_most(db: PgPool) {
+    let app = TestApp::new(db);
+    let (_, tenant, pool, nodes) = setup(&app, &[8, 8, 4, 4]).await;
+    let twelve = app.post("/v1/leases", &tenant, lease_body(&pool, 12)).await.expect(StatusCode::CREATED);
+    assert_eq!(nodes_of(&twelve.body).len(), 2, "8 + 4");
+    let spread = app
+        .post(
+            "/v1/leases",
+            &tenant,
+            json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "placement": "spread" }),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(nodes_of(&spread.body).len(), 2);
+    // single_node that no node can ever hold is a validation error, not a capacity one.
+    let res = app
+        .post(
+            "/v1/leases",
+            &tenant,
+            json!({ "pool_id": pool, "gpu_count": 9, "duration_hours": 1, "placement": "single_node" }),
+        )
+        .await;
+    assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["gpu_count"]);
+    let _ = nodes;
+}
+
+#[sqlx::test]
+async fn cordoned_and_draining_nodes_get_nothing_new(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, tenant, pool, nodes) = setup(&app, &[4, 4]).await;
+    let held = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
+    let held_node = nodes_of(&held.body).into_iter().next().unwrap();
+    let other = nodes.iter().find(|n| **n != held_node).unwrap().clone();
+    app.post(&format!("/v1/admin/nodes/{other}/cordon"), &op, json!({})).await.expect(StatusCode::OK);
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    // Draining: the held node becomes `drained` once its lease ends.
+    let node = app.post(&format!("/v1/admin/nodes/{held_node}/drain"), &op, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(node.body["state"], "draining");
+    let id = held.body["id"].as_str().unwrap();
+    app.post(&format!("/v1/leases/{id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    let node = app.get(&format!("/v1/admin/nodes/{held_node}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(node.body["state"], "drained");
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+}
+
+#[sqlx::test]
+async fn queued_leases_start_in_arrival_order_when_capacity_frees(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[4]).await;
+    let first = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
+    let queue = |n: i64| json!({ "pool_id": pool, "gpu_count": n, "duration_hours": 1, "queue": true });
+    let q1 = app.post("/v1/leases", &tenant, queue(3)).await.expect(StatusCode::CREATED);
+    let q2 = app.post("/v1/leases", &tenant, queue(1)).await.expect(StatusCode::CREATED);
+    assert_eq!(q1.body["state"], "queued");
+    assert_eq!(q2.body["state"], "queued");
+    assert!(q1.body["starts_at"].is_null() && q1.body["gpus"].as_array().unwrap().is_empty());
+    // A non-queued request does not jump the queue.
+    let first_id = first.body["id"].as_str().unwrap();
+    app.post(&format!("/v1/leases/{first_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    // The release starts the queue at once (in the background); the sweeper is the backstop.
+    sweep_once(&app.state, false).await.unwrap();
+    let q1 = wait_for_state(&app, &tenant, q1.body["id"].as_str().unwrap(), "active").await;
+    wait_for_state(&app, &tenant, q2.body["id"].as_str().unwrap(), "active").await;
+    assert_eq!(q1.body["gpus"].as_array().unwrap().len(), 3);
+    let events = app
+        .get(&format!("/v1/leases/{}/events", q1.body["id"].as_str().unwrap()), &tenant)
+        .await
+        .expect(StatusCode::OK);
+    let kinds: Vec<&str> = events.body.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["queued", "allocated"]);
+    assert_eq!(allocation_invariants(&db).await, (4, 4, true));
+}
+
+#[sqlx::test]
+async fn a_big_queued_head_is_not_starved_by_small_requests(db: PgPool) {
+    let app = TestApp::new(db);
+    let (_, tenant, pool, _) = setup(&app, &[4]).await;
+    app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    let big = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 4, "duration_hours": 1, "queue": true }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(big.body["state"], "queued");
+    // Two GPUs are free, but the queue goes first.
+    let res = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await;
+    let res = res.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    assert_eq!(res.body["context"]["queued_ahead"], 1);
+}
+
+#[sqlx::test]
+async fn leases_expire_at_their_end_time(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[2]).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    let id = lease.body["id"].as_str().unwrap();
+    sweep_once(&app.state, false).await.unwrap();
+    assert_eq!(app.get(&format!("/v1/leases/{id}"), &tenant).await.body["state"], "active", "not before its end");
+    sqlx::query("UPDATE leases SET ends_at = now() - interval '3 seconds' WHERE id = $1::uuid")
+        .bind(id)
+        .execute(&db)
+        .await
+        .unwrap();
+    sweep_once(&app.state, false).await.unwrap();
+    let lease = app.get(&format!("/v1/leases/{id}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(lease.body["state"], "expired");
+    assert_eq!(lease.body["ended_at"], lease.body["ends_at"], "ended exactly at the scheduled end");
+    assert_eq!(allocation_invariants(&db).await, (0, 0, true));
+    let events = app.get(&format!("/v1/leases/{id}/events"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(events.body[1]["kind"], "expired");
+    assert_eq!(events.body[1]["actor"], "system");
+}
+
+#[sqlx::test]
+async fn the_background_sweeper_expires_within_seconds(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[1]).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    let id = lease.body["id"].as_str().unwrap().to_string();
+    sqlx::query("UPDATE leases SET ends_at = now() WHERE id = $1::uuid").bind(&id).execute(&db).await.unwrap();
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let tasks = gpuplane::app::spawn_background(&app.state, &shutdown);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let state = app.get(&format!("/v1/leases/{id}"), &tenant).await.body["state"].clone();
+        if state == "expired" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not expired within 10 s");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    shutdown.cancel();
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[sqlx::test]
+async fn extend_keeps_the_gpus_and_checks_the_generation(db: PgPool) {
+    let app = TestApp::new(db);
+    let (_, tenant, pool, _) = setup(&app, &[4]).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    let id = lease.body["id"].as_str().unwrap();
+    let generation = lease.body["generation"].as_i64().unwrap();
+    let extend = |g: i64| {
+        Request::post(format!("/v1/leases/{id}/extend"))
+            .header("authorization", format!("Bearer {tenant}"))
+            .header("content-type", "application/json")
+            .header("if-match", format!("\"{g}\""))
+            .body(Body::from(json!({ "hours": 3 }).to_string()))
+            .unwrap()
+    };
+    let extended = app.send(extend(generation)).await.expect(StatusCode::OK);
+    assert_eq!(extended.body["generation"], generation + 1);
+    assert_eq!(extended.body["duration_hours"], 5);
+    assert_eq!(extended.body["gpus"], lease.body["gpus"], "same GPUs");
+    let before = chrono::DateTime::parse_from_rfc3339(lease.body["ends_at"].as_str().unwrap()).unwrap();
+    let after = chrono::DateTime::parse_from_rfc3339(extended.body["ends_at"].as_str().unwrap()).unwrap();
+    assert_eq!((after - before).num_hours(), 3);
+    // The old generation is stale now.
+    app.send(extend(generation)).await.expect_problem(StatusCode::PRECONDITION_FAILED, "generation_mismatch");
+    // Wrong unit for the term.
+    let res = app.post(&format!("/v1/leases/{id}/extend"), &tenant, json!({ "months": 1 })).await;
+    res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    // Ended leases cannot be extended.
+    app.post(&format!("/v1/leases/{id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    app.post(&format!("/v1/leases/{id}/extend"), &tenant, json!({ "hours": 1 }))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "lease_not_active");
+}
+
+#[sqlx::test]
+async fn releasing_twice_is_harmless_and_every_transition_is_an_event(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[4]).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
+    let id = lease.body["id"].as_str().unwrap();
+    let released = app.post(&format!("/v1/leases/{id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(released.body["state"], "released");
+    let again = app.post(&format!("/v1/leases/{id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(again.body["ended_at"], released.body["ended_at"]);
+    let events = app.get(&format!("/v1/leases/{id}/events"), &tenant).await.expect(StatusCode::OK);
+    let kinds: Vec<&str> = events.body.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["allocated", "released"]);
+    assert!(events.body[1]["actor"].as_str().unwrap().starts_with("tenant:"));
+    assert_eq!(allocation_invariants(&db).await, (0, 0, true));
+    let p = app.get(&format!("/v1/pools/{pool}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(p.body["free_gpus"], 4);
+    let filtered = app.get("/v1/leases?state=released", &tenant).await.expect(StatusCode::OK);
+    assert_eq!(filtered.body["items"].as_array().unwrap().len(), 1);
+    let active = app.get("/v1/leases?state=active", &tenant).await.expect(StatusCode::OK);
+    assert!(active.body["items"].as_array().unwrap().is_empty());
+}
+
+#[sqlx::test]
+async fn idempotent_retries_never_create_a_second_lease(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8]).await;
+    let post = |key: &str, body: Value| {
+        Request::post("/v1/leases")
+            .header("authorization", format!("Bearer {tenant}"))
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(Body::from(body.to_string()))
+            .unwrap()
+    };
+    let first = app.send(post("k-1", lease_body(&pool, 2))).await.expect(StatusCode::CREATED);
+    let retry = app.send(post("k-1", lease_body(&pool, 2))).await.expect(StatusCode::CREATED);
+    assert_eq!(retry.body["id"], first.body["id"]);
+    assert_eq!(retry.headers.get("idempotent-replayed").unwrap(), "true");
+    app.send(post("k-1", lease_body(&pool, 3)))
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "idempotency_key_reused");
+    // Concurrent duplicates: one lease.
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let router = app.router.clone();
+        let req = post("k-2", lease_body(&pool, 1));
+        tasks.push(tokio::spawn(async move { tower::ServiceExt::oneshot(router, req).await.unwrap().status() }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), StatusCode::CREATED);
+    }
+    let (leases,): (i64,) = sqlx::query_as("SELECT count(*) FROM leases").fetch_one(&db).await.unwrap();
+    assert_eq!(leases, 2);
+    // A client error is replayed too, and changes nothing.
+    let big = app.send(post("k-3", lease_body(&pool, 9))).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    let replay = app.send(post("k-3", lease_body(&pool, 9))).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(big.body, replay.body);
+}
+
+#[sqlx::test]
+async fn concurrent_requests_cannot_jointly_exceed_quotas(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    app.node(&op, &pool, "node-0", 8).await;
+    app.node(&op, &pool, "node-1", 8).await;
+    let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
+    app.put(
+        &format!("/v1/admin/tenants/{tenant_id}/quotas"),
+        &op,
+        json!({ "max_concurrent_leases": 3, "max_gpus_per_pool": 5 }),
+    )
+    .await
+    .expect(StatusCode::OK);
+    let mut tasks = Vec::new();
+    for _ in 0..10 {
+        let router = app.router.clone();
+        let req = Request::post("/v1/leases")
+            .header("authorization", format!("Bearer {tenant}"))
+            .header("content-type", "application/json")
+            .body(Body::from(lease_body(&pool, 2).to_string()))
+            .unwrap();
+        tasks.push(tokio::spawn(async move {
+            let res = tower::ServiceExt::oneshot(router, req).await.unwrap();
+            let status = res.status();
+            let bytes = http_body_util::BodyExt::collect(res.into_body()).await.unwrap().to_bytes();
+            (status, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }));
+    }
+    let mut ok = 0;
+    for t in tasks {
+        let (status, body) = t.await.unwrap();
+        if status == StatusCode::CREATED {
+            ok += 1;
+        } else {
+            assert_eq!(status, StatusCode::CONFLICT);
+            assert_eq!(body["code"], "quota_exceeded");
+            assert_eq!(body["context"]["quota"], "max_gpus_per_pool");
+        }
+    }
+    assert_eq!(ok, 2, "5 GPUs allow two 2-GPU leases");
+    let res = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    assert_eq!(res.body["gpu_count"], 1);
+    let res = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await;
+    let res = res.expect_problem(StatusCode::CONFLICT, "quota_exceeded");
+    assert_eq!(res.body["context"]["quota"], "max_concurrent_leases");
+}
+
+#[sqlx::test]
+async fn bad_lease_requests_are_422_and_allocate_nothing(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8]).await;
+    let cases = [
+        (json!({ "pool_id": pool, "gpu_count": 0, "duration_hours": 1 }), vec!["gpu_count"]),
+        (json!({ "pool_id": pool, "gpu_count": -3, "duration_hours": 1 }), vec!["gpu_count"]),
+        (json!({ "pool_id": pool, "gpu_count": 1000000, "duration_hours": 1 }), vec!["gpu_count"]),
+        (json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 0 }), vec!["duration_hours"]),
+        (json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 100000 }), vec!["duration_hours"]),
+        (json!({ "pool_id": pool, "gpu_count": 1 }), vec!["duration_hours"]),
+        (json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1, "months": 1 }), vec!["duration_hours"]),
+        (json!({ "pool_id": pool, "gpu_count": 1, "months": 99 }), vec!["months"]),
+        (json!({ "gpu_count": 1, "duration_hours": 1 }), vec!["pool_id"]),
+        (
+            json!({ "pool_id": "00000000-0000-7000-8000-000000000000", "gpu_count": 1, "duration_hours": 1 }),
+            vec!["pool_id"],
+        ),
+        (json!({ "gpu_model": "tpu-v9", "gpu_count": 1, "duration_hours": 1 }), vec!["gpu_model"]),
+        (json!({ "pool_id": pool, "gpu_count": 9, "duration_hours": 1 }), vec!["gpu_count"]),
+        (json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1, "placement": "random" }), vec!["placement"]),
+    ];
+    for (body, fields) in cases {
+        let res = app.post("/v1/leases", &tenant, body.clone()).await;
+        let res = res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+        assert_eq!(res.error_fields(), fields, "{body}");
+    }
+    let (leases, held): (i64, i64) =
+        sqlx::query_as("SELECT (SELECT count(*) FROM leases), (SELECT count(*) FROM lease_gpus)")
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert_eq!((leases, held), (0, 0));
+    // By GPU model instead of pool id.
+    let by_model = app
+        .post("/v1/leases", &tenant, json!({ "gpu_model": "h100", "gpu_count": 1, "months": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(by_model.body["pool_id"], pool.as_str());
+    assert_eq!(by_model.body["term"], "monthly");
+}
+
+#[sqlx::test]
+async fn another_tenants_lease_is_404_everywhere(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, tenant, pool, _) = setup(&app, &[4]).await;
+    let (_, other) = app.tenant_admin(&op, "other").await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    let id = lease.body["id"].as_str().unwrap();
+    app.get(&format!("/v1/leases/{id}"), &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/v1/leases/{id}/events"), &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.post(&format!("/v1/leases/{id}/release"), &other, json!({}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.post(&format!("/v1/leases/{id}/extend"), &other, json!({ "hours": 1 }))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    let list = app.get("/v1/leases", &other).await.expect(StatusCode::OK);
+    assert!(list.body["items"].as_array().unwrap().is_empty());
+    assert_eq!(app.get(&format!("/v1/leases/{id}"), &tenant).await.body["state"], "active", "untouched");
+}
+
+#[sqlx::test]
+async fn operators_list_all_leases_and_terminate_with_a_reason(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool, _) = setup(&app, &[4]).await;
+    let (other_id, other) = app.tenant_admin(&op, "other").await;
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    let theirs = app.post("/v1/leases", &other, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    let all = app.get("/v1/admin/leases", &op).await.expect(StatusCode::OK);
+    assert_eq!(all.body["items"].as_array().unwrap().len(), 2);
+    let filtered = app.get(&format!("/v1/admin/leases?tenant_id={other_id}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(filtered.body["items"].as_array().unwrap().len(), 1);
+    app.get("/v1/admin/leases", &tenant).await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    let id = theirs.body["id"].as_str().unwrap();
+    app.post(&format!("/v1/admin/leases/{id}/terminate"), &op, json!({ "reason": "" }))
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let done = app
+        .post(&format!("/v1/admin/leases/{id}/terminate"), &op, json!({ "reason": "abuse report" }))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(done.body["state"], "terminated");
+    assert_eq!(done.body["end_reason"], "abuse report");
+    let events = app.get(&format!("/v1/leases/{id}/events"), &other).await.expect(StatusCode::OK);
+    assert_eq!(events.body[1]["reason"], "abuse report");
+    assert!(events.body[1]["actor"].as_str().unwrap().starts_with("operator:"));
+    assert_eq!(allocation_invariants(&db).await, (1, 1, true));
+}
