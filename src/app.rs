@@ -54,6 +54,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::tenants::router())
         .merge(crate::inventory::router())
         .merge(crate::leases::router())
+        .merge(crate::planning::router())
 }
 
 /// The OpenAPI document the server serves at `/openapi.json` (and `gpuplane openapi` prints).

@@ -23,6 +23,8 @@ pub enum Command {
     Migrate(DatabaseArgs),
     /// Print the OpenAPI document as JSON.
     Openapi,
+    /// Plan how to parallelize a model on a cluster (prints a table, or JSON with --json).
+    Plan(Box<PlanArgs>),
     /// Create the first operator API key and print it once. Refuses when an operator key exists.
     Bootstrap {
         #[command(flatten)]
@@ -42,6 +44,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             println!("database is migrated");
             Ok(())
         }
+        Command::Plan(args) => plan(&args),
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&openapi_document())?);
             Ok(())
@@ -89,5 +92,122 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let _ = task.await;
     }
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// `gpuplane plan`: a model (preset or architecture), a workload, a cluster, and optional pins.
+#[derive(Debug, clap::Args)]
+pub struct PlanArgs {
+    /// Model preset, e.g. llama3-70b (see the README for the list). Or give the architecture flags.
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub layers: Option<u32>,
+    #[arg(long)]
+    pub hidden: Option<u32>,
+    #[arg(long)]
+    pub heads: Option<u32>,
+    #[arg(long)]
+    pub kv_heads: Option<u32>,
+    #[arg(long)]
+    pub ffn: Option<u32>,
+    #[arg(long)]
+    pub vocab: Option<u32>,
+    /// train (pre-training / full fine-tune), lora, or inference.
+    #[arg(long, default_value = "train")]
+    pub workload: String,
+    /// bf16, fp16 or fp8.
+    #[arg(long, default_value = "bf16")]
+    pub precision: String,
+    #[arg(long)]
+    pub seq: Option<u32>,
+    #[arg(long)]
+    pub global_batch: Option<u32>,
+    #[arg(long)]
+    pub lora_rank: Option<u32>,
+    /// Inference: context tokens per sequence.
+    #[arg(long)]
+    pub context: Option<u32>,
+    /// Inference: concurrent sequences per replica.
+    #[arg(long)]
+    pub concurrent: Option<u32>,
+    /// GPU model key, e.g. a100-80g.
+    #[arg(long)]
+    pub gpu: String,
+    /// Total GPUs.
+    #[arg(long)]
+    pub gpus: u32,
+    #[arg(long)]
+    pub gpus_per_node: Option<u32>,
+    /// Inter-node bandwidth per node, Gbit/s.
+    #[arg(long)]
+    pub inter_node_gbps: Option<f64>,
+    /// No RDMA between nodes (TCP).
+    #[arg(long)]
+    pub no_rdma: bool,
+    #[arg(long)]
+    pub tp: Option<u32>,
+    #[arg(long)]
+    pub pp: Option<u32>,
+    #[arg(long)]
+    pub dp: Option<u32>,
+    #[arg(long)]
+    pub vp: Option<u32>,
+    #[arg(long)]
+    pub micro_batch: Option<u32>,
+    #[arg(long)]
+    pub zero: Option<u8>,
+    /// none, selective or full.
+    #[arg(long)]
+    pub recompute: Option<String>,
+    #[arg(long)]
+    pub sequence_parallel: Option<bool>,
+    /// Plans to show.
+    #[arg(long, default_value_t = 10)]
+    pub top: u32,
+    /// Print the full result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl PlanArgs {
+    /// The same request the API takes, so the CLI and `POST /v1/plans` validate alike.
+    pub fn to_request(&self) -> anyhow::Result<crate::planner::PlanRequest> {
+        let architecture = match (self.layers, self.hidden, self.heads, self.ffn, self.vocab) {
+            (Some(layers), Some(hidden), Some(heads), Some(ffn), Some(vocab)) => Some(serde_json::json!({
+                "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": self.kv_heads.unwrap_or(heads),
+                "ffn": ffn, "vocab": vocab })),
+            (None, None, None, None, None) => None,
+            _ => anyhow::bail!(
+                "an explicit architecture needs --layers --hidden --heads --ffn --vocab (and optionally --kv-heads)"
+            ),
+        };
+        let request = serde_json::json!({
+            "model": { "preset": self.model, "architecture": architecture },
+            "workload": { "kind": self.workload, "precision": self.precision, "seq_len": self.seq,
+                "global_batch": self.global_batch, "lora_rank": self.lora_rank, "context_len": self.context,
+                "concurrent_seqs": self.concurrent },
+            "cluster": { "gpu": self.gpu, "gpus": self.gpus, "gpus_per_node": self.gpus_per_node,
+                "inter_node_gbps": self.inter_node_gbps, "rdma": !self.no_rdma },
+            "pins": { "tp": self.tp, "pp": self.pp, "dp": self.dp, "vp": self.vp, "micro_batch": self.micro_batch,
+                "zero_stage": self.zero, "recompute": self.recompute, "sequence_parallel": self.sequence_parallel },
+            "top_n": self.top,
+        });
+        Ok(serde_json::from_value(request)?)
+    }
+}
+
+fn plan(args: &PlanArgs) -> anyhow::Result<()> {
+    let request = args.to_request()?;
+    let result = request.resolve().and_then(|input| crate::planner::plan(&input));
+    match result {
+        Ok(result) if args.json => println!("{}", serde_json::to_string_pretty(&result)?),
+        Ok(result) => print!("{}", crate::planner::render_table(&result)),
+        Err(err) if args.json => {
+            println!("{}", serde_json::to_string_pretty(&err)?);
+            anyhow::bail!("{err}");
+        }
+        Err(err) => anyhow::bail!("{err}"),
+    }
     Ok(())
 }

@@ -15,6 +15,8 @@ pub mod idempotency;
 pub mod inventory;
 pub mod leases;
 pub mod openapi;
+pub mod planner;
+pub mod planning;
 pub mod telemetry;
 pub mod tenants;
 

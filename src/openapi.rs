@@ -23,6 +23,7 @@ use crate::error::{FieldError, Problem};
         (name = "tenants", description = "The caller's tenant and its API keys"),
         (name = "inventory", description = "GPU models and pools"),
         (name = "leases", description = "Leasing GPUs: allocation, extension, release, history"),
+        (name = "planner", description = "Auto-parallel plans and rental advice"),
         (name = "admin", description = "Platform operators: tenants, catalog, pools, nodes"),
         (name = "system", description = "Health, readiness and metrics"),
     ),

@@ -85,3 +85,54 @@ fn serve_refuses_a_missing_or_weak_secret() {
         assert!(err.contains("GPUPLANE_JWT_SECRET"), "clear error: {err}");
     }
 }
+
+#[test]
+fn the_plan_command_prints_a_table_and_json() {
+    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_gpuplane")).arg("plan").args(args).output().unwrap();
+    let base = [
+        "--model",
+        "llama3-70b",
+        "--gpu",
+        "a100-80g",
+        "--gpus",
+        "64",
+        "--gpus-per-node",
+        "8",
+        "--seq",
+        "4096",
+        "--global-batch",
+        "1024",
+    ];
+    let table = run(&base);
+    assert!(table.status.success());
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("tp") && text.contains("MFU"), "{text}");
+    let json = run(&[&base[..], &["--json", "--tp", "8", "--pp", "8"]].concat());
+    assert!(json.status.success());
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let best = &value["plans"][0];
+    for field in [
+        "tp",
+        "pp",
+        "dp",
+        "micro_batch",
+        "zero_stage",
+        "recompute",
+        "memory_per_gpu_bytes",
+        "step_time_s",
+        "tokens_per_s",
+        "tflops_per_gpu",
+        "mfu",
+    ] {
+        assert!(best.get(field).is_some(), "{field}");
+    }
+    assert_eq!((best["tp"].as_u64(), best["pp"].as_u64()), (Some(8), Some(8)));
+    let arch = run(&[
+        "--layers", "32", "--hidden", "4096", "--heads", "32", "--ffn", "11008", "--vocab", "32000", "--gpu", "h100",
+        "--gpus", "8",
+    ]);
+    assert!(arch.status.success(), "{}", String::from_utf8_lossy(&arch.stderr));
+    let infeasible = run(&["--model", "llama3-70b", "--gpu", "rtx4090", "--gpus", "4"]);
+    assert!(!infeasible.status.success());
+    assert!(String::from_utf8_lossy(&infeasible.stderr).contains("needs at least"));
+}

@@ -9,4 +9,5 @@ mod errors;
 mod inventory;
 mod leases;
 mod openapi;
+mod planning;
 mod tenants;

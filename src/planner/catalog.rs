@@ -1,0 +1,112 @@
+//! Built-in GPU catalog and model presets (public architectures).
+
+use super::types::{DiffusionSpec, GpuSpec, LinkKind, ModelArch};
+
+const GB: u64 = 1_000_000_000;
+
+#[allow(clippy::too_many_arguments)]
+fn gpu(
+    key: &str,
+    name: &str,
+    memory_gb: u64,
+    mem_bandwidth_gb_s: f64,
+    bf16_tflops: f64,
+    fp8_tflops: Option<f64>,
+    link: LinkKind,
+    link_gb_s: f64,
+) -> GpuSpec {
+    GpuSpec {
+        key: key.to_string(),
+        name: name.to_string(),
+        memory_bytes: memory_gb * GB,
+        mem_bandwidth_gb_s,
+        bf16_tflops,
+        fp8_tflops,
+        link,
+        link_gb_s,
+    }
+}
+
+/// The seven GPU models of the catalog (vendor datasheets, dense throughput).
+///
+/// PCIe-only cards get the PCIe 4.0 x16 one-direction bandwidth (32 GB/s) as their link.
+pub fn builtin_gpus() -> Vec<GpuSpec> {
+    use LinkKind::{Nvlink, Pcie};
+    vec![
+        gpu("rtx4090", "GeForce RTX 4090", 24, 1008.0, 165.2, Some(330.0), Pcie, 32.0),
+        gpu("a10", "A10", 24, 600.0, 125.0, None, Pcie, 32.0),
+        gpu("a100-40g", "A100 40GB SXM", 40, 1555.0, 312.0, None, Nvlink, 600.0),
+        gpu("a100-80g", "A100 80GB SXM", 80, 2039.0, 312.0, None, Nvlink, 600.0),
+        gpu("h100", "H100 SXM", 80, 3350.0, 989.0, Some(1979.0), Nvlink, 900.0),
+        gpu("h200", "H200 SXM", 141, 4800.0, 989.0, Some(1979.0), Nvlink, 900.0),
+        gpu("b200", "B200", 180, 8000.0, 2250.0, Some(4500.0), Nvlink, 1800.0),
+    ]
+}
+
+/// A catalog GPU by key (`h100`, `a100-80g`, ...).
+pub fn gpu_by_key(key: &str) -> Option<GpuSpec> {
+    builtin_gpus().into_iter().find(|g| g.key == key)
+}
+
+fn arch(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32, vocab: u32) -> ModelArch {
+    ModelArch { layers, hidden, heads, kv_heads, ffn, vocab, moe: None, diffusion: None }
+}
+
+const PRESETS: [&str; 14] = [
+    "llama2-7b",
+    "llama2-13b",
+    "llama2-70b",
+    "llama3-8b",
+    "llama3-70b",
+    "llama3.1-405b",
+    "qwen2.5-7b",
+    "qwen2.5-14b",
+    "qwen2.5-32b",
+    "qwen2.5-72b",
+    "gpt3-175b",
+    "gpt-1t",
+    "sdxl",
+    "mixtral-8x7b",
+];
+
+/// Names accepted by [`preset`].
+pub fn preset_names() -> Vec<&'static str> {
+    PRESETS.to_vec()
+}
+
+/// A public architecture by name.
+///
+/// `gpt-1t` is the ~1T dense GPT of Narayanan et al. 2021 (128 layers, hidden 25600, 160
+/// heads). `sdxl` is Stable Diffusion XL (2.6B UNet + 0.8B text encoders); only inference is
+/// planned for it.
+pub fn preset(name: &str) -> Option<ModelArch> {
+    let a = match name {
+        "llama2-7b" => arch(32, 4096, 32, 32, 11008, 32000),
+        "llama2-13b" => arch(40, 5120, 40, 40, 13824, 32000),
+        "llama2-70b" => arch(80, 8192, 64, 8, 28672, 32000),
+        "llama3-8b" => arch(32, 4096, 32, 8, 14336, 128256),
+        "llama3-70b" => arch(80, 8192, 64, 8, 28672, 128256),
+        "llama3.1-405b" => arch(126, 16384, 128, 8, 53248, 128256),
+        "qwen2.5-7b" => arch(28, 3584, 28, 4, 18944, 152064),
+        "qwen2.5-14b" => arch(48, 5120, 40, 8, 13824, 152064),
+        "qwen2.5-32b" => arch(64, 5120, 40, 8, 27648, 152064),
+        "qwen2.5-72b" => arch(80, 8192, 64, 8, 29568, 152064),
+        "gpt3-175b" => arch(96, 12288, 96, 96, 49152, 50257),
+        "gpt-1t" => arch(128, 25600, 160, 160, 102400, 51200),
+        "mixtral-8x7b" => ModelArch {
+            moe: Some(super::types::MoeSpec { experts: 8, experts_per_token: 2 }),
+            ..arch(32, 4096, 32, 8, 14336, 32000)
+        },
+        "sdxl" => ModelArch {
+            diffusion: Some(DiffusionSpec {
+                unet_params: 2_600_000_000,
+                text_encoder_params: 800_000_000,
+                tflops_per_step: 6.0,
+                steps: 30,
+            }),
+            ..arch(0, 0, 0, 0, 0, 0)
+        },
+        _ => return None,
+    };
+    Some(a)
+}

@@ -1,0 +1,35 @@
+//! Auto-parallel planner: picks tensor/pipeline/data parallel degrees, micro-batching,
+//! ZeRO stage, sequence parallelism and recomputation for a model on a GPU cluster, and
+//! predicts memory, step time and throughput with an analytical cost model (see
+//! [`cost`]). Also advises which GPU pool to rent ([`advice()`]).
+//!
+//! Pure functions only: no I/O, no web or database types. Inputs arrive as serde types
+//! ([`PlanRequest`], [`AdviceRequest`]) validated at the edge by [`PlanRequest::resolve`].
+//!
+//! ```text
+//! let input = request.resolve()?;          // PlanError::Invalid { field, message }
+//! let result = planner::plan(&input)?;     // PlanError::Infeasible { reason, .. }
+//! println!("{}", planner::render_table(&result));
+//! ```
+
+pub mod advice;
+pub mod arch;
+pub mod catalog;
+pub mod cost;
+pub mod inference;
+pub mod render;
+pub mod search;
+pub mod train;
+pub mod types;
+pub mod validate;
+
+#[cfg(test)]
+mod calibration;
+#[cfg(test)]
+mod tests;
+
+pub use advice::advice;
+pub use catalog::{builtin_gpus, gpu_by_key, preset, preset_names};
+pub use render::render_table;
+pub use search::plan;
+pub use types::*;

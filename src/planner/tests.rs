@@ -1,0 +1,453 @@
+use super::cost::{self, zero_states};
+use super::*;
+use proptest::prelude::*;
+
+fn train_request(preset: &str, gpu: &str, gpus: u32, gpn: u32) -> PlanRequest {
+    PlanRequest {
+        model: ModelRef { preset: Some(preset.to_string()), architecture: None },
+        workload: WorkloadFields {
+            kind: WorkloadKind::Train,
+            precision: Precision::Bf16,
+            seq_len: Some(4096),
+            global_batch: Some(512),
+            lora_rank: None,
+            context_len: None,
+            concurrent_seqs: None,
+        },
+        cluster: ClusterFields {
+            gpu: Some(gpu.to_string()),
+            gpu_spec: None,
+            gpus,
+            gpus_per_node: Some(gpn),
+            inter_node_gbps: Some(3200.0),
+            rdma: Some(true),
+        },
+        pins: Pins::default(),
+        top_n: None,
+    }
+}
+
+#[test]
+fn zero_worked_example() {
+    let p = 7.5e9;
+    let total = |z| {
+        let (w, g, o) = zero_states(p, 64.0, z);
+        (w + g + o) / 1e9
+    };
+    for (z, want) in [(0u8, 120.0), (1, 31.4), (2, 16.6), (3, 1.9)] {
+        assert!((total(z) - want).abs() <= 0.1, "ZeRO-{z}: {} vs {want}", total(z));
+    }
+}
+
+#[test]
+fn preset_parameter_counts() {
+    let published = [
+        ("llama2-7b", 6.74e9),
+        ("llama2-13b", 13.0e9),
+        ("llama2-70b", 69.0e9),
+        ("llama3-8b", 8.03e9),
+        ("llama3-70b", 70.6e9),
+        ("llama3.1-405b", 405.0e9),
+        ("qwen2.5-7b", 7.61e9),
+        ("qwen2.5-14b", 14.7e9),
+        ("qwen2.5-32b", 32.5e9),
+        ("qwen2.5-72b", 72.7e9),
+        ("gpt3-175b", 175.0e9),
+        ("gpt-1t", 1.0e12),
+        ("mixtral-8x7b", 46.7e9),
+        ("sdxl", 3.4e9),
+    ];
+    for (name, want) in published {
+        let got = preset(name).expect(name).param_count() as f64;
+        let err = (got - want).abs() / want;
+        assert!(err < 0.03, "{name}: {got:.3e} vs {want:.3e}");
+    }
+    assert_eq!(published.len(), preset_names().len());
+    let l7 = preset("llama2-7b").unwrap().param_count() as f64;
+    assert!((l7 / 1e9 - 6.74).abs() < 0.01);
+    let l70 = preset("llama3-70b").unwrap().param_count() as f64;
+    assert!((l70 / 1e9 - 70.55).abs() < 0.05);
+}
+
+#[test]
+fn catalog_has_seven_gpus() {
+    let keys: Vec<String> = builtin_gpus().into_iter().map(|g| g.key).collect();
+    assert_eq!(keys, ["rtx4090", "a10", "a100-40g", "a100-80g", "h100", "h200", "b200"]);
+    assert_eq!(gpu_by_key("h200").unwrap().memory_bytes, 141_000_000_000);
+    assert_eq!(gpu_by_key("b200").unwrap().memory_bytes, 180_000_000_000);
+    assert_eq!(gpu_by_key("a10").unwrap().link, LinkKind::Pcie);
+    assert!(gpu_by_key("v100").is_none());
+}
+
+#[test]
+fn llama2_7b_on_8_a100_plans() {
+    let input = train_request("llama2-7b", "a100-80g", 8, 8).resolve().unwrap();
+    let r = plan(&input).unwrap();
+    assert_eq!(r.plans.len(), 10);
+    assert!(r.feasible >= 10 && r.evaluated >= r.feasible);
+    let best = &r.plans[0];
+    assert!(best.mfu > 0.3 && best.mfu < 0.75, "mfu {}", best.mfu);
+    for w in r.plans.windows(2) {
+        assert!(w[0].tokens_per_s >= w[1].tokens_per_s);
+    }
+    let table = render_table(&r);
+    assert!(table.contains("rank") && table.contains("Best: "));
+    assert!(best.explanation.contains("fits in"), "{}", best.explanation);
+}
+
+#[test]
+fn infeasible_llama3_70b_on_four_4090() {
+    let input = train_request("llama3-70b", "rtx4090", 4, 4).resolve().unwrap();
+    match plan(&input) {
+        Err(PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit }) => {
+            let fit = smallest_fit.expect("some rtx4090 cluster fits");
+            assert!(fit.gpu_count > 4);
+            assert_eq!(fit.gpus_per_node, 4);
+            assert!(needed_bytes_min > available_bytes);
+            assert_eq!(available_bytes, 22_500_000_000);
+            assert!(
+                reason.starts_with(&format!(
+                    "llama3-70b full fine-tune needs at least {} x GeForce RTX 4090",
+                    fit.gpu_count
+                )),
+                "{reason}"
+            );
+            assert!(reason.contains("4 x GeForce RTX 4090 hold 96 GB"), "{reason}");
+            // The smallest fit really fits.
+            let mut bigger = input.clone();
+            bigger.cluster.nodes = fit.nodes;
+            let r = plan(&bigger).expect("smallest fit is feasible");
+            assert!(!r.plans[0].calibrated);
+            assert!(r.plans[0].explanation.contains("Uncalibrated"));
+        }
+        other => panic!("expected infeasible, got {other:?}"),
+    }
+}
+
+#[test]
+fn inference_picks_smallest_tp_that_fits() {
+    let mut req = train_request("llama3-70b", "h100", 8, 8);
+    req.workload.kind = WorkloadKind::Inference;
+    req.workload.context_len = Some(4096);
+    req.workload.concurrent_seqs = Some(16);
+    let input = req.resolve().unwrap();
+    let r = plan(&input).unwrap();
+    let best = &r.plans[0];
+    let arch = preset("llama3-70b").unwrap();
+    let usable = cost::usable_bytes(80_000_000_000);
+    let fits = |tp: u32| {
+        let w = arch.param_count() as f64 * 2.0 / f64::from(tp);
+        let kv = arch.kv_bytes_per_token() as f64 * 4096.0 * 16.0 / f64::from(tp.min(8));
+        (w + kv) * 1.05 + 1e9 < usable
+    };
+    let smallest = [1, 2, 4, 8].into_iter().find(|&t| fits(t)).unwrap();
+    assert_eq!(best.tp, smallest, "{}", best.explanation);
+    assert_eq!(best.pp, 1);
+    assert_eq!(best.replicas, 8 / best.tp);
+    assert!(r.plans.iter().filter(|p| p.pp == 1).all(|p| p.tp >= best.tp));
+    assert!(best.tokens_per_s > 0.0 && best.prefill_tokens_per_s.unwrap() > 0.0);
+    assert!(best.memory.kv_cache > 0);
+}
+
+#[test]
+fn sdxl_inference_on_one_4090() {
+    let mut req = train_request("sdxl", "rtx4090", 1, 1);
+    req.workload.kind = WorkloadKind::Inference;
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert!(p.images_per_s.unwrap() > 0.05);
+    assert!(p.memory_per_gpu_bytes < 24_000_000_000);
+    req.workload.kind = WorkloadKind::Train;
+    assert!(matches!(req.resolve(), Err(PlanError::Invalid { .. })));
+}
+
+#[test]
+fn lora_fits_where_full_training_does_not() {
+    let mut req = train_request("llama2-7b", "rtx4090", 1, 1);
+    req.workload.global_batch = Some(8);
+    req.workload.seq_len = Some(1024);
+    assert!(matches!(plan(&req.resolve().unwrap()), Err(PlanError::Infeasible { .. })));
+    req.workload.kind = WorkloadKind::Lora;
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!(p.workload, WorkloadKind::Lora);
+    assert!(p.memory.optimizer < 1_000_000_000);
+}
+
+#[test]
+fn fully_pinned_evaluates_one_plan() {
+    let mut req = train_request("llama2-7b", "h100", 8, 8);
+    req.pins = Pins {
+        tp: Some(2),
+        pp: Some(2),
+        dp: Some(2),
+        vp: Some(2),
+        micro_batch: Some(2),
+        zero_stage: Some(1),
+        recompute: Some(Recompute::Selective),
+        sequence_parallel: Some(true),
+    };
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    assert_eq!(r.evaluated, 1);
+    assert_eq!(r.plans.len(), 1);
+    let p = &r.plans[0];
+    assert_eq!((p.tp, p.pp, p.dp, p.vp, p.micro_batch), (2, 2, 2, 2, 2));
+    assert_eq!(p.grad_accum, 128);
+
+    req.pins.tp = Some(3);
+    req.pins.dp = None;
+    match plan(&req.resolve().unwrap()) {
+        Err(PlanError::Infeasible { reason, .. }) => {
+            assert!(reason.contains("divisibility"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn invalid_inputs_name_the_field() {
+    let field_of = |req: PlanRequest| match req.resolve() {
+        Err(PlanError::Invalid { field, .. }) => field,
+        other => panic!("expected invalid, got {other:?}"),
+    };
+    let mut r = train_request("llama2-7b", "h100", 0, 8);
+    assert_eq!(field_of(r.clone()), "cluster.gpus");
+    r.cluster.gpus = 12;
+    assert_eq!(field_of(r.clone()), "cluster.gpus");
+    r.cluster.gpus = 8;
+    r.model.preset = Some("gpt-5".into());
+    assert_eq!(field_of(r.clone()), "model.preset");
+    r.model.preset = Some("llama2-7b".into());
+    r.workload.seq_len = Some(0);
+    assert_eq!(field_of(r.clone()), "workload.seq_len");
+    r.workload.seq_len = Some(4096);
+    r.workload.precision = Precision::Fp8;
+    r.cluster.gpu = Some("a100-80g".into());
+    assert_eq!(field_of(r.clone()), "workload.precision");
+    r.workload.precision = Precision::Bf16;
+    r.pins.zero_stage = Some(4);
+    assert_eq!(field_of(r.clone()), "pins.zero_stage");
+    r.pins.zero_stage = None;
+    r.cluster.gpu = Some("tpu".into());
+    assert_eq!(field_of(r.clone()), "cluster.gpu");
+    r.cluster.gpu = Some("h100".into());
+    r.cluster.inter_node_gbps = Some(f64::NAN);
+    assert_eq!(field_of(r.clone()), "cluster.inter_node_gbps");
+}
+
+#[test]
+fn request_json_is_snake_case_with_lowercase_enums() {
+    let json = r#"{
+        "model": {"preset": "llama3-8b"},
+        "workload": {"kind": "train", "precision": "fp8", "seq_len": 8192, "global_batch": 128},
+        "cluster": {"gpu": "h100", "gpus": 16, "gpus_per_node": 8, "inter_node_gbps": 3200, "rdma": true},
+        "pins": {"recompute": "selective", "sequence_parallel": false},
+        "top_n": 3
+    }"#;
+    let req: PlanRequest = serde_json::from_str(json).unwrap();
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    assert_eq!(r.plans.len(), 3);
+    let out = serde_json::to_value(&r.plans[0]).unwrap();
+    assert_eq!(out["recompute"], "selective");
+    assert_eq!(out["workload"], "train");
+    assert!(out["memory"]["optimizer"].is_u64());
+    let err = PlanError::invalid("cluster.gpus", "x");
+    assert_eq!(serde_json::to_value(&err).unwrap()["kind"], "invalid");
+}
+
+fn pool(id: &str, key: &str, price: i64) -> PoolOffer {
+    let gpu = gpu_by_key(key).unwrap();
+    PoolOffer {
+        pool_id: id.to_string(),
+        gpu,
+        price_per_gpu_hour_minor: price,
+        currency: "USD".into(),
+        free_gpus: 64,
+        gpus_per_node: 8,
+        inter_node_gbps: 400.0,
+        rdma: true,
+    }
+}
+
+pub(super) fn seven_pools() -> Vec<PoolOffer> {
+    [
+        ("p-4090", "rtx4090", 40),
+        ("p-a10", "a10", 60),
+        ("p-a100-40", "a100-40g", 120),
+        ("p-a100-80", "a100-80g", 160),
+        ("p-h100", "h100", 250),
+        ("p-h200", "h200", 350),
+        ("p-b200", "b200", 550),
+    ]
+    .into_iter()
+    .map(|(id, k, p)| pool(id, k, p))
+    .collect()
+}
+
+pub(super) fn advice_request_70b() -> AdviceRequest {
+    AdviceRequest {
+        model: ModelRef { preset: Some("llama3-70b".into()), architecture: None },
+        workload: WorkloadFields {
+            kind: WorkloadKind::Train,
+            precision: Precision::Bf16,
+            seq_len: Some(4096),
+            global_batch: Some(256),
+            lora_rank: None,
+            context_len: None,
+            concurrent_seqs: None,
+        },
+        target: AdviceTarget { training_tokens: Some(2_000_000_000), ..AdviceTarget::default() },
+        deadline_hours: Some(72.0),
+        budget_minor: Some(5_000_000),
+        pools: seven_pools(),
+    }
+}
+
+#[test]
+fn advice_ranks_pools() {
+    let res = advice(&advice_request_70b()).unwrap();
+    assert!(!res.options.is_empty());
+    assert_eq!(res.options.iter().filter(|o| o.cheapest).count(), 1);
+    assert_eq!(res.options.iter().filter(|o| o.fastest).count(), 1);
+    let first = &res.options[0];
+    assert!(first.meets_deadline && first.meets_budget, "{first:?}");
+    for o in &res.options {
+        let expect = (f64::from(o.gpu_count) * o.hours * 1.0).max(0.0);
+        assert!(o.cost_minor as f64 >= expect.floor());
+        assert!(o.hours > 0.0);
+    }
+    // Serving advice: meet a load.
+    let mut req = advice_request_70b();
+    req.workload.kind = WorkloadKind::Inference;
+    req.target = AdviceTarget { serving_tokens_per_s: Some(2000.0), ..AdviceTarget::default() };
+    let res = advice(&req).unwrap();
+    assert!(res.options.iter().any(|o| o.meets_load));
+}
+
+#[test]
+fn advice_cost_rounds_up() {
+    let mut req = advice_request_70b();
+    req.model.preset = Some("llama2-7b".into());
+    req.pools = vec![pool("p", "h100", 333)];
+    let res = advice(&req).unwrap();
+    let o = &res.options[0];
+    let exact = f64::from(o.gpu_count) * o.hours * 333.0;
+    assert_eq!(o.cost_minor, exact.ceil() as i64);
+}
+
+const SMALL_PRESETS: [&str; 5] = ["llama2-7b", "llama3-8b", "qwen2.5-7b", "llama2-13b", "mixtral-8x7b"];
+
+fn arb_train_input() -> impl Strategy<Value = PlanInput> {
+    (
+        0usize..SMALL_PRESETS.len(),
+        0usize..7,
+        prop::sample::select(vec![1u32, 2, 4, 8, 16, 32]),
+        prop::sample::select(vec![1u32, 2, 4, 8]),
+        prop::sample::select(vec![256u32, 1024, 2048, 4096]),
+        prop::sample::select(vec![1u32, 8, 12, 32, 64, 96, 256]),
+        any::<bool>(),
+    )
+        .prop_map(|(m, g, nodes, gpn, seq, gbs, lora)| {
+            let model = preset(SMALL_PRESETS[m]).unwrap();
+            let gpu = builtin_gpus()[g].clone();
+            let spec = TrainSpec { seq_len: seq, global_batch: gbs, precision: Precision::Bf16, lora_rank: 16 };
+            PlanInput {
+                model_name: SMALL_PRESETS[m].to_string(),
+                model,
+                workload: if lora { Workload::Lora(spec) } else { Workload::Train(spec) },
+                cluster: Cluster { gpu, gpus_per_node: gpn, nodes, inter_node_gbps: 400.0, rdma: true },
+                pins: Pins::default(),
+                top_n: 20,
+            }
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn plans_respect_invariants(input in arb_train_input()) {
+        let Ok(r) = plan(&input) else { return Ok(()); };
+        let m = &input.model;
+        let gbs = match input.workload { Workload::Train(t) | Workload::Lora(t) => t.global_batch, _ => 0 };
+        let usable = cost::usable_bytes(input.cluster.gpu.memory_bytes) as u64;
+        for p in &r.plans {
+            prop_assert_eq!(p.tp * p.pp * p.dp, input.cluster.total_gpus());
+            prop_assert_eq!(m.layers % (p.pp * p.vp), 0);
+            prop_assert_eq!(m.heads % p.tp, 0);
+            prop_assert_eq!(gbs % (p.micro_batch * p.dp), 0);
+            prop_assert_eq!(p.grad_accum * p.micro_batch * p.dp, gbs);
+            prop_assert!(p.memory_per_gpu_bytes <= usable);
+            prop_assert!(p.step_time_s.is_finite() && p.step_time_s > 0.0);
+            prop_assert!(p.mfu > 0.0 && p.mfu < 1.0);
+            prop_assert!(!p.sequence_parallel || p.tp > 1);
+        }
+    }
+
+    #[test]
+    fn more_memory_never_hurts(input in arb_train_input(), extra in 1u64..200) {
+        let before = plan(&input).is_ok();
+        let mut bigger = input.clone();
+        bigger.cluster.gpu.memory_bytes += extra * 1_000_000_000;
+        let after = plan(&bigger).is_ok();
+        prop_assert!(!before || after);
+    }
+
+    #[test]
+    fn arbitrary_requests_never_panic(
+        layers in 0u32..300, hidden in 0u32..20000, heads in 0u32..200, kv in 0u32..200,
+        ffn in 0u32..80000, vocab in 0u32..300000, gpus in 0u32..5000, gpn in 0u32..20,
+        seq in 0u32..70000, gbs in 0u32..5000, kind in 0usize..3, mem in 0u64..300,
+    ) {
+        let req = PlanRequest {
+            model: ModelRef { preset: None, architecture: Some(ModelArch {
+                layers, hidden, heads, kv_heads: kv, ffn, vocab, moe: None, diffusion: None,
+            }) },
+            workload: WorkloadFields {
+                kind: [WorkloadKind::Train, WorkloadKind::Lora, WorkloadKind::Inference][kind],
+                precision: Precision::Bf16,
+                seq_len: Some(seq),
+                global_batch: Some(gbs),
+                lora_rank: None,
+                context_len: None,
+                concurrent_seqs: None,
+            },
+            cluster: ClusterFields {
+                gpu: None,
+                gpu_spec: Some(GpuSpec { memory_bytes: mem * 1_000_000_000, ..gpu_by_key("h100").unwrap() }),
+                gpus,
+                gpus_per_node: Some(gpn),
+                inter_node_gbps: Some(100.0),
+                rdma: Some(false),
+            },
+            pins: Pins::default(),
+            top_n: Some(3),
+        };
+        if let Ok(input) = req.resolve() {
+            let _ = plan(&input);
+        }
+    }
+}
+
+#[test]
+fn openapi_schemas_build() {
+    #[derive(utoipa::OpenApi)]
+    #[openapi(components(schemas(PlanRequest, PlanResult, PlanError, AdviceRequest, AdviceResult, GpuSpec)))]
+    struct Doc;
+    let json = <Doc as utoipa::OpenApi>::openapi().to_json().unwrap();
+    assert!(json.contains("PlanRequest") && json.contains("\"selective\""));
+}
+
+#[test]
+fn advice_survives_huge_pools() {
+    let mut req = advice_request_70b();
+    req.model.preset = Some("llama2-7b".into());
+    let mut p = pool("huge", "h100", 100);
+    p.free_gpus = u32::MAX;
+    p.gpus_per_node = 1;
+    req.pools = vec![p];
+    let start = std::time::Instant::now();
+    let res = advice(&req).unwrap();
+    assert_eq!(res.options.len(), 1);
+    assert!(start.elapsed().as_secs() < 30);
+}

@@ -1,0 +1,453 @@
+//! Public request and response types of the planner.
+//!
+//! The serde types (`PlanRequest`, `AdviceRequest`, ...) are what the HTTP API and the CLI
+//! deserialize; [`PlanRequest::resolve`] validates them into the typed [`PlanInput`] that the
+//! pure search functions take. JSON is snake_case; enums are lowercase strings.
+
+use serde::{Deserialize, Serialize};
+
+/// Mixture-of-experts layout of the FFN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MoeSpec {
+    /// Experts per layer.
+    pub experts: u32,
+    /// Experts each token is routed to (top-k).
+    pub experts_per_token: u32,
+}
+
+/// A diffusion model (e.g. Stable Diffusion XL): only inference is modelled, as data-parallel
+/// replicas producing images.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct DiffusionSpec {
+    /// Denoiser (UNet / DiT) parameters.
+    pub unet_params: u64,
+    /// Text encoder (and VAE) parameters.
+    pub text_encoder_params: u64,
+    /// Approximate TFLOPs of one denoiser evaluation for one image at the native resolution.
+    pub tflops_per_step: f64,
+    /// Denoising steps per image (classifier-free guidance doubles the evaluations).
+    pub steps: u32,
+}
+
+/// A decoder-only transformer architecture (or a diffusion model, see `diffusion`).
+///
+/// Parameter count: see [`ModelArch::param_count`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ModelArch {
+    pub layers: u32,
+    pub hidden: u32,
+    /// Query heads.
+    pub heads: u32,
+    /// Key/value heads (grouped-query attention); equal to `heads` for classic MHA.
+    pub kv_heads: u32,
+    /// FFN intermediate size. `ffn == 4 * hidden` means a GPT-style 2-matrix MLP, anything
+    /// else a SwiGLU-style 3-matrix MLP.
+    pub ffn: u32,
+    pub vocab: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moe: Option<MoeSpec>,
+    /// Set for diffusion models; the transformer fields are then informational only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diffusion: Option<DiffusionSpec>,
+}
+
+/// What the GPUs will do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WorkloadKind {
+    /// Pre-training or full fine-tuning (mixed-precision Adam).
+    Train,
+    /// LoRA fine-tuning: frozen bf16 base, trainable low-rank adapters on q and v.
+    Lora,
+    /// Serving (decode throughput at a given context and concurrency).
+    Inference,
+}
+
+/// Compute precision. FP8 uses the FP8 tensor peak for GEMMs; weights and optimizer states
+/// stay as frameworks keep them (bf16 weights + fp32 master), so memory is the same as bf16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    #[default]
+    Bf16,
+    Fp16,
+    Fp8,
+}
+
+/// Activation recomputation policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Recompute {
+    None,
+    /// Recompute the attention core (Korthikanti et al.).
+    Selective,
+    /// Keep only each layer's input; recompute the whole forward in backward.
+    Full,
+}
+
+impl Recompute {
+    pub const ALL: [Recompute; 3] = [Recompute::None, Recompute::Selective, Recompute::Full];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Recompute::None => "none",
+            Recompute::Selective => "selective",
+            Recompute::Full => "full",
+        }
+    }
+}
+
+/// GPU-to-GPU link inside a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkKind {
+    Nvlink,
+    Pcie,
+}
+
+/// One GPU model. Bandwidths in GB/s (decimal), throughput in dense TFLOP/s.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct GpuSpec {
+    pub key: String,
+    pub name: String,
+    /// Memory as labelled, in bytes (decimal GB).
+    pub memory_bytes: u64,
+    /// HBM/GDDR bandwidth, GB/s.
+    pub mem_bandwidth_gb_s: f64,
+    /// Dense BF16/FP16 tensor TFLOP/s (FP32 accumulate).
+    pub bf16_tflops: f64,
+    /// Dense FP8 tensor TFLOP/s, if the GPU has FP8 tensor cores.
+    #[serde(default)]
+    pub fp8_tflops: Option<f64>,
+    pub link: LinkKind,
+    /// Intra-node GPU-GPU bandwidth, GB/s (NVLink total, or PCIe one direction).
+    pub link_gb_s: f64,
+}
+
+/// Optional pins: a `Some` fixes that knob, `None` lets the search choose.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct Pins {
+    pub tp: Option<u32>,
+    pub pp: Option<u32>,
+    pub dp: Option<u32>,
+    pub vp: Option<u32>,
+    pub micro_batch: Option<u32>,
+    pub zero_stage: Option<u8>,
+    pub recompute: Option<Recompute>,
+    pub sequence_parallel: Option<bool>,
+}
+
+/// The model: exactly one of `preset` and `architecture`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ModelRef {
+    #[serde(default)]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub architecture: Option<ModelArch>,
+}
+
+/// Workload fields as the API/CLI send them; defaults are filled by `resolve`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WorkloadFields {
+    pub kind: WorkloadKind,
+    #[serde(default)]
+    pub precision: Precision,
+    /// Training sequence length (default 4096).
+    #[serde(default)]
+    pub seq_len: Option<u32>,
+    /// Global batch in sequences (training; default 512 sequences).
+    #[serde(default)]
+    pub global_batch: Option<u32>,
+    /// LoRA rank (default 16).
+    #[serde(default)]
+    pub lora_rank: Option<u32>,
+    /// Inference: tokens of context per sequence (default `seq_len` or 4096).
+    #[serde(default)]
+    pub context_len: Option<u32>,
+    /// Inference: sequences in flight per replica (default 16).
+    #[serde(default)]
+    pub concurrent_seqs: Option<u32>,
+}
+
+/// Cluster fields: a catalog key (`gpu`) or a full `gpu_spec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ClusterFields {
+    #[serde(default)]
+    pub gpu: Option<String>,
+    #[serde(default)]
+    pub gpu_spec: Option<GpuSpec>,
+    /// Total GPUs.
+    pub gpus: u32,
+    /// GPUs per node (default: min(gpus, 8)).
+    #[serde(default)]
+    pub gpus_per_node: Option<u32>,
+    /// Inter-node bandwidth per node (all NICs together), Gbit/s. Default 100.
+    #[serde(default)]
+    pub inter_node_gbps: Option<f64>,
+    /// RDMA (InfiniBand/RoCE) between nodes; otherwise TCP. Default true.
+    #[serde(default)]
+    pub rdma: Option<bool>,
+}
+
+/// A planning request as the HTTP API and CLI deserialize it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PlanRequest {
+    pub model: ModelRef,
+    pub workload: WorkloadFields,
+    pub cluster: ClusterFields,
+    #[serde(default)]
+    pub pins: Pins,
+    /// Plans to return (default 10, at most 1000).
+    #[serde(default)]
+    pub top_n: Option<u32>,
+}
+
+/// Validated training workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TrainSpec {
+    pub seq_len: u32,
+    pub global_batch: u32,
+    pub precision: Precision,
+    /// LoRA rank; only used for `Workload::Lora`.
+    pub lora_rank: u32,
+}
+
+/// Validated inference workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct InferenceSpec {
+    pub context_len: u32,
+    pub concurrent_seqs: u32,
+    pub precision: Precision,
+}
+
+/// Validated workload.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Workload {
+    Train(TrainSpec),
+    Lora(TrainSpec),
+    Inference(InferenceSpec),
+}
+
+/// Validated cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub gpu: GpuSpec,
+    pub gpus_per_node: u32,
+    pub nodes: u32,
+    /// Per node, all NICs together, Gbit/s.
+    pub inter_node_gbps: f64,
+    pub rdma: bool,
+}
+
+impl Cluster {
+    pub fn total_gpus(&self) -> u32 {
+        self.gpus_per_node.saturating_mul(self.nodes)
+    }
+}
+
+/// The typed, validated input of [`super::plan`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanInput {
+    /// Display name (preset name or "custom").
+    pub model_name: String,
+    pub model: ModelArch,
+    pub workload: Workload,
+    pub cluster: Cluster,
+    pub pins: Pins,
+    pub top_n: usize,
+}
+
+/// Per-GPU memory, bytes, for the most loaded GPU of a plan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MemoryBreakdown {
+    pub weights: u64,
+    pub gradients: u64,
+    pub optimizer: u64,
+    pub activations: u64,
+    /// Inference only.
+    pub kv_cache: u64,
+    pub comm_buffers: u64,
+    pub fragmentation: u64,
+    pub total: u64,
+    /// Usable memory per GPU (label minus CUDA context).
+    pub usable: u64,
+}
+
+/// One ranked plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Plan {
+    pub workload: WorkloadKind,
+    pub tp: u32,
+    pub pp: u32,
+    pub dp: u32,
+    /// Virtual pipeline stages (interleaving chunks per GPU).
+    pub vp: u32,
+    pub micro_batch: u32,
+    pub grad_accum: u32,
+    pub zero_stage: u8,
+    pub sequence_parallel: bool,
+    pub recompute: Recompute,
+    /// Inference: model replicas (`gpus / (tp * pp)`); training: equals `dp`.
+    pub replicas: u32,
+    pub memory_per_gpu_bytes: u64,
+    pub memory: MemoryBreakdown,
+    /// Training: one optimizer step. Inference: one decode step of all sequences in flight.
+    pub step_time_s: f64,
+    /// Training tokens/s, or generated (decode) tokens/s for inference, whole cluster.
+    pub tokens_per_s: f64,
+    /// Inference only: prompt (prefill) tokens/s of the whole cluster, compute-bound.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_tokens_per_s: Option<f64>,
+    /// Diffusion inference only: images/s of the whole cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images_per_s: Option<f64>,
+    /// Model FLOPs (no recomputation) per second per GPU, TFLOP/s.
+    pub tflops_per_gpu: f64,
+    /// Executed FLOPs (with recomputation) per second per GPU, TFLOP/s.
+    pub hardware_tflops_per_gpu: f64,
+    /// Model FLOPs utilisation against the peak of the precision used (FP8 peak for fp8).
+    pub mfu: f64,
+    pub bubble_fraction: f64,
+    pub comm_fraction: f64,
+    /// False for GPUs whose efficiency curve is not calibrated (RTX 4090, A10, custom).
+    pub calibrated: bool,
+    pub explanation: String,
+}
+
+/// Search result: best plan first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PlanResult {
+    pub plans: Vec<Plan>,
+    /// Configurations that satisfied the divisibility rules (including subtrees pruned by
+    /// the memory lower bound).
+    pub evaluated: u64,
+    /// Configurations that fit in memory.
+    pub feasible: u64,
+}
+
+/// The smallest cluster of the same GPU model with a feasible plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SmallestFit {
+    pub gpu_count: u32,
+    pub gpus_per_node: u32,
+    pub nodes: u32,
+}
+
+/// Why no plan was produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum PlanError {
+    /// A request field is missing, malformed or out of range.
+    Invalid { field: String, message: String },
+    /// Valid, but nothing fits or divides.
+    Infeasible {
+        reason: String,
+        /// Smallest per-GPU memory any configuration needs (0 when nothing divides).
+        needed_bytes_min: u64,
+        /// Usable memory per GPU.
+        available_bytes: u64,
+        smallest_fit: Option<SmallestFit>,
+    },
+}
+
+impl PlanError {
+    pub(crate) fn invalid(field: &str, message: impl Into<String>) -> Self {
+        PlanError::Invalid { field: field.to_string(), message: message.into() }
+    }
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::Invalid { field, message } => write!(f, "invalid {field}: {message}"),
+            PlanError::Infeasible { reason, .. } => f.write_str(reason),
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// A pool of rentable GPUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct PoolOffer {
+    pub pool_id: String,
+    pub gpu: GpuSpec,
+    /// Price per GPU-hour in integer minor units (e.g. cents).
+    pub price_per_gpu_hour_minor: i64,
+    pub currency: String,
+    pub free_gpus: u32,
+    pub gpus_per_node: u32,
+    /// Inter-node bandwidth per node, Gbit/s.
+    pub inter_node_gbps: f64,
+    pub rdma: bool,
+}
+
+/// What has to be done: training tokens, or a serving load.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(default)]
+pub struct AdviceTarget {
+    /// Train/LoRA: total tokens to process.
+    pub training_tokens: Option<u64>,
+    /// Inference: generated tokens/s to sustain (or use `requests_per_s`).
+    pub serving_tokens_per_s: Option<f64>,
+    /// Inference: requests/s to sustain, each generating `tokens_per_request` tokens.
+    pub requests_per_s: Option<f64>,
+    /// Default 256.
+    pub tokens_per_request: Option<u32>,
+    /// Inference: hours the serving runs, for the cost (default 1).
+    pub serving_hours: Option<f64>,
+}
+
+/// An advice request: which pool to rent for this job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdviceRequest {
+    pub model: ModelRef,
+    pub workload: WorkloadFields,
+    pub target: AdviceTarget,
+    #[serde(default)]
+    pub deadline_hours: Option<f64>,
+    /// Budget in integer minor units of the pools' currency.
+    #[serde(default)]
+    pub budget_minor: Option<i64>,
+    pub pools: Vec<PoolOffer>,
+}
+
+/// The best option of one pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdviceOption {
+    pub pool_id: String,
+    pub gpu_key: String,
+    pub gpu_count: u32,
+    pub gpus_per_node: u32,
+    pub nodes: u32,
+    pub plan: Plan,
+    /// Hours to process the training tokens, or the serving hours.
+    pub hours: f64,
+    /// `ceil(gpu_count * hours * price_per_gpu_hour_minor)`.
+    pub cost_minor: i64,
+    pub currency: String,
+    pub meets_deadline: bool,
+    pub meets_budget: bool,
+    /// Inference: whether the throughput sustains the load (always true for training).
+    pub meets_load: bool,
+    /// Cheapest option among those of the same currency.
+    pub cheapest: bool,
+    /// Shortest hours (training) / highest throughput (inference).
+    pub fastest: bool,
+}
+
+/// A pool that produced no option, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SkippedPool {
+    pub pool_id: String,
+    pub reason: String,
+}
+
+/// Advice across pools, best first: options meeting every constraint, cheapest first, then
+/// the rest, fastest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdviceResult {
+    pub options: Vec<AdviceOption>,
+    pub skipped: Vec<SkippedPool>,
+}

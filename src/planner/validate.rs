@@ -1,0 +1,213 @@
+//! Edge validation: turns the serde request types into the typed [`PlanInput`].
+//!
+//! Everything the search relies on (non-zero sizes, divisibility of the cluster, finite
+//! positive bandwidths) is checked here, so the core never re-checks and never panics.
+
+use super::catalog::{gpu_by_key, preset};
+use super::types::{
+    Cluster, ClusterFields, GpuSpec, InferenceSpec, ModelArch, ModelRef, Pins, PlanError, PlanInput, PlanRequest,
+    Precision, TrainSpec, Workload, WorkloadFields, WorkloadKind,
+};
+
+/// Upper bounds that reject absurd inputs (they are far beyond any real system).
+const MAX_LAYERS: u32 = 4096;
+const MAX_HIDDEN: u32 = 1 << 20;
+const MAX_VOCAB: u32 = 1 << 24;
+const MAX_SEQ: u32 = 1 << 24;
+const MAX_BATCH: u32 = 1 << 24;
+const MAX_GPUS: u32 = 1 << 20;
+const MAX_GPUS_PER_NODE: u32 = 1024;
+const MAX_TOP_N: u32 = 1000;
+
+fn in_range(field: &str, v: u32, lo: u32, hi: u32) -> Result<u32, PlanError> {
+    if v < lo || v > hi {
+        Err(PlanError::invalid(field, format!("must be between {lo} and {hi}, got {v}")))
+    } else {
+        Ok(v)
+    }
+}
+
+fn positive_finite(field: &str, v: f64, hi: f64) -> Result<f64, PlanError> {
+    if !v.is_finite() || v <= 0.0 || v > hi {
+        Err(PlanError::invalid(field, format!("must be a finite number in (0, {hi}], got {v}")))
+    } else {
+        Ok(v)
+    }
+}
+
+/// Validates an explicit architecture.
+pub fn validate_arch(a: &ModelArch, field: &str) -> Result<(), PlanError> {
+    if let Some(d) = a.diffusion {
+        let f = |s: &str| format!("{field}.diffusion.{s}");
+        if d.unet_params == 0 || d.unet_params > 10_000_000_000_000 {
+            return Err(PlanError::invalid(&f("unet_params"), "out of range"));
+        }
+        if d.text_encoder_params > 10_000_000_000_000 {
+            return Err(PlanError::invalid(&f("text_encoder_params"), "out of range"));
+        }
+        positive_finite(&f("tflops_per_step"), d.tflops_per_step, 1e6)?;
+        in_range(&f("steps"), d.steps, 1, 10_000)?;
+        return Ok(());
+    }
+    let f = |s: &str| format!("{field}.{s}");
+    in_range(&f("layers"), a.layers, 1, MAX_LAYERS)?;
+    in_range(&f("hidden"), a.hidden, 1, MAX_HIDDEN)?;
+    in_range(&f("heads"), a.heads, 1, a.hidden)?;
+    if !a.hidden.is_multiple_of(a.heads) {
+        return Err(PlanError::invalid(&f("heads"), "hidden must be divisible by heads"));
+    }
+    in_range(&f("kv_heads"), a.kv_heads, 1, a.heads)?;
+    if !a.heads.is_multiple_of(a.kv_heads) {
+        return Err(PlanError::invalid(&f("kv_heads"), "heads must be divisible by kv_heads"));
+    }
+    in_range(&f("ffn"), a.ffn, 1, MAX_HIDDEN.saturating_mul(8))?;
+    in_range(&f("vocab"), a.vocab, 1, MAX_VOCAB)?;
+    if let Some(m) = a.moe {
+        in_range(&f("moe.experts"), m.experts, 1, 1024)?;
+        in_range(&f("moe.experts_per_token"), m.experts_per_token, 1, m.experts)?;
+    }
+    Ok(())
+}
+
+/// Resolves the model reference to a name and an architecture.
+pub fn resolve_model(m: &ModelRef) -> Result<(String, ModelArch), PlanError> {
+    match (&m.preset, &m.architecture) {
+        (Some(_), Some(_)) => Err(PlanError::invalid("model", "give either preset or architecture, not both")),
+        (None, None) => Err(PlanError::invalid("model", "give a preset or an architecture")),
+        (Some(name), None) => {
+            let arch = preset(name).ok_or_else(|| {
+                PlanError::invalid(
+                    "model.preset",
+                    format!("unknown preset '{name}'; known: {}", super::catalog::preset_names().join(", ")),
+                )
+            })?;
+            Ok((name.clone(), arch))
+        }
+        (None, Some(a)) => {
+            validate_arch(a, "model.architecture")?;
+            Ok(("custom".to_string(), a.clone()))
+        }
+    }
+}
+
+/// Validates a GPU spec (catalog entries always pass).
+pub fn validate_gpu(g: &GpuSpec, field: &str) -> Result<(), PlanError> {
+    let f = |s: &str| format!("{field}.{s}");
+    if g.key.is_empty() {
+        return Err(PlanError::invalid(&f("key"), "must not be empty"));
+    }
+    if g.memory_bytes == 0 || g.memory_bytes > 100_000_000_000_000 {
+        return Err(PlanError::invalid(&f("memory_bytes"), "out of range"));
+    }
+    positive_finite(&f("mem_bandwidth_gb_s"), g.mem_bandwidth_gb_s, 1e6)?;
+    positive_finite(&f("bf16_tflops"), g.bf16_tflops, 1e6)?;
+    if let Some(x) = g.fp8_tflops {
+        positive_finite(&f("fp8_tflops"), x, 1e6)?;
+    }
+    positive_finite(&f("link_gb_s"), g.link_gb_s, 1e6)?;
+    Ok(())
+}
+
+/// Validates workload fields against the model and GPU.
+pub fn resolve_workload(w: &WorkloadFields, arch: &ModelArch, gpu: &GpuSpec) -> Result<Workload, PlanError> {
+    if w.precision == Precision::Fp8 && gpu.fp8_tflops.is_none() {
+        return Err(PlanError::invalid("workload.precision", format!("{} has no FP8 tensor cores", gpu.name)));
+    }
+    if arch.diffusion.is_some() && w.kind != WorkloadKind::Inference {
+        return Err(PlanError::invalid("workload.kind", "only inference is planned for diffusion models"));
+    }
+    let seq_len = in_range("workload.seq_len", w.seq_len.unwrap_or(4096), 1, MAX_SEQ)?;
+    match w.kind {
+        WorkloadKind::Train | WorkloadKind::Lora => {
+            let global_batch = in_range("workload.global_batch", w.global_batch.unwrap_or(512), 1, MAX_BATCH)?;
+            let lora_rank = in_range("workload.lora_rank", w.lora_rank.unwrap_or(16), 1, arch.hidden.max(1))?;
+            let t = TrainSpec { seq_len, global_batch, precision: w.precision, lora_rank };
+            Ok(if w.kind == WorkloadKind::Train { Workload::Train(t) } else { Workload::Lora(t) })
+        }
+        WorkloadKind::Inference => Ok(Workload::Inference(InferenceSpec {
+            context_len: in_range("workload.context_len", w.context_len.unwrap_or(seq_len), 1, MAX_SEQ)?,
+            concurrent_seqs: in_range("workload.concurrent_seqs", w.concurrent_seqs.unwrap_or(16), 1, 1_000_000)?,
+            precision: w.precision,
+        })),
+    }
+}
+
+/// Validates a cluster made of `gpus` GPUs of `gpu`.
+pub fn resolve_cluster(
+    gpu: GpuSpec,
+    gpus: u32,
+    gpus_per_node: Option<u32>,
+    inter_node_gbps: Option<f64>,
+    rdma: Option<bool>,
+) -> Result<Cluster, PlanError> {
+    let gpus = in_range("cluster.gpus", gpus, 1, MAX_GPUS)?;
+    let gpn = in_range("cluster.gpus_per_node", gpus_per_node.unwrap_or(gpus.min(8)), 1, MAX_GPUS_PER_NODE)?;
+    if gpus % gpn != 0 {
+        return Err(PlanError::invalid(
+            "cluster.gpus",
+            format!("{gpus} GPUs is not a multiple of {gpn} GPUs per node"),
+        ));
+    }
+    let nodes = gpus / gpn;
+    let gbps = inter_node_gbps.unwrap_or(100.0);
+    if !gbps.is_finite() || !(0.0..=1e7).contains(&gbps) {
+        return Err(PlanError::invalid("cluster.inter_node_gbps", "out of range"));
+    }
+    if nodes > 1 && gbps <= 0.0 {
+        return Err(PlanError::invalid("cluster.inter_node_gbps", "must be positive when there is more than one node"));
+    }
+    Ok(Cluster { gpu, gpus_per_node: gpn, nodes, inter_node_gbps: gbps, rdma: rdma.unwrap_or(true) })
+}
+
+fn resolve_gpu(c: &ClusterFields) -> Result<GpuSpec, PlanError> {
+    match (&c.gpu, &c.gpu_spec) {
+        (Some(_), Some(_)) => Err(PlanError::invalid("cluster.gpu", "give either gpu or gpu_spec, not both")),
+        (None, None) => Err(PlanError::invalid("cluster.gpu", "give a gpu key or a gpu_spec")),
+        (Some(key), None) => {
+            gpu_by_key(key).ok_or_else(|| PlanError::invalid("cluster.gpu", format!("unknown GPU '{key}'")))
+        }
+        (None, Some(spec)) => {
+            validate_gpu(spec, "cluster.gpu_spec")?;
+            Ok(spec.clone())
+        }
+    }
+}
+
+/// Validates pins that are wrong whatever the cluster (zero values, ZeRO > 3).
+pub fn validate_pins(p: &Pins) -> Result<(), PlanError> {
+    let checks = [
+        ("pins.tp", p.tp),
+        ("pins.pp", p.pp),
+        ("pins.dp", p.dp),
+        ("pins.vp", p.vp),
+        ("pins.micro_batch", p.micro_batch),
+    ];
+    for (field, v) in checks {
+        if v == Some(0) {
+            return Err(PlanError::invalid(field, "must be at least 1"));
+        }
+    }
+    if matches!(p.zero_stage, Some(z) if z > 3) {
+        return Err(PlanError::invalid("pins.zero_stage", "must be 0, 1, 2 or 3"));
+    }
+    Ok(())
+}
+
+impl PlanRequest {
+    /// Validates the request; errors name the offending field.
+    pub fn resolve(&self) -> Result<PlanInput, PlanError> {
+        let (model_name, model) = resolve_model(&self.model)?;
+        let gpu = resolve_gpu(&self.cluster)?;
+        let workload = resolve_workload(&self.workload, &model, &gpu)?;
+        let cluster = resolve_cluster(
+            gpu,
+            self.cluster.gpus,
+            self.cluster.gpus_per_node,
+            self.cluster.inter_node_gbps,
+            self.cluster.rdma,
+        )?;
+        validate_pins(&self.pins)?;
+        let top_n = in_range("top_n", self.top_n.unwrap_or(10), 1, MAX_TOP_N)?;
+        Ok(PlanInput { model_name, model, workload, cluster, pins: self.pins.clone(), top_n: top_n as usize })
+    }
+}

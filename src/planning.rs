@@ -1,0 +1,169 @@
+//! HTTP face of the planner: `POST /v1/plans` (stateless) and `POST /v1/advice` (over the platform's pools).
+//! The planning itself is the pure `planner` module.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::TenantAuth;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::ApiJson;
+use crate::inventory::gpu_models::GpuModel;
+use crate::planner::{
+    self, AdviceRequest, AdviceResult, AdviceTarget, GpuSpec, LinkKind, ModelRef, PlanError, PlanRequest, PlanResult,
+    PoolOffer, WorkloadFields,
+};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(create_plan)).routes(routes!(create_advice))
+}
+
+/// The planner's view of a catalog GPU model. Without NVLink, GPUs talk over the host's PCIe link.
+pub fn gpu_spec(model: &GpuModel) -> GpuSpec {
+    let (link, link_gb_s) = match model.gpu_link.as_str() {
+        "none" => (
+            LinkKind::Pcie,
+            match model.host_link.as_str() {
+                "pcie5" => 64.0,
+                "pcie3" => 16.0,
+                _ => 32.0,
+            },
+        ),
+        _ => (LinkKind::Nvlink, model.gpu_link_gbps as f64),
+    };
+    GpuSpec {
+        key: model.key.clone(),
+        name: model.name.clone(),
+        memory_bytes: model.memory_bytes.max(0) as u64,
+        mem_bandwidth_gb_s: model.memory_bandwidth_gbps as f64,
+        bf16_tflops: model.bf16_tflops,
+        fp8_tflops: model.fp8_tflops,
+        link,
+        link_gb_s,
+    }
+}
+
+/// Map a planner error to the API's: bad input is 422 `validation_failed`; nothing fitting is 422
+/// `plan_infeasible` with the reason and the smallest configuration that would fit.
+pub fn plan_error(err: PlanError) -> ApiError {
+    match err {
+        PlanError::Invalid { field, message } => ApiError::Validation(vec![FieldError::new(field, message)]),
+        PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit } => ApiError::Unprocessable {
+            code: "plan_infeasible",
+            message: reason,
+            context: Some(serde_json::json!({
+                "needed_bytes_min": needed_bytes_min,
+                "available_bytes": available_bytes,
+                "smallest_fit": smallest_fit,
+            })),
+        },
+    }
+}
+
+/// Run CPU-bound planning off the async workers.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, PlanError> + Send + 'static) -> ApiResult<T> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| ApiError::Internal(e.into()))?.map_err(plan_error)
+}
+
+/// Plan a model on a cluster: ranked parallelization plans with memory, speed and an explanation.
+#[utoipa::path(
+    post, path = "/v1/plans", tag = "planner", operation_id = "create_plan",
+    request_body(content = PlanRequest, example = json!({
+        "model": {"preset": "llama3-70b"},
+        "workload": {"kind": "train", "seq_len": 4096, "global_batch": 1024},
+        "cluster": {"gpu": "a100-80g", "gpus": 64, "gpus_per_node": 8, "inter_node_gbps": 1600, "rdma": true},
+        "pins": {}, "top_n": 3})),
+    responses(
+        (status = 200, description = "Plans, fastest first", body = PlanResult),
+        (status = 422, description = "Invalid input (`validation_failed`) or nothing fits (`plan_infeasible`, with the smallest fitting configuration in `context`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_plan(_auth: TenantAuth, ApiJson(req): ApiJson<PlanRequest>) -> ApiResult<Json<PlanResult>> {
+    let result = blocking(move || {
+        let input = req.resolve()?;
+        planner::plan(&input)
+    })
+    .await?;
+    Ok(Json(result))
+}
+
+/// What the tenant wants done; the platform supplies the pools.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"model": {"preset": "llama2-7b"}, "workload": {"kind": "lora", "seq_len": 4096, "global_batch": 64},
+    "target": {"training_tokens": 2000000000u64}, "deadline_hours": 24, "budget_minor": 50000}))]
+pub struct AdviceQuery {
+    pub model: ModelRef,
+    pub workload: WorkloadFields,
+    pub target: AdviceTarget,
+    /// Finish within this many hours.
+    pub deadline_hours: Option<f64>,
+    /// Spend at most this, in minor units of the pool's currency.
+    pub budget_minor: Option<i64>,
+}
+
+/// The platform's pools as the planner sees them: model facts, price, GPUs free now, typical node shape.
+pub async fn pool_offers(db: &PgPool) -> Result<Vec<PoolOffer>, sqlx::Error> {
+    type Row = (Uuid, i64, String, sqlx::types::Json<GpuModel>, i64, i32, i32, bool);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT p.id, p.price_per_gpu_hour_minor, p.currency, \
+                json_build_object('key', m.key, 'name', m.name, 'memory_bytes', m.memory_bytes, \
+                    'memory_bandwidth_gbps', m.memory_bandwidth_gbps, 'bf16_tflops', m.bf16_tflops, \
+                    'fp8_tflops', m.fp8_tflops, 'gpu_link', m.gpu_link, 'gpu_link_gbps', m.gpu_link_gbps, \
+                    'host_link', m.host_link), \
+                COALESCE(sum(n.free_gpus) FILTER (WHERE n.admin_state = 'active' AND n.liveness = 'ready'), 0)::bigint, \
+                COALESCE(max((SELECT count(*) FROM gpus g WHERE g.node_id = n.id)), 0)::int, \
+                COALESCE(min(n.network_gbps), 0)::int, COALESCE(bool_and(n.rdma), false) \
+         FROM pools p JOIN gpu_models m ON m.key = p.gpu_model LEFT JOIN nodes n ON n.pool_id = p.id \
+         GROUP BY p.id, m.key ORDER BY p.id",
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.5 > 0)
+        .map(|(id, price, currency, model, free, per_node, network, rdma)| PoolOffer {
+            pool_id: id.to_string(),
+            gpu: gpu_spec(&model.0),
+            price_per_gpu_hour_minor: price,
+            currency,
+            free_gpus: free.clamp(0, u32::MAX as i64) as u32,
+            gpus_per_node: per_node as u32,
+            inter_node_gbps: network as f64,
+            rdma,
+        })
+        .collect())
+}
+
+/// Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish and
+/// cost at the pool's price; ranked, with the cheapest and the fastest marked.
+#[utoipa::path(
+    post, path = "/v1/advice", tag = "planner", operation_id = "create_advice",
+    request_body = AdviceQuery,
+    responses(
+        (status = 200, description = "Options across pools, best first", body = AdviceResult),
+        (status = 422, description = "Invalid input (`validation_failed`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_advice(
+    State(state): State<AppState>,
+    _auth: TenantAuth,
+    ApiJson(query): ApiJson<AdviceQuery>,
+) -> ApiResult<Json<AdviceResult>> {
+    let pools = pool_offers(&state.db).await?;
+    let req = AdviceRequest {
+        model: query.model,
+        workload: query.workload,
+        target: query.target,
+        deadline_hours: query.deadline_hours,
+        budget_minor: query.budget_minor,
+        pools,
+    };
+    Ok(Json(blocking(move || planner::advice(&req)).await?))
+}

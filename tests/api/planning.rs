@@ -1,0 +1,93 @@
+use axum::http::StatusCode;
+use gpuplane::planner;
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::common::TestApp;
+
+#[sqlx::test]
+async fn plans_multiply_out_to_the_gpus_and_fit(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let req = json!({ "model": { "preset": "llama3-70b" }, "workload": { "kind": "train", "seq_len": 4096, "global_batch": 1024 },
+        "cluster": { "gpu": "a100-80g", "gpus": 64, "gpus_per_node": 8, "inter_node_gbps": 1600 }, "top_n": 5 });
+    let res = app.post("/v1/plans", &tenant, req).await.expect(StatusCode::OK);
+    let plans = res.body["plans"].as_array().unwrap();
+    assert!(!plans.is_empty() && plans.len() <= 5);
+    for p in plans {
+        let product = p["tp"].as_u64().unwrap() * p["pp"].as_u64().unwrap() * p["dp"].as_u64().unwrap();
+        assert_eq!(product, 64);
+        assert!(p["memory_per_gpu_bytes"].as_u64().unwrap() <= p["memory"]["usable"].as_u64().unwrap());
+        assert!(p["tp"].as_u64().unwrap() <= 8, "tensor parallelism stays inside a node");
+        assert!(p["explanation"].as_str().unwrap().len() > 40);
+    }
+    let speeds: Vec<f64> = plans.iter().map(|p| p["tokens_per_s"].as_f64().unwrap()).collect();
+    assert!(speeds.windows(2).all(|w| w[0] >= w[1]), "fastest first: {speeds:?}");
+    // Pinning evaluates the pinned plan.
+    let pinned = json!({ "model": { "preset": "llama3-70b" }, "workload": { "kind": "train", "seq_len": 4096, "global_batch": 1024 },
+        "cluster": { "gpu": "a100-80g", "gpus": 64, "gpus_per_node": 8 }, "pins": { "tp": 8, "pp": 8, "dp": 1 } });
+    let res = app.post("/v1/plans", &tenant, pinned).await.expect(StatusCode::OK);
+    assert!(res.body["plans"].as_array().unwrap().iter().all(|p| p["tp"] == 8 && p["pp"] == 8));
+    app.post("/v1/plans", &op, json!({})).await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
+}
+
+#[sqlx::test]
+async fn infeasible_plans_say_what_would_fit(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let req = json!({ "model": { "preset": "llama3-70b" }, "workload": { "kind": "train" }, "cluster": { "gpu": "rtx4090", "gpus": 4 } });
+    let res =
+        app.post("/v1/plans", &tenant, req).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "plan_infeasible");
+    assert!(res.body["detail"].as_str().unwrap().contains("RTX 4090"), "{}", res.body);
+    assert!(res.body["context"]["smallest_fit"]["gpu_count"].as_u64().unwrap() > 4);
+    let bad = json!({ "model": { "preset": "llama-9000" }, "workload": { "kind": "train" }, "cluster": { "gpu": "h100", "gpus": 8 } });
+    let res =
+        app.post("/v1/plans", &tenant, bad).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert!(res.error_fields()[0].starts_with("model"), "{:?}", res.error_fields());
+    let zero = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "train" }, "cluster": { "gpu": "h100", "gpus": 0 } });
+    app.post("/v1/plans", &tenant, zero).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+}
+
+#[sqlx::test]
+async fn advice_ranks_the_platforms_pools_by_cost_and_speed(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let h100 = app.pool(&op, "h100-a", "h100").await;
+    let a100 = app.pool(&op, "a100-a", "a100-80g").await;
+    app.node(&op, &h100, "h-0", 8).await;
+    app.node(&op, &a100, "a-0", 8).await;
+    app.node(&op, &a100, "a-1", 8).await;
+    let req = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "train", "seq_len": 4096, "global_batch": 256 },
+        "target": { "training_tokens": 1_000_000_000u64 }, "deadline_hours": 1000 });
+    let res = app.post("/v1/advice", &tenant, req).await.expect(StatusCode::OK);
+    let options = res.body["options"].as_array().unwrap();
+    assert_eq!(options.len(), 2, "{}", res.body);
+    assert_eq!(options.iter().filter(|o| o["cheapest"] == true).count(), 1);
+    assert_eq!(options.iter().filter(|o| o["fastest"] == true).count(), 1);
+    for o in options {
+        let gpus = o["gpu_count"].as_f64().unwrap();
+        let hours = o["hours"].as_f64().unwrap();
+        let expected = (gpus * hours * 200.0).ceil() as i64;
+        assert!((o["cost_minor"].as_i64().unwrap() - expected).abs() <= 1, "cost = ceil(gpus x hours x price): {o}");
+        let free = if o["pool_id"] == h100.as_str() { 8 } else { 16 };
+        assert!(o["gpu_count"].as_u64().unwrap() <= free, "only GPUs free now");
+    }
+}
+
+#[sqlx::test]
+async fn the_database_catalog_matches_the_planners(db: PgPool) {
+    let models: Vec<gpuplane::inventory::gpu_models::GpuModel> = sqlx::query_as(
+        "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, host_link FROM gpu_models ORDER BY key",
+    )
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    let mut from_db: Vec<planner::GpuSpec> = models.iter().map(gpuplane::planning::gpu_spec).collect();
+    let mut builtin = planner::builtin_gpus();
+    from_db.sort_by(|a, b| a.key.cmp(&b.key));
+    builtin.sort_by(|a, b| a.key.cmp(&b.key));
+    assert_eq!(from_db, builtin);
+}
