@@ -2,15 +2,20 @@
 --
 -- Invariants the database enforces, whatever the code does:
 --   * A GPU is in at most one current allocation: lease_gpus_one_current_holder (partial unique index).
---   * A node's free_gpus counter never goes below zero or above its GPU count (checked on write).
+--   * A node's free_gpus counter never goes below zero or above its GPU count (CHECK constraint).
 --   * An active lease has its start and end; an ended lease has its end time and reason.
 --
 -- Allocation takes row locks on the nodes it draws from (SELECT ... FOR UPDATE), so several gpuplane
 -- processes on one database serialize per node, not globally. free_gpus is a counter kept in the same
 -- transaction as lease_gpus, so choosing a node is an index lookup whatever the inventory size.
 
+-- gpu_count is fixed when the node is created (its GPUs are registered with it); kept on the row so that
+-- capacity summaries never count GPU rows.
+ALTER TABLE nodes ADD COLUMN gpu_count integer NOT NULL DEFAULT 0;
 ALTER TABLE nodes ADD COLUMN free_gpus integer NOT NULL DEFAULT 0;
-ALTER TABLE nodes ADD CONSTRAINT nodes_free_gpus_nonnegative CHECK (free_gpus >= 0);
+UPDATE nodes n SET gpu_count = (SELECT count(*) FROM gpus g WHERE g.node_id = n.id),
+                   free_gpus = (SELECT count(*) FROM gpus g WHERE g.node_id = n.id AND g.healthy);
+ALTER TABLE nodes ADD CONSTRAINT nodes_free_gpus_range CHECK (free_gpus BETWEEN 0 AND gpu_count);
 -- Best fit: the node with the smallest sufficient free block, among allocatable nodes of a pool.
 CREATE INDEX nodes_allocatable_free_idx ON nodes (pool_id, free_gpus, id)
     WHERE admin_state = 'active' AND liveness = 'ready';
@@ -84,6 +89,3 @@ CREATE TABLE idempotency_keys (
     PRIMARY KEY (tenant_id, scope, key)
 );
 CREATE INDEX idempotency_keys_created_idx ON idempotency_keys (created_at);
-
--- Existing nodes: every healthy GPU is free (no leases existed before this migration).
-UPDATE nodes n SET free_gpus = (SELECT count(*) FROM gpus g WHERE g.node_id = n.id AND g.healthy);

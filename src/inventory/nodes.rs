@@ -247,8 +247,8 @@ pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> Ap
     });
     let id = new_id();
     sqlx::query(
-        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma, free_gpus) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma, free_gpus, gpu_count) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
     )
     .bind(id)
     .bind(req.pool_id)

@@ -87,7 +87,7 @@ fn pools_query() -> String {
     let model_fields: Vec<String> = GPU_MODEL_COLUMNS.split(", ").map(|c| format!("'{c}', m.{c}")).collect();
     format!(
         "WITH node_capacity AS ( \
-             SELECT n.pool_id, (SELECT count(*) FROM gpus g WHERE g.node_id = n.id) AS total, \
+             SELECT n.pool_id, n.gpu_count AS total, \
                     CASE WHEN {ALLOCATABLE_NODE} THEN n.free_gpus ELSE 0 END AS free \
              FROM nodes n WHERE ($1::uuid IS NULL OR n.pool_id = $1)) \
          SELECT p.id, p.name, p.region, p.price_per_gpu_hour_minor, p.currency, p.created_at, p.updated_at, \

@@ -187,8 +187,7 @@ pub async fn capacity(conn: &mut PgConnection, pool_id: Uuid, requested: i32) ->
 /// The pool's size whatever its state: all its GPUs, and the most on one node. Requests above these can never fit.
 pub async fn pool_size(conn: &mut PgConnection, pool_id: Uuid) -> Result<(i64, i64), sqlx::Error> {
     sqlx::query_as(
-        "SELECT COALESCE(sum(c), 0)::bigint, COALESCE(max(c), 0)::bigint FROM \
-         (SELECT count(*) AS c FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.pool_id = $1 GROUP BY n.id) per_node",
+        "SELECT COALESCE(sum(gpu_count), 0)::bigint, COALESCE(max(gpu_count), 0)::bigint FROM nodes WHERE pool_id = $1",
     )
     .bind(pool_id)
     .fetch_one(conn)
