@@ -33,6 +33,7 @@ pub struct AppState {
     pub tokens: Arc<TokenKeys>,
     pub settings: Arc<Settings>,
     pub metrics: PrometheusHandle,
+    pub agent_gpus: Arc<crate::agents::GpuMapCache>,
 }
 
 impl AppState {
@@ -42,6 +43,7 @@ impl AppState {
             tokens: Arc::new(TokenKeys::new(&settings)?),
             settings: Arc::new(settings),
             metrics: metrics_handle(),
+            agent_gpus: Arc::default(),
         })
     }
 }
@@ -55,6 +57,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::inventory::router())
         .merge(crate::leases::router())
         .merge(crate::planning::router())
+        .merge(crate::agents::router())
 }
 
 /// The OpenAPI document the server serves at `/openapi.json` (and `gpuplane openapi` prints).
@@ -116,7 +119,11 @@ pub fn cancel_on_signal(token: CancellationToken) {
     });
 }
 
-/// Start the background loops (lease expiry and queue); they stop when `shutdown` is cancelled.
+/// Start the background loops (lease expiry and queue, node liveness, telemetry retention); they stop when
+/// `shutdown` is cancelled.
 pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
-    vec![tokio::spawn(crate::leases::lifecycle::run(state.clone(), Duration::from_secs(1), shutdown.clone()))]
+    vec![
+        tokio::spawn(crate::leases::lifecycle::run(state.clone(), Duration::from_secs(1), shutdown.clone())),
+        tokio::spawn(crate::agents::liveness::run(state.clone(), shutdown.clone())),
+    ]
 }

@@ -1,4 +1,4 @@
-//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`.
+//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `plan`, `agent`.
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -25,6 +25,8 @@ pub enum Command {
     Openapi,
     /// Plan how to parallelize a model on a cluster (prints a table, or JSON with --json).
     Plan(Box<PlanArgs>),
+    /// Run the node agent on a GPU host: register, then heartbeat with GPU telemetry (NVML or --simulate).
+    Agent(crate::agent::AgentArgs),
     /// Create the first operator API key and print it once. Refuses when an operator key exists.
     Bootstrap {
         #[command(flatten)]
@@ -45,6 +47,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Plan(args) => plan(&args),
+        Command::Agent(args) => crate::agent::run(args).await,
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&openapi_document())?);
             Ok(())

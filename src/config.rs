@@ -47,6 +47,36 @@ pub struct ServeArgs {
     /// Log format.
     #[arg(long, env = "GPUPLANE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    #[command(flatten)]
+    pub agents: AgentArgs,
+}
+
+/// Node agent timing and telemetry retention.
+#[derive(Debug, Clone, Args)]
+pub struct AgentArgs {
+    /// Seconds between agent heartbeats (told to agents).
+    #[arg(long, env = "GPUPLANE_HEARTBEAT_INTERVAL_SECS", default_value_t = 10)]
+    pub heartbeat_interval_secs: u32,
+    /// A node without a heartbeat for this long is `unreachable`.
+    #[arg(long, env = "GPUPLANE_UNREACHABLE_AFTER_SECS", default_value_t = 40)]
+    pub unreachable_after_secs: u64,
+    /// A node without a heartbeat for this long is `offline` and its leases are interrupted.
+    #[arg(long, env = "GPUPLANE_OFFLINE_AFTER_SECS", default_value_t = 300)]
+    pub offline_after_secs: u64,
+    /// Telemetry older than this is deleted.
+    #[arg(long, env = "GPUPLANE_TELEMETRY_RETENTION_HOURS", default_value_t = 168)]
+    pub telemetry_retention_hours: u64,
+}
+
+impl Default for AgentArgs {
+    fn default() -> Self {
+        AgentArgs {
+            heartbeat_interval_secs: 10,
+            unreachable_after_secs: 40,
+            offline_after_secs: 300,
+            telemetry_retention_hours: 168,
+        }
+    }
 }
 
 /// The signing secret, wrapped so that `Debug` never prints it.
@@ -73,6 +103,28 @@ impl std::fmt::Debug for Secret {
 pub struct Settings {
     pub jwt_secret: Secret,
     pub token_ttl: Duration,
+    pub heartbeat_interval: Duration,
+    pub unreachable_after: Duration,
+    pub offline_after: Duration,
+    pub telemetry_retention: Duration,
+}
+
+impl Settings {
+    /// Defaults for everything but the secret.
+    pub fn new(jwt_secret: Secret) -> Self {
+        Settings::from_parts(jwt_secret, Duration::from_secs(900), &AgentArgs::default())
+    }
+
+    fn from_parts(jwt_secret: Secret, token_ttl: Duration, agents: &AgentArgs) -> Self {
+        Settings {
+            jwt_secret,
+            token_ttl,
+            heartbeat_interval: Duration::from_secs(agents.heartbeat_interval_secs.into()),
+            unreachable_after: Duration::from_secs(agents.unreachable_after_secs),
+            offline_after: Duration::from_secs(agents.offline_after_secs),
+            telemetry_retention: Duration::from_secs(agents.telemetry_retention_hours * 3600),
+        }
+    }
 }
 
 impl ServeArgs {
@@ -96,6 +148,18 @@ impl ServeArgs {
         if self.token_ttl_secs == 0 || self.token_ttl_secs > 24 * 3600 {
             anyhow::bail!("--token-ttl-secs must be between 1 and 86400");
         }
-        Ok(Settings { jwt_secret, token_ttl: Duration::from_secs(self.token_ttl_secs) })
+        let a = &self.agents;
+        if a.heartbeat_interval_secs == 0 || a.heartbeat_interval_secs > 3600 {
+            anyhow::bail!("--heartbeat-interval-secs must be between 1 and 3600");
+        }
+        if a.unreachable_after_secs <= a.heartbeat_interval_secs as u64
+            || a.offline_after_secs <= a.unreachable_after_secs
+        {
+            anyhow::bail!("need heartbeat interval < --unreachable-after-secs < --offline-after-secs");
+        }
+        if a.telemetry_retention_hours == 0 {
+            anyhow::bail!("--telemetry-retention-hours must be at least 1");
+        }
+        Ok(Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a))
     }
 }

@@ -3,6 +3,8 @@
 //! One module per domain (`tenants`, `inventory`, ...), each owning its routes, handlers, queries and types.
 //! `app` wires them into one router; `main.rs` only parses the command line.
 
+pub mod agent;
+pub mod agents;
 pub mod app;
 pub mod auth;
 pub mod cli;

@@ -24,6 +24,7 @@ use crate::error::{FieldError, Problem};
         (name = "inventory", description = "GPU models and pools"),
         (name = "leases", description = "Leasing GPUs: allocation, extension, release, history"),
         (name = "planner", description = "Auto-parallel plans and rental advice"),
+        (name = "agents", description = "Node agents: registration and heartbeats (agent credentials only)"),
         (name = "admin", description = "Platform operators: tenants, catalog, pools, nodes"),
         (name = "system", description = "Health, readiness and metrics"),
     ),
@@ -37,7 +38,7 @@ pub fn base() -> utoipa::openapi::OpenApi {
 }
 
 /// Operations anyone may call without a token.
-const PUBLIC_OPERATIONS: &[&str] = &["create_token", "get_healthz", "get_readyz", "get_metrics"];
+const PUBLIC_OPERATIONS: &[&str] = &["create_token", "get_healthz", "get_readyz", "get_metrics", "register_agent"];
 
 pub const BEARER: &str = "bearer";
 

@@ -7,10 +7,12 @@ use sha2::{Digest, Sha256};
 
 /// Every API key starts with this, so a leaked key is recognisable by secret scanners.
 pub const KEY_PREFIX: &str = "gpk_";
+/// Node join tokens start with this.
+pub const JOIN_TOKEN_PREFIX: &str = "gpj_";
 /// Random bytes in a key (256 bits).
 pub const KEY_RANDOM_BYTES: usize = 32;
-/// How many characters of a key are kept in clear to identify it in listings.
-const DISPLAY_PREFIX_LEN: usize = KEY_PREFIX.len() + 8;
+/// How many random characters of a key are kept in clear (after its prefix) to identify it in listings.
+const DISPLAY_CHARS: usize = 8;
 
 pub fn random_bytes(n: usize) -> Vec<u8> {
     let mut bytes = vec![0u8; n];
@@ -25,9 +27,15 @@ pub struct NewKey {
     pub hash: Vec<u8>,
 }
 
+/// A new API key.
 pub fn generate() -> NewKey {
-    let secret = format!("{KEY_PREFIX}{}", URL_SAFE_NO_PAD.encode(random_bytes(KEY_RANDOM_BYTES)));
-    NewKey { display_prefix: secret[..DISPLAY_PREFIX_LEN].to_string(), hash: hash(&secret), secret }
+    generate_with_prefix(KEY_PREFIX)
+}
+
+/// A new secret of 256 random bits behind `prefix` (`gpk_` API keys, `gpj_` join tokens).
+pub fn generate_with_prefix(prefix: &str) -> NewKey {
+    let secret = format!("{prefix}{}", URL_SAFE_NO_PAD.encode(random_bytes(KEY_RANDOM_BYTES)));
+    NewKey { display_prefix: secret[..prefix.len() + DISPLAY_CHARS].to_string(), hash: hash(&secret), secret }
 }
 
 /// SHA-256 of the whole key. Keys have 256 bits of entropy, so a slow password hash would add nothing.
@@ -35,11 +43,16 @@ pub fn hash(secret: &str) -> Vec<u8> {
     Sha256::digest(secret.as_bytes()).to_vec()
 }
 
-/// Cheap shape check before touching the database.
+/// Cheap shape check of an API key before touching the database.
 pub fn looks_like_key(secret: &str) -> bool {
-    secret.len() == KEY_PREFIX.len() + 43
-        && secret.starts_with(KEY_PREFIX)
-        && secret[KEY_PREFIX.len()..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    looks_like_secret(secret, KEY_PREFIX)
+}
+
+/// Shape check of a secret made by `generate_with_prefix(prefix)`.
+pub fn looks_like_secret(secret: &str, prefix: &str) -> bool {
+    secret.len() == prefix.len() + 43
+        && secret.starts_with(prefix)
+        && secret[prefix.len()..].bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 #[cfg(test)]

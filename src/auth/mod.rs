@@ -27,6 +27,10 @@ use crate::error::ApiError;
 pub const ISSUER: &str = "gpuplane";
 /// Audience of user (operator and tenant) tokens.
 pub const USER_AUDIENCE: &str = "gpuplane-api";
+/// Audience of node agent credentials: they open `/v1/agent/*` and nothing else.
+pub const AGENT_AUDIENCE: &str = "gpuplane-agent";
+/// Lifetime of an agent credential. Re-registration revokes it earlier (generation bump).
+pub const AGENT_TOKEN_TTL_SECS: u64 = 365 * 24 * 3600;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
@@ -62,12 +66,26 @@ pub struct Claims {
     pub exp: u64,
 }
 
-/// Signing and verification keys for user tokens.
+/// Claims of a node agent credential.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct AgentClaims {
+    /// The node's id.
+    pub sub: Uuid,
+    /// The node's `agent_generation` when the credential was issued.
+    pub generation: i64,
+    pub iss: String,
+    pub aud: String,
+    pub iat: u64,
+    pub exp: u64,
+}
+
+/// Signing and verification keys for user tokens and agent credentials.
 #[derive(Clone)]
 pub struct TokenKeys {
     encoding: EncodingKey,
     decoding: DecodingKey,
     validation: Validation,
+    agent_validation: Validation,
     pub ttl_secs: u64,
 }
 
@@ -79,12 +97,34 @@ impl TokenKeys {
         validation.set_issuer(&[ISSUER]);
         validation.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
         validation.leeway = 5;
+        let mut agent_validation = validation.clone();
+        agent_validation.set_audience(&[AGENT_AUDIENCE]);
         Ok(TokenKeys {
             encoding: EncodingKey::from_secret(secret)?,
             decoding: DecodingKey::from_secret(secret)?,
             validation,
+            agent_validation,
             ttl_secs: settings.token_ttl.as_secs(),
         })
+    }
+
+    pub fn issue_agent(&self, node_id: Uuid, generation: i64) -> anyhow::Result<String> {
+        let now = now_secs();
+        let claims = AgentClaims {
+            sub: node_id,
+            generation,
+            iss: ISSUER.into(),
+            aud: AGENT_AUDIENCE.into(),
+            iat: now,
+            exp: now + AGENT_TOKEN_TTL_SECS,
+        };
+        Ok(jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?)
+    }
+
+    pub fn verify_agent(&self, token: &str) -> Result<AgentClaims, ApiError> {
+        jsonwebtoken::decode::<AgentClaims>(token, &self.decoding, &self.agent_validation)
+            .map(|data| data.claims)
+            .map_err(|err| ApiError::unauthorized(format!("invalid agent credential: {err}")))
     }
 
     pub fn issue(&self, key_id: Uuid, tenant_id: Option<Uuid>, role: Role) -> anyhow::Result<String> {
@@ -236,5 +276,20 @@ impl FromRequestParts<AppState> for TenantAdminAuth {
             Role::TenantAdmin => Ok(TenantAdminAuth { tenant_id: t.tenant_id, key_id: t.key_id }),
             _ => Err(ApiError::forbidden("this endpoint needs the tenant_admin role")),
         }
+    }
+}
+
+/// A node agent. Verified from its credential alone (no query): every agent handler scopes its first
+/// statement by `node_id` AND `generation`, so a rotated credential finds nothing and gets 401.
+pub struct AgentAuth {
+    pub node_id: Uuid,
+    pub generation: i64,
+}
+
+impl FromRequestParts<AppState> for AgentAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let claims = state.tokens.verify_agent(bearer_token(parts)?)?;
+        Ok(AgentAuth { node_id: claims.sub, generation: claims.generation })
     }
 }

@@ -367,7 +367,8 @@ pub async fn end_lease(
     ended_at: Option<DateTime<Utc>>,
 ) -> Result<Option<(Uuid, LeaseState)>, sqlx::Error> {
     let ended: Option<(Uuid, LeaseState)> = sqlx::query_as(
-        "UPDATE leases l SET state = $2, ended_at = LEAST(COALESCE($3, now()), now()), end_reason = $4, \
+        "UPDATE leases l SET state = $2, \
+             ended_at = GREATEST(LEAST(COALESCE($3, now()), now()), COALESCE(l.starts_at, now())), end_reason = $4, \
              generation = l.generation + 1, updated_at = now() \
          FROM (SELECT id, state AS old_state FROM leases WHERE id = $1 FOR UPDATE) old \
          WHERE l.id = old.id AND old.old_state IN ('queued', 'active') \

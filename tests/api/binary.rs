@@ -18,8 +18,33 @@ pub fn database_url(db: &PgPool) -> String {
     }
 }
 
-/// Start `gpuplane serve` on port 0 and return the child with its base URL.
-pub fn spawn_server(db_url: &str, extra_env: &[(&str, &str)]) -> (Child, String) {
+/// A child process that is killed when dropped, so a failing test leaves no server or agent behind.
+pub struct Proc(pub Child);
+
+impl std::ops::Deref for Proc {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Proc {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Start `gpuplane serve` on port 0 and return the process with its base URL.
+pub fn spawn_server(db_url: &str, extra_env: &[(&str, &str)]) -> (Proc, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.args(["serve", "--bind", "127.0.0.1:0"])
         .env("DATABASE_URL", db_url)
@@ -36,7 +61,7 @@ pub fn spawn_server(db_url: &str, extra_env: &[(&str, &str)]) -> (Child, String)
     BufReader::new(stdout).read_line(&mut line).expect("read listening line");
     let url =
         line.trim().strip_prefix("gpuplane listening on ").unwrap_or_else(|| panic!("unexpected: {line}")).to_string();
-    (child, url)
+    (Proc(child), url)
 }
 
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {

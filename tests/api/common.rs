@@ -59,8 +59,7 @@ impl Response {
 
 impl TestApp {
     pub fn new(db: PgPool) -> Self {
-        let settings =
-            Settings { jwt_secret: Secret::new(TEST_SECRET), token_ttl: std::time::Duration::from_secs(900) };
+        let settings = Settings::new(Secret::new(TEST_SECRET));
         let state = AppState::new(db.clone(), settings).expect("state");
         TestApp { router: build_router(state.clone()), db, state }
     }

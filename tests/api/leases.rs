@@ -275,7 +275,7 @@ async fn leases_expire_at_their_end_time(db: PgPool) {
     let id = lease.body["id"].as_str().unwrap();
     sweep_once(&app.state, false).await.unwrap();
     assert_eq!(app.get(&format!("/v1/leases/{id}"), &tenant).await.body["state"], "active", "not before its end");
-    sqlx::query("UPDATE leases SET ends_at = now() - interval '3 seconds' WHERE id = $1::uuid")
+    sqlx::query("UPDATE leases SET starts_at = now() - interval '2 hours', ends_at = now() - interval '3 seconds' WHERE id = $1::uuid")
         .bind(id)
         .execute(&db)
         .await

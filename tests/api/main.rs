@@ -3,6 +3,8 @@
 
 mod common;
 
+mod agent_e2e;
+mod agents;
 mod auth;
 mod binary;
 mod errors;

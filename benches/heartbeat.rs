@@ -1,0 +1,706 @@
+//! Heartbeat ingest benchmark: `cargo bench --bench heartbeat`.
+//!
+//! It creates a fresh database, migrates it and seeds it with bulk SQL (one pool of N agent-managed H100 nodes
+//! with 8 GPUs each), mints one agent credential per node, starts the real service in-process on 127.0.0.1:0,
+//! and drives `POST /v1/agent/heartbeat` over HTTP with concurrent clients, each owning a slice of the nodes
+//! and posting, node after node, one heartbeat of 8 GPU samples (one per GPU, stamped with the wall clock)
+//! as fast as the service answers. After a warm-up it measures for the run's duration: heartbeats/s,
+//! GPU samples/s, latency percentiles, and how much the database grew per million samples stored.
+//!
+//! Environment:
+//! * `DATABASE_URL`: the PostgreSQL server to use (any database on it; the bench creates its own beside it).
+//!   Default `postgres://postgres@127.0.0.1:5432/postgres`.
+//! * `BENCH_SECONDS`: length of the measured run (default 60). `BENCH_WARMUP_SECONDS`: unmeasured load
+//!   before it (default 5).
+//! * `BENCH_NODES`: simulated nodes, each with 8 GPUs (default 1000).
+//! * `BENCH_CLIENTS`: concurrent clients (default 64). `BENCH_DB_CONNECTIONS`: the service's connection pool
+//!   size (default 16, the service's own default).
+//! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/heartbeat.md`); empty: nowhere.
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use chrono::{DateTime, Utc};
+use gpuplane::agents::protocol::{GpuSample, HeartbeatRequest, HeartbeatResponse};
+use gpuplane::app::AppState;
+use gpuplane::config::{Secret, Settings};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const BENCH_DB: &str = "gpuplane_bench_heartbeat";
+const GPUS_PER_NODE: i32 = 8;
+/// Target from the node-agents issue.
+const TARGET_HEARTBEATS_PER_S: f64 = 2000.0;
+/// Linux's USER_HZ, the unit of utime/stime in /proc/<pid>/stat (100 on every mainstream architecture).
+const CLOCK_TICKS_PER_S: f64 = 100.0;
+
+struct Config {
+    server_url: String,
+    seconds: u64,
+    warmup_seconds: u64,
+    nodes: usize,
+    clients: usize,
+    db_connections: u32,
+    doc: Option<std::path::PathBuf>,
+}
+
+fn env_or<T: FromStr>(name: &str, default: T) -> anyhow::Result<T> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => {
+            v.trim().replace('_', "").parse().map_err(|_| anyhow::anyhow!("{name}: cannot parse {v:?}"))
+        }
+        _ => Ok(default),
+    }
+}
+
+impl Config {
+    fn from_env() -> anyhow::Result<Self> {
+        let doc = match std::env::var("BENCH_DOC") {
+            Ok(v) if v.is_empty() => None,
+            Ok(v) => Some(v.into()),
+            Err(_) => Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks/heartbeat.md")),
+        };
+        let cfg = Config {
+            server_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string()),
+            seconds: env_or("BENCH_SECONDS", 60u64)?.max(1),
+            warmup_seconds: env_or("BENCH_WARMUP_SECONDS", 5u64)?,
+            nodes: env_or("BENCH_NODES", 1000usize)?,
+            clients: env_or("BENCH_CLIENTS", 64usize)?.max(1),
+            db_connections: env_or("BENCH_DB_CONNECTIONS", 16u32)?.max(1),
+            doc,
+        };
+        if cfg.nodes < 1 {
+            bail!("BENCH_NODES: must be positive");
+        }
+        Ok(cfg)
+    }
+
+    /// The same server, another database.
+    fn options(&self, database: &str) -> anyhow::Result<PgConnectOptions> {
+        Ok(PgConnectOptions::from_str(&self.server_url).context("DATABASE_URL")?.database(database))
+    }
+}
+
+async fn drop_database(admin: &mut PgConnection, name: &str) -> anyhow::Result<()> {
+    sqlx::query(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&mut *admin).await?;
+    Ok(())
+}
+
+/// One pool of H100 nodes, `nodes` x 8 GPUs, each node registered by an agent (generation 1, ready, just
+/// heard from). Returns the node ids.
+async fn seed(db: &PgPool, nodes: usize) -> anyhow::Result<Vec<Uuid>> {
+    let mut conn = db.acquire().await?;
+    let pool_id = Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO pools (id, name, gpu_model, region, price_per_gpu_hour_minor, currency) \
+         VALUES ($1, 'h100-bench', 'h100', 'bench', 249, 'USD')",
+    )
+    .bind(pool_id)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO nodes (id, pool_id, hostname, address, admin_state, liveness, intra_link, intra_link_gbps, \
+             network_gbps, rdma, free_gpus, gpu_count, agent_managed, agent_generation, last_heartbeat_at) \
+         SELECT gen_random_uuid(), $1, 'bench-node-' || i, \
+             '10.' || (i / 65536) || '.' || (i / 256 % 256) || '.' || (i % 256), \
+             'active', 'ready', 'nvlink', 900, 400, true, $3, $3, true, 1, now() \
+         FROM generate_series(1, $2::bigint) AS i",
+    )
+    .bind(pool_id)
+    .bind(nodes as i64)
+    .bind(GPUS_PER_NODE)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO gpus (id, node_id, idx, uuid, name, memory_bytes) \
+         SELECT gen_random_uuid(), n.id, g, 'GPU-' || n.hostname || '-' || g, 'NVIDIA H100 80GB HBM3', 85520809984 \
+         FROM nodes n CROSS JOIN generate_series(0, $1 - 1) AS g",
+    )
+    .bind(GPUS_PER_NODE)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("ANALYZE").execute(&mut *conn).await?;
+    let ids: Vec<(Uuid,)> = sqlx::query_as("SELECT id FROM nodes ORDER BY hostname").fetch_all(&mut *conn).await?;
+    Ok(ids.into_iter().map(|(id,)| id).collect())
+}
+
+/// A cheap per-task random number generator (xorshift64*).
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> Self {
+        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// Uniform in [lo, hi).
+    fn range(&mut self, lo: f32, hi: f32) -> f32 {
+        lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
+    }
+}
+
+/// One simulated node: its credential and what its next heartbeat carries.
+struct SimNode {
+    token: String,
+    /// Timestamp of its previous samples, microseconds since the epoch: the next is strictly later, so every
+    /// (GPU, at) is new even when one node sends twice within a microsecond of wall time.
+    last_at_us: i64,
+    /// Per-GPU energy counters (millijoules since driver load).
+    energy_mj: [i64; GPUS_PER_NODE as usize],
+}
+
+impl SimNode {
+    fn heartbeat(&mut self, rng: &mut XorShift) -> HeartbeatRequest {
+        let at_us = Utc::now().timestamp_micros().max(self.last_at_us + 1);
+        self.last_at_us = at_us;
+        let at: DateTime<Utc> = DateTime::from_timestamp_micros(at_us).unwrap_or_default();
+        let samples = (0..GPUS_PER_NODE)
+            .map(|index| {
+                let util = rng.range(60.0, 100.0);
+                let power_w = 250.0 + 4.5 * util + rng.range(-20.0, 20.0);
+                let energy = &mut self.energy_mj[index as usize];
+                *energy += (power_w * 500.0) as i64;
+                let fb_used_mib = 40_000 + (rng.next() % 30_000) as i64;
+                GpuSample {
+                    gpu_index: index,
+                    at,
+                    gpu_util: util,
+                    mem_copy_util: rng.range(10.0, 60.0),
+                    fb_used_mib,
+                    fb_free_mib: 81_559 - fb_used_mib,
+                    power_w,
+                    energy_mj: *energy,
+                    gpu_temp_c: rng.range(55.0, 80.0),
+                    mem_temp_c: Some(rng.range(60.0, 85.0)),
+                    sm_clock_mhz: 1755 + (rng.next() % 226) as i32,
+                    nvlink_bandwidth_gbps: Some(rng.range(50.0, 400.0)),
+                    xid_count: 0,
+                    xid_codes: Vec::new(),
+                }
+            })
+            .collect();
+        HeartbeatRequest { samples }
+    }
+}
+
+#[derive(Default)]
+struct ClientStats {
+    latencies: Vec<Duration>,
+    accepted_samples: u64,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+impl ClientStats {
+    fn error(&mut self, what: String) {
+        self.errors += 1;
+        if self.first_error.is_none() {
+            self.first_error = Some(what);
+        }
+    }
+
+    fn merge(&mut self, other: ClientStats) {
+        self.latencies.extend(other.latencies);
+        self.accepted_samples += other.accepted_samples;
+        self.errors += other.errors;
+        if self.first_error.is_none() {
+            self.first_error = other.first_error;
+        }
+    }
+}
+
+/// Post heartbeats for `nodes`, round-robin, until `deadline`. Gives the nodes back for the next run.
+async fn client_loop(
+    http: reqwest::Client,
+    url: Arc<str>,
+    mut nodes: Vec<SimNode>,
+    seed: u64,
+    deadline: Instant,
+) -> (Vec<SimNode>, ClientStats) {
+    let mut rng = XorShift::new(seed);
+    let mut stats = ClientStats::default();
+    if nodes.is_empty() {
+        return (nodes, stats);
+    }
+    let mut next = 0;
+    while Instant::now() < deadline {
+        let count = nodes.len();
+        let node = &mut nodes[next];
+        next = (next + 1) % count;
+        let body = node.heartbeat(&mut rng);
+        let started = Instant::now();
+        let res = match http.post(&*url).bearer_auth(&node.token).json(&body).send().await {
+            Ok(res) => res,
+            Err(err) => {
+                stats.error(format!("send: {err}"));
+                continue;
+            }
+        };
+        let status = res.status().as_u16();
+        let bytes = res.bytes().await;
+        let elapsed = started.elapsed();
+        let bytes = match bytes {
+            Ok(b) => b,
+            Err(err) => {
+                stats.error(format!("body: {err}"));
+                continue;
+            }
+        };
+        if status != 200 {
+            stats.error(format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)));
+            continue;
+        }
+        match serde_json::from_slice::<HeartbeatResponse>(&bytes) {
+            Ok(answer) => {
+                stats.latencies.push(elapsed);
+                stats.accepted_samples += answer.accepted_samples;
+            }
+            Err(err) => stats.error(format!("unreadable answer: {err}")),
+        }
+    }
+    (nodes, stats)
+}
+
+/// Run the clients for `seconds` over the nodes (split evenly, round-robin) and gather their figures.
+async fn drive(
+    cfg: &Config,
+    http: &reqwest::Client,
+    url: &Arc<str>,
+    nodes: Vec<SimNode>,
+    seconds: u64,
+    seed: u64,
+) -> anyhow::Result<(Vec<SimNode>, ClientStats)> {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let clients = cfg.clients.min(nodes.len());
+    let mut slices: Vec<Vec<SimNode>> = (0..clients).map(|_| Vec::new()).collect();
+    for (i, node) in nodes.into_iter().enumerate() {
+        slices[i % clients].push(node);
+    }
+    let tasks: Vec<_> = slices
+        .into_iter()
+        .enumerate()
+        .map(|(i, slice)| {
+            tokio::spawn(client_loop(http.clone(), url.clone(), slice, seed * 1_000_003 + i as u64 + 1, deadline))
+        })
+        .collect();
+    let mut all = ClientStats::default();
+    let mut nodes = Vec::with_capacity(cfg.nodes);
+    for task in tasks {
+        let (slice, stats) = task.await?;
+        nodes.extend(slice);
+        all.merge(stats);
+    }
+    Ok((nodes, all))
+}
+
+/// Nearest-rank percentile of sorted samples, in milliseconds.
+fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
+}
+
+/// Sizes and counters of the bench database at one instant.
+struct DbSnapshot {
+    rows: i64,
+    samples_total: i64,
+    samples_heap: i64,
+    samples_indexes: i64,
+    database: i64,
+    nodes_total: i64,
+    wal_lsn: i64,
+}
+
+async fn snapshot(db: &PgPool) -> anyhow::Result<DbSnapshot> {
+    let (rows, samples_total, samples_heap, samples_indexes, database, nodes_total, wal_lsn): (
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+        i64,
+    ) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM gpu_samples), pg_total_relation_size('gpu_samples'), \
+             pg_table_size('gpu_samples'), pg_indexes_size('gpu_samples'), pg_database_size(current_database()), \
+             pg_total_relation_size('nodes'), (pg_current_wal_lsn() - '0/0')::bigint",
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(DbSnapshot { rows, samples_total, samples_heap, samples_indexes, database, nodes_total, wal_lsn })
+}
+
+/// CPU seconds (user + system) used so far by this process (the service and the load generator) and by all
+/// processes named `postgres` (the server's backends and helpers; only readable when it runs on this machine).
+fn cpu_seconds() -> (f64, Option<f64>) {
+    fn ticks(stat: &str) -> Option<u64> {
+        // The command name is in parentheses and may contain spaces: fields count from after the last ')'.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after pid and comm.
+        Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+    }
+    let own = std::fs::read_to_string("/proc/self/stat").ok().and_then(|s| ticks(&s)).unwrap_or(0);
+    let mut postgres = None;
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if !name.to_string_lossy().bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            if stat.contains("(postgres)")
+                && let Some(t) = ticks(&stat)
+            {
+                *postgres.get_or_insert(0u64) += t;
+            }
+        }
+    }
+    (own as f64 / CLOCK_TICKS_PER_S, postgres.map(|t| t as f64 / CLOCK_TICKS_PER_S))
+}
+
+struct BenchResult {
+    seconds: f64,
+    heartbeats: u64,
+    accepted_samples: u64,
+    errors: u64,
+    first_error: Option<String>,
+    p50: f64,
+    p90: f64,
+    p99: f64,
+    max: f64,
+    rows_stored: i64,
+    before: DbSnapshot,
+    after: DbSnapshot,
+    service_cpu_s: f64,
+    postgres_cpu_s: Option<f64>,
+}
+
+impl BenchResult {
+    fn heartbeats_per_s(&self) -> f64 {
+        self.heartbeats as f64 / self.seconds
+    }
+    fn samples_per_s(&self) -> f64 {
+        self.accepted_samples as f64 / self.seconds
+    }
+    /// Growth in MB (10^6 bytes) per million rows stored during the measured run.
+    fn per_million(&self, delta: i64) -> f64 {
+        if self.rows_stored <= 0 { f64::NAN } else { delta as f64 / self.rows_stored as f64 }
+    }
+}
+
+async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResult> {
+    drop_database(admin, BENCH_DB).await?;
+    sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {BENCH_DB}"))).execute(&mut *admin).await?;
+    let db = PgPoolOptions::new()
+        .max_connections(cfg.db_connections)
+        .acquire_timeout(Duration::from_secs(30))
+        .connect_with(cfg.options(BENCH_DB)?)
+        .await
+        .context("connecting to the bench database")?;
+    gpuplane::db::MIGRATOR.run(&db).await?;
+    let seeding = Instant::now();
+    let node_ids = seed(&db, cfg.nodes).await?;
+    eprintln!("  seeded {} nodes x {GPUS_PER_NODE} GPUs in {:.1} s", cfg.nodes, seeding.elapsed().as_secs_f64());
+
+    let settings = Settings::new(Secret::new("heartbeat-bench-secret-0123456789abcdefghijklmnop"));
+    let state = AppState::new(db.clone(), settings)?;
+    let start_us = Utc::now().timestamp_micros();
+    let nodes = node_ids
+        .iter()
+        .map(|&id| {
+            Ok(SimNode {
+                token: state.tokens.issue_agent(id, 1)?,
+                last_at_us: start_us,
+                energy_mj: [1_000_000_000; GPUS_PER_NODE as usize],
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url: Arc<str> = format!("http://{}/v1/agent/heartbeat", listener.local_addr()?).into();
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(gpuplane::app::run(listener, state, shutdown.clone()));
+
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(cfg.clients)
+        .timeout(Duration::from_secs(60))
+        .build()?;
+
+    // Warm-up: the same load, not measured (fills the service's GPU-map cache, opens the connections).
+    let mut nodes = nodes;
+    if cfg.warmup_seconds > 0 {
+        let (back, warmup) = drive(cfg, &http, &url, nodes, cfg.warmup_seconds, 1).await?;
+        nodes = back;
+        eprintln!(
+            "  warm-up: {:.0} heartbeats/s, {} errors{}",
+            warmup.latencies.len() as f64 / cfg.warmup_seconds as f64,
+            warmup.errors,
+            warmup.first_error.map(|e| format!("; first: {e}")).unwrap_or_default()
+        );
+    }
+
+    let before = snapshot(&db).await?;
+    let (cpu_own_0, cpu_pg_0) = cpu_seconds();
+    let started = Instant::now();
+    let (_nodes, mut all) = drive(cfg, &http, &url, nodes, cfg.seconds, 2).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let (cpu_own_1, cpu_pg_1) = cpu_seconds();
+    let after = snapshot(&db).await?;
+
+    shutdown.cancel();
+    server.await??;
+    db.close().await;
+
+    all.latencies.sort_unstable();
+    Ok(BenchResult {
+        seconds,
+        heartbeats: all.latencies.len() as u64,
+        accepted_samples: all.accepted_samples,
+        errors: all.errors,
+        first_error: all.first_error,
+        p50: percentile_ms(&all.latencies, 50.0),
+        p90: percentile_ms(&all.latencies, 90.0),
+        p99: percentile_ms(&all.latencies, 99.0),
+        max: all.latencies.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+        rows_stored: after.rows - before.rows,
+        service_cpu_s: cpu_own_1 - cpu_own_0,
+        postgres_cpu_s: cpu_pg_0.zip(cpu_pg_1).map(|(a, b)| b - a),
+        before,
+        after,
+    })
+}
+
+fn with_thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::from(if n < 0 { "-" } else { "" });
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn mb(bytes: i64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// The results table (markdown).
+fn table(cfg: &Config, r: &BenchResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "| figure | value |");
+    let _ = writeln!(out, "|---|---:|");
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(out, "| {k} | {v} |");
+    };
+    row("simulated nodes x GPUs", format!("{} x {GPUS_PER_NODE}", with_thousands(cfg.nodes as i64)));
+    row("measured run", format!("{:.1} s", r.seconds));
+    row("**heartbeats/s**", format!("**{}**", with_thousands(r.heartbeats_per_s().round() as i64)));
+    row("**GPU samples/s**", format!("**{}**", with_thousands(r.samples_per_s().round() as i64)));
+    row("latency p50", format!("{:.1} ms", r.p50));
+    row("latency p90", format!("{:.1} ms", r.p90));
+    row("**latency p99**", format!("**{:.1} ms**", r.p99));
+    row("latency max", format!("{:.1} ms", r.max));
+    row("heartbeats (HTTP 200)", with_thousands(r.heartbeats as i64));
+    row("errors", with_thousands(r.errors as i64));
+    row("samples accepted (per the answers)", with_thousands(r.accepted_samples as i64));
+    row("rows stored in gpu_samples (count(*) delta)", with_thousands(r.rows_stored));
+    let samples_delta = r.after.samples_total - r.before.samples_total;
+    row(
+        "**gpu_samples growth per million samples** (table + indexes)",
+        format!(
+            "**{:.0} MB** ({:.0} bytes/sample)",
+            r.per_million(samples_delta),
+            samples_delta as f64 / r.rows_stored.max(1) as f64
+        ),
+    );
+    row("of which table (heap)", format!("{:.0} MB", r.per_million(r.after.samples_heap - r.before.samples_heap)));
+    row("of which 3 indexes", format!("{:.0} MB", r.per_million(r.after.samples_indexes - r.before.samples_indexes)));
+    row(
+        "whole database growth per million samples",
+        format!("{:.0} MB", r.per_million(r.after.database - r.before.database)),
+    );
+    row("nodes table growth during the run", mb(r.after.nodes_total - r.before.nodes_total));
+    row("WAL written per million samples", format!("{:.0} MB", r.per_million(r.after.wal_lsn - r.before.wal_lsn)));
+    row("CPU: service + load generator", format!("{:.2} cores", r.service_cpu_s / r.seconds));
+    row(
+        "CPU: PostgreSQL",
+        r.postgres_cpu_s
+            .map_or_else(|| "not measured (server not local)".into(), |s| format!("{:.2} cores", s / r.seconds)),
+    );
+    out
+}
+
+fn verdict(r: &BenchResult) -> String {
+    let hb = r.heartbeats_per_s();
+    format!(
+        "- Throughput target (>= {:.0} heartbeats/s, {:.0} GPU samples/s): {} heartbeats/s, {} samples/s -- {}\n",
+        TARGET_HEARTBEATS_PER_S,
+        TARGET_HEARTBEATS_PER_S * GPUS_PER_NODE as f64,
+        with_thousands(hb.round() as i64),
+        with_thousands(r.samples_per_s().round() as i64),
+        if hb >= TARGET_HEARTBEATS_PER_S && r.errors == 0 { "met" } else { "NOT met" }
+    )
+}
+
+struct Environment {
+    cores: usize,
+    postgres: String,
+    synchronous_commit: String,
+    shared_buffers: String,
+}
+
+fn document(cfg: &Config, env: &Environment, r: &BenchResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Heartbeat ingest benchmark\n");
+    let _ = writeln!(
+        out,
+        "Generated by `cargo bench --bench heartbeat` (source: `benches/heartbeat.rs`); rerun it to refresh this page.\n"
+    );
+    let _ = writeln!(out, "## Results\n");
+    let _ = writeln!(
+        out,
+        "{} s measured after {} s of warm-up; {} simulated nodes x {GPUS_PER_NODE} GPUs; {} concurrent clients; \
+         service pool of {} PostgreSQL connections.\n",
+        cfg.seconds,
+        cfg.warmup_seconds,
+        with_thousands(cfg.nodes as i64),
+        cfg.clients,
+        cfg.db_connections
+    );
+    out.push_str(&table(cfg, r));
+    out.push('\n');
+    out.push_str(&verdict(r));
+    let _ = writeln!(out, "\n## Machine\n");
+    let _ = writeln!(
+        out,
+        "{} CPU cores, shared by PostgreSQL, the service and the load generator (all on one machine, talking over \
+         loopback). {} with synchronous_commit = {} (`SHOW synchronous_commit`; every heartbeat is a committed \
+         transaction that waits for its WAL flush), shared_buffers = {}, default settings otherwise.\n",
+        env.cores, env.postgres, env.synchronous_commit, env.shared_buffers
+    );
+    let _ = writeln!(out, "## What is measured\n");
+    out.push_str(
+        "The bench creates a fresh database `gpuplane_bench_heartbeat`, migrates it, and seeds one pool of H100 \
+nodes with 8 GPUs each, as an agent would have registered them (agent-managed, credential generation 1, ready). \
+It mints one agent credential per node, starts the real service in-process (the full router and middleware, \
+bound to 127.0.0.1:0; the liveness and lease sweepers are not started) and runs the clients over HTTP/1.1 \
+keep-alive connections. The nodes are dealt round-robin to the clients; each client loops over its nodes and \
+posts, for each in turn, `POST /v1/agent/heartbeat` with that node's credential and 8 samples (one per GPU, \
+every DCGM field filled with plausible values, no XIDs), stamped with the wall clock in microseconds (strictly \
+increasing per node, so no sample is a duplicate). A client sends its next heartbeat as soon as the previous one \
+is answered: this is the sustained maximum, not a paced fleet. The measured period follows a warm-up at the same \
+load (which also fills the service's per-node GPU-map cache, as on a running service). The database is dropped \
+at the end.\n\n\
+- **heartbeats/s**: heartbeats answered 200 per second of wall time. Each one is a single SQL statement (touch \
+the node row, insert 8 samples) in its own transaction.\n\
+- **GPU samples/s**: samples the service reported as stored (`accepted_samples` of the answers) per second; \
+8 x heartbeats/s when no sample is a duplicate.\n\
+- **latency p50/p90/p99/max**: client-side time of successful heartbeats, from sending the request to having \
+read the answer, including HTTP and JSON on both ends and the queueing of the closed-loop clients.\n\
+- **errors**: any answer other than 200, or a transport error (expected 0).\n\
+- **rows stored**: `count(*)` of `gpu_samples` after the run minus before it; should equal the samples accepted.\n\
+- **gpu_samples growth per million samples**: `pg_total_relation_size('gpu_samples')` (table, TOAST and its \
+three indexes: the `(gpu_id, at)` primary key, `(node_id, at)` and `(at)`) after minus before the run, divided \
+by the rows stored, scaled to one million rows; split into the table (`pg_table_size`) and the indexes \
+(`pg_indexes_size`). This is what a million samples cost on disk; at one 8-GPU heartbeat per node every 10 s \
+a node stores 69,120 samples a day.\n\
+- **whole database growth**: `pg_database_size` likewise, which adds the bloat of the `nodes` table (each \
+heartbeat updates its node's row) and the catalog; **nodes table growth** is that table's own growth in the run.\n\
+- **WAL written**: bytes of write-ahead log generated in the run (`pg_current_wal_lsn()` difference), per \
+million samples (includes full-page images after checkpoints).\n\
+- **CPU**: user + system CPU time over the run divided by its length, for this process (the service and the \
+load generator share it) and for all `postgres` processes (read from /proc). Their sum is near the core count \
+when the machine is CPU-bound.\n\n",
+    );
+    let _ = writeln!(out, "## How to run\n");
+    out.push_str(
+        "```sh\n\
+# PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth)\n\
+cargo bench --bench heartbeat\n\
+# quicker: 5 s, report not written\n\
+BENCH_SECONDS=5 BENCH_DOC= cargo bench --bench heartbeat\n\
+```\n\n\
+Other settings: `DATABASE_URL` (the server; the bench creates and drops `gpuplane_bench_heartbeat` on it), \
+`BENCH_NODES` (1000), `BENCH_CLIENTS` (64), `BENCH_DB_CONNECTIONS` (16), `BENCH_WARMUP_SECONDS` (5), \
+`BENCH_DOC` (where this page is written; empty for nowhere).\n",
+    );
+    out
+}
+
+async fn bench() -> anyhow::Result<()> {
+    let cfg = Config::from_env()?;
+    let mut admin = PgConnection::connect_with(&PgConnectOptions::from_str(&cfg.server_url).context("DATABASE_URL")?)
+        .await
+        .context("connecting to PostgreSQL (set DATABASE_URL)")?;
+    let (postgres,): (String,) = sqlx::query_as("SELECT version()").fetch_one(&mut admin).await?;
+    let postgres = postgres.split(" on ").next().unwrap_or(&postgres).to_string();
+    let (synchronous_commit,): (String,) = sqlx::query_as("SHOW synchronous_commit").fetch_one(&mut admin).await?;
+    let (shared_buffers,): (String,) = sqlx::query_as("SHOW shared_buffers").fetch_one(&mut admin).await?;
+    let env = Environment {
+        cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        postgres,
+        synchronous_commit,
+        shared_buffers,
+    };
+    eprintln!(
+        "heartbeat bench: {} s (+{} s warm-up), {} nodes x {GPUS_PER_NODE} GPUs, {} clients, {} DB connections; \
+         {} cores, {}, synchronous_commit = {}",
+        cfg.seconds,
+        cfg.warmup_seconds,
+        cfg.nodes,
+        cfg.clients,
+        cfg.db_connections,
+        env.cores,
+        env.postgres,
+        env.synchronous_commit
+    );
+
+    let outcome = run(&cfg, &mut admin).await;
+    drop_database(&mut admin, BENCH_DB).await?;
+    admin.close().await?;
+    let r = outcome?;
+    if let Some(err) = &r.first_error {
+        eprintln!("  first error: {err}");
+    }
+
+    print!("{}", table(&cfg, &r));
+    println!();
+    print!("{}", verdict(&r));
+    if let Some(path) = &cfg.doc {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(path, document(&cfg, &env, &r))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    // The service's warnings and errors (a 500's cause) go to stderr; RUST_LOG overrides.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(bench())
+}

@@ -1,0 +1,159 @@
+//! HTTP calls to the service's `/v1/agent/*` endpoints, and how their failures are classified.
+
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::agents::protocol::{HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse};
+
+/// A problem+json body, or as much of an error answer as could be read.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Problem {
+    pub code: String,
+    pub detail: String,
+}
+
+impl Problem {
+    fn from_body(body: &str) -> Self {
+        let value: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let field = |name: &str| value.get(name).and_then(|v| v.as_str()).map(str::to_owned);
+        let mut detail = field("detail").or_else(|| field("title")).unwrap_or_else(|| body.trim().to_owned());
+        if let Some(errors) = value.get("errors") {
+            detail = format!("{detail} {errors}");
+        }
+        Self { code: field("code").unwrap_or_default(), detail }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.code.is_empty(), self.detail.is_empty()) {
+            (false, false) => write!(f, "{}: {}", self.code, self.detail),
+            (false, true) => f.write_str(&self.code),
+            (true, _) => f.write_str(&self.detail),
+        }
+    }
+}
+
+/// Why a call failed, by what the agent should do about it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallError {
+    /// 401: the credential (or join token) is not valid.
+    Unauthorized(Problem),
+    /// Any other 4xx but 429: the request itself is wrong, so sending it again cannot help.
+    Rejected { status: u16, problem: Problem },
+    /// 429, 5xx, a network failure or an unreadable answer: the same request may succeed later.
+    Transient(String),
+}
+
+impl fmt::Display for CallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unauthorized(problem) => write!(f, "HTTP 401 ({problem})"),
+            Self::Rejected { status, problem } => write!(f, "HTTP {status} ({problem})"),
+            Self::Transient(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// What a non-success status means for the caller; `None` for success.
+pub fn classify(status: StatusCode, problem: Problem) -> Option<CallError> {
+    if status.is_success() {
+        None
+    } else if status == StatusCode::UNAUTHORIZED {
+        Some(CallError::Unauthorized(problem))
+    } else if status.is_client_error() && status != StatusCode::TOO_MANY_REQUESTS {
+        Some(CallError::Rejected { status: status.as_u16(), problem })
+    } else {
+        Some(CallError::Transient(format!("HTTP {} ({problem})", status.as_u16())))
+    }
+}
+
+pub struct ServiceClient {
+    http: reqwest::Client,
+    server: String,
+}
+
+impl ServiceClient {
+    /// `server` is the base URL, without a trailing slash.
+    pub fn new(server: &str) -> anyhow::Result<Self> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("gpuplane-agent/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Self { http, server: server.to_owned() })
+    }
+
+    pub async fn register(&self, request: &RegisterRequest) -> Result<RegisterResponse, CallError> {
+        self.post("/v1/agent/register", None, request).await
+    }
+
+    pub async fn heartbeat(
+        &self,
+        agent_token: &str,
+        request: &HeartbeatRequest,
+    ) -> Result<HeartbeatResponse, CallError> {
+        self.post("/v1/agent/heartbeat", Some(agent_token), request).await
+    }
+
+    async fn post<B: Serialize, R: DeserializeOwned>(
+        &self,
+        path: &str,
+        bearer: Option<&str>,
+        body: &B,
+    ) -> Result<R, CallError> {
+        let url = format!("{}{path}", self.server);
+        let mut request = self.http.post(&url).json(body);
+        if let Some(token) = bearer {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.map_err(|err| CallError::Transient(format!("POST {url}: {err}")))?;
+        let status = response.status();
+        let text = response.text().await.map_err(|err| CallError::Transient(format!("POST {url}: {err}")))?;
+        if let Some(error) = classify(status, Problem::default()) {
+            // Only now parse the body: a success body is not a problem.
+            let problem = Problem::from_body(&text);
+            return Err(match error {
+                CallError::Unauthorized(_) => CallError::Unauthorized(problem),
+                CallError::Rejected { status, .. } => CallError::Rejected { status, problem },
+                CallError::Transient(_) => CallError::Transient(format!("POST {url}: HTTP {} ({problem})", status)),
+            });
+        }
+        serde_json::from_str(&text)
+            .map_err(|err| CallError::Transient(format!("POST {url}: unexpected answer (HTTP {status}): {err}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_what_the_agent_does() {
+        let problem = Problem::default;
+        assert_eq!(classify(StatusCode::OK, problem()), None);
+        assert_eq!(classify(StatusCode::CREATED, problem()), None);
+        assert!(matches!(classify(StatusCode::UNAUTHORIZED, problem()), Some(CallError::Unauthorized(_))));
+        for status in
+            [StatusCode::BAD_REQUEST, StatusCode::NOT_FOUND, StatusCode::CONFLICT, StatusCode::UNPROCESSABLE_ENTITY]
+        {
+            assert!(matches!(classify(status, problem()), Some(CallError::Rejected { .. })), "{status}");
+        }
+        for status in [StatusCode::TOO_MANY_REQUESTS, StatusCode::INTERNAL_SERVER_ERROR, StatusCode::BAD_GATEWAY] {
+            assert!(matches!(classify(status, problem()), Some(CallError::Transient(_))), "{status}");
+        }
+    }
+
+    #[test]
+    fn problem_bodies_are_read_leniently() {
+        let problem = Problem::from_body(r#"{"code": "invalid_join_token", "detail": "unknown or expired"}"#);
+        assert_eq!(problem.to_string(), "invalid_join_token: unknown or expired");
+        assert_eq!(Problem::from_body("bad gateway\n").to_string(), "bad gateway");
+        let problem = Problem::from_body(r#"{"code":"validation_failed","detail":"bad","errors":[{"field":"x"}]}"#);
+        assert!(problem.to_string().contains("\"field\":\"x\""), "{problem}");
+    }
+}

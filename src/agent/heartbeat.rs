@@ -1,0 +1,272 @@
+//! Registration and the heartbeat loop: sample on schedule, deliver the buffer, back off while the service is away.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use tokio::time::{Instant, sleep, sleep_until};
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::protocol::{DesiredState, HeartbeatRequest, NodeFacts, RegisterRequest};
+
+use super::backoff::Backoff;
+use super::buffer::SampleBuffer;
+use super::client::{CallError, ServiceClient};
+use super::credential::{Credential, CredentialStore};
+use super::gpu_source::GpuSource;
+use super::sample_time;
+
+/// At most this many samples per heartbeat; a backlog goes out in several requests, oldest first.
+pub const MAX_SAMPLES_PER_HEARTBEAT: usize = 4096;
+/// Until the service states its interval (attaching with a saved credential: the first heartbeat answer).
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The GPUs and the samples not yet delivered.
+pub struct Sampler {
+    source: Box<dyn GpuSource>,
+    buffer: SampleBuffer,
+}
+
+impl Sampler {
+    pub fn new(source: Box<dyn GpuSource>, max_buffered_samples: usize) -> Self {
+        Self { source, buffer: SampleBuffer::new(max_buffered_samples) }
+    }
+
+    fn take_sample(&mut self) {
+        let dropped = self.buffer.push_all(self.source.sample(sample_time()));
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                dropped_total = self.buffer.dropped_total(),
+                buffered = self.buffer.len(),
+                "sample buffer full: dropped the oldest samples"
+            );
+        }
+    }
+}
+
+/// When the next sample is due, on a fixed schedule that a slow request does not shift.
+struct Schedule {
+    last: Instant,
+    interval: Duration,
+}
+
+impl Schedule {
+    fn next(&self) -> Instant {
+        self.last + self.interval
+    }
+
+    /// Record a sample taken now: normally exactly one interval after the previous one; after a stall, now.
+    fn advance(&mut self, now: Instant) {
+        let due = self.next();
+        self.last = if now.duration_since(due) < self.interval { due } else { now };
+    }
+}
+
+pub struct Agent {
+    pub client: ServiceClient,
+    pub store: CredentialStore,
+    /// Normalized base URL.
+    pub server: String,
+    pub join_token: Option<String>,
+    pub facts: NodeFacts,
+}
+
+impl Agent {
+    /// Attach or register, then heartbeat until `shutdown`.
+    pub async fn run(self, mut sampler: Sampler, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let mut rng = StdRng::from_os_rng();
+        let saved = self.store.load_for(&self.server)?;
+        // Registered, and no heartbeat has been accepted with the new credential yet.
+        let mut unproven_registration = saved.is_none();
+        let attached = match saved {
+            Some(credential) => {
+                tracing::info!(node.id = %credential.node_id, "attached with the saved credential");
+                println!("gpuplane agent: node {} attached", credential.node_id);
+                Some((credential, DEFAULT_INTERVAL))
+            }
+            None if self.join_token.is_none() => anyhow::bail!(
+                "no saved credential for {} in {}; pass --join-token (or GPUPLANE_JOIN_TOKEN) to register this node",
+                self.server,
+                self.store.path().display()
+            ),
+            None => self.register(&shutdown, &mut rng).await?,
+        };
+        let Some((mut credential, interval)) = attached else { return Ok(()) };
+
+        let now = Instant::now();
+        // The first sample is due now: `last` is one interval ago.
+        let mut schedule = Schedule { last: now.checked_sub(interval).unwrap_or(now), interval };
+        let mut next_send = now;
+        let mut backoff = Backoff::default();
+        let mut desired_state = DesiredState::Active;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = sleep_until(schedule.next().min(next_send)) => {}
+            }
+            if Instant::now() >= schedule.next() {
+                sampler.take_sample();
+                schedule.advance(Instant::now());
+            }
+            if Instant::now() < next_send {
+                continue;
+            }
+
+            let request = HeartbeatRequest { samples: sampler.buffer.oldest(MAX_SAMPLES_PER_HEARTBEAT) };
+            let sent = request.samples.len();
+            let dropped_before = sampler.buffer.dropped_total();
+            // Keep sampling on schedule while the request is in flight (it may take up to the client timeout).
+            let outcome = {
+                let call = self.client.heartbeat(&credential.agent_token, &request);
+                tokio::pin!(call);
+                loop {
+                    tokio::select! {
+                        _ = shutdown.cancelled() => break None,
+                        outcome = &mut call => break Some(outcome),
+                        _ = sleep_until(schedule.next()) => {
+                            sampler.take_sample();
+                            schedule.advance(Instant::now());
+                        }
+                    }
+                }
+            };
+            let Some(outcome) = outcome else { break };
+            // Samples the bound dropped meanwhile were the oldest, i.e. the front of this batch.
+            let dropped_meanwhile = (sampler.buffer.dropped_total() - dropped_before) as usize;
+            let settled = sent.saturating_sub(dropped_meanwhile);
+
+            match outcome {
+                Ok(answer) => {
+                    sampler.buffer.remove_oldest(settled);
+                    unproven_registration = false;
+                    if backoff.failures() > 0 {
+                        tracing::info!(failures = backoff.failures(), "the service is reachable again");
+                    }
+                    backoff.reset();
+                    tracing::debug!(
+                        sent,
+                        accepted = answer.accepted_samples,
+                        buffered = sampler.buffer.len(),
+                        "heartbeat"
+                    );
+                    if answer.desired_state != desired_state {
+                        tracing::info!(?answer.desired_state, "the service changed this node's desired state");
+                        desired_state = answer.desired_state;
+                    }
+                    if answer.assignments_pending {
+                        // Work assignments come with the jobs feature; the agent only notes them for now.
+                        tracing::debug!("assignments pending");
+                    }
+                    schedule.interval = Duration::from_secs(u64::from(answer.heartbeat_interval_s.max(1)));
+                    next_send = if sampler.buffer.is_empty() { schedule.next() } else { Instant::now() };
+                }
+                Err(CallError::Transient(reason)) => {
+                    let delay = backoff.next_delay(&mut rng);
+                    tracing::warn!(%reason, buffered = sampler.buffer.len(), retry_in_ms = delay.as_millis() as u64,
+                        "heartbeat failed; keeping the samples");
+                    next_send = Instant::now() + delay;
+                }
+                Err(CallError::Rejected { status, problem }) => {
+                    tracing::warn!(status, %problem, dropped = settled, "the service rejected a heartbeat; dropping its samples");
+                    sampler.buffer.remove_oldest(settled);
+                    backoff.reset();
+                    next_send = if sampler.buffer.is_empty() { schedule.next() } else { Instant::now() };
+                }
+                Err(CallError::Unauthorized(problem)) => {
+                    if self.join_token.is_none() {
+                        anyhow::bail!(
+                            "the service no longer accepts this node's credential ({problem}): the host may have been \
+                             registered again elsewhere or removed; pass --join-token to register it again"
+                        );
+                    }
+                    if unproven_registration {
+                        // A credential fresh from registration was refused too: do not loop on the service.
+                        let delay = backoff.next_delay(&mut rng);
+                        tracing::warn!(%problem, retry_in_ms = delay.as_millis() as u64,
+                            "a newly issued credential was refused; registering again after a pause");
+                        tokio::select! {
+                            _ = shutdown.cancelled() => break,
+                            _ = sleep(delay) => {}
+                        }
+                    } else {
+                        tracing::warn!(%problem, "the credential was refused; registering again");
+                    }
+                    let Some((renewed, interval)) = self.register(&shutdown, &mut rng).await? else { break };
+                    credential = renewed;
+                    unproven_registration = true;
+                    schedule.interval = interval;
+                    next_send = Instant::now();
+                }
+            }
+        }
+        tracing::info!(undelivered = sampler.buffer.len(), "agent stopped");
+        Ok(())
+    }
+
+    /// Register with the join token, retrying while the service is unreachable; save and announce the credential.
+    /// `None` when shut down first.
+    async fn register(
+        &self,
+        shutdown: &CancellationToken,
+        rng: &mut StdRng,
+    ) -> anyhow::Result<Option<(Credential, Duration)>> {
+        let join_token = self.join_token.clone().context("registering needs --join-token")?;
+        let request = RegisterRequest { join_token, node: self.facts.clone() };
+        let mut backoff = Backoff::default();
+        loop {
+            let outcome = tokio::select! {
+                _ = shutdown.cancelled() => return Ok(None),
+                outcome = self.client.register(&request) => outcome,
+            };
+            match outcome {
+                Ok(answer) => {
+                    let credential = Credential {
+                        server: self.server.clone(),
+                        node_id: answer.node_id,
+                        pool_id: answer.pool_id,
+                        agent_token: answer.agent_token,
+                    };
+                    self.store.save(&credential).context("saving the agent credential")?;
+                    tracing::info!(node.id = %credential.node_id, pool.id = %credential.pool_id, "registered");
+                    println!("gpuplane agent: node {} registered", credential.node_id);
+                    let interval = Duration::from_secs(u64::from(answer.heartbeat_interval_s.max(1)));
+                    return Ok(Some((credential, interval)));
+                }
+                Err(CallError::Unauthorized(problem)) => {
+                    anyhow::bail!("the service refused the join token ({problem}); ask an operator for a new one")
+                }
+                Err(CallError::Rejected { status, problem }) => {
+                    anyhow::bail!("the service refused to register this node: HTTP {status} ({problem})")
+                }
+                Err(CallError::Transient(reason)) => {
+                    let delay = backoff.next_delay(rng);
+                    tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "registration failed; retrying");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return Ok(None),
+                        _ = sleep(delay) => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schedule_keeps_a_fixed_cadence_and_recovers_from_stalls() {
+        let start = Instant::now();
+        let interval = Duration::from_secs(10);
+        let mut schedule = Schedule { last: start, interval };
+        // Sampled a little late: the next one is still due on the original grid.
+        schedule.advance(start + Duration::from_millis(10_300));
+        assert_eq!(schedule.next(), start + Duration::from_secs(20));
+        // Stalled past a whole interval: restart the grid from now instead of sampling in a burst.
+        schedule.advance(start + Duration::from_secs(45));
+        assert_eq!(schedule.next(), start + Duration::from_secs(55));
+    }
+}

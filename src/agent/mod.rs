@@ -1,0 +1,183 @@
+//! The node agent (`gpuplane agent`): the program that runs on every GPU host and keeps the service informed.
+//!
+//! 1. Read the host's GPUs, through NVML ([`gpu_source::NvmlGpus`]) or simulated ones (`--simulate MODEL:COUNT`,
+//!    [`simulated::SimulatedGpus`]), into [`NodeFacts`].
+//! 2. Attach with the credential saved in the state directory ([`credential`]) or, without one, register with the
+//!    join token (`POST /v1/agent/register`) and save the credential it returns, atomically. A restarted agent
+//!    therefore attaches to the same node instead of creating another.
+//! 3. Loop ([`heartbeat`]): every `heartbeat_interval_s` (as the service last said) take one sample per GPU into a
+//!    bounded buffer ([`buffer`]), and deliver the buffer, oldest first and at most
+//!    [`heartbeat::MAX_SAMPLES_PER_HEARTBEAT`] per request, in a heartbeat (`POST /v1/agent/heartbeat`).
+//!    Delivered samples leave the buffer. On a network failure or a 5xx/429 they stay, and the agent retries with
+//!    exponential backoff and full jitter ([`backoff`]) while it keeps sampling, so a short outage loses no
+//!    telemetry (the service dedupes samples by GPU and time, so resending is safe). A 401 means the credential is
+//!    gone: register again if a join token was given, else stop with an error. Any other 4xx rejects the batch
+//!    itself: it is logged and dropped.
+//! 4. SIGINT/SIGTERM stop the loop at once, mid-request if need be, and the agent exits 0.
+//!
+//! `--probe` prints the facts and one sample as JSON instead.
+
+pub mod args;
+pub mod backoff;
+pub mod buffer;
+pub mod client;
+pub mod credential;
+pub mod gpu_source;
+pub mod heartbeat;
+pub mod simulated;
+
+use anyhow::Context;
+use chrono::{SubsecRound, Utc};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::agents::protocol::{GpuSample, NodeFacts};
+use crate::config::LogFormat;
+
+pub use args::{AgentArgs, InjectXid, SimulateSpec};
+use gpu_source::{GpuSource, open_gpu_source};
+
+/// `gpuplane agent`.
+pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
+    crate::telemetry::init_logging(LogFormat::Text);
+    let hostname = args.hostname.clone().unwrap_or_else(local_hostname);
+    let mut source = open_gpu_source(&args, &hostname)?;
+    if args.probe {
+        let report = probe_report(&args, &hostname, source.as_mut())?;
+        println!("{}", serde_json::to_string_pretty(&report)?);
+        return Ok(());
+    }
+    let facts = node_facts(&args, &hostname, source.as_mut())?;
+    let server = args.server.as_deref().context("--server (or GPUPLANE_SERVER) is required")?;
+    let server = credential::normalize_server(server);
+    check_server_url(&server)?;
+    let shutdown = CancellationToken::new();
+    crate::app::cancel_on_signal(shutdown.clone());
+    let agent = heartbeat::Agent {
+        client: client::ServiceClient::new(&server)?,
+        store: credential::CredentialStore::new(&args.state_dir),
+        server,
+        join_token: args.join_token.clone(),
+        facts,
+    };
+    let sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
+    agent.run(sampler, shutdown).await
+}
+
+/// What `--probe` prints.
+#[derive(Debug, Serialize)]
+pub struct ProbeReport {
+    pub facts: NodeFacts,
+    pub sample: Vec<GpuSample>,
+}
+
+pub fn probe_report(args: &AgentArgs, hostname: &str, source: &mut dyn GpuSource) -> anyhow::Result<ProbeReport> {
+    let facts = node_facts(args, hostname, source)?;
+    let sample = source.sample(sample_time());
+    Ok(ProbeReport { facts, sample })
+}
+
+pub fn node_facts(args: &AgentArgs, hostname: &str, source: &mut dyn GpuSource) -> anyhow::Result<NodeFacts> {
+    let gpus = source.host_gpus()?;
+    Ok(NodeFacts {
+        hostname: hostname.to_owned(),
+        address: args.address.clone().unwrap_or_else(|| hostname.to_owned()),
+        gpus: gpus.gpus,
+        intra_link: gpus.intra_link,
+        intra_link_gbps: None,
+        topology: gpus.topology,
+        driver_version: gpus.driver_version,
+        cuda_version: gpus.cuda_version,
+        network_gbps: args.network_gbps,
+        rdma: args.rdma,
+    })
+}
+
+/// Sample timestamps at the database's precision (microseconds), so a resent sample is an exact duplicate.
+pub fn sample_time() -> chrono::DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// The machine's host name: /etc/hostname, the kernel's, `$HOSTNAME`, else `localhost`.
+pub fn local_hostname() -> String {
+    ["/etc/hostname", "/proc/sys/kernel/hostname"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .chain(std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .find(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// This build's HTTP client has no TLS: say so up front rather than retrying an https URL forever.
+fn check_server_url(server: &str) -> anyhow::Result<()> {
+    let url = reqwest::Url::parse(server).with_context(|| format!("--server `{server}` is not a URL"))?;
+    match url.scheme() {
+        "http" => Ok(()),
+        "https" => anyhow::bail!(
+            "--server `{server}`: this build speaks plain HTTP only; reach the service over http:// \
+             (e.g. through a local TLS-terminating proxy)"
+        ),
+        other => anyhow::bail!("--server `{server}`: unsupported scheme `{other}`; expected http://"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+    use crate::inventory::nodes::IntraLink;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        agent: AgentArgs,
+    }
+
+    fn parse(argv: &[&str]) -> Result<AgentArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("agent").chain(argv.iter().copied())).map(|cli| cli.agent)
+    }
+
+    #[test]
+    fn probe_with_simulated_h100s() {
+        let args = parse(&["--probe", "--simulate", "h100:2", "--hostname", "gpu-node-07", "--rdma"]).unwrap();
+        let mut source = open_gpu_source(&args, "gpu-node-07").unwrap();
+        let report = probe_report(&args, "gpu-node-07", source.as_mut()).unwrap();
+        assert_eq!(report.facts.gpus.len(), 2);
+        assert!(report.facts.gpus.iter().all(|g| g.name == "NVIDIA H100 80GB HBM3"));
+        assert_eq!(report.facts.address, "gpu-node-07");
+        assert_eq!(report.facts.intra_link, IntraLink::Nvlink);
+        assert_eq!((report.facts.network_gbps, report.facts.rdma), (100, true));
+        assert_eq!(report.sample.len(), 2);
+        assert_eq!(report.sample[1].gpu_index, 1);
+        let json = serde_json::to_value(&report).unwrap();
+        // The facts are exactly what registration sends: the protocol type reads them back.
+        let facts: NodeFacts = serde_json::from_value(json["facts"].clone()).unwrap();
+        assert_eq!(facts, report.facts);
+        assert_eq!(json["sample"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn flags_are_validated_by_clap() {
+        assert!(parse(&["--simulate", "h100:2"]).is_err(), "--server is required unless --probe");
+        assert!(parse(&["--probe", "--inject-xid", "0:79"]).is_err(), "--inject-xid needs --simulate");
+        let err = parse(&["--probe", "--simulate", "v100:2"]).err().unwrap().to_string();
+        assert!(err.contains("unknown GPU model"), "{err}");
+        let args = parse(&["--server", "http://s:8080", "--simulate", "a10:1", "--inject-xid", "0:79"]).unwrap();
+        assert_eq!(args.inject_xid, Some(InjectXid { gpu_index: 0, code: 79 }));
+        assert_eq!(args.max_buffered_samples, 100_000);
+    }
+
+    #[test]
+    fn only_plain_http_servers_are_accepted() {
+        assert!(check_server_url("http://10.0.0.1:8080").is_ok());
+        assert!(check_server_url("https://x").unwrap_err().to_string().contains("plain HTTP"));
+        assert!(check_server_url("not a url").is_err());
+    }
+
+    #[test]
+    fn sample_times_have_microsecond_precision() {
+        assert_eq!(sample_time().timestamp_subsec_nanos() % 1000, 0);
+    }
+}

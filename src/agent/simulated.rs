@@ -1,0 +1,354 @@
+//! Simulated GPUs: the model catalog as NVML names them, and plausible DCGM-style telemetry (a bounded random
+//! walk), so the agent and the service can be exercised end to end on machines without GPUs.
+
+use chrono::{DateTime, TimeZone, Utc};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+use crate::agents::protocol::{GpuFacts, GpuSample};
+use crate::inventory::nodes::IntraLink;
+
+use super::args::{InjectXid, SimulateSpec};
+use super::gpu_source::{GpuSource, HostGpus};
+
+const MIB: i64 = 1024 * 1024;
+/// Temperatures a healthy, cooled GPU stays within.
+pub const MIN_TEMP_C: f32 = 25.0;
+pub const MAX_TEMP_C: f32 = 95.0;
+pub const MIN_SM_CLOCK_MHZ: i32 = 1400;
+pub const MAX_SM_CLOCK_MHZ: i32 = 1980;
+/// Memory the driver and a CUDA context hold even on an idle GPU.
+const MIN_FB_USED_MIB: i64 = 300;
+
+/// One GPU model as the simulator knows it.
+#[derive(Debug, PartialEq)]
+pub struct SimModel {
+    /// Catalog key, as the service's GPU model catalog names it.
+    pub key: &'static str,
+    /// What NVML reports as the device name.
+    pub nvml_name: &'static str,
+    /// Total framebuffer as NVML reports it, MiB.
+    pub memory_mib: i64,
+    pub idle_w: f32,
+    pub tdp_w: f32,
+    pub nvlink: bool,
+    /// HBM parts report a memory temperature; GDDR parts do not.
+    pub hbm: bool,
+    /// Peak NVLink bandwidth per GPU, GB/s (0 without NVLink).
+    pub nvlink_gbps: f32,
+}
+
+pub static MODELS: [SimModel; 7] = [
+    SimModel {
+        key: "rtx4090",
+        nvml_name: "NVIDIA GeForce RTX 4090",
+        memory_mib: 24564,
+        idle_w: 20.0,
+        tdp_w: 450.0,
+        nvlink: false,
+        hbm: false,
+        nvlink_gbps: 0.0,
+    },
+    SimModel {
+        key: "a10",
+        nvml_name: "NVIDIA A10",
+        memory_mib: 23028,
+        idle_w: 15.0,
+        tdp_w: 150.0,
+        nvlink: false,
+        hbm: false,
+        nvlink_gbps: 0.0,
+    },
+    SimModel {
+        key: "a100-40g",
+        nvml_name: "NVIDIA A100-SXM4-40GB",
+        memory_mib: 40960,
+        idle_w: 50.0,
+        tdp_w: 400.0,
+        nvlink: true,
+        hbm: true,
+        nvlink_gbps: 600.0,
+    },
+    SimModel {
+        key: "a100-80g",
+        nvml_name: "NVIDIA A100-SXM4-80GB",
+        memory_mib: 81920,
+        idle_w: 60.0,
+        tdp_w: 400.0,
+        nvlink: true,
+        hbm: true,
+        nvlink_gbps: 600.0,
+    },
+    SimModel {
+        key: "h100",
+        nvml_name: "NVIDIA H100 80GB HBM3",
+        memory_mib: 81559,
+        idle_w: 70.0,
+        tdp_w: 700.0,
+        nvlink: true,
+        hbm: true,
+        nvlink_gbps: 900.0,
+    },
+    SimModel {
+        key: "h200",
+        nvml_name: "NVIDIA H200",
+        memory_mib: 143771,
+        idle_w: 75.0,
+        tdp_w: 700.0,
+        nvlink: true,
+        hbm: true,
+        nvlink_gbps: 900.0,
+    },
+    SimModel {
+        key: "b200",
+        nvml_name: "NVIDIA B200",
+        memory_mib: 183359,
+        idle_w: 140.0,
+        tdp_w: 1000.0,
+        nvlink: true,
+        hbm: true,
+        nvlink_gbps: 1800.0,
+    },
+];
+
+/// The evolving state of one simulated GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimGpuState {
+    pub gpu_util: f32,
+    pub mem_copy_util: f32,
+    pub fb_used_mib: i64,
+    pub power_w: f32,
+    pub energy_mj: i64,
+    pub gpu_temp_c: f32,
+    pub sm_clock_mhz: i32,
+}
+
+impl SimGpuState {
+    /// An idle GPU whose energy counter reads as if the driver had been loaded since 2024 at full power: a
+    /// restarted agent then never reports a smaller counter than before.
+    pub fn idle(model: &SimModel, now: DateTime<Utc>) -> Self {
+        let since = Utc.with_ymd_and_hms(2024, 1, 1, 0, 0, 0).single().unwrap_or_default();
+        let seconds = (now - since).num_seconds().max(0);
+        Self {
+            gpu_util: 0.0,
+            mem_copy_util: 0.0,
+            fb_used_mib: MIN_FB_USED_MIB,
+            power_w: model.idle_w,
+            energy_mj: seconds.saturating_mul(model.tdp_w as i64 * 1000),
+            gpu_temp_c: 30.0,
+            sm_clock_mhz: MIN_SM_CLOCK_MHZ,
+        }
+    }
+
+    /// One step of the random walk, `elapsed_s` seconds after the previous one. Every value stays physical:
+    /// utilizations 0-100, memory within the card, power between idle and TDP, temperature 25-95 C.
+    pub fn step(&self, model: &SimModel, elapsed_s: f64, rng: &mut impl Rng) -> Self {
+        let gpu_util = (self.gpu_util + rng.random_range(-12.0..=12.0f32)).clamp(0.0, 100.0);
+        let mem_copy_util = (gpu_util * 0.6 + rng.random_range(-5.0..=5.0f32)).clamp(0.0, 100.0);
+        let fb_step = (model.memory_mib as f64 * rng.random_range(-0.03..=0.03)) as i64;
+        let fb_used_mib = (self.fb_used_mib + fb_step).clamp(MIN_FB_USED_MIB, model.memory_mib);
+        let load = gpu_util / 100.0 * rng.random_range(0.85..=1.0f32);
+        let power_w = (model.idle_w + (model.tdp_w - model.idle_w) * load).clamp(model.idle_w, model.tdp_w);
+        // Energy integrates the average power over the interval.
+        let joules = f64::from(self.power_w + power_w) / 2.0 * elapsed_s.max(0.0);
+        let energy_mj = self.energy_mj.saturating_add((joules * 1000.0).round() as i64);
+        // The die temperature approaches a power-dependent target with a time constant of about 30 s.
+        let heat = (power_w - model.idle_w) / (model.tdp_w - model.idle_w);
+        let target_c = 30.0 + 50.0 * heat;
+        let approach = (elapsed_s / 30.0).min(1.0) as f32;
+        let gpu_temp_c = (self.gpu_temp_c + (target_c - self.gpu_temp_c) * approach).clamp(MIN_TEMP_C, MAX_TEMP_C);
+        let clock_span = (MAX_SM_CLOCK_MHZ - MIN_SM_CLOCK_MHZ) as f32;
+        let sm_clock_mhz = (MIN_SM_CLOCK_MHZ as f32 + clock_span * gpu_util / 100.0 + rng.random_range(-15.0..=15.0))
+            .round()
+            .clamp(MIN_SM_CLOCK_MHZ as f32, MAX_SM_CLOCK_MHZ as f32) as i32;
+        Self { gpu_util, mem_copy_util, fb_used_mib, power_w, energy_mj, gpu_temp_c, sm_clock_mhz }
+    }
+
+    pub fn to_sample(&self, model: &SimModel, gpu_index: i32, at: DateTime<Utc>) -> GpuSample {
+        GpuSample {
+            gpu_index,
+            at,
+            gpu_util: self.gpu_util.round(),
+            mem_copy_util: self.mem_copy_util.round(),
+            fb_used_mib: self.fb_used_mib,
+            fb_free_mib: model.memory_mib - self.fb_used_mib,
+            power_w: (self.power_w * 10.0).round() / 10.0,
+            energy_mj: self.energy_mj,
+            gpu_temp_c: self.gpu_temp_c.round(),
+            mem_temp_c: model.hbm.then(|| (self.gpu_temp_c + 4.0).min(MAX_TEMP_C).round()),
+            sm_clock_mhz: self.sm_clock_mhz,
+            nvlink_bandwidth_gbps: model
+                .nvlink
+                .then(|| (model.nvlink_gbps * self.mem_copy_util / 100.0 * 0.5 * 10.0).round() / 10.0),
+            xid_count: 0,
+            xid_codes: Vec::new(),
+        }
+    }
+}
+
+/// `--simulate MODEL:COUNT`: GPUs whose UUIDs are stable per host, so a restarted agent reports the same GPUs.
+pub struct SimulatedGpus {
+    model: &'static SimModel,
+    hostname: String,
+    gpus: Vec<SimGpuState>,
+    last_at: Option<DateTime<Utc>>,
+    rounds: u64,
+    inject_xid: Option<InjectXid>,
+    rng: StdRng,
+}
+
+impl SimulatedGpus {
+    pub fn new(spec: SimulateSpec, hostname: &str, inject_xid: Option<InjectXid>) -> anyhow::Result<Self> {
+        if let Some(inject) = inject_xid
+            && inject.gpu_index >= spec.count
+        {
+            anyhow::bail!("--inject-xid names GPU {} but --simulate has {} GPUs", inject.gpu_index, spec.count);
+        }
+        let now = Utc::now();
+        Ok(Self {
+            model: spec.model,
+            hostname: hostname.to_owned(),
+            gpus: (0..spec.count).map(|_| SimGpuState::idle(spec.model, now)).collect(),
+            last_at: None,
+            rounds: 0,
+            inject_xid,
+            rng: StdRng::from_os_rng(),
+        })
+    }
+}
+
+impl GpuSource for SimulatedGpus {
+    fn host_gpus(&mut self) -> anyhow::Result<HostGpus> {
+        let memory_bytes = self.model.memory_mib * MIB;
+        Ok(HostGpus {
+            gpus: (0..self.gpus.len() as i32)
+                .map(|index| GpuFacts {
+                    index,
+                    uuid: format!("GPU-sim-{}-{index}", self.hostname),
+                    name: self.model.nvml_name.to_owned(),
+                    memory_bytes,
+                })
+                .collect(),
+            intra_link: if self.model.nvlink { IntraLink::Nvlink } else { IntraLink::Pcie },
+            topology: None,
+            driver_version: Some("550.54.15".to_owned()),
+            cuda_version: Some("12.4".to_owned()),
+        })
+    }
+
+    fn sample(&mut self, at: DateTime<Utc>) -> Vec<GpuSample> {
+        self.rounds += 1;
+        let elapsed_s = self.last_at.map_or(0.0, |last| (at - last).as_seconds_f64());
+        self.last_at = Some(at);
+        let model = self.model;
+        let rng = &mut self.rng;
+        let mut samples: Vec<GpuSample> = self
+            .gpus
+            .iter_mut()
+            .enumerate()
+            .map(|(index, gpu)| {
+                *gpu = gpu.step(model, elapsed_s, rng);
+                gpu.to_sample(model, index as i32, at)
+            })
+            .collect();
+        if self.rounds == 2
+            && let Some(inject) = self.inject_xid
+            && let Some(sample) = samples.get_mut(inject.gpu_index as usize)
+        {
+            sample.xid_count = 1;
+            sample.xid_codes = vec![inject.code];
+        }
+        samples
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(text: &str) -> SimulateSpec {
+        SimulateSpec::parse(text).unwrap()
+    }
+
+    #[test]
+    fn every_model_stays_physical_over_10000_steps() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let now = Utc::now();
+        for model in &MODELS {
+            let mut gpu = SimGpuState::idle(model, now);
+            let mut energy = gpu.energy_mj;
+            for step in 0..10_000 {
+                let elapsed = if step % 100 == 0 { 0.0 } else { rng.random_range(0.5..=60.0) };
+                gpu = gpu.step(model, elapsed, &mut rng);
+                let s = gpu.to_sample(model, 0, now);
+                assert!((0.0..=100.0).contains(&s.gpu_util), "{} util {}", model.key, s.gpu_util);
+                assert!((0.0..=100.0).contains(&s.mem_copy_util), "{} mem util {}", model.key, s.mem_copy_util);
+                assert!(s.fb_used_mib >= 0 && s.fb_free_mib >= 0, "{} fb {s:?}", model.key);
+                assert_eq!(s.fb_used_mib + s.fb_free_mib, model.memory_mib);
+                assert!(s.power_w >= model.idle_w - 0.1 && s.power_w <= model.tdp_w + 0.1, "{} {s:?}", model.key);
+                assert!((MIN_TEMP_C..=MAX_TEMP_C).contains(&s.gpu_temp_c), "{} temp {}", model.key, s.gpu_temp_c);
+                if let Some(mem_temp) = s.mem_temp_c {
+                    assert!((MIN_TEMP_C..=MAX_TEMP_C).contains(&mem_temp));
+                }
+                assert!((MIN_SM_CLOCK_MHZ..=MAX_SM_CLOCK_MHZ).contains(&s.sm_clock_mhz));
+                assert!(s.energy_mj >= energy, "the energy counter never goes back");
+                energy = s.energy_mj;
+            }
+        }
+    }
+
+    #[test]
+    fn energy_grows_by_power_times_time() {
+        let model = &MODELS[4];
+        let mut rng = StdRng::seed_from_u64(1);
+        let gpu = SimGpuState::idle(model, Utc::now());
+        let next = gpu.step(model, 10.0, &mut rng);
+        let expected = f64::from(gpu.power_w + next.power_w) / 2.0 * 10.0 * 1000.0;
+        assert!(((next.energy_mj - gpu.energy_mj) as f64 - expected).abs() <= 1.0);
+    }
+
+    #[test]
+    fn uuids_are_per_host_and_stable() {
+        let mut first = SimulatedGpus::new(spec("a10:3"), "node-a", None).unwrap();
+        let mut again = SimulatedGpus::new(spec("a10:3"), "node-a", None).unwrap();
+        let mut other = SimulatedGpus::new(spec("a10:3"), "node-b", None).unwrap();
+        let uuids = |s: &mut SimulatedGpus| s.host_gpus().unwrap().gpus.into_iter().map(|g| g.uuid).collect::<Vec<_>>();
+        let a = uuids(&mut first);
+        assert_eq!(a, vec!["GPU-sim-node-a-0", "GPU-sim-node-a-1", "GPU-sim-node-a-2"]);
+        assert_eq!(a, uuids(&mut again));
+        assert!(uuids(&mut other).iter().all(|u| !a.contains(u)));
+    }
+
+    #[test]
+    fn facts_follow_the_catalog() {
+        let facts = SimulatedGpus::new(spec("rtx4090:1"), "h", None).unwrap().host_gpus().unwrap();
+        assert_eq!(facts.intra_link, IntraLink::Pcie);
+        assert_eq!(facts.gpus[0].name, "NVIDIA GeForce RTX 4090");
+        assert_eq!(facts.gpus[0].memory_bytes, 24564 * MIB);
+        let facts = SimulatedGpus::new(spec("b200:8"), "h", None).unwrap().host_gpus().unwrap();
+        assert_eq!(facts.intra_link, IntraLink::Nvlink);
+        assert_eq!(facts.gpus.len(), 8);
+    }
+
+    #[test]
+    fn injected_xid_is_reported_once_in_the_second_round() {
+        let inject = InjectXid { gpu_index: 1, code: 79 };
+        let mut gpus = SimulatedGpus::new(spec("h100:2"), "h", Some(inject)).unwrap();
+        let start = Utc::now();
+        let rounds: Vec<Vec<GpuSample>> =
+            (0..4).map(|i| gpus.sample(start + chrono::Duration::seconds(10 * i))).collect();
+        for (round, samples) in rounds.iter().enumerate() {
+            for sample in samples {
+                let expect_xid = round == 1 && sample.gpu_index == 1;
+                assert_eq!(sample.xid_count, i32::from(expect_xid), "round {round} gpu {}", sample.gpu_index);
+                assert_eq!(sample.xid_codes, if expect_xid { vec![79] } else { vec![] });
+            }
+        }
+    }
+
+    #[test]
+    fn injecting_into_a_missing_gpu_is_refused() {
+        let err = SimulatedGpus::new(spec("h100:2"), "h", Some(InjectXid { gpu_index: 2, code: 79 })).err().unwrap();
+        assert!(err.to_string().contains("GPU 2"), "{err}");
+    }
+}

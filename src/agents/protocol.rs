@@ -1,0 +1,143 @@
+//! The wire protocol between node agents and the service: registration and heartbeats.
+//! Shared by the server routes (`agents::routes`) and the agent program (`agent`).
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::inventory::nodes::IntraLink;
+
+/// One GPU as the node's driver reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuFacts {
+    /// Index as CUDA_VISIBLE_DEVICES counts (0-63).
+    pub index: i32,
+    /// NVML UUID, e.g. `GPU-5a1c...`.
+    pub uuid: String,
+    /// NVML name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Total framebuffer memory, bytes.
+    pub memory_bytes: i64,
+}
+
+/// What a node agent tells the service about its host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeFacts {
+    pub hostname: String,
+    /// Address other nodes and tenants reach this host at.
+    pub address: String,
+    pub gpus: Vec<GpuFacts>,
+    /// `nvlink` when the GPUs are connected by NVLink, else `pcie`.
+    pub intra_link: IntraLink,
+    /// GPU-to-GPU bandwidth, GB/s, when known.
+    #[serde(default)]
+    pub intra_link_gbps: Option<i32>,
+    /// GPU-to-GPU topology matrix as `nvidia-smi topo -m` prints it (`X`, `NV18`, `PIX`, `PXB`, `NODE`, `SYS`),
+    /// row and column i being GPU index i.
+    #[serde(default)]
+    pub topology: Option<Vec<Vec<String>>>,
+    #[serde(default)]
+    pub driver_version: Option<String>,
+    #[serde(default)]
+    pub cuda_version: Option<String>,
+    /// Inter-node network bandwidth, Gbit/s.
+    pub network_gbps: i32,
+    /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
+    #[serde(default)]
+    pub rdma: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"join_token": "gpj_...", "node": {"hostname": "gpu-node-01", "address": "10.0.0.11",
+    "gpus": [{"index": 0, "uuid": "GPU-0a1b2c3d-0000-0000-0000-000000000000", "name": "NVIDIA H100 80GB HBM3", "memory_bytes": 85520809984u64}],
+    "intra_link": "nvlink", "driver_version": "550.54.15", "cuda_version": "12.4", "network_gbps": 400, "rdma": true}}))]
+pub struct RegisterRequest {
+    /// A join token minted by an operator for the pool this node joins.
+    pub join_token: String,
+    pub node: NodeFacts,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RegisterResponse {
+    pub node_id: Uuid,
+    pub pool_id: Uuid,
+    /// Credential for `/v1/agent/*` (Bearer). Re-registering the same host rotates it.
+    pub agent_token: String,
+    /// Seconds between heartbeats.
+    pub heartbeat_interval_s: u32,
+}
+
+/// One GPU's telemetry at one instant, named after the NVIDIA DCGM fields it carries.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSample {
+    pub gpu_index: i32,
+    /// When the sample was taken (UTC).
+    pub at: DateTime<Utc>,
+    /// DCGM_FI_DEV_GPU_UTIL, percent.
+    pub gpu_util: f32,
+    /// DCGM_FI_DEV_MEM_COPY_UTIL, percent.
+    pub mem_copy_util: f32,
+    /// DCGM_FI_DEV_FB_USED, MiB.
+    pub fb_used_mib: i64,
+    /// DCGM_FI_DEV_FB_FREE, MiB.
+    pub fb_free_mib: i64,
+    /// DCGM_FI_DEV_POWER_USAGE, watts.
+    pub power_w: f32,
+    /// DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, millijoules since driver load (a counter).
+    pub energy_mj: i64,
+    /// DCGM_FI_DEV_GPU_TEMP, Celsius.
+    pub gpu_temp_c: f32,
+    /// DCGM_FI_DEV_MEMORY_TEMP, Celsius (not every GPU reports it).
+    #[serde(default)]
+    pub mem_temp_c: Option<f32>,
+    /// DCGM_FI_DEV_SM_CLOCK, MHz.
+    pub sm_clock_mhz: i32,
+    /// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, GB/s (absent without NVLink).
+    #[serde(default)]
+    pub nvlink_bandwidth_gbps: Option<f32>,
+    /// Number of XID events since the previous sample (DCGM_FI_DEV_XID_ERRORS keeps only the last one).
+    #[serde(default)]
+    pub xid_count: i32,
+    /// The XID codes seen since the previous sample.
+    #[serde(default)]
+    pub xid_codes: Vec<i32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HeartbeatRequest {
+    /// Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first).
+    pub samples: Vec<GpuSample>,
+}
+
+/// What the service wants the node to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DesiredState {
+    /// Keep serving.
+    Active,
+    /// Take nothing new; finish what runs (cordoned or draining).
+    Drain,
+    /// Out of service.
+    Maintenance,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct HeartbeatResponse {
+    /// Seconds until the next heartbeat.
+    pub heartbeat_interval_s: u32,
+    pub desired_state: DesiredState,
+    /// There is work to fetch at `GET /v1/agent/assignments`.
+    pub assignments_pending: bool,
+    /// Samples stored (duplicates of already delivered samples are skipped).
+    pub accepted_samples: u64,
+}
+
+/// XID codes after which a GPU must leave service: 48 double-bit ECC, 63/64 row remapping, 79 fell off the
+/// bus, 94/95 contained/uncontained ECC.
+pub const FATAL_XIDS: [i32; 6] = [48, 63, 64, 79, 94, 95];

@@ -1,0 +1,438 @@
+//! `/v1/agent/*`: registration and heartbeats; and the operator's GPU health endpoint.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use sqlx::PgConnection;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use super::matching::gpu_matches_model;
+use super::protocol::{
+    DesiredState, FATAL_XIDS, GpuSample, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
+};
+use crate::app::AppState;
+use crate::auth::{AgentAuth, OperatorAuth, keys};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, ApiPath};
+use crate::inventory::gpu_models::{GPU_MODEL_COLUMNS, GpuModel};
+use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
+use crate::leases::store::{NewEvent, record_event};
+use crate::leases::{Actor, LeaseState};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(register_agent)).routes(routes!(post_heartbeat)).routes(routes!(restore_gpu))
+}
+
+/// Most samples one heartbeat may carry (64 GPUs x 64 buffered intervals).
+pub const MAX_SAMPLES: usize = 4096;
+
+/// Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its credential.
+#[utoipa::path(
+    post, path = "/v1/agent/register", tag = "agents", operation_id = "register_agent",
+    request_body = RegisterRequest,
+    responses(
+        (status = 201, description = "A new node", body = RegisterResponse),
+        (status = 200, description = "The existing node of this hostname, re-attached", body = RegisterResponse),
+        (status = 401, description = "Unknown, expired, used-up or revoked join token (`invalid_join_token`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The hostname belongs to another pool (`node_in_other_pool`) or its GPUs changed (`gpu_set_changed`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn register_agent(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<RegisterRequest>,
+) -> ApiResult<(StatusCode, Json<RegisterResponse>)> {
+    let facts = &req.node;
+    let node_request = CreateNodeRequest {
+        pool_id: Uuid::nil(),
+        hostname: facts.hostname.clone(),
+        address: facts.address.clone(),
+        intra_link: facts.intra_link,
+        intra_link_gbps: facts.intra_link_gbps,
+        network_gbps: facts.network_gbps,
+        rdma: facts.rdma,
+        gpus: facts.gpus.iter().map(|g| NewGpu { index: g.index, uuid: g.uuid.clone() }).collect(),
+    };
+    node_request.validate().map_err(|err| prefix_fields(err, "node."))?;
+    if !keys::looks_like_secret(&req.join_token, keys::JOIN_TOKEN_PREFIX) {
+        return Err(invalid_join_token());
+    }
+    let mut tx = state.db.begin().await?;
+    let claimed: Option<(Uuid,)> = sqlx::query_as(
+        "UPDATE join_tokens SET uses = uses + 1 WHERE secret_hash = $1 AND revoked_at IS NULL AND expires_at > now() \
+         AND uses < max_uses RETURNING pool_id",
+    )
+    .bind(keys::hash(&req.join_token))
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((pool_id,)) = claimed else { return Err(invalid_join_token()) };
+    let model: GpuModel = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {GPU_MODEL_COLUMNS} FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)"
+    )))
+    .bind(pool_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let mismatched: Vec<FieldError> = facts
+        .gpus
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| !gpu_matches_model(&g.name, g.memory_bytes, &model))
+        .map(|(i, g)| {
+            FieldError::new(
+                format!("node.gpus[{i}].name"),
+                format!("{} is not a {} (the pool's model)", g.name, model.name),
+            )
+        })
+        .collect();
+    if !mismatched.is_empty() {
+        return Err(ApiError::Validation(mismatched));
+    }
+    let facts_json = serde_json::json!({
+        "driver_version": facts.driver_version, "cuda_version": facts.cuda_version, "topology": facts.topology,
+    });
+    let existing: Option<(Uuid, Uuid)> = sqlx::query_as("SELECT id, pool_id FROM nodes WHERE hostname = $1 FOR UPDATE")
+        .bind(&facts.hostname)
+        .fetch_optional(&mut *tx)
+        .await?;
+    let (node_id, status) = match existing {
+        Some((_, other_pool)) if other_pool != pool_id => {
+            return Err(ApiError::conflict("node_in_other_pool", "a node with this hostname belongs to another pool"));
+        }
+        Some((node_id, _)) => {
+            let registered: Vec<(i32, String)> =
+                sqlx::query_as("SELECT idx, uuid FROM gpus WHERE node_id = $1 ORDER BY idx")
+                    .bind(node_id)
+                    .fetch_all(&mut *tx)
+                    .await?;
+            let mut reported: Vec<(i32, String)> = facts.gpus.iter().map(|g| (g.index, g.uuid.clone())).collect();
+            reported.sort();
+            if registered != reported {
+                return Err(ApiError::conflict(
+                    "gpu_set_changed",
+                    "the node reports other GPUs than it registered with; an operator must review it",
+                ));
+            }
+            sqlx::query(
+                "UPDATE nodes SET address = $2, intra_link = $3, network_gbps = $4, rdma = $5, updated_at = now() \
+                 WHERE id = $1",
+            )
+            .bind(node_id)
+            .bind(facts.address.trim())
+            .bind(facts.intra_link)
+            .bind(facts.network_gbps)
+            .bind(facts.rdma)
+            .execute(&mut *tx)
+            .await?;
+            (node_id, StatusCode::OK)
+        }
+        None => {
+            let request = CreateNodeRequest { pool_id, ..node_request };
+            (insert_node(&mut tx, &request).await?, StatusCode::CREATED)
+        }
+    };
+    let (generation,): (i64,) = sqlx::query_as(
+        "UPDATE nodes SET agent_managed = true, agent_generation = agent_generation + 1, facts = $2, \
+             liveness = 'ready', last_heartbeat_at = now(), generation = generation + 1 \
+         WHERE id = $1 RETURNING agent_generation",
+    )
+    .bind(node_id)
+    .bind(facts_json)
+    .fetch_one(&mut *tx)
+    .await?;
+    let indices: Vec<i32> = facts.gpus.iter().map(|g| g.index).collect();
+    let names: Vec<&str> = facts.gpus.iter().map(|g| g.name.as_str()).collect();
+    let memory: Vec<i64> = facts.gpus.iter().map(|g| g.memory_bytes).collect();
+    sqlx::query(
+        "UPDATE gpus g SET name = u.name, memory_bytes = u.memory FROM UNNEST($2::int[], $3::text[], $4::bigint[]) \
+         AS u(idx, name, memory) WHERE g.node_id = $1 AND g.idx = u.idx",
+    )
+    .bind(node_id)
+    .bind(&indices)
+    .bind(&names)
+    .bind(&memory)
+    .execute(&mut *tx)
+    .await?;
+    let agent_token = state.tokens.issue_agent(node_id, generation)?;
+    tx.commit().await?;
+    tracing::info!(node.id = %node_id, hostname = %facts.hostname, attached = (status == StatusCode::OK), "agent registered");
+    let interval = state.settings.heartbeat_interval.as_secs() as u32;
+    Ok((status, Json(RegisterResponse { node_id, pool_id, agent_token, heartbeat_interval_s: interval })))
+}
+
+fn invalid_join_token() -> ApiError {
+    ApiError::Unauthorized { message: "unknown, expired, used-up or revoked join token".into() }
+}
+
+fn prefix_fields(err: ApiError, prefix: &str) -> ApiError {
+    match err {
+        ApiError::Validation(errors) => ApiError::Validation(
+            errors.into_iter().map(|e| FieldError::new(format!("{prefix}{}", e.field), e.message)).collect(),
+        ),
+        other => other,
+    }
+}
+
+/// Range checks on one sample; returns the field errors.
+fn validate_sample(i: usize, s: &GpuSample, errors: &mut Vec<FieldError>) {
+    let mut bad = |field: &str, message: &str| errors.push(FieldError::new(format!("samples[{i}].{field}"), message));
+    let pct = |v: f32| v.is_finite() && (0.0..=100.0).contains(&v);
+    if !pct(s.gpu_util) {
+        bad("gpu_util", "percent, 0-100");
+    }
+    if !pct(s.mem_copy_util) {
+        bad("mem_copy_util", "percent, 0-100");
+    }
+    const MAX_MIB: i64 = 4 * 1024 * 1024;
+    if !(0..=MAX_MIB).contains(&s.fb_used_mib) {
+        bad("fb_used_mib", "MiB, 0-4194304");
+    }
+    if !(0..=MAX_MIB).contains(&s.fb_free_mib) {
+        bad("fb_free_mib", "MiB, 0-4194304");
+    }
+    if !(s.power_w.is_finite() && (0.0..=5000.0).contains(&s.power_w)) {
+        bad("power_w", "watts, 0-5000");
+    }
+    if s.energy_mj < 0 {
+        bad("energy_mj", "a counter, not negative");
+    }
+    let temp = |v: f32| v.is_finite() && (-40.0..=150.0).contains(&v);
+    if !temp(s.gpu_temp_c) {
+        bad("gpu_temp_c", "Celsius, -40 to 150");
+    }
+    if s.mem_temp_c.is_some_and(|t| !temp(t)) {
+        bad("mem_temp_c", "Celsius, -40 to 150");
+    }
+    if !(0..=10_000).contains(&s.sm_clock_mhz) {
+        bad("sm_clock_mhz", "MHz, 0-10000");
+    }
+    if s.nvlink_bandwidth_gbps.is_some_and(|b| !(b.is_finite() && (0.0..=100_000.0).contains(&b))) {
+        bad("nvlink_bandwidth_gbps", "GB/s, 0-100000");
+    }
+    if !(0..=100_000).contains(&s.xid_count)
+        || s.xid_codes.len() > 64
+        || s.xid_codes.iter().any(|c| !(0..=1000).contains(c))
+    {
+        bad("xid_count", "0-100000 events, at most 64 codes of 0-1000");
+    }
+    let skew = s.at - chrono::Utc::now();
+    if skew > chrono::Duration::minutes(5) {
+        bad("at", "more than 5 minutes in the future");
+    }
+}
+
+/// The node's GPUs by index, cached per (node, credential generation): a node's GPUs are fixed between
+/// registrations, so most heartbeats need no lookup.
+async fn gpu_map(state: &AppState, agent: &AgentAuth) -> ApiResult<super::GpuMap> {
+    if let Some(map) = state.agent_gpus.get(agent.node_id, agent.generation) {
+        return Ok(map);
+    }
+    let rows: Vec<(i32, Uuid)> = sqlx::query_as(
+        "SELECT g.idx, g.id FROM gpus g JOIN nodes n ON n.id = g.node_id \
+         WHERE n.id = $1 AND n.agent_generation = $2 ORDER BY g.idx",
+    )
+    .bind(agent.node_id)
+    .bind(agent.generation)
+    .fetch_all(&state.db)
+    .await?;
+    if rows.is_empty() {
+        return Err(ApiError::unauthorized("the agent credential was rotated or its node is gone: register again"));
+    }
+    Ok(state.agent_gpus.insert(agent.node_id, agent.generation, rows))
+}
+
+/// Deliver telemetry and prove liveness. Answers the heartbeat interval and what the node should do.
+#[utoipa::path(
+    post, path = "/v1/agent/heartbeat", tag = "agents", operation_id = "post_heartbeat",
+    request_body = HeartbeatRequest,
+    responses(
+        (status = 200, description = "Stored; the node's instructions", body = HeartbeatResponse),
+    )
+)]
+pub async fn post_heartbeat(
+    State(state): State<AppState>,
+    agent: AgentAuth,
+    ApiJson(req): ApiJson<HeartbeatRequest>,
+) -> ApiResult<Json<HeartbeatResponse>> {
+    if req.samples.len() > MAX_SAMPLES {
+        return Err(ApiError::field("samples", format!("at most {MAX_SAMPLES} samples per heartbeat")));
+    }
+    let map = gpu_map(&state, &agent).await?;
+    let mut errors = Vec::new();
+    let mut gpu_ids = Vec::with_capacity(req.samples.len());
+    for (i, s) in req.samples.iter().enumerate() {
+        match map.binary_search_by_key(&s.gpu_index, |(idx, _)| *idx) {
+            Ok(pos) => gpu_ids.push(map[pos].1),
+            Err(_) => errors.push(FieldError::new(format!("samples[{i}].gpu_index"), "no such GPU on this node")),
+        }
+        validate_sample(i, s, &mut errors);
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let (admin_state, was, accepted) = store_heartbeat(&state, &agent, &gpu_ids, &req.samples).await?;
+    if was != "ready" {
+        tracing::info!(node.id = %agent.node_id, was = %was, "node is back");
+    }
+    let fatal: Vec<(i32, Vec<i32>)> = req
+        .samples
+        .iter()
+        .filter(|s| s.xid_codes.iter().any(|c| FATAL_XIDS.contains(c)))
+        .map(|s| (s.gpu_index, s.xid_codes.iter().copied().filter(|c| FATAL_XIDS.contains(c)).collect()))
+        .collect();
+    if !fatal.is_empty() {
+        mark_gpus_unhealthy(&state, agent.node_id, &fatal).await?;
+    }
+    let desired_state = match admin_state.as_str() {
+        "active" => DesiredState::Active,
+        "maintenance" => DesiredState::Maintenance,
+        _ => DesiredState::Drain,
+    };
+    Ok(Json(HeartbeatResponse {
+        heartbeat_interval_s: state.settings.heartbeat_interval.as_secs() as u32,
+        desired_state,
+        assignments_pending: false,
+        accepted_samples: accepted,
+    }))
+}
+
+/// One statement: touch the node (only with the current credential generation) and insert the samples
+/// (a resent sample is skipped by the primary key). Returns the node's admin state, its liveness before
+/// this heartbeat, and how many samples were new.
+async fn store_heartbeat(
+    state: &AppState,
+    agent: &AgentAuth,
+    gpu_ids: &[Uuid],
+    samples: &[GpuSample],
+) -> ApiResult<(String, String, u64)> {
+    let at: Vec<_> = samples.iter().map(|s| s.at).collect();
+    let col = |f: fn(&GpuSample) -> f32| samples.iter().map(f).collect::<Vec<f32>>();
+    let row: Option<(Option<String>, Option<String>, i64)> = sqlx::query_as(
+        "WITH prev AS (SELECT liveness FROM nodes WHERE id = $1 AND agent_generation = $2), \
+         touched AS ( \
+             UPDATE nodes SET last_heartbeat_at = now(), liveness = 'ready' \
+             WHERE id = $1 AND agent_generation = $2 RETURNING admin_state), \
+         inserted AS ( \
+             INSERT INTO gpu_samples (gpu_id, at, node_id, gpu_util, mem_copy_util, fb_used_mib, fb_free_mib, power_w, \
+                 energy_mj, gpu_temp_c, mem_temp_c, sm_clock_mhz, nvlink_bandwidth_gbps, xid_count, xid_codes) \
+             SELECT u.gpu_id, u.at, $1, u.util, u.mem, u.fb_used, u.fb_free, u.power, u.energy, u.temp, u.mem_temp, \
+                 u.clock, u.nvlink, u.xid_count, NULLIF(u.xid_codes, '') ::int[] \
+             FROM UNNEST($3::uuid[], $4::timestamptz[], $5::real[], $6::real[], $7::int[], $8::int[], $9::real[], \
+                 $10::bigint[], $11::real[], $12::real[], $13::int[], $14::real[], $15::int[], $16::text[]) \
+                 AS u(gpu_id, at, util, mem, fb_used, fb_free, power, energy, temp, mem_temp, clock, nvlink, xid_count, xid_codes) \
+             WHERE EXISTS (SELECT 1 FROM touched) \
+             ON CONFLICT (gpu_id, at) DO NOTHING RETURNING 1) \
+         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), (SELECT count(*) FROM inserted)",
+    )
+    .bind(agent.node_id)
+    .bind(agent.generation)
+    .bind(gpu_ids)
+    .bind(&at)
+    .bind(col(|s| s.gpu_util))
+    .bind(col(|s| s.mem_copy_util))
+    .bind(samples.iter().map(|s| s.fb_used_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
+    .bind(samples.iter().map(|s| s.fb_free_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
+    .bind(col(|s| s.power_w))
+    .bind(samples.iter().map(|s| s.energy_mj).collect::<Vec<_>>())
+    .bind(col(|s| s.gpu_temp_c))
+    .bind(samples.iter().map(|s| s.mem_temp_c).collect::<Vec<_>>())
+    .bind(samples.iter().map(|s| s.sm_clock_mhz).collect::<Vec<_>>())
+    .bind(samples.iter().map(|s| s.nvlink_bandwidth_gbps).collect::<Vec<_>>())
+    .bind(samples.iter().map(|s| s.xid_count).collect::<Vec<_>>())
+    .bind(samples.iter().map(|s| int_array_literal(&s.xid_codes)).collect::<Vec<_>>())
+    .fetch_optional(&state.db)
+    .await?;
+    match row {
+        Some((Some(admin_state), Some(was), accepted)) => Ok((admin_state, was, accepted.max(0) as u64)),
+        _ => {
+            state.agent_gpus.forget(agent.node_id);
+            Err(ApiError::unauthorized("the agent credential was rotated or its node is gone: register again"))
+        }
+    }
+}
+
+/// `{1,2}` for PostgreSQL (empty string for none): arrays of arrays of varying length do not bind directly.
+fn int_array_literal(codes: &[i32]) -> String {
+    if codes.is_empty() {
+        return String::new();
+    }
+    let inner: Vec<String> = codes.iter().map(|c| c.to_string()).collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+/// A fatal XID takes the GPU out of service: no new allocations, an event on the lease using it.
+async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec<i32>)]) -> ApiResult<()> {
+    let mut tx = state.db.begin().await?;
+    // Lock the node first, as allocation does, so the free counter stays exact.
+    sqlx::query("SELECT 1 FROM nodes WHERE id = $1 FOR UPDATE").bind(node_id).execute(&mut *tx).await?;
+    for (index, codes) in fatal {
+        let reason = format!("fatal XID {}", codes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "));
+        let hit: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
+            "UPDATE gpus g SET healthy = false, unhealthy_reason = $3, unhealthy_since = now() \
+             WHERE g.node_id = $1 AND g.idx = $2 AND g.healthy \
+             RETURNING g.id, (SELECT lg.lease_id FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL)",
+        )
+        .bind(node_id)
+        .bind(index)
+        .bind(&reason)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some((gpu_id, lease)) = hit else { continue };
+        tracing::warn!(node.id = %node_id, gpu.index = index, %reason, "GPU taken out of service");
+        match lease {
+            None => {
+                sqlx::query("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1")
+                    .bind(node_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            Some(lease_id) => {
+                let event =
+                    NewEvent::new("gpu_unhealthy", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+                        .reason(&reason)
+                        .detail(serde_json::json!({ "gpu_id": gpu_id, "node_id": node_id, "index": index }));
+                record_event(&mut tx, lease_id, event).await?;
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Return a GPU to service after a fatal error was dealt with.
+#[utoipa::path(
+    post, path = "/v1/admin/gpus/{gpu_id}/restore", tag = "admin", operation_id = "restore_gpu",
+    params(("gpu_id" = Uuid, Path, description = "GPU id")),
+    responses((status = 200, description = "The GPU's node", body = Node))
+)]
+pub async fn restore_gpu(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(gpu_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Node>> {
+    let mut tx = state.db.begin().await?;
+    let node: Option<(Uuid,)> =
+        sqlx::query_as("SELECT n.id FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE g.id = $1 FOR UPDATE OF n")
+            .bind(gpu_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((node_id,)) = node else { return Err(ApiError::NotFound("gpu")) };
+    restore(&mut tx, node_id, gpu_id).await?;
+    let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
+    tx.commit().await?;
+    Ok(Json(node))
+}
+
+async fn restore(conn: &mut PgConnection, node_id: Uuid, gpu_id: Uuid) -> Result<(), sqlx::Error> {
+    let restored: Option<(bool,)> = sqlx::query_as(
+        "UPDATE gpus g SET healthy = true, unhealthy_reason = NULL, unhealthy_since = NULL WHERE g.id = $1 AND NOT g.healthy \
+         RETURNING EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL)",
+    )
+    .bind(gpu_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some((false,)) = restored {
+        sqlx::query("UPDATE nodes SET free_gpus = free_gpus + 1 WHERE id = $1").bind(node_id).execute(conn).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,268 @@
+//! Reading telemetry: a tenant's leased GPUs during the lease, an operator's nodes and pools.
+
+use axum::Json;
+use axum::extract::State;
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::{OperatorAuth, TenantAuth};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiPath, ApiQuery};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(get_lease_telemetry))
+        .routes(routes!(get_node_telemetry))
+        .routes(routes!(get_pool_utilization))
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TelemetryRange {
+    /// Start (RFC 3339, UTC). Default: an hour before `to`.
+    pub from: Option<DateTime<Utc>>,
+    /// End (RFC 3339, UTC). Default: now (or the lease's end).
+    pub to: Option<DateTime<Utc>>,
+    /// Bucket width in seconds (default 60). At most 10,000 buckets per range.
+    pub step_s: Option<i64>,
+}
+
+/// Most buckets one query may ask for.
+pub const MAX_BUCKETS: i64 = 10_000;
+
+impl TelemetryRange {
+    /// Resolve defaults and clamp to `[floor, ceiling]` (a lease's period). Errors name the parameter.
+    fn resolve(
+        &self,
+        floor: Option<DateTime<Utc>>,
+        ceiling: DateTime<Utc>,
+    ) -> ApiResult<(DateTime<Utc>, DateTime<Utc>, i64)> {
+        let step = self.step_s.unwrap_or(60);
+        let mut errors = Vec::new();
+        if !(1..=86_400).contains(&step) {
+            errors.push(FieldError::new("step_s", "seconds, 1-86400"));
+        }
+        let to = self.to.unwrap_or(ceiling).min(ceiling);
+        let from = self.from.unwrap_or(to - Duration::hours(1));
+        let from = floor.map_or(from, |f| from.max(f));
+        if let (Some(f), Some(t)) = (self.from, self.to)
+            && f >= t
+        {
+            errors.push(FieldError::new("from", "must be before `to`"));
+        }
+        if step > 0 && (to - from).num_seconds() / step > MAX_BUCKETS {
+            errors.push(FieldError::new("step_s", format!("too many buckets: at most {MAX_BUCKETS} per query")));
+        }
+        if errors.is_empty() { Ok((from, to.max(from), step)) } else { Err(ApiError::Validation(errors)) }
+    }
+}
+
+/// One bucket of one GPU.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct TelemetryPoint {
+    /// Bucket start.
+    pub t: DateTime<Utc>,
+    /// Mean DCGM_FI_DEV_GPU_UTIL, percent.
+    pub gpu_util: f64,
+    /// Mean DCGM_FI_DEV_MEM_COPY_UTIL, percent.
+    pub mem_copy_util: f64,
+    /// Peak framebuffer used, MiB.
+    pub fb_used_mib: i64,
+    /// Mean power, watts.
+    pub power_w: f64,
+    /// Peak GPU temperature, Celsius.
+    pub gpu_temp_c: f64,
+    /// Mean SM clock, MHz.
+    pub sm_clock_mhz: f64,
+    /// XID events in the bucket.
+    pub xid_count: i64,
+    /// Samples in the bucket.
+    pub samples: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct GpuSeries {
+    pub gpu_id: Uuid,
+    pub node_id: Uuid,
+    pub hostname: String,
+    pub index: i32,
+    pub points: Vec<TelemetryPoint>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Telemetry {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub step_s: i64,
+    /// Mean GPU utilization over every sample in range (absent without samples).
+    pub avg_gpu_util: Option<f64>,
+    pub gpus: Vec<GpuSeries>,
+}
+
+/// Bucketed series for the given GPUs over [from, to).
+async fn series(
+    conn: &mut PgConnection,
+    gpus: Vec<(Uuid, Uuid, String, i32)>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    step: i64,
+) -> Result<Telemetry, sqlx::Error> {
+    let ids: Vec<Uuid> = gpus.iter().map(|g| g.0).collect();
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        gpu_id: Uuid,
+        #[sqlx(flatten)]
+        point: TelemetryPoint,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT gpu_id, date_bin(make_interval(secs => $4), at, $2) AS t, avg(gpu_util)::float8 AS gpu_util, \
+             avg(mem_copy_util)::float8 AS mem_copy_util, max(fb_used_mib)::bigint AS fb_used_mib, \
+             avg(power_w)::float8 AS power_w, max(gpu_temp_c)::float8 AS gpu_temp_c, \
+             avg(sm_clock_mhz)::float8 AS sm_clock_mhz, sum(xid_count)::bigint AS xid_count, count(*) AS samples \
+         FROM gpu_samples WHERE gpu_id = ANY($1) AND at >= $2 AND at < $3 GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .bind(&ids)
+    .bind(from)
+    .bind(to)
+    .bind(step as f64)
+    .fetch_all(conn)
+    .await?;
+    let (weighted, count) =
+        rows.iter().fold((0.0, 0i64), |(w, c), r| (w + r.point.gpu_util * r.point.samples as f64, c + r.point.samples));
+    let gpus = gpus
+        .into_iter()
+        .map(|(gpu_id, node_id, hostname, index)| GpuSeries {
+            points: rows.iter().filter(|r| r.gpu_id == gpu_id).map(|r| r.point.clone()).collect(),
+            gpu_id,
+            node_id,
+            hostname,
+            index,
+        })
+        .collect();
+    Ok(Telemetry { from, to, step_s: step, avg_gpu_util: (count > 0).then(|| weighted / count as f64), gpus })
+}
+
+/// Telemetry of the lease's GPUs, only within the lease's own period.
+#[utoipa::path(
+    get, path = "/v1/leases/{lease_id}/telemetry", tag = "leases", operation_id = "get_lease_telemetry",
+    params(("lease_id" = Uuid, Path, description = "Lease id"), TelemetryRange),
+    responses((status = 200, description = "Bucketed series per GPU", body = Telemetry))
+)]
+pub async fn get_lease_telemetry(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+    ApiQuery(range): ApiQuery<TelemetryRange>,
+) -> ApiResult<Json<Telemetry>> {
+    let mut conn = state.db.acquire().await?;
+    type Period = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+    let lease: Option<Period> =
+        sqlx::query_as("SELECT starts_at, ended_at FROM leases WHERE id = $1 AND tenant_id = $2")
+            .bind(lease_id)
+            .bind(auth.tenant_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((starts_at, ended_at)) = lease else { return Err(ApiError::NotFound("lease")) };
+    let now = Utc::now();
+    let (from, to, step) = range.resolve(Some(starts_at.unwrap_or(now)), ended_at.unwrap_or(now))?;
+    let gpus: Vec<(Uuid, Uuid, String, i32)> = sqlx::query_as(
+        "SELECT g.id, n.id, n.hostname, g.idx FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id \
+         JOIN nodes n ON n.id = lg.node_id WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx",
+    )
+    .bind(lease_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(Json(series(&mut conn, gpus, from, to, step).await?))
+}
+
+/// Telemetry of a node's GPUs.
+#[utoipa::path(
+    get, path = "/v1/admin/nodes/{node_id}/telemetry", tag = "admin", operation_id = "get_node_telemetry",
+    params(("node_id" = Uuid, Path, description = "Node id"), TelemetryRange),
+    responses((status = 200, description = "Bucketed series per GPU", body = Telemetry))
+)]
+pub async fn get_node_telemetry(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(node_id): ApiPath<Uuid>,
+    ApiQuery(range): ApiQuery<TelemetryRange>,
+) -> ApiResult<Json<Telemetry>> {
+    let mut conn = state.db.acquire().await?;
+    let gpus: Vec<(Uuid, Uuid, String, i32)> = sqlx::query_as(
+        "SELECT g.id, n.id, n.hostname, g.idx FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.id = $1 ORDER BY g.idx",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    if gpus.is_empty() {
+        return Err(ApiError::NotFound("node"));
+    }
+    let (from, to, step) = range.resolve(None, Utc::now())?;
+    Ok(Json(series(&mut conn, gpus, from, to, step).await?))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct NodeUtilization {
+    pub node_id: Uuid,
+    pub hostname: String,
+    pub avg_gpu_util: Option<f64>,
+    pub avg_power_w: Option<f64>,
+    pub samples: i64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PoolUtilization {
+    pub pool_id: Uuid,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub avg_gpu_util: Option<f64>,
+    pub samples: i64,
+    pub nodes: Vec<NodeUtilization>,
+}
+
+/// Utilization summary of a pool, per node.
+#[utoipa::path(
+    get, path = "/v1/admin/pools/{pool_id}/utilization", tag = "admin", operation_id = "get_pool_utilization",
+    params(("pool_id" = Uuid, Path, description = "Pool id"), TelemetryRange),
+    responses((status = 200, description = "Mean utilization of the pool and each node", body = PoolUtilization))
+)]
+pub async fn get_pool_utilization(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiPath(pool_id): ApiPath<Uuid>,
+    ApiQuery(range): ApiQuery<TelemetryRange>,
+) -> ApiResult<Json<PoolUtilization>> {
+    let (exists,): (bool,) =
+        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM pools WHERE id = $1)").bind(pool_id).fetch_one(&state.db).await?;
+    if !exists {
+        return Err(ApiError::NotFound("pool"));
+    }
+    let (from, to, _) = range.resolve(None, Utc::now())?;
+    let nodes: Vec<NodeUtilization> = sqlx::query_as(
+        "SELECT n.id AS node_id, n.hostname, avg(s.gpu_util)::float8 AS avg_gpu_util, avg(s.power_w)::float8 AS avg_power_w, \
+             count(s.gpu_id) AS samples \
+         FROM nodes n LEFT JOIN gpu_samples s ON s.node_id = n.id AND s.at >= $2 AND s.at < $3 \
+         WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname",
+    )
+    .bind(pool_id)
+    .bind(from)
+    .bind(to)
+    .fetch_all(&state.db)
+    .await?;
+    let samples: i64 = nodes.iter().map(|n| n.samples).sum();
+    let weighted: f64 = nodes.iter().map(|n| n.avg_gpu_util.unwrap_or(0.0) * n.samples as f64).sum();
+    Ok(Json(PoolUtilization {
+        pool_id,
+        from,
+        to,
+        avg_gpu_util: (samples > 0).then(|| weighted / samples as f64),
+        samples,
+        nodes,
+    }))
+}

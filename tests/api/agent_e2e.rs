@@ -1,0 +1,211 @@
+//! End to end: the real server binary on port 0 and real `gpuplane agent` processes on simulated GPUs.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::binary::{Proc, database_url, spawn_server, terminate};
+
+/// Short liveness timeouts so the test sees unreachable/offline within seconds.
+const FAST: &[(&str, &str)] = &[
+    ("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1"),
+    ("GPUPLANE_UNREACHABLE_AFTER_SECS", "2"),
+    ("GPUPLANE_OFFLINE_AFTER_SECS", "4"),
+];
+
+struct Api {
+    base: String,
+    client: reqwest::Client,
+}
+
+impl Api {
+    async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let res = req.send().await.unwrap();
+        let status = res.status().as_u16();
+        (status, res.json().await.unwrap_or(Value::Null))
+    }
+    async fn get(&self, path: &str, token: &str) -> Value {
+        let (status, body) = self.call(reqwest::Method::GET, path, token, None).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    }
+    async fn post(&self, path: &str, token: &str, body: Value) -> Value {
+        let (status, body) = self.call(reqwest::Method::POST, path, token, Some(body)).await;
+        assert!(status == 200 || status == 201, "{path}: {status} {body}");
+        body
+    }
+    async fn token(&self, api_key: &str) -> String {
+        let res = self
+            .client
+            .post(format!("{}/v1/auth/token", self.base))
+            .json(&json!({ "api_key": api_key }))
+            .send()
+            .await
+            .unwrap();
+        res.json::<Value>().await.unwrap()["access_token"].as_str().unwrap().to_string()
+    }
+}
+
+fn state_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("gpuplane-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Start an agent and wait for its "registered"/"attached" line.
+fn spawn_agent(
+    server: &str,
+    join_token: Option<&str>,
+    hostname: &str,
+    dir: &PathBuf,
+    extra: &[&str],
+) -> (Proc, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
+    cmd.args(["agent", "--server", server, "--simulate", "h100:4", "--hostname", hostname, "--state-dir"])
+        .arg(dir)
+        .args(extra)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if let Some(token) = join_token {
+        cmd.args(["--join-token", token]);
+    }
+    let mut child = Proc(cmd.spawn().expect("spawn agent"));
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("gpuplane agent: node "), "unexpected agent output: {line}");
+    (child, line)
+}
+
+async fn wait_until<F, Fut>(what: &str, secs: u64, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[sqlx::test]
+async fn agents_register_report_die_and_return(db: PgPool) {
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (mut server, base) = spawn_server(&database_url(&db), FAST);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let pool = api
+        .post(
+            "/v1/admin/pools",
+            &op,
+            json!({ "name": "h100-e2e", "gpu_model": "h100", "region": "e2e",
+        "price_per_gpu_hour_minor": 300, "currency": "USD" }),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let join =
+        api.post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 3 })).await["join_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let tenant_id =
+        api.post("/v1/admin/tenants", &op, json!({ "name": "e2e" })).await["id"].as_str().unwrap().to_string();
+    let key = api
+        .post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), &op, json!({ "name": "k", "role": "tenant_admin" }))
+        .await;
+    let tenant = api.token(key["api_key"].as_str().unwrap()).await;
+
+    // Registration and telemetry.
+    let dir = state_dir("n1");
+    let (mut agent, line) = spawn_agent(&base, Some(&join), "e2e-node-1", &dir, &[]);
+    assert!(line.contains("registered"));
+    let node_id = line.split_whitespace().nth(3).unwrap().to_string();
+    let node = api.get(&format!("/v1/admin/nodes/{node_id}"), &op).await;
+    assert_eq!(node["state"], "ready");
+    assert_eq!(node["gpus"].as_array().unwrap().len(), 4);
+    wait_until("node telemetry", 20, || async {
+        let t = api.get(&format!("/v1/admin/nodes/{node_id}/telemetry?step_s=60"), &op).await;
+        t["gpus"].as_array().unwrap().iter().all(|g| !g["points"].as_array().unwrap().is_empty())
+    })
+    .await;
+    let lease = api.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1 })).await;
+    let lease_id = lease["id"].as_str().unwrap().to_string();
+    wait_until("lease telemetry", 20, || async {
+        let t = api.get(&format!("/v1/leases/{lease_id}/telemetry?step_s=1"), &tenant).await;
+        t["avg_gpu_util"].is_number() && t["gpus"].as_array().unwrap().len() == 2
+    })
+    .await;
+
+    // The agent dies: unreachable, then offline, and the lease is interrupted.
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    wait_until("node unreachable", 20, || async {
+        let s = api.get(&format!("/v1/admin/nodes/{node_id}"), &op).await["state"].clone();
+        s == "unreachable" || s == "offline"
+    })
+    .await;
+    wait_until("lease interrupted", 20, || async {
+        api.get(&format!("/v1/leases/{lease_id}"), &tenant).await["state"] == "interrupted"
+    })
+    .await;
+    assert_eq!(api.get(&format!("/v1/admin/nodes/{node_id}"), &op).await["state"], "offline");
+
+    // It comes back from its saved credential: the same node, ready again, no duplicate.
+    let (mut agent, line) = spawn_agent(&base, None, "e2e-node-1", &dir, &[]);
+    assert!(line.contains("attached") && line.contains(&node_id), "{line}");
+    wait_until("node ready again", 20, || async {
+        api.get(&format!("/v1/admin/nodes/{node_id}"), &op).await["state"] == "ready"
+    })
+    .await;
+    let nodes = api.get("/v1/admin/nodes", &op).await;
+    assert_eq!(nodes["items"].as_array().unwrap().len(), 1, "no duplicate node");
+
+    // A second host reports a fatal XID on GPU 1: that GPU leaves service and is never allocated.
+    let dir2 = state_dir("n2");
+    let (mut faulty, line) = spawn_agent(&base, Some(&join), "e2e-node-2", &dir2, &["--inject-xid", "1:79"]);
+    let faulty_id = line.split_whitespace().nth(3).unwrap().to_string();
+    wait_until("GPU 1 unhealthy", 20, || async {
+        api.get(&format!("/v1/admin/nodes/{faulty_id}"), &op).await["gpus"][1]["healthy"] == false
+    })
+    .await;
+    // Only the faulty node takes leases now: its three healthy GPUs, never GPU 1.
+    api.post(&format!("/v1/admin/nodes/{node_id}/cordon"), &op, json!({})).await;
+    agent.kill().unwrap();
+    let _ = agent.wait();
+    let big = api
+        .post(
+            "/v1/leases",
+            &tenant,
+            json!({ "pool_id": pool, "gpu_count": 3, "duration_hours": 1, "placement": "single_node" }),
+        )
+        .await;
+    let indices: Vec<i64> = big["gpus"].as_array().unwrap().iter().map(|g| g["index"].as_i64().unwrap()).collect();
+    assert_eq!(big["gpus"][0]["node_id"], faulty_id.as_str());
+    assert!(!indices.contains(&1), "the unhealthy GPU is never allocated: {indices:?}");
+    let (status, body) = api
+        .call(
+            reqwest::Method::POST,
+            "/v1/leases",
+            &tenant,
+            Some(json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 })),
+        )
+        .await;
+    assert_eq!((status, body["code"].as_str()), (409, Some("insufficient_capacity")), "{body}");
+
+    let _ = Command::new("kill").args(["-TERM", &faulty.id().to_string()]).status();
+    assert!(faulty.wait().unwrap().success(), "the agent stops cleanly on SIGTERM");
+    assert!(terminate(&mut server).success());
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(dir2);
+}

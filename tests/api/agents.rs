@@ -1,0 +1,386 @@
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use chrono::{Duration, Utc};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::common::{Response, TestApp};
+
+/// Mint a join token for `pool` (as `op`).
+async fn join_token(app: &TestApp, op: &str, pool: &str, max_uses: i32) -> String {
+    let res = app
+        .post(&format!("/v1/admin/pools/{pool}/join-tokens"), op, json!({ "max_uses": max_uses, "ttl_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    res.body["join_token"].as_str().unwrap().to_string()
+}
+
+fn facts(hostname: &str, gpus: usize, gpu_name: &str) -> Value {
+    let gpu_list: Vec<Value> = (0..gpus)
+        .map(|i| json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}"), "name": gpu_name, "memory_bytes": 85_520_809_984i64 }))
+        .collect();
+    json!({ "hostname": hostname, "address": format!("{hostname}.test"), "gpus": gpu_list, "intra_link": "nvlink",
+            "driver_version": "550.54.15", "cuda_version": "12.4", "network_gbps": 400, "rdma": true })
+}
+
+async fn register(app: &TestApp, token: &str, hostname: &str, gpus: usize) -> Response {
+    app.call(
+        Method::POST,
+        "/v1/agent/register",
+        None,
+        Some(json!({ "join_token": token, "node": facts(hostname, gpus, "NVIDIA H100 80GB HBM3") })),
+    )
+    .await
+}
+
+fn sample(index: i64, at: chrono::DateTime<Utc>, util: f64) -> Value {
+    json!({ "gpu_index": index, "at": at, "gpu_util": util, "mem_copy_util": 30.0, "fb_used_mib": 40000, "fb_free_mib": 41559,
+            "power_w": 550.0, "energy_mj": 123456789, "gpu_temp_c": 61.0, "mem_temp_c": 70.0, "sm_clock_mhz": 1980,
+            "nvlink_bandwidth_gbps": 120.5, "xid_count": 0, "xid_codes": [] })
+}
+
+async fn heartbeat(app: &TestApp, agent_token: &str, samples: Vec<Value>) -> Response {
+    app.post("/v1/agent/heartbeat", agent_token, json!({ "samples": samples })).await
+}
+
+async fn setup(app: &TestApp) -> (String, String, String) {
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    (op, tenant, pool)
+}
+
+#[sqlx::test]
+async fn agents_register_with_join_tokens_and_reattach_without_duplicates(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool) = setup(&app).await;
+    app.post(&format!("/v1/admin/pools/{pool}/join-tokens"), &tenant, json!({}))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    let token = join_token(&app, &op, &pool, 2).await;
+    assert!(token.starts_with("gpj_"));
+    let first = register(&app, &token, "node-a", 8).await.expect(StatusCode::CREATED);
+    let node_id = first.body["node_id"].as_str().unwrap().to_string();
+    assert_eq!(first.body["pool_id"], pool.as_str());
+    assert_eq!(first.body["heartbeat_interval_s"], 10);
+    let old_credential = first.body["agent_token"].as_str().unwrap().to_string();
+    heartbeat(&app, &old_credential, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
+
+    // The same host registers again: same node, new credential, the old one revoked.
+    let again = register(&app, &token, "node-a", 8).await.expect(StatusCode::OK);
+    assert_eq!(again.body["node_id"], node_id.as_str());
+    heartbeat(&app, &old_credential, vec![sample(0, Utc::now(), 50.0)])
+        .await
+        .expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    let new_credential = again.body["agent_token"].as_str().unwrap();
+    heartbeat(&app, new_credential, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
+    let (nodes,): (i64,) = sqlx::query_as("SELECT count(*) FROM nodes").fetch_one(&db).await.unwrap();
+    assert_eq!(nodes, 1, "no duplicate node");
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(node.body["state"], "ready");
+    assert_eq!(node.body["gpus"].as_array().unwrap().len(), 8);
+
+    // Used up, unknown, revoked and expired tokens are refused.
+    register(&app, &token, "node-b", 8).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    register(&app, "gpj_nope", "node-b", 8).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    let revoked = join_token(&app, &op, &pool, 5).await;
+    let listed = app.get(&format!("/v1/admin/pools/{pool}/join-tokens"), &op).await.expect(StatusCode::OK);
+    let id = listed.body.as_array().unwrap().last().unwrap()["id"].as_str().unwrap().to_string();
+    app.delete(&format!("/v1/admin/join-tokens/{id}"), &op).await.expect(StatusCode::NO_CONTENT);
+    register(&app, &revoked, "node-b", 8).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    let expired = join_token(&app, &op, &pool, 5).await;
+    sqlx::query("UPDATE join_tokens SET expires_at = now() - interval '1 second' WHERE revoked_at IS NULL")
+        .execute(&db)
+        .await
+        .unwrap();
+    register(&app, &expired, "node-b", 8).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    let (nodes,): (i64,) = sqlx::query_as("SELECT count(*) FROM nodes").fetch_one(&db).await.unwrap();
+    assert_eq!(nodes, 1);
+}
+
+#[sqlx::test]
+async fn gpus_of_another_model_are_rejected(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 1).await;
+    let res = app
+        .call(
+            Method::POST,
+            "/v1/agent/register",
+            None,
+            Some(json!({ "join_token": token, "node": facts("node-x", 2, "NVIDIA GeForce RTX 4090") })),
+        )
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(res.error_fields(), ["node.gpus[0].name", "node.gpus[1].name"]);
+    assert!(res.body["errors"][0]["message"].as_str().unwrap().contains("H100"));
+    let (nodes, uses): (i64, i32) =
+        sqlx::query_as("SELECT (SELECT count(*) FROM nodes), (SELECT uses FROM join_tokens)")
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert_eq!((nodes, uses), (0, 0), "a refused registration changes nothing");
+}
+
+#[sqlx::test]
+async fn agent_and_user_credentials_never_cross(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, tenant, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 1).await;
+    let agent = register(&app, &token, "node-a", 1).await.expect(StatusCode::CREATED);
+    let agent_token = agent.body["agent_token"].as_str().unwrap();
+    for user in [&op, &tenant] {
+        heartbeat(&app, user, vec![]).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+    for path in ["/v1/tenant", "/v1/pools", "/v1/admin/nodes", "/v1/leases"] {
+        app.get(path, agent_token).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    }
+}
+
+#[sqlx::test]
+async fn bad_heartbeats_are_4xx_and_store_nothing(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 1).await;
+    let agent = register(&app, &token, "node-a", 2).await.expect(StatusCode::CREATED);
+    let creds = agent.body["agent_token"].as_str().unwrap().to_string();
+    let now = Utc::now();
+    let mut absurd = sample(0, now, 50.0);
+    absurd["power_w"] = json!(-5.0);
+    absurd["gpu_temp_c"] = json!(900.0);
+    let mut negative_fb = sample(1, now, 50.0);
+    negative_fb["fb_used_mib"] = json!(-1);
+    let cases = vec![
+        (vec![sample(0, now, 50.0), sample(7, now, 50.0)], vec!["samples[1].gpu_index"]),
+        (vec![sample(0, now, 150.0)], vec!["samples[0].gpu_util"]),
+        (vec![absurd], vec!["samples[0].power_w", "samples[0].gpu_temp_c"]),
+        (vec![negative_fb], vec!["samples[0].fb_used_mib"]),
+        (vec![sample(0, now + Duration::hours(1), 50.0)], vec!["samples[0].at"]),
+    ];
+    for (samples, fields) in cases {
+        let res = heartbeat(&app, &creds, samples)
+            .await
+            .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+        assert_eq!(res.error_fields(), fields);
+    }
+    // Wrong types and oversized bodies.
+    heartbeat(&app, &creds, vec![json!({ "gpu_index": "zero" })])
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let huge: Vec<Value> = (0..5000).map(|i| sample(0, now - Duration::seconds(i), 50.0)).collect();
+    let res = heartbeat(&app, &creds, huge).await;
+    assert!(
+        res.status == StatusCode::PAYLOAD_TOO_LARGE || res.status == StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        res.status
+    );
+    let (stored,): (i64,) = sqlx::query_as("SELECT count(*) FROM gpu_samples").fetch_one(&db).await.unwrap();
+    assert_eq!(stored, 0, "nothing stored from bad heartbeats");
+}
+
+#[sqlx::test]
+async fn telemetry_is_stored_once_and_readable_by_the_right_people(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool) = setup(&app).await;
+    let (_, other_tenant) = app.tenant_admin(&op, "other").await;
+    let token = join_token(&app, &op, &pool, 1).await;
+    let agent = register(&app, &token, "node-a", 2).await.expect(StatusCode::CREATED);
+    let node_id = agent.body["node_id"].as_str().unwrap().to_string();
+    let creds = agent.body["agent_token"].as_str().unwrap().to_string();
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id = lease.body["id"].as_str().unwrap();
+    let leased_index = lease.body["gpus"][0]["index"].as_i64().unwrap();
+    let started =
+        chrono::DateTime::parse_from_rfc3339(lease.body["starts_at"].as_str().unwrap()).unwrap().with_timezone(&Utc);
+    let t0 = started + Duration::milliseconds(10);
+    let batch: Vec<Value> =
+        (0..2).flat_map(|i| [sample(i, t0, 80.0), sample(i, t0 + Duration::milliseconds(10), 60.0)]).collect();
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let res = heartbeat(&app, &creds, batch.clone()).await.expect(StatusCode::OK);
+    assert_eq!(res.body["accepted_samples"], 4);
+    assert_eq!(res.body["desired_state"], "active");
+    // A resent batch (retry after a lost response) is not stored twice.
+    let res = heartbeat(&app, &creds, batch).await.expect(StatusCode::OK);
+    assert_eq!(res.body["accepted_samples"], 0);
+
+    let range = format!(
+        "from={}&to={}&step_s=60",
+        (t0 - Duration::minutes(1)).to_rfc3339(),
+        (t0 + Duration::minutes(1)).to_rfc3339()
+    )
+    .replace('+', "%2B");
+    let tel = app.get(&format!("/v1/leases/{lease_id}/telemetry?{range}"), &tenant).await.expect(StatusCode::OK);
+    let gpus = tel.body["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 1, "only the leased GPU");
+    assert_eq!(gpus[0]["index"], leased_index);
+    let points: i64 = gpus[0]["points"].as_array().unwrap().iter().map(|p| p["samples"].as_i64().unwrap()).sum();
+    assert_eq!(points, 2);
+    assert!((tel.body["avg_gpu_util"].as_f64().unwrap() - 70.0).abs() < 0.01);
+    app.get(&format!("/v1/leases/{lease_id}/telemetry"), &other_tenant)
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/v1/leases/{lease_id}/telemetry?step_s=0"), &tenant)
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+
+    let node_tel = app.get(&format!("/v1/admin/nodes/{node_id}/telemetry?{range}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(node_tel.body["gpus"].as_array().unwrap().len(), 2);
+    let util = app.get(&format!("/v1/admin/pools/{pool}/utilization?{range}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(util.body["samples"], 4);
+    assert!((util.body["avg_gpu_util"].as_f64().unwrap() - 70.0).abs() < 0.01);
+    app.get(&format!("/v1/admin/nodes/{node_id}/telemetry"), &tenant)
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+}
+
+#[sqlx::test]
+async fn silent_nodes_become_unreachable_then_offline_and_their_leases_interrupted(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 1).await;
+    let agent = register(&app, &token, "node-a", 4).await.expect(StatusCode::CREATED);
+    let node_id = agent.body["node_id"].as_str().unwrap().to_string();
+    let creds = agent.body["agent_token"].as_str().unwrap().to_string();
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id = lease.body["id"].as_str().unwrap().to_string();
+    let settings = &app.state.settings;
+    let sweep = || gpuplane::agents::liveness::sweep(&app.db, settings.unreachable_after, settings.offline_after);
+
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '60 seconds'").execute(&db).await.unwrap();
+    sweep().await.unwrap();
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(node.body["state"], "unreachable");
+    let events = app.get(&format!("/v1/leases/{lease_id}/events"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(events.body.as_array().unwrap().last().unwrap()["kind"], "node_unreachable");
+    app.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+
+    let (last,): (chrono::DateTime<Utc>,) = sqlx::query_as(
+        "UPDATE nodes SET last_heartbeat_at = now() - interval '10 minutes' RETURNING last_heartbeat_at",
+    )
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    sweep().await.unwrap();
+    sweep().await.unwrap();
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(node.body["state"], "offline");
+    let lease = app.get(&format!("/v1/leases/{lease_id}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(lease.body["state"], "interrupted");
+    let ended = chrono::DateTime::parse_from_rfc3339(lease.body["ended_at"].as_str().unwrap()).unwrap();
+    let started = chrono::DateTime::parse_from_rfc3339(lease.body["starts_at"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        ended,
+        last.max(started.with_timezone(&Utc)),
+        "interrupted at the last heartbeat, never before the start"
+    );
+    let kinds: Vec<String> = app
+        .get(&format!("/v1/leases/{lease_id}/events"), &tenant)
+        .await
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds.last().unwrap(), "interrupted");
+
+    // An operator cordons it while it is down; when the agent returns the cordon holds.
+    app.post(&format!("/v1/admin/nodes/{node_id}/cordon"), &op, json!({})).await.expect(StatusCode::OK);
+    let res = heartbeat(&app, &creds, vec![sample(0, Utc::now(), 10.0)]).await.expect(StatusCode::OK);
+    assert_eq!(res.body["desired_state"], "drain");
+    assert_eq!(app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.body["state"], "cordoned");
+    app.post(&format!("/v1/admin/nodes/{node_id}/uncordon"), &op, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.body["state"], "ready");
+    app.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 4, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+}
+
+#[sqlx::test]
+async fn a_fatal_xid_takes_the_gpu_out_of_service_until_restored(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 1).await;
+    let agent = register(&app, &token, "node-a", 2).await.expect(StatusCode::CREATED);
+    let node_id = agent.body["node_id"].as_str().unwrap().to_string();
+    let creds = agent.body["agent_token"].as_str().unwrap().to_string();
+    let lease = app
+        .post(
+            "/v1/leases",
+            &tenant,
+            json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1, "placement": "single_node" }),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+    let leased = lease.body["gpus"][0]["index"].as_i64().unwrap();
+    let free = 1 - leased;
+    // A non-fatal XID (13, graphics engine exception) changes nothing; 79 (fell off the bus) does.
+    let mut benign = sample(free, Utc::now(), 0.0);
+    benign["xid_count"] = json!(3);
+    benign["xid_codes"] = json!([13]);
+    heartbeat(&app, &creds, vec![benign]).await.expect(StatusCode::OK);
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
+    assert!(node.body["gpus"].as_array().unwrap().iter().all(|g| g["healthy"] == true));
+    let mut fatal_free = sample(free, Utc::now(), 0.0);
+    fatal_free["xid_count"] = json!(1);
+    fatal_free["xid_codes"] = json!([79]);
+    let mut fatal_leased = sample(leased, Utc::now(), 0.0);
+    fatal_leased["xid_count"] = json!(2);
+    fatal_leased["xid_codes"] = json!([48, 48]);
+    heartbeat(&app, &creds, vec![fatal_free, fatal_leased]).await.expect(StatusCode::OK);
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
+    assert!(node.body["gpus"].as_array().unwrap().iter().all(|g| g["healthy"] == false));
+    let events = app
+        .get(&format!("/v1/leases/{}/events", lease.body["id"].as_str().unwrap()), &tenant)
+        .await
+        .expect(StatusCode::OK);
+    let last = events.body.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["kind"], "gpu_unhealthy");
+    assert!(last["reason"].as_str().unwrap().contains("48"));
+    // Never allocated while unhealthy, even after the lease releases it.
+    app.post(&format!("/v1/leases/{}/release", lease.body["id"].as_str().unwrap()), &tenant, json!({}))
+        .await
+        .expect(StatusCode::OK);
+    app.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    let gpu_id = node.body["gpus"][free as usize]["id"].as_str().unwrap();
+    app.post(&format!("/v1/admin/gpus/{gpu_id}/restore"), &tenant, json!({}))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    let restored = app.post(&format!("/v1/admin/gpus/{gpu_id}/restore"), &op, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(restored.body["gpus"][free as usize]["healthy"], true);
+    let again = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(again.body["gpus"][0]["gpu_id"], gpu_id);
+    let (ok,): (bool,) = sqlx::query_as(
+        "SELECT bool_and(n.free_gpus = (SELECT count(*) FROM gpus g WHERE g.node_id = n.id AND g.healthy AND NOT EXISTS \
+         (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL))) FROM nodes n",
+    )
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert!(ok, "free counters stay exact through health changes");
+}
+
+#[sqlx::test]
+async fn operator_made_nodes_are_not_subject_to_agent_liveness(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, pool) = setup(&app).await;
+    let node = app.node(&op, &pool, "manual-1", 2).await;
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '1 day'").execute(&db).await.unwrap();
+    let s = &app.state.settings;
+    gpuplane::agents::liveness::sweep(&db, s.unreachable_after, s.offline_after).await.unwrap();
+    assert_eq!(app.get(&format!("/v1/admin/nodes/{node}"), &op).await.body["state"], "ready");
+    let _ = Request::builder().method("GET").uri("/").body(Body::empty());
+}
