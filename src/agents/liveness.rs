@@ -49,7 +49,7 @@ pub async fn sweep(
         tracing::warn!(node.id = %node_id, %hostname, "node offline: interrupting its leases");
         let reason = format!("node {hostname} offline: no heartbeat since {last}");
         for lease_id in active_leases_on(&mut tx, *node_id).await? {
-            end_lease(&mut tx, lease_id, LeaseState::Interrupted, &reason, &Actor::System, Some(*last)).await?;
+            end_lease(&mut tx, lease_id, None, LeaseState::Interrupted, &reason, &Actor::System, Some(*last)).await?;
         }
         if !pools.contains(pool_id) {
             pools.push(*pool_id);

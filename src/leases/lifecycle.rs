@@ -21,13 +21,9 @@ pub fn kick_queue(state: &AppState, pool_id: Uuid) {
 
 /// One round of the sweeper: expiries, then every pool with a queue, then (rarely) idempotency records.
 pub async fn sweep_once(state: &AppState, purge_idempotency: bool) -> anyhow::Result<()> {
-    loop {
-        // Batches, so a backlog after downtime is cleared quickly without one huge transaction.
-        let pools = store::expire_due(&state.db, 500).await?;
-        if pools.is_empty() {
-            break;
-        }
-    }
+    // Batches, so a backlog after downtime is cleared quickly without one huge transaction.
+    const BATCH: i64 = 500;
+    while store::expire_due(&state.db, BATCH).await? == BATCH as usize {}
     let queued: Vec<(Uuid,)> =
         sqlx::query_as("SELECT DISTINCT pool_id FROM leases WHERE state = 'queued'").fetch_all(&state.db).await?;
     for (pool_id,) in queued {

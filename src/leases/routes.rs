@@ -148,78 +148,88 @@ async fn try_create_lease(
     check_quotas(&mut tx, auth.tenant_id, pool_id, req.gpu_count).await?;
 
     let lease_id = new_id();
-    sqlx::query(
-        "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
-             starts_at, ends_at, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', now(), \
-             now() + make_interval(months => COALESCE($8, 0), hours => COALESCE($7, 0)), $9)",
-    )
-    .bind(lease_id)
-    .bind(auth.tenant_id)
-    .bind(pool_id)
-    .bind(req.gpu_count)
-    .bind(req.placement)
-    .bind(term)
-    .bind(req.duration_hours)
-    .bind(req.months)
-    .bind(auth.key_id)
-    .execute(&mut *tx)
-    .await
-    .map_err(|err| match crate::error::constraint_name(&err) {
-        Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
-        _ => err.into(),
-    })?;
-
     let actor = Actor::Tenant(auth.key_id);
-    // First come, first served: while others wait in this pool's queue, a new request does not jump it.
-    let (queued_ahead,): (bool,) =
-        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM leases WHERE pool_id = $1 AND state = 'queued' AND id <> $2)")
-            .bind(pool_id)
-            .bind(lease_id)
-            .fetch_one(&mut *tx)
-            .await?;
-    let allocated =
-        !queued_ahead && store::allocate_gpus(&mut tx, lease_id, pool_id, req.gpu_count, req.placement).await?;
-    if allocated {
-        store::record_event(&mut tx, lease_id, NewEvent::new("allocated", None, Some(LeaseState::Active), &actor))
-            .await?;
+    // Insert the lease as active; `queued_ahead` tells whether others wait in this pool's queue, in which case
+    // a new request does not jump it (first come, first served).
+    let (row, queued_ahead): (store::LeaseRow, bool) = {
+        #[derive(sqlx::FromRow)]
+        struct Inserted {
+            #[sqlx(flatten)]
+            row: store::LeaseRow,
+            queued_ahead: bool,
+        }
+        let inserted: Inserted = sqlx::query_as(
+            "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
+                 starts_at, ends_at, created_by) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', now(), \
+                 now() + make_interval(months => COALESCE($8, 0), hours => COALESCE($7, 0)), $9) \
+             RETURNING id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, starts_at, \
+                 ends_at, ended_at, end_reason, generation, created_at, updated_at, \
+                 EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = $3 AND q.state = 'queued') AS queued_ahead",
+        )
+        .bind(lease_id)
+        .bind(auth.tenant_id)
+        .bind(pool_id)
+        .bind(req.gpu_count)
+        .bind(req.placement)
+        .bind(term)
+        .bind(req.duration_hours)
+        .bind(req.months)
+        .bind(auth.key_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|err| match crate::error::constraint_name(&err) {
+            Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
+            _ => err.into(),
+        })?;
+        (inserted.row, inserted.queued_ahead)
+    };
+    let allocated = if queued_ahead {
+        None
     } else {
-        let (total, largest_node) = store::pool_size(&mut tx, pool_id).await?;
-        if req.gpu_count as i64 > total {
-            return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
+        let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
+        store::allocate_gpus(&mut tx, lease_id, pool_id, req.gpu_count, req.placement, event).await?
+    };
+    let lease = match allocated {
+        Some(gpus) => row.into_lease(gpus),
+        None => {
+            let (total, largest_node) = store::pool_size(&mut tx, pool_id).await?;
+            if req.gpu_count as i64 > total {
+                return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
+            }
+            if req.placement == Placement::SingleNode && req.gpu_count as i64 > largest_node {
+                return Err(ApiError::field(
+                    "gpu_count",
+                    format!("single_node: the largest node in the pool has {largest_node} GPUs"),
+                ));
+            }
+            if !req.queue {
+                let capacity = store::capacity(&mut tx, pool_id, req.gpu_count).await?;
+                return Err(ApiError::Conflict {
+                    code: "insufficient_capacity",
+                    message: format!(
+                        "{} GPUs requested; {} free in the pool, at most {} on one node{}",
+                        req.gpu_count,
+                        capacity.free_gpus,
+                        capacity.largest_free_block,
+                        if capacity.queued_ahead > 0 {
+                            format!(", {} leases queued", capacity.queued_ahead)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    context: serde_json::to_value(capacity).ok(),
+                });
+            }
+            sqlx::query("UPDATE leases SET state = 'queued', starts_at = NULL, ends_at = NULL WHERE id = $1")
+                .bind(lease_id)
+                .execute(&mut *tx)
+                .await?;
+            let event = NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short");
+            store::record_event(&mut tx, lease_id, event).await?;
+            store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?
         }
-        if req.placement == Placement::SingleNode && req.gpu_count as i64 > largest_node {
-            return Err(ApiError::field(
-                "gpu_count",
-                format!("single_node: the largest node in the pool has {largest_node} GPUs"),
-            ));
-        }
-        if !req.queue {
-            let capacity = store::capacity(&mut tx, pool_id, req.gpu_count).await?;
-            return Err(ApiError::Conflict {
-                code: "insufficient_capacity",
-                message: format!(
-                    "{} GPUs requested; {} free in the pool, at most {} on one node{}",
-                    req.gpu_count,
-                    capacity.free_gpus,
-                    capacity.largest_free_block,
-                    if capacity.queued_ahead > 0 {
-                        format!(", {} leases queued", capacity.queued_ahead)
-                    } else {
-                        String::new()
-                    }
-                ),
-                context: serde_json::to_value(capacity).ok(),
-            });
-        }
-        sqlx::query("UPDATE leases SET state = 'queued', starts_at = NULL, ends_at = NULL WHERE id = $1")
-            .bind(lease_id)
-            .execute(&mut *tx)
-            .await?;
-        let event = NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short");
-        store::record_event(&mut tx, lease_id, event).await?;
-    }
-    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    };
     if let Some(key) = idem {
         idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
     }
@@ -242,19 +252,22 @@ async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResul
 /// Enforce the tenant's quotas. The tenant row is locked for the rest of the transaction, so concurrent
 /// requests of one tenant are checked one after another and cannot jointly exceed a quota.
 async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, gpu_count: i32) -> ApiResult<()> {
-    let (max_leases, max_gpus_default, max_gpus_pool): (Option<i32>, Option<i32>, Option<i32>) = sqlx::query_as(
-        "SELECT t.max_concurrent_leases, t.max_gpus_per_pool, \
-                (SELECT q.max_gpus FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) \
-         FROM tenants t WHERE t.id = $1 FOR UPDATE",
-    )
-    .bind(tenant_id)
-    .bind(pool_id)
-    .fetch_one(&mut *conn)
-    .await?;
-    let max_gpus = max_gpus_pool.or(max_gpus_default);
-    if max_leases.is_none() && max_gpus.is_none() {
+    const QUOTAS: &str = "SELECT t.max_concurrent_leases, t.max_gpus_per_pool, \
+            (SELECT q.max_gpus FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) \
+         FROM tenants t WHERE t.id = $1";
+    type Limits = (Option<i32>, Option<i32>, Option<i32>);
+    // Most tenants have no quota: then nothing is locked and their requests run in parallel.
+    let unlocked: Limits = sqlx::query_as(QUOTAS).bind(tenant_id).bind(pool_id).fetch_one(&mut *conn).await?;
+    if unlocked == (None, None, None) {
         return Ok(());
     }
+    let (max_leases, max_gpus_default, max_gpus_pool): Limits =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("{QUOTAS} FOR UPDATE OF t")))
+            .bind(tenant_id)
+            .bind(pool_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let max_gpus = max_gpus_pool.or(max_gpus_default);
     let (leases, gpus_in_pool): (i64, i64) = sqlx::query_as(
         "SELECT count(*), COALESCE(sum(gpu_count) FILTER (WHERE pool_id = $2), 0)::bigint FROM leases \
          WHERE tenant_id = $1 AND state IN ('queued', 'active')",
@@ -438,28 +451,28 @@ pub async fn release_lease(
     auth: TenantAdminAuth,
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Lease>> {
-    let mut tx = state.db.begin().await?;
-    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
-        .bind(lease_id)
-        .bind(auth.tenant_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-    if owned.is_none() {
-        return Err(ApiError::NotFound("lease"));
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match try_release(&state, &auth, lease_id).await {
+            Err(err) if is_retryable(&err) && attempt < 5 => continue,
+            other => return other,
+        }
     }
-    let ended = store::end_lease(
-        &mut tx,
-        lease_id,
-        LeaseState::Released,
-        "released by the tenant",
-        &Actor::Tenant(auth.key_id),
-        None,
-    )
-    .await?;
+}
+
+async fn try_release(state: &AppState, auth: &TenantAdminAuth, lease_id: Uuid) -> ApiResult<Json<Lease>> {
+    let mut tx = state.db.begin().await?;
+    let actor = Actor::Tenant(auth.key_id);
+    let reason = "released by the tenant";
+    let ended =
+        store::end_lease(&mut tx, lease_id, Some(auth.tenant_id), LeaseState::Released, reason, &actor, None).await?;
     let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
     tx.commit().await?;
-    if let Some((pool_id, _)) = ended {
-        super::lifecycle::kick_queue(&state, pool_id);
+    if let Some(ended) = ended
+        && ended.queue_waiting
+    {
+        super::lifecycle::kick_queue(state, ended.pool_id);
     }
     Ok(Json(lease))
 }
@@ -549,11 +562,14 @@ pub async fn terminate_lease(
     }
     let mut tx = state.db.begin().await?;
     let ended =
-        store::end_lease(&mut tx, lease_id, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None).await?;
+        store::end_lease(&mut tx, lease_id, None, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None)
+            .await?;
     let lease = store::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
     tx.commit().await?;
-    if let Some((pool_id, _)) = ended {
-        super::lifecycle::kick_queue(&state, pool_id);
+    if let Some(ended) = ended
+        && ended.queue_waiting
+    {
+        super::lifecycle::kick_queue(&state, ended.pool_id);
     }
     Ok(Json(lease))
 }

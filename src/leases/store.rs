@@ -7,7 +7,7 @@ use sqlx::{PgConnection, PgPool};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::placement::{pick_compact, spread_counts};
+use super::placement::{pack_counts, pick_compact, spread_counts};
 use super::{Actor, Lease, LeaseEvent, LeaseGpu, LeaseState, Placement, Term};
 use crate::extract::new_id;
 
@@ -23,140 +23,176 @@ pub struct Capacity {
     pub queued_ahead: i64,
 }
 
-const BEST_FIT: &str = "SELECT id, free_gpus FROM nodes \
-    WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 AND id <> ALL($3) \
-    ORDER BY free_gpus, id LIMIT 1 FOR UPDATE";
-const BEST_FIT_SKIP_LOCKED: &str = "SELECT id, free_gpus FROM nodes \
-    WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 AND id <> ALL($3) \
-    ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED";
-const LARGEST: &str = "SELECT id, free_gpus FROM nodes \
-    WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus > 0 AND id <> ALL($2) \
-    ORDER BY free_gpus DESC, id DESC LIMIT 1 FOR UPDATE";
+/// The best-fit node: the smallest sufficient free block among allocatable nodes of the pool. `{lock}` is
+/// `SKIP LOCKED` or empty.
+const BEST_FIT: &str = "SELECT id FROM nodes \
+    WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 \
+    ORDER BY free_gpus, id LIMIT 1 FOR UPDATE {lock}";
 
-/// Lock the allocatable node with the smallest free block of at least `need` GPUs. Nodes locked by concurrent
-/// allocations are skipped first (so allocations spread over nodes instead of queueing on one); only if none
-/// is found does it wait for locked nodes, so a "no capacity" answer is never caused by a lock.
-async fn lock_best_fit(
+/// Free GPUs of the given (already locked) nodes.
+const FREE_GPUS_OF: &str = "SELECT n.id, n.hostname, n.address, g.id, g.idx, g.uuid FROM nodes n JOIN gpus g ON g.node_id = n.id \
+    WHERE n.id = ANY($1) AND g.healthy AND NOT EXISTS \
+        (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) \
+    ORDER BY n.id, g.idx";
+
+/// A free GPU as allocation sees it: (node id, hostname, address, gpu id, index, uuid).
+type FreeGpu = (Uuid, String, String, Uuid, i32, String);
+
+/// How many times a multi-node plan is re-made when its nodes changed between planning and locking.
+const PLAN_ATTEMPTS: usize = 3;
+
+/// Lock the best-fit node for `need` GPUs and return its free GPUs. Nodes locked by concurrent allocations
+/// are skipped first (so allocations spread over nodes instead of queueing on one); only if none is found
+/// does it wait for locked ones, so "no capacity" is never an artefact of a lock. It holds no other node
+/// lock while it waits, so it cannot deadlock. The GPUs are read by a second statement on purpose: its
+/// snapshot is taken after the lock, so it sees every allocation committed on the node before.
+async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Vec<FreeGpu>, sqlx::Error> {
+    for lock in ["SKIP LOCKED", ""] {
+        let sql = BEST_FIT.replace("{lock}", lock);
+        let node: Option<(Uuid,)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(pool_id).bind(need).fetch_optional(&mut *conn).await?;
+        if let Some((node_id,)) = node {
+            return sqlx::query_as(FREE_GPUS_OF).bind(vec![node_id]).fetch_all(&mut *conn).await;
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// Several nodes: plan from the free counters without locks, then lock the chosen nodes in id order (so two
+/// multi-node allocations, or an allocation and a release, can never deadlock), check the plan still holds,
+/// and return their free GPUs with how many to take from each node.
+async fn lock_multi_node(
     conn: &mut PgConnection,
     pool_id: Uuid,
-    need: i32,
-    taken: &[Uuid],
-) -> Result<Option<(Uuid, i32)>, sqlx::Error> {
-    for sql in [BEST_FIT_SKIP_LOCKED, BEST_FIT] {
-        let found: Option<(Uuid, i32)> =
-            sqlx::query_as(sql).bind(pool_id).bind(need).bind(taken).fetch_optional(&mut *conn).await?;
-        if found.is_some() {
-            return Ok(found);
+    gpu_count: i32,
+    placement: Placement,
+) -> Result<Option<(Vec<FreeGpu>, Vec<(Uuid, i32)>)>, sqlx::Error> {
+    for _ in 0..PLAN_ATTEMPTS {
+        let candidates: Vec<(Uuid, i32)> = sqlx::query_as(
+            "SELECT id, free_gpus FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' \
+             AND free_gpus > 0 ORDER BY free_gpus DESC, id LIMIT $2",
+        )
+        .bind(pool_id)
+        .bind(gpu_count as i64)
+        .fetch_all(&mut *conn)
+        .await?;
+        let free: Vec<i32> = candidates.iter().map(|c| c.1).collect();
+        let takes = match placement {
+            Placement::Spread => spread_counts(&free, gpu_count),
+            _ => pack_counts(&free, gpu_count),
+        };
+        let Some(takes) = takes else { return Ok(None) };
+        let mut plan: Vec<(Uuid, i32)> =
+            candidates.iter().zip(takes).filter(|(_, t)| *t > 0).map(|(c, t)| (c.0, t)).collect();
+        plan.sort_unstable();
+        let ids: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
+        let locked: Vec<(Uuid, i32)> = sqlx::query_as(
+            "SELECT id, free_gpus FROM nodes WHERE id = ANY($1) AND admin_state = 'active' AND liveness = 'ready' \
+             ORDER BY id FOR UPDATE",
+        )
+        .bind(&ids)
+        .fetch_all(&mut *conn)
+        .await?;
+        let still_fits = locked.len() == plan.len() && locked.iter().zip(&plan).all(|(l, p)| l.0 == p.0 && l.1 >= p.1);
+        if still_fits {
+            let gpus: Vec<FreeGpu> = sqlx::query_as(FREE_GPUS_OF).bind(&ids).fetch_all(&mut *conn).await?;
+            return Ok(Some((gpus, plan)));
         }
     }
     Ok(None)
 }
 
-/// Decide how many GPUs to take from which node, locking those nodes. None when the pool cannot fit it now.
-async fn plan_nodes(
-    conn: &mut PgConnection,
-    pool_id: Uuid,
-    gpu_count: i32,
-    placement: Placement,
-) -> Result<Option<Vec<(Uuid, i32)>>, sqlx::Error> {
-    match placement {
-        Placement::SingleNode => {
-            Ok(lock_best_fit(conn, pool_id, gpu_count, &[]).await?.map(|(id, _)| vec![(id, gpu_count)]))
-        }
-        Placement::Pack => {
-            // Fewest nodes: if one node fits the rest, take the best fit and stop; otherwise take the largest
-            // free block whole and go on.
-            let mut plan: Vec<(Uuid, i32)> = Vec::new();
-            let mut taken: Vec<Uuid> = Vec::new();
-            let mut left = gpu_count;
-            while left > 0 {
-                if let Some((id, _)) = lock_best_fit(conn, pool_id, left, &taken).await? {
-                    plan.push((id, left));
-                    return Ok(Some(plan));
-                }
-                let largest: Option<(Uuid, i32)> =
-                    sqlx::query_as(LARGEST).bind(pool_id).bind(&taken).fetch_optional(&mut *conn).await?;
-                let Some((id, free)) = largest else { return Ok(None) };
-                let take = free.min(left);
-                plan.push((id, take));
-                taken.push(id);
-                left -= take;
-            }
-            Ok(Some(plan))
-        }
-        Placement::Spread => {
-            let nodes: Vec<(Uuid, i32)> = sqlx::query_as(
-                "SELECT id, free_gpus FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' \
-                 AND free_gpus > 0 ORDER BY free_gpus DESC, id DESC LIMIT $2 FOR UPDATE",
-            )
-            .bind(pool_id)
-            .bind(gpu_count as i64)
-            .fetch_all(&mut *conn)
-            .await?;
-            let free: Vec<i32> = nodes.iter().map(|n| n.1).collect();
-            Ok(spread_counts(&free, gpu_count)
-                .map(|take| nodes.iter().zip(take).filter(|(_, t)| *t > 0).map(|(n, t)| (n.0, t)).collect()))
-        }
-    }
-}
-
-/// Allocate `gpu_count` GPUs of `pool_id` to `lease_id`, all or nothing. Returns false (having written nothing)
-/// when the pool cannot fit the request now. Runs inside the caller's transaction, which holds the node locks
-/// until it commits.
+/// Allocate `gpu_count` GPUs of `pool_id` to `lease_id`, all or nothing, and record `event`. Returns the GPUs,
+/// or None (having written nothing) when the pool cannot fit the request now. Runs inside the caller's
+/// transaction, which holds the node locks until it commits.
 pub async fn allocate_gpus(
     conn: &mut PgConnection,
     lease_id: Uuid,
     pool_id: Uuid,
     gpu_count: i32,
     placement: Placement,
-) -> Result<bool, sqlx::Error> {
-    let Some(plan) = plan_nodes(conn, pool_id, gpu_count, placement).await? else { return Ok(false) };
-    // Pick the GPUs first, write after: a shortfall on any node leaves nothing to undo.
-    let mut picks: Vec<(Uuid, Vec<Uuid>)> = Vec::with_capacity(plan.len());
-    for (node_id, take) in &plan {
-        let free: Vec<(Uuid, i32)> = sqlx::query_as(
-            "SELECT g.id, g.idx FROM gpus g WHERE g.node_id = $1 AND g.healthy AND NOT EXISTS \
-             (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL)",
-        )
-        .bind(node_id)
-        .fetch_all(&mut *conn)
-        .await?;
-        let indices: Vec<i32> = free.iter().map(|g| g.1).collect();
-        let Some(chosen) = pick_compact(&indices, *take as usize) else {
-            tracing::warn!(node.id = %node_id, "free_gpus counter disagrees with the GPUs free on the node");
-            return Ok(false);
-        };
-        let ids = free.iter().filter(|g| chosen.contains(&g.1)).map(|g| g.0).collect();
-        picks.push((*node_id, ids));
+    event: NewEvent<'_>,
+) -> Result<Option<Vec<LeaseGpu>>, sqlx::Error> {
+    let mut single = Vec::new();
+    if placement != Placement::Spread {
+        single = lock_best_fit(conn, pool_id, gpu_count).await?;
     }
-    let mut gpu_ids = Vec::with_capacity(gpu_count as usize);
-    let mut node_ids = Vec::with_capacity(gpu_count as usize);
-    for (node_id, ids) in &picks {
-        for id in ids {
-            gpu_ids.push(*id);
-            node_ids.push(*node_id);
+    let (free, plan) = if !single.is_empty() {
+        let node = single[0].0;
+        (single, vec![(node, gpu_count)])
+    } else if placement == Placement::SingleNode {
+        return Ok(None);
+    } else {
+        match lock_multi_node(conn, pool_id, gpu_count, placement).await? {
+            Some(found) => found,
+            None => return Ok(None),
         }
+    };
+    // Pick the GPUs first, write after: a shortfall on any node leaves nothing to undo.
+    let mut chosen: Vec<&FreeGpu> = Vec::with_capacity(gpu_count as usize);
+    for (node_id, take) in &plan {
+        let on_node: Vec<&FreeGpu> = free.iter().filter(|g| g.0 == *node_id).collect();
+        let indices: Vec<i32> = on_node.iter().map(|g| g.4).collect();
+        let Some(picked) = pick_compact(&indices, *take as usize) else {
+            tracing::warn!(node.id = %node_id, "free_gpus counter disagrees with the GPUs free on the node");
+            return Ok(None);
+        };
+        chosen.extend(on_node.into_iter().filter(|g| picked.contains(&g.4)));
     }
-    sqlx::query("INSERT INTO lease_gpus (lease_id, gpu_id, node_id) SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)")
-        .bind(lease_id)
-        .bind(&gpu_ids)
-        .bind(&node_ids)
-        .execute(&mut *conn)
-        .await?;
-    let nodes: Vec<Uuid> = picks.iter().map(|p| p.0).collect();
-    let takes: Vec<i32> = picks.iter().map(|p| p.1.len() as i32).collect();
+    let gpu_ids: Vec<Uuid> = chosen.iter().map(|g| g.3).collect();
+    let node_ids: Vec<Uuid> = chosen.iter().map(|g| g.0).collect();
+    let plan_nodes: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
+    let plan_takes: Vec<i32> = plan.iter().map(|p| p.1).collect();
+    // One statement: hold the GPUs, decrement the counters, record the event.
     sqlx::query(
-        "UPDATE nodes n SET free_gpus = n.free_gpus - u.take FROM UNNEST($1::uuid[], $2::int[]) AS u(id, take) WHERE n.id = u.id",
+        "WITH held AS ( \
+             INSERT INTO lease_gpus (lease_id, gpu_id, node_id) \
+             SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)), \
+         counted AS ( \
+             UPDATE nodes n SET free_gpus = n.free_gpus - u.take \
+             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id) \
+         INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
+         VALUES ($6, $1, $7, $8, $9, $10, $11, $12)",
     )
-    .bind(&nodes)
-    .bind(&takes)
+    .bind(lease_id)
+    .bind(&gpu_ids)
+    .bind(&node_ids)
+    .bind(&plan_nodes)
+    .bind(&plan_takes)
+    .bind(new_id())
+    .bind(event.kind)
+    .bind(event.from.map(LeaseState::as_str))
+    .bind(event.to.map(LeaseState::as_str))
+    .bind(event.actor.label())
+    .bind(event.reason)
+    .bind(event.detail)
     .execute(&mut *conn)
     .await?;
-    Ok(true)
+    let mut gpus: Vec<LeaseGpu> = chosen
+        .into_iter()
+        .map(|g| LeaseGpu {
+            gpu_id: g.3,
+            node_id: g.0,
+            hostname: g.1.clone(),
+            address: g.2.clone(),
+            index: g.4,
+            uuid: g.5.clone(),
+        })
+        .collect();
+    gpus.sort_by(|a, b| (&a.hostname, a.index).cmp(&(&b.hostname, b.index)));
+    Ok(Some(gpus))
 }
 
-/// Return a lease's GPUs to their nodes (healthy ones become free again).
+/// Return a lease's GPUs to their nodes (healthy ones become free again). The nodes are locked in id order
+/// first, the same order allocation locks them in.
 pub async fn release_gpus(conn: &mut PgConnection, lease_id: Uuid) -> Result<u64, sqlx::Error> {
+    sqlx::query(
+        "SELECT 1 FROM nodes WHERE id IN (SELECT node_id FROM lease_gpus WHERE lease_id = $1 AND released_at IS NULL) \
+         ORDER BY id FOR UPDATE",
+    )
+    .bind(lease_id)
+    .execute(&mut *conn)
+    .await?;
     let done = sqlx::query(
         "WITH released AS ( \
              UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1 AND released_at IS NULL RETURNING gpu_id, node_id), \
@@ -237,8 +273,9 @@ pub async fn record_event(conn: &mut PgConnection, lease_id: Uuid, event: NewEve
     Ok(())
 }
 
+/// A lease row as stored; `into_lease` adds its GPUs.
 #[derive(sqlx::FromRow)]
-struct LeaseRow {
+pub struct LeaseRow {
     id: Uuid,
     tenant_id: Uuid,
     pool_id: Uuid,
@@ -301,47 +338,68 @@ pub async fn load_lease(
     Ok(with_gpus(conn, rows).await?.pop())
 }
 
+impl LeaseRow {
+    pub fn into_lease(self, gpus: Vec<LeaseGpu>) -> Lease {
+        Lease {
+            gpus,
+            id: self.id,
+            tenant_id: self.tenant_id,
+            pool_id: self.pool_id,
+            gpu_count: self.gpu_count,
+            placement: self.placement,
+            term: self.term,
+            duration_hours: self.duration_hours,
+            months: self.months,
+            state: self.state,
+            starts_at: self.starts_at,
+            ends_at: self.ends_at,
+            ended_at: self.ended_at,
+            end_reason: self.end_reason,
+            generation: self.generation,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// (lease id, GPU) of the given leases' GPUs.
+const LEASE_GPUS: &str = "SELECT lg.lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+    FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id";
+
+#[derive(sqlx::FromRow)]
+struct HeldGpu {
+    lease_id: Uuid,
+    #[sqlx(flatten)]
+    gpu: LeaseGpu,
+}
+
 async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<Lease>, sqlx::Error> {
-    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let gpus: Vec<(Uuid, Uuid, Uuid, String, String, i32, String)> = sqlx::query_as(
-        "SELECT lg.lease_id, g.id, n.id, n.hostname, n.address, g.idx, g.uuid FROM lease_gpus lg \
-         JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id \
-         WHERE lg.lease_id = ANY($1) ORDER BY lg.lease_id, n.hostname, g.idx",
-    )
-    .bind(&ids)
-    .fetch_all(conn)
-    .await?;
+    let held: Vec<HeldGpu> = match rows.as_slice() {
+        [] => Vec::new(),
+        // One lease (the common case): an equality lookup, whatever the table statistics say.
+        [one] => {
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "{LEASE_GPUS} WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx"
+            )))
+            .bind(one.id)
+            .fetch_all(&mut *conn)
+            .await?
+        }
+        many => {
+            let ids: Vec<Uuid> = many.iter().map(|r| r.id).collect();
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "{LEASE_GPUS} WHERE lg.lease_id = ANY($1) ORDER BY lg.lease_id, n.hostname, g.idx"
+            )))
+            .bind(&ids)
+            .fetch_all(&mut *conn)
+            .await?
+        }
+    };
     Ok(rows
         .into_iter()
-        .map(|r| Lease {
-            gpus: gpus
-                .iter()
-                .filter(|g| g.0 == r.id)
-                .map(|g| LeaseGpu {
-                    gpu_id: g.1,
-                    node_id: g.2,
-                    hostname: g.3.clone(),
-                    address: g.4.clone(),
-                    index: g.5,
-                    uuid: g.6.clone(),
-                })
-                .collect(),
-            id: r.id,
-            tenant_id: r.tenant_id,
-            pool_id: r.pool_id,
-            gpu_count: r.gpu_count,
-            placement: r.placement,
-            term: r.term,
-            duration_hours: r.duration_hours,
-            months: r.months,
-            state: r.state,
-            starts_at: r.starts_at,
-            ends_at: r.ends_at,
-            ended_at: r.ended_at,
-            end_reason: r.end_reason,
-            generation: r.generation,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
+        .map(|r| {
+            let gpus = held.iter().filter(|h| h.lease_id == r.id).map(|h| h.gpu.clone()).collect();
+            r.into_lease(gpus)
         })
         .collect())
 }
@@ -355,35 +413,51 @@ pub async fn list_events(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<
     .await
 }
 
-/// End a live lease (queued or active): set its final state, free its GPUs, record the event.
-/// Returns the pool and previous state, or None when the lease was not live (ending twice is harmless).
-/// `ended_at` defaults to now; expiry passes the scheduled end, interruption the node's last heartbeat.
+/// What ending a lease did.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended {
+    pub pool_id: Uuid,
+    pub from: LeaseState,
+    /// Leases wait in the pool's queue: the freed GPUs may start one.
+    pub queue_waiting: bool,
+}
+
+/// End a live lease (queued or active): set its final state, free its GPUs, record the event. With
+/// `tenant_id`, only that tenant's lease. Returns None when no such live lease exists (ending twice is
+/// harmless). `ended_at` defaults to now; expiry passes the scheduled end, interruption the node's last
+/// heartbeat; it is never before the lease started.
 pub async fn end_lease(
     conn: &mut PgConnection,
     lease_id: Uuid,
+    tenant_id: Option<Uuid>,
     to: LeaseState,
     reason: &str,
     actor: &Actor,
     ended_at: Option<DateTime<Utc>>,
-) -> Result<Option<(Uuid, LeaseState)>, sqlx::Error> {
-    let ended: Option<(Uuid, LeaseState)> = sqlx::query_as(
+) -> Result<Option<Ended>, sqlx::Error> {
+    let ended: Option<(Uuid, LeaseState, bool)> = sqlx::query_as(
         "UPDATE leases l SET state = $2, \
              ended_at = GREATEST(LEAST(COALESCE($3, now()), now()), COALESCE(l.starts_at, now())), end_reason = $4, \
              generation = l.generation + 1, updated_at = now() \
-         FROM (SELECT id, state AS old_state FROM leases WHERE id = $1 FOR UPDATE) old \
+         FROM (SELECT id, state AS old_state FROM leases WHERE id = $1 AND ($5::uuid IS NULL OR tenant_id = $5) \
+               FOR UPDATE) old \
          WHERE l.id = old.id AND old.old_state IN ('queued', 'active') \
-         RETURNING l.pool_id, old.old_state",
+         RETURNING l.pool_id, old.old_state, \
+             EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id)",
     )
     .bind(lease_id)
     .bind(to)
     .bind(ended_at)
     .bind(reason)
+    .bind(tenant_id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((pool_id, from)) = ended else { return Ok(None) };
-    release_gpus(conn, lease_id).await?;
+    let Some((pool_id, from, queue_waiting)) = ended else { return Ok(None) };
+    if from == LeaseState::Active {
+        release_gpus(conn, lease_id).await?;
+    }
     record_event(conn, lease_id, NewEvent::new(to.as_str(), Some(from), Some(to), actor).reason(reason)).await?;
-    Ok(Some((pool_id, from)))
+    Ok(Some(Ended { pool_id, from, queue_waiting }))
 }
 
 /// Start queued leases of a pool in arrival order while they fit (strict FIFO: a head that does not fit
@@ -407,7 +481,9 @@ pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error
         .fetch_optional(&mut *tx)
         .await?;
         let Some((lease_id, gpu_count, placement)) = head else { break };
-        if !allocate_gpus(&mut tx, lease_id, pool_id, gpu_count, placement).await? {
+        let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System)
+            .reason("capacity freed");
+        if allocate_gpus(&mut tx, lease_id, pool_id, gpu_count, placement, event).await?.is_none() {
             break;
         }
         sqlx::query(
@@ -418,17 +494,15 @@ pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error
         .bind(lease_id)
         .execute(&mut *tx)
         .await?;
-        let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System);
-        record_event(&mut tx, lease_id, event.reason("capacity freed")).await?;
         started += 1;
     }
     tx.commit().await?;
     Ok(started)
 }
 
-/// Expire active leases whose end time has passed. Safe on several replicas (SKIP LOCKED). Returns the pools
-/// that got capacity back.
-pub async fn expire_due(db: &PgPool, batch: i64) -> Result<Vec<Uuid>, sqlx::Error> {
+/// Expire up to `batch` active leases whose end time has passed. Safe on several replicas (SKIP LOCKED).
+/// Returns how many it expired.
+pub async fn expire_due(db: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
     let mut tx = db.begin().await?;
     let due: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
         "SELECT id, ends_at FROM leases WHERE state = 'active' AND ends_at <= now() ORDER BY ends_at LIMIT $1 FOR UPDATE SKIP LOCKED",
@@ -436,16 +510,11 @@ pub async fn expire_due(db: &PgPool, batch: i64) -> Result<Vec<Uuid>, sqlx::Erro
     .bind(batch)
     .fetch_all(&mut *tx)
     .await?;
-    let mut pools = Vec::new();
+    let count = due.len();
     for (lease_id, ends_at) in due {
-        if let Some((pool_id, _)) =
-            end_lease(&mut tx, lease_id, LeaseState::Expired, "reached its end time", &Actor::System, Some(ends_at))
-                .await?
-            && !pools.contains(&pool_id)
-        {
-            pools.push(pool_id);
-        }
+        end_lease(&mut tx, lease_id, None, LeaseState::Expired, "reached its end time", &Actor::System, Some(ends_at))
+            .await?;
     }
     tx.commit().await?;
-    Ok(pools)
+    Ok(count)
 }
