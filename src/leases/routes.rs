@@ -467,12 +467,23 @@ async fn try_release(state: &AppState, auth: &TenantAdminAuth, lease_id: Uuid) -
     let reason = "released by the tenant";
     let ended =
         store::end_lease(&mut tx, lease_id, Some(auth.tenant_id), LeaseState::Released, reason, &actor, None).await?;
-    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    let (lease, wake_queue) = match ended {
+        Some(ended) => {
+            let gpus = store::lease_gpus(&mut tx, lease_id).await?;
+            {
+                let pool_id = ended.lease.pool_id;
+                (ended.lease.into_lease(gpus), ended.queue_waiting.then_some(pool_id))
+            }
+        }
+        // Not live (or not the tenant's): return it as it is, or 404.
+        None => {
+            let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?;
+            (lease.ok_or(ApiError::NotFound("lease"))?, None)
+        }
+    };
     tx.commit().await?;
-    if let Some(ended) = ended
-        && ended.queue_waiting
-    {
-        super::lifecycle::kick_queue(state, ended.pool_id);
+    if let Some(pool_id) = wake_queue {
+        super::lifecycle::kick_queue(state, pool_id);
     }
     Ok(Json(lease))
 }
@@ -569,7 +580,7 @@ pub async fn terminate_lease(
     if let Some(ended) = ended
         && ended.queue_waiting
     {
-        super::lifecycle::kick_queue(&state, ended.pool_id);
+        super::lifecycle::kick_queue(&state, ended.lease.pool_id);
     }
     Ok(Json(lease))
 }

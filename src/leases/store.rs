@@ -183,9 +183,9 @@ pub async fn allocate_gpus(
     Ok(Some(gpus))
 }
 
-/// Return a lease's GPUs to their nodes (healthy ones become free again). The nodes are locked in id order
-/// first, the same order allocation locks them in.
-pub async fn release_gpus(conn: &mut PgConnection, lease_id: Uuid) -> Result<u64, sqlx::Error> {
+/// Return a lease's GPUs to their nodes (healthy ones become free again) and record `event`. The nodes are
+/// locked in id order first, the same order multi-node allocation locks them in.
+pub async fn release_gpus(conn: &mut PgConnection, lease_id: Uuid, event: NewEvent<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
         "SELECT 1 FROM nodes WHERE id IN (SELECT node_id FROM lease_gpus WHERE lease_id = $1 AND released_at IS NULL) \
          ORDER BY id FOR UPDATE",
@@ -193,18 +193,27 @@ pub async fn release_gpus(conn: &mut PgConnection, lease_id: Uuid) -> Result<u64
     .bind(lease_id)
     .execute(&mut *conn)
     .await?;
-    let done = sqlx::query(
+    sqlx::query(
         "WITH released AS ( \
              UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1 AND released_at IS NULL RETURNING gpu_id, node_id), \
          freed AS ( \
              SELECT r.node_id, count(*) FILTER (WHERE g.healthy) AS n FROM released r JOIN gpus g ON g.id = r.gpu_id \
-             GROUP BY r.node_id) \
-         UPDATE nodes SET free_gpus = nodes.free_gpus + freed.n FROM freed WHERE nodes.id = freed.node_id",
+             GROUP BY r.node_id), \
+         counted AS (UPDATE nodes SET free_gpus = nodes.free_gpus + freed.n FROM freed WHERE nodes.id = freed.node_id) \
+         INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
+         VALUES ($2, $1, $3, $4, $5, $6, $7, $8)",
     )
     .bind(lease_id)
+    .bind(new_id())
+    .bind(event.kind)
+    .bind(event.from.map(LeaseState::as_str))
+    .bind(event.to.map(LeaseState::as_str))
+    .bind(event.actor.label())
+    .bind(event.reason)
+    .bind(event.detail)
     .execute(conn)
     .await?;
-    Ok(done.rows_affected())
+    Ok(())
 }
 
 /// Capacity figures for an error message (only computed when a request did not fit).
@@ -278,7 +287,7 @@ pub async fn record_event(conn: &mut PgConnection, lease_id: Uuid, event: NewEve
 pub struct LeaseRow {
     id: Uuid,
     tenant_id: Uuid,
-    pool_id: Uuid,
+    pub pool_id: Uuid,
     gpu_count: i32,
     placement: Placement,
     term: Term,
@@ -414,12 +423,12 @@ pub async fn list_events(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<
 }
 
 /// What ending a lease did.
-#[derive(Debug, Clone, Copy)]
 pub struct Ended {
-    pub pool_id: Uuid,
     pub from: LeaseState,
     /// Leases wait in the pool's queue: the freed GPUs may start one.
     pub queue_waiting: bool,
+    /// The lease as it is now (without its GPUs).
+    pub lease: LeaseRow,
 }
 
 /// End a live lease (queued or active): set its final state, free its GPUs, record the event. With
@@ -435,15 +444,24 @@ pub async fn end_lease(
     actor: &Actor,
     ended_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Ended>, sqlx::Error> {
-    let ended: Option<(Uuid, LeaseState, bool)> = sqlx::query_as(
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        lease: LeaseRow,
+        old_state: LeaseState,
+        queue_waiting: bool,
+    }
+    let ended: Option<Row> = sqlx::query_as(
         "UPDATE leases l SET state = $2, \
              ended_at = GREATEST(LEAST(COALESCE($3, now()), now()), COALESCE(l.starts_at, now())), end_reason = $4, \
              generation = l.generation + 1, updated_at = now() \
          FROM (SELECT id, state AS old_state FROM leases WHERE id = $1 AND ($5::uuid IS NULL OR tenant_id = $5) \
                FOR UPDATE) old \
          WHERE l.id = old.id AND old.old_state IN ('queued', 'active') \
-         RETURNING l.pool_id, old.old_state, \
-             EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id)",
+         RETURNING l.id, l.tenant_id, l.pool_id, l.gpu_count, l.placement, l.term, l.duration_hours, l.months, l.state, \
+             l.starts_at, l.ends_at, l.ended_at, l.end_reason, l.generation, l.created_at, l.updated_at, old.old_state, \
+             EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id) \
+                 AS queue_waiting",
     )
     .bind(lease_id)
     .bind(to)
@@ -452,12 +470,24 @@ pub async fn end_lease(
     .bind(tenant_id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some((pool_id, from, queue_waiting)) = ended else { return Ok(None) };
+    let Some(Row { lease, old_state: from, queue_waiting }) = ended else { return Ok(None) };
+    let event = NewEvent::new(to.as_str(), Some(from), Some(to), actor).reason(reason);
     if from == LeaseState::Active {
-        release_gpus(conn, lease_id).await?;
+        release_gpus(conn, lease_id, event).await?;
+    } else {
+        record_event(conn, lease_id, event).await?;
     }
-    record_event(conn, lease_id, NewEvent::new(to.as_str(), Some(from), Some(to), actor).reason(reason)).await?;
-    Ok(Some(Ended { pool_id, from, queue_waiting }))
+    Ok(Some(Ended { from, queue_waiting, lease }))
+}
+
+/// The GPUs a lease holds or held, for a lease loaded without them.
+pub async fn lease_gpus(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<LeaseGpu>, sqlx::Error> {
+    let held: Vec<HeldGpu> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("{LEASE_GPUS} WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx")))
+            .bind(lease_id)
+            .fetch_all(conn)
+            .await?;
+    Ok(held.into_iter().map(|h| h.gpu).collect())
 }
 
 /// Start queued leases of a pool in arrival order while they fit (strict FIFO: a head that does not fit
