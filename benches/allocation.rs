@@ -136,8 +136,10 @@ async fn seed(db: &sqlx::PgPool, nodes: i64, tenants: usize) -> anyhow::Result<(
     let mut conn = db.acquire().await?;
     let pool_id = Uuid::now_v7();
     sqlx::query(
-        "INSERT INTO pools (id, name, gpu_model, region, price_per_gpu_hour_minor, currency) \
-         VALUES ($1, 'h100-bench', 'h100', 'bench', 249, 'USD')",
+        "WITH pool AS (INSERT INTO pools (id, name, gpu_model, region, price_per_gpu_hour_minor, currency) \
+             VALUES ($1, 'h100-bench', 'h100', 'bench', 249, 'USD')) \
+         INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor) \
+         VALUES (gen_random_uuid(), $1, now() - interval '1 day', 249)",
     )
     .bind(pool_id)
     .execute(&mut *conn)
@@ -171,6 +173,22 @@ async fn seed(db: &sqlx::PgPool, nodes: i64, tenants: usize) -> anyhow::Result<(
             .bind(format!("bench-tenant-{t}"))
             .execute(&mut *conn)
             .await?;
+        // A prepaid balance far beyond what the run can spend, so no lease is refused for money.
+        gpuplane::billing::ledger::append(
+            &mut conn,
+            gpuplane::billing::ledger::NewEntry {
+                tenant_id,
+                kind: gpuplane::billing::ledger::EntryKind::Topup,
+                amount_minor: 1_000_000_000_000,
+                currency: "USD",
+                lease_id: None,
+                usage_record_id: None,
+                period_at: None,
+                reason: Some("bench"),
+                created_by: "bench",
+            },
+        )
+        .await?;
         let key =
             gpuplane::auth::routes::insert_api_key(&mut conn, Some(tenant_id), "bench", Role::TenantAdmin).await?;
         keys.push(key.api_key);

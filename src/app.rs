@@ -58,6 +58,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::leases::router())
         .merge(crate::planning::router())
         .merge(crate::agents::router())
+        .merge(crate::billing::router())
 }
 
 /// The OpenAPI document the server serves at `/openapi.json` (and `gpuplane openapi` prints).
@@ -125,5 +126,6 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<t
     vec![
         tokio::spawn(crate::leases::lifecycle::run(state.clone(), Duration::from_secs(1), shutdown.clone())),
         tokio::spawn(crate::agents::liveness::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::billing::metering::run(state.clone(), Duration::from_secs(15), shutdown.clone())),
     ]
 }

@@ -1,4 +1,4 @@
-//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `plan`, `agent`.
+//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `plan`, `agent`, `demo`.
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -27,6 +27,9 @@ pub enum Command {
     Plan(Box<PlanArgs>),
     /// Run the node agent on a GPU host: register, then heartbeat with GPU telemetry (NVML or --simulate).
     Agent(crate::agent::AgentArgs),
+    /// Try gpuplane in one command: the service on its own `gpuplane_demo` database (recreated), demo keys and
+    /// simulated agents for four pools; prints the URLs, the keys and curl commands to try.
+    Demo(crate::demo::DemoArgs),
     /// Create the first operator API key and print it once. Refuses when an operator key exists.
     Bootstrap {
         #[command(flatten)]
@@ -48,6 +51,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Plan(args) => plan(&args),
         Command::Agent(args) => crate::agent::run(args).await,
+        Command::Demo(args) => crate::demo::run(args).await,
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&openapi_document())?);
             Ok(())

@@ -25,6 +25,7 @@ use crate::error::{FieldError, Problem};
         (name = "leases", description = "Leasing GPUs: allocation, extension, release, history"),
         (name = "planner", description = "Auto-parallel plans and rental advice"),
         (name = "agents", description = "Node agents: registration and heartbeats (agent credentials only)"),
+        (name = "billing", description = "Prices, prepaid balance, ledger, invoices, usage exports, revenue"),
         (name = "admin", description = "Platform operators: tenants, catalog, pools, nodes"),
         (name = "system", description = "Health, readiness and metrics"),
     ),

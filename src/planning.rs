@@ -112,7 +112,9 @@ pub struct AdviceQuery {
 pub async fn pool_offers(db: &PgPool) -> Result<Vec<PoolOffer>, sqlx::Error> {
     type Row = (Uuid, i64, String, sqlx::types::Json<GpuModel>, i64, i32, i32, bool);
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT p.id, p.price_per_gpu_hour_minor, p.currency, \
+        "SELECT p.id, COALESCE((SELECT pp.price_per_gpu_hour_minor FROM pool_prices pp WHERE pp.pool_id = p.id \
+                    AND pp.effective_from <= now() ORDER BY pp.effective_from DESC LIMIT 1), p.price_per_gpu_hour_minor), \
+                p.currency, \
                 json_build_object('key', m.key, 'name', m.name, 'memory_bytes', m.memory_bytes, \
                     'memory_bandwidth_gbps', m.memory_bandwidth_gbps, 'bf16_tflops', m.bf16_tflops, \
                     'fp8_tflops', m.fp8_tflops, 'gpu_link', m.gpu_link, 'gpu_link_gbps', m.gpu_link_gbps, \

@@ -90,7 +90,11 @@ fn pools_query() -> String {
              SELECT n.pool_id, n.gpu_count AS total, \
                     CASE WHEN {ALLOCATABLE_NODE} THEN n.free_gpus ELSE 0 END AS free \
              FROM nodes n WHERE ($1::uuid IS NULL OR n.pool_id = $1)) \
-         SELECT p.id, p.name, p.region, p.price_per_gpu_hour_minor, p.currency, p.created_at, p.updated_at, \
+         SELECT p.id, p.name, p.region, \
+                COALESCE((SELECT pp.price_per_gpu_hour_minor FROM pool_prices pp WHERE pp.pool_id = p.id \
+                    AND pp.effective_from <= now() ORDER BY pp.effective_from DESC LIMIT 1), p.price_per_gpu_hour_minor) \
+                    AS price_per_gpu_hour_minor, \
+                p.currency, p.created_at, p.updated_at, \
                 COALESCE(sum(c.total), 0)::bigint AS total_gpus, COALESCE(sum(c.free), 0)::bigint AS free_gpus, \
                 COALESCE(max(c.free), 0)::bigint AS largest_free_block, json_build_object({}) AS gpu_model \
          FROM pools p JOIN gpu_models m ON m.key = p.gpu_model LEFT JOIN node_capacity c ON c.pool_id = p.id \
@@ -198,6 +202,7 @@ pub async fn create_pool(
 ) -> ApiResult<(StatusCode, Json<Pool>)> {
     validate_pool_fields(Some(&req.name), Some(&req.region), Some(req.price_per_gpu_hour_minor), Some(&req.currency))?;
     let id = new_id();
+    let mut tx = state.db.begin().await?;
     sqlx::query(
         "INSERT INTO pools (id, name, gpu_model, region, price_per_gpu_hour_minor, currency) VALUES ($1, $2, $3, $4, $5, $6)",
     )
@@ -207,9 +212,11 @@ pub async fn create_pool(
     .bind(req.region.trim())
     .bind(req.price_per_gpu_hour_minor)
     .bind(&req.currency)
-    .execute(&state.db)
+    .execute(&mut *tx)
     .await
     .map_err(pool_write_error)?;
+    crate::billing::prices::insert_price(&mut tx, id, req.price_per_gpu_hour_minor, None, None).await?;
+    tx.commit().await?;
     let pool = load_pools(&state.db, Some(id)).await?.pop().ok_or(ApiError::NotFound("pool"))?;
     Ok((StatusCode::CREATED, Json(pool)))
 }
@@ -246,6 +253,7 @@ pub async fn update_pool(
         req.price_per_gpu_hour_minor,
         req.currency.as_deref(),
     )?;
+    let mut tx = state.db.begin().await?;
     let updated = sqlx::query(
         "UPDATE pools SET name = COALESCE($2, name), region = COALESCE($3, region), \
          price_per_gpu_hour_minor = COALESCE($4, price_per_gpu_hour_minor), currency = COALESCE($5, currency), \
@@ -256,11 +264,22 @@ pub async fn update_pool(
     .bind(req.region.as_deref().map(str::trim))
     .bind(req.price_per_gpu_hour_minor)
     .bind(&req.currency)
-    .execute(&state.db)
+    .execute(&mut *tx)
     .await
     .map_err(pool_write_error)?;
     if updated.rows_affected() == 0 {
         return Err(ApiError::NotFound("pool"));
     }
+    // A new price takes effect now; what was metered at the old price stays as it was.
+    if let Some(price) = req.price_per_gpu_hour_minor {
+        let month: Option<(Option<i64>,)> = sqlx::query_as(
+            "SELECT price_per_gpu_month_minor FROM pool_prices WHERE pool_id = $1 ORDER BY effective_from DESC LIMIT 1",
+        )
+        .bind(pool_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        crate::billing::prices::insert_price(&mut tx, pool_id, price, month.and_then(|m| m.0), None).await?;
+    }
+    tx.commit().await?;
     load_pools(&state.db, Some(pool_id)).await?.pop().map(Json).ok_or(ApiError::NotFound("pool"))
 }

@@ -100,6 +100,7 @@ fn is_retryable(err: &ApiError) -> bool {
     params(("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h")),
     responses(
         (status = 201, description = "The lease, active with its GPUs or queued", body = Lease),
+        (status = 402, description = "The balance does not cover the first hour or the monthly term (`insufficient_balance`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "`insufficient_capacity` (context: free GPUs, largest block) or `quota_exceeded` (context: the quota)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -146,6 +147,8 @@ async fn try_create_lease(
         (None, None) => return Err(ApiError::field("pool_id", "give exactly one of pool_id and gpu_model")),
     };
     check_quotas(&mut tx, auth.tenant_id, pool_id, req.gpu_count).await?;
+    crate::billing::require_balance(&mut tx, auth.tenant_id, pool_id, req.gpu_count, term, req.months.unwrap_or(0))
+        .await?;
 
     let lease_id = new_id();
     let actor = Actor::Tenant(auth.key_id);
@@ -160,9 +163,10 @@ async fn try_create_lease(
         }
         let inserted: Inserted = sqlx::query_as(
             "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
-                 starts_at, ends_at, created_by) \
+                 starts_at, ends_at, created_by, metered_until, currency) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', now(), \
-                 now() + make_interval(months => COALESCE($8, 0), hours => COALESCE($7, 0)), $9) \
+                 now() + make_interval(months => COALESCE($8, 0), hours => COALESCE($7, 0)), $9, now(), \
+                 (SELECT currency FROM pools WHERE id = $3)) \
              RETURNING id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, starts_at, \
                  ends_at, ended_at, end_reason, generation, created_at, updated_at, \
                  EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = $3 AND q.state = 'queued') AS queued_ahead",
@@ -221,7 +225,7 @@ async fn try_create_lease(
                     context: serde_json::to_value(capacity).ok(),
                 });
             }
-            sqlx::query("UPDATE leases SET state = 'queued', starts_at = NULL, ends_at = NULL WHERE id = $1")
+            sqlx::query("UPDATE leases SET state = 'queued', starts_at = NULL, ends_at = NULL, metered_until = NULL WHERE id = $1")
                 .bind(lease_id)
                 .execute(&mut *tx)
                 .await?;
@@ -375,6 +379,7 @@ fn if_match_generation(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     request_body = ExtendLeaseRequest,
     responses(
         (status = 200, description = "The extended lease", body = Lease),
+        (status = 402, description = "The balance does not cover the extension (`insufficient_balance`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The lease has ended (`lease_not_active`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 412, description = "The generation in If-Match is stale (`generation_mismatch`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
@@ -421,6 +426,11 @@ pub async fn extend_lease(
             ));
         }
     };
+    let (pool_id, gpu_count): (Uuid, i32) = sqlx::query_as("SELECT pool_id, gpu_count FROM leases WHERE id = $1")
+        .bind(lease_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    crate::billing::require_balance(&mut tx, auth.tenant_id, pool_id, gpu_count, term, add_months).await?;
     sqlx::query(
         "UPDATE leases SET duration_hours = duration_hours + $2, months = months + $3, \
              ends_at = ends_at + make_interval(months => $3, hours => $2), generation = generation + 1, updated_at = now() \

@@ -517,7 +517,7 @@ pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error
             break;
         }
         sqlx::query(
-            "UPDATE leases SET state = 'active', starts_at = now(), \
+            "UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
                  ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
                  generation = generation + 1, updated_at = now() WHERE id = $1",
         )

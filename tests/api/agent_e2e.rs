@@ -125,6 +125,8 @@ async fn agents_register_report_die_and_return(db: PgPool) {
         .post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), &op, json!({ "name": "k", "role": "tenant_admin" }))
         .await;
     let tenant = api.token(key["api_key"].as_str().unwrap()).await;
+    let top_up = json!({ "kind": "topup", "amount_minor": 1_000_000, "currency": "USD" });
+    api.post(&format!("/v1/admin/tenants/{tenant_id}/ledger"), &op, top_up).await;
 
     // Registration and telemetry.
     let dir = state_dir("n1");

@@ -122,13 +122,32 @@ impl TestApp {
         self.token_for(&key).await
     }
 
-    /// Create a tenant (as `operator`) and return (tenant id, API key) for a key of `role`.
+    /// Create a tenant (as `operator`) with a prepaid balance of 10,000,000.00 USD, and return (tenant id, API
+    /// key) for a key of `role`.
     pub async fn tenant_key(&self, operator: &str, name: &str, role: Role) -> (String, String) {
+        let (id, key) = self.tenant_key_without_balance(operator, name, role).await;
+        self.top_up(operator, &id, 1_000_000_000).await;
+        (id, key)
+    }
+
+    /// Create a tenant with no balance and return (tenant id, API key) for a key of `role`.
+    pub async fn tenant_key_without_balance(&self, operator: &str, name: &str, role: Role) -> (String, String) {
         let tenant =
             self.post("/v1/admin/tenants", operator, json!({ "name": name })).await.expect(StatusCode::CREATED);
         let id = tenant.body["id"].as_str().unwrap().to_string();
         let key = self.add_key(operator, &id, role).await;
         (id, key)
+    }
+
+    /// Post a USD top-up to a tenant's ledger.
+    pub async fn top_up(&self, operator: &str, tenant_id: &str, amount_minor: i64) {
+        self.post(
+            &format!("/v1/admin/tenants/{tenant_id}/ledger"),
+            operator,
+            json!({ "kind": "topup", "amount_minor": amount_minor, "currency": "USD", "reason": "test top-up" }),
+        )
+        .await
+        .expect(StatusCode::CREATED);
     }
 
     /// Add a key of `role` to an existing tenant.

@@ -1,0 +1,204 @@
+//! Usage exports: every usage record of a period as CSV or JSON lines, streamed so memory stays flat however
+//! many rows there are. The column schema is stable (documented in the README); new columns are only ever
+//! appended.
+
+use std::convert::Infallible;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Datelike, TimeZone, Utc};
+use futures_util::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::{OperatorAuth, TenantAuth};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::ApiQuery;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(export_usage)).routes(routes!(admin_export_usage))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    #[default]
+    Csv,
+    Jsonl,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ExportParams {
+    /// Records whose period starts at or after this (RFC 3339). Default: the start of this month (UTC).
+    pub from: Option<DateTime<Utc>>,
+    /// Records whose period starts before this. Default: now.
+    pub to: Option<DateTime<Utc>>,
+    /// `csv` (default) or `jsonl`.
+    pub format: Option<ExportFormat>,
+    /// Operators only: one tenant.
+    pub tenant_id: Option<Uuid>,
+}
+
+/// One exported usage record. Column order of the CSV is the field order here.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct UsageRow {
+    pub record_id: Uuid,
+    pub tenant_id: Uuid,
+    pub lease_id: Uuid,
+    pub pool_id: Uuid,
+    pub pool_name: String,
+    pub gpu_model: String,
+    /// `hourly` or `monthly`.
+    pub term: String,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub gpu_count: i32,
+    pub gpu_seconds: i64,
+    /// Price per GPU-hour (hourly) or per GPU and 30-day month (monthly), minor units.
+    pub unit_price_minor: i64,
+    pub currency: String,
+    /// What this record charged, minor units. The sum over a period equals the ledger's usage charges.
+    pub amount_minor: i64,
+}
+
+pub const CSV_HEADER: &str = "record_id,tenant_id,lease_id,pool_id,pool_name,gpu_model,term,period_start,period_end,\
+gpu_count,gpu_seconds,unit_price_minor,currency,amount_minor\n";
+
+const EXPORT_SQL: &str = "SELECT r.id AS record_id, r.tenant_id, r.lease_id, r.pool_id, p.name AS pool_name, \
+    p.gpu_model, r.term, r.period_start, r.period_end, r.gpu_count, r.gpu_seconds, r.unit_price_minor, r.currency, \
+    r.amount_minor FROM usage_records r JOIN pools p ON p.id = r.pool_id \
+    WHERE ($1::uuid IS NULL OR r.tenant_id = $1) AND r.period_start >= $2 AND r.period_start < $3 \
+    ORDER BY r.period_start, r.id";
+
+/// CSV field: quoted only when it needs to be.
+fn csv_field(out: &mut String, value: &str) {
+    if value.contains([',', '"', '\n', '\r']) {
+        out.push('"');
+        out.push_str(&value.replace('"', "\"\""));
+        out.push('"');
+    } else {
+        out.push_str(value);
+    }
+}
+
+pub fn write_csv_row(out: &mut String, r: &UsageRow) {
+    use std::fmt::Write;
+    let _ = write!(out, "{},{},{},{},", r.record_id, r.tenant_id, r.lease_id, r.pool_id);
+    csv_field(out, &r.pool_name);
+    out.push(',');
+    csv_field(out, &r.gpu_model);
+    let _ = writeln!(
+        out,
+        ",{},{},{},{},{},{},{},{}",
+        r.term,
+        r.period_start.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        r.period_end.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+        r.gpu_count,
+        r.gpu_seconds,
+        r.unit_price_minor,
+        r.currency,
+        r.amount_minor
+    );
+}
+
+fn start_of_month(t: DateTime<Utc>) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(t.year(), t.month(), 1, 0, 0, 0).single().unwrap_or(t)
+}
+
+/// Validate the range and stream the rows.
+fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: ExportParams) -> ApiResult<Response> {
+    let now = Utc::now();
+    let to = params.to.unwrap_or(now);
+    let from = params.from.unwrap_or_else(|| start_of_month(to));
+    if from >= to {
+        return Err(ApiError::field("from", "must be before `to`"));
+    }
+    let format = params.format.unwrap_or_default();
+    // A bounded channel between the query and the socket: a slow client slows the query, memory stays flat.
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(8);
+    let db = state.db.clone();
+    tokio::spawn(async move {
+        const CHUNK: usize = 64 * 1024;
+        let mut buf = String::with_capacity(CHUNK + 1024);
+        if format == ExportFormat::Csv {
+            buf.push_str(CSV_HEADER);
+        }
+        let mut rows = sqlx::query_as::<_, UsageRow>(EXPORT_SQL).bind(tenant_id).bind(from).bind(to).fetch(&db);
+        loop {
+            match rows.try_next().await {
+                Ok(Some(row)) => {
+                    match format {
+                        ExportFormat::Csv => write_csv_row(&mut buf, &row),
+                        ExportFormat::Jsonl => {
+                            buf.push_str(&serde_json::to_string(&row).unwrap_or_default());
+                            buf.push('\n');
+                        }
+                    }
+                    if buf.len() >= CHUNK && tx.send(Bytes::from(std::mem::take(&mut buf))).await.is_err() {
+                        return; // the client went away
+                    }
+                }
+                Ok(None) => break,
+                Err(err) => {
+                    // Headers are gone already: end the body early; the client sees a truncated download.
+                    tracing::error!(error = %err, "usage export failed mid-stream");
+                    return;
+                }
+            }
+        }
+        if !buf.is_empty() {
+            let _ = tx.send(Bytes::from(buf)).await;
+        }
+    });
+    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
+    }));
+    let (content_type, extension) = match format {
+        ExportFormat::Csv => ("text/csv; charset=utf-8", "csv"),
+        ExportFormat::Jsonl => ("application/x-ndjson", "jsonl"),
+    };
+    let disposition =
+        format!("attachment; filename=\"usage-{}-{}.{extension}\"", from.format("%Y%m%d"), to.format("%Y%m%d"));
+    Ok(([(header::CONTENT_TYPE, content_type.to_string()), (header::CONTENT_DISPOSITION, disposition)], body)
+        .into_response())
+}
+
+/// Export the caller's usage records for a period (streamed CSV or JSON lines).
+#[utoipa::path(
+    get, path = "/v1/billing/usage/export", tag = "billing", operation_id = "export_usage",
+    params(ExportParams),
+    responses((status = 200, description = "Usage records, oldest first; CSV with a header row, or one JSON object per line",
+        content((String = "text/csv"), (UsageRow = "application/x-ndjson"))))
+)]
+pub async fn export_usage(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiQuery(params): ApiQuery<ExportParams>,
+) -> ApiResult<Response> {
+    if params.tenant_id.is_some_and(|t| t != auth.tenant_id) {
+        return Err(ApiError::NotFound("tenant"));
+    }
+    stream_export(&state, Some(auth.tenant_id), params)
+}
+
+/// Export usage records across tenants for a period (streamed CSV or JSON lines).
+#[utoipa::path(
+    get, path = "/v1/admin/billing/usage/export", tag = "billing", operation_id = "admin_export_usage",
+    params(ExportParams),
+    responses((status = 200, description = "Usage records, oldest first; CSV with a header row, or one JSON object per line",
+        content((String = "text/csv"), (UsageRow = "application/x-ndjson"))))
+)]
+pub async fn admin_export_usage(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiQuery(params): ApiQuery<ExportParams>,
+) -> ApiResult<Response> {
+    stream_export(&state, params.tenant_id, params)
+}

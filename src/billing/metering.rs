@@ -1,0 +1,225 @@
+//! Metering: charge every lease for the whole seconds it has held its GPUs, exactly once.
+//!
+//! Each lease carries `metered_until`; one metering step takes the lease row lock (SKIP LOCKED, so replicas
+//! share the work and never meter one lease twice), rates [metered_until, end) with `rating`, writes the
+//! usage records and their ledger entries, and moves `metered_until`, all in one transaction. A crash before
+//! the commit leaves nothing; after it, the next step starts where this one stopped. Interrupted leases end
+//! at the node's last heartbeat, so they are never charged past it.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use super::ledger::{self, EntryKind, NewEntry};
+use super::rating::{Price, charge_for, rate_window};
+use crate::extract::new_id;
+use crate::leases::store::{NewEvent, end_lease, record_event};
+use crate::leases::{Actor, LeaseState, Term};
+
+/// Leases metered per transaction.
+const BATCH: i64 = 200;
+
+#[derive(sqlx::FromRow)]
+struct Due {
+    id: Uuid,
+    tenant_id: Uuid,
+    pool_id: Uuid,
+    gpu_count: i32,
+    term: Term,
+    metered_until: DateTime<Utc>,
+    meter_to: DateTime<Utc>,
+    ended: bool,
+    /// Exact cost so far (numeric, read as text: it can exceed 64 bits).
+    cost_units: String,
+    charged_minor: i64,
+    currency: String,
+}
+
+fn to_i128(units: &str) -> i128 {
+    units.split('.').next().and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+/// Meter every lease with unmetered time, in batches. Returns the tenants whose balance moved.
+pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error> {
+    let mut touched: Vec<(Uuid, String)> = Vec::new();
+    loop {
+        let mut tx = db.begin().await?;
+        let due: Vec<Due> = sqlx::query_as(
+            "SELECT id, tenant_id, pool_id, gpu_count, term, metered_until, \
+                 COALESCE(ended_at, LEAST(now(), ends_at)) AS meter_to, ended_at IS NOT NULL AS ended, \
+                 cost_units::text AS cost_units, charged_minor, currency \
+             FROM leases WHERE metered_until IS NOT NULL \
+                 AND metered_until < COALESCE(ended_at, LEAST(now(), ends_at)) - \
+                     CASE WHEN ended_at IS NULL THEN interval '1 second' ELSE interval '0' END \
+             ORDER BY metered_until LIMIT $1 FOR UPDATE SKIP LOCKED",
+        )
+        .bind(BATCH)
+        .fetch_all(&mut *tx)
+        .await?;
+        let count = due.len();
+        for lease in due {
+            if meter_lease(&mut tx, &lease).await? {
+                let key = (lease.tenant_id, lease.currency.clone());
+                if !touched.contains(&key) {
+                    touched.push(key);
+                }
+            }
+        }
+        tx.commit().await?;
+        if count < BATCH as usize {
+            return Ok(touched);
+        }
+    }
+}
+
+/// Meter one locked lease up to its last whole second (or its end). Returns whether money moved.
+async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool, sqlx::Error> {
+    // Whole seconds only; an ended lease's last fraction of a second is not charged.
+    let whole = (lease.meter_to - lease.metered_until).num_seconds();
+    let until = lease.metered_until + chrono::Duration::seconds(whole);
+    let next_until = if lease.ended { lease.meter_to } else { until };
+    let prices: Vec<(DateTime<Utc>, i64, Option<i64>)> = sqlx::query_as(
+        "SELECT effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor FROM pool_prices \
+         WHERE pool_id = $1 AND effective_from < $2 ORDER BY effective_from",
+    )
+    .bind(lease.pool_id)
+    .bind(until.max(lease.metered_until + chrono::Duration::seconds(1)))
+    .fetch_all(&mut *conn)
+    .await?;
+    let prices: Vec<Price> = prices
+        .into_iter()
+        .map(|(effective_from, hour, month)| Price {
+            effective_from,
+            per_gpu_hour_minor: hour,
+            per_gpu_month_minor: month,
+        })
+        .collect();
+    let mut units = to_i128(&lease.cost_units);
+    let mut charged = lease.charged_minor;
+    let mut moved = false;
+    for piece in rate_window(lease.metered_until, until, lease.gpu_count, lease.term, &prices) {
+        units += piece.cost_units;
+        let amount = charge_for(units, charged);
+        charged += amount;
+        let record_id = new_id();
+        sqlx::query(
+            "INSERT INTO usage_records (id, tenant_id, lease_id, pool_id, period_start, period_end, gpu_count, gpu_seconds, \
+                 term, unit_price_minor, currency, cost_units, amount_minor) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::numeric, $13)",
+        )
+        .bind(record_id)
+        .bind(lease.tenant_id)
+        .bind(lease.id)
+        .bind(lease.pool_id)
+        .bind(piece.start)
+        .bind(piece.end)
+        .bind(lease.gpu_count)
+        .bind(piece.seconds * lease.gpu_count as i64)
+        .bind(lease.term)
+        .bind(piece.unit_price_minor)
+        .bind(&lease.currency)
+        .bind(piece.cost_units.to_string())
+        .bind(amount)
+        .execute(&mut *conn)
+        .await?;
+        if amount > 0 {
+            ledger::append(
+                conn,
+                NewEntry {
+                    tenant_id: lease.tenant_id,
+                    kind: EntryKind::Usage,
+                    amount_minor: -amount,
+                    currency: &lease.currency,
+                    lease_id: Some(lease.id),
+                    usage_record_id: Some(record_id),
+                    period_at: Some(piece.start),
+                    reason: None,
+                    created_by: "system:metering",
+                },
+            )
+            .await?;
+            moved = true;
+        }
+    }
+    sqlx::query("UPDATE leases SET metered_until = $2, cost_units = $3::numeric, charged_minor = $4 WHERE id = $1")
+        .bind(lease.id)
+        .bind(next_until)
+        .bind(units.to_string())
+        .bind(charged)
+        .execute(conn)
+        .await?;
+    Ok(moved)
+}
+
+/// Warn the hourly leases of tenants with less than an hour of balance left, and end them when it is gone.
+pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result<Vec<Uuid>, sqlx::Error> {
+    let mut ended_pools = Vec::new();
+    for (tenant_id, currency) in tenants {
+        let mut tx = db.begin().await?;
+        let balance = ledger::balance(&mut tx, *tenant_id, currency).await?;
+        // The tenant's hourly burn: its active hourly leases at the current prices.
+        let leases: Vec<(Uuid, i64, Option<DateTime<Utc>>)> = sqlx::query_as(
+            "SELECT l.id, l.gpu_count::bigint * cp.price_per_gpu_hour_minor, l.balance_warned_at FROM leases l \
+             CROSS JOIN LATERAL (SELECT price_per_gpu_hour_minor FROM pool_prices pp WHERE pp.pool_id = l.pool_id \
+                 AND pp.effective_from <= now() ORDER BY effective_from DESC LIMIT 1) cp \
+             WHERE l.tenant_id = $1 AND l.currency = $2 AND l.state = 'active' AND l.term = 'hourly' ORDER BY l.id FOR UPDATE OF l",
+        )
+        .bind(tenant_id)
+        .bind(currency)
+        .fetch_all(&mut *tx)
+        .await?;
+        let burn_per_hour: i64 = leases.iter().map(|l| l.1).sum();
+        for (lease_id, _, warned) in &leases {
+            if balance <= 0 {
+                let reason = format!("balance exhausted ({balance} {currency} minor units)");
+                if let Some(ended) =
+                    end_lease(&mut tx, *lease_id, None, LeaseState::Terminated, &reason, &Actor::System, None).await?
+                {
+                    ended_pools.push(ended.lease.pool_id);
+                }
+            } else if balance < burn_per_hour && warned.is_none() {
+                let reason = format!(
+                    "balance low: {balance} {currency} minor units cover less than an hour at {burn_per_hour} per hour; \
+                     hourly leases end when it reaches zero"
+                );
+                let event =
+                    NewEvent::new("balance_low", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+                        .reason(&reason);
+                record_event(&mut tx, *lease_id, event).await?;
+                sqlx::query("UPDATE leases SET balance_warned_at = now() WHERE id = $1")
+                    .bind(lease_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+    }
+    Ok(ended_pools)
+}
+
+/// Meter, then enforce balances, every `interval` until `shutdown`.
+pub async fn run(
+    state: crate::app::AppState,
+    interval: std::time::Duration,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let mut timer = tokio::time::interval(interval);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = timer.tick() => {}
+        }
+        match meter_once(&state.db).await {
+            Ok(tenants) => match enforce_balances(&state.db, &tenants).await {
+                Ok(pools) => {
+                    for pool_id in pools {
+                        crate::leases::lifecycle::kick_queue(&state, pool_id);
+                    }
+                }
+                Err(err) => tracing::warn!(error = %err, "balance enforcement failed"),
+            },
+            Err(err) => tracing::warn!(error = %err, "metering failed; the next round resumes where it stopped"),
+        }
+    }
+}

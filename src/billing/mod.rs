@@ -1,0 +1,68 @@
+//! Billing: prices over time, per-second metering into an append-only prepaid ledger, invoices, exports and
+//! revenue. Money is integer minor units everywhere; see `rating` for the rounding rule.
+
+pub mod export;
+pub mod invoices;
+pub mod ledger;
+pub mod metering;
+pub mod prices;
+pub mod rating;
+
+use sqlx::PgConnection;
+use utoipa_axum::router::OpenApiRouter;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::leases::Term;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    ledger::router().merge(export::router()).merge(invoices::router()).merge(prices::router())
+}
+
+/// Refuse with 402 `insufficient_balance` unless the tenant's balance covers the first hour (hourly terms) or
+/// the whole term (monthly terms) of `gpu_count` GPUs of the pool at its current price.
+pub async fn require_balance(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    pool_id: Uuid,
+    gpu_count: i32,
+    term: Term,
+    months: i32,
+) -> Result<(), ApiError> {
+    let row: Option<(String, i64, Option<i64>, i64)> = sqlx::query_as(
+        "SELECT p.currency, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor, COALESCE(b.balance_minor, 0) \
+         FROM pools p \
+         CROSS JOIN LATERAL (SELECT price_per_gpu_hour_minor, price_per_gpu_month_minor FROM pool_prices pp \
+             WHERE pp.pool_id = p.id AND pp.effective_from <= now() ORDER BY effective_from DESC LIMIT 1) cp \
+         LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = p.currency WHERE p.id = $2",
+    )
+    .bind(tenant_id)
+    .bind(pool_id)
+    .fetch_optional(conn)
+    .await?;
+    let Some((currency, hour, month, balance)) = row else { return Ok(()) };
+    let required = match term {
+        Term::Hourly => rating::hourly_cost(gpu_count, 1, hour),
+        Term::Monthly => match month {
+            Some(m) => (gpu_count as i64).saturating_mul(months as i64).saturating_mul(m),
+            None => rating::hourly_cost(gpu_count, 720 * months as i64, hour),
+        },
+    };
+    if balance >= required {
+        return Ok(());
+    }
+    Err(ApiError::PaymentRequired {
+        code: "insufficient_balance",
+        message: format!(
+            "the balance of {balance} {currency} minor units does not cover {required} ({})",
+            match term {
+                Term::Hourly => "the first hour",
+                Term::Monthly => "the whole term",
+            }
+        ),
+        context: Some(
+            serde_json::json!({ "balance_minor": balance, "required_minor": required, "currency": currency }),
+        ),
+    })
+}

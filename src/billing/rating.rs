@@ -1,0 +1,168 @@
+//! Pure rating: split a metered window at price changes and month boundaries, price each piece, and turn
+//! exact costs into whole-minor-unit charges. No I/O.
+//!
+//! Units: a "cost unit" is 1/2,592,000 of a minor unit (2,592,000 = seconds in a 30-day month). An hourly
+//! price P costs P x 720 units per GPU-second; a monthly price M (per GPU per 30-day month) costs M units per
+//! GPU-second. Both are exact integers, so no rounding happens until `charge_for`.
+
+use chrono::{DateTime, Datelike, TimeZone, Utc};
+
+use crate::leases::Term;
+
+/// Cost units in one minor unit.
+pub const UNITS_PER_MINOR: i128 = 2_592_000;
+/// Seconds in the 30-day month a monthly price is quoted for.
+pub const SECONDS_PER_PRICED_MONTH: i128 = 2_592_000;
+
+/// A price in force from `effective_from`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Price {
+    pub effective_from: DateTime<Utc>,
+    pub per_gpu_hour_minor: i64,
+    pub per_gpu_month_minor: Option<i64>,
+}
+
+/// One rated piece of a window: one price, one calendar month.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+    pub seconds: i64,
+    /// The unit price charged: per GPU-hour for hourly leases, per GPU-month for monthly ones.
+    pub unit_price_minor: i64,
+    /// Exact cost of the piece in cost units.
+    pub cost_units: i128,
+}
+
+/// Start of the calendar month (UTC) after `t`.
+pub fn next_month_start(t: DateTime<Utc>) -> DateTime<Utc> {
+    let (y, m) = if t.month() == 12 { (t.year() + 1, 1) } else { (t.year(), t.month() + 1) };
+    Utc.with_ymd_and_hms(y, m, 1, 0, 0, 0).single().unwrap_or(t)
+}
+
+/// The price in force at `t`: the latest that started at or before it (or the earliest, for time before any).
+fn price_at(prices: &[Price], t: DateTime<Utc>) -> Option<(Price, Option<DateTime<Utc>>)> {
+    let idx = prices.iter().rposition(|p| p.effective_from <= t).unwrap_or(0);
+    let price = *prices.get(idx)?;
+    Some((price, prices.get(idx + 1).map(|p| p.effective_from)))
+}
+
+/// Rate the window [from, to) (whole seconds) of a lease of `gpus` GPUs on `term`. `prices` sorted by
+/// `effective_from`. Pieces break at every price change and every month boundary (UTC).
+pub fn rate_window(from: DateTime<Utc>, to: DateTime<Utc>, gpus: i32, term: Term, prices: &[Price]) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut start = from;
+    while start < to {
+        let Some((price, next_change)) = price_at(prices, start) else { break };
+        let mut end = next_month_start(start).min(to);
+        if let Some(change) = next_change
+            && change > start
+        {
+            end = end.min(change);
+        }
+        let seconds = (end - start).num_seconds();
+        let (unit_price_minor, units_per_gpu_second) = match (term, price.per_gpu_month_minor) {
+            (Term::Monthly, Some(month)) => (month, month as i128),
+            // A pool without a monthly price sells monthly terms at the hourly price.
+            _ => (price.per_gpu_hour_minor, price.per_gpu_hour_minor as i128 * (UNITS_PER_MINOR / 3600)),
+        };
+        pieces.push(Piece {
+            start,
+            end,
+            seconds,
+            unit_price_minor,
+            cost_units: seconds as i128 * gpus as i128 * units_per_gpu_second,
+        });
+        start = end;
+    }
+    pieces
+}
+
+/// The charge that brings a lease from `charged_minor` to floor(`total_units`) minor units.
+pub fn charge_for(total_units: i128, charged_minor: i64) -> i64 {
+    let due = total_units.div_euclid(UNITS_PER_MINOR);
+    (due - charged_minor as i128).clamp(0, i64::MAX as i128) as i64
+}
+
+/// Cost in minor units, rounded up, of `gpus` GPUs for `hours` at an hourly price (used to check a balance).
+pub fn hourly_cost(gpus: i32, hours: i64, per_gpu_hour_minor: i64) -> i64 {
+    (gpus as i64).saturating_mul(hours).saturating_mul(per_gpu_hour_minor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    fn price(at: &str, hour: i64) -> Price {
+        Price { effective_from: t(at), per_gpu_hour_minor: hour, per_gpu_month_minor: Some(hour * 500) }
+    }
+
+    #[test]
+    fn an_hour_of_eight_gpus_costs_eight_gpu_hours() {
+        let prices = [price("2026-01-01T00:00:00Z", 250)];
+        let pieces = rate_window(t("2026-11-29T10:00:00Z"), t("2026-11-29T11:00:00Z"), 8, Term::Hourly, &prices);
+        assert_eq!(pieces.len(), 1);
+        assert_eq!(charge_for(pieces[0].cost_units, 0), 8 * 250);
+    }
+
+    #[test]
+    fn windows_split_at_price_changes_and_month_ends() {
+        let prices = [price("2026-01-01T00:00:00Z", 100), price("2026-11-30T12:00:00Z", 200)];
+        let pieces = rate_window(t("2026-11-30T11:00:00Z"), t("2026-12-01T01:00:00Z"), 1, Term::Hourly, &prices);
+        let bounds: Vec<(DateTime<Utc>, i64)> = pieces.iter().map(|p| (p.start, p.unit_price_minor)).collect();
+        assert_eq!(
+            bounds,
+            [(t("2026-11-30T11:00:00Z"), 100), (t("2026-11-30T12:00:00Z"), 200), (t("2026-12-01T00:00:00Z"), 200)]
+        );
+        let total: i128 = pieces.iter().map(|p| p.cost_units).sum();
+        assert_eq!(charge_for(total, 0), 100 + 12 * 200 + 200);
+    }
+
+    #[test]
+    fn monthly_terms_use_the_monthly_price_per_30_days() {
+        let prices = [price("2026-01-01T00:00:00Z", 100)];
+        let pieces = rate_window(t("2026-04-01T00:00:00Z"), t("2026-05-01T00:00:00Z"), 8, Term::Monthly, &prices);
+        // 8 GPUs x 30 days at 50,000 per GPU-month.
+        assert_eq!(charge_for(pieces.iter().map(|p| p.cost_units).sum(), 0), 8 * 50_000);
+    }
+
+    #[test]
+    fn charging_in_steps_equals_charging_once() {
+        let prices = [price("2026-01-01T00:00:00Z", 7)];
+        let start = t("2026-11-29T00:00:00Z");
+        let mut units = 0i128;
+        let mut charged = 0i64;
+        for step in 0..1000 {
+            let from = start + chrono::Duration::seconds(step * 37);
+            let to = from + chrono::Duration::seconds(37);
+            for piece in rate_window(from, to, 3, Term::Hourly, &prices) {
+                units += piece.cost_units;
+                charged += charge_for(units, charged);
+            }
+        }
+        let once = rate_window(start, start + chrono::Duration::seconds(37_000), 3, Term::Hourly, &prices);
+        assert_eq!(charged, charge_for(once.iter().map(|p| p.cost_units).sum(), 0));
+        // 3 GPUs x 37,000 s x 7 / 3600, rounded down.
+        assert_eq!(charged, 3 * 37_000 * 7 / 3600);
+    }
+
+    proptest! {
+        #[test]
+        fn pieces_cover_the_window_exactly(start in 0i64..100_000_000, len in 0i64..10_000_000, gpus in 1i32..64) {
+            let prices = [price("2026-01-01T00:00:00Z", 100), price("2027-03-01T00:00:00Z", 120)];
+            let from = t("2026-01-01T00:00:00Z") + chrono::Duration::seconds(start);
+            let to = from + chrono::Duration::seconds(len);
+            let pieces = rate_window(from, to, gpus, Term::Hourly, &prices);
+            prop_assert_eq!(pieces.iter().map(|p| p.seconds).sum::<i64>(), len);
+            for w in pieces.windows(2) {
+                prop_assert_eq!(w[0].end, w[1].start);
+                prop_assert_eq!(w[0].start.month() == w[0].end.month() || w[0].end == next_month_start(w[0].start), true);
+            }
+        }
+    }
+}

@@ -1,0 +1,436 @@
+use axum::http::{Request, StatusCode};
+use chrono::{DateTime, Duration, Utc};
+use gpuplane::billing::metering::{enforce_balances, meter_once};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::common::TestApp;
+
+/// Operator, funded tenant admin, pool (price `price` per GPU-hour) with one 8-GPU node.
+async fn setup(app: &TestApp, price: i64) -> (String, String, String, String) {
+    let op = app.operator().await;
+    let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": price }))
+        .await
+        .expect(StatusCode::OK);
+    app.node(&op, &pool, "node-0", 8).await;
+    (op, tenant_id, tenant, pool)
+}
+
+async fn lease(app: &TestApp, token: &str, pool: &str, gpus: i64) -> String {
+    let res = app.post("/v1/leases", token, json!({ "pool_id": pool, "gpu_count": gpus, "duration_hours": 2 })).await;
+    res.expect(StatusCode::CREATED).body["id"].as_str().unwrap().to_string()
+}
+
+/// Make a lease look as if it ran from `start` and ended at `end` (state `to`, GPUs returned), nothing metered yet.
+async fn pin_period(db: &PgPool, lease: &str, start: DateTime<Utc>, end: Option<DateTime<Utc>>, to: &str) {
+    if end.is_some() {
+        let mut conn = db.acquire().await.unwrap();
+        let actor = gpuplane::leases::Actor::System;
+        let event = gpuplane::leases::store::NewEvent::new("test", None, None, &actor);
+        gpuplane::leases::store::release_gpus(&mut conn, uuid::Uuid::parse_str(lease).unwrap(), event).await.unwrap();
+    }
+    sqlx::query(
+        "UPDATE leases SET starts_at = $2, metered_until = $2, ends_at = $2 + interval '2 hours', ended_at = $3, \
+         state = $4, end_reason = CASE WHEN $3 IS NULL THEN NULL ELSE 'test' END WHERE id = $1::uuid",
+    )
+    .bind(lease)
+    .bind(start)
+    .bind(end)
+    .bind(to)
+    .execute(db)
+    .await
+    .unwrap();
+}
+
+/// Let the whole pool's price history start long ago, so back-dated leases are priced by it.
+async fn backdate_prices(db: &PgPool) {
+    sqlx::query("UPDATE pool_prices SET effective_from = effective_from - interval '30 days'")
+        .execute(db)
+        .await
+        .unwrap();
+}
+
+async fn charged(db: &PgPool, lease: &str) -> i64 {
+    let (sum,): (Option<i64>,) = sqlx::query_as(
+        "SELECT (-sum(amount_minor))::bigint FROM ledger_entries WHERE lease_id = $1::uuid AND kind = 'usage'",
+    )
+    .bind(lease)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    sum.unwrap_or(0)
+}
+
+async fn ledger_matches_balances(db: &PgPool) -> bool {
+    let (ok,): (Option<bool>,) = sqlx::query_as(
+        "SELECT bool_and(b.balance_minor = (SELECT COALESCE(sum(e.amount_minor), 0) FROM ledger_entries e \
+             WHERE e.tenant_id = b.tenant_id AND e.currency = b.currency)) FROM tenant_balances b",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap();
+    ok.unwrap_or(true)
+}
+
+#[sqlx::test]
+async fn usage_is_charged_per_second_across_price_changes(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, tenant, pool) = setup(&app, 360).await;
+    backdate_prices(&db).await;
+    let id = lease(&app, &tenant, &pool, 2).await;
+    let t0 = Utc::now() - Duration::seconds(1000);
+    // 100 s at 360/h, then the price doubles for the last 50 s. Ended 150 s after the start.
+    pin_period(&db, &id, t0, Some(t0 + Duration::seconds(150)), "released").await;
+    sqlx::query("INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor) VALUES (gen_random_uuid(), $1::uuid, $2, 720)")
+        .bind(&pool)
+        .bind(t0 + Duration::seconds(100))
+        .execute(&db)
+        .await
+        .unwrap();
+    meter_once(&db).await.unwrap();
+    // 2 GPUs x (100 s x 360 + 50 s x 720) / 3600 = 20 + 20.
+    assert_eq!(charged(&db, &id).await, 40);
+    let records: Vec<(i64, i64, i64)> =
+        sqlx::query_as("SELECT gpu_seconds, unit_price_minor, amount_minor FROM usage_records WHERE lease_id = $1::uuid ORDER BY period_start")
+            .bind(&id)
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    assert_eq!(records, [(200, 360, 20), (100, 720, 20)]);
+    // Metering again charges nothing more, and a later price change rewrites nothing.
+    meter_once(&db).await.unwrap();
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": 99999 }))
+        .await
+        .expect(StatusCode::OK);
+    meter_once(&db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 40);
+    assert!(ledger_matches_balances(&db).await);
+}
+
+#[sqlx::test]
+async fn interrupted_released_and_expired_leases_are_charged_to_their_end_only(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, _, tenant, pool) = setup(&app, 3600).await; // 1 minor unit per GPU-second
+    backdate_prices(&db).await;
+    let t0 = Utc::now() - Duration::seconds(600);
+    let cases = [("interrupted", 40), ("released", 75), ("expired", 120), ("terminated", 9)];
+    let mut ids = Vec::new();
+    for (state, seconds) in cases {
+        let id = lease(&app, &tenant, &pool, 1).await;
+        pin_period(&db, &id, t0, Some(t0 + Duration::seconds(seconds)), state).await;
+        ids.push((id, seconds));
+    }
+    meter_once(&db).await.unwrap();
+    for (id, seconds) in &ids {
+        assert_eq!(charged(&db, id).await, *seconds, "charged exactly to the end");
+    }
+    // An active lease is charged up to now, in whole seconds, and keeps going.
+    let active = lease(&app, &tenant, &pool, 1).await;
+    pin_period(&db, &active, Utc::now() - Duration::seconds(30), None, "active").await;
+    meter_once(&db).await.unwrap();
+    let first = charged(&db, &active).await;
+    assert!((29..=31).contains(&first), "{first}");
+}
+
+#[sqlx::test]
+async fn metering_twice_on_two_replicas_and_across_a_restart_charges_once(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, _, tenant, pool) = setup(&app, 3600).await;
+    backdate_prices(&db).await;
+    let t0 = Utc::now() - Duration::seconds(5000);
+    let mut ids = Vec::new();
+    for _ in 0..6 {
+        let id = lease(&app, &tenant, &pool, 1).await;
+        pin_period(&db, &id, t0, Some(t0 + Duration::seconds(1000)), "released").await;
+        ids.push(id);
+    }
+    // Two "replicas" meter at once.
+    let (a, b) = tokio::join!(meter_once(&db), meter_once(&db));
+    a.unwrap();
+    b.unwrap();
+    meter_once(&db).await.unwrap();
+    for id in &ids {
+        assert_eq!(charged(&db, id).await, 1000);
+    }
+    // A restart in the middle of a lease: half metered, then a new process carries on from metered_until.
+    let id = lease(&app, &tenant, &pool, 1).await;
+    pin_period(&db, &id, t0, Some(t0 + Duration::seconds(777)), "released").await;
+    sqlx::query("UPDATE leases SET ended_at = NULL, state = 'active', ends_at = $2 WHERE id = $1::uuid")
+        .bind(&id)
+        .bind(t0 + Duration::seconds(300))
+        .execute(&db)
+        .await
+        .unwrap();
+    meter_once(&db).await.unwrap(); // meters to ends_at (300 s)
+    assert_eq!(charged(&db, &id).await, 300);
+    sqlx::query("UPDATE leases SET ends_at = $2, ended_at = $2, state = 'released' WHERE id = $1::uuid")
+        .bind(&id)
+        .bind(t0 + Duration::seconds(777))
+        .execute(&db)
+        .await
+        .unwrap();
+    let restarted = TestApp::new(db.clone());
+    meter_once(&restarted.db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 777, "nothing lost, nothing twice");
+    assert!(ledger_matches_balances(&db).await);
+}
+
+#[sqlx::test]
+async fn leases_need_balance_and_end_when_it_runs_out(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": 3600 }))
+        .await
+        .expect(StatusCode::OK);
+    app.node(&op, &pool, "node-0", 8).await;
+    backdate_prices(&db).await;
+    let (tenant_id, key) = app.tenant_key_without_balance(&op, "poor", gpuplane::auth::Role::TenantAdmin).await;
+    let tenant = app.token_for(&key).await;
+    let res = app.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 5 })).await;
+    let res = res.expect_problem(StatusCode::PAYMENT_REQUIRED, "insufficient_balance");
+    assert_eq!(res.body["context"]["required_minor"], 3600);
+    let (leases,): (i64,) = sqlx::query_as("SELECT count(*) FROM leases").fetch_one(&db).await.unwrap();
+    assert_eq!(leases, 0);
+
+    app.top_up(&op, &tenant_id, 5000).await;
+    let id = lease(&app, &tenant, &pool, 1).await;
+    // Extending needs the balance too (a monthly-sized extension is out of reach).
+    app.post(&format!("/v1/leases/{id}/extend"), &tenant, json!({ "hours": 1 })).await.expect(StatusCode::OK);
+    // 3,000 s used: 2,000 left, less than an hour at 3,600/h: warned.
+    pin_period(&db, &id, Utc::now() - Duration::seconds(3000), None, "active").await;
+    sqlx::query("UPDATE leases SET ends_at = now() + interval '1 hour' WHERE id = $1::uuid")
+        .bind(&id)
+        .execute(&db)
+        .await
+        .unwrap();
+    let touched = meter_once(&db).await.unwrap();
+    enforce_balances(&db, &touched).await.unwrap();
+    let events = app.get(&format!("/v1/leases/{id}/events"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(events.body.as_array().unwrap().last().unwrap()["kind"], "balance_low");
+    assert_eq!(app.get(&format!("/v1/leases/{id}"), &tenant).await.body["state"], "active");
+    // 2,500 s more: the balance is gone; the lease ends.
+    sqlx::query("UPDATE leases SET metered_until = metered_until - interval '2500 seconds' WHERE id = $1::uuid")
+        .bind(&id)
+        .execute(&db)
+        .await
+        .unwrap();
+    let touched = meter_once(&db).await.unwrap();
+    enforce_balances(&db, &touched).await.unwrap();
+    let ended = app.get(&format!("/v1/leases/{id}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(ended.body["state"], "terminated");
+    assert!(ended.body["end_reason"].as_str().unwrap().contains("balance exhausted"));
+    let balance = app.get("/v1/billing/balance", &tenant).await.expect(StatusCode::OK);
+    assert!(balance.body[0]["balance_minor"].as_i64().unwrap() <= 0);
+    assert!(ledger_matches_balances(&db).await);
+}
+
+#[sqlx::test]
+async fn export_invoice_and_ledger_reconcile_to_the_minor_unit(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, tenant, pool) = setup(&app, 249).await;
+    let (_, other) = app.tenant_admin(&op, "other").await;
+    backdate_prices(&db).await;
+    let month_start = {
+        let now = Utc::now();
+        chrono::TimeZone::with_ymd_and_hms(
+            &Utc,
+            chrono::Datelike::year(&now),
+            chrono::Datelike::month(&now),
+            1,
+            0,
+            0,
+            0,
+        )
+        .unwrap()
+    };
+    let mut seconds = 97;
+    for token in [&tenant, &tenant, &other] {
+        for gpus in [1, 3] {
+            let id = lease(&app, token, &pool, gpus).await;
+            // Ends 1.5 h before now at the latest; near a month's start some rows fall in the previous month, and
+            // the three totals below still select the same rows.
+            let start = Utc::now() - Duration::hours(3) + Duration::seconds(seconds);
+            pin_period(&db, &id, start, Some(start + Duration::seconds(seconds * 13)), "released").await;
+            seconds += 61;
+        }
+    }
+    meter_once(&db).await.unwrap();
+    let month = Utc::now().format("%Y-%m").to_string();
+    let invoices = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK);
+    let invoice_total: i64 = invoices.body.as_array().unwrap().iter().map(|i| i["usage_minor"].as_i64().unwrap()).sum();
+    let to = (month_start + Duration::days(40)).to_rfc3339().replace('+', "%2B");
+    let from = month_start.to_rfc3339().replace('+', "%2B");
+    let csv = app
+        .get(&format!("/v1/admin/billing/usage/export?from={from}&to={to}&format=csv"), &op)
+        .await
+        .expect(StatusCode::OK);
+    let text = csv.body.as_str().unwrap().to_string();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap(), gpuplane::billing::export::CSV_HEADER.trim_end());
+    let export_total: i64 = lines.map(|l| l.rsplit(',').next().unwrap().parse::<i64>().unwrap()).sum();
+    let (ledger_total,): (i64,) = sqlx::query_as(
+        "SELECT (-sum(amount_minor))::bigint FROM ledger_entries WHERE kind = 'usage' AND period_at >= $1 AND period_at < $2",
+    )
+    .bind(month_start)
+    .bind(month_start + Duration::days(40))
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert!(ledger_total > 0);
+    assert_eq!(export_total, ledger_total, "export = ledger");
+    assert_eq!(invoice_total, ledger_total, "invoice = ledger");
+    // The tenant's own export holds only its rows, and JSON lines carry the same totals.
+    let own = app
+        .get(&format!("/v1/billing/usage/export?from={from}&to={to}&format=jsonl"), &tenant)
+        .await
+        .expect(StatusCode::OK);
+    let rows: Vec<Value> = own.body.as_str().unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let tenant_invoices = app.get("/v1/billing/invoices", &tenant).await.expect(StatusCode::OK);
+    let tenant_invoice = &tenant_invoices.body[0];
+    assert_eq!(
+        rows.iter().map(|r| r["amount_minor"].as_i64().unwrap()).sum::<i64>(),
+        tenant_invoice["usage_minor"].as_i64().unwrap()
+    );
+    assert!(rows.iter().all(|r| r["tenant_id"] == tenant_invoice["tenant_id"]));
+    assert!(!tenant_invoice["lines"].as_array().unwrap().is_empty());
+    // The other tenant cannot read this invoice; the lifecycle goes draft -> issued -> paid.
+    let invoice_id = tenant_invoice["id"].as_str().unwrap();
+    app.get(&format!("/v1/billing/invoices/{invoice_id}"), &other)
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.post(&format!("/v1/admin/invoices/{invoice_id}/pay"), &op, json!({}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "invoice_state");
+    app.post(&format!("/v1/admin/invoices/{invoice_id}/issue"), &op, json!({})).await.expect(StatusCode::OK);
+    let paid = app.post(&format!("/v1/admin/invoices/{invoice_id}/pay"), &op, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(paid.body["state"], "paid");
+    let revenue = app.get(&format!("/v1/admin/billing/revenue?from={from}&to={to}"), &op).await.expect(StatusCode::OK);
+    let revenue_total: i64 =
+        revenue.body["tenants"].as_array().unwrap().iter().map(|t| t["amount_minor"].as_i64().unwrap()).sum();
+    assert_eq!(revenue_total, ledger_total);
+}
+
+#[sqlx::test]
+async fn bad_billing_input_is_4xx_and_posts_nothing(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant_id, tenant, _) = setup(&app, 100).await;
+    let path = format!("/v1/admin/tenants/{tenant_id}/ledger");
+    let (before,): (i64,) = sqlx::query_as("SELECT count(*) FROM ledger_entries").fetch_one(&db).await.unwrap();
+    for (body, field) in [
+        (json!({ "kind": "topup", "amount_minor": -5, "currency": "USD" }), "amount_minor"),
+        (json!({ "kind": "topup", "amount_minor": 0, "currency": "USD" }), "amount_minor"),
+        (json!({ "kind": "topup", "amount_minor": 10_000_000_000_000i64, "currency": "USD" }), "amount_minor"),
+        (json!({ "kind": "usage", "amount_minor": -5, "currency": "USD" }), "kind"),
+        (json!({ "kind": "topup", "amount_minor": 5, "currency": "usd" }), "currency"),
+        (json!({ "kind": "gift", "amount_minor": 5, "currency": "USD" }), "kind"),
+    ] {
+        let res =
+            app.post(&path, &op, body).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+        assert_eq!(res.error_fields(), [field]);
+    }
+    app.post(
+        "/v1/admin/tenants/00000000-0000-7000-8000-000000000000/ledger",
+        &op,
+        json!({ "kind": "topup", "amount_minor": 5, "currency": "USD" }),
+    )
+    .await
+    .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.post(&path, &tenant, json!({ "kind": "topup", "amount_minor": 5, "currency": "USD" }))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    let (after,): (i64,) = sqlx::query_as("SELECT count(*) FROM ledger_entries").fetch_one(&db).await.unwrap();
+    assert_eq!(before, after);
+    let now = Utc::now();
+    let inverted =
+        format!("from={}&to={}", now.to_rfc3339(), (now - Duration::days(1)).to_rfc3339()).replace('+', "%2B");
+    app.get(&format!("/v1/billing/usage/export?{inverted}"), &tenant)
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    app.get("/v1/billing/usage/export?format=xlsx", &tenant)
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    app.post("/v1/admin/invoices", &op, json!({ "month": "2026-13" }))
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    // The ledger is append-only, whatever the code does.
+    let err = sqlx::query("UPDATE ledger_entries SET amount_minor = 1").execute(&db).await.unwrap_err();
+    assert!(err.to_string().contains("append-only"));
+}
+
+#[sqlx::test]
+async fn top_ups_are_idempotent_and_concurrent_ones_never_lose_an_update(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant_id, tenant, _) = setup(&app, 100).await;
+    let path = format!("/v1/admin/tenants/{tenant_id}/ledger");
+    let post = |key: &str| {
+        Request::post(path.clone())
+            .header("authorization", format!("Bearer {op}"))
+            .header("content-type", "application/json")
+            .header("idempotency-key", key)
+            .body(axum::body::Body::from(
+                json!({ "kind": "topup", "amount_minor": 700, "currency": "USD" }).to_string(),
+            ))
+            .unwrap()
+    };
+    let first = app.send(post("wire-1")).await.expect(StatusCode::CREATED);
+    let again = app.send(post("wire-1")).await.expect(StatusCode::CREATED);
+    assert_eq!(first.body["id"], again.body["id"]);
+    let before = app.get("/v1/billing/balance", &tenant).await.body[0]["balance_minor"].as_i64().unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let router = app.router.clone();
+        let req = post(&format!("concurrent-{i}"));
+        tasks.push(tokio::spawn(async move { tower::ServiceExt::oneshot(router, req).await.unwrap().status() }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.unwrap(), StatusCode::CREATED);
+    }
+    let after = app.get("/v1/billing/balance", &tenant).await.body[0]["balance_minor"].as_i64().unwrap();
+    assert_eq!(after - before, 20 * 700);
+    assert!(ledger_matches_balances(&db).await);
+}
+
+#[sqlx::test]
+async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, tenant, pool) = setup(&app, 100).await;
+    app.post(
+        &format!("/v1/admin/pools/{pool}/prices"),
+        &op,
+        json!({ "price_per_gpu_hour_minor": 100, "price_per_gpu_month_minor": 2_592_000 }),
+    )
+    .await
+    .expect(StatusCode::CREATED);
+    app.put(&format!("/v1/admin/pools/{pool}/sla"), &op, json!({ "target_percent": 99.5, "credit_percent": 10 }))
+        .await
+        .expect(StatusCode::OK);
+    backdate_prices(&db).await;
+    let res = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "months": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let id = res.body["id"].as_str().unwrap().to_string();
+    // It ran 10,000 s of this month, then its node failed (interrupted) with the month still due.
+    let start = Utc::now() - Duration::seconds(20_000);
+    pin_period(&db, &id, start, Some(start + Duration::seconds(10_000)), "interrupted").await;
+    sqlx::query("UPDATE leases SET ends_at = starts_at + interval '30 days' WHERE id = $1::uuid")
+        .bind(&id)
+        .execute(&db)
+        .await
+        .unwrap();
+    meter_once(&db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 10_000, "1 minor unit per second at 2,592,000 per 30 days");
+    let month = Utc::now().format("%Y-%m").to_string();
+    let invoices = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK);
+    let invoice = &invoices.body[0];
+    // Started this month? If the period straddles months, the credit lands where the charge was.
+    let credit = invoice["credits_minor"].as_i64().unwrap();
+    assert_eq!(credit, invoice["usage_minor"].as_i64().unwrap() / 10);
+    assert!(credit > 0);
+    // Generating again posts no second credit.
+    let again = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK);
+    assert_eq!(again.body[0]["credits_minor"], credit);
+}
