@@ -96,7 +96,9 @@ async fn main() -> anyhow::Result<()> {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let started = Instant::now();
     let mut response = client
-        .get(format!("{url}/v1/admin/billing/usage/export?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&format=csv"))
+        .get(format!(
+            "{url}/v1/admin/billing/usage/export?from=2000-01-01T00:00:00Z&to=2100-01-01T00:00:00Z&format=csv"
+        ))
         .bearer_auth(&token)
         .send()
         .await?

@@ -58,6 +58,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::leases::router())
         .merge(crate::planning::router())
         .merge(crate::agents::router())
+        .merge(crate::jobs::router())
         .merge(crate::billing::router())
 }
 

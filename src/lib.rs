@@ -17,6 +17,7 @@ pub mod extract;
 pub mod health;
 pub mod idempotency;
 pub mod inventory;
+pub mod jobs;
 pub mod leases;
 pub mod openapi;
 pub mod planner;

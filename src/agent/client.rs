@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::agents::protocol::{HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse};
+use crate::jobs::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusResponse};
 
 /// A problem+json body, or as much of an error answer as could be read.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -100,6 +101,22 @@ impl ServiceClient {
         self.post("/v1/agent/heartbeat", Some(agent_token), request).await
     }
 
+    /// The node's unfinished job assignments.
+    pub async fn assignments(&self, agent_token: &str) -> Result<AssignmentList, CallError> {
+        let url = format!("{}/v1/agent/assignments", self.server);
+        self.send(self.http.get(&url).bearer_auth(agent_token), "GET", &url).await
+    }
+
+    /// Report a state transition of an assignment's process.
+    pub async fn report_assignment(
+        &self,
+        agent_token: &str,
+        job_node_id: uuid::Uuid,
+        status: &AssignmentStatus,
+    ) -> Result<AssignmentStatusResponse, CallError> {
+        self.post(&format!("/v1/agent/assignments/{job_node_id}/status"), Some(agent_token), status).await
+    }
+
     async fn post<B: Serialize, R: DeserializeOwned>(
         &self,
         path: &str,
@@ -111,20 +128,29 @@ impl ServiceClient {
         if let Some(token) = bearer {
             request = request.bearer_auth(token);
         }
-        let response = request.send().await.map_err(|err| CallError::Transient(format!("POST {url}: {err}")))?;
+        self.send(request, "POST", &url).await
+    }
+
+    async fn send<R: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+        method: &str,
+        url: &str,
+    ) -> Result<R, CallError> {
+        let response = request.send().await.map_err(|err| CallError::Transient(format!("{method} {url}: {err}")))?;
         let status = response.status();
-        let text = response.text().await.map_err(|err| CallError::Transient(format!("POST {url}: {err}")))?;
+        let text = response.text().await.map_err(|err| CallError::Transient(format!("{method} {url}: {err}")))?;
         if let Some(error) = classify(status, Problem::default()) {
             // Only now parse the body: a success body is not a problem.
             let problem = Problem::from_body(&text);
             return Err(match error {
                 CallError::Unauthorized(_) => CallError::Unauthorized(problem),
                 CallError::Rejected { status, .. } => CallError::Rejected { status, problem },
-                CallError::Transient(_) => CallError::Transient(format!("POST {url}: HTTP {} ({problem})", status)),
+                CallError::Transient(_) => CallError::Transient(format!("{method} {url}: HTTP {} ({problem})", status)),
             });
         }
         serde_json::from_str(&text)
-            .map_err(|err| CallError::Transient(format!("POST {url}: unexpected answer (HTTP {status}): {err}")))
+            .map_err(|err| CallError::Transient(format!("{method} {url}: unexpected answer (HTTP {status}): {err}")))
     }
 }
 

@@ -45,6 +45,11 @@ impl CredentialStore {
         Self { dir: dir.into() }
     }
 
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub fn path(&self) -> PathBuf {
         self.dir.join("credential.json")
     }

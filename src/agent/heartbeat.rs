@@ -15,10 +15,13 @@ use super::buffer::SampleBuffer;
 use super::client::{CallError, ServiceClient};
 use super::credential::{Credential, CredentialStore};
 use super::gpu_source::GpuSource;
+use super::jobs::JobRunner;
 use super::sample_time;
 
 /// At most this many samples per heartbeat; a backlog goes out in several requests, oldest first.
 pub const MAX_SAMPLES_PER_HEARTBEAT: usize = 4096;
+/// Fetch assignments at least every this many heartbeats, whatever the hint says.
+const ASSIGNMENT_BACKSTOP_HEARTBEATS: u64 = 5;
 /// Until the service states its interval (attaching with a saved credential: the first heartbeat answer).
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -94,6 +97,9 @@ impl Agent {
             None => self.register(&shutdown, &mut rng).await?,
         };
         let Some((mut credential, interval)) = attached else { return Ok(()) };
+        // Jobs this agent started before a restart are reported, never started again.
+        let mut jobs = JobRunner::open(self.store.dir())?;
+        let mut heartbeats: u64 = 0;
 
         let now = Instant::now();
         // The first sample is due now: `last` is one interval ago.
@@ -105,6 +111,11 @@ impl Agent {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = sleep_until(schedule.next().min(next_send)) => {}
+                Some(exit) = jobs.next_exit() => {
+                    jobs.on_exit(exit);
+                    jobs.flush(&self.client, &credential.agent_token).await;
+                    continue;
+                }
             }
             if Instant::now() >= schedule.next() {
                 sampler.take_sample();
@@ -155,9 +166,9 @@ impl Agent {
                         tracing::info!(?answer.desired_state, "the service changed this node's desired state");
                         desired_state = answer.desired_state;
                     }
-                    if answer.assignments_pending {
-                        // Work assignments come with the jobs feature; the agent only notes them for now.
-                        tracing::debug!("assignments pending");
+                    heartbeats += 1;
+                    if answer.assignments_pending || jobs.busy() || heartbeats % ASSIGNMENT_BACKSTOP_HEARTBEATS == 1 {
+                        jobs.sync(&self.client, &credential.agent_token).await;
                     }
                     schedule.interval = Duration::from_secs(u64::from(answer.heartbeat_interval_s.max(1)));
                     next_send = if sampler.buffer.is_empty() { schedule.next() } else { Instant::now() };
@@ -201,6 +212,7 @@ impl Agent {
                 }
             }
         }
+        jobs.shutdown(&self.client, &credential.agent_token).await;
         tracing::info!(undelivered = sampler.buffer.len(), "agent stopped");
         Ok(())
     }

@@ -24,6 +24,7 @@ pub mod client;
 pub mod credential;
 pub mod gpu_source;
 pub mod heartbeat;
+pub mod jobs;
 pub mod simulated;
 
 use anyhow::Context;

@@ -291,7 +291,7 @@ pub async fn post_heartbeat(
     Ok(Json(HeartbeatResponse {
         heartbeat_interval_s: state.settings.heartbeat_interval.as_secs() as u32,
         desired_state,
-        assignments_pending: false,
+        assignments_pending: crate::jobs::store::assignments_pending(&state.db, agent.node_id).await?,
         accepted_samples: accepted,
     }))
 }

@@ -471,6 +471,7 @@ pub async fn end_lease(
     .fetch_optional(&mut *conn)
     .await?;
     let Some(Row { lease, old_state: from, queue_waiting }) = ended else { return Ok(None) };
+    crate::jobs::store::end_jobs_of_lease(conn, lease_id, to, reason).await?;
     let event = NewEvent::new(to.as_str(), Some(from), Some(to), actor).reason(reason);
     if from == LeaseState::Active {
         release_gpus(conn, lease_id, event).await?;

@@ -17,13 +17,13 @@ const FAST: &[(&str, &str)] = &[
     ("GPUPLANE_OFFLINE_AFTER_SECS", "4"),
 ];
 
-struct Api {
-    base: String,
-    client: reqwest::Client,
+pub struct Api {
+    pub base: String,
+    pub client: reqwest::Client,
 }
 
 impl Api {
-    async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    pub async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
         let mut req = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(token);
         if let Some(body) = body {
             req = req.json(&body);
@@ -32,17 +32,17 @@ impl Api {
         let status = res.status().as_u16();
         (status, res.json().await.unwrap_or(Value::Null))
     }
-    async fn get(&self, path: &str, token: &str) -> Value {
+    pub async fn get(&self, path: &str, token: &str) -> Value {
         let (status, body) = self.call(reqwest::Method::GET, path, token, None).await;
         assert_eq!(status, 200, "{path}: {body}");
         body
     }
-    async fn post(&self, path: &str, token: &str, body: Value) -> Value {
+    pub async fn post(&self, path: &str, token: &str, body: Value) -> Value {
         let (status, body) = self.call(reqwest::Method::POST, path, token, Some(body)).await;
         assert!(status == 200 || status == 201, "{path}: {status} {body}");
         body
     }
-    async fn token(&self, api_key: &str) -> String {
+    pub async fn token(&self, api_key: &str) -> String {
         let res = self
             .client
             .post(format!("{}/v1/auth/token", self.base))
@@ -54,14 +54,14 @@ impl Api {
     }
 }
 
-fn state_dir(name: &str) -> PathBuf {
+pub fn state_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("gpuplane-e2e-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
 
 /// Start an agent and wait for its "registered"/"attached" line.
-fn spawn_agent(
+pub fn spawn_agent(
     server: &str,
     join_token: Option<&str>,
     hostname: &str,
@@ -85,7 +85,7 @@ fn spawn_agent(
     (child, line)
 }
 
-async fn wait_until<F, Fut>(what: &str, secs: u64, mut check: F)
+pub async fn wait_until<F, Fut>(what: &str, secs: u64, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,

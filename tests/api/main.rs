@@ -11,6 +11,8 @@ mod binary;
 mod demo;
 mod errors;
 mod inventory;
+mod jobs;
+mod jobs_e2e;
 mod leases;
 mod openapi;
 mod planning;

@@ -1,0 +1,255 @@
+//! Utilization insight: compare what a running job's GPUs measure with what its plan predicted, and say what to
+//! change. Pure rules; the handler (`routes::get_lease_insights`) gathers the numbers.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::planner::Plan;
+
+/// Below this mean GPU utilization over the window the GPUs are considered underused.
+pub const LOW_UTIL_PERCENT: f64 = 70.0;
+/// The window the utilization is averaged over, and how long a job must have run before it is judged.
+pub const WINDOW_S: i64 = 300;
+/// A plan that spends more than this share of a step communicating is communication-bound.
+pub const COMM_BOUND_FRACTION: f64 = 0.3;
+
+/// What was measured on the job's GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Measured {
+    /// Mean DCGM_FI_DEV_GPU_UTIL over the window, percent (absent without samples).
+    pub avg_gpu_util: Option<f64>,
+    /// Samples behind the mean.
+    pub samples: i64,
+    /// The window actually covered: the last 5 minutes, or since the job started if that is later.
+    pub window_s: i64,
+    /// How long the job has been running.
+    pub running_for_s: i64,
+}
+
+/// The facts the rules look at.
+#[derive(Debug, Clone, Copy)]
+pub struct InsightInput<'a> {
+    pub plan: Option<&'a Plan>,
+    pub measured: Measured,
+    /// The GPUs talk over PCIe only (no NVLink on the model, or a node reports PCIe).
+    pub pcie_only: bool,
+    /// The fewest leased GPUs on one node (a tensor-parallel group larger than this crosses nodes).
+    pub min_gpus_per_node: u32,
+}
+
+/// One finding, with the change suggested and the numbers behind it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Insight {
+    /// `low_utilization`, `communication_bound`, `tensor_parallel_over_pcie` or `tensor_parallel_across_nodes`.
+    pub kind: String,
+    pub message: String,
+    pub suggestion: String,
+    /// The figures behind it (measured utilization, samples, window, plan figures).
+    #[schema(value_type = Object)]
+    pub figures: serde_json::Value,
+}
+
+fn plan_figures(plan: &Plan) -> serde_json::Value {
+    serde_json::json!({
+        "tp": plan.tp, "pp": plan.pp, "dp": plan.dp, "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum,
+        "zero_stage": plan.zero_stage, "comm_fraction": plan.comm_fraction, "mfu": plan.mfu,
+        "memory_per_gpu_bytes": plan.memory_per_gpu_bytes, "usable_bytes": plan.memory.usable,
+    })
+}
+
+/// The change most likely to raise utilization for this plan.
+fn suggestion_for(plan: &Plan, pcie_only: bool) -> String {
+    let usable = plan.memory.usable.max(1) as f64;
+    let headroom = plan.memory_per_gpu_bytes as f64 / usable;
+    if plan.tp > 1 && (pcie_only || plan.comm_fraction > COMM_BOUND_FRACTION) {
+        format!(
+            "less tensor parallelism: tp {} -> {} (pin `tp`), trading all-reduces per layer for data parallelism",
+            plan.tp,
+            (plan.tp / 2).max(1)
+        )
+    } else if plan.zero_stage == 3 && plan.comm_fraction > COMM_BOUND_FRACTION {
+        "ZeRO stage 2 instead of 3 (pin `zero_stage`): stage 3 gathers every layer's weights in each step".to_string()
+    } else if headroom < 0.75 {
+        format!(
+            "a larger micro-batch: {} -> {} (pin `micro_batch`); the plan uses {:.0}% of GPU memory, so there is room",
+            plan.micro_batch,
+            plan.micro_batch * 2,
+            headroom * 100.0
+        )
+    } else if plan.zero_stage > 0 && plan.zero_stage < 3 {
+        format!("ZeRO stage {} to free memory for a larger micro-batch than {}", plan.zero_stage + 1, plan.micro_batch)
+    } else {
+        "check the input pipeline (data loading, preprocessing): the GPUs wait for work".to_string()
+    }
+}
+
+/// Apply the rules.
+pub fn assess(input: &InsightInput<'_>) -> Vec<Insight> {
+    let mut out = Vec::new();
+    let m = input.measured;
+    let measured_json = serde_json::json!({
+        "avg_gpu_util": m.avg_gpu_util, "samples": m.samples, "window_s": m.window_s, "running_for_s": m.running_for_s,
+        "threshold_percent": LOW_UTIL_PERCENT,
+    });
+    if let Some(util) = m.avg_gpu_util
+        && m.samples > 0
+        && m.running_for_s >= WINDOW_S
+        && util < LOW_UTIL_PERCENT
+    {
+        let suggestion = match input.plan {
+            Some(plan) => suggestion_for(plan, input.pcie_only),
+            None => "check the input pipeline (data loading, preprocessing): the GPUs wait for work".to_string(),
+        };
+        out.push(Insight {
+            kind: "low_utilization".into(),
+            message: format!(
+                "GPU utilization averaged {util:.0}% over the last {} s ({} samples), under {LOW_UTIL_PERCENT:.0}%",
+                m.window_s, m.samples
+            ),
+            suggestion,
+            figures: serde_json::json!({ "measured": measured_json, "plan": input.plan.map(plan_figures) }),
+        });
+    }
+    let Some(plan) = input.plan else { return out };
+    if plan.comm_fraction > COMM_BOUND_FRACTION {
+        let suggestion = if plan.tp > 1 {
+            format!("less tensor parallelism: tp {} -> {} (pin `tp`)", plan.tp, (plan.tp / 2).max(1))
+        } else if plan.zero_stage == 3 {
+            "ZeRO stage 2 or 1 (pin `zero_stage`): fewer collectives per step".to_string()
+        } else {
+            format!(
+                "a larger micro-batch than {} or more gradient accumulation than {}: fewer gradient reductions per \
+                 token",
+                plan.micro_batch, plan.grad_accum
+            )
+        };
+        out.push(Insight {
+            kind: "communication_bound".into(),
+            message: format!(
+                "the plan spends {:.0}% of each step communicating (over {:.0}%)",
+                plan.comm_fraction * 100.0,
+                COMM_BOUND_FRACTION * 100.0
+            ),
+            suggestion,
+            figures: serde_json::json!({ "measured": measured_json, "plan": plan_figures(plan) }),
+        });
+    }
+    if plan.tp > 1 && input.pcie_only {
+        out.push(Insight {
+            kind: "tensor_parallel_over_pcie".into(),
+            message: format!("tensor parallelism of {} runs over PCIe, which all-reduces every layer", plan.tp),
+            suggestion: "tp 1 with ZeRO-3/FSDP, or pipeline parallelism, which sends far less over the link".into(),
+            figures: serde_json::json!({ "measured": measured_json, "plan": plan_figures(plan) }),
+        });
+    }
+    if plan.tp > input.min_gpus_per_node.max(1) {
+        out.push(Insight {
+            kind: "tensor_parallel_across_nodes".into(),
+            message: format!(
+                "tensor parallelism of {} is larger than the {} leased GPUs on a node: it crosses the network",
+                plan.tp, input.min_gpus_per_node
+            ),
+            suggestion: format!(
+                "tp {} or less (pin `tp`) with pipeline parallelism across nodes, or lease whole nodes",
+                input.min_gpus_per_node
+            ),
+            figures: serde_json::json!({ "measured": measured_json, "plan": plan_figures(plan) }),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::{MemoryBreakdown, Recompute, WorkloadKind};
+
+    fn plan(tp: u32, zero: u8, comm: f64, memory_fraction: f64) -> Plan {
+        let usable = 80_000_000_000u64;
+        Plan {
+            workload: WorkloadKind::Train,
+            tp,
+            pp: 1,
+            dp: 8 / tp,
+            vp: 1,
+            micro_batch: 2,
+            grad_accum: 4,
+            zero_stage: zero,
+            sequence_parallel: false,
+            recompute: Recompute::None,
+            replicas: 8 / tp,
+            memory_per_gpu_bytes: (usable as f64 * memory_fraction) as u64,
+            memory: MemoryBreakdown { usable, ..MemoryBreakdown::default() },
+            step_time_s: 1.0,
+            tokens_per_s: 1.0,
+            prefill_tokens_per_s: None,
+            images_per_s: None,
+            tflops_per_gpu: 1.0,
+            hardware_tflops_per_gpu: 1.0,
+            mfu: 0.4,
+            bubble_fraction: 0.0,
+            comm_fraction: comm,
+            calibrated: true,
+            explanation: String::new(),
+        }
+    }
+
+    fn measured(util: f64, running_for_s: i64) -> Measured {
+        Measured { avg_gpu_util: Some(util), samples: 1200, window_s: WINDOW_S.min(running_for_s), running_for_s }
+    }
+
+    fn kinds(found: &[Insight]) -> Vec<&str> {
+        found.iter().map(|i| i.kind.as_str()).collect()
+    }
+
+    #[test]
+    fn busy_gpus_with_a_lean_plan_say_nothing() {
+        let p = plan(1, 0, 0.1, 0.5);
+        let input =
+            InsightInput { plan: Some(&p), measured: measured(93.0, 900), pcie_only: false, min_gpus_per_node: 8 };
+        assert!(assess(&input).is_empty());
+    }
+
+    #[test]
+    fn low_utilization_after_five_minutes_suggests_a_larger_micro_batch_when_memory_allows() {
+        let p = plan(1, 0, 0.1, 0.5);
+        let input =
+            InsightInput { plan: Some(&p), measured: measured(41.0, 600), pcie_only: false, min_gpus_per_node: 8 };
+        let found = assess(&input);
+        assert_eq!(kinds(&found), ["low_utilization"]);
+        assert!(found[0].suggestion.contains("micro-batch: 2 -> 4"), "{}", found[0].suggestion);
+        assert!(found[0].message.contains("41%"));
+        assert_eq!(found[0].figures["measured"]["samples"], 1200);
+        assert_eq!(found[0].figures["plan"]["micro_batch"], 2);
+        // Too early to judge.
+        let early = InsightInput { measured: measured(41.0, 120), ..input };
+        assert!(assess(&early).is_empty());
+        // No samples, no verdict.
+        let none = InsightInput {
+            measured: Measured { avg_gpu_util: None, samples: 0, window_s: 300, running_for_s: 900 },
+            ..input
+        };
+        assert!(assess(&none).is_empty());
+    }
+
+    #[test]
+    fn communication_bound_plans_suggest_less_tensor_parallelism_or_another_zero_stage() {
+        let p = plan(4, 0, 0.45, 0.9);
+        let input =
+            InsightInput { plan: Some(&p), measured: measured(55.0, 600), pcie_only: true, min_gpus_per_node: 2 };
+        let found = assess(&input);
+        assert_eq!(
+            kinds(&found),
+            ["low_utilization", "communication_bound", "tensor_parallel_over_pcie", "tensor_parallel_across_nodes"]
+        );
+        assert!(found[0].suggestion.contains("tp 4 -> 2"), "{}", found[0].suggestion);
+        assert!(found[1].suggestion.contains("tp 4 -> 2"));
+        let z3 = plan(1, 3, 0.4, 0.9);
+        let input =
+            InsightInput { plan: Some(&z3), measured: measured(90.0, 600), pcie_only: false, min_gpus_per_node: 8 };
+        let found = assess(&input);
+        assert_eq!(kinds(&found), ["communication_bound"]);
+        assert!(found[0].suggestion.contains("ZeRO stage 2"));
+        assert!(found[0].message.contains("45%") || found[0].message.contains("40%"));
+    }
+}

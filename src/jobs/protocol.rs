@@ -1,0 +1,82 @@
+//! The wire protocol between node agents and the service for running jobs. Shared by the server routes
+//! (`jobs::routes`) and the agent program (`agent::jobs`).
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::render::LaunchSpec;
+use super::{Desired, JobState};
+
+/// Most output lines kept per node, and characters per line.
+pub const OUTPUT_TAIL_LINES: usize = 50;
+pub const OUTPUT_LINE_CHARS: usize = 1000;
+
+/// A job's part that this node has to run (or stop).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Assignment {
+    /// Report its status at `POST /v1/agent/assignments/{job_node_id}/status`.
+    pub job_node_id: Uuid,
+    pub job_id: Uuid,
+    pub desired: Desired,
+    /// The state the service last recorded.
+    pub state: JobState,
+    pub spec: LaunchSpec,
+}
+
+/// The node's unfinished assignments. One that disappears from the list (its lease ended) must be stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AssignmentList {
+    pub assignments: Vec<Assignment>,
+}
+
+/// A state an agent reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportedState {
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl From<ReportedState> for JobState {
+    fn from(s: ReportedState) -> Self {
+        match s {
+            ReportedState::Running => JobState::Running,
+            ReportedState::Succeeded => JobState::Succeeded,
+            ReportedState::Failed => JobState::Failed,
+            ReportedState::Cancelled => JobState::Cancelled,
+        }
+    }
+}
+
+/// A state transition of a job's process on this node. Idempotent; states only move forward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"state": "succeeded", "exit_code": 0, "output_tail": ["step 100 loss 1.93", "done"]}))]
+pub struct AssignmentStatus {
+    pub state: ReportedState,
+    /// The exit code; a process killed by signal N reports 128 + N.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The last lines of output (the service keeps at most 50, each cut to 1000 characters).
+    #[serde(default)]
+    pub output_tail: Vec<String>,
+    /// Why, for `failed` and `cancelled` (e.g. `agent restarted`).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// The node's part as the service now records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AssignmentStatusResponse {
+    pub state: JobState,
+    pub desired: Desired,
+}
+
+/// Keep the last `OUTPUT_TAIL_LINES` lines, each cut to `OUTPUT_LINE_CHARS` characters.
+pub fn clamp_tail(lines: &[String]) -> Vec<String> {
+    let start = lines.len().saturating_sub(OUTPUT_TAIL_LINES);
+    lines[start..].iter().map(|l| l.chars().take(OUTPUT_LINE_CHARS).collect()).collect()
+}

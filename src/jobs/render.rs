@@ -1,0 +1,773 @@
+//! Rendering a job into one launch spec per node of its lease: argv, environment and framework config files.
+//! Pure: the caller supplies the lease's topology, the plan and the template.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::templates::{Builtin, LAUNCH_VARS, PLAN_VARS, Segment, parse_element};
+use crate::error::FieldError;
+use crate::planner::{ModelArch, Pins, Plan, PlanInput, Precision, Recompute, Workload, WorkloadKind};
+
+/// Default rendezvous port on the first node.
+pub const DEFAULT_MASTER_PORT: u16 = 29500;
+
+/// Environment variables the launch sets; a job's own `env` may not override them.
+pub const RESERVED_ENV: &[&str] = &[
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "WORLD_SIZE",
+    "NODE_RANK",
+    "NNODES",
+    "NPROC_PER_NODE",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "RANK",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "GPUPLANE_JOB_ID",
+    "GPUPLANE_NODE_ADDRS",
+    "NCCL_IB_DISABLE",
+    "NCCL_P2P_DISABLE",
+];
+
+/// A node of the lease as a job sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSlot {
+    pub node_id: Uuid,
+    pub hostname: String,
+    pub address: String,
+    /// The leased GPUs' indices on this node, ascending.
+    pub gpu_indices: Vec<i32>,
+    /// The node's network supports RDMA (InfiniBand/RoCE).
+    pub rdma: bool,
+}
+
+/// A config file written into the job's working directory before it starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SpecFile {
+    /// Relative path inside the job's working directory.
+    pub path: String,
+    pub content: String,
+}
+
+/// What one node runs: exactly this argv (no shell) with exactly this environment (plus PATH and HOME).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LaunchSpec {
+    pub argv: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub files: Vec<SpecFile>,
+    /// Run inside this container image (the agent wraps argv in `docker run` with only the leased GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+/// The template a job renders.
+#[derive(Debug, Clone, Copy)]
+pub enum TemplateChoice<'a> {
+    Builtin(Builtin),
+    /// A custom template's argv (validated when it was created).
+    Custom(&'a [String]),
+}
+
+/// Everything rendering needs.
+pub struct RenderInput<'a> {
+    pub job_id: Uuid,
+    /// The lease's nodes in rank order (rank 0 first); each with at least one GPU.
+    pub nodes: &'a [NodeSlot],
+    /// GPUs of the pool's model talk peer to peer (false for PCIe-only cards such as RTX 4090 and A10).
+    pub gpu_p2p: bool,
+    pub master_port: u16,
+    pub template: TemplateChoice<'a>,
+    /// The validated planning input and its best plan (absent for a custom template without a model).
+    pub planned: Option<(&'a PlanInput, &'a Plan)>,
+    pub command: &'a [String],
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub params: &'a BTreeMap<String, String>,
+    pub image: Option<&'a str>,
+}
+
+/// Pick the built-in template that fits a plan: serving is vLLM (diffusion: data-parallel generation); training
+/// with tensor or pipeline parallelism is Megatron; pure data parallelism is DDP, FSDP for ZeRO-3, DeepSpeed for
+/// ZeRO 1/2.
+pub fn auto_template(plan: &Plan, model: &ModelArch) -> Builtin {
+    if model.diffusion.is_some() {
+        return Builtin::DiffusionDp;
+    }
+    match plan.workload {
+        WorkloadKind::Inference => Builtin::Vllm,
+        _ if plan.tp > 1 || plan.pp > 1 => Builtin::Megatron,
+        _ => match plan.zero_stage {
+            0 => Builtin::TorchrunDdp,
+            3 => Builtin::TorchrunFsdp,
+            _ => Builtin::Deepspeed,
+        },
+    }
+}
+
+/// Restrict the planner's search to what a built-in template can run; a pin that contradicts it is a field error.
+pub fn template_pins(
+    template: Builtin,
+    pins: &Pins,
+    kind: WorkloadKind,
+    model: &ModelArch,
+) -> Result<Pins, FieldError> {
+    let mut pins = pins.clone();
+    let force = |field: &str, slot: &mut Option<u32>, value: u32, why: &str| -> Result<(), FieldError> {
+        match *slot {
+            Some(v) if v != value => {
+                Err(FieldError::new(format!("pins.{field}"), format!("{}: {why}", template.name())))
+            }
+            _ => {
+                *slot = Some(value);
+                Ok(())
+            }
+        }
+    };
+    let training = matches!(kind, WorkloadKind::Train | WorkloadKind::Lora);
+    match template {
+        Builtin::TorchrunDdp | Builtin::TorchrunFsdp | Builtin::Deepspeed => {
+            if !training {
+                return Err(FieldError::new("workload.kind", format!("{} is for training", template.name())));
+            }
+            force("tp", &mut pins.tp, 1, "data parallel only, no tensor parallelism")?;
+            force("pp", &mut pins.pp, 1, "data parallel only, no pipeline parallelism")?;
+            match template {
+                Builtin::TorchrunDdp => match pins.zero_stage {
+                    Some(z) if z != 0 => {
+                        return Err(FieldError::new("pins.zero_stage", "torchrun-ddp: plain DDP shards nothing (0)"));
+                    }
+                    _ => pins.zero_stage = Some(0),
+                },
+                Builtin::Deepspeed if pins.zero_stage == Some(0) => {
+                    return Err(FieldError::new("pins.zero_stage", "deepspeed: ZeRO stage 1, 2 or 3"));
+                }
+                _ => {}
+            }
+        }
+        Builtin::Megatron => {
+            if !training {
+                return Err(FieldError::new("workload.kind", "megatron is for training"));
+            }
+        }
+        Builtin::Vllm => {
+            if kind != WorkloadKind::Inference || model.diffusion.is_some() {
+                return Err(FieldError::new("workload.kind", "vllm serves language models: kind inference"));
+            }
+        }
+        Builtin::DiffusionDp => {
+            if model.diffusion.is_none() {
+                return Err(FieldError::new("model", "diffusion-dp needs a diffusion model (e.g. preset sdxl)"));
+            }
+        }
+    }
+    Ok(pins)
+}
+
+/// Per-node facts shared by every template.
+struct NodeCtx<'a> {
+    rank: usize,
+    nnodes: usize,
+    nproc: usize,
+    world: usize,
+    master_addr: &'a str,
+    master_port: u16,
+    job_id: Uuid,
+    /// Nodes hold different GPU counts: torchrun then needs a c10d rendezvous instead of static ranks.
+    uneven: bool,
+}
+
+fn torchrun(ctx: &NodeCtx<'_>, script: &[String]) -> Vec<String> {
+    let mut argv =
+        vec!["torchrun".to_string(), format!("--nnodes={}", ctx.nnodes), format!("--nproc-per-node={}", ctx.nproc)];
+    if ctx.uneven {
+        argv.extend([
+            "--rdzv-backend=c10d".to_string(),
+            format!("--rdzv-endpoint={}:{}", ctx.master_addr, ctx.master_port),
+            format!("--rdzv-id={}", ctx.job_id),
+        ]);
+    } else {
+        argv.extend([
+            format!("--node-rank={}", ctx.rank),
+            format!("--master-addr={}", ctx.master_addr),
+            format!("--master-port={}", ctx.master_port),
+        ]);
+    }
+    // torchrun runs a .py file with Python itself; anything else (e.g. `python3 train.py`) runs as is.
+    if !script.first().is_some_and(|s| s.ends_with(".py")) {
+        argv.push("--no-python".to_string());
+    }
+    argv.extend(script.iter().cloned());
+    argv
+}
+
+fn dtype_flag(precision: Precision) -> &'static str {
+    match precision {
+        Precision::Fp16 => "--fp16",
+        _ => "--bf16",
+    }
+}
+
+fn train_spec(input: &PlanInput) -> Option<(u32, u32, Precision)> {
+    match input.workload {
+        Workload::Train(t) | Workload::Lora(t) => Some((t.seq_len, t.global_batch, t.precision)),
+        Workload::Inference(_) => None,
+    }
+}
+
+/// DeepSpeed's config for a plan (train_batch_size must equal micro x accumulation x dp).
+pub fn deepspeed_config(plan: &Plan, precision: Precision) -> serde_json::Value {
+    let mut config = serde_json::json!({
+        "train_batch_size": plan.micro_batch * plan.grad_accum.max(1) * plan.dp,
+        "train_micro_batch_size_per_gpu": plan.micro_batch,
+        "gradient_accumulation_steps": plan.grad_accum.max(1),
+        "gradient_clipping": 1.0,
+        "zero_optimization": {
+            "stage": plan.zero_stage,
+            "overlap_comm": true,
+            "contiguous_gradients": true,
+            "reduce_bucket_size": 500_000_000u64,
+        },
+        "bf16": { "enabled": precision != Precision::Fp16 },
+        "fp16": { "enabled": precision == Precision::Fp16 },
+        "steps_per_print": 10,
+    });
+    if plan.recompute != Recompute::None {
+        config["activation_checkpointing"] = serde_json::json!({ "partition_activations": plan.zero_stage == 3, "contiguous_memory_optimization": false });
+    }
+    config
+}
+
+/// Megatron-LM arguments for a plan and model.
+pub fn megatron_args(
+    plan: &Plan,
+    model: &ModelArch,
+    seq_len: u32,
+    global_batch: u32,
+    precision: Precision,
+) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    let mut flag = |name: &str, value: Option<String>| {
+        args.push(format!("--{name}"));
+        if let Some(v) = value {
+            args.push(v);
+        }
+    };
+    flag("tensor-model-parallel-size", Some(plan.tp.to_string()));
+    flag("pipeline-model-parallel-size", Some(plan.pp.to_string()));
+    if plan.vp > 1 && plan.pp > 1 {
+        let per_stage = (model.layers / (plan.pp * plan.vp)).max(1);
+        flag("num-layers-per-virtual-pipeline-stage", Some(per_stage.to_string()));
+    }
+    if plan.sequence_parallel {
+        flag("sequence-parallel", None);
+    }
+    if plan.zero_stage >= 1 {
+        // Megatron's distributed optimizer shards the optimizer states over data-parallel ranks (ZeRO-1).
+        flag("use-distributed-optimizer", None);
+    }
+    flag("micro-batch-size", Some(plan.micro_batch.to_string()));
+    flag("global-batch-size", Some(global_batch.to_string()));
+    flag("seq-length", Some(seq_len.to_string()));
+    flag("max-position-embeddings", Some(seq_len.to_string()));
+    flag("num-layers", Some(model.layers.to_string()));
+    flag("hidden-size", Some(model.hidden.to_string()));
+    flag("ffn-hidden-size", Some(model.ffn.to_string()));
+    flag("num-attention-heads", Some(model.heads.to_string()));
+    if model.kv_heads < model.heads {
+        flag("group-query-attention", None);
+        flag("num-query-groups", Some(model.kv_heads.to_string()));
+    }
+    if let Some(moe) = model.moe {
+        flag("num-experts", Some(moe.experts.to_string()));
+        flag("moe-router-topk", Some(moe.experts_per_token.to_string()));
+        flag("expert-model-parallel-size", Some("1".into()));
+    }
+    match plan.recompute {
+        Recompute::None => {}
+        Recompute::Selective => flag("recompute-granularity", Some("selective".into())),
+        Recompute::Full => {
+            flag("recompute-granularity", Some("full".into()));
+            flag("recompute-method", Some("uniform".into()));
+            flag("recompute-num-layers", Some("1".into()));
+        }
+    }
+    flag(dtype_flag(precision).trim_start_matches("--"), None);
+    if precision == Precision::Fp8 {
+        flag("fp8-format", Some("hybrid".into()));
+    }
+    args
+}
+
+fn fsdp_config(plan: &Plan, precision: Precision) -> serde_json::Value {
+    let strategy = match plan.zero_stage {
+        0 => "NO_SHARD",
+        1 | 2 => "SHARD_GRAD_OP",
+        _ => "FULL_SHARD",
+    };
+    serde_json::json!({
+        "sharding_strategy": strategy,
+        "mixed_precision": if precision == Precision::Fp16 { "fp16" } else { "bf16" },
+        "activation_checkpointing": plan.recompute != Recompute::None,
+        "micro_batch_size": plan.micro_batch,
+        "gradient_accumulation_steps": plan.grad_accum.max(1),
+    })
+}
+
+fn need_plan<'a>(planned: Option<(&'a PlanInput, &'a Plan)>) -> Result<(&'a PlanInput, &'a Plan), Vec<FieldError>> {
+    planned.ok_or_else(|| vec![FieldError::new("model", "built-in templates are planned: give a model and workload")])
+}
+
+/// Render every node's launch spec, rank 0 first.
+pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError>> {
+    let nodes = input.nodes;
+    let Some(first) = nodes.first() else {
+        return Err(vec![FieldError::new("lease", "the lease holds no GPUs")]);
+    };
+    let world: usize = nodes.iter().map(|n| n.gpu_indices.len()).sum();
+    let uneven = nodes.iter().any(|n| n.gpu_indices.len() != first.gpu_indices.len());
+    let rdma = nodes.iter().all(|n| n.rdma);
+    let addrs: Vec<&str> = nodes.iter().map(|n| n.address.as_str()).collect();
+    let mut specs = Vec::with_capacity(nodes.len());
+    for (rank, node) in nodes.iter().enumerate() {
+        let ctx = NodeCtx {
+            rank,
+            nnodes: nodes.len(),
+            nproc: node.gpu_indices.len(),
+            world,
+            master_addr: &first.address,
+            master_port: input.master_port,
+            job_id: input.job_id,
+            uneven,
+        };
+        let mut env: BTreeMap<String, String> = input.env.clone();
+        let devices: Vec<String> = node.gpu_indices.iter().map(|i| i.to_string()).collect();
+        for (key, value) in [
+            ("MASTER_ADDR", first.address.clone()),
+            ("MASTER_PORT", input.master_port.to_string()),
+            ("WORLD_SIZE", world.to_string()),
+            ("NODE_RANK", rank.to_string()),
+            ("NNODES", nodes.len().to_string()),
+            ("NPROC_PER_NODE", ctx.nproc.to_string()),
+            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID".to_string()),
+            ("CUDA_VISIBLE_DEVICES", devices.join(",")),
+            ("GPUPLANE_JOB_ID", input.job_id.to_string()),
+            ("GPUPLANE_NODE_ADDRS", addrs.join(",")),
+        ] {
+            env.insert(key.to_string(), value);
+        }
+        if !rdma {
+            // No InfiniBand/RoCE between the nodes: NCCL must use sockets.
+            env.insert("NCCL_IB_DISABLE".into(), "1".into());
+        }
+        if !input.gpu_p2p {
+            // PCIe-only consumer/inference cards: peer-to-peer transfers are unsupported or slower than host copies.
+            env.insert("NCCL_P2P_DISABLE".into(), "1".into());
+        }
+        let (argv, files) = match input.template {
+            TemplateChoice::Custom(template) => (render_custom(template, &ctx, input)?, Vec::new()),
+            TemplateChoice::Builtin(builtin) => render_builtin(builtin, &ctx, input)?,
+        };
+        specs.push(LaunchSpec { argv, env, files, image: input.image.map(str::to_owned) });
+    }
+    Ok(specs)
+}
+
+fn render_builtin(
+    builtin: Builtin,
+    ctx: &NodeCtx<'_>,
+    input: &RenderInput<'_>,
+) -> Result<(Vec<String>, Vec<SpecFile>), Vec<FieldError>> {
+    let (planned, plan) = need_plan(input.planned)?;
+    let command = |default: &[&str]| -> Result<Vec<String>, Vec<FieldError>> {
+        if !input.command.is_empty() {
+            Ok(input.command.to_vec())
+        } else if default.is_empty() {
+            Err(vec![FieldError::new(
+                "command",
+                format!("{} needs the training script, e.g. [\"train.py\"]", builtin.name()),
+            )])
+        } else {
+            Ok(default.iter().map(|s| s.to_string()).collect())
+        }
+    };
+    let precision = train_spec(planned).map(|t| t.2).unwrap_or_default();
+    let mut files = Vec::new();
+    let mut argv = match builtin {
+        Builtin::TorchrunDdp => torchrun(ctx, &command(&[])?),
+        Builtin::TorchrunFsdp => {
+            files.push(SpecFile { path: "fsdp_config.json".into(), content: pretty(&fsdp_config(plan, precision)) });
+            torchrun(ctx, &command(&[])?)
+        }
+        Builtin::Deepspeed => {
+            files.push(SpecFile { path: "ds_config.json".into(), content: pretty(&deepspeed_config(plan, precision)) });
+            let mut argv = torchrun(ctx, &command(&[])?);
+            argv.extend(["--deepspeed".to_string(), "--deepspeed_config".into(), "ds_config.json".into()]);
+            argv
+        }
+        Builtin::Megatron => {
+            let (seq_len, global_batch, precision) = train_spec(planned).unwrap_or((4096, 512, Precision::Bf16));
+            let args = megatron_args(plan, &planned.model, seq_len, global_batch, precision);
+            files.push(SpecFile { path: "megatron_args.txt".into(), content: args.join("\n") + "\n" });
+            let mut argv = torchrun(ctx, &command(&["pretrain_gpt.py"])?);
+            argv.extend(args);
+            argv
+        }
+        Builtin::Vllm => {
+            let Workload::Inference(spec) = planned.workload else {
+                return Err(vec![FieldError::new("workload.kind", "vllm serves: kind inference")]);
+            };
+            let served = input.params.get("served_model").cloned().unwrap_or_else(|| planned.model_name.clone());
+            let port = input.params.get("port").cloned().unwrap_or_else(|| "8000".into());
+            let group = (plan.tp * plan.pp).max(1) as usize;
+            let mut argv = command(&["vllm"])?;
+            argv.extend([
+                "serve".to_string(),
+                served,
+                "--tensor-parallel-size".into(),
+                plan.tp.to_string(),
+                "--pipeline-parallel-size".into(),
+                plan.pp.to_string(),
+            ]);
+            if group <= ctx.nproc {
+                // Each node serves on its own: as many replicas as tensor x pipeline groups fit on it.
+                argv.extend(["--data-parallel-size".to_string(), (ctx.nproc / group).max(1).to_string()]);
+            } else {
+                // One model across nodes: vLLM's multi-node launch, the first node serving.
+                argv.extend([
+                    "--distributed-executor-backend".to_string(),
+                    "mp".into(),
+                    "--nnodes".into(),
+                    ctx.nnodes.to_string(),
+                    "--node-rank".into(),
+                    ctx.rank.to_string(),
+                    "--master-addr".into(),
+                    ctx.master_addr.to_string(),
+                    "--master-port".into(),
+                    ctx.master_port.to_string(),
+                ]);
+                if ctx.rank > 0 {
+                    argv.push("--headless".into());
+                }
+            }
+            argv.extend([
+                "--max-model-len".to_string(),
+                spec.context_len.to_string(),
+                "--max-num-seqs".into(),
+                spec.concurrent_seqs.to_string(),
+                "--dtype".into(),
+                if spec.precision == Precision::Fp16 { "float16" } else { "bfloat16" }.into(),
+                "--host".into(),
+                "0.0.0.0".into(),
+                "--port".into(),
+                port,
+            ]);
+            if spec.precision == Precision::Fp8 {
+                argv.extend(["--quantization".to_string(), "fp8".into()]);
+            }
+            argv
+        }
+        Builtin::DiffusionDp => {
+            let steps = planned.model.diffusion.map(|d| d.steps).unwrap_or(30);
+            let prompts = input.params.get("prompts").cloned().unwrap_or_else(|| "prompts.txt".into());
+            let mut argv = torchrun(ctx, &command(&["generate.py"])?);
+            argv.extend([
+                "--prompts".to_string(),
+                prompts,
+                "--num-inference-steps".into(),
+                steps.to_string(),
+                "--batch-size".into(),
+                plan.micro_batch.max(1).to_string(),
+            ]);
+            argv
+        }
+    };
+    argv.extend(input.args.iter().cloned());
+    Ok((argv, files))
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+}
+
+fn render_custom(
+    template: &[String],
+    ctx: &NodeCtx<'_>,
+    input: &RenderInput<'_>,
+) -> Result<Vec<String>, Vec<FieldError>> {
+    let plan = input.planned.map(|p| p.1);
+    let train = input.planned.and_then(|p| train_spec(p.0));
+    let var = |name: &str| -> Option<String> {
+        let launch = match name {
+            "nnodes" => Some(ctx.nnodes.to_string()),
+            "node_rank" => Some(ctx.rank.to_string()),
+            "nproc_per_node" => Some(ctx.nproc.to_string()),
+            "world_size" => Some(ctx.world.to_string()),
+            "master_addr" => Some(ctx.master_addr.to_string()),
+            "master_port" => Some(ctx.master_port.to_string()),
+            "job_id" => Some(ctx.job_id.to_string()),
+            _ => None,
+        };
+        launch.or_else(|| {
+            let p = plan?;
+            Some(match name {
+                "tp" => p.tp.to_string(),
+                "pp" => p.pp.to_string(),
+                "dp" => p.dp.to_string(),
+                "vp" => p.vp.to_string(),
+                "micro_batch" => p.micro_batch.to_string(),
+                "grad_accum" => p.grad_accum.to_string(),
+                "zero_stage" => p.zero_stage.to_string(),
+                "global_batch" => train?.1.to_string(),
+                "seq_len" => train?.0.to_string(),
+                _ => return None,
+            })
+        })
+    };
+    let mut argv = Vec::new();
+    let mut used_command = false;
+    let mut used_args = false;
+    let mut errors = Vec::new();
+    for element in template {
+        let segments = parse_element(element).map_err(|m| vec![FieldError::new("template", m)])?;
+        match segments.as_slice() {
+            [Segment::Var(v)] if v == "command" => {
+                used_command = true;
+                argv.extend(input.command.iter().cloned());
+                continue;
+            }
+            [Segment::Var(v)] if v == "args" => {
+                used_args = true;
+                argv.extend(input.args.iter().cloned());
+                continue;
+            }
+            _ => {}
+        }
+        let mut text = String::new();
+        for segment in segments {
+            match segment {
+                Segment::Literal(l) => text.push_str(&l),
+                Segment::Var(v) => match input.params.get(&v).cloned().or_else(|| var(&v)) {
+                    Some(value) => text.push_str(&value),
+                    None if PLAN_VARS.contains(&v.as_str()) => errors.push(FieldError::new(
+                        "model",
+                        format!("the template uses `{{{v}}}` from the plan: give a model and workload"),
+                    )),
+                    None if LAUNCH_VARS.contains(&v.as_str()) => {}
+                    None => errors.push(FieldError::new(format!("parameters.{v}"), "no value")),
+                },
+            }
+        }
+        argv.push(text);
+    }
+    if !used_command && !input.command.is_empty() {
+        errors.push(FieldError::new("command", "this template takes no command (it has no `{command}`)"));
+    }
+    if used_command && input.command.is_empty() {
+        errors.push(FieldError::new("command", "this template runs `{command}`: give one"));
+    }
+    if !used_args {
+        argv.extend(input.args.iter().cloned());
+    }
+    errors.dedup();
+    if argv.first().is_none_or(|p| p.is_empty()) {
+        errors.push(FieldError::new("command", "the rendered program is empty"));
+    }
+    if errors.is_empty() { Ok(argv) } else { Err(errors) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::planner::{ClusterFields, ModelRef, PlanRequest, WorkloadFields};
+
+    fn slots(counts: &[&[i32]], rdma: bool) -> Vec<NodeSlot> {
+        counts
+            .iter()
+            .enumerate()
+            .map(|(i, idx)| NodeSlot {
+                node_id: Uuid::from_u128(i as u128 + 1),
+                hostname: format!("node-{i}"),
+                address: format!("10.0.0.{}", i + 1),
+                gpu_indices: idx.to_vec(),
+                rdma,
+            })
+            .collect()
+    }
+
+    fn planned(preset: &str, kind: WorkloadKind, gpu: &str, gpus: u32, per_node: u32, pins: Pins) -> (PlanInput, Plan) {
+        let request = PlanRequest {
+            model: ModelRef { preset: Some(preset.into()), architecture: None },
+            workload: WorkloadFields {
+                kind,
+                precision: Precision::Bf16,
+                seq_len: Some(4096),
+                global_batch: Some(512),
+                lora_rank: None,
+                context_len: None,
+                concurrent_seqs: None,
+            },
+            cluster: ClusterFields {
+                gpu: Some(gpu.into()),
+                gpu_spec: None,
+                gpus,
+                gpus_per_node: Some(per_node),
+                inter_node_gbps: Some(400.0),
+                rdma: Some(true),
+            },
+            pins,
+            top_n: Some(1),
+        };
+        let input = request.resolve().unwrap();
+        let plan = crate::planner::plan(&input).unwrap().plans.remove(0);
+        (input, plan)
+    }
+
+    fn input<'a>(
+        nodes: &'a [NodeSlot],
+        template: TemplateChoice<'a>,
+        planned: Option<(&'a PlanInput, &'a Plan)>,
+        command: &'a [String],
+        empty: &'a BTreeMap<String, String>,
+    ) -> RenderInput<'a> {
+        RenderInput {
+            job_id: Uuid::nil(),
+            nodes,
+            gpu_p2p: true,
+            master_port: DEFAULT_MASTER_PORT,
+            template,
+            planned,
+            command,
+            args: &[],
+            env: empty,
+            params: empty,
+            image: None,
+        }
+    }
+
+    #[test]
+    fn a_70b_on_two_nodes_of_eight_a100_is_megatron_with_per_node_devices() {
+        let (pi, plan) = planned("llama3-70b", WorkloadKind::Train, "a100-80g", 16, 8, Pins::default());
+        assert!(plan.tp > 1 || plan.pp > 1, "{plan:?}");
+        let template = auto_template(&plan, &pi.model);
+        assert_eq!(template, Builtin::Megatron);
+        let nodes = slots(&[&[0, 1, 2, 3, 4, 5, 6, 7], &[0, 1, 2, 3, 4, 5, 6, 7]], true);
+        let empty = BTreeMap::new();
+        let specs = render(&input(&nodes, TemplateChoice::Builtin(template), Some((&pi, &plan)), &[], &empty)).unwrap();
+        assert_eq!(specs.len(), 2);
+        for (rank, spec) in specs.iter().enumerate() {
+            assert_eq!(spec.env["WORLD_SIZE"], "16");
+            assert_eq!(spec.env["NODE_RANK"], rank.to_string());
+            assert_eq!(spec.env["MASTER_ADDR"], "10.0.0.1");
+            assert_eq!(spec.env["CUDA_VISIBLE_DEVICES"], "0,1,2,3,4,5,6,7");
+            assert!(!spec.env.contains_key("NCCL_IB_DISABLE"));
+            let tp_at = spec.argv.iter().position(|a| a == "--tensor-model-parallel-size").unwrap();
+            assert_eq!(spec.argv[tp_at + 1], plan.tp.to_string());
+            assert!(spec.argv.contains(&format!("--node-rank={rank}")));
+            assert!(spec.argv.contains(&"pretrain_gpt.py".to_string()));
+            assert_eq!(spec.files[0].path, "megatron_args.txt");
+            assert!(spec.files[0].content.contains("--pipeline-model-parallel-size"));
+        }
+    }
+
+    #[test]
+    fn small_models_pick_data_parallel_templates_and_deepspeed_gets_its_config() {
+        let (pi, plan) = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 8, Pins::default());
+        let pins = template_pins(Builtin::Deepspeed, &Pins::default(), WorkloadKind::Train, &pi.model).unwrap();
+        assert_eq!((pins.tp, pins.pp), (Some(1), Some(1)));
+        let (pi, ds) = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 8, Pins { zero_stage: Some(2), ..pins });
+        assert_eq!(auto_template(&ds, &pi.model), Builtin::Deepspeed);
+        let nodes = slots(&[&[0, 1, 2, 3, 4, 5, 6, 7]], false);
+        let empty = BTreeMap::new();
+        let command = vec!["train.py".to_string()];
+        let specs =
+            render(&input(&nodes, TemplateChoice::Builtin(Builtin::Deepspeed), Some((&pi, &ds)), &command, &empty))
+                .unwrap();
+        let config: serde_json::Value = serde_json::from_str(&specs[0].files[0].content).unwrap();
+        assert_eq!(config["zero_optimization"]["stage"], 2);
+        assert_eq!(config["train_micro_batch_size_per_gpu"], ds.micro_batch);
+        assert_eq!(config["gradient_accumulation_steps"], ds.grad_accum);
+        assert_eq!(config["bf16"]["enabled"], true);
+        assert_eq!(
+            config["train_batch_size"].as_u64().unwrap(),
+            u64::from(ds.micro_batch * ds.grad_accum * ds.dp),
+            "DeepSpeed checks this identity"
+        );
+        assert_eq!(specs[0].env["NCCL_IB_DISABLE"], "1", "no RDMA");
+        assert!(specs[0].argv.ends_with(&["--deepspeed".into(), "--deepspeed_config".into(), "ds_config.json".into()]));
+        // A plan without sharding is plain DDP; serving is vLLM; SDXL is diffusion.
+        let ddp = Plan { zero_stage: 0, tp: 1, pp: 1, ..plan.clone() };
+        assert_eq!(auto_template(&ddp, &pi.model), Builtin::TorchrunDdp);
+        assert_eq!(auto_template(&Plan { zero_stage: 3, ..ddp.clone() }, &pi.model), Builtin::TorchrunFsdp);
+        let serve = Plan { workload: WorkloadKind::Inference, ..ddp };
+        assert_eq!(auto_template(&serve, &pi.model), Builtin::Vllm);
+        let sdxl = crate::planner::preset("sdxl").unwrap();
+        assert_eq!(auto_template(&serve, &sdxl), Builtin::DiffusionDp);
+        // A pin against the template is a field error.
+        let err = template_pins(
+            Builtin::TorchrunDdp,
+            &Pins { tp: Some(2), ..Pins::default() },
+            WorkloadKind::Train,
+            &pi.model,
+        )
+        .unwrap_err();
+        assert_eq!(err.field, "pins.tp");
+    }
+
+    #[test]
+    fn custom_templates_fill_placeholders_and_splice_command_and_args() {
+        let nodes = slots(&[&[2, 3], &[0, 1, 5]], true);
+        let mut params = BTreeMap::new();
+        params.insert("lr".to_string(), "0.1".to_string());
+        let template: Vec<String> =
+            ["{command}", "--lr={lr}", "--rank={node_rank}/{nnodes}", "--world={world_size}", "{args}", "--end"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        let command = vec!["python3".to_string(), "x.py".to_string()];
+        let args = vec!["--extra".to_string()];
+        let env = BTreeMap::new();
+        let mut i = input(&nodes, TemplateChoice::Custom(&template), None, &command, &env);
+        i.params = &params;
+        i.args = &args;
+        i.gpu_p2p = false;
+        let specs = render(&i).unwrap();
+        assert_eq!(specs[1].argv, ["python3", "x.py", "--lr=0.1", "--rank=1/2", "--world=5", "--extra", "--end"]);
+        assert_eq!(specs[0].env["CUDA_VISIBLE_DEVICES"], "2,3");
+        assert_eq!(specs[1].env["CUDA_VISIBLE_DEVICES"], "0,1,5");
+        assert_eq!(specs[1].env["NPROC_PER_NODE"], "3");
+        assert_eq!(specs[1].env["NCCL_P2P_DISABLE"], "1");
+        // Plan placeholders without a plan, and a command the template cannot take, are field errors.
+        let template = vec!["/usr/bin/env".to_string(), "{tp}".to_string()];
+        let i = input(&nodes, TemplateChoice::Custom(&template), None, &command, &env);
+        let fields: Vec<String> = render(&i).unwrap_err().into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["model", "command"]);
+    }
+
+    #[test]
+    fn uneven_nodes_use_a_rendezvous() {
+        let (pi, plan) = planned(
+            "llama2-7b",
+            WorkloadKind::Lora,
+            "h100",
+            8,
+            2,
+            Pins { tp: Some(1), pp: Some(1), zero_stage: Some(0), ..Pins::default() },
+        );
+        let nodes = slots(&[&[0, 1, 2, 3, 4, 5], &[6, 7]], true);
+        let empty = BTreeMap::new();
+        let command = vec!["train.py".to_string()];
+        let specs =
+            render(&input(&nodes, TemplateChoice::Builtin(Builtin::TorchrunDdp), Some((&pi, &plan)), &command, &empty))
+                .unwrap();
+        assert!(specs[1].argv.iter().any(|a| a == "--rdzv-endpoint=10.0.0.1:29500"));
+        assert_eq!(specs[1].argv.last().unwrap(), "train.py");
+        assert_eq!(specs[0].env["WORLD_SIZE"], "8");
+        assert_eq!(specs[1].env["NPROC_PER_NODE"], "2");
+    }
+}

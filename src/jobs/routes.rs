@@ -1,0 +1,665 @@
+//! Job and template endpoints for tenants and operators, the agents' assignment endpoints, and lease insights.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use super::Job;
+use super::insights::{self, Insight, InsightInput, Measured};
+use super::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusResponse};
+use super::render::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
+use super::store::{self, NewJob, ReportError};
+use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
+use crate::app::AppState;
+use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::inventory::gpu_models::{GPU_MODEL_COLUMNS, GpuModel};
+use crate::leases::LeaseState;
+use crate::planner::{self, ClusterFields, LinkKind, ModelRef, Pins, Plan, PlanInput, PlanRequest, WorkloadFields};
+use crate::planning::{gpu_spec, plan_error};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_templates))
+        .routes(routes!(create_template))
+        .routes(routes!(list_lease_jobs, create_job))
+        .routes(routes!(get_job))
+        .routes(routes!(cancel_job))
+        .routes(routes!(get_assignments))
+        .routes(routes!(report_assignment_status))
+        .routes(routes!(get_lease_insights))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Templates
+
+/// A launch template: built-in, or an operator's custom argv template at one version.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Template {
+    pub name: String,
+    /// Custom templates' version (the latest unless asked otherwise); absent for built-in ones.
+    pub version: Option<i32>,
+    pub builtin: bool,
+    pub description: String,
+    /// The custom template's argv with `{placeholders}` (built-in templates render theirs from the plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    pub parameters: Vec<TemplateParam>,
+    pub created_at: Option<DateTime<Utc>>,
+}
+
+fn builtin_template(b: Builtin) -> Template {
+    Template {
+        name: b.name().into(),
+        version: None,
+        builtin: true,
+        description: b.description().into(),
+        argv: None,
+        parameters: b.parameters(),
+        created_at: None,
+    }
+}
+
+type TemplateRow =
+    (String, i32, String, sqlx::types::Json<Vec<String>>, sqlx::types::Json<Vec<TemplateParam>>, DateTime<Utc>);
+
+fn custom_template(row: TemplateRow) -> Template {
+    let (name, version, description, argv, parameters, created_at) = row;
+    Template {
+        name,
+        version: Some(version),
+        builtin: false,
+        description,
+        argv: Some(argv.0),
+        parameters: parameters.0,
+        created_at: Some(created_at),
+    }
+}
+
+/// Launch templates: the built-in ones, then the latest version of each custom one, with their parameters.
+#[utoipa::path(
+    get, path = "/v1/templates", tag = "jobs", operation_id = "list_templates",
+    responses((status = 200, description = "Every template a job can name", body = Vec<Template>))
+)]
+pub async fn list_templates(State(state): State<AppState>, _auth: AnyAuth) -> ApiResult<Json<Vec<Template>>> {
+    let rows: Vec<TemplateRow> = sqlx::query_as(
+        "SELECT DISTINCT ON (name) name, version, description, argv, parameters, created_at FROM job_templates \
+         ORDER BY name, version DESC",
+    )
+    .fetch_all(&state.db)
+    .await?;
+    let mut out: Vec<Template> = Builtin::ALL.into_iter().map(builtin_template).collect();
+    out.extend(rows.into_iter().map(custom_template));
+    Ok(Json(out))
+}
+
+/// Add a custom template, or a new version of one (version n+1 under an existing name). Validated: unknown
+/// placeholders, values of the wrong type and shell metacharacters are 422 with the offending fields.
+#[utoipa::path(
+    post, path = "/v1/admin/templates", tag = "admin", operation_id = "create_template",
+    request_body = TemplateSpec,
+    responses((status = 201, description = "The template at its new version", body = Template))
+)]
+pub async fn create_template(
+    State(state): State<AppState>,
+    op: OperatorAuth,
+    ApiJson(spec): ApiJson<TemplateSpec>,
+) -> ApiResult<(StatusCode, Json<Template>)> {
+    spec.validate().map_err(ApiError::Validation)?;
+    let mut tx = state.db.begin().await?;
+    // Versions of one name are numbered one at a time.
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('template:' || $1, 0))")
+        .bind(&spec.name)
+        .execute(&mut *tx)
+        .await?;
+    let row: TemplateRow = sqlx::query_as(
+        "INSERT INTO job_templates (id, name, version, description, argv, parameters, created_by) \
+         SELECT $1, $2, COALESCE(max(version), 0) + 1, $3, $4, $5, $6 FROM job_templates WHERE name = $2 \
+         RETURNING name, version, description, argv, parameters, created_at",
+    )
+    .bind(new_id())
+    .bind(&spec.name)
+    .bind(&spec.description)
+    .bind(sqlx::types::Json(&spec.argv))
+    .bind(sqlx::types::Json(&spec.parameters))
+    .bind(op.key_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    let template = custom_template(row);
+    tracing::info!(template = %template.name, version = ?template.version, "template created");
+    Ok((StatusCode::CREATED, Json(template)))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Jobs
+
+/// A job to run on a lease's GPUs.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"template": "auto", "model": {"preset": "llama3-70b"},
+    "workload": {"kind": "train", "seq_len": 4096, "global_batch": 512}, "command": ["pretrain_gpt.py"],
+    "args": ["--train-iters", "1000"], "env": {"WANDB_PROJECT": "llama"}}))]
+pub struct CreateJobRequest {
+    /// `auto` (the planner picks a built-in template), a built-in name, or a custom template's name.
+    pub template: String,
+    /// A custom template's version (default: the latest).
+    #[serde(default)]
+    pub template_version: Option<i32>,
+    /// The model, as for the planner. Required for `auto` and built-in templates.
+    #[serde(default)]
+    pub model: Option<ModelRef>,
+    /// Workload settings, as for the planner (with `model`).
+    #[serde(default)]
+    pub workload: Option<WorkloadFields>,
+    /// Planner pins (e.g. `{"tp": 2}`).
+    #[serde(default)]
+    pub pins: Pins,
+    /// Run in this container image (`docker run` with only the leased GPUs); otherwise directly on the host.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// The program: the training script for torchrun templates (e.g. `["train.py"]`), `{command}` of a custom one.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Extra arguments, appended (or spliced at a custom template's `{args}`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment: names `[A-Z_][A-Z0-9_]*`, not the launch's own variables.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Values of the template's parameters.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub parameters: BTreeMap<String, serde_json::Value>,
+    /// Rendezvous port on the first node (default 29500).
+    #[serde(default)]
+    pub master_port: Option<u16>,
+}
+
+/// Most extra environment variables, and bytes per value.
+const MAX_ENV: usize = 128;
+const MAX_ENV_VALUE: usize = 32 * 1024;
+
+impl CreateJobRequest {
+    fn validate(&self) -> Result<(), ApiError> {
+        let mut errors = Vec::new();
+        check_args("command", &self.command, &mut errors);
+        check_args("args", &self.args, &mut errors);
+        if self.env.len() > MAX_ENV {
+            errors.push(FieldError::new("env", format!("at most {MAX_ENV} variables")));
+        }
+        for (name, value) in &self.env {
+            let field = format!("env.{name}");
+            let mut chars = name.chars();
+            let well_formed = matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
+                && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                && name.len() <= 128;
+            if !well_formed {
+                errors.push(FieldError::new(field, "names are [A-Z_][A-Z0-9_]*, at most 128 characters"));
+            } else if RESERVED_ENV.contains(&name.as_str()) {
+                errors.push(FieldError::new(field, "set by the launch itself"));
+            } else if value.contains('\0') {
+                errors.push(FieldError::new(field, "must not contain NUL"));
+            } else if value.len() > MAX_ENV_VALUE {
+                errors.push(FieldError::new(field, format!("at most {MAX_ENV_VALUE} bytes")));
+            }
+        }
+        if let Some(image) = &self.image {
+            let ok = !image.is_empty()
+                && image.len() <= 255
+                && !image.starts_with('-')
+                && image.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
+            if !ok {
+                errors.push(FieldError::new("image", "an image reference, e.g. nvcr.io/nvidia/pytorch:24.05-py3"));
+            }
+        }
+        if self.master_port.is_some_and(|p| p < 1024) {
+            errors.push(FieldError::new("master_port", "1024-65535"));
+        }
+        if self.model.is_some() != self.workload.is_some() {
+            errors.push(FieldError::new("workload", "give a model and its workload together"));
+        }
+        if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
+    }
+}
+
+/// The lease's nodes and GPUs as a job sees them, rank 0 first (nodes by hostname, GPUs by index).
+struct LeaseTopology {
+    pool_id: Uuid,
+    nodes: Vec<NodeSlot>,
+    pcie_nodes: bool,
+    min_network_gbps: i32,
+}
+
+async fn lease_topology(conn: &mut PgConnection, lease_id: Uuid, pool_id: Uuid) -> Result<LeaseTopology, sqlx::Error> {
+    type Row = (Uuid, String, String, bool, String, i32, i32);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT n.id, n.hostname, n.address, n.rdma, n.intra_link, n.network_gbps, g.idx \
+         FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id \
+         WHERE lg.lease_id = $1 AND lg.released_at IS NULL ORDER BY n.hostname, g.idx",
+    )
+    .bind(lease_id)
+    .fetch_all(conn)
+    .await?;
+    let mut nodes: Vec<NodeSlot> = Vec::new();
+    let mut pcie_nodes = false;
+    let mut min_network_gbps = i32::MAX;
+    for (node_id, hostname, address, rdma, intra_link, network_gbps, index) in rows {
+        pcie_nodes |= intra_link == "pcie";
+        min_network_gbps = min_network_gbps.min(network_gbps);
+        match nodes.last_mut() {
+            Some(last) if last.node_id == node_id => last.gpu_indices.push(index),
+            _ => nodes.push(NodeSlot { node_id, hostname, address, gpu_indices: vec![index], rdma }),
+        }
+    }
+    Ok(LeaseTopology { pool_id, nodes, pcie_nodes, min_network_gbps })
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The planner's request for exactly the lease's GPUs: the pool's model (over PCIe when a node says so), GPUs
+/// per node as the lease holds them (uneven holdings are planned as groups of their greatest common divisor,
+/// so a tensor-parallel group never straddles nodes), the slowest node's network, RDMA only if all have it.
+fn lease_plan_request(
+    model: ModelRef,
+    workload: WorkloadFields,
+    pins: Pins,
+    gpu: &GpuModel,
+    topology: &LeaseTopology,
+) -> PlanRequest {
+    let mut spec = gpu_spec(gpu);
+    if topology.pcie_nodes && spec.link == LinkKind::Nvlink {
+        spec.link = LinkKind::Pcie;
+        spec.link_gb_s = if gpu.host_link == "pcie5" { 64.0 } else { 32.0 };
+    }
+    let counts: Vec<u32> = topology.nodes.iter().map(|n| n.gpu_indices.len() as u32).collect();
+    let total: u32 = counts.iter().sum();
+    let per_node = counts.iter().copied().fold(0, gcd).max(1);
+    PlanRequest {
+        model,
+        workload,
+        cluster: ClusterFields {
+            gpu: None,
+            gpu_spec: Some(spec),
+            gpus: total,
+            gpus_per_node: Some(per_node),
+            inter_node_gbps: Some(f64::from(topology.min_network_gbps.max(1))),
+            rdma: Some(topology.nodes.iter().all(|n| n.rdma)),
+        },
+        pins,
+        top_n: Some(1),
+    }
+}
+
+/// The template a request names: built-in, or a custom one at the asked (or latest) version.
+enum Resolved {
+    Auto,
+    Builtin(Builtin),
+    Custom { version: i32, argv: Vec<String>, parameters: Vec<TemplateParam> },
+}
+
+async fn resolve_template(conn: &mut PgConnection, req: &CreateJobRequest) -> ApiResult<Resolved> {
+    if req.template == "auto" || Builtin::by_name(&req.template).is_some() {
+        if req.template_version.is_some() {
+            return Err(ApiError::field("template_version", "built-in templates have no versions"));
+        }
+        if req.model.is_none() {
+            return Err(ApiError::field("model", format!("`{}` is planned: give a model and workload", req.template)));
+        }
+        return Ok(Builtin::by_name(&req.template).map_or(Resolved::Auto, Resolved::Builtin));
+    }
+    type Row = (i32, sqlx::types::Json<Vec<String>>, sqlx::types::Json<Vec<TemplateParam>>);
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT version, argv, parameters FROM job_templates WHERE name = $1 AND ($2::int IS NULL OR version = $2) \
+         ORDER BY version DESC LIMIT 1",
+    )
+    .bind(&req.template)
+    .bind(req.template_version)
+    .fetch_optional(conn)
+    .await?;
+    match row {
+        Some((version, argv, parameters)) => Ok(Resolved::Custom { version, argv: argv.0, parameters: parameters.0 }),
+        None if req.template_version.is_some() => Err(ApiError::field("template_version", "no such version")),
+        None => Err(ApiError::field("template", "no such template; see GET /v1/templates")),
+    }
+}
+
+/// Run a job on the lease's GPUs. The planner plans it for exactly those GPUs; the response holds the plan and
+/// each node's rendered launch spec. The nodes' agents fetch and start it.
+#[utoipa::path(
+    post, path = "/v1/leases/{lease_id}/jobs", tag = "jobs", operation_id = "create_job",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    request_body = CreateJobRequest,
+    responses(
+        (status = 201, description = "The job, pending, with its plan and per-node launch specs", body = Job),
+        (status = 409, description = "The lease is not active (`lease_not_active`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid values (`validation_failed`) or nothing fits the lease's GPUs (`plan_infeasible`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_job(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<CreateJobRequest>,
+) -> ApiResult<(StatusCode, Json<Job>)> {
+    let mut conn = state.db.acquire().await?;
+    let lease: Option<(LeaseState, Uuid)> =
+        sqlx::query_as("SELECT state, pool_id FROM leases WHERE id = $1 AND tenant_id = $2")
+            .bind(lease_id)
+            .bind(auth.tenant_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((lease_state, pool_id)) = lease else { return Err(ApiError::NotFound("lease")) };
+    if lease_state != LeaseState::Active {
+        return Err(lease_not_active(lease_state));
+    }
+    req.validate()?;
+    let topology = lease_topology(&mut conn, lease_id, pool_id).await?;
+    let gpu: GpuModel = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {GPU_MODEL_COLUMNS} FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)"
+    )))
+    .bind(topology.pool_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    let resolved = resolve_template(&mut conn, &req).await?;
+    drop(conn);
+
+    // Plan for the lease's GPUs (CPU-bound: off the async workers).
+    let planned: Option<(PlanInput, Plan)> = match (&req.model, &req.workload) {
+        (Some(model), Some(workload)) => {
+            let mut pins = req.pins.clone();
+            if let Resolved::Builtin(builtin) = resolved {
+                let (_, arch) = planner::validate::resolve_model(model).map_err(plan_error)?;
+                pins = render::template_pins(builtin, &pins, workload.kind, &arch)
+                    .map_err(|e| ApiError::Validation(vec![e]))?;
+            }
+            let request = lease_plan_request(model.clone(), workload.clone(), pins, &gpu, &topology);
+            let found = tokio::task::spawn_blocking(move || {
+                let input = request.resolve()?;
+                let plan = planner::plan(&input)?.plans.into_iter().next();
+                Ok::<_, planner::PlanError>((input, plan))
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.into()))?
+            .map_err(plan_error)?;
+            match found {
+                (input, Some(plan)) => Some((input, plan)),
+                (_, None) => return Err(ApiError::Internal(anyhow::anyhow!("the planner returned no plan"))),
+            }
+        }
+        _ => None,
+    };
+
+    let job_id = new_id();
+    let (choice, template_name, template_version, params) = match &resolved {
+        Resolved::Auto => {
+            let (input, plan) = planned.as_ref().ok_or_else(|| ApiError::field("model", "auto needs a model"))?;
+            let builtin = render::auto_template(plan, &input.model);
+            let params = resolve_params(&builtin.parameters(), &req.parameters).map_err(ApiError::Validation)?;
+            (TemplateChoice::Builtin(builtin), builtin.name().to_string(), None, params)
+        }
+        Resolved::Builtin(builtin) => {
+            let params = resolve_params(&builtin.parameters(), &req.parameters).map_err(ApiError::Validation)?;
+            (TemplateChoice::Builtin(*builtin), builtin.name().to_string(), None, params)
+        }
+        Resolved::Custom { version, argv, parameters } => {
+            let params = resolve_params(parameters, &req.parameters).map_err(ApiError::Validation)?;
+            (TemplateChoice::Custom(argv), req.template.clone(), Some(*version), params)
+        }
+    };
+    let specs = render::render(&RenderInput {
+        job_id,
+        nodes: &topology.nodes,
+        gpu_p2p: gpu.gpu_link != "none",
+        master_port: req.master_port.unwrap_or(DEFAULT_MASTER_PORT),
+        template: choice,
+        planned: planned.as_ref().map(|(i, p)| (i, p)),
+        command: &req.command,
+        args: &req.args,
+        env: &req.env,
+        params: &params,
+        image: req.image.as_deref(),
+    })
+    .map_err(ApiError::Validation)?;
+
+    let mut tx = state.db.begin().await?;
+    // Hold the lease against a concurrent end until the job is stored (ending it then ends the job too).
+    let (lease_state,): (LeaseState,) =
+        sqlx::query_as("SELECT state FROM leases WHERE id = $1 FOR SHARE").bind(lease_id).fetch_one(&mut *tx).await?;
+    if lease_state != LeaseState::Active {
+        return Err(lease_not_active(lease_state));
+    }
+    store::insert_job(
+        &mut tx,
+        NewJob {
+            id: job_id,
+            tenant_id: auth.tenant_id,
+            lease_id,
+            template: &template_name,
+            template_version,
+            request: serde_json::to_value(&req).unwrap_or_default(),
+            plan: planned.as_ref().map(|p| &p.1),
+            created_by: auth.key_id,
+            nodes: topology.nodes.iter().map(|n| n.node_id).zip(specs).collect(),
+        },
+    )
+    .await?;
+    let job = store::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
+    tx.commit().await?;
+    tracing::info!(job.id = %job_id, lease.id = %lease_id, template = %template_name, nodes = job.nodes.len(), "job created");
+    Ok((StatusCode::CREATED, Json(job)))
+}
+
+fn lease_not_active(state: LeaseState) -> ApiError {
+    ApiError::conflict("lease_not_active", format!("the lease is {}: jobs run on active leases", state.as_str()))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct JobListParams {
+    pub limit: Option<i64>,
+    pub after: Option<Uuid>,
+}
+
+/// A lease's jobs, oldest first.
+#[utoipa::path(
+    get, path = "/v1/leases/{lease_id}/jobs", tag = "jobs", operation_id = "list_lease_jobs",
+    params(("lease_id" = Uuid, Path, description = "Lease id"), JobListParams),
+    responses((status = 200, description = "A page of the lease's jobs", body = Page<Job>))
+)]
+pub async fn list_lease_jobs(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+    ApiQuery(params): ApiQuery<JobListParams>,
+) -> ApiResult<Json<Page<Job>>> {
+    let page = PageParams { limit: params.limit, after: params.after };
+    let limit = page.fetch_limit()?;
+    let mut conn = state.db.acquire().await?;
+    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
+        .bind(lease_id)
+        .bind(auth.tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if owned.is_none() {
+        return Err(ApiError::NotFound("lease"));
+    }
+    let jobs = store::list_jobs(&mut conn, auth.tenant_id, lease_id, page.after(), limit).await?;
+    Ok(Json(Page::from_rows(jobs, limit, |j| j.id)))
+}
+
+/// One of the tenant's jobs, with each node's state, exit code and last lines of output.
+#[utoipa::path(
+    get, path = "/v1/jobs/{job_id}", tag = "jobs", operation_id = "get_job",
+    params(("job_id" = Uuid, Path, description = "Job id")),
+    responses((status = 200, description = "The job", body = Job))
+)]
+pub async fn get_job(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(job_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Job>> {
+    let mut conn = state.db.acquire().await?;
+    store::load_job(&mut conn, Some(auth.tenant_id), job_id).await?.map(Json).ok_or(ApiError::NotFound("job"))
+}
+
+/// Cancel a job: every node stops its process. Cancelling a finished job is harmless and returns it as it is.
+#[utoipa::path(
+    post, path = "/v1/jobs/{job_id}/cancel", tag = "jobs", operation_id = "cancel_job",
+    params(("job_id" = Uuid, Path, description = "Job id")),
+    responses((status = 200, description = "The job; `cancelled` once every node has stopped", body = Job))
+)]
+pub async fn cancel_job(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(job_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Job>> {
+    let mut tx = state.db.begin().await?;
+    if !store::cancel_job(&mut tx, auth.tenant_id, job_id).await? {
+        return Err(ApiError::NotFound("job"));
+    }
+    let job = store::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
+    tx.commit().await?;
+    Ok(Json(job))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Agents
+
+fn stale_credential() -> ApiError {
+    ApiError::unauthorized("the agent credential was rotated or its node is gone: register again")
+}
+
+/// The node's unfinished assignments, each with what to do (`run` or `cancel`). Fetching marks new ones
+/// `assigned`. An assignment that is no longer listed has ended (e.g. with its lease): stop it.
+#[utoipa::path(
+    get, path = "/v1/agent/assignments", tag = "agents", operation_id = "get_assignments",
+    responses((status = 200, description = "The node's assignments", body = AssignmentList))
+)]
+pub async fn get_assignments(State(state): State<AppState>, agent: AgentAuth) -> ApiResult<Json<AssignmentList>> {
+    let mut tx = state.db.begin().await?;
+    let assignments =
+        store::fetch_assignments(&mut tx, agent.node_id, agent.generation).await?.ok_or_else(stale_credential)?;
+    tx.commit().await?;
+    Ok(Json(AssignmentList { assignments }))
+}
+
+/// Report a state transition of an assignment's process (running, succeeded, failed, cancelled) with its exit
+/// code and last lines of output. Idempotent; states only move forward.
+#[utoipa::path(
+    post, path = "/v1/agent/assignments/{job_node_id}/status", tag = "agents", operation_id = "report_assignment_status",
+    params(("job_node_id" = Uuid, Path, description = "The assignment's `job_node_id`")),
+    request_body = AssignmentStatus,
+    responses((status = 200, description = "The assignment as recorded now", body = AssignmentStatusResponse))
+)]
+pub async fn report_assignment_status(
+    State(state): State<AppState>,
+    agent: AgentAuth,
+    ApiPath(job_node_id): ApiPath<Uuid>,
+    ApiJson(report): ApiJson<AssignmentStatus>,
+) -> ApiResult<Json<AssignmentStatusResponse>> {
+    if report.output_tail.len() > 1000 {
+        return Err(ApiError::field("output_tail", "at most 1000 lines (the service keeps the last 50)"));
+    }
+    let mut tx = state.db.begin().await?;
+    let (state_now, desired) =
+        match store::report_status(&mut tx, agent.node_id, agent.generation, job_node_id, &report).await {
+            Ok(recorded) => recorded,
+            Err(ReportError::StaleCredential) => return Err(stale_credential()),
+            Err(ReportError::NotFound) => return Err(ApiError::NotFound("assignment")),
+            Err(ReportError::Database(err)) => return Err(err.into()),
+        };
+    tx.commit().await?;
+    Ok(Json(AssignmentStatusResponse { state: state_now, desired }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Insights
+
+/// What gpuplane sees of the lease's running job.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LeaseInsights {
+    pub lease_id: Uuid,
+    /// The job looked at: the latest running one (absent when none runs).
+    pub job_id: Option<Uuid>,
+    pub measured: Option<Measured>,
+    pub plan: Option<Plan>,
+    /// Findings with the suggested change and the numbers behind each; empty when all is well.
+    pub insights: Vec<Insight>,
+}
+
+/// Compare the running job's measured GPU utilization (last 5 minutes) with its plan: low utilization and
+/// communication-bound plans are reported with the change to make.
+#[utoipa::path(
+    get, path = "/v1/leases/{lease_id}/insights", tag = "jobs", operation_id = "get_lease_insights",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    responses((status = 200, description = "Findings about the running job", body = LeaseInsights))
+)]
+pub async fn get_lease_insights(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+) -> ApiResult<Json<LeaseInsights>> {
+    let mut conn = state.db.acquire().await?;
+    let lease: Option<(Uuid,)> = sqlx::query_as("SELECT pool_id FROM leases WHERE id = $1 AND tenant_id = $2")
+        .bind(lease_id)
+        .bind(auth.tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some((pool_id,)) = lease else { return Err(ApiError::NotFound("lease")) };
+    type Running = (Uuid, Option<sqlx::types::Json<Plan>>, DateTime<Utc>);
+    let job: Option<Running> = sqlx::query_as(
+        "SELECT id, plan, started_at FROM jobs WHERE lease_id = $1 AND state = 'running' AND started_at IS NOT NULL \
+         ORDER BY id DESC LIMIT 1",
+    )
+    .bind(lease_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((job_id, plan, started_at)) = job else {
+        return Ok(Json(LeaseInsights { lease_id, job_id: None, measured: None, plan: None, insights: Vec::new() }));
+    };
+    let plan = plan.map(|p| p.0);
+    let (avg, samples, window_s, running_for_s): (Option<f64>, i64, f64, f64) = sqlx::query_as(
+        "SELECT avg(s.gpu_util)::float8, count(s.gpu_id), \
+             extract(epoch FROM now() - GREATEST(now() - make_interval(secs => $3), $2))::float8, \
+             extract(epoch FROM now() - $2)::float8 \
+         FROM gpu_samples s WHERE s.gpu_id IN (SELECT gpu_id FROM lease_gpus WHERE lease_id = $1) \
+             AND s.at >= GREATEST(now() - make_interval(secs => $3), $2)",
+    )
+    .bind(lease_id)
+    .bind(started_at)
+    .bind(insights::WINDOW_S as f64)
+    .fetch_one(&mut *conn)
+    .await?;
+    let topology = lease_topology(&mut conn, lease_id, pool_id).await?;
+    let (gpu_link,): (String,) =
+        sqlx::query_as("SELECT m.gpu_link FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")
+            .bind(pool_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let measured = Measured {
+        avg_gpu_util: avg,
+        samples,
+        window_s: window_s.max(0.0) as i64,
+        running_for_s: running_for_s.max(0.0) as i64,
+    };
+    let found = insights::assess(&InsightInput {
+        plan: plan.as_ref(),
+        measured,
+        pcie_only: gpu_link == "none" || topology.pcie_nodes,
+        min_gpus_per_node: topology.nodes.iter().map(|n| n.gpu_indices.len() as u32).min().unwrap_or(0),
+    });
+    Ok(Json(LeaseInsights { lease_id, job_id: Some(job_id), measured: Some(measured), plan, insights: found }))
+}

@@ -1,0 +1,462 @@
+//! Job persistence. Every change to a job's nodes locks the job row first, then recomputes the job's state from
+//! its nodes' in the same transaction ([`refresh_job`]), so concurrent reports from several nodes cannot lose an
+//! update. Lock order: lease, then job, then its nodes.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::protocol::{Assignment, AssignmentStatus, clamp_tail};
+use super::render::LaunchSpec;
+use super::{Desired, Job, JobNode, JobState, StateChange, aggregate};
+use crate::extract::new_id;
+use crate::leases::LeaseState;
+use crate::planner::Plan;
+
+/// Append a state change to `history` (SQL fragment; `$s` the state, `$r` the reason).
+fn history_push(state: &str, reason: &str) -> String {
+    format!(
+        "history || jsonb_build_array(jsonb_build_object('state', {state}::text, 'at', now(), 'reason', {reason}::text))"
+    )
+}
+
+/// A job about to be stored.
+pub struct NewJob<'a> {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub lease_id: Uuid,
+    pub template: &'a str,
+    pub template_version: Option<i32>,
+    pub request: serde_json::Value,
+    pub plan: Option<&'a Plan>,
+    pub created_by: Uuid,
+    /// (node id, spec) in rank order.
+    pub nodes: Vec<(Uuid, LaunchSpec)>,
+}
+
+pub async fn insert_job(conn: &mut PgConnection, job: NewJob<'_>) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO jobs (id, tenant_id, lease_id, template, template_version, request, plan, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(job.id)
+    .bind(job.tenant_id)
+    .bind(job.lease_id)
+    .bind(job.template)
+    .bind(job.template_version)
+    .bind(&job.request)
+    .bind(job.plan.map(sqlx::types::Json))
+    .bind(job.created_by)
+    .execute(&mut *conn)
+    .await?;
+    let ids: Vec<Uuid> = job.nodes.iter().map(|_| new_id()).collect();
+    let nodes: Vec<Uuid> = job.nodes.iter().map(|n| n.0).collect();
+    let ranks: Vec<i32> = (0..job.nodes.len() as i32).collect();
+    let specs: Vec<serde_json::Value> =
+        job.nodes.iter().map(|n| serde_json::to_value(&n.1).unwrap_or_default()).collect();
+    sqlx::query(
+        "INSERT INTO job_nodes (id, job_id, node_id, node_rank, spec, history) \
+         SELECT u.id, $1, u.node, u.rank, u.spec, \
+             jsonb_build_array(jsonb_build_object('state', 'pending', 'at', now(), 'reason', NULL)) \
+         FROM UNNEST($2::uuid[], $3::uuid[], $4::int[], $5::jsonb[]) AS u(id, node, rank, spec)",
+    )
+    .bind(job.id)
+    .bind(&ids)
+    .bind(&nodes)
+    .bind(&ranks)
+    .bind(&specs)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[derive(sqlx::FromRow)]
+struct JobRow {
+    id: Uuid,
+    lease_id: Uuid,
+    template: String,
+    template_version: Option<i32>,
+    state: JobState,
+    cancel_requested: bool,
+    reason: Option<String>,
+    plan: Option<sqlx::types::Json<Plan>>,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+const JOB_COLUMNS: &str = "id, lease_id, template, template_version, state, cancel_requested, reason, plan, \
+    created_at, updated_at, started_at, finished_at";
+
+#[derive(sqlx::FromRow)]
+struct NodeRow {
+    job_id: Uuid,
+    id: Uuid,
+    node_id: Uuid,
+    hostname: String,
+    node_rank: i32,
+    state: JobState,
+    desired: Desired,
+    exit_code: Option<i32>,
+    output_tail: sqlx::types::Json<Vec<String>>,
+    reason: Option<String>,
+    history: sqlx::types::Json<Vec<StateChange>>,
+    spec: sqlx::types::Json<LaunchSpec>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+async fn with_nodes(conn: &mut PgConnection, rows: Vec<JobRow>) -> Result<Vec<Job>, sqlx::Error> {
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let nodes: Vec<NodeRow> = sqlx::query_as(
+        "SELECT jn.job_id, jn.id, jn.node_id, n.hostname, jn.node_rank, jn.state, jn.desired, jn.exit_code, \
+             jn.output_tail, jn.reason, jn.history, jn.spec, jn.started_at, jn.finished_at \
+         FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) ORDER BY jn.job_id, jn.node_rank",
+    )
+    .bind(&ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Job {
+            nodes: nodes
+                .iter()
+                .filter(|n| n.job_id == r.id)
+                .map(|n| JobNode {
+                    id: n.id,
+                    node_id: n.node_id,
+                    hostname: n.hostname.clone(),
+                    node_rank: n.node_rank,
+                    state: n.state,
+                    desired: n.desired,
+                    exit_code: n.exit_code,
+                    output_tail: n.output_tail.0.clone(),
+                    reason: n.reason.clone(),
+                    history: n.history.0.clone(),
+                    spec: n.spec.0.clone(),
+                    started_at: n.started_at,
+                    finished_at: n.finished_at,
+                })
+                .collect(),
+            id: r.id,
+            lease_id: r.lease_id,
+            template: r.template,
+            template_version: r.template_version,
+            state: r.state,
+            cancel_requested: r.cancel_requested,
+            reason: r.reason,
+            plan: r.plan.map(|p| p.0),
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+        })
+        .collect())
+}
+
+/// A job; with `tenant_id`, only that tenant's (another tenant's job is "not found").
+pub async fn load_job(conn: &mut PgConnection, tenant_id: Option<Uuid>, id: Uuid) -> Result<Option<Job>, sqlx::Error> {
+    let rows: Vec<JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"
+    )))
+    .bind(id)
+    .bind(tenant_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(with_nodes(conn, rows).await?.pop())
+}
+
+/// A lease's jobs after `after`, oldest first, scoped to the tenant.
+pub async fn list_jobs(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    lease_id: Uuid,
+    after: Uuid,
+    limit: i64,
+) -> Result<Vec<Job>, sqlx::Error> {
+    let rows: Vec<JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {JOB_COLUMNS} FROM jobs WHERE lease_id = $1 AND tenant_id = $2 AND id > $3 ORDER BY id LIMIT $4"
+    )))
+    .bind(lease_id)
+    .bind(tenant_id)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    with_nodes(conn, rows).await
+}
+
+/// Recompute a job's state from its nodes' (the job row must be locked by the caller). A job that failed has
+/// its remaining nodes stopped: a distributed job with a dead rank cannot go on.
+pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobState, sqlx::Error> {
+    let (current, cancel_requested): (JobState, bool) =
+        sqlx::query_as("SELECT state, cancel_requested FROM jobs WHERE id = $1")
+            .bind(job_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    /// (state, hostname, rank, reason, exit code) of each node.
+    type NodeOutcome = (JobState, String, i32, Option<String>, Option<i32>);
+    let nodes: Vec<NodeOutcome> = sqlx::query_as(
+        "SELECT jn.state, n.hostname, jn.node_rank, jn.reason, jn.exit_code FROM job_nodes jn \
+         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = $1 ORDER BY jn.node_rank",
+    )
+    .bind(job_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    if current.is_terminal() {
+        return Ok(current);
+    }
+    let states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
+    let next = aggregate(cancel_requested, &states);
+    if next == current {
+        return Ok(current);
+    }
+    let reason = match next {
+        JobState::Failed => nodes.iter().find(|n| n.0 == JobState::Failed).map(|(_, host, rank, reason, code)| {
+            let why = match (reason, code) {
+                (Some(r), _) => r.clone(),
+                (None, Some(c)) => format!("exit code {c}"),
+                (None, None) => "failed".into(),
+            };
+            format!("node {host} (rank {rank}): {why}")
+        }),
+        JobState::Cancelled => Some("cancelled by the tenant".to_string()),
+        _ => None,
+    };
+    sqlx::query(
+        "UPDATE jobs SET state = $2, reason = COALESCE(reason, $3), updated_at = now(), \
+             started_at = CASE WHEN $2 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END, \
+             finished_at = CASE WHEN $2 IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END \
+         WHERE id = $1",
+    )
+    .bind(job_id)
+    .bind(next)
+    .bind(reason)
+    .execute(&mut *conn)
+    .await?;
+    if next == JobState::Failed {
+        stop_nodes(conn, job_id, "another node of the job failed").await?;
+    }
+    Ok(next)
+}
+
+/// Stop a job's unfinished nodes: not yet fetched ones are cancelled at once, the others are told to stop.
+async fn stop_nodes(conn: &mut PgConnection, job_id: Uuid, reason: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE job_nodes SET state = 'cancelled', reason = $2, finished_at = now(), updated_at = now(), history = {} \
+         WHERE job_id = $1 AND state = 'pending'",
+        history_push("'cancelled'", "$2")
+    )))
+    .bind(job_id)
+    .bind(reason)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE job_nodes SET desired = 'cancel', updated_at = now() \
+         WHERE job_id = $1 AND state IN ('assigned', 'running') AND desired = 'run'",
+    )
+    .bind(job_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Ask every node of a job to stop. Returns false when there is no such job of the tenant; a finished job is
+/// left as it is.
+pub async fn cancel_job(conn: &mut PgConnection, tenant_id: Uuid, job_id: Uuid) -> Result<bool, sqlx::Error> {
+    let row: Option<(JobState,)> = sqlx::query_as("SELECT state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE")
+        .bind(job_id)
+        .bind(tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some((state,)) = row else { return Ok(false) };
+    if state.is_terminal() {
+        return Ok(true);
+    }
+    sqlx::query("UPDATE jobs SET cancel_requested = true, updated_at = now() WHERE id = $1")
+        .bind(job_id)
+        .execute(&mut *conn)
+        .await?;
+    stop_nodes(conn, job_id, "cancelled before it started").await?;
+    refresh_job(conn, job_id).await?;
+    Ok(true)
+}
+
+/// End a lease's unfinished jobs with the lease, in the caller's transaction: released leases cancel them, any
+/// other end fails them, with the lease's reason. Their nodes are finished at once; the agents stop the
+/// processes when the assignments disappear.
+pub async fn end_jobs_of_lease(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    lease_state: LeaseState,
+    reason: &str,
+) -> Result<(), sqlx::Error> {
+    let to = if lease_state == LeaseState::Released { JobState::Cancelled } else { JobState::Failed };
+    let reason = format!("lease {}: {reason}", lease_state.as_str());
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "WITH open_jobs AS ( \
+             UPDATE jobs SET state = $2, reason = COALESCE(reason, $3), finished_at = now(), updated_at = now() \
+             WHERE lease_id = $1 AND state IN ('pending', 'assigned', 'running') RETURNING id) \
+         UPDATE job_nodes SET state = $2, reason = COALESCE(reason, $3), finished_at = now(), updated_at = now(), \
+             history = {} \
+         WHERE job_id IN (SELECT id FROM open_jobs) AND state IN ('pending', 'assigned', 'running')",
+        history_push("$2", "$3")
+    )))
+    .bind(lease_id)
+    .bind(to)
+    .bind(&reason)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Whether the node has an assignment it has not fetched or a cancel it has not applied (the heartbeat's hint).
+pub async fn assignments_pending(db: &sqlx::PgPool, node_id: Uuid) -> Result<bool, sqlx::Error> {
+    let (pending,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM job_nodes WHERE node_id = $1 AND state IN ('pending', 'assigned', 'running') \
+             AND (state = 'pending' OR desired = 'cancel'))",
+    )
+    .bind(node_id)
+    .fetch_one(db)
+    .await?;
+    Ok(pending)
+}
+
+/// Whether the node's credential generation is current.
+async fn agent_current(conn: &mut PgConnection, node_id: Uuid, generation: i64) -> Result<bool, sqlx::Error> {
+    let (ok,): (bool,) = sqlx::query_as("SELECT EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND agent_generation = $2)")
+        .bind(node_id)
+        .bind(generation)
+        .fetch_one(conn)
+        .await?;
+    Ok(ok)
+}
+
+/// The node's unfinished assignments; the pending ones become `assigned` (delivered). None when the agent's
+/// credential generation is stale.
+pub async fn fetch_assignments(
+    conn: &mut PgConnection,
+    node_id: Uuid,
+    generation: i64,
+) -> Result<Option<Vec<Assignment>>, sqlx::Error> {
+    if !agent_current(conn, node_id, generation).await? {
+        return Ok(None);
+    }
+    // Jobs before their nodes, in id order, as every other writer locks them.
+    let jobs: Vec<(Uuid,)> = sqlx::query_as(
+        "SELECT id FROM jobs WHERE id IN (SELECT job_id FROM job_nodes WHERE node_id = $1 AND state = 'pending') \
+         ORDER BY id FOR UPDATE",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    if !jobs.is_empty() {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE job_nodes SET state = 'assigned', updated_at = now(), history = {} \
+             WHERE node_id = $1 AND state = 'pending'",
+            history_push("'assigned'", "NULL")
+        )))
+        .bind(node_id)
+        .execute(&mut *conn)
+        .await?;
+        for (job_id,) in &jobs {
+            refresh_job(conn, *job_id).await?;
+        }
+    }
+    type Row = (Uuid, Uuid, Desired, JobState, sqlx::types::Json<LaunchSpec>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, job_id, desired, state, spec FROM job_nodes \
+         WHERE node_id = $1 AND state IN ('pending', 'assigned', 'running') ORDER BY id",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(Some(
+        rows.into_iter()
+            .map(|(job_node_id, job_id, desired, state, spec)| Assignment {
+                job_node_id,
+                job_id,
+                desired,
+                state,
+                spec: spec.0,
+            })
+            .collect(),
+    ))
+}
+
+/// Why a status report was not recorded.
+pub enum ReportError {
+    /// The agent's credential generation is stale.
+    StaleCredential,
+    /// No such assignment on this node.
+    NotFound,
+    Database(sqlx::Error),
+}
+
+impl From<sqlx::Error> for ReportError {
+    fn from(err: sqlx::Error) -> Self {
+        ReportError::Database(err)
+    }
+}
+
+/// Record a node's report. Idempotent, and forward only: a report that would move the state back is ignored
+/// (a terminal state is final), though a finished node without an exit code (ended with its lease) gets the one
+/// reported. Returns the node's state and desired state as recorded now.
+pub async fn report_status(
+    conn: &mut PgConnection,
+    node_id: Uuid,
+    generation: i64,
+    job_node_id: Uuid,
+    report: &AssignmentStatus,
+) -> Result<(JobState, Desired), ReportError> {
+    if !agent_current(conn, node_id, generation).await? {
+        return Err(ReportError::StaleCredential);
+    }
+    let job: Option<(Uuid,)> = sqlx::query_as("SELECT job_id FROM job_nodes WHERE id = $1 AND node_id = $2")
+        .bind(job_node_id)
+        .bind(node_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some((job_id,)) = job else { return Err(ReportError::NotFound) };
+    sqlx::query("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE").bind(job_id).execute(&mut *conn).await?;
+    let (current, exit_code): (JobState, Option<i32>) =
+        sqlx::query_as("SELECT state, exit_code FROM job_nodes WHERE id = $1 FOR UPDATE")
+            .bind(job_node_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    let next: JobState = report.state.into();
+    let tail = sqlx::types::Json(clamp_tail(&report.output_tail));
+    let reason = report.reason.as_ref().map(|r| r.chars().take(500).collect::<String>());
+    if next.rank() > current.rank() {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE job_nodes SET state = $2, exit_code = $3, output_tail = $4, reason = COALESCE($5, reason), \
+                 updated_at = now(), history = {}, \
+                 started_at = CASE WHEN $2 = 'running' THEN now() ELSE started_at END, \
+                 finished_at = CASE WHEN $2 IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END \
+             WHERE id = $1",
+            history_push("$2", "$5")
+        )))
+        .bind(job_node_id)
+        .bind(next)
+        .bind(report.exit_code)
+        .bind(&tail)
+        .bind(&reason)
+        .execute(&mut *conn)
+        .await?;
+        refresh_job(conn, job_id).await?;
+    } else if (next == current && next == JobState::Running) || (current.is_terminal() && exit_code.is_none()) {
+        // More output from a running process; or the exit code of one whose node ended with its lease.
+        sqlx::query(
+            "UPDATE job_nodes SET output_tail = $2, exit_code = COALESCE(exit_code, $3), updated_at = now() WHERE id = $1",
+        )
+        .bind(job_node_id)
+        .bind(&tail)
+        .bind(report.exit_code.filter(|_| next.is_terminal()))
+        .execute(&mut *conn)
+        .await?;
+    }
+    let now: (JobState, Desired) =
+        sqlx::query_as("SELECT state, desired FROM job_nodes WHERE id = $1").bind(job_node_id).fetch_one(conn).await?;
+    Ok(now)
+}

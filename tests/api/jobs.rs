@@ -1,0 +1,441 @@
+//! Jobs and templates in-process: templates and their validation, planned rendering for a lease's GPUs, tenancy,
+//! ended leases, the agents' assignment protocol, and utilization insights.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::common::TestApp;
+
+struct Fixture {
+    app: TestApp,
+    op: String,
+    tenant: String,
+    pool: String,
+    nodes: Vec<String>,
+}
+
+/// A pool of `model` with `nodes` nodes of `per_node` GPUs, and a tenant admin.
+async fn fixture(db: PgPool, model: &str, nodes: usize, per_node: usize) -> Fixture {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, &format!("{model}-pool"), model).await;
+    let mut ids = Vec::new();
+    for i in 0..nodes {
+        ids.push(app.node(&op, &pool, &format!("node-{i}"), per_node).await);
+    }
+    Fixture { app, op, tenant, pool, nodes: ids }
+}
+
+impl Fixture {
+    async fn lease(&self, gpus: usize, placement: &str) -> Value {
+        self.app
+            .post(
+                "/v1/leases",
+                &self.tenant,
+                json!({ "pool_id": self.pool, "gpu_count": gpus, "duration_hours": 1, "placement": placement }),
+            )
+            .await
+            .expect(StatusCode::CREATED)
+            .body
+    }
+
+    /// An agent credential for node `i` (operator-made nodes are at agent generation 0).
+    fn agent(&self, i: usize) -> String {
+        let node: Uuid = self.nodes[i].parse().unwrap();
+        self.app.state.tokens.issue_agent(node, 0).unwrap()
+    }
+}
+
+/// The lease's GPU indices per node id, as comma-separated strings.
+fn devices_by_node(lease: &Value) -> std::collections::BTreeMap<String, String> {
+    let mut map: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    for g in lease["gpus"].as_array().unwrap() {
+        map.entry(g["node_id"].as_str().unwrap().to_string()).or_default().push(g["index"].as_i64().unwrap());
+    }
+    map.into_iter()
+        .map(|(k, mut v)| {
+            v.sort();
+            (k, v.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(","))
+        })
+        .collect()
+}
+
+#[sqlx::test]
+async fn templates_are_listed_versioned_and_validated(db: PgPool) {
+    let f = fixture(db, "h100", 1, 8).await;
+    let list = f.app.get("/v1/templates", &f.tenant).await.expect(StatusCode::OK).body;
+    let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["torchrun-ddp", "torchrun-fsdp", "deepspeed", "megatron", "vllm", "diffusion-dp"]);
+    assert_eq!(
+        list[4]["parameters"][1],
+        json!({"name": "port", "type": "int", "default": 8000, "description": "HTTP port of the OpenAI-compatible server"})
+    );
+
+    let template = json!({ "name": "finetune", "argv": ["python3", "ft.py", "--lr={lr}", "--rank={node_rank}", "{args}"],
+        "parameters": [{"name": "lr", "type": "float", "default": 0.0003}] });
+    let v1 = f.app.post("/v1/admin/templates", &f.op, template.clone()).await.expect(StatusCode::CREATED).body;
+    assert_eq!(v1["version"], 1);
+    let v2 = f.app.post("/v1/admin/templates", &f.op, template).await.expect(StatusCode::CREATED).body;
+    assert_eq!(v2["version"], 2);
+    let list = f.app.get("/v1/templates", &f.tenant).await.expect(StatusCode::OK).body;
+    let custom: Vec<&Value> = list.as_array().unwrap().iter().filter(|t| t["builtin"] == false).collect();
+    assert_eq!(custom.len(), 1, "the latest version only");
+    assert_eq!(custom[0]["version"], 2);
+    assert_eq!(custom[0]["parameters"][0]["name"], "lr");
+
+    // Tenants cannot add templates.
+    f.app
+        .post("/v1/admin/templates", &f.tenant, json!({"name": "x", "argv": ["x"]}))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    // Injection, unknown placeholders and bad types are field errors; nothing is stored.
+    let bad = f
+        .app
+        .post(
+            "/v1/admin/templates",
+            &f.op,
+            json!({ "name": "evil", "argv": ["train", "--tag={tag}", "--x={nope}", "; rm -rf /"],
+                "parameters": [{"name": "tag", "type": "string", "default": "x; rm -rf /"},
+                               {"name": "n", "type": "int", "default": "ten"}] }),
+        )
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(bad.error_fields(), ["parameters[0].default", "parameters[1].default", "argv[2]", "argv[3]"]);
+    let list = f.app.get("/v1/templates", &f.tenant).await.body;
+    assert!(list.as_array().unwrap().iter().all(|t| t["name"] != "evil"));
+    let builtin_name = f.app.post("/v1/admin/templates", &f.op, json!({"name": "megatron", "argv": ["x"]})).await;
+    assert_eq!(builtin_name.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["name"]);
+}
+
+#[sqlx::test]
+async fn auto_plans_a_70b_on_two_a100_nodes_as_megatron_with_each_nodes_own_gpus(db: PgPool) {
+    let f = fixture(db, "a100-80g", 2, 8).await;
+    let lease = f.lease(16, "pack").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let job = f
+        .app
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &f.tenant,
+            json!({ "template": "auto", "model": {"preset": "llama3-70b"},
+                    "workload": {"kind": "train", "seq_len": 4096, "global_batch": 512},
+                    "env": {"WANDB_PROJECT": "llama"}, "args": ["--train-iters", "100"] }),
+        )
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    assert_eq!(job["template"], "megatron");
+    assert_eq!(job["state"], "pending");
+    let plan = &job["plan"];
+    assert!(plan["tp"].as_u64().unwrap() > 1 || plan["pp"].as_u64().unwrap() > 1, "{plan}");
+    let devices = devices_by_node(&lease);
+    let nodes = job["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    for (rank, node) in nodes.iter().enumerate() {
+        let env = &node["spec"]["env"];
+        assert_eq!(node["node_rank"], rank);
+        assert_eq!(env["NODE_RANK"], rank.to_string());
+        assert_eq!(env["WORLD_SIZE"], "16");
+        assert_eq!(env["NNODES"], "2");
+        assert_eq!(env["MASTER_ADDR"], "node-0.test");
+        assert_eq!(env["MASTER_PORT"], "29500");
+        assert_eq!(env["WANDB_PROJECT"], "llama");
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], devices[node["node_id"].as_str().unwrap()].as_str());
+        let argv: Vec<&str> = node["spec"]["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
+        assert_eq!(argv[0], "torchrun");
+        let tp = argv.iter().position(|a| *a == "--tensor-model-parallel-size").unwrap();
+        assert_eq!(argv[tp + 1], plan["tp"].to_string());
+        assert!(argv.ends_with(&["--train-iters", "100"]));
+        assert_eq!(node["spec"]["files"][0]["path"], "megatron_args.txt");
+        assert_eq!(node["history"][0]["state"], "pending");
+    }
+
+    // Listing and reading it back.
+    let list = f.app.get(&format!("/v1/leases/{lease_id}/jobs"), &f.tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(list["items"][0]["id"], job["id"]);
+    let got = f.app.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap()), &f.tenant).await.expect(StatusCode::OK);
+    assert_eq!(got.body["nodes"][1]["spec"], job["nodes"][1]["spec"]);
+}
+
+#[sqlx::test]
+async fn a_partial_lease_gets_exactly_its_gpus_and_deepspeed_its_config(db: PgPool) {
+    let f = fixture(db, "h100", 2, 8).await;
+    // Something else holds part of node-0, so the lease's indices are not 0..n.
+    f.lease(3, "single_node").await;
+    let lease = f.lease(4, "spread").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let job = f
+        .app
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &f.tenant,
+            json!({ "template": "deepspeed", "model": {"preset": "llama2-7b"}, "command": ["train.py"],
+                    "workload": {"kind": "lora", "seq_len": 2048, "global_batch": 64}, "pins": {"zero_stage": 2} }),
+        )
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let devices = devices_by_node(&lease);
+    let mut seen = 0;
+    for node in job["nodes"].as_array().unwrap() {
+        let env = &node["spec"]["env"];
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], devices[node["node_id"].as_str().unwrap()].as_str());
+        seen += env["NPROC_PER_NODE"].as_str().unwrap().parse::<usize>().unwrap();
+        let config: Value = serde_json::from_str(node["spec"]["files"][0]["content"].as_str().unwrap()).unwrap();
+        assert_eq!(config["zero_optimization"]["stage"], 2);
+        assert_eq!(config["train_micro_batch_size_per_gpu"], job["plan"]["micro_batch"]);
+    }
+    assert_eq!(seen, 4);
+    assert_eq!(job["plan"]["tp"], 1);
+    assert_eq!(job["plan"]["zero_stage"], 2);
+}
+
+#[sqlx::test]
+async fn bad_jobs_are_field_errors_and_other_tenants_and_ended_leases_are_refused(db: PgPool) {
+    let f = fixture(db, "h100", 1, 8).await;
+    let lease = f.lease(2, "pack").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let path = format!("/v1/leases/{lease_id}/jobs");
+    f.app
+        .post(
+            "/v1/admin/templates",
+            &f.op,
+            json!({"name": "envdump", "argv": ["/usr/bin/env"],
+            "parameters": [{"name": "n", "type": "int", "default": 1}]}),
+        )
+        .await
+        .expect(StatusCode::CREATED);
+
+    let bad = f
+        .app
+        .post(
+            &path,
+            &f.tenant,
+            json!({ "template": "envdump", "env": {"lower": "x", "CUDA_VISIBLE_DEVICES": "0,1,2,3", "OK": "a\u{0}b"},
+                    "args": ["; rm -rf /"], "command": ["$(id)"] }),
+        )
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(bad.error_fields(), ["command[0]", "args[0]", "env.CUDA_VISIBLE_DEVICES", "env.OK", "env.lower"]);
+    let bad = f.app.post(&path, &f.tenant, json!({ "template": "envdump", "parameters": {"n": "x", "m": 1} })).await;
+    assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["parameters.m", "parameters.n"]);
+    let bad = f.app.post(&path, &f.tenant, json!({ "template": "nope" })).await;
+    assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["template"]);
+    let bad = f.app.post(&path, &f.tenant, json!({ "template": "auto" })).await;
+    assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["model"]);
+    let bad = f
+        .app
+        .post(
+            &path,
+            &f.tenant,
+            json!({ "template": "torchrun-ddp", "model": {"preset": "llama2-7b"},
+            "workload": {"kind": "train"}, "pins": {"tp": 2}, "command": ["train.py"] }),
+        )
+        .await;
+    assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["pins.tp"]);
+    let infeasible = f
+        .app
+        .post(
+            &path,
+            &f.tenant,
+            json!({ "template": "auto", "model": {"preset": "llama3.1-405b"}, "workload": {"kind": "train"} }),
+        )
+        .await;
+    infeasible.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "plan_infeasible");
+
+    // A custom template without a model renders with the launch environment only.
+    let job = f.app.post(&path, &f.tenant, json!({ "template": "envdump" })).await.expect(StatusCode::CREATED).body;
+    assert_eq!(job["plan"], Value::Null);
+    assert_eq!(job["template_version"], 1);
+    assert_eq!(job["nodes"][0]["spec"]["argv"], json!(["/usr/bin/env"]));
+    let job_id = job["id"].as_str().unwrap();
+
+    // Another tenant sees none of it.
+    let (_, other) = f.app.tenant_admin(&f.op, "other").await;
+    f.app
+        .post(&path, &other, json!({ "template": "envdump" }))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    f.app.get(&format!("/v1/jobs/{job_id}"), &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    f.app
+        .post(&format!("/v1/jobs/{job_id}/cancel"), &other, json!({}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    f.app.get(&path, &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    f.app
+        .get(&format!("/v1/leases/{lease_id}/insights"), &other)
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+
+    // Releasing the lease cancels its unfinished job, with the lease's reason; new jobs are 409.
+    f.app.post(&format!("/v1/leases/{lease_id}/release"), &f.tenant, json!({})).await.expect(StatusCode::OK);
+    let job = f.app.get(&format!("/v1/jobs/{job_id}"), &f.tenant).await.body;
+    assert_eq!(job["state"], "cancelled");
+    assert!(job["reason"].as_str().unwrap().contains("released"), "{job}");
+    assert_eq!(job["nodes"][0]["state"], "cancelled");
+    f.app
+        .post(&path, &f.tenant, json!({ "template": "envdump" }))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "lease_not_active");
+}
+
+#[sqlx::test]
+async fn agents_fetch_assignments_and_report_forward_only(db: PgPool) {
+    let f = fixture(db, "h100", 2, 4).await;
+    let lease = f.lease(8, "pack").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    f.app
+        .post("/v1/admin/templates", &f.op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let job = f
+        .app
+        .post(&format!("/v1/leases/{lease_id}/jobs"), &f.tenant, json!({ "template": "sleeper" }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let job_path = format!("/v1/jobs/{}", job["id"].as_str().unwrap());
+    let (a0, a1) = (f.agent(0), f.agent(1));
+    let hb = |token: String| {
+        let app = &f.app;
+        async move {
+            app.post("/v1/agent/heartbeat", &token, json!({"samples": []})).await.expect(StatusCode::OK).body
+                ["assignments_pending"]
+                .clone()
+        }
+    };
+    assert_eq!(hb(a0.clone()).await, true, "a new assignment is hinted");
+
+    let list = f.app.get("/v1/agent/assignments", &a0).await.expect(StatusCode::OK).body;
+    let assignments = list["assignments"].as_array().unwrap();
+    assert_eq!(assignments.len(), 1, "only this node's part");
+    assert_eq!(assignments[0]["desired"], "run");
+    assert_eq!(assignments[0]["spec"]["env"]["NODE_RANK"], "0");
+    let jn0 = assignments[0]["job_node_id"].as_str().unwrap().to_string();
+    assert_eq!(hb(a0.clone()).await, false, "fetched: nothing pending");
+    // The other node's assignment is not this agent's to report.
+    let list1 = f.app.get("/v1/agent/assignments", &a1).await.expect(StatusCode::OK).body;
+    let jn1 = list1["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
+    f.app
+        .post(&format!("/v1/agent/assignments/{jn1}/status"), &a0, json!({"state": "running"}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    // A user token is not an agent credential.
+    f.app.get("/v1/agent/assignments", &f.tenant).await.expect(StatusCode::UNAUTHORIZED);
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["state"], "assigned");
+
+    let report = |token: &str, id: &str, body: Value| {
+        let (app, token, path) = (&f.app, token.to_string(), format!("/v1/agent/assignments/{id}/status"));
+        async move { app.post(&path, &token, body).await.expect(StatusCode::OK).body }
+    };
+    report(&a0, &jn0, json!({"state": "running"})).await;
+    report(&a0, &jn0, json!({"state": "running"})).await;
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["state"], "running");
+    report(&a1, &jn1, json!({"state": "running", "output_tail": ["hello"]})).await;
+
+    // Cancel: both nodes are told to stop (and the heartbeat hints it); the job is cancelled once both stopped.
+    let cancelled = f.app.post(&format!("{job_path}/cancel"), &f.tenant, json!({})).await.expect(StatusCode::OK).body;
+    assert_eq!(cancelled["cancel_requested"], true);
+    assert_eq!(cancelled["nodes"][0]["desired"], "cancel");
+    assert_eq!(hb(a1.clone()).await, true);
+    let now = report(&a0, &jn0, json!({"state": "cancelled", "exit_code": 143, "output_tail": ["bye"]})).await;
+    assert_eq!(now, json!({"state": "cancelled", "desired": "cancel"}));
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["state"], "running", "one node still runs");
+    // Backwards is ignored; a repeat is harmless.
+    assert_eq!(report(&a0, &jn0, json!({"state": "running"})).await["state"], "cancelled");
+    let long: Vec<String> = (0..80).map(|i| format!("{i} {}", "x".repeat(1500))).collect();
+    report(&a1, &jn1, json!({"state": "cancelled", "exit_code": 143, "output_tail": long})).await;
+    let job = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(job["state"], "cancelled");
+    let tail = job["nodes"][1]["output_tail"].as_array().unwrap();
+    assert_eq!(tail.len(), 50);
+    assert!(tail[0].as_str().unwrap().starts_with("30 "));
+    assert!(tail.iter().all(|l| l.as_str().unwrap().chars().count() <= 1000));
+    let history: Vec<&str> =
+        job["nodes"][0]["history"].as_array().unwrap().iter().map(|h| h["state"].as_str().unwrap()).collect();
+    assert_eq!(history, ["pending", "assigned", "running", "cancelled"]);
+    assert!(f.app.get("/v1/agent/assignments", &a0).await.body["assignments"].as_array().unwrap().is_empty());
+
+    // A failing node fails the job and stops the other node.
+    let job = f
+        .app
+        .post(&format!("/v1/leases/{lease_id}/jobs"), &f.tenant, json!({ "template": "sleeper" }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let job_path = format!("/v1/jobs/{}", job["id"].as_str().unwrap());
+    let jn0 = f.app.get("/v1/agent/assignments", &a0).await.body["assignments"][0]["job_node_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let l1 = f.app.get("/v1/agent/assignments", &a1).await.body;
+    let jn1 = l1["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
+    report(&a0, &jn0, json!({"state": "running"})).await;
+    report(&a1, &jn1, json!({"state": "running"})).await;
+    report(&a0, &jn0, json!({"state": "failed", "exit_code": 1, "output_tail": ["CUDA error"]})).await;
+    let job = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(job["state"], "failed");
+    assert_eq!(job["reason"], "node node-0 (rank 0): exit code 1");
+    assert_eq!(job["nodes"][1]["desired"], "cancel");
+    assert_eq!(f.app.get("/v1/agent/assignments", &a1).await.body["assignments"][0]["desired"], "cancel");
+}
+
+#[sqlx::test]
+async fn insights_flag_low_utilization_of_a_running_job(db: PgPool) {
+    let f = fixture(db, "h100", 1, 8).await;
+    let lease = f.lease(8, "pack").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let path = format!("/v1/leases/{lease_id}/insights");
+    let none = f.app.get(&path, &f.tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(none["job_id"], Value::Null);
+    let job = f
+        .app
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &f.tenant,
+            json!({ "template": "torchrun-ddp", "model": {"preset": "llama2-7b"}, "command": ["train.py"],
+                    "workload": {"kind": "lora", "seq_len": 2048, "global_batch": 64} }),
+        )
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let agent = f.agent(0);
+    let jn = f.app.get("/v1/agent/assignments", &agent).await.body["assignments"][0]["job_node_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    f.app
+        .post(&format!("/v1/agent/assignments/{jn}/status"), &agent, json!({"state": "running"}))
+        .await
+        .expect(StatusCode::OK);
+    // It has run for ten minutes, its GPUs at 35% for the last five.
+    let job_id: Uuid = job["id"].as_str().unwrap().parse().unwrap();
+    sqlx::query("UPDATE jobs SET started_at = now() - interval '10 minutes' WHERE id = $1")
+        .bind(job_id)
+        .execute(&f.app.db)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO gpu_samples (gpu_id, at, node_id, gpu_util, mem_copy_util, fb_used_mib, fb_free_mib, power_w, \
+             energy_mj, gpu_temp_c, sm_clock_mhz) \
+         SELECT lg.gpu_id, now() - make_interval(secs => s), lg.node_id, 35, 10, 1000, 70000, 300, 0, 60, 1800 \
+         FROM lease_gpus lg, generate_series(10, 290, 10) AS s WHERE lg.lease_id = $1",
+    )
+    .bind(Uuid::parse_str(lease_id).unwrap())
+    .execute(&f.app.db)
+    .await
+    .unwrap();
+    let found = f.app.get(&path, &f.tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(found["job_id"], job["id"]);
+    assert_eq!(found["measured"]["samples"], 8 * 29);
+    assert!((found["measured"]["avg_gpu_util"].as_f64().unwrap() - 35.0).abs() < 0.01);
+    let kinds: Vec<&str> = found["insights"].as_array().unwrap().iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"low_utilization"), "{found}");
+    let low = found["insights"].as_array().unwrap().iter().find(|i| i["kind"] == "low_utilization").unwrap();
+    assert!(low["message"].as_str().unwrap().contains("35%"));
+    assert!(!low["suggestion"].as_str().unwrap().is_empty());
+    assert_eq!(low["figures"]["plan"]["tp"], 1);
+}

@@ -1,0 +1,226 @@
+//! End to end: jobs on a 2-node lease run by real `gpuplane agent` processes (simulated GPUs) against the real
+//! server: the rendered environment reaches every process, cancel stops every process, an agent restart does not
+//! run a job twice, and an injected template never reaches a process.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::agent_e2e::{Api, spawn_agent, state_dir, wait_until};
+use crate::binary::{database_url, spawn_server, terminate};
+
+/// Fast heartbeats (agents fetch assignments on the heartbeat's hint); default liveness, so a briefly dead agent
+/// does not interrupt the lease.
+const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")];
+
+/// Processes whose argv is exactly `argv` (read from /proc).
+fn processes_with_argv(argv: &[&str]) -> usize {
+    let wanted: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain(std::iter::once(0))).collect();
+    std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+                .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == wanted))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+async fn job(api: &Api, token: &str, id: &str) -> Value {
+    api.get(&format!("/v1/jobs/{id}"), token).await
+}
+
+async fn wait_job(api: &Api, token: &str, id: &str, what: &str, secs: u64, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let j = job(api, token, id).await;
+        if check(&j) {
+            return j;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for: {what}; job: {j:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn node_states(job: &Value) -> Vec<String> {
+    job["nodes"].as_array().unwrap().iter().map(|n| n["state"].as_str().unwrap().to_string()).collect()
+}
+
+#[sqlx::test]
+async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool) {
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (mut server, base) = spawn_server(&database_url(&db), HEARTBEAT_1S);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let pool = api
+        .post(
+            "/v1/admin/pools",
+            &op,
+            json!({ "name": "h100-jobs", "gpu_model": "h100", "region": "e2e", "price_per_gpu_hour_minor": 300, "currency": "USD" }),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let join =
+        api.post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 2 })).await["join_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+    let tenant_id =
+        api.post("/v1/admin/tenants", &op, json!({ "name": "jobs-e2e" })).await["id"].as_str().unwrap().to_string();
+    let key = api
+        .post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), &op, json!({ "name": "k", "role": "tenant_admin" }))
+        .await;
+    let tenant = api.token(key["api_key"].as_str().unwrap()).await;
+    // Billing (when present) wants a balance before leasing.
+    let _ = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/admin/tenants/{tenant_id}/ledger"),
+            &op,
+            Some(json!({ "kind": "topup", "amount_minor": 1_000_000, "currency": "USD", "reason": "e2e" })),
+        )
+        .await;
+
+    // Two hosts of four simulated H100s each.
+    let dir_a = state_dir("jobs-a");
+    let dir_b = state_dir("jobs-b");
+    let (mut agent_a, _) = spawn_agent(&base, Some(&join), "jobs-node-a", &dir_a, &["--address", "10.77.0.1"]);
+    let (mut agent_b, _) = spawn_agent(&base, Some(&join), "jobs-node-b", &dir_b, &["--address", "10.77.0.2"]);
+    let lease = api.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 8, "duration_hours": 1 })).await;
+    let lease_id = lease["id"].as_str().unwrap().to_string();
+    let mut leased: BTreeMap<String, Vec<i64>> = BTreeMap::new();
+    for g in lease["gpus"].as_array().unwrap() {
+        leased.entry(g["node_id"].as_str().unwrap().to_string()).or_default().push(g["index"].as_i64().unwrap());
+    }
+    assert_eq!(leased.len(), 2, "the lease spans both nodes: {lease}");
+    let jobs_path = format!("/v1/leases/{lease_id}/jobs");
+
+    // 1. A job that prints its environment (no shell: /usr/bin/env is the program).
+    api.post("/v1/admin/templates", &op, json!({ "name": "envdump", "argv": ["/usr/bin/env"] })).await;
+    let created =
+        api.post(&jobs_path, &tenant, json!({ "template": "envdump", "env": { "GREETING": "hello world" } })).await;
+    let job_id = created["id"].as_str().unwrap().to_string();
+    let done = wait_job(&api, &tenant, &job_id, "env job succeeded", 60, |j| j["state"] == "succeeded").await;
+    let mut ranks = Vec::new();
+    let mut masters = Vec::new();
+    for node in done["nodes"].as_array().unwrap() {
+        assert_eq!(node["state"], "succeeded");
+        assert_eq!(node["exit_code"], 0);
+        let env: BTreeMap<String, String> = node["output_tail"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l.as_str().unwrap().split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect();
+        assert_eq!(env["WORLD_SIZE"], "8", "{env:?}");
+        assert_eq!(env["NNODES"], "2");
+        assert_eq!(env["NPROC_PER_NODE"], "4");
+        assert_eq!(env["GREETING"], "hello world");
+        assert_eq!(env["NODE_RANK"], node["node_rank"].to_string());
+        let mut indices = leased[node["node_id"].as_str().unwrap()].clone();
+        indices.sort();
+        let expected: Vec<String> = indices.iter().map(|i| i.to_string()).collect();
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], expected.join(","), "its own leased GPUs");
+        assert!(env.contains_key("PATH"));
+        assert!(
+            !env.contains_key("RUST_LOG") && !env.contains_key("GPUPLANE_SERVER"),
+            "the agent's env is not passed on"
+        );
+        ranks.push(env["NODE_RANK"].clone());
+        masters.push((env["MASTER_ADDR"].clone(), env["MASTER_PORT"].clone()));
+    }
+    ranks.sort();
+    assert_eq!(ranks, ["0", "1"]);
+    assert_eq!(masters[0], masters[1], "one rendezvous for all nodes");
+    assert_eq!(masters[0].0, done["nodes"][0]["spec"]["env"]["MASTER_ADDR"].as_str().unwrap());
+    assert!(masters[0].0 == "10.77.0.1" || masters[0].0 == "10.77.0.2");
+
+    // 2. An injected value is refused when the template is created, so no job can run it.
+    let (status, body) = api
+        .call(
+            reqwest::Method::POST,
+            "/v1/admin/templates",
+            &op,
+            Some(json!({ "name": "injected", "argv": ["/bin/echo", "{msg}"],
+                "parameters": [{"name": "msg", "type": "string", "default": "hi; rm -rf /"}] })),
+        )
+        .await;
+    assert_eq!((status, body["code"].as_str()), (422, Some("validation_failed")), "{body}");
+    let (status, _) =
+        api.call(reqwest::Method::POST, &jobs_path, &tenant, Some(json!({ "template": "injected" }))).await;
+    assert_eq!(status, 422);
+    // And a value supplied at job time is checked the same way.
+    api.post(
+        "/v1/admin/templates",
+        &op,
+        json!({ "name": "sleeper", "argv": ["/bin/sleep", "{secs}"], "parameters": [{"name": "secs", "type": "string", "default": "601"}] }),
+    )
+    .await;
+    let (status, body) = api
+        .call(
+            reqwest::Method::POST,
+            &jobs_path,
+            &tenant,
+            Some(json!({ "template": "sleeper", "parameters": { "secs": "1; rm -rf /" } })),
+        )
+        .await;
+    assert_eq!((status, body["errors"][0]["field"].as_str()), (422, Some("parameters.secs")), "{body}");
+    assert_eq!(api.get(&jobs_path, &tenant).await["items"].as_array().unwrap().len(), 1, "only the env job exists");
+
+    // 3. Cancel stops the process on every node.
+    let sleeping = ["/bin/sleep", "601"];
+    let created = api.post(&jobs_path, &tenant, json!({ "template": "sleeper" })).await;
+    let job_id = created["id"].as_str().unwrap().to_string();
+    wait_job(&api, &tenant, &job_id, "both nodes running", 30, |j| node_states(j) == ["running", "running"]).await;
+    wait_until("two sleep processes", 10, || async { processes_with_argv(&sleeping) == 2 }).await;
+    let asked = Instant::now();
+    api.post(&format!("/v1/jobs/{job_id}/cancel"), &tenant, json!({})).await;
+    let cancelled = wait_job(&api, &tenant, &job_id, "job cancelled", 15, |j| j["state"] == "cancelled").await;
+    assert!(asked.elapsed() < Duration::from_secs(10), "cancelled within seconds: {:?}", asked.elapsed());
+    assert_eq!(node_states(&cancelled), ["cancelled", "cancelled"]);
+    wait_until("no sleep process left", 10, || async { processes_with_argv(&sleeping) == 0 }).await;
+
+    // 4. An agent restart does not run the job again: the job is reported failed, its process is gone.
+    let sleeping = ["/bin/sleep", "602"];
+    let created =
+        api.post(&jobs_path, &tenant, json!({ "template": "sleeper", "parameters": { "secs": "602" } })).await;
+    let job_id = created["id"].as_str().unwrap().to_string();
+    let running =
+        wait_job(&api, &tenant, &job_id, "both nodes running", 30, |j| node_states(j) == ["running", "running"]).await;
+    wait_until("two sleep processes", 10, || async { processes_with_argv(&sleeping) == 2 }).await;
+    let node_a_rank = running["nodes"].as_array().unwrap().iter().position(|n| n["hostname"] == "jobs-node-a").unwrap();
+    agent_a.kill().unwrap();
+    agent_a.wait().unwrap();
+    let (restarted, line) = spawn_agent(&base, None, "jobs-node-a", &dir_a, &["--address", "10.77.0.1"]);
+    agent_a = restarted;
+    assert!(line.contains("attached"), "{line}");
+    let failed = wait_job(&api, &tenant, &job_id, "job failed after the restart", 30, |j| {
+        j["state"] == "failed" && node_states(j).iter().all(|s| s != "running")
+    })
+    .await;
+    let node_a = &failed["nodes"][node_a_rank];
+    assert_eq!(node_a["state"], "failed");
+    assert_eq!(node_a["reason"], "agent restarted");
+    let history: Vec<&str> =
+        node_a["history"].as_array().unwrap().iter().map(|h| h["state"].as_str().unwrap()).collect();
+    assert_eq!(history, ["pending", "assigned", "running", "failed"], "started once, never again");
+    assert!(failed["reason"].as_str().unwrap().contains("agent restarted"), "{failed}");
+    wait_until("no sleep process left after the restart", 15, || async { processes_with_argv(&sleeping) == 0 }).await;
+    // A few more heartbeats: still nothing started.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(processes_with_argv(&sleeping), 0);
+    let again = job(&api, &tenant, &job_id).await;
+    assert_eq!(again["nodes"][node_a_rank]["history"].as_array().unwrap().len(), 4);
+
+    for agent in [&mut agent_a, &mut agent_b] {
+        let _ = std::process::Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
+        assert!(agent.wait().unwrap().success(), "the agent stops cleanly on SIGTERM");
+    }
+    assert!(terminate(&mut server).success());
+    let _ = std::fs::remove_dir_all(dir_a);
+    let _ = std::fs::remove_dir_all(dir_b);
+}
