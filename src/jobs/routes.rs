@@ -488,14 +488,7 @@ pub async fn list_lease_jobs(
     let page = PageParams { limit: params.limit, after: params.after };
     let limit = page.fetch_limit()?;
     let mut conn = state.db.acquire().await?;
-    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
-        .bind(lease_id)
-        .bind(auth.tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if owned.is_none() {
-        return Err(ApiError::NotFound("lease"));
-    }
+    crate::leases::store::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
     let jobs = store::list_jobs(&mut conn, auth.tenant_id, lease_id, page.after(), limit).await?;
     Ok(Json(Page::from_rows(jobs, limit, |j| j.id)))
 }

@@ -510,14 +510,7 @@ pub async fn list_lease_events(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<LeaseEvent>>> {
     let mut conn = state.db.acquire().await?;
-    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
-        .bind(lease_id)
-        .bind(auth.tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if owned.is_none() {
-        return Err(ApiError::NotFound("lease"));
-    }
+    store::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
     Ok(Json(store::list_events(&mut conn, lease_id).await?))
 }
 

@@ -413,6 +413,20 @@ async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<L
         .collect())
 }
 
+/// 404 unless the lease exists and is the tenant's (another tenant's lease is never revealed).
+pub async fn ensure_owned(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    lease_id: Uuid,
+) -> Result<(), crate::error::ApiError> {
+    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
+        .bind(lease_id)
+        .bind(tenant_id)
+        .fetch_optional(conn)
+        .await?;
+    owned.map(|_| ()).ok_or(crate::error::ApiError::NotFound("lease"))
+}
+
 pub async fn list_events(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<LeaseEvent>, sqlx::Error> {
     sqlx::query_as(
         "SELECT id, at, kind, from_state, to_state, actor, reason, detail FROM lease_events WHERE lease_id = $1 ORDER BY id",
