@@ -15,6 +15,7 @@
 //! * `BENCH_NODES`: simulated nodes, each with 8 GPUs (default 1000).
 //! * `BENCH_CLIENTS`: concurrent clients (default 64). `BENCH_DB_CONNECTIONS`: the service's connection pool
 //!   size (default 16, the service's own default).
+//! * `BENCH_SYNCHRONOUS_COMMIT`: `synchronous_commit` for the bench database only (default: the server's).
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/heartbeat.md`); empty: nowhere.
 
 use std::fmt::Write as _;
@@ -28,7 +29,7 @@ use gpuplane::agents::protocol::{GpuSample, HeartbeatRequest, HeartbeatResponse}
 use gpuplane::app::AppState;
 use gpuplane::config::{Secret, Settings};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Row};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -47,6 +48,8 @@ struct Config {
     nodes: usize,
     clients: usize,
     db_connections: u32,
+    /// `synchronous_commit` for the bench database (`ALTER DATABASE ... SET`); None: the server's setting.
+    synchronous_commit: Option<String>,
     doc: Option<std::path::PathBuf>,
 }
 
@@ -73,8 +76,14 @@ impl Config {
             nodes: env_or("BENCH_NODES", 1000usize)?,
             clients: env_or("BENCH_CLIENTS", 64usize)?.max(1),
             db_connections: env_or("BENCH_DB_CONNECTIONS", 16u32)?.max(1),
+            synchronous_commit: std::env::var("BENCH_SYNCHRONOUS_COMMIT").ok().filter(|v| !v.trim().is_empty()),
             doc,
         };
+        if let Some(v) = &cfg.synchronous_commit
+            && !["on", "off", "local", "remote_write", "remote_apply"].contains(&v.as_str())
+        {
+            bail!("BENCH_SYNCHRONOUS_COMMIT: on, off, local, remote_write or remote_apply");
+        }
         if cfg.nodes < 1 {
             bail!("BENCH_NODES: must be positive");
         }
@@ -323,30 +332,38 @@ struct DbSnapshot {
     database: i64,
     nodes_total: i64,
     wal_lsn: i64,
+    /// Updates of `nodes` rows so far, and how many were HOT (no index entries written).
+    nodes_updates: i64,
+    nodes_hot_updates: i64,
 }
 
 async fn snapshot(db: &PgPool) -> anyhow::Result<DbSnapshot> {
-    let (rows, samples_total, samples_heap, samples_indexes, database, nodes_total, wal_lsn): (
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-        i64,
-    ) = sqlx::query_as(
+    let row = sqlx::query(
         "SELECT (SELECT count(*) FROM gpu_samples), pg_total_relation_size('gpu_samples'), \
              pg_table_size('gpu_samples'), pg_indexes_size('gpu_samples'), pg_database_size(current_database()), \
-             pg_total_relation_size('nodes'), (pg_current_wal_lsn() - '0/0')::bigint",
+             pg_total_relation_size('nodes'), (pg_current_wal_lsn() - '0/0')::bigint, \
+             (SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'nodes'::regclass), \
+             (SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'nodes'::regclass)",
     )
     .fetch_one(db)
     .await?;
-    Ok(DbSnapshot { rows, samples_total, samples_heap, samples_indexes, database, nodes_total, wal_lsn })
+    Ok(DbSnapshot {
+        rows: row.try_get(0)?,
+        samples_total: row.try_get(1)?,
+        samples_heap: row.try_get(2)?,
+        samples_indexes: row.try_get(3)?,
+        database: row.try_get(4)?,
+        nodes_total: row.try_get(5)?,
+        wal_lsn: row.try_get(6)?,
+        nodes_updates: row.try_get::<Option<i64>, _>(7)?.unwrap_or(0),
+        nodes_hot_updates: row.try_get::<Option<i64>, _>(8)?.unwrap_or(0),
+    })
 }
 
 /// CPU seconds (user + system) used so far by this process (the service and the load generator) and by all
 /// processes named `postgres` (the server's backends and helpers; only readable when it runs on this machine).
-fn cpu_seconds() -> (f64, Option<f64>) {
+/// Also the whole machine's busy and iowait CPU seconds (/proc/stat), to tell other load on the machine apart.
+fn cpu_seconds() -> CpuTimes {
     fn ticks(stat: &str) -> Option<u64> {
         // The command name is in parentheses and may contain spaces: fields count from after the last ')'.
         let rest = &stat[stat.rfind(')')? + 2..];
@@ -370,7 +387,39 @@ fn cpu_seconds() -> (f64, Option<f64>) {
             }
         }
     }
-    (own as f64 / CLOCK_TICKS_PER_S, postgres.map(|t| t as f64 / CLOCK_TICKS_PER_S))
+    let machine = std::fs::read_to_string("/proc/stat").ok().and_then(|stat| {
+        let line = stat.lines().next()?;
+        let v: Vec<u64> = line.split_whitespace().skip(1).map(|f| f.parse().unwrap_or(0)).collect();
+        // user nice system idle iowait irq softirq steal
+        let busy = v.first()? + v.get(1)? + v.get(2)? + v.get(5)? + v.get(6)? + v.get(7).unwrap_or(&0);
+        Some((busy as f64 / CLOCK_TICKS_PER_S, *v.get(4)? as f64 / CLOCK_TICKS_PER_S))
+    });
+    CpuTimes {
+        own: own as f64 / CLOCK_TICKS_PER_S,
+        postgres: postgres.map(|t| t as f64 / CLOCK_TICKS_PER_S),
+        machine_busy: machine.map(|m| m.0),
+        machine_iowait: machine.map(|m| m.1),
+    }
+}
+
+#[derive(Clone, Copy)]
+struct CpuTimes {
+    own: f64,
+    postgres: Option<f64>,
+    machine_busy: Option<f64>,
+    machine_iowait: Option<f64>,
+}
+
+impl CpuTimes {
+    fn since(self, earlier: CpuTimes) -> CpuTimes {
+        let sub = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| a - b);
+        CpuTimes {
+            own: self.own - earlier.own,
+            postgres: sub(self.postgres, earlier.postgres),
+            machine_busy: sub(self.machine_busy, earlier.machine_busy),
+            machine_iowait: sub(self.machine_iowait, earlier.machine_iowait),
+        }
+    }
 }
 
 struct BenchResult {
@@ -386,8 +435,8 @@ struct BenchResult {
     rows_stored: i64,
     before: DbSnapshot,
     after: DbSnapshot,
-    service_cpu_s: f64,
-    postgres_cpu_s: Option<f64>,
+    /// CPU seconds over the measured run.
+    cpu: CpuTimes,
 }
 
 impl BenchResult {
@@ -406,6 +455,12 @@ impl BenchResult {
 async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResult> {
     drop_database(admin, BENCH_DB).await?;
     sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {BENCH_DB}"))).execute(&mut *admin).await?;
+    if let Some(v) = &cfg.synchronous_commit {
+        // Checked against the list of valid values in Config::from_env.
+        sqlx::query(AssertSqlSafe(format!("ALTER DATABASE {BENCH_DB} SET synchronous_commit = {v}")))
+            .execute(&mut *admin)
+            .await?;
+    }
     let db = PgPoolOptions::new()
         .max_connections(cfg.db_connections)
         .acquire_timeout(Duration::from_secs(30))
@@ -455,11 +510,11 @@ async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResu
     }
 
     let before = snapshot(&db).await?;
-    let (cpu_own_0, cpu_pg_0) = cpu_seconds();
+    let cpu_before = cpu_seconds();
     let started = Instant::now();
     let (_nodes, mut all) = drive(cfg, &http, &url, nodes, cfg.seconds, 2).await?;
     let seconds = started.elapsed().as_secs_f64();
-    let (cpu_own_1, cpu_pg_1) = cpu_seconds();
+    let cpu = cpu_seconds().since(cpu_before);
     let after = snapshot(&db).await?;
 
     shutdown.cancel();
@@ -478,8 +533,7 @@ async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResu
         p99: percentile_ms(&all.latencies, 99.0),
         max: all.latencies.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
         rows_stored: after.rows - before.rows,
-        service_cpu_s: cpu_own_1 - cpu_own_0,
-        postgres_cpu_s: cpu_pg_0.zip(cpu_pg_1).map(|(a, b)| b - a),
+        cpu,
         before,
         after,
     })
@@ -537,13 +591,25 @@ fn table(cfg: &Config, r: &BenchResult) -> String {
         format!("{:.0} MB", r.per_million(r.after.database - r.before.database)),
     );
     row("nodes table growth during the run", mb(r.after.nodes_total - r.before.nodes_total));
-    row("WAL written per million samples", format!("{:.0} MB", r.per_million(r.after.wal_lsn - r.before.wal_lsn)));
-    row("CPU: service + load generator", format!("{:.2} cores", r.service_cpu_s / r.seconds));
+    let updates = r.after.nodes_updates - r.before.nodes_updates;
+    let hot = r.after.nodes_hot_updates - r.before.nodes_hot_updates;
     row(
-        "CPU: PostgreSQL",
-        r.postgres_cpu_s
-            .map_or_else(|| "not measured (server not local)".into(), |s| format!("{:.2} cores", s / r.seconds)),
+        "nodes row updates that were HOT",
+        if updates > 0 {
+            format!("{:.0}% of {}", 100.0 * hot as f64 / updates as f64, with_thousands(updates))
+        } else {
+            "-".into()
+        },
     );
+    row("WAL written per million samples", format!("{:.0} MB", r.per_million(r.after.wal_lsn - r.before.wal_lsn)));
+    let cores = |secs: Option<f64>| secs.map_or_else(|| "-".into(), |s| format!("{:.2} cores", s / r.seconds));
+    row("CPU: service + load generator (this process)", cores(Some(r.cpu.own)));
+    row("CPU: PostgreSQL (all `postgres` processes)", cores(r.cpu.postgres));
+    row(
+        "CPU: anything else on the machine",
+        cores(r.cpu.machine_busy.map(|busy| (busy - r.cpu.own - r.cpu.postgres.unwrap_or(0.0)).max(0.0))),
+    );
+    row("CPU: idle waiting for I/O (iowait)", cores(r.cpu.machine_iowait));
     out
 }
 
@@ -626,8 +692,12 @@ heartbeat updates its node's row) and the catalog; **nodes table growth** is tha
 - **WAL written**: bytes of write-ahead log generated in the run (`pg_current_wal_lsn()` difference), per \
 million samples (includes full-page images after checkpoints).\n\
 - **CPU**: user + system CPU time over the run divided by its length, for this process (the service and the \
-load generator share it) and for all `postgres` processes (read from /proc). Their sum is near the core count \
-when the machine is CPU-bound.\n\n",
+load generator share it), for all `postgres` processes (read from /proc; `-` when the server is elsewhere), and \
+for everything else on the machine (busy time from /proc/stat minus those two: other people's work, the \
+kernel's). Their sum is near the core count when the machine is CPU-bound; iowait is idle time with I/O (here: \
+WAL flushes) outstanding. The machine is shared: when \"anything else\" is well above zero, other work \
+competed for the cores during the run, and heartbeats/s is lower than the service and PostgreSQL reach on the \
+machine alone (their own CPU cost per heartbeat is the two first CPU lines divided by heartbeats/s).\n\n",
     );
     let _ = writeln!(out, "## How to run\n");
     out.push_str(
@@ -639,7 +709,7 @@ BENCH_SECONDS=5 BENCH_DOC= cargo bench --bench heartbeat\n\
 ```\n\n\
 Other settings: `DATABASE_URL` (the server; the bench creates and drops `gpuplane_bench_heartbeat` on it), \
 `BENCH_NODES` (1000), `BENCH_CLIENTS` (64), `BENCH_DB_CONNECTIONS` (16), `BENCH_WARMUP_SECONDS` (5), \
-`BENCH_DOC` (where this page is written; empty for nowhere).\n",
+`BENCH_SYNCHRONOUS_COMMIT` (unset: the server's setting; `off` etc. sets it for the bench database only), `BENCH_DOC` (where this page is written; empty for nowhere).\n",
     );
     out
 }
@@ -652,6 +722,12 @@ async fn bench() -> anyhow::Result<()> {
     let (postgres,): (String,) = sqlx::query_as("SELECT version()").fetch_one(&mut admin).await?;
     let postgres = postgres.split(" on ").next().unwrap_or(&postgres).to_string();
     let (synchronous_commit,): (String,) = sqlx::query_as("SHOW synchronous_commit").fetch_one(&mut admin).await?;
+    let synchronous_commit = match &cfg.synchronous_commit {
+        Some(v) => {
+            format!("{v} (for the bench database, by BENCH_SYNCHRONOUS_COMMIT; the server's: {synchronous_commit})")
+        }
+        None => synchronous_commit,
+    };
     let (shared_buffers,): (String,) = sqlx::query_as("SHOW shared_buffers").fetch_one(&mut admin).await?;
     let env = Environment {
         cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),

@@ -270,7 +270,8 @@ pub async fn post_heartbeat(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    let (admin_state, was, accepted) = store_heartbeat(&state, &agent, &gpu_ids, &req.samples).await?;
+    let (admin_state, was, accepted, assignments_pending) =
+        store_heartbeat(&state, &agent, &gpu_ids, &req.samples).await?;
     if was != "ready" {
         tracing::info!(node.id = %agent.node_id, was = %was, "node is back");
     }
@@ -291,23 +292,14 @@ pub async fn post_heartbeat(
     Ok(Json(HeartbeatResponse {
         heartbeat_interval_s: state.settings.heartbeat_interval.as_secs() as u32,
         desired_state,
-        assignments_pending: crate::jobs::store::assignments_pending(&state.db, agent.node_id).await?,
+        assignments_pending,
         accepted_samples: accepted,
     }))
 }
 
-/// One statement: touch the node (only with the current credential generation) and insert the samples
-/// (a resent sample is skipped by the primary key). Returns the node's admin state, its liveness before
-/// this heartbeat, and how many samples were new.
-async fn store_heartbeat(
-    state: &AppState,
-    agent: &AgentAuth,
-    gpu_ids: &[Uuid],
-    samples: &[GpuSample],
-) -> ApiResult<(String, String, u64)> {
-    let at: Vec<_> = samples.iter().map(|s| s.at).collect();
-    let col = |f: fn(&GpuSample) -> f32| samples.iter().map(f).collect::<Vec<f32>>();
-    let row: Option<(Option<String>, Option<String>, i64)> = sqlx::query_as(
+/// The heartbeat statement (see `store_heartbeat`), built once.
+static HEARTBEAT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
         "WITH prev AS (SELECT liveness FROM nodes WHERE id = $1 AND agent_generation = $2), \
          touched AS ( \
              UPDATE nodes SET last_heartbeat_at = now(), liveness = 'ready' \
@@ -322,28 +314,46 @@ async fn store_heartbeat(
                  AS u(gpu_id, at, util, mem, fb_used, fb_free, power, energy, temp, mem_temp, clock, nvlink, xid_count, xid_codes) \
              WHERE EXISTS (SELECT 1 FROM touched) \
              ON CONFLICT (gpu_id, at) DO NOTHING RETURNING 1) \
-         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), (SELECT count(*) FROM inserted)",
+         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), (SELECT count(*) FROM inserted), {}",
+        crate::jobs::store::ASSIGNMENTS_PENDING_SQL
     )
-    .bind(agent.node_id)
-    .bind(agent.generation)
-    .bind(gpu_ids)
-    .bind(&at)
-    .bind(col(|s| s.gpu_util))
-    .bind(col(|s| s.mem_copy_util))
-    .bind(samples.iter().map(|s| s.fb_used_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
-    .bind(samples.iter().map(|s| s.fb_free_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
-    .bind(col(|s| s.power_w))
-    .bind(samples.iter().map(|s| s.energy_mj).collect::<Vec<_>>())
-    .bind(col(|s| s.gpu_temp_c))
-    .bind(samples.iter().map(|s| s.mem_temp_c).collect::<Vec<_>>())
-    .bind(samples.iter().map(|s| s.sm_clock_mhz).collect::<Vec<_>>())
-    .bind(samples.iter().map(|s| s.nvlink_bandwidth_gbps).collect::<Vec<_>>())
-    .bind(samples.iter().map(|s| s.xid_count).collect::<Vec<_>>())
-    .bind(samples.iter().map(|s| int_array_literal(&s.xid_codes)).collect::<Vec<_>>())
-    .fetch_optional(&state.db)
-    .await?;
+});
+
+/// One statement: touch the node (only with the current credential generation) and insert the samples
+/// (a resent sample is skipped by the primary key). Returns the node's admin state, its liveness before
+/// this heartbeat, how many samples were new, and whether the node has assignments to fetch.
+async fn store_heartbeat(
+    state: &AppState,
+    agent: &AgentAuth,
+    gpu_ids: &[Uuid],
+    samples: &[GpuSample],
+) -> ApiResult<(String, String, u64, bool)> {
+    let at: Vec<_> = samples.iter().map(|s| s.at).collect();
+    let col = |f: fn(&GpuSample) -> f32| samples.iter().map(f).collect::<Vec<f32>>();
+    type Row = (Option<String>, Option<String>, i64, bool);
+    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(HEARTBEAT_SQL.as_str()))
+        .bind(agent.node_id)
+        .bind(agent.generation)
+        .bind(gpu_ids)
+        .bind(&at)
+        .bind(col(|s| s.gpu_util))
+        .bind(col(|s| s.mem_copy_util))
+        .bind(samples.iter().map(|s| s.fb_used_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
+        .bind(samples.iter().map(|s| s.fb_free_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
+        .bind(col(|s| s.power_w))
+        .bind(samples.iter().map(|s| s.energy_mj).collect::<Vec<_>>())
+        .bind(col(|s| s.gpu_temp_c))
+        .bind(samples.iter().map(|s| s.mem_temp_c).collect::<Vec<_>>())
+        .bind(samples.iter().map(|s| s.sm_clock_mhz).collect::<Vec<_>>())
+        .bind(samples.iter().map(|s| s.nvlink_bandwidth_gbps).collect::<Vec<_>>())
+        .bind(samples.iter().map(|s| s.xid_count).collect::<Vec<_>>())
+        .bind(samples.iter().map(|s| int_array_literal(&s.xid_codes)).collect::<Vec<_>>())
+        .fetch_optional(&state.db)
+        .await?;
     match row {
-        Some((Some(admin_state), Some(was), accepted)) => Ok((admin_state, was, accepted.max(0) as u64)),
+        Some((Some(admin_state), Some(was), accepted, pending)) => {
+            Ok((admin_state, was, accepted.max(0) as u64, pending))
+        }
         _ => {
             state.agent_gpus.forget(agent.node_id);
             Err(ApiError::unauthorized("the agent credential was rotated or its node is gone: register again"))

@@ -311,17 +311,10 @@ pub async fn end_jobs_of_lease(
     Ok(())
 }
 
-/// Whether the node has an assignment it has not fetched or a cancel it has not applied (the heartbeat's hint).
-pub async fn assignments_pending(db: &sqlx::PgPool, node_id: Uuid) -> Result<bool, sqlx::Error> {
-    let (pending,): (bool,) = sqlx::query_as(
-        "SELECT EXISTS (SELECT 1 FROM job_nodes WHERE node_id = $1 AND state IN ('pending', 'assigned', 'running') \
-             AND (state = 'pending' OR desired = 'cancel'))",
-    )
-    .bind(node_id)
-    .fetch_one(db)
-    .await?;
-    Ok(pending)
-}
+/// SQL expression: node `$1` has an assignment it has not fetched or a cancel it has not applied (the
+/// heartbeat's hint). The heartbeat evaluates it inside its own statement, so the hint costs no round trip.
+pub const ASSIGNMENTS_PENDING_SQL: &str = "EXISTS (SELECT 1 FROM job_nodes WHERE node_id = $1 \
+    AND state IN ('pending', 'assigned', 'running') AND (state = 'pending' OR desired = 'cancel'))";
 
 /// Whether the node's credential generation is current.
 async fn agent_current(conn: &mut PgConnection, node_id: Uuid, generation: i64) -> Result<bool, sqlx::Error> {
