@@ -30,7 +30,7 @@ use crate::error::{FieldError, Problem};
         (name = "admin", description = "Platform operators: tenants, catalog, pools, nodes"),
         (name = "system", description = "Health, readiness and metrics"),
     ),
-    components(schemas(Problem, FieldError))
+    components(schemas(Problem, FieldError, crate::billing::export::ExportFormat))
 )]
 struct ApiDoc;
 

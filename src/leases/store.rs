@@ -48,6 +48,19 @@ const PLAN_ATTEMPTS: usize = 3;
 /// snapshot is taken after the lock, so it sees every allocation committed on the node before.
 async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Vec<FreeGpu>, sqlx::Error> {
     for lock in ["SKIP LOCKED", ""] {
+        if lock.is_empty() {
+            // Before queueing behind other allocations' locks, check the committed counters: when no node has
+            // the room even now, waiting would only serialize hopeless requests behind one another.
+            let (largest,): (Option<i32>,) = sqlx::query_as(
+                "SELECT max(free_gpus) FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready'",
+            )
+            .bind(pool_id)
+            .fetch_one(&mut *conn)
+            .await?;
+            if largest.unwrap_or(0) < need {
+                return Ok(Vec::new());
+            }
+        }
         let sql = BEST_FIT.replace("{lock}", lock);
         let node: Option<(Uuid,)> =
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(pool_id).bind(need).fetch_optional(&mut *conn).await?;
@@ -86,6 +99,9 @@ async fn lock_multi_node(
             candidates.iter().zip(takes).filter(|(_, t)| *t > 0).map(|(c, t)| (c.0, t)).collect();
         plan.sort_unstable();
         let ids: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
+        // A savepoint, so that a plan overtaken by others gives its locks back before the next attempt: a
+        // transaction never waits for a node while holding one out of id order.
+        sqlx::query("SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
         let locked: Vec<(Uuid, i32)> = sqlx::query_as(
             "SELECT id, free_gpus FROM nodes WHERE id = ANY($1) AND admin_state = 'active' AND liveness = 'ready' \
              ORDER BY id FOR UPDATE",
@@ -94,10 +110,12 @@ async fn lock_multi_node(
         .fetch_all(&mut *conn)
         .await?;
         let still_fits = locked.len() == plan.len() && locked.iter().zip(&plan).all(|(l, p)| l.0 == p.0 && l.1 >= p.1);
-        if still_fits {
-            let gpus: Vec<FreeGpu> = sqlx::query_as(FREE_GPUS_OF).bind(&ids).fetch_all(&mut *conn).await?;
-            return Ok(Some((gpus, plan)));
+        if !still_fits {
+            sqlx::query("ROLLBACK TO SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
+            continue;
         }
+        let gpus: Vec<FreeGpu> = sqlx::query_as(FREE_GPUS_OF).bind(&ids).fetch_all(&mut *conn).await?;
+        return Ok(Some((gpus, plan)));
     }
     Ok(None)
 }

@@ -47,3 +47,27 @@ fn every_operation_is_described_for_client_generators() {
     }
     assert!(ids.len() >= 20, "{} operations", ids.len());
 }
+
+#[test]
+fn every_reference_resolves() {
+    let doc: Value = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let mut refs = Vec::new();
+    fn walk(v: &Value, refs: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    refs.push(r.clone());
+                }
+                map.values().for_each(|v| walk(v, refs));
+            }
+            Value::Array(items) => items.iter().for_each(|v| walk(v, refs)),
+            _ => {}
+        }
+    }
+    walk(&doc, &mut refs);
+    assert!(!refs.is_empty());
+    for r in refs {
+        let pointer = r.strip_prefix('#').unwrap_or_else(|| panic!("external reference {r}"));
+        assert!(doc.pointer(pointer).is_some(), "{r} points nowhere");
+    }
+}

@@ -1,0 +1,228 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.template import Template
+from ...models.template_spec import TemplateSpec
+from ...types import Response
+
+
+def _get_kwargs(
+    *,
+    body: TemplateSpec,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/admin/templates",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | Template | None:
+    if response.status_code == 201:
+        response_201 = Template.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | Template]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: TemplateSpec,
+) -> Response[Problem | Template]:
+    """Add a custom template, or a new version of one (version n+1 under an existing name). Validated:
+    unknown
+    placeholders, values of the wrong type and shell metacharacters are 422 with the offending fields.
+
+    Args:
+        body (TemplateSpec): A custom template as an operator submits it. Example: {'argv':
+            ['torchrun', '--nnodes={nnodes}', '--nproc-per-node={nproc_per_node}', '--node-
+            rank={node_rank}', '--master-addr={master_addr}', '--master-port={master_port}',
+            'finetune.py', '--lr={lr}', '--optim={optim}', '{args}'], 'description': 'Our fine-tuning
+            entry point', 'name': 'finetune', 'parameters': [{'default': 0.0003, 'name': 'lr', 'type':
+            'float'}, {'default': 'adamw', 'name': 'optim', 'type': 'enum', 'values': ['adamw',
+            'lion']}]}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Template]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: TemplateSpec,
+) -> Problem | Template | None:
+    """Add a custom template, or a new version of one (version n+1 under an existing name). Validated:
+    unknown
+    placeholders, values of the wrong type and shell metacharacters are 422 with the offending fields.
+
+    Args:
+        body (TemplateSpec): A custom template as an operator submits it. Example: {'argv':
+            ['torchrun', '--nnodes={nnodes}', '--nproc-per-node={nproc_per_node}', '--node-
+            rank={node_rank}', '--master-addr={master_addr}', '--master-port={master_port}',
+            'finetune.py', '--lr={lr}', '--optim={optim}', '{args}'], 'description': 'Our fine-tuning
+            entry point', 'name': 'finetune', 'parameters': [{'default': 0.0003, 'name': 'lr', 'type':
+            'float'}, {'default': 'adamw', 'name': 'optim', 'type': 'enum', 'values': ['adamw',
+            'lion']}]}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Template
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: TemplateSpec,
+) -> Response[Problem | Template]:
+    """Add a custom template, or a new version of one (version n+1 under an existing name). Validated:
+    unknown
+    placeholders, values of the wrong type and shell metacharacters are 422 with the offending fields.
+
+    Args:
+        body (TemplateSpec): A custom template as an operator submits it. Example: {'argv':
+            ['torchrun', '--nnodes={nnodes}', '--nproc-per-node={nproc_per_node}', '--node-
+            rank={node_rank}', '--master-addr={master_addr}', '--master-port={master_port}',
+            'finetune.py', '--lr={lr}', '--optim={optim}', '{args}'], 'description': 'Our fine-tuning
+            entry point', 'name': 'finetune', 'parameters': [{'default': 0.0003, 'name': 'lr', 'type':
+            'float'}, {'default': 'adamw', 'name': 'optim', 'type': 'enum', 'values': ['adamw',
+            'lion']}]}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Template]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: TemplateSpec,
+) -> Problem | Template | None:
+    """Add a custom template, or a new version of one (version n+1 under an existing name). Validated:
+    unknown
+    placeholders, values of the wrong type and shell metacharacters are 422 with the offending fields.
+
+    Args:
+        body (TemplateSpec): A custom template as an operator submits it. Example: {'argv':
+            ['torchrun', '--nnodes={nnodes}', '--nproc-per-node={nproc_per_node}', '--node-
+            rank={node_rank}', '--master-addr={master_addr}', '--master-port={master_port}',
+            'finetune.py', '--lr={lr}', '--optim={optim}', '{args}'], 'description': 'Our fine-tuning
+            entry point', 'name': 'finetune', 'parameters': [{'default': 0.0003, 'name': 'lr', 'type':
+            'float'}, {'default': 'adamw', 'name': 'optim', 'type': 'enum', 'values': ['adamw',
+            'lion']}]}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Template
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,205 @@
+from http import HTTPStatus
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.invoice import Invoice
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    month: str | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["month"] = month
+
+    json_tenant_id: str | Unset = UNSET
+    if not isinstance(tenant_id, Unset):
+        json_tenant_id = str(tenant_id)
+    params["tenant_id"] = json_tenant_id
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/admin/invoices",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | list[Invoice] | None:
+    if response.status_code == 200:
+        response_200 = []
+        _response_200 = response.json()
+        for response_200_item_data in _response_200:
+            response_200_item = Invoice.from_dict(response_200_item_data)
+
+            response_200.append(response_200_item)
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | list[Invoice]]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    month: str | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> Response[Problem | list[Invoice]]:
+    """List invoices across tenants.
+
+    Args:
+        month (str | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | list[Invoice]]
+    """
+
+    kwargs = _get_kwargs(
+        month=month,
+        tenant_id=tenant_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    month: str | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> Problem | list[Invoice] | None:
+    """List invoices across tenants.
+
+    Args:
+        month (str | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | list[Invoice]
+    """
+
+    return sync_detailed(
+        client=client,
+        month=month,
+        tenant_id=tenant_id,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    month: str | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> Response[Problem | list[Invoice]]:
+    """List invoices across tenants.
+
+    Args:
+        month (str | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | list[Invoice]]
+    """
+
+    kwargs = _get_kwargs(
+        month=month,
+        tenant_id=tenant_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    month: str | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> Problem | list[Invoice] | None:
+    """List invoices across tenants.
+
+    Args:
+        month (str | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | list[Invoice]
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            month=month,
+            tenant_id=tenant_id,
+        )
+    ).parsed

@@ -1,0 +1,251 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .advice_option import AdviceOption
+from .advice_query import AdviceQuery
+from .advice_result import AdviceResult
+from .advice_target import AdviceTarget
+from .api_key import ApiKey
+from .assignment import Assignment
+from .assignment_list import AssignmentList
+from .assignment_status import AssignmentStatus
+from .assignment_status_response import AssignmentStatusResponse
+from .balance import Balance
+from .cluster_fields import ClusterFields
+from .create_api_key_request import CreateApiKeyRequest
+from .create_job_request import CreateJobRequest
+from .create_job_request_env import CreateJobRequestEnv
+from .create_job_request_parameters import CreateJobRequestParameters
+from .create_join_token_request import CreateJoinTokenRequest
+from .create_lease_request import CreateLeaseRequest
+from .create_ledger_entry_request import CreateLedgerEntryRequest
+from .create_node_request import CreateNodeRequest
+from .create_pool_price_request import CreatePoolPriceRequest
+from .create_pool_request import CreatePoolRequest
+from .create_tenant_request import CreateTenantRequest
+from .created_api_key import CreatedApiKey
+from .created_join_token import CreatedJoinToken
+from .desired import Desired
+from .desired_state import DesiredState
+from .diffusion_spec import DiffusionSpec
+from .entry_kind import EntryKind
+from .export_format import ExportFormat
+from .extend_lease_request import ExtendLeaseRequest
+from .field_error import FieldError
+from .generate_invoices_request import GenerateInvoicesRequest
+from .gpu import Gpu
+from .gpu_facts import GpuFacts
+from .gpu_model import GpuModel
+from .gpu_sample import GpuSample
+from .gpu_series import GpuSeries
+from .gpu_spec import GpuSpec
+from .health_status import HealthStatus
+from .heartbeat_request import HeartbeatRequest
+from .heartbeat_response import HeartbeatResponse
+from .insight import Insight
+from .insight_figures import InsightFigures
+from .intra_link import IntraLink
+from .invoice import Invoice
+from .invoice_line import InvoiceLine
+from .job import Job
+from .job_node import JobNode
+from .job_state import JobState
+from .join_token import JoinToken
+from .launch_spec import LaunchSpec
+from .launch_spec_env import LaunchSpecEnv
+from .lease import Lease
+from .lease_event import LeaseEvent
+from .lease_event_detail_type_0 import LeaseEventDetailType0
+from .lease_gpu import LeaseGpu
+from .lease_insights import LeaseInsights
+from .lease_state import LeaseState
+from .ledger_entry import LedgerEntry
+from .link_kind import LinkKind
+from .measured import Measured
+from .memory_breakdown import MemoryBreakdown
+from .model_arch import ModelArch
+from .model_ref import ModelRef
+from .moe_spec import MoeSpec
+from .new_gpu import NewGpu
+from .node import Node
+from .node_facts import NodeFacts
+from .node_state import NodeState
+from .node_utilization import NodeUtilization
+from .page_job import PageJob
+from .page_job_items_item import PageJobItemsItem
+from .page_lease import PageLease
+from .page_lease_items_item import PageLeaseItemsItem
+from .page_ledger_entry import PageLedgerEntry
+from .page_ledger_entry_items_item import PageLedgerEntryItemsItem
+from .page_node import PageNode
+from .page_node_items_item import PageNodeItemsItem
+from .page_tenant import PageTenant
+from .page_tenant_items_item import PageTenantItemsItem
+from .param_type import ParamType
+from .pins import Pins
+from .placement import Placement
+from .plan import Plan
+from .plan_request import PlanRequest
+from .plan_result import PlanResult
+from .pool import Pool
+from .pool_price import PoolPrice
+from .pool_quota import PoolQuota
+from .pool_revenue import PoolRevenue
+from .pool_sla import PoolSla
+from .pool_utilization import PoolUtilization
+from .precision import Precision
+from .problem import Problem
+from .problem_context_type_0 import ProblemContextType0
+from .quotas import Quotas
+from .recompute import Recompute
+from .register_request import RegisterRequest
+from .register_response import RegisterResponse
+from .reported_state import ReportedState
+from .revenue import Revenue
+from .role import Role
+from .skipped_pool import SkippedPool
+from .spec_file import SpecFile
+from .state_change import StateChange
+from .telemetry import Telemetry
+from .telemetry_point import TelemetryPoint
+from .template import Template
+from .template_param import TemplateParam
+from .template_param_default_type_0 import TemplateParamDefaultType0
+from .template_spec import TemplateSpec
+from .tenant import Tenant
+from .tenant_revenue import TenantRevenue
+from .tenant_status import TenantStatus
+from .term import Term
+from .terminate_lease_request import TerminateLeaseRequest
+from .token_request import TokenRequest
+from .token_response import TokenResponse
+from .update_pool_request import UpdatePoolRequest
+from .update_tenant_request import UpdateTenantRequest
+from .usage_row import UsageRow
+from .workload_fields import WorkloadFields
+from .workload_kind import WorkloadKind
+
+__all__ = (
+    "AdviceOption",
+    "AdviceQuery",
+    "AdviceResult",
+    "AdviceTarget",
+    "ApiKey",
+    "Assignment",
+    "AssignmentList",
+    "AssignmentStatus",
+    "AssignmentStatusResponse",
+    "Balance",
+    "ClusterFields",
+    "CreateApiKeyRequest",
+    "CreateJobRequest",
+    "CreateJobRequestEnv",
+    "CreateJobRequestParameters",
+    "CreateJoinTokenRequest",
+    "CreateLeaseRequest",
+    "CreateLedgerEntryRequest",
+    "CreateNodeRequest",
+    "CreatePoolPriceRequest",
+    "CreatePoolRequest",
+    "CreateTenantRequest",
+    "CreatedApiKey",
+    "CreatedJoinToken",
+    "Desired",
+    "DesiredState",
+    "DiffusionSpec",
+    "EntryKind",
+    "ExportFormat",
+    "ExtendLeaseRequest",
+    "FieldError",
+    "GenerateInvoicesRequest",
+    "Gpu",
+    "GpuFacts",
+    "GpuModel",
+    "GpuSample",
+    "GpuSeries",
+    "GpuSpec",
+    "HealthStatus",
+    "HeartbeatRequest",
+    "HeartbeatResponse",
+    "Insight",
+    "InsightFigures",
+    "IntraLink",
+    "Invoice",
+    "InvoiceLine",
+    "Job",
+    "JobNode",
+    "JobState",
+    "JoinToken",
+    "LaunchSpec",
+    "LaunchSpecEnv",
+    "Lease",
+    "LeaseEvent",
+    "LeaseEventDetailType0",
+    "LeaseGpu",
+    "LeaseInsights",
+    "LeaseState",
+    "LedgerEntry",
+    "LinkKind",
+    "Measured",
+    "MemoryBreakdown",
+    "ModelArch",
+    "ModelRef",
+    "MoeSpec",
+    "NewGpu",
+    "Node",
+    "NodeFacts",
+    "NodeState",
+    "NodeUtilization",
+    "PageJob",
+    "PageJobItemsItem",
+    "PageLease",
+    "PageLeaseItemsItem",
+    "PageLedgerEntry",
+    "PageLedgerEntryItemsItem",
+    "PageNode",
+    "PageNodeItemsItem",
+    "PageTenant",
+    "PageTenantItemsItem",
+    "ParamType",
+    "Pins",
+    "Placement",
+    "Plan",
+    "PlanRequest",
+    "PlanResult",
+    "Pool",
+    "PoolPrice",
+    "PoolQuota",
+    "PoolRevenue",
+    "PoolSla",
+    "PoolUtilization",
+    "Precision",
+    "Problem",
+    "ProblemContextType0",
+    "Quotas",
+    "Recompute",
+    "RegisterRequest",
+    "RegisterResponse",
+    "ReportedState",
+    "Revenue",
+    "Role",
+    "SkippedPool",
+    "SpecFile",
+    "StateChange",
+    "Telemetry",
+    "TelemetryPoint",
+    "Template",
+    "TemplateParam",
+    "TemplateParamDefaultType0",
+    "TemplateSpec",
+    "Tenant",
+    "TenantRevenue",
+    "TenantStatus",
+    "Term",
+    "TerminateLeaseRequest",
+    "TokenRequest",
+    "TokenResponse",
+    "UpdatePoolRequest",
+    "UpdateTenantRequest",
+    "UsageRow",
+    "WorkloadFields",
+    "WorkloadKind",
+)

@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.advice_option import AdviceOption
+    from ..models.skipped_pool import SkippedPool
+
+
+T = TypeVar("T", bound="AdviceResult")
+
+
+@_attrs_define
+class AdviceResult:
+    """Advice across pools, best first: options meeting every constraint, cheapest first, then
+    the rest, fastest first.
+
+        Attributes:
+            options (list[AdviceOption]):
+            skipped (list[SkippedPool]):
+    """
+
+    options: list[AdviceOption]
+    skipped: list[SkippedPool]
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        options = []
+        for options_item_data in self.options:
+            options_item = options_item_data.to_dict()
+            options.append(options_item)
+
+        skipped = []
+        for skipped_item_data in self.skipped:
+            skipped_item = skipped_item_data.to_dict()
+            skipped.append(skipped_item)
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "options": options,
+                "skipped": skipped,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.advice_option import AdviceOption
+        from ..models.skipped_pool import SkippedPool
+
+        d = dict(src_dict)
+        options = []
+        _options = d.pop("options")
+        for options_item_data in _options:
+            options_item = AdviceOption.from_dict(options_item_data)
+
+            options.append(options_item)
+
+        skipped = []
+        _skipped = d.pop("skipped")
+        for skipped_item_data in _skipped:
+            skipped_item = SkippedPool.from_dict(skipped_item_data)
+
+            skipped.append(skipped_item)
+
+        advice_result = cls(
+            options=options,
+            skipped=skipped,
+        )
+
+        advice_result.additional_properties = d
+        return advice_result
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.diffusion_spec import DiffusionSpec
+    from ..models.moe_spec import MoeSpec
+
+
+T = TypeVar("T", bound="ModelArch")
+
+
+@_attrs_define
+class ModelArch:
+    """A decoder-only transformer architecture (or a diffusion model, see `diffusion`).
+
+    Parameter count: see [`ModelArch::param_count`].
+
+        Attributes:
+            ffn (int): FFN intermediate size. `ffn == 4 * hidden` means a GPT-style 2-matrix MLP, anything
+                else a SwiGLU-style 3-matrix MLP.
+            heads (int): Query heads.
+            hidden (int):
+            kv_heads (int): Key/value heads (grouped-query attention); equal to `heads` for classic MHA.
+            layers (int):
+            vocab (int):
+            diffusion (DiffusionSpec | None | Unset):
+            moe (MoeSpec | None | Unset):
+    """
+
+    ffn: int
+    heads: int
+    hidden: int
+    kv_heads: int
+    layers: int
+    vocab: int
+    diffusion: DiffusionSpec | None | Unset = UNSET
+    moe: MoeSpec | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.diffusion_spec import DiffusionSpec
+        from ..models.moe_spec import MoeSpec
+
+        ffn = self.ffn
+
+        heads = self.heads
+
+        hidden = self.hidden
+
+        kv_heads = self.kv_heads
+
+        layers = self.layers
+
+        vocab = self.vocab
+
+        diffusion: dict[str, Any] | None | Unset
+        if isinstance(self.diffusion, Unset):
+            diffusion = UNSET
+        elif isinstance(self.diffusion, DiffusionSpec):
+            diffusion = self.diffusion.to_dict()
+        else:
+            diffusion = self.diffusion
+
+        moe: dict[str, Any] | None | Unset
+        if isinstance(self.moe, Unset):
+            moe = UNSET
+        elif isinstance(self.moe, MoeSpec):
+            moe = self.moe.to_dict()
+        else:
+            moe = self.moe
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "ffn": ffn,
+                "heads": heads,
+                "hidden": hidden,
+                "kv_heads": kv_heads,
+                "layers": layers,
+                "vocab": vocab,
+            }
+        )
+        if diffusion is not UNSET:
+            field_dict["diffusion"] = diffusion
+        if moe is not UNSET:
+            field_dict["moe"] = moe
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.diffusion_spec import DiffusionSpec
+        from ..models.moe_spec import MoeSpec
+
+        d = dict(src_dict)
+        ffn = d.pop("ffn")
+
+        heads = d.pop("heads")
+
+        hidden = d.pop("hidden")
+
+        kv_heads = d.pop("kv_heads")
+
+        layers = d.pop("layers")
+
+        vocab = d.pop("vocab")
+
+        def _parse_diffusion(data: object) -> DiffusionSpec | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                diffusion_type_0 = DiffusionSpec.from_dict(data)
+
+                return diffusion_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(DiffusionSpec | None | Unset, data)
+
+        diffusion = _parse_diffusion(d.pop("diffusion", UNSET))
+
+        def _parse_moe(data: object) -> MoeSpec | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                moe_type_0 = MoeSpec.from_dict(data)
+
+                return moe_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(MoeSpec | None | Unset, data)
+
+        moe = _parse_moe(d.pop("moe", UNSET))
+
+        model_arch = cls(
+            ffn=ffn,
+            heads=heads,
+            hidden=hidden,
+            kv_heads=kv_heads,
+            layers=layers,
+            vocab=vocab,
+            diffusion=diffusion,
+            moe=moe,
+        )
+
+        model_arch.additional_properties = d
+        return model_arch
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

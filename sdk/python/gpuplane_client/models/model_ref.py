@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.model_arch import ModelArch
+
+
+T = TypeVar("T", bound="ModelRef")
+
+
+@_attrs_define
+class ModelRef:
+    """The model: exactly one of `preset` and `architecture`.
+
+    Attributes:
+        architecture (ModelArch | None | Unset):
+        preset (None | str | Unset):
+    """
+
+    architecture: ModelArch | None | Unset = UNSET
+    preset: None | str | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.model_arch import ModelArch
+
+        architecture: dict[str, Any] | None | Unset
+        if isinstance(self.architecture, Unset):
+            architecture = UNSET
+        elif isinstance(self.architecture, ModelArch):
+            architecture = self.architecture.to_dict()
+        else:
+            architecture = self.architecture
+
+        preset: None | str | Unset
+        if isinstance(self.preset, Unset):
+            preset = UNSET
+        else:
+            preset = self.preset
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if architecture is not UNSET:
+            field_dict["architecture"] = architecture
+        if preset is not UNSET:
+            field_dict["preset"] = preset
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.model_arch import ModelArch
+
+        d = dict(src_dict)
+
+        def _parse_architecture(data: object) -> ModelArch | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                architecture_type_0 = ModelArch.from_dict(data)
+
+                return architecture_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(ModelArch | None | Unset, data)
+
+        architecture = _parse_architecture(d.pop("architecture", UNSET))
+
+        def _parse_preset(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        preset = _parse_preset(d.pop("preset", UNSET))
+
+        model_ref = cls(
+            architecture=architecture,
+            preset=preset,
+        )
+
+        model_ref.additional_properties = d
+        return model_ref
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

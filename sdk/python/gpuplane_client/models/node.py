@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from uuid import UUID
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.intra_link import IntraLink
+from ..models.node_state import NodeState
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.gpu import Gpu
+
+
+T = TypeVar("T", bound="Node")
+
+
+@_attrs_define
+class Node:
+    """
+    Attributes:
+        address (str): Address other nodes and tenants reach it at (IP or DNS name).
+        created_at (datetime.datetime):
+        gpus (list[Gpu]):
+        hostname (str):
+        id (UUID):
+        intra_link (IntraLink): Link between the GPUs inside a node.
+        intra_link_gbps (int): GPU-to-GPU bandwidth inside the node, GB/s.
+        network_gbps (int): Inter-node network bandwidth, Gbit/s.
+        pool_id (UUID):
+        rdma (bool): Whether the inter-node network supports RDMA (InfiniBand/RoCE).
+        state (NodeState): What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
+        updated_at (datetime.datetime):
+        last_heartbeat_at (datetime.datetime | None | Unset):
+    """
+
+    address: str
+    created_at: datetime.datetime
+    gpus: list[Gpu]
+    hostname: str
+    id: UUID
+    intra_link: IntraLink
+    intra_link_gbps: int
+    network_gbps: int
+    pool_id: UUID
+    rdma: bool
+    state: NodeState
+    updated_at: datetime.datetime
+    last_heartbeat_at: datetime.datetime | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        address = self.address
+
+        created_at = self.created_at.isoformat()
+
+        gpus = []
+        for gpus_item_data in self.gpus:
+            gpus_item = gpus_item_data.to_dict()
+            gpus.append(gpus_item)
+
+        hostname = self.hostname
+
+        id = str(self.id)
+
+        intra_link = self.intra_link.value
+
+        intra_link_gbps = self.intra_link_gbps
+
+        network_gbps = self.network_gbps
+
+        pool_id = str(self.pool_id)
+
+        rdma = self.rdma
+
+        state = self.state.value
+
+        updated_at = self.updated_at.isoformat()
+
+        last_heartbeat_at: None | str | Unset
+        if isinstance(self.last_heartbeat_at, Unset):
+            last_heartbeat_at = UNSET
+        elif isinstance(self.last_heartbeat_at, datetime.datetime):
+            last_heartbeat_at = self.last_heartbeat_at.isoformat()
+        else:
+            last_heartbeat_at = self.last_heartbeat_at
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "address": address,
+                "created_at": created_at,
+                "gpus": gpus,
+                "hostname": hostname,
+                "id": id,
+                "intra_link": intra_link,
+                "intra_link_gbps": intra_link_gbps,
+                "network_gbps": network_gbps,
+                "pool_id": pool_id,
+                "rdma": rdma,
+                "state": state,
+                "updated_at": updated_at,
+            }
+        )
+        if last_heartbeat_at is not UNSET:
+            field_dict["last_heartbeat_at"] = last_heartbeat_at
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.gpu import Gpu
+
+        d = dict(src_dict)
+        address = d.pop("address")
+
+        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+
+        gpus = []
+        _gpus = d.pop("gpus")
+        for gpus_item_data in _gpus:
+            gpus_item = Gpu.from_dict(gpus_item_data)
+
+            gpus.append(gpus_item)
+
+        hostname = d.pop("hostname")
+
+        id = UUID(d.pop("id"))
+
+        intra_link = IntraLink(d.pop("intra_link"))
+
+        intra_link_gbps = d.pop("intra_link_gbps")
+
+        network_gbps = d.pop("network_gbps")
+
+        pool_id = UUID(d.pop("pool_id"))
+
+        rdma = d.pop("rdma")
+
+        state = NodeState(d.pop("state"))
+
+        updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        def _parse_last_heartbeat_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                last_heartbeat_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return last_heartbeat_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        last_heartbeat_at = _parse_last_heartbeat_at(d.pop("last_heartbeat_at", UNSET))
+
+        node = cls(
+            address=address,
+            created_at=created_at,
+            gpus=gpus,
+            hostname=hostname,
+            id=id,
+            intra_link=intra_link,
+            intra_link_gbps=intra_link_gbps,
+            network_gbps=network_gbps,
+            pool_id=pool_id,
+            rdma=rdma,
+            state=state,
+            updated_at=updated_at,
+            last_heartbeat_at=last_heartbeat_at,
+        )
+
+        node.additional_properties = d
+        return node
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,271 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from uuid import UUID
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.job_state import JobState
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.job_node import JobNode
+    from ..models.plan import Plan
+
+
+T = TypeVar("T", bound="PageJobItemsItem")
+
+
+@_attrs_define
+class PageJobItemsItem:
+    """A job on a lease.
+
+    Attributes:
+        cancel_requested (bool):
+        created_at (datetime.datetime):
+        id (UUID):
+        lease_id (UUID):
+        nodes (list[JobNode]): Per node, in rank order.
+        state (JobState): State of a job, and of each of its nodes.
+        template (str): The template's name (`auto` resolves to a built-in one).
+        updated_at (datetime.datetime):
+        finished_at (datetime.datetime | None | Unset):
+        plan (None | Plan | Unset):
+        reason (None | str | Unset): Why it failed or was cancelled.
+        started_at (datetime.datetime | None | Unset):
+        template_version (int | None | Unset): The custom template's version (absent for built-in templates).
+    """
+
+    cancel_requested: bool
+    created_at: datetime.datetime
+    id: UUID
+    lease_id: UUID
+    nodes: list[JobNode]
+    state: JobState
+    template: str
+    updated_at: datetime.datetime
+    finished_at: datetime.datetime | None | Unset = UNSET
+    plan: None | Plan | Unset = UNSET
+    reason: None | str | Unset = UNSET
+    started_at: datetime.datetime | None | Unset = UNSET
+    template_version: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.plan import Plan
+
+        cancel_requested = self.cancel_requested
+
+        created_at = self.created_at.isoformat()
+
+        id = str(self.id)
+
+        lease_id = str(self.lease_id)
+
+        nodes = []
+        for nodes_item_data in self.nodes:
+            nodes_item = nodes_item_data.to_dict()
+            nodes.append(nodes_item)
+
+        state = self.state.value
+
+        template = self.template
+
+        updated_at = self.updated_at.isoformat()
+
+        finished_at: None | str | Unset
+        if isinstance(self.finished_at, Unset):
+            finished_at = UNSET
+        elif isinstance(self.finished_at, datetime.datetime):
+            finished_at = self.finished_at.isoformat()
+        else:
+            finished_at = self.finished_at
+
+        plan: dict[str, Any] | None | Unset
+        if isinstance(self.plan, Unset):
+            plan = UNSET
+        elif isinstance(self.plan, Plan):
+            plan = self.plan.to_dict()
+        else:
+            plan = self.plan
+
+        reason: None | str | Unset
+        if isinstance(self.reason, Unset):
+            reason = UNSET
+        else:
+            reason = self.reason
+
+        started_at: None | str | Unset
+        if isinstance(self.started_at, Unset):
+            started_at = UNSET
+        elif isinstance(self.started_at, datetime.datetime):
+            started_at = self.started_at.isoformat()
+        else:
+            started_at = self.started_at
+
+        template_version: int | None | Unset
+        if isinstance(self.template_version, Unset):
+            template_version = UNSET
+        else:
+            template_version = self.template_version
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "cancel_requested": cancel_requested,
+                "created_at": created_at,
+                "id": id,
+                "lease_id": lease_id,
+                "nodes": nodes,
+                "state": state,
+                "template": template,
+                "updated_at": updated_at,
+            }
+        )
+        if finished_at is not UNSET:
+            field_dict["finished_at"] = finished_at
+        if plan is not UNSET:
+            field_dict["plan"] = plan
+        if reason is not UNSET:
+            field_dict["reason"] = reason
+        if started_at is not UNSET:
+            field_dict["started_at"] = started_at
+        if template_version is not UNSET:
+            field_dict["template_version"] = template_version
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.job_node import JobNode
+        from ..models.plan import Plan
+
+        d = dict(src_dict)
+        cancel_requested = d.pop("cancel_requested")
+
+        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+
+        id = UUID(d.pop("id"))
+
+        lease_id = UUID(d.pop("lease_id"))
+
+        nodes = []
+        _nodes = d.pop("nodes")
+        for nodes_item_data in _nodes:
+            nodes_item = JobNode.from_dict(nodes_item_data)
+
+            nodes.append(nodes_item)
+
+        state = JobState(d.pop("state"))
+
+        template = d.pop("template")
+
+        updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        def _parse_finished_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                finished_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return finished_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
+
+        def _parse_plan(data: object) -> None | Plan | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                plan_type_0 = Plan.from_dict(data)
+
+                return plan_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Plan | Unset, data)
+
+        plan = _parse_plan(d.pop("plan", UNSET))
+
+        def _parse_reason(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        reason = _parse_reason(d.pop("reason", UNSET))
+
+        def _parse_started_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                started_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return started_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        started_at = _parse_started_at(d.pop("started_at", UNSET))
+
+        def _parse_template_version(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        template_version = _parse_template_version(d.pop("template_version", UNSET))
+
+        page_job_items_item = cls(
+            cancel_requested=cancel_requested,
+            created_at=created_at,
+            id=id,
+            lease_id=lease_id,
+            nodes=nodes,
+            state=state,
+            template=template,
+            updated_at=updated_at,
+            finished_at=finished_at,
+            plan=plan,
+            reason=reason,
+            started_at=started_at,
+            template_version=template_version,
+        )
+
+        page_job_items_item.additional_properties = d
+        return page_job_items_item
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,312 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from uuid import UUID
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.lease_state import LeaseState
+from ..models.placement import Placement
+from ..models.term import Term
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.lease_gpu import LeaseGpu
+
+
+T = TypeVar("T", bound="PageLeaseItemsItem")
+
+
+@_attrs_define
+class PageLeaseItemsItem:
+    """
+    Attributes:
+        created_at (datetime.datetime):
+        generation (int): Incremented on every change; send it as `If-Match` to extend safely.
+        gpu_count (int):
+        gpus (list[LeaseGpu]): The GPUs held now (empty while queued and after the end).
+        id (UUID):
+        placement (Placement): How a lease's GPUs are laid over nodes.
+        pool_id (UUID):
+        state (LeaseState):
+        tenant_id (UUID):
+        term (Term):
+        updated_at (datetime.datetime):
+        duration_hours (int | None | Unset):
+        end_reason (None | str | Unset):
+        ended_at (datetime.datetime | None | Unset): When it actually ended.
+        ends_at (datetime.datetime | None | Unset): When the lease expires (absent while queued).
+        months (int | None | Unset):
+        starts_at (datetime.datetime | None | Unset): When the GPUs were allocated (absent while queued).
+    """
+
+    created_at: datetime.datetime
+    generation: int
+    gpu_count: int
+    gpus: list[LeaseGpu]
+    id: UUID
+    placement: Placement
+    pool_id: UUID
+    state: LeaseState
+    tenant_id: UUID
+    term: Term
+    updated_at: datetime.datetime
+    duration_hours: int | None | Unset = UNSET
+    end_reason: None | str | Unset = UNSET
+    ended_at: datetime.datetime | None | Unset = UNSET
+    ends_at: datetime.datetime | None | Unset = UNSET
+    months: int | None | Unset = UNSET
+    starts_at: datetime.datetime | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        created_at = self.created_at.isoformat()
+
+        generation = self.generation
+
+        gpu_count = self.gpu_count
+
+        gpus = []
+        for gpus_item_data in self.gpus:
+            gpus_item = gpus_item_data.to_dict()
+            gpus.append(gpus_item)
+
+        id = str(self.id)
+
+        placement = self.placement.value
+
+        pool_id = str(self.pool_id)
+
+        state = self.state.value
+
+        tenant_id = str(self.tenant_id)
+
+        term = self.term.value
+
+        updated_at = self.updated_at.isoformat()
+
+        duration_hours: int | None | Unset
+        if isinstance(self.duration_hours, Unset):
+            duration_hours = UNSET
+        else:
+            duration_hours = self.duration_hours
+
+        end_reason: None | str | Unset
+        if isinstance(self.end_reason, Unset):
+            end_reason = UNSET
+        else:
+            end_reason = self.end_reason
+
+        ended_at: None | str | Unset
+        if isinstance(self.ended_at, Unset):
+            ended_at = UNSET
+        elif isinstance(self.ended_at, datetime.datetime):
+            ended_at = self.ended_at.isoformat()
+        else:
+            ended_at = self.ended_at
+
+        ends_at: None | str | Unset
+        if isinstance(self.ends_at, Unset):
+            ends_at = UNSET
+        elif isinstance(self.ends_at, datetime.datetime):
+            ends_at = self.ends_at.isoformat()
+        else:
+            ends_at = self.ends_at
+
+        months: int | None | Unset
+        if isinstance(self.months, Unset):
+            months = UNSET
+        else:
+            months = self.months
+
+        starts_at: None | str | Unset
+        if isinstance(self.starts_at, Unset):
+            starts_at = UNSET
+        elif isinstance(self.starts_at, datetime.datetime):
+            starts_at = self.starts_at.isoformat()
+        else:
+            starts_at = self.starts_at
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "created_at": created_at,
+                "generation": generation,
+                "gpu_count": gpu_count,
+                "gpus": gpus,
+                "id": id,
+                "placement": placement,
+                "pool_id": pool_id,
+                "state": state,
+                "tenant_id": tenant_id,
+                "term": term,
+                "updated_at": updated_at,
+            }
+        )
+        if duration_hours is not UNSET:
+            field_dict["duration_hours"] = duration_hours
+        if end_reason is not UNSET:
+            field_dict["end_reason"] = end_reason
+        if ended_at is not UNSET:
+            field_dict["ended_at"] = ended_at
+        if ends_at is not UNSET:
+            field_dict["ends_at"] = ends_at
+        if months is not UNSET:
+            field_dict["months"] = months
+        if starts_at is not UNSET:
+            field_dict["starts_at"] = starts_at
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.lease_gpu import LeaseGpu
+
+        d = dict(src_dict)
+        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+
+        generation = d.pop("generation")
+
+        gpu_count = d.pop("gpu_count")
+
+        gpus = []
+        _gpus = d.pop("gpus")
+        for gpus_item_data in _gpus:
+            gpus_item = LeaseGpu.from_dict(gpus_item_data)
+
+            gpus.append(gpus_item)
+
+        id = UUID(d.pop("id"))
+
+        placement = Placement(d.pop("placement"))
+
+        pool_id = UUID(d.pop("pool_id"))
+
+        state = LeaseState(d.pop("state"))
+
+        tenant_id = UUID(d.pop("tenant_id"))
+
+        term = Term(d.pop("term"))
+
+        updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+
+        def _parse_duration_hours(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        duration_hours = _parse_duration_hours(d.pop("duration_hours", UNSET))
+
+        def _parse_end_reason(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        end_reason = _parse_end_reason(d.pop("end_reason", UNSET))
+
+        def _parse_ended_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                ended_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return ended_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        ended_at = _parse_ended_at(d.pop("ended_at", UNSET))
+
+        def _parse_ends_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                ends_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return ends_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        ends_at = _parse_ends_at(d.pop("ends_at", UNSET))
+
+        def _parse_months(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        months = _parse_months(d.pop("months", UNSET))
+
+        def _parse_starts_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                starts_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return starts_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        starts_at = _parse_starts_at(d.pop("starts_at", UNSET))
+
+        page_lease_items_item = cls(
+            created_at=created_at,
+            generation=generation,
+            gpu_count=gpu_count,
+            gpus=gpus,
+            id=id,
+            placement=placement,
+            pool_id=pool_id,
+            state=state,
+            tenant_id=tenant_id,
+            term=term,
+            updated_at=updated_at,
+            duration_hours=duration_hours,
+            end_reason=end_reason,
+            ended_at=ended_at,
+            ends_at=ends_at,
+            months=months,
+            starts_at=starts_at,
+        )
+
+        page_lease_items_item.additional_properties = d
+        return page_lease_items_item
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

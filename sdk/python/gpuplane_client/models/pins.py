@@ -1,0 +1,225 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.recompute import Recompute
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Pins")
+
+
+@_attrs_define
+class Pins:
+    """Optional pins: a `Some` fixes that knob, `None` lets the search choose.
+
+    Attributes:
+        dp (int | None | Unset):
+        micro_batch (int | None | Unset):
+        pp (int | None | Unset):
+        recompute (None | Recompute | Unset):
+        sequence_parallel (bool | None | Unset):
+        tp (int | None | Unset):
+        vp (int | None | Unset):
+        zero_stage (int | None | Unset):
+    """
+
+    dp: int | None | Unset = UNSET
+    micro_batch: int | None | Unset = UNSET
+    pp: int | None | Unset = UNSET
+    recompute: None | Recompute | Unset = UNSET
+    sequence_parallel: bool | None | Unset = UNSET
+    tp: int | None | Unset = UNSET
+    vp: int | None | Unset = UNSET
+    zero_stage: int | None | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        dp: int | None | Unset
+        if isinstance(self.dp, Unset):
+            dp = UNSET
+        else:
+            dp = self.dp
+
+        micro_batch: int | None | Unset
+        if isinstance(self.micro_batch, Unset):
+            micro_batch = UNSET
+        else:
+            micro_batch = self.micro_batch
+
+        pp: int | None | Unset
+        if isinstance(self.pp, Unset):
+            pp = UNSET
+        else:
+            pp = self.pp
+
+        recompute: None | str | Unset
+        if isinstance(self.recompute, Unset):
+            recompute = UNSET
+        elif isinstance(self.recompute, Recompute):
+            recompute = self.recompute.value
+        else:
+            recompute = self.recompute
+
+        sequence_parallel: bool | None | Unset
+        if isinstance(self.sequence_parallel, Unset):
+            sequence_parallel = UNSET
+        else:
+            sequence_parallel = self.sequence_parallel
+
+        tp: int | None | Unset
+        if isinstance(self.tp, Unset):
+            tp = UNSET
+        else:
+            tp = self.tp
+
+        vp: int | None | Unset
+        if isinstance(self.vp, Unset):
+            vp = UNSET
+        else:
+            vp = self.vp
+
+        zero_stage: int | None | Unset
+        if isinstance(self.zero_stage, Unset):
+            zero_stage = UNSET
+        else:
+            zero_stage = self.zero_stage
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if dp is not UNSET:
+            field_dict["dp"] = dp
+        if micro_batch is not UNSET:
+            field_dict["micro_batch"] = micro_batch
+        if pp is not UNSET:
+            field_dict["pp"] = pp
+        if recompute is not UNSET:
+            field_dict["recompute"] = recompute
+        if sequence_parallel is not UNSET:
+            field_dict["sequence_parallel"] = sequence_parallel
+        if tp is not UNSET:
+            field_dict["tp"] = tp
+        if vp is not UNSET:
+            field_dict["vp"] = vp
+        if zero_stage is not UNSET:
+            field_dict["zero_stage"] = zero_stage
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+
+        def _parse_dp(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        dp = _parse_dp(d.pop("dp", UNSET))
+
+        def _parse_micro_batch(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        micro_batch = _parse_micro_batch(d.pop("micro_batch", UNSET))
+
+        def _parse_pp(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        pp = _parse_pp(d.pop("pp", UNSET))
+
+        def _parse_recompute(data: object) -> None | Recompute | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                recompute_type_0 = Recompute(data)
+
+                return recompute_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Recompute | Unset, data)
+
+        recompute = _parse_recompute(d.pop("recompute", UNSET))
+
+        def _parse_sequence_parallel(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        sequence_parallel = _parse_sequence_parallel(d.pop("sequence_parallel", UNSET))
+
+        def _parse_tp(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        tp = _parse_tp(d.pop("tp", UNSET))
+
+        def _parse_vp(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        vp = _parse_vp(d.pop("vp", UNSET))
+
+        def _parse_zero_stage(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        zero_stage = _parse_zero_stage(d.pop("zero_stage", UNSET))
+
+        pins = cls(
+            dp=dp,
+            micro_batch=micro_batch,
+            pp=pp,
+            recompute=recompute,
+            sequence_parallel=sequence_parallel,
+            tp=tp,
+            vp=vp,
+            zero_stage=zero_stage,
+        )
+
+        pins.additional_properties = d
+        return pins
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
