@@ -23,11 +23,16 @@ pub struct Capacity {
     pub queued_ahead: i64,
 }
 
-/// The best-fit node: the smallest sufficient free block among allocatable nodes of the pool. `{lock}` is
-/// `SKIP LOCKED` or empty.
-const BEST_FIT: &str = "SELECT id FROM nodes \
+/// The best-fit node: the smallest sufficient free block among allocatable nodes of the pool, skipping nodes
+/// other allocations hold.
+const BEST_FIT_SKIP_LOCKED: &str = "SELECT id FROM nodes \
     WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 \
-    ORDER BY free_gpus, id LIMIT 1 FOR UPDATE {lock}";
+    ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED";
+
+/// Best-fit candidates in order, read without locks.
+const BEST_FIT_CANDIDATES: &str = "SELECT id FROM nodes \
+    WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 \
+    ORDER BY free_gpus, id LIMIT 32";
 
 /// Free GPUs of the given (already locked) nodes.
 const FREE_GPUS_OF: &str = "SELECT n.id, n.hostname, n.address, g.id, g.idx, g.uuid FROM nodes n JOIN gpus g ON g.node_id = n.id \
@@ -47,26 +52,35 @@ const PLAN_ATTEMPTS: usize = 3;
 /// lock while it waits, so it cannot deadlock. The GPUs are read by a second statement on purpose: its
 /// snapshot is taken after the lock, so it sees every allocation committed on the node before.
 async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Vec<FreeGpu>, sqlx::Error> {
-    for lock in ["SKIP LOCKED", ""] {
-        if lock.is_empty() {
-            // Before queueing behind other allocations' locks, check the committed counters: when no node has
-            // the room even now, waiting would only serialize hopeless requests behind one another.
-            let (largest,): (Option<i32>,) = sqlx::query_as(
-                "SELECT max(free_gpus) FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready'",
-            )
-            .bind(pool_id)
-            .fetch_one(&mut *conn)
-            .await?;
-            if largest.unwrap_or(0) < need {
-                return Ok(Vec::new());
-            }
+    // Even SKIP LOCKED can keep a stray lock (a row updated under it that then fails the recheck), so the
+    // attempt runs in a savepoint that a miss rolls back before any waiting starts.
+    sqlx::query("SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
+    let node: Option<(Uuid,)> =
+        sqlx::query_as(BEST_FIT_SKIP_LOCKED).bind(pool_id).bind(need).fetch_optional(&mut *conn).await?;
+    if let Some((node_id,)) = node {
+        return sqlx::query_as(FREE_GPUS_OF).bind(vec![node_id]).fetch_all(&mut *conn).await;
+    }
+    sqlx::query("ROLLBACK TO SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
+    // Every node with room is held by someone. Wait for them one at a time, best fit first: a waiting
+    // `FOR UPDATE` keeps the lock of a row it waited for even when the row no longer qualifies, so each wait
+    // locks a single named node inside a savepoint, and a miss gives that lock back before the next. The
+    // transaction therefore never waits while holding a node, and cannot deadlock with id-ordered lockers.
+    let candidates: Vec<(Uuid,)> =
+        sqlx::query_as(BEST_FIT_CANDIDATES).bind(pool_id).bind(need).fetch_all(&mut *conn).await?;
+    for (candidate,) in candidates {
+        sqlx::query("SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
+        let locked: Option<(Uuid,)> = sqlx::query_as(
+            "SELECT id FROM nodes WHERE id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 \
+             FOR UPDATE",
+        )
+        .bind(candidate)
+        .bind(need)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if locked.is_some() {
+            return sqlx::query_as(FREE_GPUS_OF).bind(vec![candidate]).fetch_all(&mut *conn).await;
         }
-        let sql = BEST_FIT.replace("{lock}", lock);
-        let node: Option<(Uuid,)> =
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(pool_id).bind(need).fetch_optional(&mut *conn).await?;
-        if let Some((node_id,)) = node {
-            return sqlx::query_as(FREE_GPUS_OF).bind(vec![node_id]).fetch_all(&mut *conn).await;
-        }
+        sqlx::query("ROLLBACK TO SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
     }
     Ok(Vec::new())
 }
