@@ -18,6 +18,10 @@
 //! * `BENCH_PGBENCH`: path of pgbench (default `pgbench` on PATH); `0` skips the ceiling.
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/allocation.md`); empty: nowhere.
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{DEFAULT_DATABASE_URL, XorShift, drop_database, env_or, percentile_ms, recreate_database, with_thousands};
 use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -30,11 +34,10 @@ use gpuplane::config::{Secret, Settings};
 use serde::Deserialize;
 use serde_json::json;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use sqlx::{Connection, PgConnection};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const ALLOC_DB: &str = "gpuplane_bench_alloc";
 const PGBENCH_DB: &str = "gpuplane_bench_pgbench";
 const GPUS_PER_NODE: i32 = 8;
@@ -53,13 +56,6 @@ struct Config {
     db_connections: u32,
     pgbench: Option<String>,
     doc: Option<std::path::PathBuf>,
-}
-
-fn env_or<T: FromStr>(name: &str, default: T) -> anyhow::Result<T> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => v.trim().parse().map_err(|_| anyhow::anyhow!("{name}: cannot parse {v:?}")),
-        _ => Ok(default),
-    }
 }
 
 impl Config {
@@ -116,18 +112,6 @@ impl Config {
             None => format!("{scheme}://{authority}/{database}"),
         }
     }
-}
-
-/// Drop (if present) and create a database, from a connection to the server's default database.
-async fn recreate_database(admin: &mut PgConnection, name: &str) -> anyhow::Result<()> {
-    drop_database(admin, name).await?;
-    sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut *admin).await?;
-    Ok(())
-}
-
-async fn drop_database(admin: &mut PgConnection, name: &str) -> anyhow::Result<()> {
-    sqlx::query(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&mut *admin).await?;
-    Ok(())
 }
 
 /// One pool of H100 nodes, `nodes` x 8 GPUs, every GPU free; `tenants` tenants without quotas, each with a
@@ -195,23 +179,6 @@ async fn seed(db: &sqlx::PgPool, nodes: i64, tenants: usize) -> anyhow::Result<(
     }
     sqlx::query("ANALYZE").execute(&mut *conn).await?;
     Ok((pool_id, keys))
-}
-
-/// A cheap per-task random number generator (xorshift64*).
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> Self {
-        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
 }
 
 #[derive(Default)]
@@ -341,15 +308,6 @@ async fn drive(
     Ok(all)
 }
 
-/// Nearest-rank percentile of sorted samples, in milliseconds.
-fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
-}
-
 struct SizeResult {
     nodes: i64,
     seconds: f64,
@@ -477,18 +435,6 @@ async fn run_pgbench(cfg: &Config, pgbench: &str, admin: &mut PgConnection) -> a
 
 fn fmt_ms(ms: f64) -> String {
     if ms.is_nan() { "-".into() } else { format!("{ms:.1}") }
-}
-
-fn with_thousands(n: i64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The results table (markdown).
@@ -707,13 +653,5 @@ async fn bench() -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
-    // The service's warnings and errors (a 500's cause) go to stderr; RUST_LOG overrides.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(bench())
+    common::run(bench())
 }

@@ -18,6 +18,10 @@
 //! * `BENCH_SYNCHRONOUS_COMMIT`: `synchronous_commit` for the bench database only (default: the server's).
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/heartbeat.md`); empty: nowhere.
 
+#[path = "common/mod.rs"]
+mod common;
+
+use common::{DEFAULT_DATABASE_URL, XorShift, drop_database, env_or, percentile_ms, with_thousands};
 use std::fmt::Write as _;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -33,7 +37,6 @@ use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Row};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const BENCH_DB: &str = "gpuplane_bench_heartbeat";
 const GPUS_PER_NODE: i32 = 8;
 /// Target from the node-agents issue.
@@ -51,15 +54,6 @@ struct Config {
     /// `synchronous_commit` for the bench database (`ALTER DATABASE ... SET`); None: the server's setting.
     synchronous_commit: Option<String>,
     doc: Option<std::path::PathBuf>,
-}
-
-fn env_or<T: FromStr>(name: &str, default: T) -> anyhow::Result<T> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => {
-            v.trim().replace('_', "").parse().map_err(|_| anyhow::anyhow!("{name}: cannot parse {v:?}"))
-        }
-        _ => Ok(default),
-    }
 }
 
 impl Config {
@@ -94,11 +88,6 @@ impl Config {
     fn options(&self, database: &str) -> anyhow::Result<PgConnectOptions> {
         Ok(PgConnectOptions::from_str(&self.server_url).context("DATABASE_URL")?.database(database))
     }
-}
-
-async fn drop_database(admin: &mut PgConnection, name: &str) -> anyhow::Result<()> {
-    sqlx::query(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).execute(&mut *admin).await?;
-    Ok(())
 }
 
 /// One pool of H100 nodes, `nodes` x 8 GPUs, each node registered by an agent (generation 1, ready, just
@@ -137,27 +126,6 @@ async fn seed(db: &PgPool, nodes: usize) -> anyhow::Result<Vec<Uuid>> {
     sqlx::query("ANALYZE").execute(&mut *conn).await?;
     let ids: Vec<(Uuid,)> = sqlx::query_as("SELECT id FROM nodes ORDER BY hostname").fetch_all(&mut *conn).await?;
     Ok(ids.into_iter().map(|(id,)| id).collect())
-}
-
-/// A cheap per-task random number generator (xorshift64*).
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> Self {
-        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in [lo, hi).
-    fn range(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
-    }
 }
 
 /// One simulated node: its credential and what its next heartbeat carries.
@@ -312,15 +280,6 @@ async fn drive(
         all.merge(stats);
     }
     Ok((nodes, all))
-}
-
-/// Nearest-rank percentile of sorted samples, in milliseconds.
-fn percentile_ms(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
 }
 
 /// Sizes and counters of the bench database at one instant.
@@ -537,18 +496,6 @@ async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResu
         before,
         after,
     })
-}
-
-fn with_thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::from(if n < 0 { "-" } else { "" });
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn mb(bytes: i64) -> String {
@@ -770,13 +717,5 @@ async fn bench() -> anyhow::Result<()> {
 }
 
 fn main() -> anyhow::Result<()> {
-    // The service's warnings and errors (a 500's cause) go to stderr; RUST_LOG overrides.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(bench())
+    common::run(bench())
 }
