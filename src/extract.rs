@@ -8,7 +8,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::IntoParams;
 use uuid::Uuid;
 
 use crate::error::{ApiError, FieldError};
@@ -145,15 +145,15 @@ impl PageParams {
     }
 }
 
-/// A page of results, in id order.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Page<T: ToSchema> {
+/// A page of results, in id order. (Documented per item type with `page_schema!`.)
+#[derive(Debug, Serialize)]
+pub struct Page<T> {
     pub items: Vec<T>,
     /// Pass as `after` to get the next page; absent on the last page.
     pub next_after: Option<Uuid>,
 }
 
-impl<T: ToSchema> Page<T> {
+impl<T> Page<T> {
     /// Build a page from rows fetched with `fetch_limit` (one extra row signals a next page).
     pub fn from_rows(mut rows: Vec<T>, fetch_limit: i64, id_of: impl Fn(&T) -> Uuid) -> Self {
         let limit = (fetch_limit - 1).max(0) as usize;
@@ -165,6 +165,23 @@ impl<T: ToSchema> Page<T> {
         };
         Page { items: rows, next_after }
     }
+}
+
+/// Declare the OpenAPI schema of `Page<$item>` under the name `$name`. Handlers return `Page<T>`; their
+/// documentation names this type instead, because utoipa inlines generic arguments, which would give client
+/// SDKs an anonymous copy of every item type (`PageLeaseItemsItem` beside `Lease`). Same JSON, item by reference.
+#[macro_export]
+macro_rules! page_schema {
+    ($name:ident, $item:ty) => {
+        #[doc = concat!("A page of `", stringify!($item), "`, in id order.")]
+        #[derive(utoipa::ToSchema)]
+        #[allow(dead_code)]
+        pub struct $name {
+            pub items: Vec<$item>,
+            /// Pass as `after` to get the next page; absent on the last page.
+            pub next_after: Option<uuid::Uuid>,
+        }
+    };
 }
 
 /// Generate a new time-ordered id.

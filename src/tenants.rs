@@ -18,6 +18,8 @@ use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 
+crate::page_schema!(TenantPage, Tenant);
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(get_own_tenant))
@@ -228,7 +230,7 @@ async fn write_pool_quotas(conn: &mut PgConnection, tenant_id: Uuid, pools: &[Po
 #[utoipa::path(
     get, path = "/v1/admin/tenants", tag = "admin", operation_id = "list_tenants",
     params(PageParams),
-    responses((status = 200, description = "A page of tenants", body = Page<Tenant>))
+    responses((status = 200, description = "A page of tenants", body = TenantPage))
 )]
 pub async fn list_tenants(
     State(state): State<AppState>,

@@ -18,6 +18,8 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::idempotency::{self, Claim, IdempotencyKey};
 
+crate::page_schema!(LedgerEntryPage, LedgerEntry);
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(create_ledger_entry)).routes(routes!(get_balance)).routes(routes!(list_ledger))
 }
@@ -246,7 +248,7 @@ pub async fn get_balance(State(state): State<AppState>, auth: TenantAuth) -> Api
 #[utoipa::path(
     get, path = "/v1/billing/ledger", tag = "billing", operation_id = "list_ledger",
     params(PageParams),
-    responses((status = 200, description = "A page of ledger entries", body = Page<LedgerEntry>))
+    responses((status = 200, description = "A page of ledger entries", body = LedgerEntryPage))
 )]
 pub async fn list_ledger(
     State(state): State<AppState>,

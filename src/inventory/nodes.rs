@@ -17,6 +17,8 @@ use crate::auth::OperatorAuth;
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 
+crate::page_schema!(NodePage, Node);
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_nodes, create_node))
@@ -319,7 +321,7 @@ pub struct NodeFilter {
 #[utoipa::path(
     get, path = "/v1/admin/nodes", tag = "admin", operation_id = "list_nodes",
     params(NodeFilter),
-    responses((status = 200, description = "A page of nodes", body = Page<Node>))
+    responses((status = 200, description = "A page of nodes", body = NodePage))
 )]
 pub async fn list_nodes(
     State(state): State<AppState>,

@@ -28,6 +28,8 @@ use crate::leases::LeaseState;
 use crate::planner::{self, ClusterFields, LinkKind, ModelRef, Pins, Plan, PlanInput, PlanRequest, WorkloadFields};
 use crate::planning::{gpu_spec, plan_error};
 
+crate::page_schema!(JobPage, Job);
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_templates))
@@ -477,7 +479,7 @@ pub struct JobListParams {
 #[utoipa::path(
     get, path = "/v1/leases/{lease_id}/jobs", tag = "jobs", operation_id = "list_lease_jobs",
     params(("lease_id" = Uuid, Path, description = "Lease id"), JobListParams),
-    responses((status = 200, description = "A page of the lease's jobs", body = Page<Job>))
+    responses((status = 200, description = "A page of the lease's jobs", body = JobPage))
 )]
 pub async fn list_lease_jobs(
     State(state): State<AppState>,

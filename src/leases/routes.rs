@@ -19,6 +19,8 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::idempotency::{self, Claim, IdempotencyKey};
 
+crate::page_schema!(LeasePage, Lease);
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_leases, create_lease))
@@ -321,7 +323,7 @@ pub struct LeaseListParams {
 #[utoipa::path(
     get, path = "/v1/leases", tag = "leases", operation_id = "list_leases",
     params(LeaseListParams),
-    responses((status = 200, description = "A page of the tenant's leases", body = Page<Lease>))
+    responses((status = 200, description = "A page of the tenant's leases", body = LeasePage))
 )]
 pub async fn list_leases(
     State(state): State<AppState>,
@@ -528,7 +530,7 @@ pub struct AdminLeaseListParams {
 #[utoipa::path(
     get, path = "/v1/admin/leases", tag = "admin", operation_id = "admin_list_leases",
     params(AdminLeaseListParams),
-    responses((status = 200, description = "A page of leases", body = Page<Lease>))
+    responses((status = 200, description = "A page of leases", body = LeasePage))
 )]
 pub async fn admin_list_leases(
     State(state): State<AppState>,

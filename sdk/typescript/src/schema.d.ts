@@ -1913,6 +1913,14 @@ export interface components {
             started_at?: string | null;
             state: components["schemas"]["JobState"];
         };
+        JobPage: {
+            items: components["schemas"]["Job"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
         /**
          * @description State of a job, and of each of its nodes.
          * @enum {string}
@@ -2034,6 +2042,14 @@ export interface components {
             measured?: components["schemas"]["Measured"] | null;
             plan?: components["schemas"]["Plan"] | null;
         };
+        LeasePage: {
+            items: components["schemas"]["Lease"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
         /** @enum {string} */
         LeaseState: "queued" | "active" | "released" | "expired" | "terminated" | "interrupted";
         LedgerEntry: {
@@ -2058,6 +2074,14 @@ export interface components {
             tenant_id: string;
             /** Format: uuid */
             usage_record_id?: string | null;
+        };
+        LedgerEntryPage: {
+            items: components["schemas"]["LedgerEntry"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
         };
         /**
          * @description GPU-to-GPU link inside a node.
@@ -2226,6 +2250,14 @@ export interface components {
              */
             topology?: string[][] | null;
         };
+        NodePage: {
+            items: components["schemas"]["Node"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
         /**
          * @description What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
          * @enum {string}
@@ -2241,182 +2273,6 @@ export interface components {
             node_id: string;
             /** Format: int64 */
             samples: number;
-        };
-        /** @description A page of results, in id order. */
-        Page_Job: {
-            items: {
-                cancel_requested: boolean;
-                /** Format: date-time */
-                created_at: string;
-                /** Format: date-time */
-                finished_at?: string | null;
-                /** Format: uuid */
-                id: string;
-                /** Format: uuid */
-                lease_id: string;
-                /** @description Per node, in rank order. */
-                nodes: components["schemas"]["JobNode"][];
-                plan?: components["schemas"]["Plan"] | null;
-                /** @description Why it failed or was cancelled. */
-                reason?: string | null;
-                /** Format: date-time */
-                started_at?: string | null;
-                state: components["schemas"]["JobState"];
-                /** @description The template's name (`auto` resolves to a built-in one). */
-                template: string;
-                /**
-                 * Format: int32
-                 * @description The custom template's version (absent for built-in templates).
-                 */
-                template_version?: number | null;
-                /** Format: date-time */
-                updated_at: string;
-            }[];
-            /**
-             * Format: uuid
-             * @description Pass as `after` to get the next page; absent on the last page.
-             */
-            next_after?: string | null;
-        };
-        /** @description A page of results, in id order. */
-        Page_Lease: {
-            items: {
-                /** Format: date-time */
-                created_at: string;
-                /** Format: int32 */
-                duration_hours?: number | null;
-                end_reason?: string | null;
-                /**
-                 * Format: date-time
-                 * @description When it actually ended.
-                 */
-                ended_at?: string | null;
-                /**
-                 * Format: date-time
-                 * @description When the lease expires (absent while queued).
-                 */
-                ends_at?: string | null;
-                /**
-                 * Format: int64
-                 * @description Incremented on every change; send it as `If-Match` to extend safely.
-                 */
-                generation: number;
-                /** Format: int32 */
-                gpu_count: number;
-                /** @description The GPUs held now (empty while queued and after the end). */
-                gpus: components["schemas"]["LeaseGpu"][];
-                /** Format: uuid */
-                id: string;
-                /** Format: int32 */
-                months?: number | null;
-                placement: components["schemas"]["Placement"];
-                /** Format: uuid */
-                pool_id: string;
-                /**
-                 * Format: date-time
-                 * @description When the GPUs were allocated (absent while queued).
-                 */
-                starts_at?: string | null;
-                state: components["schemas"]["LeaseState"];
-                /** Format: uuid */
-                tenant_id: string;
-                term: components["schemas"]["Term"];
-                /** Format: date-time */
-                updated_at: string;
-            }[];
-            /**
-             * Format: uuid
-             * @description Pass as `after` to get the next page; absent on the last page.
-             */
-            next_after?: string | null;
-        };
-        /** @description A page of results, in id order. */
-        Page_LedgerEntry: {
-            items: {
-                /**
-                 * Format: int64
-                 * @description Signed amount in minor units: positive adds to the balance.
-                 */
-                amount_minor: number;
-                /** Format: date-time */
-                created_at: string;
-                created_by: string;
-                currency: string;
-                /** Format: uuid */
-                id: string;
-                kind: components["schemas"]["EntryKind"];
-                /** Format: uuid */
-                lease_id?: string | null;
-                /** Format: date-time */
-                period_at: string;
-                reason?: string | null;
-                /** Format: uuid */
-                tenant_id: string;
-                /** Format: uuid */
-                usage_record_id?: string | null;
-            }[];
-            /**
-             * Format: uuid
-             * @description Pass as `after` to get the next page; absent on the last page.
-             */
-            next_after?: string | null;
-        };
-        /** @description A page of results, in id order. */
-        Page_Node: {
-            items: {
-                /** @description Address other nodes and tenants reach it at (IP or DNS name). */
-                address: string;
-                /** Format: date-time */
-                created_at: string;
-                gpus: components["schemas"]["Gpu"][];
-                hostname: string;
-                /** Format: uuid */
-                id: string;
-                intra_link: components["schemas"]["IntraLink"];
-                /**
-                 * Format: int32
-                 * @description GPU-to-GPU bandwidth inside the node, GB/s.
-                 */
-                intra_link_gbps: number;
-                /** Format: date-time */
-                last_heartbeat_at?: string | null;
-                /**
-                 * Format: int32
-                 * @description Inter-node network bandwidth, Gbit/s.
-                 */
-                network_gbps: number;
-                /** Format: uuid */
-                pool_id: string;
-                /** @description Whether the inter-node network supports RDMA (InfiniBand/RoCE). */
-                rdma: boolean;
-                state: components["schemas"]["NodeState"];
-                /** Format: date-time */
-                updated_at: string;
-            }[];
-            /**
-             * Format: uuid
-             * @description Pass as `after` to get the next page; absent on the last page.
-             */
-            next_after?: string | null;
-        };
-        /** @description A page of results, in id order. */
-        Page_Tenant: {
-            items: {
-                /** Format: date-time */
-                created_at: string;
-                /** Format: uuid */
-                id: string;
-                name: string;
-                quotas: components["schemas"]["Quotas"];
-                status: components["schemas"]["TenantStatus"];
-                /** Format: date-time */
-                updated_at: string;
-            }[];
-            /**
-             * Format: uuid
-             * @description Pass as `after` to get the next page; absent on the last page.
-             */
-            next_after?: string | null;
         };
         /**
          * @description A parameter's type.
@@ -2933,6 +2789,14 @@ export interface components {
             status: components["schemas"]["TenantStatus"];
             /** Format: date-time */
             updated_at: string;
+        };
+        TenantPage: {
+            items: components["schemas"]["Tenant"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
         };
         TenantRevenue: {
             /** Format: int64 */
@@ -3528,7 +3392,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_Lease"];
+                    "application/json": components["schemas"]["LeasePage"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -3594,7 +3458,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_Node"];
+                    "application/json": components["schemas"]["NodePage"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -4142,7 +4006,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_Tenant"];
+                    "application/json": components["schemas"]["TenantPage"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -4694,7 +4558,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_LedgerEntry"];
+                    "application/json": components["schemas"]["LedgerEntryPage"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -4834,7 +4698,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_Lease"];
+                    "application/json": components["schemas"]["LeasePage"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -5062,7 +4926,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Page_Job"];
+                    "application/json": components["schemas"]["JobPage"];
                 };
             };
             401: components["responses"]["Unauthorized"];

@@ -48,6 +48,7 @@ from .invoice import Invoice
 from .invoice_line import InvoiceLine
 from .job import Job
 from .job_node import JobNode
+from .job_page import JobPage
 from .job_state import JobState
 from .join_token import JoinToken
 from .launch_spec import LaunchSpec
@@ -57,8 +58,10 @@ from .lease_event import LeaseEvent
 from .lease_event_detail_type_0 import LeaseEventDetailType0
 from .lease_gpu import LeaseGpu
 from .lease_insights import LeaseInsights
+from .lease_page import LeasePage
 from .lease_state import LeaseState
 from .ledger_entry import LedgerEntry
+from .ledger_entry_page import LedgerEntryPage
 from .link_kind import LinkKind
 from .measured import Measured
 from .memory_breakdown import MemoryBreakdown
@@ -68,18 +71,9 @@ from .moe_spec import MoeSpec
 from .new_gpu import NewGpu
 from .node import Node
 from .node_facts import NodeFacts
+from .node_page import NodePage
 from .node_state import NodeState
 from .node_utilization import NodeUtilization
-from .page_job import PageJob
-from .page_job_items_item import PageJobItemsItem
-from .page_lease import PageLease
-from .page_lease_items_item import PageLeaseItemsItem
-from .page_ledger_entry import PageLedgerEntry
-from .page_ledger_entry_items_item import PageLedgerEntryItemsItem
-from .page_node import PageNode
-from .page_node_items_item import PageNodeItemsItem
-from .page_tenant import PageTenant
-from .page_tenant_items_item import PageTenantItemsItem
 from .param_type import ParamType
 from .pins import Pins
 from .placement import Placement
@@ -112,6 +106,7 @@ from .template_param import TemplateParam
 from .template_param_default_type_0 import TemplateParamDefaultType0
 from .template_spec import TemplateSpec
 from .tenant import Tenant
+from .tenant_page import TenantPage
 from .tenant_revenue import TenantRevenue
 from .tenant_status import TenantStatus
 from .term import Term
@@ -173,6 +168,7 @@ __all__ = (
     "InvoiceLine",
     "Job",
     "JobNode",
+    "JobPage",
     "JobState",
     "JoinToken",
     "LaunchSpec",
@@ -182,8 +178,10 @@ __all__ = (
     "LeaseEventDetailType0",
     "LeaseGpu",
     "LeaseInsights",
+    "LeasePage",
     "LeaseState",
     "LedgerEntry",
+    "LedgerEntryPage",
     "LinkKind",
     "Measured",
     "MemoryBreakdown",
@@ -193,18 +191,9 @@ __all__ = (
     "NewGpu",
     "Node",
     "NodeFacts",
+    "NodePage",
     "NodeState",
     "NodeUtilization",
-    "PageJob",
-    "PageJobItemsItem",
-    "PageLease",
-    "PageLeaseItemsItem",
-    "PageLedgerEntry",
-    "PageLedgerEntryItemsItem",
-    "PageNode",
-    "PageNodeItemsItem",
-    "PageTenant",
-    "PageTenantItemsItem",
     "ParamType",
     "Pins",
     "Placement",
@@ -237,6 +226,7 @@ __all__ = (
     "TemplateParamDefaultType0",
     "TemplateSpec",
     "Tenant",
+    "TenantPage",
     "TenantRevenue",
     "TenantStatus",
     "Term",

@@ -6,8 +6,8 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.node_page import NodePage
 from ...models.node_state import NodeState
-from ...models.page_node import PageNode
 from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
@@ -53,9 +53,9 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> PageNode | Problem | None:
+) -> NodePage | Problem | None:
     if response.status_code == 200:
-        response_200 = PageNode.from_dict(response.json())
+        response_200 = NodePage.from_dict(response.json())
 
         return response_200
 
@@ -87,7 +87,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[PageNode | Problem]:
+) -> Response[NodePage | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -103,7 +103,7 @@ def sync_detailed(
     state: NodeState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageNode | Problem]:
+) -> Response[NodePage | Problem]:
     """List nodes, filtered by pool and state.
 
     Args:
@@ -118,7 +118,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageNode | Problem]
+        Response[NodePage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -142,7 +142,7 @@ def sync(
     state: NodeState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageNode | Problem | None:
+) -> NodePage | Problem | None:
     """List nodes, filtered by pool and state.
 
     Args:
@@ -157,7 +157,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageNode | Problem
+        NodePage | Problem
     """
 
     return sync_detailed(
@@ -176,7 +176,7 @@ async def asyncio_detailed(
     state: NodeState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageNode | Problem]:
+) -> Response[NodePage | Problem]:
     """List nodes, filtered by pool and state.
 
     Args:
@@ -191,7 +191,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageNode | Problem]
+        Response[NodePage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -213,7 +213,7 @@ async def asyncio(
     state: NodeState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageNode | Problem | None:
+) -> NodePage | Problem | None:
     """List nodes, filtered by pool and state.
 
     Args:
@@ -228,7 +228,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageNode | Problem
+        NodePage | Problem
     """
 
     return (

@@ -6,8 +6,8 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...models.page_tenant import PageTenant
 from ...models.problem import Problem
+from ...models.tenant_page import TenantPage
 from ...types import UNSET, Response, Unset
 
 
@@ -39,9 +39,9 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> PageTenant | Problem | None:
+) -> Problem | TenantPage | None:
     if response.status_code == 200:
-        response_200 = PageTenant.from_dict(response.json())
+        response_200 = TenantPage.from_dict(response.json())
 
         return response_200
 
@@ -73,7 +73,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[PageTenant | Problem]:
+) -> Response[Problem | TenantPage]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -87,7 +87,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageTenant | Problem]:
+) -> Response[Problem | TenantPage]:
     """List tenants, in creation order.
 
     Args:
@@ -99,7 +99,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageTenant | Problem]
+        Response[Problem | TenantPage]
     """
 
     kwargs = _get_kwargs(
@@ -119,7 +119,7 @@ def sync(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageTenant | Problem | None:
+) -> Problem | TenantPage | None:
     """List tenants, in creation order.
 
     Args:
@@ -131,7 +131,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageTenant | Problem
+        Problem | TenantPage
     """
 
     return sync_detailed(
@@ -146,7 +146,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageTenant | Problem]:
+) -> Response[Problem | TenantPage]:
     """List tenants, in creation order.
 
     Args:
@@ -158,7 +158,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageTenant | Problem]
+        Response[Problem | TenantPage]
     """
 
     kwargs = _get_kwargs(
@@ -176,7 +176,7 @@ async def asyncio(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageTenant | Problem | None:
+) -> Problem | TenantPage | None:
     """List tenants, in creation order.
 
     Args:
@@ -188,7 +188,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageTenant | Problem
+        Problem | TenantPage
     """
 
     return (

@@ -7,7 +7,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...models.page_job import PageJob
+from ...models.job_page import JobPage
 from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
@@ -43,9 +43,9 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> PageJob | Problem | None:
+) -> JobPage | Problem | None:
     if response.status_code == 200:
-        response_200 = PageJob.from_dict(response.json())
+        response_200 = JobPage.from_dict(response.json())
 
         return response_200
 
@@ -82,7 +82,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[PageJob | Problem]:
+) -> Response[JobPage | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -97,7 +97,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageJob | Problem]:
+) -> Response[JobPage | Problem]:
     """A lease's jobs, oldest first.
 
     Args:
@@ -110,7 +110,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageJob | Problem]
+        Response[JobPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -132,7 +132,7 @@ def sync(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageJob | Problem | None:
+) -> JobPage | Problem | None:
     """A lease's jobs, oldest first.
 
     Args:
@@ -145,7 +145,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageJob | Problem
+        JobPage | Problem
     """
 
     return sync_detailed(
@@ -162,7 +162,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageJob | Problem]:
+) -> Response[JobPage | Problem]:
     """A lease's jobs, oldest first.
 
     Args:
@@ -175,7 +175,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageJob | Problem]
+        Response[JobPage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -195,7 +195,7 @@ async def asyncio(
     client: AuthenticatedClient,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageJob | Problem | None:
+) -> JobPage | Problem | None:
     """A lease's jobs, oldest first.
 
     Args:
@@ -208,7 +208,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageJob | Problem
+        JobPage | Problem
     """
 
     return (

@@ -6,8 +6,8 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
+from ...models.lease_page import LeasePage
 from ...models.lease_state import LeaseState
-from ...models.page_lease import PageLease
 from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
@@ -47,9 +47,9 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> PageLease | Problem | None:
+) -> LeasePage | Problem | None:
     if response.status_code == 200:
-        response_200 = PageLease.from_dict(response.json())
+        response_200 = LeasePage.from_dict(response.json())
 
         return response_200
 
@@ -81,7 +81,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[PageLease | Problem]:
+) -> Response[LeasePage | Problem]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -96,7 +96,7 @@ def sync_detailed(
     state: LeaseState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageLease | Problem]:
+) -> Response[LeasePage | Problem]:
     """List the tenant's leases.
 
     Args:
@@ -109,7 +109,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageLease | Problem]
+        Response[LeasePage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -131,7 +131,7 @@ def sync(
     state: LeaseState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageLease | Problem | None:
+) -> LeasePage | Problem | None:
     """List the tenant's leases.
 
     Args:
@@ -144,7 +144,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageLease | Problem
+        LeasePage | Problem
     """
 
     return sync_detailed(
@@ -161,7 +161,7 @@ async def asyncio_detailed(
     state: LeaseState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> Response[PageLease | Problem]:
+) -> Response[LeasePage | Problem]:
     """List the tenant's leases.
 
     Args:
@@ -174,7 +174,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[PageLease | Problem]
+        Response[LeasePage | Problem]
     """
 
     kwargs = _get_kwargs(
@@ -194,7 +194,7 @@ async def asyncio(
     state: LeaseState | Unset = UNSET,
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
-) -> PageLease | Problem | None:
+) -> LeasePage | Problem | None:
     """List the tenant's leases.
 
     Args:
@@ -207,7 +207,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        PageLease | Problem
+        LeasePage | Problem
     """
 
     return (

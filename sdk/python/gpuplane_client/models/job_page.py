@@ -10,22 +10,21 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_node_items_item import PageNodeItemsItem
+    from ..models.job import Job
 
 
-T = TypeVar("T", bound="PageNode")
+T = TypeVar("T", bound="JobPage")
 
 
 @_attrs_define
-class PageNode:
-    """A page of results, in id order.
-
+class JobPage:
+    """
     Attributes:
-        items (list[PageNodeItemsItem]):
+        items (list[Job]):
         next_after (None | Unset | UUID): Pass as `after` to get the next page; absent on the last page.
     """
 
-    items: list[PageNodeItemsItem]
+    items: list[Job]
     next_after: None | Unset | UUID = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -57,13 +56,13 @@ class PageNode:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_node_items_item import PageNodeItemsItem
+        from ..models.job import Job
 
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in _items:
-            items_item = PageNodeItemsItem.from_dict(items_item_data)
+            items_item = Job.from_dict(items_item_data)
 
             items.append(items_item)
 
@@ -84,13 +83,13 @@ class PageNode:
 
         next_after = _parse_next_after(d.pop("next_after", UNSET))
 
-        page_node = cls(
+        job_page = cls(
             items=items,
             next_after=next_after,
         )
 
-        page_node.additional_properties = d
-        return page_node
+        job_page.additional_properties = d
+        return job_page
 
     @property
     def additional_keys(self) -> list[str]:

@@ -10,22 +10,21 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_job_items_item import PageJobItemsItem
+    from ..models.tenant import Tenant
 
 
-T = TypeVar("T", bound="PageJob")
+T = TypeVar("T", bound="TenantPage")
 
 
 @_attrs_define
-class PageJob:
-    """A page of results, in id order.
-
+class TenantPage:
+    """
     Attributes:
-        items (list[PageJobItemsItem]):
+        items (list[Tenant]):
         next_after (None | Unset | UUID): Pass as `after` to get the next page; absent on the last page.
     """
 
-    items: list[PageJobItemsItem]
+    items: list[Tenant]
     next_after: None | Unset | UUID = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -57,13 +56,13 @@ class PageJob:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_job_items_item import PageJobItemsItem
+        from ..models.tenant import Tenant
 
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in _items:
-            items_item = PageJobItemsItem.from_dict(items_item_data)
+            items_item = Tenant.from_dict(items_item_data)
 
             items.append(items_item)
 
@@ -84,13 +83,13 @@ class PageJob:
 
         next_after = _parse_next_after(d.pop("next_after", UNSET))
 
-        page_job = cls(
+        tenant_page = cls(
             items=items,
             next_after=next_after,
         )
 
-        page_job.additional_properties = d
-        return page_job
+        tenant_page.additional_properties = d
+        return tenant_page
 
     @property
     def additional_keys(self) -> list[str]:

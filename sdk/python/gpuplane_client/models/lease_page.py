@@ -10,22 +10,21 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_tenant_items_item import PageTenantItemsItem
+    from ..models.lease import Lease
 
 
-T = TypeVar("T", bound="PageTenant")
+T = TypeVar("T", bound="LeasePage")
 
 
 @_attrs_define
-class PageTenant:
-    """A page of results, in id order.
-
+class LeasePage:
+    """
     Attributes:
-        items (list[PageTenantItemsItem]):
+        items (list[Lease]):
         next_after (None | Unset | UUID): Pass as `after` to get the next page; absent on the last page.
     """
 
-    items: list[PageTenantItemsItem]
+    items: list[Lease]
     next_after: None | Unset | UUID = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -57,13 +56,13 @@ class PageTenant:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_tenant_items_item import PageTenantItemsItem
+        from ..models.lease import Lease
 
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in _items:
-            items_item = PageTenantItemsItem.from_dict(items_item_data)
+            items_item = Lease.from_dict(items_item_data)
 
             items.append(items_item)
 
@@ -84,13 +83,13 @@ class PageTenant:
 
         next_after = _parse_next_after(d.pop("next_after", UNSET))
 
-        page_tenant = cls(
+        lease_page = cls(
             items=items,
             next_after=next_after,
         )
 
-        page_tenant.additional_properties = d
-        return page_tenant
+        lease_page.additional_properties = d
+        return lease_page
 
     @property
     def additional_keys(self) -> list[str]:

@@ -10,22 +10,21 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_ledger_entry_items_item import PageLedgerEntryItemsItem
+    from ..models.ledger_entry import LedgerEntry
 
 
-T = TypeVar("T", bound="PageLedgerEntry")
+T = TypeVar("T", bound="LedgerEntryPage")
 
 
 @_attrs_define
-class PageLedgerEntry:
-    """A page of results, in id order.
-
+class LedgerEntryPage:
+    """
     Attributes:
-        items (list[PageLedgerEntryItemsItem]):
+        items (list[LedgerEntry]):
         next_after (None | Unset | UUID): Pass as `after` to get the next page; absent on the last page.
     """
 
-    items: list[PageLedgerEntryItemsItem]
+    items: list[LedgerEntry]
     next_after: None | Unset | UUID = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -57,13 +56,13 @@ class PageLedgerEntry:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_ledger_entry_items_item import PageLedgerEntryItemsItem
+        from ..models.ledger_entry import LedgerEntry
 
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in _items:
-            items_item = PageLedgerEntryItemsItem.from_dict(items_item_data)
+            items_item = LedgerEntry.from_dict(items_item_data)
 
             items.append(items_item)
 
@@ -84,13 +83,13 @@ class PageLedgerEntry:
 
         next_after = _parse_next_after(d.pop("next_after", UNSET))
 
-        page_ledger_entry = cls(
+        ledger_entry_page = cls(
             items=items,
             next_after=next_after,
         )
 
-        page_ledger_entry.additional_properties = d
-        return page_ledger_entry
+        ledger_entry_page.additional_properties = d
+        return ledger_entry_page
 
     @property
     def additional_keys(self) -> list[str]:

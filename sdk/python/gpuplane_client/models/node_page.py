@@ -10,22 +10,21 @@ from attrs import field as _attrs_field
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.page_lease_items_item import PageLeaseItemsItem
+    from ..models.node import Node
 
 
-T = TypeVar("T", bound="PageLease")
+T = TypeVar("T", bound="NodePage")
 
 
 @_attrs_define
-class PageLease:
-    """A page of results, in id order.
-
+class NodePage:
+    """
     Attributes:
-        items (list[PageLeaseItemsItem]):
+        items (list[Node]):
         next_after (None | Unset | UUID): Pass as `after` to get the next page; absent on the last page.
     """
 
-    items: list[PageLeaseItemsItem]
+    items: list[Node]
     next_after: None | Unset | UUID = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -57,13 +56,13 @@ class PageLease:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.page_lease_items_item import PageLeaseItemsItem
+        from ..models.node import Node
 
         d = dict(src_dict)
         items = []
         _items = d.pop("items")
         for items_item_data in _items:
-            items_item = PageLeaseItemsItem.from_dict(items_item_data)
+            items_item = Node.from_dict(items_item_data)
 
             items.append(items_item)
 
@@ -84,13 +83,13 @@ class PageLease:
 
         next_after = _parse_next_after(d.pop("next_after", UNSET))
 
-        page_lease = cls(
+        node_page = cls(
             items=items,
             next_after=next_after,
         )
 
-        page_lease.additional_properties = d
-        return page_lease
+        node_page.additional_properties = d
+        return node_page
 
     @property
     def additional_keys(self) -> list[str]:
