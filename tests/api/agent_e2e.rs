@@ -42,6 +42,26 @@ impl Api {
         assert!(status == 200 || status == 201, "{path}: {status} {body}");
         body
     }
+    /// An H100 pool `{name}` with a join token for `max_uses` hosts, and a tenant `{name}` with a funded admin
+    /// key. Returns (pool id, join token, tenant access token).
+    pub async fn pool_and_funded_tenant(&self, op: &str, name: &str, max_uses: i32) -> (String, String, String) {
+        let pool_body = json!({ "name": format!("h100-{name}"), "gpu_model": "h100", "region": "e2e",
+            "price_per_gpu_hour_minor": 300, "currency": "USD" });
+        let pool = self.post("/v1/admin/pools", op, pool_body).await["id"].as_str().unwrap().to_string();
+        let join = self.post(&format!("/v1/admin/pools/{pool}/join-tokens"), op, json!({ "max_uses": max_uses })).await
+            ["join_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let tenant_id =
+            self.post("/v1/admin/tenants", op, json!({ "name": name })).await["id"].as_str().unwrap().to_string();
+        let key_body = json!({ "name": "k", "role": "tenant_admin" });
+        let key = self.post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), op, key_body).await;
+        let top_up = json!({ "kind": "topup", "amount_minor": 1_000_000, "currency": "USD", "reason": "e2e" });
+        self.post(&format!("/v1/admin/tenants/{tenant_id}/ledger"), op, top_up).await;
+        (pool, join, self.token(key["api_key"].as_str().unwrap()).await)
+    }
+
     pub async fn token(&self, api_key: &str) -> String {
         let res = self
             .client
@@ -103,30 +123,7 @@ async fn agents_register_report_die_and_return(db: PgPool) {
     let (mut server, base) = spawn_server(&database_url(&db), FAST);
     let api = Api { base: base.clone(), client: reqwest::Client::new() };
     let op = api.token(&operator_key).await;
-    let pool = api
-        .post(
-            "/v1/admin/pools",
-            &op,
-            json!({ "name": "h100-e2e", "gpu_model": "h100", "region": "e2e",
-        "price_per_gpu_hour_minor": 300, "currency": "USD" }),
-        )
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let join =
-        api.post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 3 })).await["join_token"]
-            .as_str()
-            .unwrap()
-            .to_string();
-    let tenant_id =
-        api.post("/v1/admin/tenants", &op, json!({ "name": "e2e" })).await["id"].as_str().unwrap().to_string();
-    let key = api
-        .post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), &op, json!({ "name": "k", "role": "tenant_admin" }))
-        .await;
-    let tenant = api.token(key["api_key"].as_str().unwrap()).await;
-    let top_up = json!({ "kind": "topup", "amount_minor": 1_000_000, "currency": "USD" });
-    api.post(&format!("/v1/admin/tenants/{tenant_id}/ledger"), &op, top_up).await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "e2e", 3).await;
 
     // Registration and telemetry.
     let dir = state_dir("n1");

@@ -54,36 +54,7 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
     let (mut server, base) = spawn_server(&database_url(&db), HEARTBEAT_1S);
     let api = Api { base: base.clone(), client: reqwest::Client::new() };
     let op = api.token(&operator_key).await;
-    let pool = api
-        .post(
-            "/v1/admin/pools",
-            &op,
-            json!({ "name": "h100-jobs", "gpu_model": "h100", "region": "e2e", "price_per_gpu_hour_minor": 300, "currency": "USD" }),
-        )
-        .await["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let join =
-        api.post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 2 })).await["join_token"]
-            .as_str()
-            .unwrap()
-            .to_string();
-    let tenant_id =
-        api.post("/v1/admin/tenants", &op, json!({ "name": "jobs-e2e" })).await["id"].as_str().unwrap().to_string();
-    let key = api
-        .post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), &op, json!({ "name": "k", "role": "tenant_admin" }))
-        .await;
-    let tenant = api.token(key["api_key"].as_str().unwrap()).await;
-    // Billing (when present) wants a balance before leasing.
-    let _ = api
-        .call(
-            reqwest::Method::POST,
-            &format!("/v1/admin/tenants/{tenant_id}/ledger"),
-            &op,
-            Some(json!({ "kind": "topup", "amount_minor": 1_000_000, "currency": "USD", "reason": "e2e" })),
-        )
-        .await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "jobs", 2).await;
 
     // Two hosts of four simulated H100s each.
     let dir_a = state_dir("jobs-a");
