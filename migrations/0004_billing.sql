@@ -22,6 +22,11 @@ CREATE TABLE pool_prices (
 INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor)
 SELECT gen_random_uuid(), id, created_at, price_per_gpu_hour_minor FROM pools;
 
+-- The price in force now, per pool: the one rule every reader of "the current price" uses.
+CREATE VIEW pool_current_prices AS
+SELECT DISTINCT ON (pool_id) pool_id, price_per_gpu_hour_minor, price_per_gpu_month_minor
+FROM pool_prices WHERE effective_from <= now() ORDER BY pool_id, effective_from DESC;
+
 -- Availability promise of monthly leases: below sla_target_ppm (parts per million) in a month, a credit of
 -- sla_credit_percent of that month's charge is posted.
 ALTER TABLE pools ADD COLUMN sla_target_ppm integer;

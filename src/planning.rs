@@ -112,8 +112,8 @@ pub struct AdviceQuery {
 pub async fn pool_offers(db: &PgPool) -> Result<Vec<PoolOffer>, sqlx::Error> {
     type Row = (Uuid, i64, String, sqlx::types::Json<GpuModel>, i64, i32, i32, bool);
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT p.id, COALESCE((SELECT pp.price_per_gpu_hour_minor FROM pool_prices pp WHERE pp.pool_id = p.id \
-                    AND pp.effective_from <= now() ORDER BY pp.effective_from DESC LIMIT 1), p.price_per_gpu_hour_minor), \
+        "SELECT p.id, COALESCE((SELECT cp.price_per_gpu_hour_minor FROM pool_current_prices cp WHERE cp.pool_id = p.id), \
+                    p.price_per_gpu_hour_minor), \
                 p.currency, \
                 json_build_object('key', m.key, 'name', m.name, 'memory_bytes', m.memory_bytes, \
                     'memory_bandwidth_gbps', m.memory_bandwidth_gbps, 'bf16_tflops', m.bf16_tflops, \

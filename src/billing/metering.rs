@@ -160,8 +160,7 @@ pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result
         // The tenant's hourly burn: its active hourly leases at the current prices.
         let leases: Vec<(Uuid, i64, Option<DateTime<Utc>>)> = sqlx::query_as(
             "SELECT l.id, l.gpu_count::bigint * cp.price_per_gpu_hour_minor, l.balance_warned_at FROM leases l \
-             CROSS JOIN LATERAL (SELECT price_per_gpu_hour_minor FROM pool_prices pp WHERE pp.pool_id = l.pool_id \
-                 AND pp.effective_from <= now() ORDER BY effective_from DESC LIMIT 1) cp \
+             JOIN pool_current_prices cp ON cp.pool_id = l.pool_id \
              WHERE l.tenant_id = $1 AND l.currency = $2 AND l.state = 'active' AND l.term = 'hourly' ORDER BY l.id FOR UPDATE OF l",
         )
         .bind(tenant_id)

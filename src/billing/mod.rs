@@ -33,8 +33,7 @@ pub async fn require_balance(
     let row: Option<(String, i64, Option<i64>, i64)> = sqlx::query_as(
         "SELECT p.currency, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor, COALESCE(b.balance_minor, 0) \
          FROM pools p \
-         CROSS JOIN LATERAL (SELECT price_per_gpu_hour_minor, price_per_gpu_month_minor FROM pool_prices pp \
-             WHERE pp.pool_id = p.id AND pp.effective_from <= now() ORDER BY effective_from DESC LIMIT 1) cp \
+         JOIN pool_current_prices cp ON cp.pool_id = p.id \
          LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = p.currency WHERE p.id = $2",
     )
     .bind(tenant_id)

@@ -91,9 +91,8 @@ fn pools_query() -> String {
                     CASE WHEN {ALLOCATABLE_NODE} THEN n.free_gpus ELSE 0 END AS free \
              FROM nodes n WHERE ($1::uuid IS NULL OR n.pool_id = $1)) \
          SELECT p.id, p.name, p.region, \
-                COALESCE((SELECT pp.price_per_gpu_hour_minor FROM pool_prices pp WHERE pp.pool_id = p.id \
-                    AND pp.effective_from <= now() ORDER BY pp.effective_from DESC LIMIT 1), p.price_per_gpu_hour_minor) \
-                    AS price_per_gpu_hour_minor, \
+                COALESCE((SELECT cp.price_per_gpu_hour_minor FROM pool_current_prices cp WHERE cp.pool_id = p.id), \
+                    p.price_per_gpu_hour_minor) AS price_per_gpu_hour_minor, \
                 p.currency, p.created_at, p.updated_at, \
                 COALESCE(sum(c.total), 0)::bigint AS total_gpus, COALESCE(sum(c.free), 0)::bigint AS free_gpus, \
                 COALESCE(max(c.free), 0)::bigint AS largest_free_block, json_build_object({}) AS gpu_model \
