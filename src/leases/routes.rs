@@ -94,6 +94,22 @@ fn is_retryable(err: &ApiError) -> bool {
     matches!(err, ApiError::Database(sqlx::Error::Database(db)) if matches!(db.code().as_deref(), Some("40P01" | "40001")))
 }
 
+/// Run a whole transaction again when PostgreSQL aborted it as a deadlock victim or a serialization failure
+/// (up to 5 attempts); nothing of an aborted attempt remains.
+async fn retry_deadlocks<T, F, Fut>(mut attempt: F) -> ApiResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ApiResult<T>>,
+{
+    for _ in 1..5 {
+        match attempt().await {
+            Err(err) if is_retryable(&err) => continue,
+            other => return other,
+        }
+    }
+    attempt().await
+}
+
 /// Lease GPUs. All or nothing: the lease gets every GPU it asked for, or none. Send an `Idempotency-Key`
 /// header to make retries safe.
 #[utoipa::path(
@@ -114,20 +130,11 @@ pub async fn create_lease(
 ) -> ApiResult<Response> {
     let term = req.validate()?;
     let idem = IdempotencyKey::from_headers(&headers, auth.tenant_id, "create_lease", &req)?;
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match try_create_lease(&state, &auth, &req, term, idem.as_ref()).await {
-            Err(err) if is_retryable(&err) && attempt < 5 => continue,
-            Err(err) => {
-                if let Some(key) = &idem {
-                    idempotency::record_error(&state.db, key, &err).await?;
-                }
-                return Err(err);
-            }
-            Ok(response) => return Ok(response),
-        }
+    let result = retry_deadlocks(|| try_create_lease(&state, &auth, &req, term, idem.as_ref())).await;
+    if let (Err(err), Some(key)) = (&result, &idem) {
+        idempotency::record_error(&state.db, key, err).await?;
     }
+    result
 }
 
 async fn try_create_lease(
@@ -463,14 +470,7 @@ pub async fn release_lease(
     auth: TenantAdminAuth,
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Lease>> {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        match try_release(&state, &auth, lease_id).await {
-            Err(err) if is_retryable(&err) && attempt < 5 => continue,
-            other => return other,
-        }
-    }
+    retry_deadlocks(|| try_release(&state, &auth, lease_id)).await
 }
 
 async fn try_release(state: &AppState, auth: &TenantAdminAuth, lease_id: Uuid) -> ApiResult<Json<Lease>> {
