@@ -44,6 +44,8 @@ const GPUS_PER_NODE: i32 = 8;
 /// Targets from the leases issue.
 const TARGET_SHARE_OF_CEILING: f64 = 0.40;
 const TARGET_MAX_RATIO: f64 = 2.0;
+/// The inventory size the issue's throughput target is stated for.
+const REFERENCE_NODES: i64 = 1000;
 
 struct Config {
     server_url: String,
@@ -320,6 +322,8 @@ struct SizeResult {
     release_p50: f64,
     release_p99: f64,
     first_error: Option<String>,
+    /// Allocations/s of the database alone: pgbench calling the two one-round-trip functions directly.
+    db_alone: Option<f64>,
 }
 
 impl SizeResult {
@@ -385,6 +389,15 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
     if held != 0 {
         eprintln!("  warning: {held} GPUs still held after the run");
     }
+    let db_alone = match (&cfg.pgbench, nodes == REFERENCE_NODES) {
+        (Some(pgbench), true) => {
+            eprintln!("  the database alone: pgbench calling allocate/release_lease_fast ({} s)...", cfg.seconds);
+            let rate = run_database_alone(cfg, pgbench, &db, pool_id).await?;
+            eprintln!("  {rate:.0} allocations/s");
+            Some(rate)
+        }
+        _ => None,
+    };
     db.close().await;
 
     all.create.sort_unstable();
@@ -401,7 +414,53 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
         release_p50: percentile_ms(&all.release, 50.0),
         release_p99: percentile_ms(&all.release, 99.0),
         first_error: all.first_error,
+        db_alone,
     })
+}
+
+/// The same cycle without HTTP and without the service: pgbench's clients call `allocate_lease_fast` and
+/// `release_lease_fast` (the one statement each that the service sends) on the bench database, while the nodes
+/// table is vacuumed every few seconds as the service does. Leases created per second, counted in the database.
+async fn run_database_alone(cfg: &Config, pgbench: &str, db: &sqlx::PgPool, pool_id: Uuid) -> anyhow::Result<f64> {
+    let (key_id, tenant_id): (Uuid, Uuid) =
+        sqlx::query_as("SELECT id, tenant_id FROM api_keys ORDER BY id LIMIT 1").fetch_one(db).await?;
+    let script = format!(
+        "\\set n random(1, {GPUS_PER_NODE})\n\
+         SELECT COALESCE(lease->>'id', '00000000-0000-0000-0000-000000000000') AS lid \
+         FROM allocate_lease_fast(gen_random_uuid(), gen_random_uuid(), '{key_id}', '{tenant_id}', '{pool_id}', :n, \
+         'pack', 'hourly', 1, NULL) \\gset\n\
+         SELECT outcome FROM release_lease_fast(:lid, gen_random_uuid(), '{key_id}', '{tenant_id}');\n"
+    );
+    let path = std::env::temp_dir().join(format!("gpuplane-alloc-cycle-{}.sql", std::process::id()));
+    std::fs::write(&path, script)?;
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM leases").fetch_one(db).await.map_err(anyhow::Error::from)
+    };
+    let before = count().await?;
+    let vacuum = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(gpuplane::leases::lifecycle::NODE_VACUUM_INTERVAL).await;
+                let _ = gpuplane::leases::lifecycle::vacuum_nodes(&db).await;
+            }
+        })
+    };
+    let started = Instant::now();
+    let run = tokio::process::Command::new(pgbench)
+        .args(["-n", "-M", "prepared", "-c", &cfg.clients.to_string(), "-j", "2", "-T", &cfg.seconds.to_string(), "-f"])
+        .arg(&path)
+        .arg(cfg.libpq_url(ALLOC_DB))
+        .output()
+        .await
+        .with_context(|| format!("running {pgbench}"))?;
+    let seconds = started.elapsed().as_secs_f64();
+    vacuum.abort();
+    let _ = std::fs::remove_file(&path);
+    if !run.status.success() {
+        bail!("pgbench (database alone) failed: {}", String::from_utf8_lossy(&run.stderr));
+    }
+    Ok((count().await? - before) as f64 / seconds)
 }
 
 /// pgbench's built-in simple-update script with the same client count: the ceiling.
@@ -439,7 +498,8 @@ fn fmt_ms(ms: f64) -> String {
 
 /// The results table (markdown).
 fn table(results: &[SizeResult], ceiling: Option<f64>) -> String {
-    let reference = results.iter().find(|r| r.nodes == 1000).or(results.first()).map(|r| (r.nodes, r.per_second()));
+    let reference =
+        results.iter().find(|r| r.nodes == REFERENCE_NODES).or(results.first()).map(|r| (r.nodes, r.per_second()));
     let mut out = String::new();
     let ref_label = reference.map(|(n, _)| with_thousands(n)).unwrap_or_default();
     let _ = writeln!(
@@ -472,7 +532,9 @@ fn table(results: &[SizeResult], ceiling: Option<f64>) -> String {
 /// Whether the issue's targets are met, one line each.
 fn verdict(results: &[SizeResult], ceiling: Option<f64>) -> String {
     let mut out = String::new();
-    let Some(reference) = results.iter().find(|r| r.nodes == 1000).or(results.first()) else { return out };
+    let Some(reference) = results.iter().find(|r| r.nodes == REFERENCE_NODES).or(results.first()) else {
+        return out;
+    };
     if let Some(c) = ceiling {
         let share = reference.per_second() / c;
         let _ = writeln!(
@@ -483,6 +545,15 @@ fn verdict(results: &[SizeResult], ceiling: Option<f64>) -> String {
             share * 100.0,
             if share >= TARGET_SHARE_OF_CEILING { "met" } else { "NOT met" }
         );
+        if let Some(alone) = reference.db_alone {
+            let _ = writeln!(
+                out,
+                "- The database alone (pgbench calling the two functions the service sends, no HTTP, no service) at {} \
+                 nodes: {alone:.0} allocations/s = {:.1}% of the ceiling",
+                with_thousands(reference.nodes),
+                100.0 * alone / c
+            );
+        }
     }
     for r in results.iter().filter(|r| r.nodes != reference.nodes) {
         let ratio = r.per_second() / reference.per_second();
@@ -502,6 +573,7 @@ struct Environment {
     cores: usize,
     postgres: String,
     synchronous_commit: String,
+    autovacuum: String,
 }
 
 fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Option<f64>) -> String {
@@ -542,8 +614,8 @@ fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Op
     let _ = writeln!(
         out,
         "{} CPU cores, shared by PostgreSQL, the service and the load generator (all on one machine, talking over \
-         loopback). {} (synchronous_commit = {}, default settings otherwise).\n",
-        env.cores, env.postgres, env.synchronous_commit
+         loopback). {} (synchronous_commit = {}, autovacuum = {}, default settings otherwise).\n",
+        env.cores, env.postgres, env.synchronous_commit, env.autovacuum
     );
     let _ = writeln!(out, "## What is measured\n");
     out.push_str(
@@ -552,8 +624,11 @@ pool of H100 nodes with 8 GPUs each (every GPU free, nodes active and ready) and
 then starts the real service in-process (the full router and middleware, bound to 127.0.0.1:0), exchanges a \
 tenant-admin API key for an access token, and runs the clients over HTTP/1.1 keep-alive connections. Each client \
 loops: `POST /v1/leases` for a random 1-8 GPUs (`pack` placement, 1 hour), then `POST /v1/leases/{id}/release` \
-when it got one. The measured period follows a warm-up at the same load and an `ANALYZE`, so the planner works \
-from statistics of a running service rather than of the freshly seeded, lease-less tables.\n\n\
+when it got one. Without an `Idempotency-Key` each of these is one statement to PostgreSQL (`allocate_lease_fast`, \
+`release_lease_fast`: key check, balance, best fit, GPUs, counters and event in one call; migration 0006). The \
+service vacuums the `nodes` table every 5 s, as it does in production. The measured period follows a warm-up at the \
+same load and an `ANALYZE`, so the planner works from statistics of a running service rather than of the freshly \
+seeded, lease-less tables.\n\n\
 - **allocations/s**: leases created (HTTP 201, GPUs allocated) per second of wall time. Each one is also released, \
 so a figure of N means N create and N release requests (2N transactions) per second.\n\
 - **% of pgbench ceiling**: allocations/s divided by pgbench's tps. pgbench's `simple-update` transaction is \
@@ -565,7 +640,11 @@ inventory, so every size should be within 2x.\n\
 including HTTP and JSON on both ends.\n\
 - **409 no capacity**: creates answered `insufficient_capacity`. At 10 nodes (80 GPUs) 64 clients holding up to \
 8 GPUs each exceed the pool, so many requests are refused there; those are not counted as allocations.\n\
-- **errors**: any other answer or transport error (expected 0).\n\n",
+- **errors**: any other answer or transport error (expected 0).\n\
+- **the database alone** (1,000 nodes, when pgbench is available): after the HTTP run, pgbench's clients call the \
+same two functions directly on the same database for the same time (no HTTP, no service, nodes vacuumed as the \
+service does), counted as leases created per second. It is what PostgreSQL itself sustains for this cycle here, \
+so it bounds what any service in front of it can reach.\n\n",
     );
     let _ = writeln!(out, "## How to run\n");
     out.push_str(
@@ -592,10 +671,12 @@ async fn bench() -> anyhow::Result<()> {
     let (postgres,): (String,) = sqlx::query_as("SELECT version()").fetch_one(&mut admin).await?;
     let postgres = postgres.split(" on ").next().unwrap_or(&postgres).to_string();
     let (synchronous_commit,): (String,) = sqlx::query_as("SHOW synchronous_commit").fetch_one(&mut admin).await?;
+    let (autovacuum,): (String,) = sqlx::query_as("SHOW autovacuum").fetch_one(&mut admin).await?;
     let env = Environment {
         cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         postgres,
         synchronous_commit,
+        autovacuum,
     };
     eprintln!(
         "allocation bench: {} s per size, sizes {:?}, {} clients, {} tenant(s); {} cores, {}",

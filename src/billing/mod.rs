@@ -30,24 +30,23 @@ pub async fn require_balance(
     term: Term,
     months: i32,
 ) -> Result<(), ApiError> {
-    let row: Option<(String, i64, Option<i64>, i64)> = sqlx::query_as(
-        "SELECT p.currency, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor, COALESCE(b.balance_minor, 0) \
+    // The amount is computed by lease_upfront_minor() (migration 0006), the one definition the one-round-trip
+    // allocation uses too.
+    let row: Option<(String, i64, i64)> = sqlx::query_as(
+        "SELECT p.currency, lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor), \
+                COALESCE(b.balance_minor, 0) \
          FROM pools p \
          JOIN pool_current_prices cp ON cp.pool_id = p.id \
          LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = p.currency WHERE p.id = $2",
     )
     .bind(tenant_id)
     .bind(pool_id)
+    .bind(gpu_count)
+    .bind(term)
+    .bind(months)
     .fetch_optional(conn)
     .await?;
-    let Some((currency, hour, month, balance)) = row else { return Ok(()) };
-    let required = match term {
-        Term::Hourly => rating::hourly_cost(gpu_count, 1, hour),
-        Term::Monthly => match month {
-            Some(m) => (gpu_count as i64).saturating_mul(months as i64).saturating_mul(m),
-            None => rating::hourly_cost(gpu_count, 720 * months as i64, hour),
-        },
-    };
+    let Some((currency, required, balance)) = row else { return Ok(()) };
     if balance >= required {
         return Ok(());
     }

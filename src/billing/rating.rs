@@ -84,11 +84,6 @@ pub fn charge_for(total_units: i128, charged_minor: i64) -> i64 {
     (due - charged_minor as i128).clamp(0, i64::MAX as i128) as i64
 }
 
-/// Cost in minor units, rounded up, of `gpus` GPUs for `hours` at an hourly price (used to check a balance).
-pub fn hourly_cost(gpus: i32, hours: i64, per_gpu_hour_minor: i64) -> i64 {
-    (gpus as i64).saturating_mul(hours).saturating_mul(per_gpu_hour_minor)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::store::{self, LeaseFilter, NewEvent};
+use super::store::{self, FastOutcome, LeaseFilter, NewEvent};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term};
 use crate::app::AppState;
-use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAuth};
+use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::idempotency::{self, Claim, IdempotencyKey};
@@ -124,12 +124,39 @@ where
 )]
 pub async fn create_lease(
     State(state): State<AppState>,
-    auth: TenantAdminAuth,
+    token: TenantAdminToken,
     headers: HeaderMap,
     ApiJson(req): ApiJson<CreateLeaseRequest>,
 ) -> ApiResult<Response> {
     let term = req.validate()?;
-    let idem = IdempotencyKey::from_headers(&headers, auth.tenant_id, "create_lease", &req)?;
+    let idem = IdempotencyKey::from_headers(&headers, token.tenant_id, "create_lease", &req)?;
+    // The common case in one round trip (which also checks the key); requests with an Idempotency-Key take the
+    // general path, whose transaction also holds the key's record.
+    if let (None, Some(pool_id), Placement::Pack | Placement::SingleNode) = (&idem, req.pool_id, req.placement) {
+        let lease_id = new_id();
+        let outcome = store::allocate_fast(
+            &state.db,
+            lease_id,
+            token.key_id,
+            token.tenant_id,
+            pool_id,
+            req.gpu_count,
+            req.placement,
+            term,
+            req.duration_hours,
+            req.months,
+        )
+        .await?;
+        match outcome {
+            FastOutcome::Done(lease, _) => {
+                tracing::info!(lease.id = %lease_id, tenant.id = %token.tenant_id, state = "active", gpus = req.gpu_count, "lease created");
+                return Ok((StatusCode::CREATED, Json(lease)).into_response());
+            }
+            FastOutcome::KeyProblem(err) => return Err(err),
+            FastOutcome::Fallback => {}
+        }
+    }
+    let auth = token.check(&state.db).await?;
     let result = retry_deadlocks(|| try_create_lease(&state, &auth, &req, term, idem.as_ref())).await;
     if let (Err(err), Some(key)) = (&result, &idem) {
         idempotency::record_error(&state.db, key, err).await?;
@@ -467,9 +494,25 @@ pub async fn extend_lease(
 )]
 pub async fn release_lease(
     State(state): State<AppState>,
-    auth: TenantAdminAuth,
+    token: TenantAdminToken,
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Lease>> {
+    // The common case (an active lease without open jobs) in one round trip that also checks the key.
+    let fast = retry_deadlocks(|| async {
+        Ok(store::release_fast(&state.db, lease_id, token.key_id, token.tenant_id).await?)
+    })
+    .await?;
+    match fast {
+        FastOutcome::Done(lease, queue_waiting) => {
+            if queue_waiting {
+                super::lifecycle::kick_queue(&state, lease.pool_id);
+            }
+            return Ok(Json(lease));
+        }
+        FastOutcome::KeyProblem(err) => return Err(err),
+        FastOutcome::Fallback => {}
+    }
+    let auth = token.check(&state.db).await?;
     retry_deadlocks(|| try_release(&state, &auth, lease_id)).await
 }
 

@@ -215,6 +215,89 @@ pub async fn allocate_gpus(
     Ok(Some(gpus))
 }
 
+/// What a one-round-trip call (`allocate_lease_fast` / `release_lease_fast`, migration 0006) did.
+pub enum FastOutcome {
+    /// Done: the lease as it is now; for a release, whether leases wait in the pool's queue.
+    Done(Lease, bool),
+    /// The caller's key is revoked or its tenant suspended: nothing was done.
+    KeyProblem(crate::error::ApiError),
+    /// Not the common case (quotas, a queue, spread, every fitting node held, a balance too small, open jobs,
+    /// a lease not live ...): nothing was written and the key is fine; run the general path.
+    Fallback,
+}
+
+#[derive(sqlx::FromRow)]
+struct FastRow {
+    outcome: String,
+    lease: Option<sqlx::types::Json<Lease>>,
+    queue_waiting: Option<bool>,
+}
+
+impl FastRow {
+    fn into_outcome(self, done: &str) -> FastOutcome {
+        match (self.outcome.as_str(), self.lease) {
+            (outcome, Some(lease)) if outcome == done => {
+                FastOutcome::Done(lease.0, self.queue_waiting.unwrap_or(false))
+            }
+            ("fallback", _) => FastOutcome::Fallback,
+            (problem, _) => FastOutcome::KeyProblem(crate::auth::key_problem(problem)),
+        }
+    }
+}
+
+/// A new active lease on one node (pack or single-node placement), best fit, in one statement that also
+/// checks the caller's key, the tenant's quotas (any quota: fallback) and balance. Runs in its own
+/// transaction: give it the pool, not a transaction.
+#[allow(clippy::too_many_arguments)]
+pub async fn allocate_fast(
+    db: &PgPool,
+    lease_id: Uuid,
+    key_id: Uuid,
+    tenant_id: Uuid,
+    pool_id: Uuid,
+    gpu_count: i32,
+    placement: Placement,
+    term: Term,
+    duration_hours: Option<i32>,
+    months: Option<i32>,
+) -> Result<FastOutcome, sqlx::Error> {
+    let row: FastRow = sqlx::query_as(
+        "SELECT outcome, lease, NULL::boolean AS queue_waiting \
+         FROM allocate_lease_fast($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+    )
+    .bind(lease_id)
+    .bind(new_id())
+    .bind(key_id)
+    .bind(tenant_id)
+    .bind(pool_id)
+    .bind(gpu_count)
+    .bind(placement)
+    .bind(term)
+    .bind(duration_hours)
+    .bind(months)
+    .fetch_one(db)
+    .await?;
+    Ok(row.into_outcome("allocated"))
+}
+
+/// Release an active lease of the tenant in one statement that also checks the caller's key. Falls back when
+/// the lease is not active, not the tenant's, or has open jobs.
+pub async fn release_fast(
+    db: &PgPool,
+    lease_id: Uuid,
+    key_id: Uuid,
+    tenant_id: Uuid,
+) -> Result<FastOutcome, sqlx::Error> {
+    let row: FastRow = sqlx::query_as("SELECT outcome, lease, queue_waiting FROM release_lease_fast($1, $2, $3, $4)")
+        .bind(lease_id)
+        .bind(new_id())
+        .bind(key_id)
+        .bind(tenant_id)
+        .fetch_one(db)
+        .await?;
+    Ok(row.into_outcome("released"))
+}
+
 /// Return a lease's GPUs to their nodes (healthy ones become free again) and record `event`. The nodes are
 /// locked in id order first, the same order multi-node allocation locks them in.
 pub async fn release_gpus(conn: &mut PgConnection, lease_id: Uuid, event: NewEvent<'_>) -> Result<(), sqlx::Error> {

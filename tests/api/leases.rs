@@ -546,3 +546,248 @@ async fn operators_list_all_leases_and_terminate_with_a_reason(db: PgPool) {
     assert!(events.body[1]["actor"].as_str().unwrap().starts_with("operator:"));
     assert_eq!(allocation_invariants(&db).await, (1, 1, true));
 }
+
+/// The id of the tenant's (only) API key.
+async fn key_of(db: &PgPool, tenant_id: &str) -> uuid::Uuid {
+    let tenant_id = uuid::Uuid::parse_str(tenant_id).unwrap();
+    sqlx::query_scalar("SELECT id FROM api_keys WHERE tenant_id = $1 ORDER BY id LIMIT 1")
+        .bind(tenant_id)
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+fn placement_of(lease: &Value) -> Vec<(String, i64)> {
+    lease["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["hostname"].as_str().unwrap().to_string(), g["index"].as_i64().unwrap()))
+        .collect()
+}
+
+/// The one-round-trip allocation (`allocate_lease_fast`, taken by requests without an Idempotency-Key) and
+/// the general path (taken with one) follow one rule: on the same inventory they choose the same node and the
+/// same GPUs, best fit across nodes and the tightest index window inside one.
+#[sqlx::test]
+async fn the_one_round_trip_and_general_paths_choose_the_same_gpus(db: PgPool) {
+    use gpuplane::leases::store::{FastOutcome, allocate_fast};
+    use gpuplane::leases::{Placement, Term};
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8, 8, 4, 2]).await;
+    let (tenant_id, key_id) = {
+        let me = app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK);
+        let id = me.body["id"].as_str().unwrap().to_string();
+        let key = key_of(&db, &id).await;
+        (uuid::Uuid::parse_str(&id).unwrap(), key)
+    };
+    let pool_id = uuid::Uuid::parse_str(&pool).unwrap();
+    // node-3 full (2), node-2 with index 3 free (3), node-0 with a hole: 0-1 released, 2-4 held, 5-7 free.
+    let mut made = Vec::new();
+    for gpus in [2, 3, 2, 3] {
+        made.push(app.post("/v1/leases", &tenant, lease_body(&pool, gpus)).await.expect(StatusCode::CREATED).body);
+    }
+    app.post(&format!("/v1/leases/{}/release", made[2]["id"].as_str().unwrap()), &tenant, json!({}))
+        .await
+        .expect(StatusCode::OK);
+    let node_0 = |idx: &[i64]| idx.iter().map(|i| ("node-0".to_string(), *i)).collect::<Vec<_>>();
+    assert_eq!(placement_of(&made[3]), node_0(&[2, 3, 4]));
+    assert_eq!(allocation_invariants(&db).await, (8, 8, true));
+
+    let mut idempotency = 0;
+    let mut seen = Vec::new();
+    for gpus in 1..=9 {
+        let fast = allocate_fast(
+            &db,
+            gpuplane::extract::new_id(),
+            key_id,
+            tenant_id,
+            pool_id,
+            gpus,
+            Placement::Pack,
+            Term::Hourly,
+            Some(2),
+            None,
+        )
+        .await
+        .unwrap();
+        let fast = match fast {
+            FastOutcome::Done(lease, _) => serde_json::to_value(lease).unwrap(),
+            FastOutcome::Fallback if gpus == 9 => Value::Null, // no node has 9: multi-node, the general path's
+            _ => panic!("{gpus} GPUs: the one-round-trip path should have allocated"),
+        };
+        if !fast.is_null() {
+            app.post(&format!("/v1/leases/{}/release", fast["id"].as_str().unwrap()), &tenant, json!({}))
+                .await
+                .expect(StatusCode::OK);
+        }
+        idempotency += 1;
+        let general = app
+            .send(
+                Request::post("/v1/leases")
+                    .header("authorization", format!("Bearer {tenant}"))
+                    .header("content-type", "application/json")
+                    .header("idempotency-key", format!("same-{idempotency}"))
+                    .body(Body::from(lease_body(&pool, gpus as i64).to_string()))
+                    .unwrap(),
+            )
+            .await
+            .expect(StatusCode::CREATED);
+        if !fast.is_null() {
+            assert_eq!(placement_of(&fast), placement_of(&general.body), "{gpus} GPUs");
+            assert_eq!(fast["state"], "active");
+            assert_eq!(fast["generation"], general.body["generation"]);
+        }
+        seen.push(placement_of(&general.body));
+        app.post(&format!("/v1/leases/{}/release", general.body["id"].as_str().unwrap()), &tenant, json!({}))
+            .await
+            .expect(StatusCode::OK);
+        assert_eq!(allocation_invariants(&db).await, (8, 8, true), "{gpus} GPUs");
+    }
+    // What the rule says on this inventory: best fit across nodes, the tightest window (lowest on ties) inside.
+    assert_eq!(seen[0], [("node-2".to_string(), 3)]);
+    assert_eq!(seen[1], node_0(&[0, 1]));
+    assert_eq!(seen[2], node_0(&[5, 6, 7]));
+    assert_eq!(seen[3], node_0(&[0, 1, 5, 6]));
+    assert_eq!(seen[4], node_0(&[0, 1, 5, 6, 7]));
+    assert!(seen[5..8].iter().all(|p| p.iter().all(|(host, _)| host == "node-1")));
+    assert_eq!(seen[8].len(), 9);
+}
+
+/// What the one-round-trip allocation does not handle it declines having written nothing, and the request
+/// takes the general path, which answers exactly as before.
+#[sqlx::test]
+async fn the_one_round_trip_allocation_declines_the_uncommon_cases(db: PgPool) {
+    use gpuplane::leases::store::{FastOutcome, allocate_fast};
+    use gpuplane::leases::{Placement, Term};
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool, _) = setup(&app, &[8, 8]).await;
+    let pool_id = uuid::Uuid::parse_str(&pool).unwrap();
+    let tenant_id =
+        app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
+    let key_id = key_of(&db, &tenant_id).await;
+    let tenant_uuid = uuid::Uuid::parse_str(&tenant_id).unwrap();
+    let fast = |key: uuid::Uuid, tenant: uuid::Uuid, gpus: i32, placement: Placement| {
+        let db = db.clone();
+        async move {
+            allocate_fast(
+                &db,
+                gpuplane::extract::new_id(),
+                key,
+                tenant,
+                pool_id,
+                gpus,
+                placement,
+                Term::Hourly,
+                Some(1),
+                None,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let leases = || async { sqlx::query_scalar::<_, i64>("SELECT count(*) FROM leases").fetch_one(&db).await.unwrap() };
+    // More than one node holds, and spread placement: the general path's.
+    assert!(matches!(fast(key_id, tenant_uuid, 9, Placement::Pack).await, FastOutcome::Fallback));
+    assert!(matches!(fast(key_id, tenant_uuid, 1, Placement::Spread).await, FastOutcome::Fallback));
+    // A tenant without the balance for the first hour.
+    let (poor_id, poor_key) = app.tenant_key_without_balance(&op, "poor", gpuplane::auth::Role::TenantAdmin).await;
+    let poor_key_id = key_of(&db, &poor_id).await;
+    let poor_uuid = uuid::Uuid::parse_str(&poor_id).unwrap();
+    assert!(matches!(fast(poor_key_id, poor_uuid, 1, Placement::Pack).await, FastOutcome::Fallback));
+    let poor = app.token_for(&poor_key).await;
+    app.post("/v1/leases", &poor, lease_body(&pool, 1))
+        .await
+        .expect_problem(StatusCode::PAYMENT_REQUIRED, "insufficient_balance");
+    // A tenant with a quota.
+    app.put(&format!("/v1/admin/tenants/{tenant_id}/quotas"), &op, json!({ "max_concurrent_leases": 1 }))
+        .await
+        .expect(StatusCode::OK);
+    assert!(matches!(fast(key_id, tenant_uuid, 1, Placement::Pack).await, FastOutcome::Fallback));
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect_problem(StatusCode::CONFLICT, "quota_exceeded");
+    app.put(&format!("/v1/admin/tenants/{tenant_id}/quotas"), &op, json!({})).await.expect(StatusCode::OK);
+    // A queue in the pool: nobody jumps it.
+    let queued = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 16, "duration_hours": 1, "queue": true }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(queued.body["state"], "queued");
+    assert!(matches!(fast(key_id, tenant_uuid, 1, Placement::Pack).await, FastOutcome::Fallback));
+    // An unknown pool.
+    let unknown = allocate_fast(
+        &db,
+        gpuplane::extract::new_id(),
+        key_id,
+        tenant_uuid,
+        uuid::Uuid::nil(),
+        1,
+        Placement::Pack,
+        Term::Hourly,
+        Some(1),
+        None,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(unknown, FastOutcome::Fallback));
+    // None of the declined calls wrote anything: the leases are the two made over HTTP.
+    assert_eq!(leases().await, 2);
+}
+
+/// The hot lease endpoints check the key in their own statement: revocation and suspension still stop them
+/// at once, and nothing is created or released.
+#[sqlx::test]
+async fn revoked_keys_and_suspended_tenants_can_neither_create_nor_release(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool, _) = setup(&app, &[8]).await;
+    let tenant_id =
+        app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    let release = format!("/v1/leases/{}/release", lease.body["id"].as_str().unwrap());
+
+    app.patch(&format!("/v1/admin/tenants/{tenant_id}"), &op, json!({ "status": "suspended" }))
+        .await
+        .expect(StatusCode::OK);
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "tenant_suspended");
+    app.post(&release, &tenant, json!({})).await.expect_problem(StatusCode::FORBIDDEN, "tenant_suspended");
+    app.patch(&format!("/v1/admin/tenants/{tenant_id}"), &op, json!({ "status": "active" }))
+        .await
+        .expect(StatusCode::OK);
+
+    let key_id = key_of(&db, &tenant_id).await;
+    app.delete(&format!("/v1/tenant/api-keys/{key_id}"), &tenant).await.expect(StatusCode::NO_CONTENT);
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1))
+        .await
+        .expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.post(&release, &tenant, json!({})).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    // A tenant member's token is refused before any query.
+    let member = app.token_for(&app.add_key(&op, &tenant_id, gpuplane::auth::Role::TenantMember).await).await;
+    app.post("/v1/leases", &member, lease_body(&pool, 1)).await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
+
+    assert_eq!(allocation_invariants(&db).await, (2, 2, true));
+    let state: String = sqlx::query_scalar("SELECT state FROM leases").fetch_one(&db).await.unwrap();
+    assert_eq!(state, "active");
+}
+
+/// The sweeper's VACUUM of `nodes` (every allocation rewrites a node row) runs on a plain pool connection,
+/// outside any transaction block, and really vacuums the table.
+#[sqlx::test]
+async fn the_service_vacuums_the_node_table(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8]).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
+    app.post(&format!("/v1/leases/{}/release", lease.body["id"].as_str().unwrap()), &tenant, json!({}))
+        .await
+        .expect(StatusCode::OK);
+    let vacuums = || async {
+        sqlx::query_scalar::<_, i64>("SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'nodes'")
+            .fetch_one(&db)
+            .await
+            .unwrap()
+    };
+    let before = vacuums().await;
+    gpuplane::leases::lifecycle::vacuum_nodes(&db).await.unwrap();
+    assert_eq!(vacuums().await, before + 1);
+}
