@@ -418,8 +418,9 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
     })
 }
 
-/// The same cycle without HTTP and without the service: pgbench's clients call `allocate_lease_fast` and
-/// `release_lease_fast` (the one statement each that the service sends) on the bench database, while the nodes
+/// The same cycle without HTTP and without the service: as many pgbench clients as the service has connections
+/// call `allocate_lease_fast` and `release_lease_fast` (the one statement each that the service sends) on the
+/// bench database, while the nodes
 /// table is vacuumed every few seconds as the service does. Leases created per second, counted in the database.
 async fn run_database_alone(cfg: &Config, pgbench: &str, db: &sqlx::PgPool, pool_id: Uuid) -> anyhow::Result<f64> {
     let (key_id, tenant_id): (Uuid, Uuid) =
@@ -448,7 +449,8 @@ async fn run_database_alone(cfg: &Config, pgbench: &str, db: &sqlx::PgPool, pool
     };
     let started = Instant::now();
     let run = tokio::process::Command::new(pgbench)
-        .args(["-n", "-M", "prepared", "-c", &cfg.clients.to_string(), "-j", "2", "-T", &cfg.seconds.to_string(), "-f"])
+        .args(["-n", "-M", "prepared", "-c", &cfg.db_connections.to_string(), "-j", "2"])
+        .args(["-T", &cfg.seconds.to_string(), "-f"])
         .arg(&path)
         .arg(cfg.libpq_url(ALLOC_DB))
         .output()
@@ -641,8 +643,8 @@ including HTTP and JSON on both ends.\n\
 - **409 no capacity**: creates answered `insufficient_capacity`. At 10 nodes (80 GPUs) 64 clients holding up to \
 8 GPUs each exceed the pool, so many requests are refused there; those are not counted as allocations.\n\
 - **errors**: any other answer or transport error (expected 0).\n\
-- **the database alone** (1,000 nodes, when pgbench is available): after the HTTP run, pgbench's clients call the \
-same two functions directly on the same database for the same time (no HTTP, no service, nodes vacuumed as the \
+- **the database alone** (1,000 nodes, when pgbench is available): after the HTTP run, as many pgbench clients as \
+the service has connections call the same two functions directly on the same database for the same time (no HTTP, no service, nodes vacuumed as the \
 service does), counted as leases created per second. It is what PostgreSQL itself sustains for this cycle here, \
 so it bounds what any service in front of it can reach.\n\n",
     );

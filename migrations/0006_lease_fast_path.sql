@@ -102,7 +102,9 @@ BEGIN
         RETURN QUERY SELECT 'fallback'::text, NULL::jsonb;
         RETURN;
     END IF;
-    -- The best-fit node nobody else holds. When every fitting node is held the general path waits for one.
+    -- The best-fit node nobody else holds. When every fitting node is held the general path waits for one: not
+    -- here, because a SKIP LOCKED miss can keep a stray lock (a row updated under it that then failed the
+    -- recheck) and waiting while holding it could deadlock; the general path waits inside savepoints.
     SELECT * INTO v_node FROM nodes
      WHERE pool_id = p_pool_id AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= p_gpu_count
      ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED;

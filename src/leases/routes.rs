@@ -134,18 +134,21 @@ pub async fn create_lease(
     // general path, whose transaction also holds the key's record.
     if let (None, Some(pool_id), Placement::Pack | Placement::SingleNode) = (&idem, req.pool_id, req.placement) {
         let lease_id = new_id();
-        let outcome = store::allocate_fast(
-            &state.db,
-            lease_id,
-            token.key_id,
-            token.tenant_id,
-            pool_id,
-            req.gpu_count,
-            req.placement,
-            term,
-            req.duration_hours,
-            req.months,
-        )
+        let outcome = retry_deadlocks(|| async {
+            Ok(store::allocate_fast(
+                &state.db,
+                lease_id,
+                token.key_id,
+                token.tenant_id,
+                pool_id,
+                req.gpu_count,
+                req.placement,
+                term,
+                req.duration_hours,
+                req.months,
+            )
+            .await?)
+        })
         .await?;
         match outcome {
             FastOutcome::Done(lease, _) => {
