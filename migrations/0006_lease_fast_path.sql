@@ -13,8 +13,9 @@
 -- small, an unknown pool): the service then runs the general path, which also produces the error messages.
 -- Release declines when the lease has open jobs or is not active (a queued lease, one already ended).
 --
--- Both functions also check the caller's API key and tenant, so the request needs no separate
--- authentication query: revocation and suspension still take effect at once.
+-- Both functions also require the caller's API key to be valid and its tenant active, so the request needs
+-- no separate authentication query; when they are not, the function declines and the service's own key
+-- check answers 401 or 403. Revocation and suspension still take effect at once.
 
 -- Money a lease must be covered for up front: the first hour of an hourly lease, the whole term of a monthly
 -- one (at the monthly price, or 720 hours a month at the hourly price). Saturates instead of overflowing.
@@ -43,70 +44,48 @@ BEGIN
 END
 $$;
 
--- The key behind a request: NULL when it is fine, else 'key_revoked' or 'tenant_suspended'.
-CREATE FUNCTION tenant_key_problem(p_key_id uuid, p_tenant_id uuid) RETURNS text LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = p_key_id AND k.tenant_id = p_tenant_id AND k.revoked_at IS NULL) THEN
-        RETURN 'key_revoked';
-    END IF;
-    IF EXISTS (SELECT 1 FROM tenants t WHERE t.id = p_tenant_id AND t.status = 'suspended') THEN
-        RETURN 'tenant_suspended';
-    END IF;
-    RETURN NULL;
-END
-$$;
-
 -- Create an active lease of p_gpu_count GPUs on one node (pack or single_node placement), best fit, the GPUs
--- with the smallest index span on it (ties: lowest indices). Returns ('allocated', lease), a key problem,
--- or ('fallback', NULL) having written nothing.
+-- with the smallest index span on it (ties: lowest indices). Three statements: lock the node (the checks ride
+-- along), read its free GPUs, write everything. Returns ('allocated', lease), or ('fallback', NULL) having
+-- written nothing.
 CREATE FUNCTION allocate_lease_fast(
     p_lease_id uuid, p_event_id uuid, p_key_id uuid, p_tenant_id uuid, p_pool_id uuid, p_gpu_count integer,
     p_placement text, p_term text, p_hours integer, p_months integer)
 RETURNS TABLE (outcome text, lease jsonb)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_problem text;
-    v_quota boolean;
-    v_currency text;
-    v_hour bigint;
-    v_month bigint;
-    v_balance bigint;
     v_node nodes%ROWTYPE;
     v_gpu uuid[];
     v_idx integer[];
     v_uuid text[];
     v_best integer := 1;
     v_span integer;
-    v_lease leases%ROWTYPE;
 BEGIN
-    v_problem := tenant_key_problem(p_key_id, p_tenant_id);
-    IF v_problem IS NOT NULL THEN
-        RETURN QUERY SELECT v_problem, NULL::jsonb;
-        RETURN;
-    END IF;
-    SELECT t.max_concurrent_leases IS NOT NULL OR t.max_gpus_per_pool IS NOT NULL
-           OR EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = p_pool_id)
-      INTO v_quota FROM tenants t WHERE t.id = p_tenant_id;
-    IF v_quota OR p_placement NOT IN ('pack', 'single_node') THEN
+    IF p_placement NOT IN ('pack', 'single_node') THEN
         RETURN QUERY SELECT 'fallback'::text, NULL::jsonb;
         RETURN;
     END IF;
-    SELECT p.currency, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor, COALESCE(b.balance_minor, 0)
-      INTO v_currency, v_hour, v_month, v_balance
-      FROM pools p
-      JOIN pool_current_prices cp ON cp.pool_id = p.id
-      LEFT JOIN tenant_balances b ON b.tenant_id = p_tenant_id AND b.currency = p.currency
-     WHERE p.id = p_pool_id;
-    IF NOT FOUND OR v_balance < lease_upfront_minor(p_gpu_count, p_term, p_months, v_hour, v_month)
-       OR EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p_pool_id AND q.state = 'queued') THEN
-        RETURN QUERY SELECT 'fallback'::text, NULL::jsonb;
-        RETURN;
-    END IF;
-    -- The best-fit node nobody else holds. When every fitting node is held the general path waits for one: not
-    -- here, because a SKIP LOCKED miss can keep a stray lock (a row updated under it that then failed the
-    -- recheck) and waiting while holding it could deadlock; the general path waits inside savepoints.
+    -- The best-fit node nobody else holds, if the request may go ahead: the key is valid and the tenant
+    -- active, without quotas, with the balance for it, and nobody waits in the pool's queue. (The conditions
+    -- do not depend on the node: PostgreSQL evaluates them once.) When every fitting node is held the
+    -- general path waits for one: not here, because a SKIP LOCKED miss can keep a stray lock (a row updated
+    -- under it that then failed the recheck) and waiting while holding it could deadlock; the general path
+    -- waits inside savepoints.
     SELECT * INTO v_node FROM nodes
      WHERE pool_id = p_pool_id AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= p_gpu_count
+       AND EXISTS (
+           SELECT 1
+             FROM api_keys k
+             JOIN tenants t ON t.id = k.tenant_id
+             JOIN pools p ON p.id = p_pool_id
+             JOIN pool_current_prices cp ON cp.pool_id = p.id
+             LEFT JOIN tenant_balances b ON b.tenant_id = t.id AND b.currency = p.currency
+            WHERE k.id = p_key_id AND k.tenant_id = p_tenant_id AND k.revoked_at IS NULL AND t.status = 'active'
+              AND t.max_concurrent_leases IS NULL AND t.max_gpus_per_pool IS NULL
+              AND NOT EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = p_pool_id)
+              AND COALESCE(b.balance_minor, 0) >= lease_upfront_minor(p_gpu_count, p_term, p_months,
+                      cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor))
+       AND NOT EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p_pool_id AND q.state = 'queued')
      ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         RETURN QUERY SELECT 'fallback'::text, NULL::jsonb;
@@ -135,69 +114,75 @@ BEGIN
     v_idx := v_idx[v_best : v_best + p_gpu_count - 1];
     v_uuid := v_uuid[v_best : v_best + p_gpu_count - 1];
 
-    INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state,
-                        starts_at, ends_at, created_by, metered_until, currency)
-    VALUES (p_lease_id, p_tenant_id, p_pool_id, p_gpu_count, p_placement, p_term, p_hours, p_months, 'active',
-            now(), now() + make_interval(months => COALESCE(p_months, 0), hours => COALESCE(p_hours, 0)),
-            p_key_id, now(), v_currency)
-    RETURNING * INTO v_lease;
-    INSERT INTO lease_gpus (lease_id, gpu_id, node_id) SELECT p_lease_id, g, v_node.id FROM unnest(v_gpu) AS g;
-    UPDATE nodes SET free_gpus = free_gpus - p_gpu_count WHERE id = v_node.id;
-    INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor)
-    VALUES (p_event_id, p_lease_id, 'allocated', NULL, 'active', 'tenant:' || p_key_id);
-
-    RETURN QUERY SELECT 'allocated'::text, lease_json(v_lease, (
+    -- One statement writes the lease, its GPUs, the node's counter and the event (foreign keys are checked at
+    -- its end, when the lease row exists).
+    RETURN QUERY
+    WITH created AS (
+        INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state,
+                            starts_at, ends_at, created_by, metered_until, currency)
+        VALUES (p_lease_id, p_tenant_id, p_pool_id, p_gpu_count, p_placement, p_term, p_hours, p_months, 'active',
+                now(), now() + make_interval(months => COALESCE(p_months, 0), hours => COALESCE(p_hours, 0)),
+                p_key_id, now(), (SELECT currency FROM pools WHERE id = p_pool_id))
+        RETURNING *),
+    held AS (
+        INSERT INTO lease_gpus (lease_id, gpu_id, node_id) SELECT p_lease_id, g, v_node.id FROM unnest(v_gpu) AS g),
+    counted AS (
+        UPDATE nodes SET free_gpus = free_gpus - p_gpu_count WHERE id = v_node.id),
+    recorded AS (
+        INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor)
+        VALUES (p_event_id, p_lease_id, 'allocated', NULL, 'active', 'tenant:' || p_key_id))
+    SELECT 'allocated'::text, lease_json(c, (
         SELECT jsonb_agg(jsonb_build_object('gpu_id', u.gpu, 'node_id', v_node.id, 'hostname', v_node.hostname,
                                             'address', v_node.address, 'index', u.idx, 'uuid', u.uuid) ORDER BY u.idx)
-          FROM unnest(v_gpu, v_idx, v_uuid) AS u(gpu, idx, uuid)));
+          FROM unnest(v_gpu, v_idx, v_uuid) AS u(gpu, idx, uuid)))
+      FROM created c;
 END
 $$;
 
--- Release a live lease of the tenant: state 'released', GPUs back to their nodes (healthy ones free again),
--- the event. Returns ('released', lease, queue_waiting), a key problem, or ('fallback', NULL, false) having
--- written nothing when the lease is not live, not the tenant's, or has open jobs.
+-- Release an active lease of the tenant: state 'released', GPUs back to their nodes (healthy ones free again),
+-- the event. Three statements: end the lease (the checks ride along), lock its nodes in id order, write the
+-- rest. Returns ('released', lease, queue_waiting), or ('fallback', NULL, false) having written nothing when
+-- the key or tenant is not in order, the lease is not the tenant's, not active, or has open jobs.
 CREATE FUNCTION release_lease_fast(p_lease_id uuid, p_event_id uuid, p_key_id uuid, p_tenant_id uuid)
 RETURNS TABLE (outcome text, lease jsonb, queue_waiting boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_problem text;
     v_lease leases%ROWTYPE;
-    v_gpu_ids uuid[];
-    v_gpus jsonb;
 BEGIN
-    v_problem := tenant_key_problem(p_key_id, p_tenant_id);
-    IF v_problem IS NOT NULL THEN
-        RETURN QUERY SELECT v_problem, NULL::jsonb, false;
-        RETURN;
-    END IF;
-    SELECT * INTO v_lease FROM leases WHERE id = p_lease_id AND tenant_id = p_tenant_id FOR UPDATE;
-    IF NOT FOUND OR v_lease.state <> 'active'
-       OR EXISTS (SELECT 1 FROM jobs j WHERE j.lease_id = p_lease_id AND j.state IN ('pending', 'assigned', 'running')) THEN
+    -- The lease row first, then its nodes: the order every path that ends a lease takes.
+    UPDATE leases l SET state = 'released', ended_at = GREATEST(now(), l.starts_at),
+                        end_reason = 'released by the tenant', generation = l.generation + 1, updated_at = now()
+     WHERE l.id = p_lease_id AND l.tenant_id = p_tenant_id AND l.state = 'active'
+       AND EXISTS (SELECT 1 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+                    WHERE k.id = p_key_id AND k.tenant_id = p_tenant_id AND k.revoked_at IS NULL AND t.status = 'active')
+       AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.lease_id = p_lease_id AND j.state IN ('pending', 'assigned', 'running'))
+    RETURNING l.* INTO v_lease;
+    IF NOT FOUND THEN
         RETURN QUERY SELECT 'fallback'::text, NULL::jsonb, false;
         RETURN;
     END IF;
-    -- The nodes in id order, as the general path locks them.
     PERFORM 1 FROM nodes WHERE id IN (SELECT node_id FROM lease_gpus WHERE lease_id = p_lease_id AND released_at IS NULL)
       ORDER BY id FOR UPDATE;
-    UPDATE leases SET state = 'released', ended_at = GREATEST(now(), starts_at), end_reason = 'released by the tenant',
-                      generation = generation + 1, updated_at = now()
-     WHERE id = p_lease_id
-    RETURNING * INTO v_lease;
+    RETURN QUERY
     WITH released AS (
-        UPDATE lease_gpus SET released_at = now() WHERE lease_id = p_lease_id AND released_at IS NULL RETURNING gpu_id)
-    SELECT array_agg(gpu_id) INTO v_gpu_ids FROM released;
-    UPDATE nodes n SET free_gpus = n.free_gpus + f.healthy
-      FROM (SELECT g.node_id, count(*) AS healthy FROM gpus g WHERE g.id = ANY (v_gpu_ids) AND g.healthy
-             GROUP BY g.node_id) f
-     WHERE n.id = f.node_id;
-    INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason)
-    VALUES (p_event_id, p_lease_id, 'released', 'active', 'released', 'tenant:' || p_key_id, 'released by the tenant');
-    SELECT jsonb_agg(jsonb_build_object('gpu_id', g.id, 'node_id', n.id, 'hostname', n.hostname,
-                                        'address', n.address, 'index', g.idx, 'uuid', g.uuid) ORDER BY n.hostname, g.idx)
-      INTO v_gpus
-      FROM gpus g JOIN nodes n ON n.id = g.node_id
-     WHERE g.id = ANY (v_gpu_ids);
-    RETURN QUERY SELECT 'released'::text, lease_json(v_lease, COALESCE(v_gpus, '[]'::jsonb)),
-        EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = v_lease.pool_id AND q.state = 'queued');
+        UPDATE lease_gpus SET released_at = now() WHERE lease_id = p_lease_id AND released_at IS NULL
+        RETURNING gpu_id),
+    held AS (
+        SELECT g.id, g.node_id, g.idx, g.uuid, g.healthy, n.hostname, n.address
+          FROM released r JOIN gpus g ON g.id = r.gpu_id JOIN nodes n ON n.id = g.node_id),
+    counted AS (
+        UPDATE nodes n SET free_gpus = n.free_gpus + f.healthy
+          FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS healthy FROM held GROUP BY node_id) f
+         WHERE n.id = f.node_id),
+    recorded AS (
+        INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason)
+        VALUES (p_event_id, p_lease_id, 'released', 'active', 'released', 'tenant:' || p_key_id,
+                'released by the tenant'))
+    SELECT 'released'::text,
+           lease_json(v_lease, COALESCE((
+               SELECT jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', h.node_id, 'hostname', h.hostname,
+                                                   'address', h.address, 'index', h.idx, 'uuid', h.uuid)
+                                ORDER BY h.hostname, h.idx) FROM held h), '[]'::jsonb)),
+           EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = v_lease.pool_id AND q.state = 'queued');
 END
 $$;

@@ -198,19 +198,11 @@ pub async fn check_key(db: &sqlx::PgPool, key_id: Uuid) -> Result<(), ApiError> 
     .fetch_optional(db)
     .await?;
     match row {
-        None | Some((Some(_), _)) => Err(key_problem("key_revoked")),
-        Some((None, Some(status))) if status == "suspended" => Err(key_problem("tenant_suspended")),
-        Some(_) => Ok(()),
-    }
-}
-
-/// The error for a key problem named by the database (`tenant_key_problem()`, migration 0006) or by `check_key`.
-pub fn key_problem(code: &str) -> ApiError {
-    match code {
-        "tenant_suspended" => {
-            ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() }
+        None | Some((Some(_), _)) => Err(ApiError::unauthorized("the API key behind this token is revoked")),
+        Some((None, Some(status))) if status == "suspended" => {
+            Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() })
         }
-        _ => ApiError::unauthorized("the API key behind this token is revoked"),
+        Some(_) => Ok(()),
     }
 }
 
@@ -289,9 +281,9 @@ impl FromRequestParts<AppState> for TenantAdminAuth {
 
 /// A tenant administrator whose token is verified (signature, expiry, audience, role) but whose key has NOT
 /// yet been checked against the database. For the hot lease endpoints only: the handler's first statement
-/// checks the key and the tenant itself (`allocate_lease_fast` / `release_lease_fast` do it in the same
-/// round trip), or calls [`check_key`] before anything else. Revocation and suspension still take effect at
-/// once; the request just saves a query.
+/// requires a valid key and an active tenant itself (`allocate_lease_fast` / `release_lease_fast` do nothing
+/// otherwise), and [`TenantAdminToken::check`] runs before anything else is done. Revocation and suspension
+/// still take effect at once; the request just saves a query.
 pub struct TenantAdminToken {
     pub tenant_id: Uuid,
     pub key_id: Uuid,

@@ -130,8 +130,8 @@ pub async fn create_lease(
 ) -> ApiResult<Response> {
     let term = req.validate()?;
     let idem = IdempotencyKey::from_headers(&headers, token.tenant_id, "create_lease", &req)?;
-    // The common case in one round trip (which also checks the key); requests with an Idempotency-Key take the
-    // general path, whose transaction also holds the key's record.
+    // The common case in one round trip (which also requires a valid key); requests with an Idempotency-Key
+    // take the general path, whose transaction also holds the key's record.
     if let (None, Some(pool_id), Placement::Pack | Placement::SingleNode) = (&idem, req.pool_id, req.placement) {
         let lease_id = new_id();
         let outcome = retry_deadlocks(|| async {
@@ -155,7 +155,6 @@ pub async fn create_lease(
                 tracing::info!(lease.id = %lease_id, tenant.id = %token.tenant_id, state = "active", gpus = req.gpu_count, "lease created");
                 return Ok((StatusCode::CREATED, Json(lease)).into_response());
             }
-            FastOutcome::KeyProblem(err) => return Err(err),
             FastOutcome::Fallback => {}
         }
     }
@@ -500,7 +499,7 @@ pub async fn release_lease(
     token: TenantAdminToken,
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Lease>> {
-    // The common case (an active lease without open jobs) in one round trip that also checks the key.
+    // The common case (an active lease without open jobs) in one round trip that also requires a valid key.
     let fast = retry_deadlocks(|| async {
         Ok(store::release_fast(&state.db, lease_id, token.key_id, token.tenant_id).await?)
     })
@@ -512,7 +511,6 @@ pub async fn release_lease(
             }
             return Ok(Json(lease));
         }
-        FastOutcome::KeyProblem(err) => return Err(err),
         FastOutcome::Fallback => {}
     }
     let auth = token.check(&state.db).await?;

@@ -219,10 +219,9 @@ pub async fn allocate_gpus(
 pub enum FastOutcome {
     /// Done: the lease as it is now; for a release, whether leases wait in the pool's queue.
     Done(Lease, bool),
-    /// The caller's key is revoked or its tenant suspended: nothing was done.
-    KeyProblem(crate::error::ApiError),
-    /// Not the common case (quotas, a queue, spread, every fitting node held, a balance too small, open jobs,
-    /// a lease not live ...): nothing was written and the key is fine; run the general path.
+    /// Not the common case (a key or tenant not in order, quotas, a queue, spread, every fitting node held, a
+    /// balance too small, open jobs, a lease not active ...): nothing was written. Check the key, then run the
+    /// general path.
     Fallback,
 }
 
@@ -239,14 +238,13 @@ impl FastRow {
             (outcome, Some(lease)) if outcome == done => {
                 FastOutcome::Done(lease.0, self.queue_waiting.unwrap_or(false))
             }
-            ("fallback", _) => FastOutcome::Fallback,
-            (problem, _) => FastOutcome::KeyProblem(crate::auth::key_problem(problem)),
+            _ => FastOutcome::Fallback,
         }
     }
 }
 
 /// A new active lease on one node (pack or single-node placement), best fit, in one statement that also
-/// checks the caller's key, the tenant's quotas (any quota: fallback) and balance. Runs in its own
+/// requires the caller's key to be valid, the tenant active and without quotas, and the balance sufficient. Runs in its own
 /// transaction: give it the pool, not a transaction.
 #[allow(clippy::too_many_arguments)]
 pub async fn allocate_fast(
@@ -280,8 +278,8 @@ pub async fn allocate_fast(
     Ok(row.into_outcome("allocated"))
 }
 
-/// Release an active lease of the tenant in one statement that also checks the caller's key. Falls back when
-/// the lease is not active, not the tenant's, or has open jobs.
+/// Release an active lease of the tenant in one statement that also requires the caller's key to be valid.
+/// Falls back when it is not, or the lease is not active, not the tenant's, or has open jobs.
 pub async fn release_fast(
     db: &PgPool,
     lease_id: Uuid,
