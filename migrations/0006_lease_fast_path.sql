@@ -44,36 +44,14 @@ BEGIN
 END
 $$;
 
--- Create an active lease of p_gpu_count GPUs on one node (pack or single_node placement), best fit, the GPUs
--- with the smallest index span on it (ties: lowest indices). Three statements: lock the node (the checks ride
--- along), read its free GPUs, write everything. Returns ('allocated', lease), or ('fallback', NULL) having
--- written nothing.
-CREATE FUNCTION allocate_lease_fast(
-    p_lease_id uuid, p_event_id uuid, p_key_id uuid, p_tenant_id uuid, p_pool_id uuid, p_gpu_count integer,
-    p_placement text, p_term text, p_hours integer, p_months integer)
-RETURNS TABLE (outcome text, lease jsonb)
-LANGUAGE plpgsql AS $$
-DECLARE
-    v_node nodes%ROWTYPE;
-    v_gpu uuid[];
-    v_idx integer[];
-    v_uuid text[];
-    v_best integer := 1;
-    v_span integer;
+-- Whether a tenant's request may take the one-round-trip path at all: the key is valid and the tenant active,
+-- without quotas, with the balance for it, and nobody waits in the pool's queue (a new request does not jump
+-- it). Anything else is for the general path, which also words the errors.
+CREATE FUNCTION lease_request_admissible(
+    p_key_id uuid, p_tenant_id uuid, p_pool_id uuid, p_gpu_count integer, p_term text, p_months integer)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    IF p_placement NOT IN ('pack', 'single_node') THEN
-        RETURN QUERY SELECT 'fallback'::text, NULL::jsonb;
-        RETURN;
-    END IF;
-    -- The best-fit node nobody else holds, if the request may go ahead: the key is valid and the tenant
-    -- active, without quotas, with the balance for it, and nobody waits in the pool's queue. (The conditions
-    -- do not depend on the node: PostgreSQL evaluates them once.) When every fitting node is held the
-    -- general path waits for one: not here, because a SKIP LOCKED miss can keep a stray lock (a row updated
-    -- under it that then failed the recheck) and waiting while holding it could deadlock; the general path
-    -- waits inside savepoints.
-    SELECT * INTO v_node FROM nodes
-     WHERE pool_id = p_pool_id AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= p_gpu_count
-       AND EXISTS (
+    RETURN EXISTS (
            SELECT 1
              FROM api_keys k
              JOIN tenants t ON t.id = k.tenant_id
@@ -85,10 +63,64 @@ BEGIN
               AND NOT EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = p_pool_id)
               AND COALESCE(b.balance_minor, 0) >= lease_upfront_minor(p_gpu_count, p_term, p_months,
                       cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor))
-       AND NOT EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p_pool_id AND q.state = 'queued')
+       AND NOT EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p_pool_id AND q.state = 'queued');
+END
+$$;
+
+-- Create an active lease of p_gpu_count GPUs on one node (pack or single_node placement), best fit, the GPUs
+-- with the smallest index span on it (ties: lowest indices). Three statements: lock the node (the admission
+-- check rides along), read its free GPUs, write everything. Returns ('allocated', lease, NULL);
+-- ('insufficient', NULL, capacity) when the pool's committed free counters cannot hold the request (free GPUs,
+-- largest free block, leases queued: the figures of a 409); or ('fallback', NULL, NULL). The last two having
+-- written nothing.
+CREATE FUNCTION allocate_lease_fast(
+    p_lease_id uuid, p_event_id uuid, p_key_id uuid, p_tenant_id uuid, p_pool_id uuid, p_gpu_count integer,
+    p_placement text, p_term text, p_hours integer, p_months integer)
+RETURNS TABLE (outcome text, lease jsonb, capacity jsonb)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_node nodes%ROWTYPE;
+    v_gpu uuid[];
+    v_idx integer[];
+    v_uuid text[];
+    v_best integer := 1;
+    v_span integer;
+    v_free bigint;
+    v_largest bigint;
+    v_pool_gpus bigint;
+    v_pool_largest bigint;
+BEGIN
+    IF p_placement NOT IN ('pack', 'single_node') THEN
+        RETURN QUERY SELECT 'fallback'::text, NULL::jsonb, NULL::jsonb;
+        RETURN;
+    END IF;
+    -- The best-fit node nobody else holds, if the request is admissible (a subquery without reference to the
+    -- node: evaluated once). When every fitting node is held the general path waits for one: not here, because
+    -- a SKIP LOCKED miss can keep a stray lock (a row updated under it that then failed the recheck) and
+    -- waiting while holding it could deadlock; the general path waits inside savepoints.
+    SELECT * INTO v_node FROM nodes
+     WHERE pool_id = p_pool_id AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= p_gpu_count
+       AND (SELECT lease_request_admissible(p_key_id, p_tenant_id, p_pool_id, p_gpu_count, p_term, p_months))
      ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
-        RETURN QUERY SELECT 'fallback'::text, NULL::jsonb;
+        -- No capacity at all (by the committed counters) is answered here, cheaply: under a full pool most
+        -- requests are refused, and the general path's refusal costs a transaction of ten statements. Requests
+        -- that can never fit (422) and everything else go to the general path.
+        IF lease_request_admissible(p_key_id, p_tenant_id, p_pool_id, p_gpu_count, p_term, p_months) THEN
+            SELECT COALESCE(sum(free_gpus) FILTER (WHERE admin_state = 'active' AND liveness = 'ready'), 0),
+                   COALESCE(max(free_gpus) FILTER (WHERE admin_state = 'active' AND liveness = 'ready'), 0),
+                   COALESCE(sum(gpu_count), 0), COALESCE(max(gpu_count), 0)
+              INTO v_free, v_largest, v_pool_gpus, v_pool_largest
+              FROM nodes WHERE pool_id = p_pool_id;
+            IF p_gpu_count <= v_pool_gpus AND (p_placement = 'pack' OR p_gpu_count <= v_pool_largest)
+               AND (v_free < p_gpu_count OR (p_placement = 'single_node' AND v_largest < p_gpu_count)) THEN
+                RETURN QUERY SELECT 'insufficient'::text, NULL::jsonb,
+                    jsonb_build_object('requested', p_gpu_count, 'free_gpus', v_free, 'largest_free_block', v_largest,
+                                       'queued_ahead', 0);
+                RETURN;
+            END IF;
+        END IF;
+        RETURN QUERY SELECT 'fallback'::text, NULL::jsonb, NULL::jsonb;
         RETURN;
     END IF;
     -- A new statement, so a new snapshot taken after the lock: it sees every allocation committed on the node.
@@ -99,7 +131,7 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL);
     IF COALESCE(cardinality(v_idx), 0) < p_gpu_count THEN
         RAISE WARNING 'free_gpus counter of node % disagrees with the GPUs free on it', v_node.id;
-        RETURN QUERY SELECT 'fallback'::text, NULL::jsonb;
+        RETURN QUERY SELECT 'fallback'::text, NULL::jsonb, NULL::jsonb;
         RETURN;
     END IF;
     -- The window of p_gpu_count consecutive free indices with the smallest span (src/leases/placement.rs,
@@ -134,7 +166,7 @@ BEGIN
     SELECT 'allocated'::text, lease_json(c, (
         SELECT jsonb_agg(jsonb_build_object('gpu_id', u.gpu, 'node_id', v_node.id, 'hostname', v_node.hostname,
                                             'address', v_node.address, 'index', u.idx, 'uuid', u.uuid) ORDER BY u.idx)
-          FROM unnest(v_gpu, v_idx, v_uuid) AS u(gpu, idx, uuid)))
+          FROM unnest(v_gpu, v_idx, v_uuid) AS u(gpu, idx, uuid))), NULL::jsonb
       FROM created c;
 END
 $$;

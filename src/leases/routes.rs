@@ -155,7 +155,9 @@ pub async fn create_lease(
                 tracing::info!(lease.id = %lease_id, tenant.id = %token.tenant_id, state = "active", gpus = req.gpu_count, "lease created");
                 return Ok((StatusCode::CREATED, Json(lease)).into_response());
             }
-            FastOutcome::Fallback => {}
+            // Refused without touching anything; with `queue` the general path queues the lease.
+            FastOutcome::Insufficient(capacity) if !req.queue => return Err(capacity.into_error()),
+            FastOutcome::Insufficient(_) | FastOutcome::Fallback => {}
         }
     }
     let auth = token.check(&state.db).await?;
@@ -247,21 +249,7 @@ async fn try_create_lease(
             }
             if !req.queue {
                 let capacity = store::capacity(&mut tx, pool_id, req.gpu_count).await?;
-                return Err(ApiError::Conflict {
-                    code: "insufficient_capacity",
-                    message: format!(
-                        "{} GPUs requested; {} free in the pool, at most {} on one node{}",
-                        req.gpu_count,
-                        capacity.free_gpus,
-                        capacity.largest_free_block,
-                        if capacity.queued_ahead > 0 {
-                            format!(", {} leases queued", capacity.queued_ahead)
-                        } else {
-                            String::new()
-                        }
-                    ),
-                    context: serde_json::to_value(capacity).ok(),
-                });
+                return Err(capacity.into_error());
             }
             sqlx::query("UPDATE leases SET state = 'queued', starts_at = NULL, ends_at = NULL, metered_until = NULL WHERE id = $1")
                 .bind(lease_id)
@@ -504,14 +492,11 @@ pub async fn release_lease(
         Ok(store::release_fast(&state.db, lease_id, token.key_id, token.tenant_id).await?)
     })
     .await?;
-    match fast {
-        FastOutcome::Done(lease, queue_waiting) => {
-            if queue_waiting {
-                super::lifecycle::kick_queue(&state, lease.pool_id);
-            }
-            return Ok(Json(lease));
+    if let FastOutcome::Done(lease, queue_waiting) = fast {
+        if queue_waiting {
+            super::lifecycle::kick_queue(&state, lease.pool_id);
         }
-        FastOutcome::Fallback => {}
+        return Ok(Json(lease));
     }
     let auth = token.check(&state.db).await?;
     retry_deadlocks(|| try_release(&state, &auth, lease_id)).await

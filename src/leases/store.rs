@@ -2,7 +2,7 @@
 //! caller's connection or transaction, so callers compose them atomically.
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::{PgConnection, PgPool};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -12,7 +12,7 @@ use super::{Actor, Lease, LeaseEvent, LeaseGpu, LeaseState, Placement, Term};
 use crate::extract::new_id;
 
 /// What is free in a pool, as told to a tenant whose request did not fit.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Capacity {
     pub requested: i32,
     /// Free GPUs in the pool now.
@@ -21,6 +21,23 @@ pub struct Capacity {
     pub largest_free_block: i64,
     /// Leases waiting ahead in the pool's queue.
     pub queued_ahead: i64,
+}
+
+impl Capacity {
+    /// 409 `insufficient_capacity`, with these figures as its context.
+    pub fn into_error(self) -> crate::error::ApiError {
+        crate::error::ApiError::Conflict {
+            code: "insufficient_capacity",
+            message: format!(
+                "{} GPUs requested; {} free in the pool, at most {} on one node{}",
+                self.requested,
+                self.free_gpus,
+                self.largest_free_block,
+                if self.queued_ahead > 0 { format!(", {} leases queued", self.queued_ahead) } else { String::new() }
+            ),
+            context: serde_json::to_value(self).ok(),
+        }
+    }
 }
 
 /// The best-fit node: the smallest sufficient free block among allocatable nodes of the pool, skipping nodes
@@ -219,6 +236,8 @@ pub async fn allocate_gpus(
 pub enum FastOutcome {
     /// Done: the lease as it is now; for a release, whether leases wait in the pool's queue.
     Done(Lease, bool),
+    /// An allocation the pool cannot hold now by its committed counters (nothing written): 409, or queue it.
+    Insufficient(Capacity),
     /// Not the common case (a key or tenant not in order, quotas, a queue, spread, every fitting node held, a
     /// balance too small, open jobs, a lease not active ...): nothing was written. Check the key, then run the
     /// general path.
@@ -230,6 +249,7 @@ struct FastRow {
     outcome: String,
     lease: Option<sqlx::types::Json<Lease>>,
     queue_waiting: Option<bool>,
+    capacity: Option<sqlx::types::Json<Capacity>>,
 }
 
 impl FastRow {
@@ -238,6 +258,10 @@ impl FastRow {
             (outcome, Some(lease)) if outcome == done => {
                 FastOutcome::Done(lease.0, self.queue_waiting.unwrap_or(false))
             }
+            ("insufficient", _) => match self.capacity {
+                Some(capacity) => FastOutcome::Insufficient(capacity.0),
+                None => FastOutcome::Fallback,
+            },
             _ => FastOutcome::Fallback,
         }
     }
@@ -260,7 +284,7 @@ pub async fn allocate_fast(
     months: Option<i32>,
 ) -> Result<FastOutcome, sqlx::Error> {
     let row: FastRow = sqlx::query_as(
-        "SELECT outcome, lease, NULL::boolean AS queue_waiting \
+        "SELECT outcome, lease, NULL::boolean AS queue_waiting, capacity \
          FROM allocate_lease_fast($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(lease_id)
@@ -286,13 +310,15 @@ pub async fn release_fast(
     key_id: Uuid,
     tenant_id: Uuid,
 ) -> Result<FastOutcome, sqlx::Error> {
-    let row: FastRow = sqlx::query_as("SELECT outcome, lease, queue_waiting FROM release_lease_fast($1, $2, $3, $4)")
-        .bind(lease_id)
-        .bind(new_id())
-        .bind(key_id)
-        .bind(tenant_id)
-        .fetch_one(db)
-        .await?;
+    let row: FastRow = sqlx::query_as(
+        "SELECT outcome, lease, queue_waiting, NULL::jsonb AS capacity FROM release_lease_fast($1, $2, $3, $4)",
+    )
+    .bind(lease_id)
+    .bind(new_id())
+    .bind(key_id)
+    .bind(tenant_id)
+    .fetch_one(db)
+    .await?;
     Ok(row.into_outcome("released"))
 }
 

@@ -791,3 +791,73 @@ async fn the_service_vacuums_the_node_table(db: PgPool) {
     gpuplane::leases::lifecycle::vacuum_nodes(&db).await.unwrap();
     assert_eq!(vacuums().await, before + 1);
 }
+
+/// A pool that cannot hold a request by its committed counters is refused by the one-round-trip call itself,
+/// with the same answer the general path gives; requests that can never fit (422) and queueing requests still
+/// go to the general path.
+#[sqlx::test]
+async fn a_full_pool_is_refused_in_one_round_trip_with_the_general_answer(db: PgPool) {
+    use gpuplane::leases::store::{FastOutcome, allocate_fast};
+    use gpuplane::leases::{Placement, Term};
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8, 4]).await;
+    let tenant_id =
+        app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
+    let key_id = key_of(&db, &tenant_id).await;
+    let (tenant_uuid, pool_id) = (uuid::Uuid::parse_str(&tenant_id).unwrap(), uuid::Uuid::parse_str(&pool).unwrap());
+    app.post("/v1/leases", &tenant, lease_body(&pool, 8)).await.expect(StatusCode::CREATED);
+    app.post("/v1/leases", &tenant, lease_body(&pool, 3)).await.expect(StatusCode::CREATED);
+    let fast = |gpus: i32, placement: Placement| {
+        let db = db.clone();
+        async move {
+            allocate_fast(
+                &db,
+                gpuplane::extract::new_id(),
+                key_id,
+                tenant_uuid,
+                pool_id,
+                gpus,
+                placement,
+                Term::Hourly,
+                Some(2),
+                None,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    match fast(2, Placement::Pack).await {
+        FastOutcome::Insufficient(c) => {
+            assert_eq!((c.requested, c.free_gpus, c.largest_free_block, c.queued_ahead), (2, 1, 1, 0));
+        }
+        _ => panic!("a full pool should be refused by the one-round-trip call"),
+    }
+    // Over HTTP: the same 409 as the general path (forced with an Idempotency-Key) gives.
+    let fast_409 = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await;
+    let fast_409 = fast_409.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    let general_409 = app
+        .send(
+            Request::post("/v1/leases")
+                .header("authorization", format!("Bearer {tenant}"))
+                .header("content-type", "application/json")
+                .header("idempotency-key", "general-409")
+                .body(Body::from(lease_body(&pool, 2).to_string()))
+                .unwrap(),
+        )
+        .await
+        .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    assert_eq!(fast_409.body["detail"], general_409.body["detail"]);
+    assert_eq!(fast_409.body["context"], general_409.body["context"]);
+    // Never fits: the general path's 422.
+    assert!(matches!(fast(9, Placement::SingleNode).await, FastOutcome::Fallback));
+    assert!(matches!(fast(13, Placement::Pack).await, FastOutcome::Fallback));
+    let res = app.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 13, "duration_hours": 1 })).await;
+    assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["gpu_count"]);
+    // Asked to queue: queued, by the general path.
+    let queued = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "queue": true }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(queued.body["state"], "queued");
+    assert_eq!(allocation_invariants(&db).await, (11, 11, true));
+}
