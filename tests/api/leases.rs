@@ -557,6 +557,21 @@ async fn key_of(db: &PgPool, tenant_id: &str) -> uuid::Uuid {
         .unwrap()
 }
 
+/// The one-round-trip allocation called directly: an hourly lease of 2 hours.
+async fn allocate_directly(
+    db: &PgPool,
+    key: uuid::Uuid,
+    tenant: uuid::Uuid,
+    pool: uuid::Uuid,
+    gpus: i32,
+    placement: gpuplane::leases::Placement,
+) -> gpuplane::leases::store::FastOutcome {
+    let (id, term) = (gpuplane::extract::new_id(), gpuplane::leases::Term::Hourly);
+    gpuplane::leases::store::allocate_fast(db, id, key, tenant, pool, gpus, placement, term, Some(2), None)
+        .await
+        .unwrap()
+}
+
 fn placement_of(lease: &Value) -> Vec<(String, i64)> {
     lease["gpus"]
         .as_array()
@@ -571,8 +586,8 @@ fn placement_of(lease: &Value) -> Vec<(String, i64)> {
 /// same GPUs, best fit across nodes and the tightest index window inside one.
 #[sqlx::test]
 async fn the_one_round_trip_and_general_paths_choose_the_same_gpus(db: PgPool) {
-    use gpuplane::leases::store::{FastOutcome, allocate_fast};
-    use gpuplane::leases::{Placement, Term};
+    use gpuplane::leases::Placement;
+    use gpuplane::leases::store::FastOutcome;
     let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 8, 4, 2]).await;
     let (tenant_id, key_id) = {
@@ -597,20 +612,7 @@ async fn the_one_round_trip_and_general_paths_choose_the_same_gpus(db: PgPool) {
     let mut idempotency = 0;
     let mut seen = Vec::new();
     for gpus in 1..=9 {
-        let fast = allocate_fast(
-            &db,
-            gpuplane::extract::new_id(),
-            key_id,
-            tenant_id,
-            pool_id,
-            gpus,
-            Placement::Pack,
-            Term::Hourly,
-            Some(2),
-            None,
-        )
-        .await
-        .unwrap();
+        let fast = allocate_directly(&db, key_id, tenant_id, pool_id, gpus, Placement::Pack).await;
         let fast = match fast {
             FastOutcome::Done(lease, _) => serde_json::to_value(lease).unwrap(),
             FastOutcome::Fallback if gpus == 9 => Value::Null, // no node has 9: multi-node, the general path's
@@ -658,8 +660,8 @@ async fn the_one_round_trip_and_general_paths_choose_the_same_gpus(db: PgPool) {
 /// takes the general path, which answers exactly as before.
 #[sqlx::test]
 async fn the_one_round_trip_allocation_declines_the_uncommon_cases(db: PgPool) {
-    use gpuplane::leases::store::{FastOutcome, allocate_fast};
-    use gpuplane::leases::{Placement, Term};
+    use gpuplane::leases::Placement;
+    use gpuplane::leases::store::FastOutcome;
     let app = TestApp::new(db.clone());
     let (op, tenant, pool, _) = setup(&app, &[8, 8]).await;
     let pool_id = uuid::Uuid::parse_str(&pool).unwrap();
@@ -667,25 +669,7 @@ async fn the_one_round_trip_allocation_declines_the_uncommon_cases(db: PgPool) {
         app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
     let key_id = key_of(&db, &tenant_id).await;
     let tenant_uuid = uuid::Uuid::parse_str(&tenant_id).unwrap();
-    let fast = |key: uuid::Uuid, tenant: uuid::Uuid, gpus: i32, placement: Placement| {
-        let db = db.clone();
-        async move {
-            allocate_fast(
-                &db,
-                gpuplane::extract::new_id(),
-                key,
-                tenant,
-                pool_id,
-                gpus,
-                placement,
-                Term::Hourly,
-                Some(1),
-                None,
-            )
-            .await
-            .unwrap()
-        }
-    };
+    let fast = |key, tenant, gpus, placement| allocate_directly(&db, key, tenant, pool_id, gpus, placement);
     let leases = || async { sqlx::query_scalar::<_, i64>("SELECT count(*) FROM leases").fetch_one(&db).await.unwrap() };
     // More than one node holds, and spread placement: the general path's.
     assert!(matches!(fast(key_id, tenant_uuid, 9, Placement::Pack).await, FastOutcome::Fallback));
@@ -715,20 +699,7 @@ async fn the_one_round_trip_allocation_declines_the_uncommon_cases(db: PgPool) {
     assert_eq!(queued.body["state"], "queued");
     assert!(matches!(fast(key_id, tenant_uuid, 1, Placement::Pack).await, FastOutcome::Fallback));
     // An unknown pool.
-    let unknown = allocate_fast(
-        &db,
-        gpuplane::extract::new_id(),
-        key_id,
-        tenant_uuid,
-        uuid::Uuid::nil(),
-        1,
-        Placement::Pack,
-        Term::Hourly,
-        Some(1),
-        None,
-    )
-    .await
-    .unwrap();
+    let unknown = allocate_directly(&db, key_id, tenant_uuid, uuid::Uuid::nil(), 1, Placement::Pack).await;
     assert!(matches!(unknown, FastOutcome::Fallback));
     // None of the declined calls wrote anything: the leases are the two made over HTTP.
     assert_eq!(leases().await, 2);
@@ -797,8 +768,8 @@ async fn the_service_vacuums_the_node_table(db: PgPool) {
 /// go to the general path.
 #[sqlx::test]
 async fn a_full_pool_is_refused_in_one_round_trip_with_the_general_answer(db: PgPool) {
-    use gpuplane::leases::store::{FastOutcome, allocate_fast};
-    use gpuplane::leases::{Placement, Term};
+    use gpuplane::leases::Placement;
+    use gpuplane::leases::store::FastOutcome;
     let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 4]).await;
     let tenant_id =
@@ -807,25 +778,7 @@ async fn a_full_pool_is_refused_in_one_round_trip_with_the_general_answer(db: Pg
     let (tenant_uuid, pool_id) = (uuid::Uuid::parse_str(&tenant_id).unwrap(), uuid::Uuid::parse_str(&pool).unwrap());
     app.post("/v1/leases", &tenant, lease_body(&pool, 8)).await.expect(StatusCode::CREATED);
     app.post("/v1/leases", &tenant, lease_body(&pool, 3)).await.expect(StatusCode::CREATED);
-    let fast = |gpus: i32, placement: Placement| {
-        let db = db.clone();
-        async move {
-            allocate_fast(
-                &db,
-                gpuplane::extract::new_id(),
-                key_id,
-                tenant_uuid,
-                pool_id,
-                gpus,
-                placement,
-                Term::Hourly,
-                Some(2),
-                None,
-            )
-            .await
-            .unwrap()
-        }
-    };
+    let fast = |gpus, placement| allocate_directly(&db, key_id, tenant_uuid, pool_id, gpus, placement);
     match fast(2, Placement::Pack).await {
         FastOutcome::Insufficient(c) => {
             assert_eq!((c.requested, c.free_gpus, c.largest_free_block, c.queued_ahead), (2, 1, 1, 0));
