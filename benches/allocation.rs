@@ -419,21 +419,13 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
 }
 
 /// The same cycle without HTTP and without the service: as many pgbench clients as the service has connections
-/// call `allocate_lease_fast` and `release_lease_fast` (the one statement each that the service sends) on the
-/// bench database, while the nodes
-/// table is vacuumed every few seconds as the service does. Leases created per second, counted in the database.
+/// run `benches/allocation_cycle.sql` (`allocate_lease_fast` and `release_lease_fast`, the one statement each
+/// that the service sends) on the bench database, while the nodes table is vacuumed every few seconds as the
+/// service does. Leases created per second, counted in the database.
 async fn run_database_alone(cfg: &Config, pgbench: &str, db: &sqlx::PgPool, pool_id: Uuid) -> anyhow::Result<f64> {
     let (key_id, tenant_id): (Uuid, Uuid) =
         sqlx::query_as("SELECT id, tenant_id FROM api_keys ORDER BY id LIMIT 1").fetch_one(db).await?;
-    let script = format!(
-        "\\set n random(1, {GPUS_PER_NODE})\n\
-         SELECT COALESCE(lease->>'id', '00000000-0000-0000-0000-000000000000') AS lid \
-         FROM allocate_lease_fast(gen_random_uuid(), gen_random_uuid(), '{key_id}', '{tenant_id}', '{pool_id}', :n, \
-         'pack', 'hourly', 1, NULL) \\gset\n\
-         SELECT outcome FROM release_lease_fast(:lid, gen_random_uuid(), '{key_id}', '{tenant_id}');\n"
-    );
-    let path = std::env::temp_dir().join(format!("gpuplane-alloc-cycle-{}.sql", std::process::id()));
-    std::fs::write(&path, script)?;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/allocation_cycle.sql");
     let count = || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM leases").fetch_one(db).await.map_err(anyhow::Error::from)
     };
@@ -450,15 +442,16 @@ async fn run_database_alone(cfg: &Config, pgbench: &str, db: &sqlx::PgPool, pool
     let started = Instant::now();
     let run = tokio::process::Command::new(pgbench)
         .args(["-n", "-M", "prepared", "-c", &cfg.db_connections.to_string(), "-j", "2"])
-        .args(["-T", &cfg.seconds.to_string(), "-f"])
-        .arg(&path)
+        .args(["-T", &cfg.seconds.to_string()])
+        .args(["-D", &format!("key_id={key_id}"), "-D", &format!("tenant_id={tenant_id}")])
+        .args(["-D", &format!("pool_id={pool_id}"), "-D", &format!("gpus={GPUS_PER_NODE}"), "-f"])
+        .arg(&script)
         .arg(cfg.libpq_url(ALLOC_DB))
         .output()
         .await
         .with_context(|| format!("running {pgbench}"))?;
     let seconds = started.elapsed().as_secs_f64();
     vacuum.abort();
-    let _ = std::fs::remove_file(&path);
     if !run.status.success() {
         bail!("pgbench (database alone) failed: {}", String::from_utf8_lossy(&run.stderr));
     }

@@ -44,32 +44,9 @@ BEGIN
 END
 $$;
 
--- Whether a tenant's request may take the one-round-trip path at all: the key is valid and the tenant active,
--- without quotas, with the balance for it, and nobody waits in the pool's queue (a new request does not jump
--- it). Anything else is for the general path, which also words the errors.
-CREATE FUNCTION lease_request_admissible(
-    p_key_id uuid, p_tenant_id uuid, p_pool_id uuid, p_gpu_count integer, p_term text, p_months integer)
-RETURNS boolean LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    RETURN EXISTS (
-           SELECT 1
-             FROM api_keys k
-             JOIN tenants t ON t.id = k.tenant_id
-             JOIN pools p ON p.id = p_pool_id
-             JOIN pool_current_prices cp ON cp.pool_id = p.id
-             LEFT JOIN tenant_balances b ON b.tenant_id = t.id AND b.currency = p.currency
-            WHERE k.id = p_key_id AND k.tenant_id = p_tenant_id AND k.revoked_at IS NULL AND t.status = 'active'
-              AND t.max_concurrent_leases IS NULL AND t.max_gpus_per_pool IS NULL
-              AND NOT EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = p_pool_id)
-              AND COALESCE(b.balance_minor, 0) >= lease_upfront_minor(p_gpu_count, p_term, p_months,
-                      cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor))
-       AND NOT EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p_pool_id AND q.state = 'queued');
-END
-$$;
-
 -- Create an active lease of p_gpu_count GPUs on one node (pack or single_node placement), best fit, the GPUs
--- with the smallest index span on it (ties: lowest indices). Three statements: lock the node (the admission
--- check rides along), read its free GPUs, write everything. Returns ('allocated', lease, NULL);
+-- with the smallest index span on it (ties: lowest indices). Four statements: may the request go ahead, lock
+-- the node, read its free GPUs, write everything. Returns ('allocated', lease, NULL);
 -- ('insufficient', NULL, capacity) when the pool's committed free counters cannot hold the request (free GPUs,
 -- largest free block, leases queued: the figures of a 409); or ('fallback', NULL, NULL). The last two having
 -- written nothing.
@@ -90,35 +67,46 @@ DECLARE
     v_pool_gpus bigint;
     v_pool_largest bigint;
 BEGIN
-    IF p_placement NOT IN ('pack', 'single_node') THEN
+    -- Whether the request may take this path at all: the key is valid and the tenant active, without quotas,
+    -- with the balance for it, and nobody waits in the pool's queue (a new request does not jump it). Anything
+    -- else is for the general path, which also words the errors.
+    IF p_placement NOT IN ('pack', 'single_node') OR NOT EXISTS (
+           SELECT 1
+             FROM api_keys k
+             JOIN tenants t ON t.id = k.tenant_id
+             JOIN pools p ON p.id = p_pool_id
+             JOIN pool_current_prices cp ON cp.pool_id = p.id
+             LEFT JOIN tenant_balances b ON b.tenant_id = t.id AND b.currency = p.currency
+            WHERE k.id = p_key_id AND k.tenant_id = p_tenant_id AND k.revoked_at IS NULL AND t.status = 'active'
+              AND t.max_concurrent_leases IS NULL AND t.max_gpus_per_pool IS NULL
+              AND NOT EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = p_pool_id)
+              AND COALESCE(b.balance_minor, 0) >= lease_upfront_minor(p_gpu_count, p_term, p_months,
+                      cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor))
+       OR EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p_pool_id AND q.state = 'queued') THEN
         RETURN QUERY SELECT 'fallback'::text, NULL::jsonb, NULL::jsonb;
         RETURN;
     END IF;
-    -- The best-fit node nobody else holds, if the request is admissible (a subquery without reference to the
-    -- node: evaluated once). When every fitting node is held the general path waits for one: not here, because
-    -- a SKIP LOCKED miss can keep a stray lock (a row updated under it that then failed the recheck) and
-    -- waiting while holding it could deadlock; the general path waits inside savepoints.
+    -- The best-fit node nobody else holds. When every fitting node is held the general path waits for one: not
+    -- here, because a SKIP LOCKED miss can keep a stray lock (a row updated under it that then failed the
+    -- recheck) and waiting while holding it could deadlock; the general path waits inside savepoints.
     SELECT * INTO v_node FROM nodes
      WHERE pool_id = p_pool_id AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= p_gpu_count
-       AND (SELECT lease_request_admissible(p_key_id, p_tenant_id, p_pool_id, p_gpu_count, p_term, p_months))
      ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED;
     IF NOT FOUND THEN
         -- No capacity at all (by the committed counters) is answered here, cheaply: under a full pool most
         -- requests are refused, and the general path's refusal costs a transaction of ten statements. Requests
         -- that can never fit (422) and everything else go to the general path.
-        IF lease_request_admissible(p_key_id, p_tenant_id, p_pool_id, p_gpu_count, p_term, p_months) THEN
-            SELECT COALESCE(sum(free_gpus) FILTER (WHERE admin_state = 'active' AND liveness = 'ready'), 0),
-                   COALESCE(max(free_gpus) FILTER (WHERE admin_state = 'active' AND liveness = 'ready'), 0),
-                   COALESCE(sum(gpu_count), 0), COALESCE(max(gpu_count), 0)
-              INTO v_free, v_largest, v_pool_gpus, v_pool_largest
-              FROM nodes WHERE pool_id = p_pool_id;
-            IF p_gpu_count <= v_pool_gpus AND (p_placement = 'pack' OR p_gpu_count <= v_pool_largest)
-               AND (v_free < p_gpu_count OR (p_placement = 'single_node' AND v_largest < p_gpu_count)) THEN
-                RETURN QUERY SELECT 'insufficient'::text, NULL::jsonb,
-                    jsonb_build_object('requested', p_gpu_count, 'free_gpus', v_free, 'largest_free_block', v_largest,
-                                       'queued_ahead', 0);
-                RETURN;
-            END IF;
+        SELECT COALESCE(sum(free_gpus) FILTER (WHERE admin_state = 'active' AND liveness = 'ready'), 0),
+               COALESCE(max(free_gpus) FILTER (WHERE admin_state = 'active' AND liveness = 'ready'), 0),
+               COALESCE(sum(gpu_count), 0), COALESCE(max(gpu_count), 0)
+          INTO v_free, v_largest, v_pool_gpus, v_pool_largest
+          FROM nodes WHERE pool_id = p_pool_id;
+        IF p_gpu_count <= v_pool_gpus AND (p_placement = 'pack' OR p_gpu_count <= v_pool_largest)
+           AND (v_free < p_gpu_count OR (p_placement = 'single_node' AND v_largest < p_gpu_count)) THEN
+            RETURN QUERY SELECT 'insufficient'::text, NULL::jsonb,
+                jsonb_build_object('requested', p_gpu_count, 'free_gpus', v_free, 'largest_free_block', v_largest,
+                                   'queued_ahead', 0);
+            RETURN;
         END IF;
         RETURN QUERY SELECT 'fallback'::text, NULL::jsonb, NULL::jsonb;
         RETURN;

@@ -26,13 +26,9 @@ TENANT=00000000-0000-7000-8000-0000000000a1
 KEY=00000000-0000-7000-8000-0000000000b1
 
 cargo build --release --quiet
-SCRIPT=$(mktemp)
-trap 'rm -f "$SCRIPT"; "${PSQL[@]}" -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
-cat >"$SCRIPT" <<SQL
-\set n random(1, 8)
-SELECT COALESCE(lease->>'id', '00000000-0000-0000-0000-000000000000') AS lid FROM allocate_lease_fast(gen_random_uuid(), gen_random_uuid(), '$KEY', '$TENANT', '$POOL', :n, 'pack', 'hourly', 1, NULL) \gset
-SELECT outcome FROM release_lease_fast(:lid, gen_random_uuid(), '$KEY', '$TENANT');
-SQL
+SCRIPT=benches/allocation_cycle.sql
+trap '"${PSQL[@]}" -d postgres -c "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
+CYCLE=(-D "key_id=$KEY" -D "tenant_id=$TENANT" -D "pool_id=$POOL" -D gpus=8 -f "$SCRIPT")
 
 run() {
     local label=$1 change=$2
@@ -55,7 +51,7 @@ INSERT INTO api_keys (id, tenant_id, name, role, prefix, secret_hash)
     VALUES ('$KEY', '$TENANT', 'cost', 'tenant_admin', 'gpk_cost', '\x00');
 SQL
     if [ -n "$change" ]; then "${PSQL[@]}" -d "$DB" -c "$change"; fi
-    pgbench -h "$HOST" -U postgres -n -M prepared -c "$CLIENTS" -j 2 -T 3 -f "$SCRIPT" "$DB" >/dev/null 2>&1
+    pgbench -h "$HOST" -U postgres -n -M prepared -c "$CLIENTS" -j 2 -T 3 "${CYCLE[@]}" "$DB" >/dev/null 2>&1
     "${PSQL[@]}" -d "$DB" -c "VACUUM ANALYZE"
     (while sleep 5; do "${PSQL[@]}" -d "$DB" -c "VACUUM (SKIP_LOCKED) nodes" 2>/dev/null || true; done) &
     local vacuum=$!
@@ -63,7 +59,7 @@ SQL
     before=$("${PSQL[@]}" -d "$DB" -Atc "SELECT count(*) FROM leases")
     local started
     started=$(date +%s.%N)
-    pgbench -h "$HOST" -U postgres -n -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" -f "$SCRIPT" "$DB" >/dev/null
+    pgbench -h "$HOST" -U postgres -n -M prepared -c "$CLIENTS" -j 2 -T "$SECONDS_PER_RUN" "${CYCLE[@]}" "$DB" >/dev/null
     local elapsed
     elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
     kill "$vacuum" 2>/dev/null || true

@@ -1,5 +1,6 @@
 //! Background work for leases: expire leases at their end time, start queued leases when capacity frees,
-//! forget old idempotency records, keep the node table free of dead row versions. Every step is safe with several replicas on one database.
+//! forget old idempotency records, keep the node table free of dead row versions. Every step is safe with
+//! several replicas on one database.
 
 use std::time::Duration;
 

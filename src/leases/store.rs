@@ -268,8 +268,8 @@ impl FastRow {
 }
 
 /// A new active lease on one node (pack or single-node placement), best fit, in one statement that also
-/// requires the caller's key to be valid, the tenant active and without quotas, and the balance sufficient. Runs in its own
-/// transaction: give it the pool, not a transaction.
+/// requires the caller's key to be valid, the tenant active and without quotas, and the balance sufficient.
+/// Runs in its own transaction: give it the pool, not a transaction.
 #[allow(clippy::too_many_arguments)]
 pub async fn allocate_fast(
     db: &PgPool,
