@@ -316,6 +316,9 @@ impl Drop for Agents {
             let _ = agent.child.kill();
             let _ = agent.child.wait();
             let _ = std::fs::remove_dir_all(&agent.state_dir);
+            let mut jobs_dir = agent.state_dir.clone().into_os_string();
+            jobs_dir.push("-jobs");
+            let _ = std::fs::remove_dir_all(jobs_dir);
         }
     }
 }
@@ -346,6 +349,12 @@ async fn start_agents(server: &str, pools: &[SeededPool]) -> anyhow::Result<Agen
     Ok(agents)
 }
 
+/// The demo's `n`th agent's job uids: 100 each from 280000, clear of the test suite's agents.
+fn demo_job_uids(n: usize) -> String {
+    let first = 280_000 + 100 * n as u32;
+    format!("{first}-{}", first + 99)
+}
+
 /// Spawn one `gpuplane agent --simulate` into `agents` and return its first stdout line, to come.
 fn spawn_agent(
     exe: &Path,
@@ -365,6 +374,9 @@ fn spawn_agent(
         .arg(spec.network_gbps.to_string())
         .arg("--state-dir")
         .arg(&state_dir)
+        // Several agents on one machine: each gets job uids of its own, as separate hosts would.
+        .arg("--job-uids")
+        .arg(demo_job_uids(agents.0.len()))
         // In the environment rather than on the command line, where any local user could read it.
         .env("GPUPLANE_JOIN_TOKEN", &pool.join_token)
         // Agents speak up only when something is wrong; their stdout is read below.

@@ -14,11 +14,44 @@ pub struct AgentArgs {
     #[arg(long, env = "GPUPLANE_SERVER", required_unless_present = "probe")]
     pub server: Option<String>,
     /// Join token minted by an operator for the pool this node joins. Optional when a saved credential exists.
-    #[arg(long, env = "GPUPLANE_JOIN_TOKEN", hide_env_values = true)]
+    /// Prefer --join-token-file or the environment: a flag's value is visible to every user of the host in `ps`.
+    #[arg(long, env = "GPUPLANE_JOIN_TOKEN", hide_env_values = true, conflicts_with = "join_token_file")]
     pub join_token: Option<String>,
-    /// Where the agent keeps its credential between restarts.
+    /// A file holding the join token (e.g. /etc/gpuplane/join-token, mode 0600).
+    #[arg(long, env = "GPUPLANE_JOIN_TOKEN_FILE", value_name = "PATH")]
+    pub join_token_file: Option<PathBuf>,
+    /// PEM file of a private CA to trust for the server's certificate, in addition to the system's roots.
+    #[arg(long, env = "GPUPLANE_CA_CERT", value_name = "PATH")]
+    pub ca_cert: Option<PathBuf>,
+    /// Development only: allow a plain http:// server that is not on loopback. Join tokens, credentials and job
+    /// specs then cross the network in clear.
+    #[arg(long, env = "GPUPLANE_AGENT_INSECURE_HTTP")]
+    pub insecure_http: bool,
+    /// Where the agent keeps its credential and job records between restarts (created 0700; no job ever sees it).
     #[arg(long, env = "GPUPLANE_AGENT_STATE_DIR", default_value = "/var/lib/gpuplane-agent")]
     pub state_dir: PathBuf,
+    /// Where leases' files live (one directory per lease, wiped when the lease ends). Must not contain the state
+    /// directory nor lie inside it. Default: the state directory's path with `-jobs` appended.
+    #[arg(long, env = "GPUPLANE_AGENT_JOBS_DIR", value_name = "PATH")]
+    pub jobs_dir: Option<PathBuf>,
+    /// The uids (and gids) jobs run as, one per lease on this host, as FIRST-LAST. No other account of the host
+    /// may use them.
+    #[arg(long, env = "GPUPLANE_AGENT_JOB_UIDS", default_value = "200000-209999", value_parser = UidRange::parse)]
+    pub job_uids: UidRange,
+    /// Most processes and threads one lease's jobs may run at once.
+    #[arg(long, env = "GPUPLANE_AGENT_JOB_MAX_PROCESSES", default_value_t = 16384, value_parser = clap::value_parser!(u32).range(16..))]
+    pub job_max_processes: u32,
+    /// A host directory every job may read (datasets, toolchains); repeatable. Nothing else of the host's
+    /// temporary directories is visible to jobs.
+    #[arg(long, value_name = "PATH")]
+    pub job_ro_bind: Vec<PathBuf>,
+    /// The container runtime for jobs that name an image.
+    #[arg(long, env = "GPUPLANE_AGENT_CONTAINER_RUNTIME", value_enum, default_value = "docker")]
+    pub container_runtime: ContainerRuntime,
+    /// Development only: run jobs WITHOUT the sandbox, as the agent's own user, seeing every GPU and process of
+    /// the host. Never on a host that serves tenants.
+    #[arg(long, env = "GPUPLANE_AGENT_INSECURE_UNSANDBOXED_JOBS")]
+    pub insecure_unsandboxed_jobs: bool,
     /// Simulated GPUs instead of NVML, as MODEL:COUNT, e.g. h100:8 (models: rtx4090, a10, a100-40g, a100-80g,
     /// h100, h200, b200).
     #[arg(long, value_name = "MODEL:COUNT", value_parser = SimulateSpec::parse)]
@@ -44,6 +77,42 @@ pub struct AgentArgs {
     /// Samples kept while the service is unreachable; beyond it the oldest are dropped.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_buffered_samples: u32,
+}
+
+/// `--container-runtime`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ContainerRuntime {
+    /// Docker with the NVIDIA Container Toolkit (`--gpus`).
+    Docker,
+    /// Podman with the toolkit's CDI specs (`--device nvidia.com/gpu=N`).
+    Podman,
+}
+
+/// `--job-uids FIRST-LAST`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UidRange {
+    pub first: u32,
+    pub last: u32,
+}
+
+impl UidRange {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (first, last) =
+            text.split_once('-').ok_or_else(|| format!("expected FIRST-LAST, e.g. 200000-209999, got `{text}`"))?;
+        let number = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("`{s}` is not a uid"));
+        let (first, last) = (number(first)?, number(last)?);
+        if first < 1000 {
+            return Err(format!("job uids start at 1000 or above (system accounts live below), got {first}"));
+        }
+        if last < first || last >= 4_294_967_294 {
+            return Err(format!("expected FIRST <= LAST < 4294967294, got {first}-{last}"));
+        }
+        Ok(Self { first, last })
+    }
+
+    pub fn contains(&self, uid: u32) -> bool {
+        (self.first..=self.last).contains(&uid)
+    }
 }
 
 /// `--simulate MODEL:COUNT`.
@@ -122,6 +191,15 @@ mod tests {
         assert!(SimulateSpec::parse("h100:0").unwrap_err().contains("from 1 to 64"));
         assert!(SimulateSpec::parse("h100:65").unwrap_err().contains("from 1 to 64"));
         assert!(SimulateSpec::parse("h100:eight").unwrap_err().contains("whole number"));
+    }
+
+    #[test]
+    fn uid_ranges_stay_clear_of_system_accounts() {
+        assert_eq!(UidRange::parse("200000-200009").unwrap(), UidRange { first: 200000, last: 200009 });
+        assert!(UidRange::parse("0-10").unwrap_err().contains("1000 or above"));
+        assert!(UidRange::parse("5000-4000").unwrap_err().contains("FIRST <= LAST"));
+        assert!(UidRange::parse("5000").unwrap_err().contains("FIRST-LAST"));
+        assert!(UidRange::parse("a-b").unwrap_err().contains("not a uid"));
     }
 
     #[test]

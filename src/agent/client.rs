@@ -1,7 +1,10 @@
 //! HTTP calls to the service's `/v1/agent/*` endpoints, and how their failures are classified.
 
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
+
+use anyhow::Context;
 
 use reqwest::StatusCode;
 use serde::Serialize;
@@ -79,18 +82,35 @@ pub struct ServiceClient {
 }
 
 impl ServiceClient {
-    /// `server` is the base URL, without a trailing slash.
-    pub fn new(server: &str) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder()
+    /// `server` is the base URL, without a trailing slash. HTTPS is verified against the system's roots and, if
+    /// given, the PEM certificates in `ca_cert` (a private CA). Redirects are never followed: one could lead a
+    /// credential to another host or to plain HTTP.
+    pub fn new(server: &str, ca_cert: Option<&Path>) -> anyhow::Result<Self> {
+        let mut builder = reqwest::Client::builder()
             .user_agent(concat!("gpuplane-agent/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(30))
-            .build()?;
-        Ok(Self { http, server: server.to_owned() })
+            .redirect(reqwest::redirect::Policy::none());
+        if let Some(path) = ca_cert {
+            let pem = std::fs::read(path).with_context(|| format!("reading --ca-cert {}", path.display()))?;
+            let certificates = reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("--ca-cert {}: not a PEM certificate bundle", path.display()))?;
+            anyhow::ensure!(!certificates.is_empty(), "--ca-cert {}: no certificate in it", path.display());
+            for certificate in certificates {
+                builder = builder.add_root_certificate(certificate);
+            }
+        }
+        Ok(Self { http: builder.build()?, server: server.to_owned() })
     }
 
-    pub async fn register(&self, request: &RegisterRequest) -> Result<RegisterResponse, CallError> {
-        self.post("/v1/agent/register", None, request).await
+    /// Register, or re-attach this host's existing node: then `current_token` (the saved credential) proves it is
+    /// the same agent; a join token alone never takes over a registered node.
+    pub async fn register(
+        &self,
+        request: &RegisterRequest,
+        current_token: Option<&str>,
+    ) -> Result<RegisterResponse, CallError> {
+        self.post("/v1/agent/register", current_token, request).await
     }
 
     pub async fn heartbeat(

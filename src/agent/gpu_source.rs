@@ -16,6 +16,7 @@ use crate::agents::protocol::{GpuFacts, GpuSample};
 use crate::inventory::nodes::IntraLink;
 
 use super::args::AgentArgs;
+use super::sandbox::{DeviceFile, DeviceFiles};
 use super::simulated::SimulatedGpus;
 
 /// The GPU half of [`crate::agents::protocol::NodeFacts`]; the agent adds the host name and network.
@@ -32,6 +33,8 @@ pub struct HostGpus {
 pub trait GpuSource: Send {
     /// What the host has, reported at registration.
     fn host_gpus(&mut self) -> anyhow::Result<HostGpus>;
+    /// The device files of each GPU and the control devices, for the job sandbox.
+    fn device_files(&mut self) -> anyhow::Result<DeviceFiles>;
     /// One sample per GPU, all stamped `at`. Metrics a GPU cannot report read as 0 (or `None`); sampling itself
     /// never fails, so one broken sensor does not stop a node's heartbeats.
     fn sample(&mut self, at: DateTime<Utc>) -> Vec<GpuSample>;
@@ -40,7 +43,9 @@ pub trait GpuSource: Send {
 /// NVML when no `--simulate` is given.
 pub fn open_gpu_source(args: &AgentArgs, hostname: &str) -> anyhow::Result<Box<dyn GpuSource>> {
     match args.simulate {
-        Some(spec) => Ok(Box::new(SimulatedGpus::new(spec, hostname, args.inject_xid)?)),
+        Some(spec) => {
+            Ok(Box::new(SimulatedGpus::new(spec, hostname, args.inject_xid, args.state_dir.join("devices"))?))
+        }
         None => Ok(Box::new(NvmlGpus::open()?)),
     }
 }
@@ -228,6 +233,30 @@ impl GpuSource for NvmlGpus {
                 )
             }),
         })
+    }
+
+    /// `/dev/nvidiaN` by the GPU's minor number (NVML's index order need not be the minor numbers' order), and
+    /// the control devices that exist on this host.
+    fn device_files(&mut self) -> anyhow::Result<DeviceFiles> {
+        let mut files = DeviceFiles::default();
+        for (index, device) in self.devices.iter().enumerate() {
+            let minor = device.minor_number().with_context(|| format!("NVML: the minor number of GPU {index}"))?;
+            let name = format!("nvidia{minor}");
+            files.gpus.insert(index as i32, DeviceFile { host: format!("/dev/{name}").into(), name });
+        }
+        let mut control: Vec<String> = ["nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"]
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|name| std::path::Path::new("/dev").join(name).exists())
+            .collect();
+        if let Ok(caps) = std::fs::read_dir("/dev/nvidia-caps") {
+            control.extend(
+                caps.filter_map(Result::ok).map(|e| format!("nvidia-caps/{}", e.file_name().to_string_lossy())),
+            );
+        }
+        files.control =
+            control.into_iter().map(|name| DeviceFile { host: format!("/dev/{name}").into(), name }).collect();
+        Ok(files)
     }
 
     fn sample(&mut self, at: DateTime<Utc>) -> Vec<GpuSample> {

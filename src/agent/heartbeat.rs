@@ -74,11 +74,13 @@ pub struct Agent {
     pub server: String,
     pub join_token: Option<String>,
     pub facts: NodeFacts,
+    /// How this host runs jobs; handed to the job runner once attached.
+    pub job_host: Option<super::launch::JobHost>,
 }
 
 impl Agent {
     /// Attach or register, then heartbeat until `shutdown`.
-    pub async fn run(self, mut sampler: Sampler, shutdown: CancellationToken) -> anyhow::Result<()> {
+    pub async fn run(mut self, mut sampler: Sampler, shutdown: CancellationToken) -> anyhow::Result<()> {
         let mut rng = StdRng::from_os_rng();
         let saved = self.store.load_for(&self.server)?;
         // Registered, and no heartbeat has been accepted with the new credential yet.
@@ -98,7 +100,8 @@ impl Agent {
         };
         let Some((mut credential, interval)) = attached else { return Ok(()) };
         // Jobs this agent started before a restart are reported, never started again.
-        let mut jobs = JobRunner::open(self.store.dir())?;
+        let job_host = self.job_host.take().context("the agent runs once")?;
+        let mut jobs = JobRunner::open(self.store.dir(), job_host)?;
         let mut heartbeats: u64 = 0;
 
         let now = Instant::now();
@@ -230,7 +233,7 @@ impl Agent {
         loop {
             let outcome = tokio::select! {
                 _ = shutdown.cancelled() => return Ok(None),
-                outcome = self.client.register(&request) => outcome,
+                outcome = self.client.register(&request, None) => outcome,
             };
             match outcome {
                 Ok(answer) => {
@@ -248,6 +251,14 @@ impl Agent {
                 }
                 Err(CallError::Unauthorized(problem)) => {
                     anyhow::bail!("the service refused the join token ({problem}); ask an operator for a new one")
+                }
+                Err(CallError::Rejected { status, problem }) if problem.code == "node_identity_required" => {
+                    anyhow::bail!(
+                        "the service refused to register this node: HTTP {status} ({problem}). This host name is \
+                         registered already and this agent cannot prove it is that node (its saved credential is \
+                         gone or no longer valid); an operator must allow a new registration: \
+                         POST /v1/admin/nodes/{{id}}/allow-reregistration"
+                    )
                 }
                 Err(CallError::Rejected { status, problem }) => {
                     anyhow::bail!("the service refused to register this node: HTTP {status} ({problem})")

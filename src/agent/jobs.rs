@@ -4,17 +4,18 @@
 //! heartbeats as a backstop, and every heartbeat while something runs): it fetches the assignments, starts new
 //! ones, stops cancelled ones and ones that disappeared (their lease ended), and delivers state reports.
 //!
-//! A process is started with exactly the rendered argv and environment: no shell, the environment cleared except
-//! PATH and HOME, in its own working directory `<state-dir>/jobs/<job_node_id>/` where the spec's files are
-//! written first, and in its own process group so that stopping it (SIGTERM through `kill`, SIGKILL after a grace
-//! period) reaches everything it started.
+//! A process is started with exactly the rendered argv and environment (no shell), through [`JobHost`]: in the
+//! sandbox as its lease's own user, seeing only its lease's GPUs and files ([`super::sandbox`]), or in a
+//! container when it names an image. Stopping it signals every process it started (SIGTERM, SIGKILL after a
+//! grace period).
 //!
 //! Every start is recorded in `<state-dir>/jobs.json` before the process is spawned. A restarted agent therefore
-//! never starts an assignment twice: one that was running when the agent died is stopped (its process group is
-//! killed if it survived) and reported `failed` with the reason "agent restarted".
+//! never starts an assignment twice: one that was running when the agent died is stopped (its sandbox and every
+//! process of its lease's user are killed) and reported `failed` with the reason "agent restarted".
+//! `jobs.json` also holds which uid each lease on this host runs as.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,11 +27,12 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::client::{CallError, ServiceClient};
-use crate::jobs::protocol::{AssignmentStatus, OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES, ReportedState};
-use crate::jobs::{Desired, LaunchSpec};
-
-/// How long a stopped process gets between SIGTERM and SIGKILL.
-pub const STOP_GRACE: Duration = Duration::from_secs(10);
+use super::launch::{JobHost, ProcessKind, STOP_GRACE, container_name};
+use super::sandbox::{processes_of_uid, signal_processes};
+use crate::jobs::Desired;
+use crate::jobs::protocol::{
+    Assignment, AssignmentStatus, NodeLease, OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES, ReportedState,
+};
 
 /// What `jobs.json` remembers of an assignment this agent started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,11 +42,23 @@ struct Started {
     pid: Option<u32>,
     /// The process ended and its final state was decided.
     finished: bool,
+    /// It ran in a container (named after the assignment), which outlives the agent unless removed.
+    #[serde(default)]
+    container: bool,
+}
+
+/// A lease with files or processes on this host.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct LeaseSlot {
+    /// The uid and gid its processes run as.
+    uid: u32,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct JobsFile {
     jobs: BTreeMap<Uuid, Started>,
+    #[serde(default)]
+    leases: BTreeMap<Uuid, LeaseSlot>,
 }
 
 /// The last lines of a process's output.
@@ -82,6 +96,8 @@ enum StopReason {
 
 struct Running {
     pid: u32,
+    lease_id: Uuid,
+    kind: ProcessKind,
     tail: SharedTail,
     reported_version: u64,
     stopping: Option<StopReason>,
@@ -97,6 +113,7 @@ pub struct Exited {
 
 pub struct JobRunner {
     state_dir: PathBuf,
+    host: Arc<JobHost>,
     file: JobsFile,
     running: HashMap<Uuid, Running>,
     exits_tx: mpsc::UnboundedSender<Exited>,
@@ -108,8 +125,9 @@ pub struct JobRunner {
 
 impl JobRunner {
     /// Load `jobs.json`. Assignments that were running when the previous agent died are stopped for good (their
-    /// process group is killed if it survived) and reported failed: they are never started again.
-    pub fn open(state_dir: &Path) -> anyhow::Result<Self> {
+    /// sandbox or container and every process of their lease's user are killed) and reported failed: they are
+    /// never started again.
+    pub fn open(state_dir: &Path, host: JobHost) -> anyhow::Result<Self> {
         let path = state_dir.join("jobs.json");
         let mut file: JobsFile = match std::fs::read_to_string(&path) {
             Ok(text) => serde_json::from_str(&text).unwrap_or_else(|err| {
@@ -123,7 +141,12 @@ impl JobRunner {
         let mut outbox = Vec::new();
         for (job_node_id, started) in file.jobs.iter_mut().filter(|(_, s)| !s.finished) {
             if let Some(pid) = started.pid {
-                signal_group(pid, "KILL");
+                let kind = if started.container {
+                    ProcessKind::Container(container_name(*job_node_id))
+                } else {
+                    ProcessKind::Plain
+                };
+                host.kill(pid, &kind);
             }
             started.finished = true;
             tracing::warn!(job_node.id = %job_node_id, "the job was running when the agent stopped: reporting it failed");
@@ -137,8 +160,15 @@ impl JobRunner {
                 },
             ));
         }
+        // Nothing of a lease runs while the agent is down: whatever is left is an orphan.
+        if host.sandboxed() {
+            for slot in file.leases.values().filter(|slot| host.uids.contains(slot.uid)) {
+                signal_processes(&processes_of_uid(slot.uid), "KILL");
+            }
+        }
         let runner = Self {
             state_dir: state_dir.to_owned(),
+            host: Arc::new(host),
             file,
             running: HashMap::new(),
             exits_tx,
@@ -217,8 +247,8 @@ impl JobRunner {
     /// Fetch the assignments and act on them: start new ones, stop cancelled and vanished ones, report.
     pub async fn sync(&mut self, client: &ServiceClient, token: &str) {
         self.flush(client, token).await;
-        let list = match client.assignments(token).await {
-            Ok(list) => list.assignments,
+        let (list, leases) = match client.assignments(token).await {
+            Ok(list) => (list.assignments, list.leases),
             Err(err) => {
                 tracing::debug!(%err, "fetching assignments failed; retrying at the next heartbeat");
                 return;
@@ -230,7 +260,7 @@ impl JobRunner {
             match assignment.desired {
                 Desired::Run if self.running.contains_key(&id) => {}
                 Desired::Run => match self.file.jobs.get(&id) {
-                    None => self.start(id, assignment.job_id, &assignment.spec),
+                    None => self.start(&assignment, &leases),
                     Some(started) if started.finished && !self.outbox.iter().any(|(o, _)| *o == id) => {
                         // Ended here, yet the service still lists it: the final report was lost.
                         self.outbox.push((
@@ -252,6 +282,7 @@ impl JobRunner {
                             job_id: assignment.job_id,
                             pid: None,
                             finished: true,
+                            container: false,
                         });
                         self.outbox.push((
                             id,
@@ -294,18 +325,53 @@ impl JobRunner {
         if self.file.jobs.len() != before {
             self.persist_or_warn();
         }
+        self.remove_ended_leases(&leases);
         self.flush(client, token).await;
     }
 
-    fn start(&mut self, id: Uuid, job_id: Uuid, spec: &LaunchSpec) {
+    /// A lease the service no longer lists on this node, with nothing of it still stopping: its processes are
+    /// killed, its files removed, its uid freed.
+    fn remove_ended_leases(&mut self, listed: &[NodeLease]) {
+        let ended: Vec<(Uuid, LeaseSlot)> = self
+            .file
+            .leases
+            .iter()
+            .filter(|(id, _)| !listed.iter().any(|l| l.lease_id == **id))
+            .filter(|(id, _)| !self.running.values().any(|r| r.lease_id == **id))
+            .map(|(id, slot)| (*id, *slot))
+            .collect();
+        for (lease_id, slot) in &ended {
+            tracing::info!(lease.id = %lease_id, uid = slot.uid, "the lease ended here: removing its processes and files");
+            self.host.remove_lease(*lease_id, slot.uid);
+            self.file.leases.remove(lease_id);
+        }
+        if !ended.is_empty() {
+            self.persist_or_warn();
+        }
+    }
+
+    /// The lease's uid on this host, taken from the range on its first job.
+    fn lease_uid(&mut self, lease_id: Uuid) -> anyhow::Result<u32> {
+        if let Some(slot) = self.file.leases.get(&lease_id) {
+            return Ok(slot.uid);
+        }
+        let uid = self.host.free_uid(self.file.leases.values().map(|s| s.uid))?;
+        self.file.leases.insert(lease_id, LeaseSlot { uid });
+        self.persist()?;
+        Ok(uid)
+    }
+
+    fn start(&mut self, assignment: &Assignment, leases: &[NodeLease]) {
+        let (id, job_id) = (assignment.job_node_id, assignment.job_id);
         // Recorded before the spawn: if the agent dies in between, the restart reports it instead of starting it.
-        self.file.jobs.insert(id, Started { job_id, pid: None, finished: false });
+        let container = assignment.spec.image.is_some();
+        self.file.jobs.insert(id, Started { job_id, pid: None, finished: false, container });
         if let Err(err) = self.persist() {
             tracing::error!(%err, "could not record the job start; not starting it");
             self.file.jobs.remove(&id);
             return;
         }
-        match self.spawn(id, spec) {
+        match self.spawn(assignment, leases) {
             Ok(pid) => {
                 if let Some(started) = self.file.jobs.get_mut(&id) {
                     started.pid = Some(pid);
@@ -341,38 +407,29 @@ impl JobRunner {
         }
     }
 
-    fn spawn(&mut self, id: Uuid, spec: &LaunchSpec) -> anyhow::Result<u32> {
-        let workdir = self.state_dir.join("jobs").join(id.to_string());
-        std::fs::create_dir_all(&workdir).with_context(|| format!("creating {}", workdir.display()))?;
-        for file in &spec.files {
-            let relative = Path::new(&file.path);
-            if file.path.is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
-                anyhow::bail!("file path `{}` is not a plain relative path", file.path);
-            }
-            let path = workdir.join(relative);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            std::fs::write(&path, &file.content).with_context(|| format!("writing {}", path.display()))?;
-        }
-        let argv = launch_argv(spec, &workdir);
-        let (program, args) = argv.split_first().context("empty argv")?;
-        let mut command = tokio::process::Command::new(program);
+    fn spawn(&mut self, assignment: &Assignment, leases: &[NodeLease]) -> anyhow::Result<u32> {
+        let id = assignment.job_node_id;
+        let gpus = leases
+            .iter()
+            .find(|l| l.lease_id == assignment.lease_id)
+            .map(|l| l.gpu_indices.clone())
+            .context("its lease holds no GPUs of this node")?;
+        let uid = self.lease_uid(assignment.lease_id)?;
+        let agent_path = std::env::var("PATH").ok();
+        let prepared =
+            self.host.prepare(id, assignment.lease_id, uid, &gpus, &assignment.spec, agent_path.as_deref())?;
+        let program = prepared.argv[0].clone();
+        let mut command = tokio::process::Command::new(&program);
         command
-            .args(args)
+            .args(&prepared.argv[1..])
             .env_clear()
-            .current_dir(&workdir)
+            .envs(&prepared.env)
+            .current_dir(&prepared.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Its own process group: stopping the job signals everything it started.
+            // Its own process group: stopping it for good signals everything it started outside a sandbox.
             .process_group(0);
-        for key in ["PATH", "HOME"] {
-            if let Some(value) = std::env::var_os(key) {
-                command.env(key, value);
-            }
-        }
-        command.envs(&spec.env);
         let mut child = command.spawn().with_context(|| format!("starting `{program}`"))?;
         let pid = child.id().context("the process exited at once")?;
         let tail: SharedTail = Arc::default();
@@ -401,7 +458,9 @@ impl JobRunner {
             });
             let _ = exits.send(Exited { job_node_id: id, code, tail: snapshot(&watched).0 });
         });
-        self.running.insert(id, Running { pid, tail, reported_version: 0, stopping: None });
+        let lease_id = assignment.lease_id;
+        self.running
+            .insert(id, Running { pid, lease_id, kind: prepared.kind, tail, reported_version: 0, stopping: None });
         Ok(pid)
     }
 
@@ -412,14 +471,15 @@ impl JobRunner {
             return;
         }
         running.stopping = Some(reason);
-        let pid = running.pid;
+        let (pid, kind) = (running.pid, running.kind.clone());
         tracing::info!(job_node.id = %id, pid, ?reason, "stopping job");
-        signal_group(pid, "TERM");
+        self.host.terminate(pid, &kind);
         let grace = self.grace;
+        let host = self.host.clone();
         tokio::spawn(async move {
             tokio::time::sleep(grace).await;
             if Path::new(&format!("/proc/{pid}")).exists() {
-                signal_group(pid, "KILL");
+                host.kill(pid, &kind);
             }
         });
     }
@@ -444,18 +504,6 @@ impl JobRunner {
     }
 }
 
-/// Signal a process group through the `kill` program (no unsafe code here).
-fn signal_group(pgid: u32, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .args([format!("-{signal}"), "--".into(), format!("-{pgid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if let Err(err) = status {
-        tracing::warn!(pgid, %err, "could not run kill");
-    }
-}
-
 async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, tail: SharedTail) {
     let mut reader = BufReader::new(stream);
     let mut buf = Vec::new();
@@ -469,26 +517,6 @@ async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, tail: SharedTail)
             }
         }
     }
-}
-
-/// The argv to execute: the spec's own, or, with an image, the spec run in a container that sees only the
-/// leased GPUs (renumbered from 0 inside), with the spec's environment and the working directory at /workspace.
-pub fn launch_argv(spec: &LaunchSpec, workdir: &Path) -> Vec<String> {
-    let Some(image) = &spec.image else { return spec.argv.clone() };
-    let devices = spec.env.get("CUDA_VISIBLE_DEVICES").cloned().unwrap_or_default();
-    let count = devices.split(',').filter(|d| !d.is_empty()).count();
-    let mut argv: Vec<String> =
-        ["docker", "run", "--rm", "--network=host", "--ipc=host", "--gpus"].iter().map(|s| s.to_string()).collect();
-    argv.push(format!("\"device={devices}\""));
-    for key in spec.env.keys().filter(|k| *k != "CUDA_VISIBLE_DEVICES") {
-        argv.extend(["-e".to_string(), key.clone()]);
-    }
-    let inside: Vec<String> = (0..count).map(|i| i.to_string()).collect();
-    argv.extend(["-e".to_string(), format!("CUDA_VISIBLE_DEVICES={}", inside.join(","))]);
-    argv.extend(["-v".to_string(), format!("{}:/workspace", workdir.display()), "-w".into(), "/workspace".into()]);
-    argv.push(image.clone());
-    argv.extend(spec.argv.iter().cloned());
-    argv
 }
 
 #[cfg(test)]
@@ -509,24 +537,16 @@ mod tests {
         assert_eq!(version, 121);
     }
 
-    #[test]
-    fn an_image_wraps_the_argv_in_docker_with_only_the_leased_gpus() {
-        let mut env = BTreeMap::new();
-        env.insert("CUDA_VISIBLE_DEVICES".to_string(), "4,5".to_string());
-        env.insert("WORLD_SIZE".to_string(), "2".to_string());
-        let spec = LaunchSpec {
-            argv: vec!["python3".into(), "x.py".into()],
-            env,
-            files: Vec::new(),
-            image: Some("img:1".into()),
-        };
-        let argv = launch_argv(&spec, Path::new("/w"));
-        assert_eq!(argv[..7], ["docker", "run", "--rm", "--network=host", "--ipc=host", "--gpus", "\"device=4,5\""]);
-        assert!(argv.windows(2).any(|w| w == ["-e", "WORLD_SIZE"]));
-        assert!(argv.windows(2).any(|w| w == ["-e", "CUDA_VISIBLE_DEVICES=0,1"]));
-        assert!(argv.ends_with(&["img:1".into(), "python3".into(), "x.py".into()]));
-        let plain = LaunchSpec { image: None, ..spec };
-        assert_eq!(launch_argv(&plain, Path::new("/w")), ["python3", "x.py"]);
+    fn unsandboxed_host(dir: &Path) -> JobHost {
+        JobHost {
+            isolation: super::super::launch::Isolation::Unsandboxed,
+            jobs_dir: dir.join("jobs"),
+            state_dir: dir.to_owned(),
+            uids: super::super::args::UidRange { first: 300000, last: 300009 },
+            devices: Default::default(),
+            runtime: super::super::args::ContainerRuntime::Docker,
+            max_processes: 64,
+        }
     }
 
     #[tokio::test]
@@ -534,11 +554,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("gpuplane-jobs-test-{}", Uuid::now_v7()));
         let id = Uuid::now_v7();
         {
-            let mut runner = JobRunner::open(&dir).unwrap();
-            runner.file.jobs.insert(id, Started { job_id: Uuid::nil(), pid: None, finished: false });
+            let mut runner = JobRunner::open(&dir, unsandboxed_host(&dir)).unwrap();
+            runner.file.jobs.insert(id, Started { job_id: Uuid::nil(), pid: None, finished: false, container: false });
             runner.persist().unwrap();
         }
-        let runner = JobRunner::open(&dir).unwrap();
+        let runner = JobRunner::open(&dir, unsandboxed_host(&dir)).unwrap();
         assert_eq!(runner.outbox.len(), 1);
         assert_eq!(runner.outbox[0].0, id);
         assert_eq!(runner.outbox[0].1.state, ReportedState::Failed);

@@ -25,6 +25,8 @@ pub mod credential;
 pub mod gpu_source;
 pub mod heartbeat;
 pub mod jobs;
+pub mod launch;
+pub mod sandbox;
 pub mod simulated;
 
 use anyhow::Context;
@@ -51,15 +53,18 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let facts = node_facts(&args, &hostname, source.as_mut())?;
     let server = args.server.as_deref().context("--server (or GPUPLANE_SERVER) is required")?;
     let server = credential::normalize_server(server);
-    check_server_url(&server)?;
+    check_server_url(&server, args.insecure_http)?;
+    let join_token = join_token(&args)?;
+    let job_host = job_host(&args, source.as_mut())?;
     let shutdown = CancellationToken::new();
     crate::app::cancel_on_signal(shutdown.clone());
     let agent = heartbeat::Agent {
-        client: client::ServiceClient::new(&server)?,
+        client: client::ServiceClient::new(&server, args.ca_cert.as_deref())?,
         store: credential::CredentialStore::new(&args.state_dir),
         server,
-        join_token: args.join_token.clone(),
+        join_token,
         facts,
+        job_host: Some(job_host),
     };
     let sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     agent.run(sampler, shutdown).await
@@ -110,17 +115,99 @@ pub fn local_hostname() -> String {
         .unwrap_or_else(|| "localhost".to_owned())
 }
 
-/// This build's HTTP client has no TLS: say so up front rather than retrying an https URL forever.
-fn check_server_url(server: &str) -> anyhow::Result<()> {
+/// HTTPS always; plain HTTP only to a server on this machine (loopback), or with `--insecure-http`.
+fn check_server_url(server: &str, insecure_http: bool) -> anyhow::Result<()> {
     let url = reqwest::Url::parse(server).with_context(|| format!("--server `{server}` is not a URL"))?;
     match url.scheme() {
-        "http" => Ok(()),
-        "https" => anyhow::bail!(
-            "--server `{server}`: this build speaks plain HTTP only; reach the service over http:// \
-             (e.g. through a local TLS-terminating proxy)"
+        "https" => Ok(()),
+        "http" if insecure_http => {
+            tracing::warn!(%server, "--insecure-http: join tokens, credentials and job specs cross the network in clear");
+            Ok(())
+        }
+        "http" if is_loopback(&url) => Ok(()),
+        "http" => anyhow::bail!(
+            "--server `{server}`: plain http:// is accepted only on loopback; use https:// (with --ca-cert for a \
+             private CA), or --insecure-http for development"
         ),
-        other => anyhow::bail!("--server `{server}`: unsupported scheme `{other}`; expected http://"),
+        other => anyhow::bail!("--server `{server}`: unsupported scheme `{other}`; expected https://"),
     }
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else { return false };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `--join-token`, `GPUPLANE_JOIN_TOKEN`, or the first line of `--join-token-file`.
+fn join_token(args: &AgentArgs) -> anyhow::Result<Option<String>> {
+    let Some(path) = &args.join_token_file else { return Ok(args.join_token.clone()) };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading --join-token-file {}", path.display()))?;
+    let token = text.lines().next().unwrap_or_default().trim().to_owned();
+    anyhow::ensure!(!token.is_empty(), "--join-token-file {} is empty", path.display());
+    Ok(Some(token))
+}
+
+/// The state and jobs directories, the GPUs' device files, and whether this host can sandbox jobs (it tries
+/// once, now, so a host that cannot says so at start-up and in every job it refuses).
+fn job_host(args: &AgentArgs, source: &mut dyn GpuSource) -> anyhow::Result<launch::JobHost> {
+    use std::os::unix::fs::PermissionsExt;
+    let state_dir = &args.state_dir;
+    let jobs_dir = args.jobs_dir.clone().unwrap_or_else(|| {
+        let mut name = state_dir.file_name().unwrap_or_default().to_os_string();
+        name.push("-jobs");
+        state_dir.with_file_name(name)
+    });
+    for (dir, flag) in [(state_dir, "--state-dir"), (&jobs_dir, "--jobs-dir")] {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {flag} {}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("making {flag} {} private", dir.display()))?;
+    }
+    let state_dir = state_dir.canonicalize()?;
+    let jobs_dir = jobs_dir.canonicalize()?;
+    anyhow::ensure!(
+        !state_dir.starts_with(&jobs_dir) && !jobs_dir.starts_with(&state_dir),
+        "--state-dir {} and --jobs-dir {} must not contain one another: jobs never see the agent's state",
+        state_dir.display(),
+        jobs_dir.display()
+    );
+    let devices = source.device_files()?;
+    let isolation = if args.insecure_unsandboxed_jobs {
+        let warning = "--insecure-unsandboxed-jobs: jobs run WITHOUT the sandbox, as the agent's user, and can read \
+                       its credential and use every GPU of this host; never use this on a host that serves tenants";
+        eprintln!("gpuplane agent: WARNING: {warning}");
+        tracing::warn!("{warning}");
+        launch::Isolation::Unsandboxed
+    } else {
+        let sandbox = sandbox::Sandbox::discover(
+            vec![state_dir.clone(), jobs_dir.clone()],
+            args.job_ro_bind.clone(),
+            args.job_max_processes,
+        )
+        .and_then(|sandbox| {
+            sandbox.probe(&state_dir.join("sandbox-probe"), args.job_uids.first)?;
+            Ok(sandbox)
+        });
+        match sandbox {
+            Ok(sandbox) => launch::Isolation::Sandboxed(sandbox),
+            Err(err) => {
+                let reason = format!("{err:#}");
+                eprintln!("gpuplane agent: this host cannot sandbox jobs, so it will run none: {reason}");
+                tracing::error!(%reason, "this host cannot sandbox jobs; every job without an image will fail");
+                launch::Isolation::Unavailable(reason)
+            }
+        }
+    };
+    Ok(launch::JobHost {
+        isolation,
+        jobs_dir,
+        state_dir,
+        uids: args.job_uids,
+        devices,
+        runtime: args.container_runtime,
+        max_processes: args.job_max_processes,
+    })
 }
 
 #[cfg(test)]
@@ -171,10 +258,28 @@ mod tests {
     }
 
     #[test]
-    fn only_plain_http_servers_are_accepted() {
-        assert!(check_server_url("http://10.0.0.1:8080").is_ok());
-        assert!(check_server_url("https://x").unwrap_err().to_string().contains("plain HTTP"));
-        assert!(check_server_url("not a url").is_err());
+    fn plain_http_only_on_loopback_or_when_asked_for() {
+        assert!(check_server_url("https://gpuplane.example.com", false).is_ok());
+        for local in ["http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "http://127.8.0.1"] {
+            assert!(check_server_url(local, false).is_ok(), "{local}");
+        }
+        let err = check_server_url("http://10.0.0.1:8080", false).unwrap_err().to_string();
+        assert!(err.contains("only on loopback"), "{err}");
+        assert!(check_server_url("http://10.0.0.1:8080", true).is_ok(), "--insecure-http");
+        assert!(check_server_url("ftp://x", true).unwrap_err().to_string().contains("unsupported scheme"));
+        assert!(check_server_url("not a url", false).is_err());
+    }
+
+    #[test]
+    fn the_join_token_can_come_from_a_file() {
+        let path = std::env::temp_dir().join(format!("gpuplane-join-{}", uuid::Uuid::new_v4()));
+        std::fs::write(&path, "gpj_secret\n").unwrap();
+        let args = parse(&["--server", "http://s", "--join-token-file", path.to_str().unwrap()]).unwrap();
+        assert_eq!(join_token(&args).unwrap().as_deref(), Some("gpj_secret"));
+        assert!(parse(&["--server", "http://s", "--join-token", "x", "--join-token-file", "/f"]).is_err());
+        std::fs::write(&path, "\n").unwrap();
+        assert!(join_token(&args).unwrap_err().to_string().contains("empty"));
+        std::fs::remove_file(path).unwrap();
     }
 
     #[test]

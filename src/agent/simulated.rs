@@ -1,6 +1,9 @@
 //! Simulated GPUs: the model catalog as NVML names them, and plausible DCGM-style telemetry (a bounded random
 //! walk), so the agent and the service can be exercised end to end on machines without GPUs.
 
+use std::path::PathBuf;
+
+use anyhow::Context;
 use chrono::{DateTime, TimeZone, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -10,6 +13,7 @@ use crate::inventory::nodes::IntraLink;
 
 use super::args::{InjectXid, SimulateSpec};
 use super::gpu_source::{GpuSource, HostGpus};
+use super::sandbox::{DeviceFile, DeviceFiles};
 
 const MIB: i64 = 1024 * 1024;
 /// Temperatures a healthy, cooled GPU stays within.
@@ -195,10 +199,17 @@ pub struct SimulatedGpus {
     rounds: u64,
     inject_xid: Option<InjectXid>,
     rng: StdRng,
+    /// Where the stand-in device files are made (the agent's state directory's `devices/`).
+    device_dir: PathBuf,
 }
 
 impl SimulatedGpus {
-    pub fn new(spec: SimulateSpec, hostname: &str, inject_xid: Option<InjectXid>) -> anyhow::Result<Self> {
+    pub fn new(
+        spec: SimulateSpec,
+        hostname: &str,
+        inject_xid: Option<InjectXid>,
+        device_dir: PathBuf,
+    ) -> anyhow::Result<Self> {
         if let Some(inject) = inject_xid
             && inject.gpu_index >= spec.count
         {
@@ -213,18 +224,50 @@ impl SimulatedGpus {
             rounds: 0,
             inject_xid,
             rng: StdRng::from_os_rng(),
+            device_dir,
         })
     }
 }
 
+fn sim_uuid(hostname: &str, index: i32) -> String {
+    format!("GPU-sim-{hostname}-{index}")
+}
+
+/// Stand-ins for the control devices CUDA opens besides the GPUs'.
+const SIMULATED_CONTROL_DEVICES: [&str; 2] = ["nvidiactl", "nvidia-uvm"];
+
 impl GpuSource for SimulatedGpus {
+    /// Simulated GPUs are simulated devices: a file per GPU (`nvidiaN`, readable by everyone like the real
+    /// character devices) in the agent's state directory, which the sandbox maps into a job exactly as it maps
+    /// `/dev/nvidiaN` on a real host.
+    fn device_files(&mut self) -> anyhow::Result<DeviceFiles> {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::create_dir_all(&self.device_dir).with_context(|| format!("creating {}", self.device_dir.display()))?;
+        let make = |name: &str, content: String| -> anyhow::Result<DeviceFile> {
+            let host = self.device_dir.join(name);
+            std::fs::write(&host, content).with_context(|| format!("writing {}", host.display()))?;
+            std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o666))?;
+            Ok(DeviceFile { host, name: name.to_owned() })
+        };
+        let mut files = DeviceFiles::default();
+        for index in 0..self.gpus.len() as i32 {
+            let content =
+                format!("simulated {} GPU {index} ({})\n", self.model.nvml_name, sim_uuid(&self.hostname, index));
+            files.gpus.insert(index, make(&format!("nvidia{index}"), content)?);
+        }
+        for name in SIMULATED_CONTROL_DEVICES {
+            files.control.push(make(name, format!("simulated {name}\n"))?);
+        }
+        Ok(files)
+    }
+
     fn host_gpus(&mut self) -> anyhow::Result<HostGpus> {
         let memory_bytes = self.model.memory_mib * MIB;
         Ok(HostGpus {
             gpus: (0..self.gpus.len() as i32)
                 .map(|index| GpuFacts {
                     index,
-                    uuid: format!("GPU-sim-{}-{index}", self.hostname),
+                    uuid: sim_uuid(&self.hostname, index),
                     name: self.model.nvml_name.to_owned(),
                     memory_bytes,
                 })
@@ -307,11 +350,30 @@ mod tests {
         assert!(((next.energy_mj - gpu.energy_mj) as f64 - expected).abs() <= 1.0);
     }
 
+    fn scratch() -> PathBuf {
+        std::env::temp_dir().join(format!("gpuplane-simdev-{}", uuid::Uuid::new_v4()))
+    }
+
+    #[test]
+    fn each_simulated_gpu_is_a_device_file() {
+        let dir = scratch();
+        let mut gpus = SimulatedGpus::new(spec("h100:3"), "node-a", None, dir.clone()).unwrap();
+        let files = gpus.device_files().unwrap();
+        assert_eq!(files.gpus.keys().copied().collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(files.gpus[&2].name, "nvidia2");
+        assert_eq!(files.gpus[&2].host, dir.join("nvidia2"));
+        let text = std::fs::read_to_string(&files.gpus[&2].host).unwrap();
+        assert!(text.contains("GPU 2 (GPU-sim-node-a-2)"), "{text}");
+        let control: Vec<&str> = files.control.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(control, ["nvidiactl", "nvidia-uvm"]);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
     #[test]
     fn uuids_are_per_host_and_stable() {
-        let mut first = SimulatedGpus::new(spec("a10:3"), "node-a", None).unwrap();
-        let mut again = SimulatedGpus::new(spec("a10:3"), "node-a", None).unwrap();
-        let mut other = SimulatedGpus::new(spec("a10:3"), "node-b", None).unwrap();
+        let mut first = SimulatedGpus::new(spec("a10:3"), "node-a", None, scratch()).unwrap();
+        let mut again = SimulatedGpus::new(spec("a10:3"), "node-a", None, scratch()).unwrap();
+        let mut other = SimulatedGpus::new(spec("a10:3"), "node-b", None, scratch()).unwrap();
         let uuids = |s: &mut SimulatedGpus| s.host_gpus().unwrap().gpus.into_iter().map(|g| g.uuid).collect::<Vec<_>>();
         let a = uuids(&mut first);
         assert_eq!(a, vec!["GPU-sim-node-a-0", "GPU-sim-node-a-1", "GPU-sim-node-a-2"]);
@@ -321,11 +383,11 @@ mod tests {
 
     #[test]
     fn facts_follow_the_catalog() {
-        let facts = SimulatedGpus::new(spec("rtx4090:1"), "h", None).unwrap().host_gpus().unwrap();
+        let facts = SimulatedGpus::new(spec("rtx4090:1"), "h", None, scratch()).unwrap().host_gpus().unwrap();
         assert_eq!(facts.intra_link, IntraLink::Pcie);
         assert_eq!(facts.gpus[0].name, "NVIDIA GeForce RTX 4090");
         assert_eq!(facts.gpus[0].memory_bytes, 24564 * MIB);
-        let facts = SimulatedGpus::new(spec("b200:8"), "h", None).unwrap().host_gpus().unwrap();
+        let facts = SimulatedGpus::new(spec("b200:8"), "h", None, scratch()).unwrap().host_gpus().unwrap();
         assert_eq!(facts.intra_link, IntraLink::Nvlink);
         assert_eq!(facts.gpus.len(), 8);
     }
@@ -333,7 +395,7 @@ mod tests {
     #[test]
     fn injected_xid_is_reported_once_in_the_second_round() {
         let inject = InjectXid { gpu_index: 1, code: 79 };
-        let mut gpus = SimulatedGpus::new(spec("h100:2"), "h", Some(inject)).unwrap();
+        let mut gpus = SimulatedGpus::new(spec("h100:2"), "h", Some(inject), scratch()).unwrap();
         let start = Utc::now();
         let rounds: Vec<Vec<GpuSample>> =
             (0..4).map(|i| gpus.sample(start + chrono::Duration::seconds(10 * i))).collect();
@@ -348,7 +410,9 @@ mod tests {
 
     #[test]
     fn injecting_into_a_missing_gpu_is_refused() {
-        let err = SimulatedGpus::new(spec("h100:2"), "h", Some(InjectXid { gpu_index: 2, code: 79 })).err().unwrap();
+        let err = SimulatedGpus::new(spec("h100:2"), "h", Some(InjectXid { gpu_index: 2, code: 79 }), scratch())
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("GPU 2"), "{err}");
     }
 }

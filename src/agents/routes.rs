@@ -29,18 +29,23 @@ pub fn router() -> OpenApiRouter<AppState> {
 pub const MAX_SAMPLES: usize = 4096;
 
 /// Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its credential.
+/// Re-attaching needs proof that the caller is that node: its current agent credential as the bearer token, or
+/// an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join token alone
+/// never takes over a registered node.
 #[utoipa::path(
     post, path = "/v1/agent/register", tag = "agents", operation_id = "register_agent",
     request_body = RegisterRequest,
+    security((), ("bearer" = [])),
     responses(
         (status = 201, description = "A new node", body = RegisterResponse),
         (status = 200, description = "The existing node of this hostname, re-attached", body = RegisterResponse),
-        (status = 401, description = "Unknown, expired, used-up or revoked join token (`invalid_join_token`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The hostname belongs to another pool (`node_in_other_pool`) or its GPUs changed (`gpu_set_changed`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 401, description = "Unknown, expired, used-up or revoked join token (`invalid_join_token`), or an invalid agent credential", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The hostname belongs to another pool (`node_in_other_pool`), its GPUs changed (`gpu_set_changed`), or it is registered and the caller did not prove to be that node (`node_identity_required`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn register_agent(
     State(state): State<AppState>,
+    proof: Option<AgentAuth>,
     ApiJson(req): ApiJson<RegisterRequest>,
 ) -> ApiResult<(StatusCode, Json<RegisterResponse>)> {
     let facts = &req.node;
@@ -91,15 +96,26 @@ pub async fn register_agent(
     let facts_json = serde_json::json!({
         "driver_version": facts.driver_version, "cuda_version": facts.cuda_version, "topology": facts.topology,
     });
-    let existing: Option<(Uuid, Uuid)> = sqlx::query_as("SELECT id, pool_id FROM nodes WHERE hostname = $1 FOR UPDATE")
-        .bind(&facts.hostname)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let existing: Option<(Uuid, Uuid, i64, bool)> = sqlx::query_as(
+        "SELECT id, pool_id, agent_generation, coalesce(reregistration_allowed_until > now(), false) \
+         FROM nodes WHERE hostname = $1 FOR UPDATE",
+    )
+    .bind(&facts.hostname)
+    .fetch_optional(&mut *tx)
+    .await?;
     let (node_id, status) = match existing {
-        Some((_, other_pool)) if other_pool != pool_id => {
+        Some((_, other_pool, _, _)) if other_pool != pool_id => {
             return Err(ApiError::conflict("node_in_other_pool", "a node with this hostname belongs to another pool"));
         }
-        Some((node_id, _)) => {
+        Some((node_id, _, generation, operator_allowed)) => {
+            let proven = proof.as_ref().is_some_and(|p| p.node_id == node_id && p.generation == generation);
+            if !proven && !operator_allowed {
+                return Err(ApiError::conflict(
+                    "node_identity_required",
+                    "this hostname is a registered node: re-attaching it needs the node's current agent credential \
+                     as the bearer token, or an operator's allow-reregistration",
+                ));
+            }
             let registered: Vec<(i32, String)> =
                 sqlx::query_as("SELECT idx, uuid FROM gpus WHERE node_id = $1 ORDER BY idx")
                     .bind(node_id)
@@ -133,7 +149,8 @@ pub async fn register_agent(
     };
     let (generation,): (i64,) = sqlx::query_as(
         "UPDATE nodes SET agent_managed = true, agent_generation = agent_generation + 1, facts = $2, \
-             liveness = 'ready', last_heartbeat_at = now(), generation = generation + 1 \
+             liveness = 'ready', last_heartbeat_at = now(), generation = generation + 1, \
+             reregistration_allowed_until = NULL \
          WHERE id = $1 RETURNING agent_generation",
     )
     .bind(node_id)

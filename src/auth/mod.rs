@@ -12,7 +12,7 @@ pub mod routes;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -324,5 +324,17 @@ impl FromRequestParts<AppState> for AgentAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let claims = state.tokens.verify_agent(bearer_token(parts)?)?;
         Ok(AgentAuth { node_id: claims.sub, generation: claims.generation })
+    }
+}
+
+/// An agent's credential where it is optional proof (re-registration): no Authorization header is `None`; a
+/// header with an invalid credential is 401, never silently ignored.
+impl OptionalFromRequestParts<AppState> for AgentAuth {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Option<Self>, Self::Rejection> {
+        if !parts.headers.contains_key(AUTHORIZATION) {
+            return Ok(None);
+        }
+        <Self as FromRequestParts<AppState>>::from_request_parts(parts, state).await.map(Some)
     }
 }

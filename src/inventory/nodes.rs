@@ -27,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(uncordon_node))
         .routes(routes!(drain_node))
         .routes(routes!(set_node_maintenance))
+        .routes(routes!(allow_node_reregistration))
 }
 
 /// Link between the GPUs inside a node.
@@ -376,6 +377,41 @@ async fn set_admin_state(state: &AppState, node_id: Uuid, admin_state: &str) -> 
     let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
     tx.commit().await?;
     tracing::info!(node.id = %node_id, admin_state, "node admin state changed");
+    Ok(Json(node))
+}
+
+/// How long an operator's permission to register a node's host name afresh lasts.
+pub const REREGISTRATION_WINDOW_MINUTES: i32 = 60;
+
+/// Allow the node's host name to be registered again with a join token alone, once, within the next hour: for
+/// a host whose agent lost its state directory. Without this, re-registering an existing host name needs the
+/// node's current agent credential, so a join token never takes over a registered node.
+#[utoipa::path(
+    post, path = "/v1/admin/nodes/{node_id}/allow-reregistration", tag = "admin",
+    operation_id = "allow_node_reregistration",
+    params(("node_id" = Uuid, Path, description = "Node id")),
+    responses((status = 200, description = "The node; the next registration of its host name within the hour re-attaches it", body = Node))
+)]
+pub async fn allow_node_reregistration(
+    State(state): State<AppState>,
+    op: OperatorAuth,
+    ApiPath(node_id): ApiPath<Uuid>,
+) -> ApiResult<Json<Node>> {
+    let mut tx = state.db.begin().await?;
+    let updated = sqlx::query(
+        "UPDATE nodes SET reregistration_allowed_until = now() + make_interval(mins => $2), updated_at = now() \
+         WHERE id = $1",
+    )
+    .bind(node_id)
+    .bind(REREGISTRATION_WINDOW_MINUTES)
+    .execute(&mut *tx)
+    .await?;
+    if updated.rows_affected() == 0 {
+        return Err(ApiError::NotFound("node"));
+    }
+    let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
+    tx.commit().await?;
+    tracing::info!(node.id = %node_id, operator.key = %op.key_id, "node re-registration allowed");
     Ok(Json(node))
 }
 

@@ -18,6 +18,8 @@ pub struct Assignment {
     /// Report its status at `POST /v1/agent/assignments/{job_node_id}/status`.
     pub job_node_id: Uuid,
     pub job_id: Uuid,
+    /// The lease it runs on: its processes run as that lease's user, in that lease's directory.
+    pub lease_id: Uuid,
     pub desired: Desired,
     /// The state the service last recorded.
     pub state: JobState,
@@ -28,6 +30,17 @@ pub struct Assignment {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AssignmentList {
     pub assignments: Vec<Assignment>,
+    /// The leases that hold GPUs of this node now, with the GPUs they hold: a job gets exactly its lease's
+    /// devices; a lease no longer listed has ended here, and its files and processes are removed.
+    pub leases: Vec<NodeLease>,
+}
+
+/// A lease's part of one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NodeLease {
+    pub lease_id: Uuid,
+    /// The node's GPU indices the lease holds, ascending.
+    pub gpu_indices: Vec<i32>,
 }
 
 /// A state an agent reports.

@@ -32,6 +32,11 @@ pub const RESERVED_ENV: &[&str] = &[
     "GPUPLANE_NODE_ADDRS",
     "NCCL_IB_DISABLE",
     "NCCL_P2P_DISABLE",
+    // Set by the agent's sandbox.
+    "GPUPLANE_HOST_GPUS",
+    "HOME",
+    "USER",
+    "LOGNAME",
 ];
 
 /// A node of the lease as a job sees it.

@@ -179,6 +179,11 @@ pub struct CreateJobRequest {
     /// Extra environment: names `[A-Z_][A-Z0-9_]*`, not the launch's own variables.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Secret environment (tokens, passwords), same name rules as `env`, values of 8 to 32768 bytes: never
+    /// returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
+    /// tails, and delivered only to the agents of the job's nodes.
+    #[serde(default)]
+    pub secret_env: BTreeMap<String, String>,
     /// Values of the template's parameters.
     #[serde(default)]
     #[schema(value_type = Object)]
@@ -191,17 +196,31 @@ pub struct CreateJobRequest {
 /// Most extra environment variables, and bytes per value.
 const MAX_ENV: usize = 128;
 const MAX_ENV_VALUE: usize = 32 * 1024;
+/// Fewest bytes of a secret value: masking a very short value would garble unrelated output.
+const MIN_SECRET_VALUE: usize = 8;
 
 impl CreateJobRequest {
     fn validate(&self) -> Result<(), ApiError> {
         let mut errors = Vec::new();
         check_args("command", &self.command, &mut errors);
         check_args("args", &self.args, &mut errors);
-        if self.env.len() > MAX_ENV {
-            errors.push(FieldError::new("env", format!("at most {MAX_ENV} variables")));
+        if self.env.len() + self.secret_env.len() > MAX_ENV {
+            errors.push(FieldError::new("env", format!("at most {MAX_ENV} variables, secret ones included")));
         }
-        for (name, value) in &self.env {
-            let field = format!("env.{name}");
+        for name in self.secret_env.keys().filter(|name| self.env.contains_key(*name)) {
+            errors.push(FieldError::new(format!("secret_env.{name}"), "also given in `env`"));
+        }
+        for (name, value) in &self.secret_env {
+            if value.len() < MIN_SECRET_VALUE {
+                errors.push(FieldError::new(
+                    format!("secret_env.{name}"),
+                    format!("at least {MIN_SECRET_VALUE} bytes (a shorter value could not be masked in output)"),
+                ));
+            }
+        }
+        let all = self.env.iter().map(|e| ("env", e)).chain(self.secret_env.iter().map(|e| ("secret_env", e)));
+        for (map, (name, value)) in all {
+            let field = format!("{map}.{name}");
             let mut chars = name.chars();
             let well_formed = matches!(chars.next(), Some(c) if c.is_ascii_uppercase() || c == '_')
                 && chars.all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
@@ -451,10 +470,11 @@ pub async fn create_job(
             lease_id,
             template: &template_name,
             template_version,
-            request: serde_json::to_value(&req).unwrap_or_default(),
+            request: stored_request(&req),
             plan: planned.as_ref().map(|p| &p.1),
             created_by: auth.key_id,
             nodes: topology.nodes.iter().map(|n| n.node_id).zip(specs).collect(),
+            secrets: &req.secret_env,
         },
     )
     .await?;
@@ -462,6 +482,13 @@ pub async fn create_job(
     tx.commit().await?;
     tracing::info!(job.id = %job_id, lease.id = %lease_id, template = %template_name, nodes = job.nodes.len(), "job created");
     Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// The request as the job keeps it: secret values are not part of it (they live in `job_secrets`).
+fn stored_request(req: &CreateJobRequest) -> serde_json::Value {
+    let mut kept = req.clone();
+    kept.secret_env.values_mut().for_each(|value| *value = "***".into());
+    serde_json::to_value(&kept).unwrap_or_default()
 }
 
 fn lease_not_active(state: LeaseState) -> ApiError {
@@ -545,10 +572,10 @@ fn stale_credential() -> ApiError {
 )]
 pub async fn get_assignments(State(state): State<AppState>, agent: AgentAuth) -> ApiResult<Json<AssignmentList>> {
     let mut tx = state.db.begin().await?;
-    let assignments =
+    let list =
         store::fetch_assignments(&mut tx, agent.node_id, agent.generation).await?.ok_or_else(stale_credential)?;
     tx.commit().await?;
-    Ok(Json(AssignmentList { assignments }))
+    Ok(Json(list))
 }
 
 /// Report a state transition of an assignment's process (running, succeeded, failed, cancelled) with its exit

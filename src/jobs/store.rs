@@ -2,11 +2,13 @@
 //! its nodes' in the same transaction ([`refresh_job`]), so concurrent reports from several nodes cannot lose an
 //! update. Lock order: lease, then job, then its nodes.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::protocol::{Assignment, AssignmentStatus, clamp_tail};
+use super::protocol::{Assignment, AssignmentList, AssignmentStatus, NodeLease, clamp_tail};
 use super::render::LaunchSpec;
 use super::{Desired, Job, JobNode, JobState, StateChange, aggregate};
 use crate::extract::new_id;
@@ -32,6 +34,8 @@ pub struct NewJob<'a> {
     pub created_by: Uuid,
     /// (node id, spec) in rank order.
     pub nodes: Vec<(Uuid, LaunchSpec)>,
+    /// Secret environment values: stored apart from the specs, which the API returns.
+    pub secrets: &'a BTreeMap<String, String>,
 }
 
 pub async fn insert_job(conn: &mut PgConnection, job: NewJob<'_>) -> Result<(), sqlx::Error> {
@@ -65,9 +69,35 @@ pub async fn insert_job(conn: &mut PgConnection, job: NewJob<'_>) -> Result<(), 
     .bind(&nodes)
     .bind(&ranks)
     .bind(&specs)
-    .execute(conn)
+    .execute(&mut *conn)
     .await?;
+    if !job.secrets.is_empty() {
+        let names: Vec<&str> = job.secrets.keys().map(String::as_str).collect();
+        let values: Vec<&str> = job.secrets.values().map(String::as_str).collect();
+        sqlx::query("INSERT INTO job_secrets (job_id, name, value) SELECT $1, u.name, u.value FROM UNNEST($2::text[], $3::text[]) AS u(name, value)")
+            .bind(job.id)
+            .bind(&names)
+            .bind(&values)
+            .execute(conn)
+            .await?;
+    }
     Ok(())
+}
+
+/// A job's secret environment values.
+async fn job_secrets(conn: &mut PgConnection, job_id: Uuid) -> Result<Vec<(String, String)>, sqlx::Error> {
+    sqlx::query_as("SELECT name, value FROM job_secrets WHERE job_id = $1 ORDER BY name")
+        .bind(job_id)
+        .fetch_all(conn)
+        .await
+}
+
+/// What the service stores of a process's output: every secret value of its job replaced by `***`.
+pub fn mask_secrets(text: &str, secrets: &[(String, String)]) -> String {
+    secrets
+        .iter()
+        .filter(|(_, value)| !value.is_empty())
+        .fold(text.to_owned(), |text, (_, value)| text.replace(value.as_str(), "***"))
 }
 
 #[derive(sqlx::FromRow)]
@@ -332,7 +362,7 @@ pub async fn fetch_assignments(
     conn: &mut PgConnection,
     node_id: Uuid,
     generation: i64,
-) -> Result<Option<Vec<Assignment>>, sqlx::Error> {
+) -> Result<Option<AssignmentList>, sqlx::Error> {
     if !agent_current(conn, node_id, generation).await? {
         return Ok(None);
     }
@@ -357,25 +387,41 @@ pub async fn fetch_assignments(
             refresh_job(conn, *job_id).await?;
         }
     }
-    type Row = (Uuid, Uuid, Desired, JobState, sqlx::types::Json<LaunchSpec>);
+    type Row = (Uuid, Uuid, Uuid, Desired, JobState, sqlx::types::Json<LaunchSpec>);
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT id, job_id, desired, state, spec FROM job_nodes \
-         WHERE node_id = $1 AND state IN ('pending', 'assigned', 'running') ORDER BY id",
+        "SELECT jn.id, jn.job_id, j.lease_id, jn.desired, jn.state, jn.spec FROM job_nodes jn \
+         JOIN jobs j ON j.id = jn.job_id \
+         WHERE jn.node_id = $1 AND jn.state IN ('pending', 'assigned', 'running') ORDER BY jn.id",
     )
     .bind(node_id)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(Some(
-        rows.into_iter()
-            .map(|(job_node_id, job_id, desired, state, spec)| Assignment {
-                job_node_id,
-                job_id,
-                desired,
-                state,
-                spec: spec.0,
-            })
-            .collect(),
-    ))
+    // Secret values reach only the agents of the job's own nodes, in the assignment's environment.
+    let job_ids: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
+    let secrets: Vec<(Uuid, String, String)> =
+        sqlx::query_as("SELECT job_id, name, value FROM job_secrets WHERE job_id = ANY($1)")
+            .bind(&job_ids)
+            .fetch_all(&mut *conn)
+            .await?;
+    let assignments = rows
+        .into_iter()
+        .map(|(job_node_id, job_id, lease_id, desired, state, spec)| {
+            let mut spec = spec.0;
+            for (_, name, value) in secrets.iter().filter(|s| s.0 == job_id) {
+                spec.env.insert(name.clone(), value.clone());
+            }
+            Assignment { job_node_id, job_id, lease_id, desired, state, spec }
+        })
+        .collect();
+    let leases: Vec<(Uuid, Vec<i32>)> = sqlx::query_as(
+        "SELECT lg.lease_id, array_agg(g.idx ORDER BY g.idx) FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id \
+         WHERE lg.node_id = $1 AND lg.released_at IS NULL GROUP BY lg.lease_id ORDER BY lg.lease_id",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let leases = leases.into_iter().map(|(lease_id, gpu_indices)| NodeLease { lease_id, gpu_indices }).collect();
+    Ok(Some(AssignmentList { assignments, leases }))
 }
 
 /// Why a status report was not recorded.
@@ -419,8 +465,10 @@ pub async fn report_status(
             .fetch_one(&mut *conn)
             .await?;
     let next: JobState = report.state.into();
-    let tail = sqlx::types::Json(clamp_tail(&report.output_tail));
-    let reason = report.reason.as_ref().map(|r| r.chars().take(500).collect::<String>());
+    let secrets = job_secrets(conn, job_id).await?;
+    let masked: Vec<String> = report.output_tail.iter().map(|line| mask_secrets(line, &secrets)).collect();
+    let tail = sqlx::types::Json(clamp_tail(&masked));
+    let reason = report.reason.as_ref().map(|r| mask_secrets(r, &secrets).chars().take(500).collect::<String>());
     if next.rank() > current.rank() {
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE job_nodes SET state = $2, exit_code = $3, output_tail = $4, reason = COALESCE($5, reason), \

@@ -80,6 +80,23 @@ pub fn state_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A range of job uids of its own for each agent state directory: agents on one machine (as tests run them)
+/// must not share lease users, as no two hosts' agents ever would. The same directory keeps its range across
+/// restarts, as a host keeps its configuration.
+pub fn job_uids_for(dir: &std::path::Path) -> String {
+    static RANGES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let mut ranges = RANGES.lock().unwrap_or_else(|e| e.into_inner());
+    let slot = match ranges.iter().position(|d| d == dir) {
+        Some(slot) => slot,
+        None => {
+            ranges.push(dir.to_owned());
+            ranges.len() - 1
+        }
+    };
+    let first = 210_000 + 100 * slot as u32;
+    format!("{first}-{}", first + 99)
+}
+
 /// Start an agent and wait for its "registered"/"attached" line.
 pub fn spawn_agent(
     server: &str,
@@ -91,6 +108,7 @@ pub fn spawn_agent(
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.args(["agent", "--server", server, "--simulate", "h100:4", "--hostname", hostname, "--state-dir"])
         .arg(dir)
+        .args(["--job-uids", &job_uids_for(dir)])
         .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

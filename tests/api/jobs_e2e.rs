@@ -95,7 +95,10 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
         let mut indices = leased[node["node_id"].as_str().unwrap()].clone();
         indices.sort();
         let expected: Vec<String> = indices.iter().map(|i| i.to_string()).collect();
-        assert_eq!(env["CUDA_VISIBLE_DEVICES"], expected.join(","), "its own leased GPUs");
+        assert_eq!(env["GPUPLANE_HOST_GPUS"], expected.join(","), "its own leased GPUs");
+        // The sandbox holds only those devices, and CUDA numbers what it can open from 0.
+        assert_eq!(env["CUDA_VISIBLE_DEVICES"], "0,1,2,3");
+        assert_eq!(env["HOME"], "/lease/home");
         assert!(env.contains_key("PATH"));
         assert!(
             !env.contains_key("RUST_LOG") && !env.contains_key("GPUPLANE_SERVER"),

@@ -156,7 +156,10 @@ class Journey:
         with open(out_path, "wb") as out, open(self.work / f"agent-{n}.log", "wb") as err:
             agent = subprocess.Popen(
                 [str(self.binary), "agent", "--server", self.url, "--join-token", join_token,
-                 "--simulate", f"{GPU}:{GPUS_PER_NODE}", "--hostname", f"journey-{n}", "--state-dir", str(state_dir)],
+                 "--simulate", f"{GPU}:{GPUS_PER_NODE}", "--hostname", f"journey-{n}", "--state-dir", str(state_dir),
+                 # Jobs run sandboxed: the stub's directory is shared with them read-only, and each agent on this
+                 # one machine gets job uids of its own, as separate hosts would.
+                 "--job-ro-bind", str(bin_dir), "--job-uids", f"{290000 + 100 * n}-{290099 + 100 * n}"],
                 stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
             )  # fmt: skip
         self.agents.append(agent)

@@ -1,0 +1,427 @@
+//! How this host starts and stops a job's processes: in the sandbox ([`super::sandbox`]), in a container when the
+//! job names an image, or (development only) directly. Also each lease's user and directory on the host.
+//!
+//! Layout, all created by the agent (root):
+//!
+//! ```text
+//! <jobs-dir>/                          0700 root: no job ever sees it (tmpfs over it in every sandbox)
+//!   <lease>/                           0755 root: mounted at /lease; the tenant cannot write here
+//!     home/                            0700 the lease's user: HOME, the tenant's files for the lease
+//!     jobs/                            0755 root
+//!       <job_node_id>/                 made by the agent with the spec's files, then given to the lease's user:
+//!                                      the job's working directory (/lease/jobs/<job_node_id>)
+//! <state-dir>/leases/<lease>/passwd    /etc/passwd and /etc/group inside that lease's sandboxes
+//! ```
+//!
+//! A lease's directory is removed (and every process of its user killed) once the service no longer lists the
+//! lease on this node: files are not kept for the tenant's next lease.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use uuid::Uuid;
+
+use super::args::{ContainerRuntime, UidRange};
+use super::sandbox::{DeviceFiles, LEASE_MOUNT, Launch, Sandbox, group_file, passwd_file};
+use crate::jobs::LaunchSpec;
+
+/// How jobs run on this host, decided once at start-up.
+#[derive(Debug)]
+pub enum Isolation {
+    /// Every job without an image runs in the sandbox: the only mode for a host that serves tenants.
+    Sandboxed(Sandbox),
+    /// The host cannot sandbox (the reason): every job without an image fails with it.
+    Unavailable(String),
+    /// `--insecure-unsandboxed-jobs`: jobs run as the agent's user and see the whole host. Development only.
+    Unsandboxed,
+}
+
+/// Everything the runner needs to start processes on this host.
+#[derive(Debug)]
+pub struct JobHost {
+    pub isolation: Isolation,
+    pub jobs_dir: PathBuf,
+    pub state_dir: PathBuf,
+    pub uids: UidRange,
+    pub devices: DeviceFiles,
+    pub runtime: ContainerRuntime,
+    pub max_processes: u32,
+}
+
+/// How a started process is stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessKind {
+    /// bwrap: the job is every process in its PID namespace.
+    Sandbox,
+    /// A container of this name, stopped through the runtime.
+    Container(String),
+    /// `--insecure-unsandboxed-jobs`: its process group.
+    Plain,
+}
+
+/// A command ready to spawn.
+#[derive(Debug)]
+pub struct Prepared {
+    pub argv: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    /// Host working directory of the spawned program (bwrap and the runtime take the job's own from argv).
+    pub cwd: PathBuf,
+    pub kind: ProcessKind,
+}
+
+/// Variables a sandboxed job gets besides the spec's (which cannot set them: the service refuses reserved names).
+pub const HOST_GPUS_ENV: &str = "GPUPLANE_HOST_GPUS";
+
+impl JobHost {
+    pub fn sandboxed(&self) -> bool {
+        matches!(self.isolation, Isolation::Sandboxed(_))
+    }
+
+    /// The lowest uid of the range no lease holds.
+    pub fn free_uid(&self, taken: impl Iterator<Item = u32> + Clone) -> anyhow::Result<u32> {
+        (self.uids.first..=self.uids.last)
+            .find(|uid| !taken.clone().any(|t| t == *uid))
+            .context("every job uid of --job-uids is in use by a lease")
+    }
+
+    fn lease_dir(&self, lease_id: Uuid) -> PathBuf {
+        self.jobs_dir.join(lease_id.to_string())
+    }
+
+    fn lease_etc(&self, lease_id: Uuid) -> PathBuf {
+        self.state_dir.join("leases").join(lease_id.to_string())
+    }
+
+    /// Create the lease's directory, home and account files (idempotent).
+    fn prepare_lease(&self, lease_id: Uuid, uid: u32) -> anyhow::Result<PathBuf> {
+        let dir = self.lease_dir(lease_id);
+        create_dir_with_mode(&dir, 0o755)?;
+        create_dir_with_mode(&dir.join("jobs"), 0o755)?;
+        let home = dir.join("home");
+        if !home.is_dir() {
+            create_dir_with_mode(&home, 0o700)?;
+            if self.sandboxed() {
+                std::os::unix::fs::lchown(&home, Some(uid), Some(uid))
+                    .with_context(|| format!("giving {} to uid {uid}", home.display()))?;
+            }
+        }
+        let etc = self.lease_etc(lease_id);
+        std::fs::create_dir_all(&etc).with_context(|| format!("creating {}", etc.display()))?;
+        std::fs::write(etc.join("passwd"), passwd_file(uid))?;
+        std::fs::write(etc.join("group"), group_file(uid))?;
+        Ok(dir)
+    }
+
+    /// Everything to start one assignment: the lease's directory and the job's own, its files, the command.
+    pub fn prepare(
+        &self,
+        job_node_id: Uuid,
+        lease_id: Uuid,
+        uid: u32,
+        gpu_indices: &[i32],
+        spec: &LaunchSpec,
+        agent_path: Option<&str>,
+    ) -> anyhow::Result<Prepared> {
+        if let (Isolation::Unavailable(reason), None) = (&self.isolation, &spec.image) {
+            anyhow::bail!("this host cannot run jobs sandboxed, so it runs none: {reason}");
+        }
+        let devices = self.devices.for_gpus(gpu_indices)?;
+        let lease_dir = self.prepare_lease(lease_id, uid)?;
+        let job_dir = write_job_dir(&lease_dir, job_node_id, spec, self.sandboxed().then_some(uid))?;
+        let cwd_inside = format!("{LEASE_MOUNT}/jobs/{job_node_id}");
+
+        let mut env = spec.env.clone();
+        env.entry("PATH".into()).or_insert_with(|| agent_path.unwrap_or("/usr/local/bin:/usr/bin:/bin").to_owned());
+        let host_gpus: Vec<String> = gpu_indices.iter().map(i32::to_string).collect();
+        let renumbered: Vec<String> = (0..gpu_indices.len()).map(|i| i.to_string()).collect();
+        if let Some(image) = &spec.image {
+            env.insert("HOME".into(), format!("{LEASE_MOUNT}/home"));
+            env.insert("CUDA_VISIBLE_DEVICES".into(), renumbered.join(","));
+            env.insert(HOST_GPUS_ENV.into(), host_gpus.join(","));
+            let name = container_name(job_node_id);
+            let argv = container_argv(&ContainerLaunch {
+                runtime: self.runtime,
+                name: &name,
+                uid: self.sandboxed().then_some(uid),
+                gpu_indices,
+                env_names: env.keys().map(String::as_str).collect(),
+                lease_dir: &lease_dir,
+                cwd: &cwd_inside,
+                max_processes: self.max_processes,
+                image,
+                argv: &spec.argv,
+            });
+            return Ok(Prepared { argv, env, cwd: PathBuf::from("/"), kind: ProcessKind::Container(name) });
+        }
+        match &self.isolation {
+            Isolation::Sandboxed(sandbox) => {
+                env.insert("HOME".into(), format!("{LEASE_MOUNT}/home"));
+                env.insert("USER".into(), "tenant".into());
+                env.insert("LOGNAME".into(), "tenant".into());
+                // CUDA numbers the devices it can open from 0, as in a container.
+                env.insert("CUDA_VISIBLE_DEVICES".into(), renumbered.join(","));
+                env.insert(HOST_GPUS_ENV.into(), host_gpus.join(","));
+                let etc = self.lease_etc(lease_id);
+                let argv = sandbox.command_line(&Launch {
+                    uid,
+                    lease_dir: &lease_dir,
+                    passwd: &etc.join("passwd"),
+                    group: &etc.join("group"),
+                    cwd: &cwd_inside,
+                    devices: &devices,
+                    argv: &spec.argv,
+                });
+                Ok(Prepared { argv, env, cwd: PathBuf::from("/"), kind: ProcessKind::Sandbox })
+            }
+            Isolation::Unsandboxed => {
+                env.insert("HOME".into(), lease_dir.join("home").to_string_lossy().into_owned());
+                Ok(Prepared { argv: spec.argv.clone(), env, cwd: job_dir, kind: ProcessKind::Plain })
+            }
+            Isolation::Unavailable(_) => unreachable!("refused above"),
+        }
+    }
+
+    /// The lease has ended on this node: kill whatever its user still runs, remove its files.
+    pub fn remove_lease(&self, lease_id: Uuid, uid: u32) {
+        if self.sandboxed() && self.uids.contains(uid) {
+            super::sandbox::signal_processes(&super::sandbox::processes_of_uid(uid), "KILL");
+        }
+        for dir in [self.lease_dir(lease_id), self.lease_etc(lease_id)] {
+            // std's remove_dir_all does not follow symbolic links the tenant may have left.
+            if let Err(err) = std::fs::remove_dir_all(&dir)
+                && err.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(dir = %dir.display(), %err, "could not remove a lease's files");
+            }
+        }
+    }
+
+    /// Ask a process to stop (SIGTERM or the runtime's equivalent).
+    pub fn terminate(&self, pid: u32, kind: &ProcessKind) {
+        match kind {
+            ProcessKind::Sandbox => super::sandbox::signal_processes(&super::sandbox::sandbox_processes(pid), "TERM"),
+            ProcessKind::Container(name) => self.run_runtime(&["kill", "--signal=TERM", name]),
+            ProcessKind::Plain => signal_group(pid, "TERM"),
+        }
+    }
+
+    /// Stop it for good: the sandbox (and so its PID namespace), the container, or the process group.
+    pub fn kill(&self, pid: u32, kind: &ProcessKind) {
+        if let ProcessKind::Container(name) = kind {
+            self.run_runtime(&["rm", "--force", name]);
+        }
+        signal_group(pid, "KILL");
+    }
+
+    fn run_runtime(&self, args: &[&str]) {
+        let program = match self.runtime {
+            ContainerRuntime::Docker => "docker",
+            ContainerRuntime::Podman => "podman",
+        };
+        let result = std::process::Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if let Err(err) = result {
+            tracing::warn!(program, ?args, %err, "could not run the container runtime");
+        }
+    }
+}
+
+/// How long a stopped process gets between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
+
+pub fn container_name(job_node_id: Uuid) -> String {
+    format!("gpuplane-{job_node_id}")
+}
+
+/// Create a directory (and its parents) and set its mode; an existing one gets the mode too.
+fn create_dir_with_mode(dir: &Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let meta = std::fs::symlink_metadata(dir)?;
+    anyhow::ensure!(meta.is_dir(), "{} is not a directory", dir.display());
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
+    Ok(())
+}
+
+/// Make the job's working directory afresh under the lease's root-owned `jobs/`, write the spec's files into it,
+/// then give all of it to the lease's user (`owner`). Nothing is written through a path the tenant controls.
+fn write_job_dir(
+    lease_dir: &Path,
+    job_node_id: Uuid,
+    spec: &LaunchSpec,
+    owner: Option<u32>,
+) -> anyhow::Result<PathBuf> {
+    use std::io::Write;
+    let dir = lease_dir.join("jobs").join(job_node_id.to_string());
+    if std::fs::symlink_metadata(&dir).is_ok() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing a stale {}", dir.display()))?;
+    }
+    std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut created = vec![dir.clone()];
+    for file in &spec.files {
+        let relative = Path::new(&file.path);
+        if file.path.is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
+            anyhow::bail!("file path `{}` is not a plain relative path", file.path);
+        }
+        let mut parent = dir.clone();
+        if let Some(dirs) = relative.parent() {
+            for part in dirs.components() {
+                parent.push(part);
+                if std::fs::symlink_metadata(&parent).is_err() {
+                    std::fs::create_dir(&parent).with_context(|| format!("creating {}", parent.display()))?;
+                    created.push(parent.clone());
+                }
+            }
+        }
+        let path = dir.join(relative);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("writing {}", path.display()))?;
+        out.write_all(file.content.as_bytes())?;
+        created.push(path);
+    }
+    if let Some(uid) = owner {
+        for path in &created {
+            std::os::unix::fs::lchown(path, Some(uid), Some(uid))
+                .with_context(|| format!("giving {} to uid {uid}", path.display()))?;
+        }
+    }
+    Ok(dir)
+}
+
+/// A job with an image, as the container runtime runs it.
+pub struct ContainerLaunch<'a> {
+    pub runtime: ContainerRuntime,
+    pub name: &'a str,
+    /// The lease's user; `None` only with `--insecure-unsandboxed-jobs`.
+    pub uid: Option<u32>,
+    pub gpu_indices: &'a [i32],
+    /// Passed as `-e NAME`: the values come from the runtime's environment, never its argv.
+    pub env_names: Vec<&'a str>,
+    pub lease_dir: &'a Path,
+    pub cwd: &'a str,
+    pub max_processes: u32,
+    pub image: &'a str,
+    pub argv: &'a [String],
+}
+
+/// The runtime's argv: only the leased GPUs (the NVIDIA Container Toolkit numbers them from 0 inside), no
+/// capabilities, no privilege escalation, the lease's user, a process limit, a private IPC namespace with room
+/// for NCCL's shared memory, and the host network (multi-node NCCL, as for sandboxed jobs).
+pub fn container_argv(c: &ContainerLaunch<'_>) -> Vec<String> {
+    let program = match c.runtime {
+        ContainerRuntime::Docker => "docker",
+        ContainerRuntime::Podman => "podman",
+    };
+    let mut argv: Vec<String> = vec![program.into(), "run".into(), "--rm".into(), format!("--name={}", c.name)];
+    argv.extend(
+        [
+            "--cap-drop=ALL",
+            "--security-opt=no-new-privileges",
+            "--network=host",
+            "--ipc=private",
+            "--shm-size=16g",
+            "--init",
+        ]
+        .map(String::from),
+    );
+    argv.push(format!("--pids-limit={}", c.max_processes));
+    if let Some(uid) = c.uid {
+        argv.push(format!("--user={uid}:{uid}"));
+    }
+    let devices: Vec<String> = c.gpu_indices.iter().map(i32::to_string).collect();
+    match c.runtime {
+        ContainerRuntime::Docker => argv.extend(["--gpus".into(), format!("\"device={}\"", devices.join(","))]),
+        ContainerRuntime::Podman => {
+            argv.extend(devices.iter().map(|d| format!("--device=nvidia.com/gpu={d}")));
+        }
+    }
+    for name in &c.env_names {
+        argv.extend(["-e".into(), (*name).to_owned()]);
+    }
+    argv.push(format!("--volume={}:{LEASE_MOUNT}", c.lease_dir.display()));
+    argv.push(format!("--workdir={}", c.cwd));
+    argv.push(c.image.to_owned());
+    argv.extend(c.argv.iter().cloned());
+    argv
+}
+
+/// Signal a process group through the `kill` program (no unsafe code here).
+pub fn signal_group(pgid: u32, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .args([format!("-{signal}"), "--".into(), format!("-{pgid}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if let Err(err) = status {
+        tracing::warn!(pgid, %err, "could not run kill");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::render::SpecFile;
+
+    #[test]
+    fn a_container_gets_only_the_leased_gpus_and_no_privileges() {
+        let argv = vec!["python3".to_string(), "x.py".to_string()];
+        let launch = ContainerLaunch {
+            runtime: ContainerRuntime::Docker,
+            name: "gpuplane-j",
+            uid: Some(200003),
+            gpu_indices: &[4, 5],
+            env_names: vec!["CUDA_VISIBLE_DEVICES", "HF_TOKEN"],
+            lease_dir: Path::new("/jobs/L"),
+            cwd: "/lease/jobs/J",
+            max_processes: 4096,
+            image: "img:1",
+            argv: &argv,
+        };
+        let docker = container_argv(&launch);
+        assert_eq!(docker[..4], ["docker", "run", "--rm", "--name=gpuplane-j"]);
+        for flag in ["--cap-drop=ALL", "--security-opt=no-new-privileges", "--user=200003:200003", "--pids-limit=4096"]
+        {
+            assert!(docker.contains(&flag.to_string()), "{flag}: {docker:?}");
+        }
+        assert!(!docker.iter().any(|a| a.contains("privileged") || a == "--ipc=host"), "{docker:?}");
+        assert!(docker.windows(2).any(|w| w == ["--gpus", "\"device=4,5\""]));
+        assert!(docker.windows(2).any(|w| w == ["-e", "HF_TOKEN"]), "names only: values never on the command line");
+        assert!(docker.contains(&"--volume=/jobs/L:/lease".to_string()));
+        assert!(docker.ends_with(&["img:1".into(), "python3".into(), "x.py".into()]));
+        let podman = container_argv(&ContainerLaunch { runtime: ContainerRuntime::Podman, ..launch });
+        assert_eq!(podman[0], "podman");
+        assert!(podman.contains(&"--device=nvidia.com/gpu=4".to_string()));
+        assert!(podman.contains(&"--device=nvidia.com/gpu=5".to_string()));
+        assert!(!podman.contains(&"--gpus".to_string()));
+    }
+
+    #[test]
+    fn job_files_land_in_a_fresh_directory_and_paths_cannot_escape() {
+        let lease = std::env::temp_dir().join(format!("gpuplane-lease-{}", Uuid::new_v4()));
+        std::fs::create_dir_all(lease.join("jobs")).unwrap();
+        let id = Uuid::new_v4();
+        let file = |path: &str| SpecFile { path: path.into(), content: "{}".into() };
+        let spec = |files| LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files, image: None };
+        // A stale directory from an interrupted attempt (with a planted link) is replaced, not written through.
+        std::fs::create_dir_all(lease.join("jobs").join(id.to_string())).unwrap();
+        std::os::unix::fs::symlink("/etc", lease.join("jobs").join(id.to_string()).join("conf")).unwrap();
+        let dir = write_job_dir(&lease, id, &spec(vec![file("conf/ds.json"), file("a.json")]), None).unwrap();
+        assert!(std::fs::symlink_metadata(dir.join("conf")).unwrap().is_dir());
+        assert_eq!(std::fs::read_to_string(dir.join("conf/ds.json")).unwrap(), "{}");
+        for bad in ["../x.json", "/etc/x", "a/../../x", ""] {
+            let err = write_job_dir(&lease, Uuid::new_v4(), &spec(vec![file(bad)]), None).unwrap_err();
+            assert!(err.to_string().contains("plain relative path"), "{bad}: {err}");
+        }
+        std::fs::remove_dir_all(lease).unwrap();
+    }
+}

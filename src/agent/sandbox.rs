@@ -1,0 +1,424 @@
+//! The job sandbox: what a tenant's process on a GPU host can reach, and the one place that decides it.
+//!
+//! A job without an image runs inside bubblewrap (`bwrap`, Debian's `bubblewrap`), started by the agent as root:
+//!
+//! - **its own user**: a uid/gid of the lease's own from the agent's range (`--job-uids`), never root and never
+//!   the agent's user; `setpriv` drops every capability, clears supplementary groups and sets `no_new_privs`, so
+//!   no setuid program can give root back;
+//! - **its own PID, IPC and mount namespaces**: it sees only its own processes (it cannot list, signal or ptrace
+//!   the agent or another job), has its own System V / POSIX IPC and its own `/dev/shm`;
+//! - **its own file view**: the host's top-level directories read-only, a fresh `/tmp`, `/proc` of its PID
+//!   namespace, and tmpfs over the agent's state directory and over every lease's files; only its own lease's
+//!   directory is mounted (at `/lease`), writable where the lease's user owns it;
+//! - **only its GPUs as devices**: a private `/dev` (null, zero, random, tty, ...) holding just the leased GPUs'
+//!   device files and the control devices CUDA needs. `CUDA_VISIBLE_DEVICES` is still set (to `0..n-1`, as CUDA
+//!   numbers what it can open), but it is a convenience, no longer the boundary;
+//! - **a process limit** (`RLIMIT_NPROC` per uid through `prlimit`: each lease has its own uid).
+//!
+//! The network is the host's: multi-node NCCL needs its peers' addresses and the host's RDMA devices, as with
+//! `docker --network=host` in the usual GPU deployments. The agent listens on no port a job could reach.
+//!
+//! Why bubblewrap: it is small, audited (Flatpak's sandbox), packaged everywhere, and does exactly the namespace
+//! and bind-mount work that would otherwise be unsafe code here (`unsafe_code` is forbidden in this crate).
+//! `setpriv` and `prlimit` (util-linux) are on every Linux host.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use anyhow::Context;
+
+/// The programs the sandbox runs through, found on PATH at start-up.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    pub bwrap: PathBuf,
+    pub prlimit: PathBuf,
+    pub setpriv: PathBuf,
+    /// The host's top-level directories and links (without /proc, /dev, /tmp), read at start-up.
+    pub root: Vec<RootEntry>,
+    /// Host paths covered by an empty tmpfs in every sandbox: the agent's state and the jobs directory.
+    pub hidden: Vec<PathBuf>,
+    /// Extra host paths an operator shares read-only with every job (`--job-ro-bind`: datasets, toolchains).
+    pub shared_read_only: Vec<PathBuf>,
+    /// Most processes (and threads) the lease's user may have.
+    pub max_processes: u32,
+}
+
+/// One entry of the host's `/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootEntry {
+    Dir(String),
+    Link { name: String, target: String },
+}
+
+/// Where the lease's directory appears inside the sandbox.
+pub const LEASE_MOUNT: &str = "/lease";
+
+/// A device file to put into the sandbox's `/dev`: host path, and its path relative to `/dev` inside.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceFile {
+    pub host: PathBuf,
+    pub name: String,
+}
+
+/// A host's GPU device files by GPU index, and the control devices every CUDA process needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeviceFiles {
+    pub gpus: std::collections::BTreeMap<i32, DeviceFile>,
+    pub control: Vec<DeviceFile>,
+}
+
+impl DeviceFiles {
+    /// What a process holding these GPUs gets: their device files and the control devices. An index the host
+    /// does not have is an error: a lease never names one, so the assignment is not to be trusted.
+    pub fn for_gpus(&self, indices: &[i32]) -> anyhow::Result<Vec<DeviceFile>> {
+        let mut files = Vec::with_capacity(indices.len() + self.control.len());
+        for index in indices {
+            let file = self.gpus.get(index).with_context(|| format!("this host has no GPU {index}"))?;
+            files.push(file.clone());
+        }
+        files.extend(self.control.iter().cloned());
+        Ok(files)
+    }
+}
+
+/// One process to start in a sandbox.
+#[derive(Debug)]
+pub struct Launch<'a> {
+    pub uid: u32,
+    /// The lease's directory on the host, mounted at [`LEASE_MOUNT`].
+    pub lease_dir: &'a Path,
+    /// `/etc/passwd` and `/etc/group` inside (they name the lease's user, so tools that look it up work).
+    pub passwd: &'a Path,
+    pub group: &'a Path,
+    /// Working directory inside the sandbox.
+    pub cwd: &'a str,
+    pub devices: &'a [DeviceFile],
+    pub argv: &'a [String],
+}
+
+impl Sandbox {
+    /// Find the programs and read the host's root. Fails with what is missing.
+    pub fn discover(hidden: Vec<PathBuf>, shared_read_only: Vec<PathBuf>, max_processes: u32) -> anyhow::Result<Self> {
+        let find = |program: &str, package: &str| {
+            find_on_path(program).with_context(|| format!("`{program}` is not installed (Debian package `{package}`)"))
+        };
+        Ok(Self {
+            bwrap: find("bwrap", "bubblewrap")?,
+            prlimit: find("prlimit", "util-linux")?,
+            setpriv: find("setpriv", "util-linux")?,
+            root: read_root(Path::new("/"))?,
+            hidden,
+            shared_read_only,
+            max_processes,
+        })
+    }
+
+    /// The full command line: bwrap's options, then `prlimit` and `setpriv` inside, then the job's argv. The
+    /// environment is not on it (it would show in `ps`): the caller passes it to the process, and every
+    /// program on the way keeps it.
+    pub fn command_line(&self, launch: &Launch<'_>) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+        push(&["--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]);
+        for entry in &self.root {
+            match entry {
+                RootEntry::Dir(name) => {
+                    let path = format!("/{name}");
+                    push(&["--ro-bind", &path, &path]);
+                }
+                RootEntry::Link { name, target } => push(&["--symlink", target, &format!("/{name}")]),
+            }
+        }
+        push(&["--dev", "/dev", "--tmpfs", "/dev/shm"]);
+        for device in launch.devices {
+            let inside = format!("/dev/{}", device.name);
+            push(&["--dev-bind", &device.host.to_string_lossy(), &inside]);
+        }
+        push(&["--proc", "/proc", "--tmpfs", "/tmp"]);
+        for hidden in &self.hidden {
+            push(&["--tmpfs", &hidden.to_string_lossy()]);
+        }
+        for shared in &self.shared_read_only {
+            let path = shared.to_string_lossy();
+            push(&["--ro-bind", &path, &path]);
+        }
+        push(&["--bind", &launch.lease_dir.to_string_lossy(), LEASE_MOUNT]);
+        push(&["--ro-bind", &launch.passwd.to_string_lossy(), "/etc/passwd"]);
+        push(&["--ro-bind", &launch.group.to_string_lossy(), "/etc/group"]);
+        push(&["--remount-ro", "/", "--chdir", launch.cwd, "--"]);
+        let nproc = format!("--nproc={0}:{0}", self.max_processes);
+        push(&[&self.prlimit.to_string_lossy(), &nproc, "--"]);
+        let uid = launch.uid.to_string();
+        push(&[
+            &self.setpriv.to_string_lossy(),
+            &format!("--reuid={uid}"),
+            &format!("--regid={uid}"),
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--no-new-privs",
+            "--",
+        ]);
+        a.extend(launch.argv.iter().cloned());
+        let mut argv = vec![self.bwrap.to_string_lossy().into_owned()];
+        argv.extend(a);
+        argv
+    }
+
+    /// Start `true` in a sandbox once: proves the host can run jobs sandboxed (root, namespaces, the programs).
+    pub fn probe(&self, scratch: &Path, uid: u32) -> anyhow::Result<()> {
+        let lease_dir = scratch.join("lease");
+        std::fs::create_dir_all(&lease_dir).with_context(|| format!("creating {}", lease_dir.display()))?;
+        let passwd = scratch.join("passwd");
+        let group = scratch.join("group");
+        std::fs::write(&passwd, passwd_file(uid))?;
+        std::fs::write(&group, group_file(uid))?;
+        let argv = vec!["true".to_string()];
+        let line = self.command_line(&Launch {
+            uid,
+            lease_dir: &lease_dir,
+            passwd: &passwd,
+            group: &group,
+            cwd: "/",
+            devices: &[],
+            argv: &argv,
+        });
+        let output = std::process::Command::new(&line[0])
+            .args(&line[1..])
+            .env_clear()
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .stdin(Stdio::null())
+            .output()
+            .with_context(|| format!("running {}", line[0]))?;
+        let _ = std::fs::remove_dir_all(scratch);
+        if output.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        anyhow::bail!(
+            "a test sandbox failed ({}): {}; the agent must run as root on a kernel with PID, IPC and mount \
+             namespaces",
+            output.status,
+            stderr.trim()
+        )
+    }
+}
+
+/// `/etc/passwd` inside a sandbox: root, nobody and the lease's user (`tenant`, home `/lease/home`).
+pub fn passwd_file(uid: u32) -> String {
+    format!(
+        "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n\
+         tenant:x:{uid}:{uid}:gpuplane lease user:{LEASE_MOUNT}/home:/bin/bash\n"
+    )
+}
+
+pub fn group_file(uid: u32) -> String {
+    format!("root:x:0:\nnogroup:x:65534:\ntenant:x:{uid}:\n")
+}
+
+fn find_on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")
+        .unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| candidate.is_file())
+}
+
+/// The top-level entries of `root` that a sandbox re-creates: directories are bound read-only, links are
+/// re-created as links. `/proc`, `/dev` and `/tmp` get fresh instances instead.
+pub fn read_root(root: &Path) -> anyhow::Result<Vec<RootEntry>> {
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(root).with_context(|| format!("reading {}", root.display()))? {
+        let entry = entry?;
+        let Some(name) = entry.file_name().to_str().map(str::to_owned) else { continue };
+        if matches!(name.as_str(), "proc" | "dev" | "tmp") {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path())?;
+            entries.push(RootEntry::Link { name, target: target.to_string_lossy().into_owned() });
+        } else if kind.is_dir() {
+            entries.push(RootEntry::Dir(name));
+        }
+    }
+    entries.sort_by(|a, b| entry_name(a).cmp(entry_name(b)));
+    Ok(entries)
+}
+
+fn entry_name(entry: &RootEntry) -> &str {
+    match entry {
+        RootEntry::Dir(name) | RootEntry::Link { name, .. } => name,
+    }
+}
+
+/// The processes of a sandbox started as `outer_pid` (bwrap outside): every process in the PID namespace of
+/// bwrap's child, except that namespace's init. Empty when the sandbox has ended.
+pub fn sandbox_processes(outer_pid: u32) -> Vec<u32> {
+    let processes = list_processes();
+    let Some(init) = processes.iter().find(|p| p.ppid == outer_pid).map(|p| p.pid) else { return Vec::new() };
+    let Some(namespace) = pid_namespace(init) else { return Vec::new() };
+    processes
+        .iter()
+        .filter(|p| p.pid != init && pid_namespace(p.pid).as_deref() == Some(namespace.as_str()))
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Every process running as `uid` (real uid).
+pub fn processes_of_uid(uid: u32) -> Vec<u32> {
+    list_processes().into_iter().filter(|p| p.uid == Some(uid)).map(|p| p.pid).collect()
+}
+
+#[derive(Debug)]
+struct ProcessInfo {
+    pid: u32,
+    ppid: u32,
+    uid: Option<u32>,
+}
+
+fn list_processes() -> Vec<ProcessInfo> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let field = |name: &str| {
+                status.lines().find_map(|line| line.strip_prefix(name)).and_then(|rest| rest.split_whitespace().next())
+            };
+            let ppid = field("PPid:")?.parse().ok()?;
+            let uid = field("Uid:").and_then(|u| u.parse().ok());
+            Some(ProcessInfo { pid, ppid, uid })
+        })
+        .collect()
+}
+
+fn pid_namespace(pid: u32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok().map(|p| p.to_string_lossy().into_owned())
+}
+
+/// Send `signal` (a name: TERM, KILL) to these processes through the `kill` program (no unsafe code here).
+pub fn signal_processes(pids: &[u32], signal: &str) {
+    if pids.is_empty() {
+        return;
+    }
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg("--")
+        .args(pids.iter().map(u32::to_string))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if let Err(err) = status {
+        tracing::warn!(?pids, %err, "could not run kill");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox() -> Sandbox {
+        Sandbox {
+            bwrap: "/usr/bin/bwrap".into(),
+            prlimit: "/usr/bin/prlimit".into(),
+            setpriv: "/usr/bin/setpriv".into(),
+            root: vec![
+                RootEntry::Link { name: "bin".into(), target: "usr/bin".into() },
+                RootEntry::Dir("etc".into()),
+                RootEntry::Dir("usr".into()),
+                RootEntry::Dir("var".into()),
+            ],
+            hidden: vec!["/var/lib/gpuplane-agent".into(), "/var/lib/gpuplane-agent-jobs".into()],
+            shared_read_only: vec!["/datasets".into()],
+            max_processes: 512,
+        }
+    }
+
+    fn pair_follows(line: &[String], flag: &str, a: &str, b: &str) -> bool {
+        line.windows(3).any(|w| w[0] == flag && w[1] == a && w[2] == b)
+    }
+
+    #[test]
+    fn the_command_line_isolates_and_drops_privileges_before_the_job() {
+        let devices = vec![
+            DeviceFile { host: "/dev/nvidia3".into(), name: "nvidia3".into() },
+            DeviceFile { host: "/dev/nvidiactl".into(), name: "nvidiactl".into() },
+        ];
+        let argv = vec!["python3".to_string(), "train.py".to_string()];
+        let line = sandbox().command_line(&Launch {
+            uid: 200007,
+            lease_dir: Path::new("/var/lib/gpuplane-agent-jobs/L"),
+            passwd: Path::new("/var/lib/gpuplane-agent/leases/L/passwd"),
+            group: Path::new("/var/lib/gpuplane-agent/leases/L/group"),
+            cwd: "/lease/jobs/J",
+            devices: &devices,
+            argv: &argv,
+        });
+        assert_eq!(line[0], "/usr/bin/bwrap");
+        for flag in ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"] {
+            assert!(line.contains(&flag.to_string()), "{flag} in {line:?}");
+        }
+        assert!(!line.iter().any(|a| a == "--unshare-net"), "the host network, for NCCL");
+        assert!(!pair_follows(&line, "--ro-bind", "/", "/"), "the host root is never bound whole");
+        assert!(pair_follows(&line, "--ro-bind", "/usr", "/usr"));
+        assert!(pair_follows(&line, "--symlink", "usr/bin", "/bin"));
+        assert!(pair_follows(&line, "--dev-bind", "/dev/nvidia3", "/dev/nvidia3"));
+        assert!(pair_follows(&line, "--bind", "/var/lib/gpuplane-agent-jobs/L", "/lease"));
+        assert!(pair_follows(&line, "--ro-bind", "/datasets", "/datasets"));
+        // The state and jobs directories are covered after /var is bound, so the tmpfs lands on top.
+        let var = line.iter().position(|a| a == "/var").unwrap();
+        let hidden = line.windows(2).position(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent"]).unwrap();
+        let lease = line.iter().position(|a| a == "/lease").unwrap();
+        assert!(var < hidden && hidden < lease, "{line:?}");
+        assert!(line.windows(2).any(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent-jobs"]));
+        assert!(line.windows(2).any(|w| w == ["--tmpfs", "/tmp"]));
+        // Inside: the process limit, then the unprivileged user with no way back, then the job itself.
+        let tail: Vec<&str> = line.iter().map(String::as_str).skip_while(|a| *a != "--chdir").collect();
+        assert_eq!(
+            tail,
+            [
+                "--chdir",
+                "/lease/jobs/J",
+                "--",
+                "/usr/bin/prlimit",
+                "--nproc=512:512",
+                "--",
+                "/usr/bin/setpriv",
+                "--reuid=200007",
+                "--regid=200007",
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                "--no-new-privs",
+                "--",
+                "python3",
+                "train.py"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_root_is_read_without_proc_dev_and_tmp() {
+        let dir = std::env::temp_dir().join(format!("gpuplane-root-{}", uuid::Uuid::new_v4()));
+        for name in ["usr", "proc", "dev", "tmp", "etc"] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+        }
+        std::os::unix::fs::symlink("usr/lib", dir.join("lib")).unwrap();
+        std::fs::write(dir.join("a-file"), "").unwrap();
+        let entries = read_root(&dir).unwrap();
+        assert_eq!(
+            entries,
+            [
+                RootEntry::Dir("etc".into()),
+                RootEntry::Link { name: "lib".into(), target: "usr/lib".into() },
+                RootEntry::Dir("usr".into()),
+            ]
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn the_lease_user_is_named_in_passwd_and_group() {
+        assert!(passwd_file(200001).contains("tenant:x:200001:200001:gpuplane lease user:/lease/home:/bin/bash\n"));
+        assert!(group_file(200001).ends_with("tenant:x:200001:\n"));
+    }
+}
