@@ -53,13 +53,25 @@ impl Api {
             .as_str()
             .unwrap()
             .to_string();
+        let (_, tenant) = self.funded_tenant(op, name).await;
+        (pool, join, tenant)
+    }
+
+    /// A tenant `{name}` with a balance; returns (tenant id, a tenant admin's access token).
+    pub async fn funded_tenant(&self, op: &str, name: &str) -> (String, String) {
         let tenant_id =
             self.post("/v1/admin/tenants", op, json!({ "name": name })).await["id"].as_str().unwrap().to_string();
-        let key_body = json!({ "name": "k", "role": "tenant_admin" });
-        let key = self.post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), op, key_body).await;
         let top_up = json!({ "kind": "topup", "amount_minor": 1_000_000, "currency": "USD", "reason": "e2e" });
         self.post(&format!("/v1/admin/tenants/{tenant_id}/ledger"), op, top_up).await;
-        (pool, join, self.token(key["api_key"].as_str().unwrap()).await)
+        let admin = self.tenant_token(op, &tenant_id, "tenant_admin").await;
+        (tenant_id, admin)
+    }
+
+    /// An access token of a new key of the tenant's with `role`.
+    pub async fn tenant_token(&self, op: &str, tenant_id: &str, role: &str) -> String {
+        let key_body = json!({ "name": role, "role": role });
+        let key = self.post(&format!("/v1/admin/tenants/{tenant_id}/api-keys"), op, key_body).await;
+        self.token(key["api_key"].as_str().unwrap()).await
     }
 
     pub async fn token(&self, api_key: &str) -> String {
@@ -105,6 +117,11 @@ pub fn spawn_agent(
     dir: &PathBuf,
     extra: &[&str],
 ) -> (Proc, String) {
+    start_agent(agent_command(server, join_token, hostname, dir, extra))
+}
+
+/// `gpuplane agent` on four simulated H100s, with job uids of its own; logs to the test's stderr.
+pub fn agent_command(server: &str, join_token: Option<&str>, hostname: &str, dir: &PathBuf, extra: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.args(["agent", "--server", server, "--simulate", "h100:4", "--hostname", hostname, "--state-dir"])
         .arg(dir)
@@ -116,6 +133,11 @@ pub fn spawn_agent(
     if let Some(token) = join_token {
         cmd.args(["--join-token", token]);
     }
+    cmd
+}
+
+/// Spawn it and wait for its "registered"/"attached" line.
+pub fn start_agent(mut cmd: Command) -> (Proc, String) {
     let mut child = Proc(cmd.spawn().expect("spawn agent"));
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();

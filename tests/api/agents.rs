@@ -57,7 +57,7 @@ async fn agents_register_with_join_tokens_and_reattach_without_duplicates(db: Pg
     app.post(&format!("/v1/admin/pools/{pool}/join-tokens"), &tenant, json!({}))
         .await
         .expect_problem(StatusCode::FORBIDDEN, "forbidden");
-    let token = join_token(&app, &op, &pool, 2).await;
+    let token = join_token(&app, &op, &pool, 3).await;
     assert!(token.starts_with("gpj_"));
     let first = register(&app, &token, "node-a", 8).await.expect(StatusCode::CREATED);
     let node_id = first.body["node_id"].as_str().unwrap().to_string();
@@ -66,16 +66,52 @@ async fn agents_register_with_join_tokens_and_reattach_without_duplicates(db: Pg
     let old_credential = first.body["agent_token"].as_str().unwrap().to_string();
     heartbeat(&app, &old_credential, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
 
-    // The same host registers again: same node, new credential, the old one revoked.
-    let again = register(&app, &token, "node-a", 8).await.expect(StatusCode::OK);
+    // A join token alone never takes over a registered host name (it is visible to the node's tenants): refused,
+    // nothing rotated, the real agent keeps working.
+    register(&app, &token, "node-a", 8).await.expect_problem(StatusCode::CONFLICT, "node_identity_required");
+    heartbeat(&app, &old_credential, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
+
+    // The node itself, proving it with its current credential: same node, new credential, the old one revoked.
+    let body = json!({ "join_token": token, "node": facts("node-a", 8, "NVIDIA H100 80GB HBM3") });
+    let again = app.call(Method::POST, "/v1/agent/register", Some(&old_credential), Some(body.clone())).await;
+    let again = again.expect(StatusCode::OK);
     assert_eq!(again.body["node_id"], node_id.as_str());
     heartbeat(&app, &old_credential, vec![sample(0, Utc::now(), 50.0)])
         .await
         .expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
-    let new_credential = again.body["agent_token"].as_str().unwrap();
-    heartbeat(&app, new_credential, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
+    let new_credential = again.body["agent_token"].as_str().unwrap().to_string();
+    heartbeat(&app, &new_credential, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
+    // A rotated credential proves nothing; a forged one is 401.
+    app.call(Method::POST, "/v1/agent/register", Some(&old_credential), Some(body.clone()))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "node_identity_required");
+    app.call(Method::POST, "/v1/agent/register", Some("not-a-credential"), Some(body.clone()))
+        .await
+        .expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    // Another node's credential does not prove this one.
+    let other = register(&app, &token, "node-c", 8).await.expect(StatusCode::CREATED);
+    let other_credential = other.body["agent_token"].as_str().unwrap().to_string();
+    let fresh = join_token(&app, &op, &pool, 1).await;
+    let body = json!({ "join_token": fresh, "node": facts("node-a", 8, "NVIDIA H100 80GB HBM3") });
+    app.call(Method::POST, "/v1/agent/register", Some(&other_credential), Some(body.clone()))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "node_identity_required");
+
+    // An agent that lost its state: an operator allows one re-registration by join token, which re-attaches.
+    let allow = format!("/v1/admin/nodes/{node_id}/allow-reregistration");
+    app.post(&allow, &tenant, json!({})).await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    app.post(&allow, &op, json!({})).await.expect(StatusCode::OK);
+    let token2 = join_token(&app, &op, &pool, 1).await;
+    let reattached = register(&app, &token2, "node-a", 8).await.expect(StatusCode::OK);
+    assert_eq!(reattached.body["node_id"], node_id.as_str());
+    heartbeat(&app, &new_credential, vec![sample(0, Utc::now(), 50.0)])
+        .await
+        .expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    // The permission was used up.
+    let token3 = join_token(&app, &op, &pool, 1).await;
+    register(&app, &token3, "node-a", 8).await.expect_problem(StatusCode::CONFLICT, "node_identity_required");
     let (nodes,): (i64,) = sqlx::query_as("SELECT count(*) FROM nodes").fetch_one(&db).await.unwrap();
-    assert_eq!(nodes, 1, "no duplicate node");
+    assert_eq!(nodes, 2, "no duplicate node");
     let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
     assert_eq!(node.body["state"], "ready");
     assert_eq!(node.body["gpus"].as_array().unwrap().len(), 8);
@@ -95,7 +131,7 @@ async fn agents_register_with_join_tokens_and_reattach_without_duplicates(db: Pg
         .unwrap();
     register(&app, &expired, "node-b", 8).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
     let (nodes,): (i64,) = sqlx::query_as("SELECT count(*) FROM nodes").fetch_one(&db).await.unwrap();
-    assert_eq!(nodes, 1);
+    assert_eq!(nodes, 2);
 }
 
 #[sqlx::test]

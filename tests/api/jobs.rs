@@ -195,7 +195,7 @@ async fn a_partial_lease_gets_exactly_its_gpus_and_deepspeed_its_config(db: PgPo
 
 #[sqlx::test]
 async fn bad_jobs_are_field_errors_and_other_tenants_and_ended_leases_are_refused(db: PgPool) {
-    let f = fixture(db, "h100", 1, 8).await;
+    let f = fixture(db.clone(), "h100", 1, 8).await;
     let lease = f.lease(2, "pack").await;
     let lease_id = lease["id"].as_str().unwrap();
     let path = format!("/v1/leases/{lease_id}/jobs");
@@ -220,6 +220,20 @@ async fn bad_jobs_are_field_errors_and_other_tenants_and_ended_leases_are_refuse
         .await
         .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
     assert_eq!(bad.error_fields(), ["command[0]", "args[0]", "env.CUDA_VISIBLE_DEVICES", "env.OK", "env.lower"]);
+    // Secret values follow the same rules, are long enough to mask, and do not double an `env` name.
+    let bad = f
+        .app
+        .post(
+            &path,
+            &f.tenant,
+            json!({ "template": "envdump", "env": {"TOKEN": "x"},
+                    "secret_env": {"TOKEN": "long-enough-1", "SHORT": "abc", "HOME": "long-enough-2", "NUL": "long\u{0}enough"} }),
+        )
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(bad.error_fields(), ["secret_env.TOKEN", "secret_env.SHORT", "secret_env.HOME", "secret_env.NUL"]);
+    let (jobs,): (i64,) = sqlx::query_as("SELECT count(*) FROM job_secrets").fetch_one(&db).await.unwrap();
+    assert_eq!(jobs, 0, "nothing stored");
     let bad = f.app.post(&path, &f.tenant, json!({ "template": "envdump", "parameters": {"n": "x", "m": 1} })).await;
     assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["parameters.m", "parameters.n"]);
     let bad = f.app.post(&path, &f.tenant, json!({ "template": "nope" })).await;

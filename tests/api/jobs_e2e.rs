@@ -17,22 +17,35 @@ const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1"
 
 /// Processes whose argv is exactly `argv` (read from /proc).
 fn processes_with_argv(argv: &[&str]) -> usize {
+    pids_with_argv(argv).len()
+}
+
+/// The host pids of processes whose argv is exactly `argv`.
+pub fn pids_with_argv(argv: &[&str]) -> Vec<u32> {
     let wanted: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain(std::iter::once(0))).collect();
     std::fs::read_dir("/proc")
         .map(|dir| {
             dir.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
-                .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == wanted))
-                .count()
+                .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()).map(|pid| (pid, e.path())))
+                .filter(|(_, path)| std::fs::read(path.join("cmdline")).is_ok_and(|c| c == wanted))
+                .map(|(pid, _)| pid)
+                .collect()
         })
-        .unwrap_or(0)
+        .unwrap_or_default()
 }
 
-async fn job(api: &Api, token: &str, id: &str) -> Value {
+pub async fn job(api: &Api, token: &str, id: &str) -> Value {
     api.get(&format!("/v1/jobs/{id}"), token).await
 }
 
-async fn wait_job(api: &Api, token: &str, id: &str, what: &str, secs: u64, check: impl Fn(&Value) -> bool) -> Value {
+pub async fn wait_job(
+    api: &Api,
+    token: &str,
+    id: &str,
+    what: &str,
+    secs: u64,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         let j = job(api, token, id).await;

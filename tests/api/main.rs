@@ -11,6 +11,7 @@ mod binary;
 mod demo;
 mod errors;
 mod inventory;
+mod isolation_e2e;
 mod jobs;
 mod jobs_e2e;
 mod leases;
