@@ -1,5 +1,5 @@
 use axum::http::{Request, StatusCode};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, SubsecRound, Utc};
 use gpuplane::billing::metering::{enforce_balances, meter_once};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -433,4 +433,97 @@ async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
     // Generating again posts no second credit.
     let again = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK);
     assert_eq!(again.body[0]["credits_minor"], credit);
+}
+
+/// The lease's metering state: (metered_until, ended_at).
+async fn metering_state(db: &PgPool, lease: &str) -> (DateTime<Utc>, Option<DateTime<Utc>>) {
+    sqlx::query_as("SELECT metered_until, ended_at FROM leases WHERE id = $1::uuid")
+        .bind(lease)
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test]
+async fn an_interrupted_lease_is_charged_exactly_to_the_last_heartbeat(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    // 36,000 per GPU-hour: 10 minor units per GPU-second.
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": 36_000 }))
+        .await
+        .expect(StatusCode::OK);
+    backdate_prices(&db).await;
+    let (node, _) = app.agent_node(&op, &pool, "gpu-a", 8).await;
+    let id = lease(&app, &tenant, &pool, 8).await;
+    // The lease started 1000 s ago; the agent's last heartbeat was 3.5 s after the start, then silence.
+    let t0 = Utc::now().trunc_subsecs(6) - Duration::seconds(1000);
+    let last = t0 + Duration::milliseconds(3_500);
+    pin_period(&db, &id, t0, None, "active").await;
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
+        .bind(&node)
+        .bind(last)
+        .execute(&db)
+        .await
+        .unwrap();
+    // While the node is silent, metering stops at its last heartbeat (3 whole seconds), not at now.
+    meter_once(&db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 8 * 3 * 10);
+    assert_eq!(metering_state(&db, &id).await.0, t0 + Duration::seconds(3));
+    // Offline: interrupted at that heartbeat, and the final metering charges floor(exact cost to ended_at).
+    app.sweep().await;
+    let (metered_until, ended_at) = metering_state(&db, &id).await;
+    assert_eq!(ended_at, Some(last));
+    meter_once(&db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 8 * 3 * 10, "the last half second is free, nothing past it is charged");
+    assert!(metered_until <= last);
+    assert_eq!(metering_state(&db, &id).await.0, last);
+    assert!(ledger_matches_balances(&db).await);
+}
+
+#[sqlx::test]
+async fn a_lease_across_a_price_change_and_a_month_boundary_is_charged_exactly(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, _, tenant, pool) = setup(&app, 3600).await; // 1 minor unit per GPU-second
+    let id = lease(&app, &tenant, &pool, 2).await;
+    // Starts a quarter second into a second; the price doubles on a whole second; October ends mid-lease.
+    let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+    let start = at("2026-10-31T23:59:00.250Z");
+    let end = at("2026-11-01T00:01:30.750Z");
+    sqlx::query(
+        "UPDATE pool_prices SET effective_from = effective_from - interval '400 days' WHERE pool_id = $1::uuid",
+    )
+    .bind(&pool)
+    .execute(&db)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor) VALUES (gen_random_uuid(), $1::uuid, $2, 7200)")
+        .bind(&pool)
+        .bind(at("2026-10-31T23:59:30Z"))
+        .execute(&db)
+        .await
+        .unwrap();
+    pin_period(&db, &id, start, Some(end), "released").await;
+    meter_once(&db).await.unwrap();
+    // 150 whole seconds: the 30 that begin before 23:59:30 at 1, the other 120 at 2; 2 GPUs.
+    assert_eq!(charged(&db, &id).await, 2 * (30 + 2 * 120));
+    let records: Vec<(DateTime<Utc>, i64, i64, i64)> = sqlx::query_as(
+        "SELECT period_start, gpu_seconds, unit_price_minor, amount_minor FROM usage_records \
+         WHERE lease_id = $1::uuid ORDER BY period_start",
+    )
+    .bind(&id)
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert_eq!(
+        records,
+        [
+            (start, 60, 3600, 60),
+            (at("2026-10-31T23:59:30.250Z"), 60, 7200, 120),
+            // November's part starts at the first second that begins in November.
+            (at("2026-11-01T00:00:00.250Z"), 180, 7200, 360),
+        ]
+    );
+    assert!(ledger_matches_balances(&db).await);
 }

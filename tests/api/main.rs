@@ -14,6 +14,7 @@ mod inventory;
 mod jobs;
 mod jobs_e2e;
 mod leases;
+mod liveness;
 mod openapi;
 mod planning;
 mod tenants;
