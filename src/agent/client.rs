@@ -78,6 +78,9 @@ pub struct ServiceClient {
     server: String,
 }
 
+/// How long a readiness probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
 impl ServiceClient {
     /// `server` is the base URL, without a trailing slash.
     pub fn new(server: &str) -> anyhow::Result<Self> {
@@ -99,6 +102,15 @@ impl ServiceClient {
         request: &HeartbeatRequest,
     ) -> Result<HeartbeatResponse, CallError> {
         self.post("/v1/agent/heartbeat", Some(agent_token), request).await
+    }
+
+    /// Whether the service answers `/readyz` with success within `PROBE_TIMEOUT` (a cheap probe while backing off).
+    pub async fn ready(&self) -> bool {
+        let url = format!("{}/readyz", self.server);
+        match self.http.get(&url).timeout(PROBE_TIMEOUT).send().await {
+            Ok(response) => response.status().is_success(),
+            Err(_) => false,
+        }
     }
 
     /// The node's unfinished job assignments.

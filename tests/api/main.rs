@@ -16,5 +16,6 @@ mod jobs_e2e;
 mod leases;
 mod liveness;
 mod openapi;
+mod outage_e2e;
 mod planning;
 mod tenants;
