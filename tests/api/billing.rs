@@ -527,3 +527,174 @@ async fn a_lease_across_a_price_change_and_a_month_boundary_is_charged_exactly(d
     );
     assert!(ledger_matches_balances(&db).await);
 }
+
+/// One randomized lease history: when it starts (µs after the base time), its GPUs, the pool's price changes
+/// (µs after the base, price per GPU-hour), when the node's heartbeats let metering run (µs after the start),
+/// and how and when it ends (µs after the last heartbeat).
+#[derive(Debug, Clone)]
+struct History {
+    start_us: i64,
+    gpus: i32,
+    changes: Vec<(i64, i64)>,
+    heartbeats_us: Vec<i64>,
+    ending: &'static str,
+    end_after_us: i64,
+}
+
+fn history() -> impl proptest::strategy::Strategy<Value = History> {
+    use proptest::prelude::*;
+    (
+        0i64..3_600_000_000,
+        1i32..=8,
+        proptest::collection::vec((0i64..21_600_000_000, 1i64..50_000), 0..6),
+        proptest::collection::vec(0i64..2_400_000_000, 0..6),
+        prop_oneof![Just("released"), Just("interrupted"), Just("expired"), Just("terminated")],
+        0i64..1_800_000_000,
+    )
+        .prop_map(|(start_us, gpus, changes, heartbeats_us, ending, end_after_us)| History {
+            start_us,
+            gpus,
+            changes,
+            heartbeats_us,
+            ending,
+            end_after_us,
+        })
+}
+
+/// The README's rule, by brute force: floor(sum over the whole seconds from `start` to `end` of GPUs x the
+/// price in force when the second begins / 3600).
+fn exact_charge(start: DateTime<Utc>, end: DateTime<Utc>, gpus: i32, prices: &[(DateTime<Utc>, i64)]) -> i64 {
+    let per_hour: i128 = (0..(end - start).num_seconds())
+        .map(|k| {
+            let at = start + Duration::seconds(k);
+            prices.iter().rev().find(|p| p.0 <= at).map_or(prices[0].1, |p| p.1) as i128 * gpus as i128
+        })
+        .sum();
+    (per_hour / 3600) as i64
+}
+
+#[sqlx::test]
+async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_change_histories(db: PgPool) {
+    use proptest::strategy::{Strategy, ValueTree};
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let mut runner = proptest::test_runner::TestRunner::default();
+    // Histories around the end of October, so many cross into November.
+    let base = DateTime::parse_from_rfc3339("2026-10-31T21:00:00Z").unwrap().with_timezone(&Utc);
+    for case in 0..12 {
+        let h = history().new_tree(&mut runner).unwrap().current();
+        let pool = app.pool(&op, &format!("pool-{case}"), "h100").await;
+        sqlx::query(
+            "UPDATE pool_prices SET effective_from = $2, price_per_gpu_hour_minor = 3600 WHERE pool_id = $1::uuid",
+        )
+        .bind(&pool)
+        .bind(base - Duration::days(1))
+        .execute(&db)
+        .await
+        .unwrap();
+        let mut prices = vec![(base - Duration::days(1), 3600)];
+        for (at, price) in &h.changes {
+            let at = base + Duration::microseconds(*at);
+            sqlx::query(
+                "INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor) \
+                         VALUES (gen_random_uuid(), $1::uuid, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(&pool)
+            .bind(at)
+            .bind(price)
+            .execute(&db)
+            .await
+            .unwrap();
+            prices.push((at, *price));
+        }
+        prices.sort();
+        let (node, _) = app.agent_node(&op, &pool, &format!("node-{case}"), 8).await;
+        let id = lease(&app, &tenant, &pool, h.gpus as i64).await;
+        let start = base + Duration::microseconds(h.start_us);
+        sqlx::query(
+            "UPDATE leases SET starts_at = $2, metered_until = $2, ends_at = $2 + interval '1 day' WHERE id = $1::uuid",
+        )
+        .bind(&id)
+        .bind(start)
+        .execute(&db)
+        .await
+        .unwrap();
+        // Metering runs as the node's heartbeats arrive: after each, charged = floor(exact cost so far).
+        let mut heard = start;
+        for step in &h.heartbeats_us {
+            heard += Duration::microseconds(*step);
+            sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
+                .bind(&node)
+                .bind(heard)
+                .execute(&db)
+                .await
+                .unwrap();
+            meter_once(&db).await.unwrap();
+            let (metered_until,) = (metering_state(&db, &id).await.0,);
+            assert!(metered_until <= heard, "{h:?}");
+            assert_eq!(
+                charged(&db, &id).await,
+                exact_charge(start, metered_until, h.gpus, &prices),
+                "{h:?} after a heartbeat"
+            );
+        }
+        // It ends: released or terminated by someone, expired at its end time, or interrupted because the node
+        // went silent after `heard` (then it ends at `heard`).
+        let end = heard + Duration::microseconds(h.end_after_us);
+        let lease_id = uuid::Uuid::parse_str(&id).unwrap();
+        match h.ending {
+            "interrupted" => {
+                sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
+                    .bind(&node)
+                    .bind(heard)
+                    .execute(&db)
+                    .await
+                    .unwrap();
+                app.sweep().await;
+            }
+            "expired" => {
+                sqlx::query("UPDATE leases SET ends_at = $2 WHERE id = $1::uuid")
+                    .bind(&id)
+                    .bind(end)
+                    .execute(&db)
+                    .await
+                    .unwrap();
+                gpuplane::leases::store::expire_due(&db, 100).await.unwrap();
+            }
+            state => {
+                let to = if state == "released" {
+                    gpuplane::leases::LeaseState::Released
+                } else {
+                    gpuplane::leases::LeaseState::Terminated
+                };
+                let mut conn = db.acquire().await.unwrap();
+                let actor = gpuplane::leases::Actor::System;
+                gpuplane::leases::store::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(end))
+                    .await
+                    .unwrap()
+                    .expect("ended");
+            }
+        }
+        meter_once(&db).await.unwrap();
+        meter_once(&db).await.unwrap();
+        let (metered_until, ended_at) = metering_state(&db, &id).await;
+        let ended_at = ended_at.unwrap_or_else(|| panic!("{h:?}: not ended"));
+        let expected_end = if h.ending == "interrupted" { heard } else { end };
+        assert_eq!(ended_at, expected_end, "{h:?}");
+        assert_eq!(metered_until, ended_at, "{h:?}");
+        assert_eq!(charged(&db, &id).await, exact_charge(start, ended_at, h.gpus, &prices), "{h:?} when ended");
+        // The usage records say the same: their amounts add up to the charge, their seconds to the lease's.
+        let (amount, gpu_seconds): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(sum(amount_minor), 0)::bigint, COALESCE(sum(gpu_seconds), 0)::bigint FROM usage_records \
+             WHERE lease_id = $1::uuid",
+        )
+        .bind(&id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+        assert_eq!(amount, charged(&db, &id).await, "{h:?}");
+        assert_eq!(gpu_seconds, (ended_at - start).num_seconds() * h.gpus as i64, "{h:?}");
+    }
+    assert!(ledger_matches_balances(&db).await);
+}
