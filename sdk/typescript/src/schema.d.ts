@@ -226,6 +226,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/liveness-holds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness holds of pools that have not recovered yet (open ones, and ones an operator released). */
+        get: operations["list_liveness_holds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/nodes": {
         parameters: {
             query?: never;
@@ -392,6 +409,26 @@ export interface paths {
         put?: never;
         /** Mint a join token for a pool. */
         post: operations["create_join_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/pools/{pool_id}/liveness-hold/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release a pool's liveness hold: the silent nodes' leases are interrupted at their last heartbeat by the
+         *     next sweep. No new hold opens in the pool until it has recovered.
+         */
+        post: operations["release_liveness_hold"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2088,6 +2125,35 @@ export interface components {
          * @enum {string}
          */
         LinkKind: "nvlink" | "pcie";
+        /**
+         * @description Too many of a pool's agent nodes went silent at once: while `released_at` is null, no lease in the pool is
+         *     interrupted for node silence.
+         */
+        LivenessHold: {
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            opened_at: string;
+            /** Format: uuid */
+            pool_id: string;
+            /**
+             * Format: date-time
+             * @description When interruptions resumed (operator release, or the pool recovered).
+             */
+            released_at?: string | null;
+            /** @description `operator:<key id>` or `system: the pool recovered`. */
+            released_by?: string | null;
+            /**
+             * Format: int32
+             * @description Silent agent nodes when the hold opened.
+             */
+            silent_nodes: number;
+            /**
+             * Format: int32
+             * @description Agent nodes of the pool when the hold opened.
+             */
+            total_nodes: number;
+        };
         /** @description What was measured on the job's GPUs. */
         Measured: {
             /**
@@ -3436,6 +3502,29 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    list_liveness_holds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Holds not cleared yet, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LivenessHold"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     list_nodes: {
         parameters: {
             query?: {
@@ -3820,6 +3909,33 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    release_liveness_hold: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pool id */
+                pool_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The released hold */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LivenessHold"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };

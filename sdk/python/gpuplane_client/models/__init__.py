@@ -63,6 +63,7 @@ from .lease_state import LeaseState
 from .ledger_entry import LedgerEntry
 from .ledger_entry_page import LedgerEntryPage
 from .link_kind import LinkKind
+from .liveness_hold import LivenessHold
 from .measured import Measured
 from .memory_breakdown import MemoryBreakdown
 from .model_arch import ModelArch
@@ -183,6 +184,7 @@ __all__ = (
     "LedgerEntry",
     "LedgerEntryPage",
     "LinkKind",
+    "LivenessHold",
     "Measured",
     "MemoryBreakdown",
     "ModelArch",
