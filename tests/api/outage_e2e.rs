@@ -84,3 +84,69 @@ async fn a_restart_longer_than_the_offline_limit_interrupts_nothing_and_agents_r
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+#[sqlx::test]
+async fn a_pool_whose_agents_all_die_at_once_holds_its_lease_until_an_operator_releases_it(db: PgPool) {
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (mut server, base) = spawn_server(&database_url(&db), FAST);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "fleet", 3).await;
+    let dirs = [state_dir("fleet-1"), state_dir("fleet-2"), state_dir("fleet-3")];
+    let mut agents: Vec<_> = dirs
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| spawn_agent(&base, Some(&join), &format!("fleet-node-{i}"), dir, &[]).0)
+        .collect();
+    let lease = api.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 12, "duration_hours": 1 })).await;
+    let lease_id = lease["id"].as_str().unwrap().to_string();
+
+    wait_until("every node heartbeats during the lease", 20, || async {
+        let (behind,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM nodes WHERE last_heartbeat_at <= (SELECT starts_at FROM leases WHERE id = $1::uuid)",
+        )
+        .bind(&lease_id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+        behind == 0
+    })
+    .await;
+
+    // Every agent of the pool dies at once (as if the network to the pool went down).
+    for agent in &mut agents {
+        agent.kill().unwrap();
+        agent.wait().unwrap();
+    }
+    wait_until("all three nodes offline", 30, || async {
+        let nodes = api.get("/v1/admin/nodes", &op).await;
+        nodes["items"].as_array().unwrap().iter().all(|n| n["state"] == "offline")
+    })
+    .await;
+    // The pool is held and says so; the lease stays active.
+    let holds = api.get("/v1/admin/liveness-holds", &op).await;
+    assert_eq!(holds.as_array().unwrap().len(), 1, "{holds}");
+    assert_eq!((holds[0]["pool_id"].as_str(), holds[0]["silent_nodes"].as_i64()), (Some(pool.as_str()), Some(3)));
+    assert_eq!(api.get(&format!("/v1/leases/{lease_id}"), &tenant).await["state"], "active");
+    let events = api.get(&format!("/v1/leases/{lease_id}/events"), &tenant).await;
+    assert!(events.as_array().unwrap().iter().any(|e| e["kind"] == "interruption_held"), "{events}");
+
+    // The operator releases it: the lease is interrupted at the earliest last heartbeat of its nodes.
+    api.post(&format!("/v1/admin/pools/{pool}/liveness-hold/release"), &op, json!({})).await;
+    wait_until("lease interrupted", 20, || async {
+        api.get(&format!("/v1/leases/{lease_id}"), &tenant).await["state"] == "interrupted"
+    })
+    .await;
+    let (ended_at, earliest): (DateTime<Utc>, DateTime<Utc>) =
+        sqlx::query_as("SELECT ended_at, (SELECT min(last_heartbeat_at) FROM nodes) FROM leases WHERE id = $1::uuid")
+            .bind(&lease_id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert_eq!(ended_at, earliest);
+
+    assert!(terminate(&mut server).success());
+    for dir in dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
