@@ -183,3 +183,31 @@ impl ServeArgs {
         Ok(Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn settings(args: &[&str]) -> anyhow::Result<super::Settings> {
+        let cli = Cli::try_parse_from(["gpuplane", "serve", "--dev"].iter().chain(args)).unwrap();
+        let Command::Serve(serve) = cli.command else { unreachable!() };
+        serve.settings()
+    }
+
+    #[test]
+    fn fleet_silence_limits_default_to_the_kubernetes_rule_and_are_checked() {
+        let s = settings(&[]).unwrap();
+        assert_eq!((s.fleet_silence_threshold, s.fleet_silence_min_nodes), (0.55, 3));
+        let s = settings(&["--fleet-silence-threshold", "1", "--fleet-silence-min-nodes", "5"]).unwrap();
+        assert_eq!((s.fleet_silence_threshold, s.fleet_silence_min_nodes), (1.0, 5));
+        for bad in [
+            ["--fleet-silence-threshold", "0"],
+            ["--fleet-silence-threshold", "1.5"],
+            ["--fleet-silence-min-nodes", "0"],
+        ] {
+            assert!(settings(&bad).is_err(), "{bad:?}");
+        }
+    }
+}
