@@ -279,12 +279,24 @@ impl Agent {
                     tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "registration failed; retrying");
                     tokio::select! {
                         _ = shutdown.cancelled() => return Ok(None),
-                        _ = sleep(delay) => {}
+                        _ = wait_for_service(&self.client, delay, rng) => {}
                     }
                 }
             }
         }
     }
+}
+
+/// Wait `delay`, cut short as soon as the service answers `/readyz` (probed about every second).
+async fn wait_for_service(client: &ServiceClient, delay: Duration, rng: &mut StdRng) {
+    let until = Instant::now() + delay;
+    while let Some(probe) = next_probe(until.saturating_duration_since(Instant::now()), rng.random()) {
+        sleep(probe).await;
+        if client.ready().await {
+            return;
+        }
+    }
+    sleep_until(until).await;
 }
 
 #[cfg(test)]
