@@ -113,8 +113,8 @@ async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Res
          cleared AS ( \
              UPDATE liveness_holds h SET cleared_at = now(), released_at = COALESCE(h.released_at, now()), \
                  released_by = COALESCE(h.released_by, 'system: the pool recovered') \
-             FROM silence s WHERE h.pool_id = s.pool_id AND h.cleared_at IS NULL \
-                 AND NOT (s.silent >= $2 AND s.silent >= $1 * s.total) \
+             WHERE h.cleared_at IS NULL AND NOT EXISTS (SELECT 1 FROM silence s \
+                 WHERE s.pool_id = h.pool_id AND s.silent >= $2 AND s.silent >= $1 * s.total) \
              RETURNING h.pool_id) \
          INSERT INTO liveness_holds (id, pool_id, silent_nodes, total_nodes) \
          SELECT gen_random_uuid(), pool_id, silent, total FROM silence \
