@@ -66,6 +66,12 @@ pub struct AgentArgs {
     /// Telemetry older than this is deleted.
     #[arg(long, env = "GPUPLANE_TELEMETRY_RETENTION_HOURS", default_value_t = 168)]
     pub telemetry_retention_hours: u64,
+    /// When at least this share of a pool's agent nodes is silent at once, interruptions in the pool are held.
+    #[arg(long, env = "GPUPLANE_FLEET_SILENCE_THRESHOLD", default_value_t = 0.55)]
+    pub fleet_silence_threshold: f64,
+    /// ... and at least this many of them.
+    #[arg(long, env = "GPUPLANE_FLEET_SILENCE_MIN_NODES", default_value_t = 3)]
+    pub fleet_silence_min_nodes: u32,
 }
 
 impl Default for AgentArgs {
@@ -75,6 +81,8 @@ impl Default for AgentArgs {
             unreachable_after_secs: 40,
             offline_after_secs: 300,
             telemetry_retention_hours: 168,
+            fleet_silence_threshold: 0.55,
+            fleet_silence_min_nodes: 3,
         }
     }
 }
@@ -107,6 +115,10 @@ pub struct Settings {
     pub unreachable_after: Duration,
     pub offline_after: Duration,
     pub telemetry_retention: Duration,
+    /// Share of a pool's agent nodes silent at once that opens a liveness hold (0 < x <= 1).
+    pub fleet_silence_threshold: f64,
+    /// Fewest silent nodes that open a liveness hold.
+    pub fleet_silence_min_nodes: u32,
 }
 
 impl Settings {
@@ -123,6 +135,8 @@ impl Settings {
             unreachable_after: Duration::from_secs(agents.unreachable_after_secs),
             offline_after: Duration::from_secs(agents.offline_after_secs),
             telemetry_retention: Duration::from_secs(agents.telemetry_retention_hours * 3600),
+            fleet_silence_threshold: agents.fleet_silence_threshold,
+            fleet_silence_min_nodes: agents.fleet_silence_min_nodes,
         }
     }
 }
@@ -157,9 +171,43 @@ impl ServeArgs {
         {
             anyhow::bail!("need heartbeat interval < --unreachable-after-secs < --offline-after-secs");
         }
+        if !(a.fleet_silence_threshold > 0.0 && a.fleet_silence_threshold <= 1.0) {
+            anyhow::bail!("--fleet-silence-threshold must be in (0, 1]");
+        }
+        if a.fleet_silence_min_nodes == 0 {
+            anyhow::bail!("--fleet-silence-min-nodes must be at least 1");
+        }
         if a.telemetry_retention_hours == 0 {
             anyhow::bail!("--telemetry-retention-hours must be at least 1");
         }
         Ok(Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn settings(args: &[&str]) -> anyhow::Result<super::Settings> {
+        let cli = Cli::try_parse_from(["gpuplane", "serve", "--dev"].iter().chain(args)).unwrap();
+        let Command::Serve(serve) = cli.command else { unreachable!() };
+        serve.settings()
+    }
+
+    #[test]
+    fn fleet_silence_limits_default_to_the_kubernetes_rule_and_are_checked() {
+        let s = settings(&[]).unwrap();
+        assert_eq!((s.fleet_silence_threshold, s.fleet_silence_min_nodes), (0.55, 3));
+        let s = settings(&["--fleet-silence-threshold", "1", "--fleet-silence-min-nodes", "5"]).unwrap();
+        assert_eq!((s.fleet_silence_threshold, s.fleet_silence_min_nodes), (1.0, 5));
+        for bad in [
+            ["--fleet-silence-threshold", "0"],
+            ["--fleet-silence-threshold", "1.5"],
+            ["--fleet-silence-min-nodes", "0"],
+        ] {
+            assert!(settings(&bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -81,6 +81,9 @@ pub struct ServiceClient {
     server: String,
 }
 
+/// How long a readiness probe may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
 impl ServiceClient {
     /// `server` is the base URL, without a trailing slash. HTTPS is verified against the system's roots and, if
     /// given, the PEM certificates in `ca_cert` (a private CA). Redirects are never followed: one could lead a
@@ -119,6 +122,15 @@ impl ServiceClient {
         request: &HeartbeatRequest,
     ) -> Result<HeartbeatResponse, CallError> {
         self.post("/v1/agent/heartbeat", Some(agent_token), request).await
+    }
+
+    /// Whether the service answers `/readyz` with success within `PROBE_TIMEOUT` (a cheap probe while backing off).
+    pub async fn ready(&self) -> bool {
+        let url = format!("{}/readyz", self.server);
+        match self.http.get(&url).timeout(PROBE_TIMEOUT).send().await {
+            Ok(response) => response.status().is_success(),
+            Err(_) => false,
+        }
     }
 
     /// The node's unfinished job assignments.

@@ -3,14 +3,14 @@
 use std::time::Duration;
 
 use anyhow::Context;
-use rand::SeedableRng;
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use crate::agents::protocol::{DesiredState, HeartbeatRequest, NodeFacts, RegisterRequest};
 
-use super::backoff::Backoff;
+use super::backoff::{Backoff, next_probe};
 use super::buffer::SampleBuffer;
 use super::client::{CallError, ServiceClient};
 use super::credential::{Credential, CredentialStore};
@@ -109,11 +109,17 @@ impl Agent {
         let mut schedule = Schedule { last: now.checked_sub(interval).unwrap_or(now), interval };
         let mut next_send = now;
         let mut backoff = Backoff::default();
+        // While backing off: when to ask /readyz whether the service is back. A heartbeat that fails right
+        // after a good probe (the service is up but refuses heartbeats) waits out plain backoff, so a
+        // half-broken service is not retried every second.
+        let mut probe_at: Option<Instant> = None;
+        let mut probe_trusted = true;
         let mut desired_state = DesiredState::Active;
         loop {
+            let wake = probe_at.map_or(next_send, |p| p.min(next_send));
             tokio::select! {
                 _ = shutdown.cancelled() => break,
-                _ = sleep_until(schedule.next().min(next_send)) => {}
+                _ = sleep_until(schedule.next().min(wake)) => {}
                 Some(exit) = jobs.next_exit() => {
                     jobs.on_exit(exit);
                     jobs.flush(&self.client, &credential.agent_token).await;
@@ -124,9 +130,23 @@ impl Agent {
                 sampler.take_sample();
                 schedule.advance(Instant::now());
             }
+            if let Some(at) = probe_at
+                && Instant::now() >= at
+                && Instant::now() < next_send
+            {
+                if self.client.ready().await {
+                    tracing::info!("the service answers /readyz again; retrying now");
+                    next_send = Instant::now();
+                    probe_at = None;
+                    probe_trusted = false;
+                } else {
+                    probe_at = next_probe(next_send - Instant::now(), rng.random()).map(|d| Instant::now() + d);
+                }
+            }
             if Instant::now() < next_send {
                 continue;
             }
+            probe_at = None;
 
             let request = HeartbeatRequest { samples: sampler.buffer.oldest(MAX_SAMPLES_PER_HEARTBEAT) };
             let sent = request.samples.len();
@@ -155,6 +175,7 @@ impl Agent {
                 Ok(answer) => {
                     sampler.buffer.remove_oldest(settled);
                     unproven_registration = false;
+                    probe_trusted = true;
                     if backoff.failures() > 0 {
                         tracing::info!(failures = backoff.failures(), "the service is reachable again");
                     }
@@ -181,6 +202,7 @@ impl Agent {
                     tracing::warn!(%reason, buffered = sampler.buffer.len(), retry_in_ms = delay.as_millis() as u64,
                         "heartbeat failed; keeping the samples");
                     next_send = Instant::now() + delay;
+                    probe_at = next_probe(delay, rng.random()).filter(|_| probe_trusted).map(|d| Instant::now() + d);
                 }
                 Err(CallError::Rejected { status, problem }) => {
                     tracing::warn!(status, %problem, dropped = settled, "the service rejected a heartbeat; dropping its samples");
@@ -268,12 +290,24 @@ impl Agent {
                     tracing::warn!(%reason, retry_in_ms = delay.as_millis() as u64, "registration failed; retrying");
                     tokio::select! {
                         _ = shutdown.cancelled() => return Ok(None),
-                        _ = sleep(delay) => {}
+                        _ = wait_for_service(&self.client, delay, rng) => {}
                     }
                 }
             }
         }
     }
+}
+
+/// Wait `delay`, cut short as soon as the service answers `/readyz` (probed about every second).
+async fn wait_for_service(client: &ServiceClient, delay: Duration, rng: &mut StdRng) {
+    let until = Instant::now() + delay;
+    while let Some(probe) = next_probe(until.saturating_duration_since(Instant::now()), rng.random()) {
+        sleep(probe).await;
+        if client.ready().await {
+            return;
+        }
+    }
+    sleep_until(until).await;
 }
 
 #[cfg(test)]

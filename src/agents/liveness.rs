@@ -1,28 +1,60 @@
 //! Liveness: nodes whose agent stops heartbeating become `unreachable`, then `offline` with their leases
 //! `interrupted` at the last heartbeat (so billing never charges past it). Each transition is one UPDATE
 //! guarded by the previous state, so on several replicas exactly one performs it.
+//!
+//! Silence is only counted while the control plane was there to hear it. Every sweep stamps the
+//! `control_plane_presence` row; a gap in the stamps longer than the heartbeat interval (no replica running,
+//! or none reaching the database) moves `resumed_at` to now, and a node's silence is measured from
+//! GREATEST(last heartbeat, resumed_at): after an outage every agent gets the full unreachable limit to come
+//! back. Interruptions still end leases at the real last heartbeat.
+//!
+//! When at least `fleet_silence_threshold` of a pool's agent nodes (and at least `fleet_silence_min_nodes`)
+//! are silent at once, the fault is more likely the network or the control plane than the hosts (Kubernetes'
+//! unhealthy-zone rule): a liveness hold opens for the pool, every affected lease gets an
+//! `interruption_held` event, and no lease in the pool is interrupted until the pool recovers or an operator
+//! releases the hold (`POST /v1/admin/pools/{id}/liveness-hold/release`). Metering stops at the last
+//! heartbeat meanwhile, so a held lease is only charged for time its nodes prove.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
+use crate::config::Settings;
 use crate::leases::store::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState};
 
-/// Mark silent nodes unreachable, then offline; interrupt the leases on offline nodes. Returns the pools
-/// whose capacity changed.
-pub async fn sweep(
-    db: &PgPool,
-    unreachable_after: std::time::Duration,
-    offline_after: std::time::Duration,
-) -> Result<Vec<Uuid>, sqlx::Error> {
+/// Stamp the control plane's presence; returns since when it has been present without a gap.
+pub async fn stamp_presence(db: &PgPool, outage_gap: std::time::Duration) -> Result<DateTime<Utc>, sqlx::Error> {
+    let (resumed_at,): (DateTime<Utc>,) = sqlx::query_as(
+        "INSERT INTO control_plane_presence AS p (singleton, last_seen_at, resumed_at) VALUES (true, now(), now()) \
+         ON CONFLICT (singleton) DO UPDATE SET last_seen_at = GREATEST(p.last_seen_at, now()), \
+             resumed_at = CASE WHEN p.last_seen_at < now() - make_interval(secs => $1) THEN now() ELSE p.resumed_at END \
+         RETURNING resumed_at",
+    )
+    .bind(outage_gap.as_secs_f64())
+    .fetch_one(db)
+    .await?;
+    Ok(resumed_at)
+}
+
+/// The longest gap in presence stamps that is not an outage: the heartbeat interval, at least 2 s.
+pub fn outage_gap(settings: &Settings) -> std::time::Duration {
+    settings.heartbeat_interval.max(std::time::Duration::from_secs(2))
+}
+
+/// Stamp presence, mark silent nodes unreachable, then offline; open and clear liveness holds; interrupt the
+/// leases on offline nodes of pools that are not held. Returns the pools whose capacity changed.
+pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::Error> {
+    let resumed_at = stamp_presence(db, outage_gap(settings)).await?;
     let mut tx = db.begin().await?;
     let unreachable: Vec<(Uuid, String, DateTime<Utc>)> = sqlx::query_as(
         "UPDATE nodes SET liveness = 'unreachable', updated_at = now() \
-         WHERE agent_managed AND liveness = 'ready' AND last_heartbeat_at < now() - make_interval(secs => $1) \
+         WHERE agent_managed AND liveness = 'ready' \
+             AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1) \
          RETURNING id, hostname, last_heartbeat_at",
     )
-    .bind(unreachable_after.as_secs_f64())
+    .bind(settings.unreachable_after.as_secs_f64())
+    .bind(resumed_at)
     .fetch_all(&mut *tx)
     .await?;
     for (node_id, hostname, last) in &unreachable {
@@ -36,26 +68,96 @@ pub async fn sweep(
             record_event(&mut tx, lease_id, event).await?;
         }
     }
-    let offline: Vec<(Uuid, Uuid, String, DateTime<Utc>)> = sqlx::query_as(
-        "UPDATE nodes SET liveness = 'offline', updated_at = now() \
-         WHERE agent_managed AND liveness <> 'offline' AND last_heartbeat_at < now() - make_interval(secs => $1) \
-         RETURNING id, pool_id, hostname, last_heartbeat_at",
+    update_holds(&mut tx, settings).await?;
+    let offline: Vec<(Uuid, Uuid, String, DateTime<Utc>, bool)> = sqlx::query_as(
+        "UPDATE nodes n SET liveness = 'offline', updated_at = now() \
+         WHERE agent_managed AND liveness <> 'offline' \
+             AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1) \
+         RETURNING id, pool_id, hostname, last_heartbeat_at, \
+             EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL) AS held",
     )
-    .bind(offline_after.as_secs_f64())
+    .bind(settings.offline_after.as_secs_f64())
+    .bind(resumed_at)
     .fetch_all(&mut *tx)
     .await?;
-    let mut pools = Vec::new();
-    for (node_id, pool_id, hostname, last) in &offline {
-        tracing::warn!(node.id = %node_id, %hostname, "node offline: interrupting its leases");
-        let reason = format!("node {hostname} offline: no heartbeat since {last}");
-        for lease_id in active_leases_on(&mut tx, *node_id).await? {
-            end_lease(&mut tx, lease_id, None, LeaseState::Interrupted, &reason, &Actor::System, Some(*last)).await?;
+    for (node_id, _, hostname, last, held) in &offline {
+        if !held {
+            tracing::warn!(node.id = %node_id, %hostname, "node offline: interrupting its leases");
+            continue;
         }
-        if !pools.contains(pool_id) {
-            pools.push(*pool_id);
+        tracing::warn!(node.id = %node_id, %hostname, "node offline in a held pool: its leases are not interrupted");
+        let reason = format!(
+            "node {hostname} offline (no heartbeat since {last}) while most of its pool is silent: \
+             the interruption is held until the pool recovers or an operator releases the hold"
+        );
+        for lease_id in active_leases_on(&mut tx, *node_id).await? {
+            let event =
+                NewEvent::new("interruption_held", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+                    .reason(&reason)
+                    .detail(serde_json::json!({ "node_id": node_id, "last_heartbeat_at": last }));
+            record_event(&mut tx, lease_id, event).await?;
         }
     }
+    let pools = interrupt_offline_leases(&mut tx).await?;
     tx.commit().await?;
+    Ok(pools)
+}
+
+/// Open a hold for every pool where too many agent nodes are silent at once, and clear the holds of pools
+/// that recovered (releasing them if no operator did).
+async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Result<(), sqlx::Error> {
+    let opened: Vec<(Uuid, i32, i32)> = sqlx::query_as(
+        "WITH silence AS ( \
+             SELECT pool_id, count(*) FILTER (WHERE liveness <> 'ready')::int AS silent, count(*)::int AS total \
+             FROM nodes WHERE agent_managed GROUP BY pool_id), \
+         cleared AS ( \
+             UPDATE liveness_holds h SET cleared_at = now(), released_at = COALESCE(h.released_at, now()), \
+                 released_by = COALESCE(h.released_by, 'system: the pool recovered') \
+             WHERE h.cleared_at IS NULL AND NOT EXISTS (SELECT 1 FROM silence s \
+                 WHERE s.pool_id = h.pool_id AND s.silent >= $2 AND s.silent >= $1 * s.total) \
+             RETURNING h.pool_id) \
+         INSERT INTO liveness_holds (id, pool_id, silent_nodes, total_nodes) \
+         SELECT gen_random_uuid(), pool_id, silent, total FROM silence \
+         WHERE silent >= $2 AND silent >= $1 * total \
+         ON CONFLICT (pool_id) WHERE cleared_at IS NULL DO NOTHING \
+         RETURNING pool_id, silent_nodes, total_nodes",
+    )
+    .bind(settings.fleet_silence_threshold)
+    .bind(settings.fleet_silence_min_nodes as i32)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (pool_id, silent, total) in opened {
+        tracing::error!(pool.id = %pool_id, silent, total,
+            "fleet-level silence: {silent} of {total} agent nodes of the pool are silent at once; \
+             holding interruptions in the pool until it recovers or an operator releases the hold");
+    }
+    Ok(())
+}
+
+/// End the active leases on offline nodes of pools without an open hold, at the node's last heartbeat.
+async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Vec<Uuid>, sqlx::Error> {
+    // Several nodes of one lease may be offline: the earliest last heartbeat ends it.
+    let due: Vec<(Uuid, Uuid, String, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT DISTINCT ON (l.id) l.id, n.pool_id, n.hostname, n.last_heartbeat_at \
+         FROM nodes n JOIN lease_gpus lg ON lg.node_id = n.id AND lg.released_at IS NULL \
+         JOIN leases l ON l.id = lg.lease_id AND l.state = 'active' \
+         WHERE n.agent_managed AND n.liveness = 'offline' \
+             AND NOT EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL) \
+         ORDER BY l.id, n.last_heartbeat_at",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut pools = Vec::new();
+    for (lease_id, pool_id, hostname, last) in due {
+        let reason = format!("node {hostname} offline: no heartbeat since {last}");
+        if end_lease(conn, lease_id, None, LeaseState::Interrupted, &reason, &Actor::System, Some(last))
+            .await?
+            .is_some()
+            && !pools.contains(&pool_id)
+        {
+            pools.push(pool_id);
+        }
+    }
     Ok(pools)
 }
 
@@ -100,7 +202,7 @@ pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::Cancel
         }
         ticks += 1;
         let settings = &state.settings;
-        match sweep(&state.db, settings.unreachable_after, settings.offline_after).await {
+        match sweep(&state.db, settings).await {
             Ok(pools) => {
                 for pool_id in pools {
                     crate::leases::lifecycle::kick_queue(&state, pool_id);

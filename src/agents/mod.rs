@@ -1,6 +1,7 @@
 //! Node agents: join tokens, registration, heartbeats with DCGM-style telemetry, liveness and GPU health.
 //! The agent program itself (the client) is `crate::agent`.
 
+pub mod holds;
 pub mod liveness;
 pub mod matching;
 pub mod protocol;
@@ -17,7 +18,7 @@ use uuid::Uuid;
 use crate::app::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    routes::router().merge(tokens::router()).merge(telemetry::router())
+    routes::router().merge(tokens::router()).merge(telemetry::router()).merge(holds::router())
 }
 
 /// A node's GPUs as (index, GPU id), sorted by index.

@@ -3,15 +3,16 @@
 //! Each lease carries `metered_until`; one metering step takes the lease row lock (SKIP LOCKED, so replicas
 //! share the work and never meter one lease twice), rates [metered_until, end) with `rating`, writes the
 //! usage records and their ledger entries, and moves `metered_until`, all in one transaction. A crash before
-//! the commit leaves nothing; after it, the next step starts where this one stopped. Interrupted leases end
-//! at the node's last heartbeat, so they are never charged past it.
+//! the commit leaves nothing; after it, the next step starts where this one stopped. A running lease is never
+//! metered past the last heartbeat of its nodes, and an interrupted one ends at that heartbeat, so silence
+//! is never charged: for every ended lease, charged = floor(exact cost of its whole seconds to `ended_at`).
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::ledger::{self, EntryKind, NewEntry};
-use super::rating::{Price, charge_for, rate_window};
+use super::rating::{Charge, Metered, Price, meter};
 use crate::extract::new_id;
 use crate::leases::store::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState, Term};
@@ -44,14 +45,20 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
     let mut touched: Vec<(Uuid, String)> = Vec::new();
     loop {
         let mut tx = db.begin().await?;
+        // A running lease is metered up to now, its end, and the last heartbeat of every agent node holding its
+        // GPUs: a silent node's time is not charged unless the node proves it was alive (then the next step
+        // catches up); if it goes offline, the lease ends at that same last heartbeat.
         let due: Vec<Due> = sqlx::query_as(
-            "SELECT id, tenant_id, pool_id, gpu_count, term, metered_until, \
-                 COALESCE(ended_at, LEAST(now(), ends_at)) AS meter_to, ended_at IS NOT NULL AS ended, \
-                 cost_units::text AS cost_units, charged_minor, currency \
-             FROM leases WHERE metered_until IS NOT NULL \
-                 AND metered_until < COALESCE(ended_at, LEAST(now(), ends_at)) - \
-                     CASE WHEN ended_at IS NULL THEN interval '1 second' ELSE interval '0' END \
-             ORDER BY metered_until LIMIT $1 FOR UPDATE SKIP LOCKED",
+            "SELECT l.id, l.tenant_id, l.pool_id, l.gpu_count, l.term, l.metered_until, \
+                 COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at)) AS meter_to, l.ended_at IS NOT NULL AS ended, \
+                 l.cost_units::text AS cost_units, l.charged_minor, l.currency \
+             FROM leases l \
+             LEFT JOIN LATERAL (SELECT min(COALESCE(n.last_heartbeat_at, '-infinity')) AS at \
+                 FROM lease_gpus lg JOIN nodes n ON n.id = lg.node_id \
+                 WHERE lg.lease_id = l.id AND lg.released_at IS NULL AND n.agent_managed) heard ON l.ended_at IS NULL \
+             WHERE l.metered_until IS NOT NULL \
+                 AND l.metered_until < COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at) - interval '1 second') \
+             ORDER BY l.metered_until LIMIT $1 FOR UPDATE OF l SKIP LOCKED",
         )
         .bind(BATCH)
         .fetch_all(&mut *tx)
@@ -74,16 +81,12 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
 
 /// Meter one locked lease up to its last whole second (or its end). Returns whether money moved.
 async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool, sqlx::Error> {
-    // Whole seconds only; an ended lease's last fraction of a second is not charged.
-    let whole = (lease.meter_to - lease.metered_until).num_seconds();
-    let until = lease.metered_until + chrono::Duration::seconds(whole);
-    let next_until = if lease.ended { lease.meter_to } else { until };
     let prices: Vec<(DateTime<Utc>, i64, Option<i64>)> = sqlx::query_as(
         "SELECT effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor FROM pool_prices \
          WHERE pool_id = $1 AND effective_from < $2 ORDER BY effective_from",
     )
     .bind(lease.pool_id)
-    .bind(until.max(lease.metered_until + chrono::Duration::seconds(1)))
+    .bind(lease.meter_to.max(lease.metered_until + chrono::Duration::seconds(1)))
     .fetch_all(&mut *conn)
     .await?;
     let prices: Vec<Price> = prices
@@ -94,13 +97,14 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
             per_gpu_month_minor: month,
         })
         .collect();
-    let mut units = to_i128(&lease.cost_units);
-    let mut charged = lease.charged_minor;
+    let before = Metered {
+        metered_until: lease.metered_until,
+        cost_units: to_i128(&lease.cost_units),
+        charged_minor: lease.charged_minor,
+    };
+    let (after, charges) = meter(before, lease.meter_to, lease.ended, lease.gpu_count, lease.term, &prices);
     let mut moved = false;
-    for piece in rate_window(lease.metered_until, until, lease.gpu_count, lease.term, &prices) {
-        units += piece.cost_units;
-        let amount = charge_for(units, charged);
-        charged += amount;
+    for Charge { piece, amount_minor: amount } in charges {
         let record_id = new_id();
         sqlx::query(
             "INSERT INTO usage_records (id, tenant_id, lease_id, pool_id, period_start, period_end, gpu_count, gpu_seconds, \
@@ -143,9 +147,9 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
     }
     sqlx::query("UPDATE leases SET metered_until = $2, cost_units = $3::numeric, charged_minor = $4 WHERE id = $1")
         .bind(lease.id)
-        .bind(next_until)
-        .bind(units.to_string())
-        .bind(charged)
+        .bind(after.metered_until)
+        .bind(after.cost_units.to_string())
+        .bind(after.charged_minor)
         .execute(conn)
         .await?;
     Ok(moved)

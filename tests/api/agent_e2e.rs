@@ -164,6 +164,16 @@ async fn agents_register_report_die_and_return(db: PgPool) {
     let api = Api { base: base.clone(), client: reqwest::Client::new() };
     let op = api.token(&operator_key).await;
     let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "e2e", 3).await;
+    // 36,000 per GPU-hour: 10 minor units per GPU-second, so every second shows in the charge.
+    let (status, body) = api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/admin/pools/{pool}"),
+            &op,
+            Some(json!({ "price_per_gpu_hour_minor": 36_000 })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
 
     // Registration and telemetry.
     let dir = state_dir("n1");
@@ -186,6 +196,18 @@ async fn agents_register_report_die_and_return(db: PgPool) {
     })
     .await;
 
+    // While the agent heartbeats, the lease is metered up to its last heartbeat.
+    wait_until("the lease is charged", 20, || async {
+        gpuplane::billing::metering::meter_once(&db).await.unwrap();
+        let (charged,): (i64,) = sqlx::query_as("SELECT charged_minor FROM leases WHERE id = $1::uuid")
+            .bind(&lease_id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        charged >= 2 * 2 * 10
+    })
+    .await;
+
     // The agent dies: unreachable, then offline, and the lease is interrupted.
     agent.kill().unwrap();
     agent.wait().unwrap();
@@ -199,6 +221,19 @@ async fn agents_register_report_die_and_return(db: PgPool) {
     })
     .await;
     assert_eq!(api.get(&format!("/v1/admin/nodes/{node_id}"), &op).await["state"], "offline");
+    // Billed exactly to the last heartbeat: 2 GPUs x the whole seconds from the start to ended_at x 10,
+    // whatever the server's own metering did while the node was silent.
+    gpuplane::billing::metering::meter_once(&db).await.unwrap();
+    let (seconds, charged, ledger): (i64, i64, i64) = sqlx::query_as(
+        "SELECT floor(extract(epoch FROM ended_at - starts_at))::bigint, charged_minor, \
+             (SELECT COALESCE(-sum(amount_minor), 0)::bigint FROM ledger_entries WHERE lease_id = l.id) \
+         FROM leases l WHERE id = $1::uuid",
+    )
+    .bind(&lease_id)
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!((charged, ledger), (2 * seconds * 10, 2 * seconds * 10), "charged to ended_at, no further");
 
     // It comes back from its saved credential: the same node, ready again, no duplicate.
     let (mut agent, line) = spawn_agent(&base, None, "e2e-node-1", &dir, &[]);

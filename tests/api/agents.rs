@@ -285,8 +285,7 @@ async fn silent_nodes_become_unreachable_then_offline_and_their_leases_interrupt
         .await
         .expect(StatusCode::CREATED);
     let lease_id = lease.body["id"].as_str().unwrap().to_string();
-    let settings = &app.state.settings;
-    let sweep = || gpuplane::agents::liveness::sweep(&app.db, settings.unreachable_after, settings.offline_after);
+    let sweep = || async { Ok::<_, ()>(app.sweep().await) };
 
     sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '60 seconds'").execute(&db).await.unwrap();
     sweep().await.unwrap();
@@ -415,8 +414,7 @@ async fn operator_made_nodes_are_not_subject_to_agent_liveness(db: PgPool) {
     let (op, _, pool) = setup(&app).await;
     let node = app.node(&op, &pool, "manual-1", 2).await;
     sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '1 day'").execute(&db).await.unwrap();
-    let s = &app.state.settings;
-    gpuplane::agents::liveness::sweep(&db, s.unreachable_after, s.offline_after).await.unwrap();
+    app.sweep().await;
     assert_eq!(app.get(&format!("/v1/admin/nodes/{node}"), &op).await.body["state"], "ready");
     let _ = Request::builder().method("GET").uri("/").body(Body::empty());
 }

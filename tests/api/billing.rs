@@ -1,5 +1,5 @@
 use axum::http::{Request, StatusCode};
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Duration, SubsecRound, Utc};
 use gpuplane::billing::metering::{enforce_balances, meter_once};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -433,4 +433,268 @@ async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
     // Generating again posts no second credit.
     let again = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK);
     assert_eq!(again.body[0]["credits_minor"], credit);
+}
+
+/// The lease's metering state: (metered_until, ended_at).
+async fn metering_state(db: &PgPool, lease: &str) -> (DateTime<Utc>, Option<DateTime<Utc>>) {
+    sqlx::query_as("SELECT metered_until, ended_at FROM leases WHERE id = $1::uuid")
+        .bind(lease)
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+#[sqlx::test]
+async fn an_interrupted_lease_is_charged_exactly_to_the_last_heartbeat(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    // 36,000 per GPU-hour: 10 minor units per GPU-second.
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": 36_000 }))
+        .await
+        .expect(StatusCode::OK);
+    backdate_prices(&db).await;
+    let (node, _) = app.agent_node(&op, &pool, "gpu-a", 8).await;
+    let id = lease(&app, &tenant, &pool, 8).await;
+    // The lease started 1000 s ago; the agent's last heartbeat was 3.5 s after the start, then silence.
+    let t0 = Utc::now().trunc_subsecs(6) - Duration::seconds(1000);
+    let last = t0 + Duration::milliseconds(3_500);
+    pin_period(&db, &id, t0, None, "active").await;
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
+        .bind(&node)
+        .bind(last)
+        .execute(&db)
+        .await
+        .unwrap();
+    // While the node is silent, metering stops at its last heartbeat (3 whole seconds), not at now.
+    meter_once(&db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 8 * 3 * 10);
+    assert_eq!(metering_state(&db, &id).await.0, t0 + Duration::seconds(3));
+    // Offline: interrupted at that heartbeat, and the final metering charges floor(exact cost to ended_at).
+    app.sweep().await;
+    let (metered_until, ended_at) = metering_state(&db, &id).await;
+    assert_eq!(ended_at, Some(last));
+    meter_once(&db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 8 * 3 * 10, "the last half second is free, nothing past it is charged");
+    assert!(metered_until <= last);
+    assert_eq!(metering_state(&db, &id).await.0, last);
+    assert!(ledger_matches_balances(&db).await);
+}
+
+#[sqlx::test]
+async fn a_lease_across_a_price_change_and_a_month_boundary_is_charged_exactly(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, _, tenant, pool) = setup(&app, 3600).await; // 1 minor unit per GPU-second
+    let id = lease(&app, &tenant, &pool, 2).await;
+    // Starts a quarter second into a second; the price doubles on a whole second; October ends mid-lease.
+    let at = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+    let start = at("2026-10-31T23:59:00.250Z");
+    let end = at("2026-11-01T00:01:30.750Z");
+    sqlx::query(
+        "UPDATE pool_prices SET effective_from = effective_from - interval '400 days' WHERE pool_id = $1::uuid",
+    )
+    .bind(&pool)
+    .execute(&db)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor) VALUES (gen_random_uuid(), $1::uuid, $2, 7200)")
+        .bind(&pool)
+        .bind(at("2026-10-31T23:59:30Z"))
+        .execute(&db)
+        .await
+        .unwrap();
+    pin_period(&db, &id, start, Some(end), "released").await;
+    meter_once(&db).await.unwrap();
+    // 150 whole seconds: the 30 that begin before 23:59:30 at 1, the other 120 at 2; 2 GPUs.
+    assert_eq!(charged(&db, &id).await, 2 * (30 + 2 * 120));
+    let records: Vec<(DateTime<Utc>, i64, i64, i64)> = sqlx::query_as(
+        "SELECT period_start, gpu_seconds, unit_price_minor, amount_minor FROM usage_records \
+         WHERE lease_id = $1::uuid ORDER BY period_start",
+    )
+    .bind(&id)
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert_eq!(
+        records,
+        [
+            (start, 60, 3600, 60),
+            (at("2026-10-31T23:59:30.250Z"), 60, 7200, 120),
+            // November's part starts at the first second that begins in November.
+            (at("2026-11-01T00:00:00.250Z"), 180, 7200, 360),
+        ]
+    );
+    assert!(ledger_matches_balances(&db).await);
+}
+
+/// One randomized lease history: when it starts (µs after the base time), its GPUs, the pool's price changes
+/// (µs after the base, price per GPU-hour), when the node's heartbeats let metering run (µs after the start),
+/// and how and when it ends (µs after the last heartbeat).
+#[derive(Debug, Clone)]
+struct History {
+    start_us: i64,
+    gpus: i32,
+    changes: Vec<(i64, i64)>,
+    heartbeats_us: Vec<i64>,
+    ending: &'static str,
+    end_after_us: i64,
+}
+
+fn history() -> impl proptest::strategy::Strategy<Value = History> {
+    use proptest::prelude::*;
+    (
+        0i64..3_600_000_000,
+        1i32..=8,
+        proptest::collection::vec((0i64..21_600_000_000, 1i64..50_000), 0..6),
+        proptest::collection::vec(0i64..2_400_000_000, 0..6),
+        prop_oneof![Just("released"), Just("interrupted"), Just("expired"), Just("terminated")],
+        0i64..1_800_000_000,
+    )
+        .prop_map(|(start_us, gpus, changes, heartbeats_us, ending, end_after_us)| History {
+            start_us,
+            gpus,
+            changes,
+            heartbeats_us,
+            ending,
+            end_after_us,
+        })
+}
+
+/// The README's rule, by brute force: floor(sum over the whole seconds from `start` to `end` of GPUs x the
+/// price in force when the second begins / 3600).
+fn exact_charge(start: DateTime<Utc>, end: DateTime<Utc>, gpus: i32, prices: &[(DateTime<Utc>, i64)]) -> i64 {
+    let per_hour: i128 = (0..(end - start).num_seconds())
+        .map(|k| {
+            let at = start + Duration::seconds(k);
+            prices.iter().rev().find(|p| p.0 <= at).map_or(prices[0].1, |p| p.1) as i128 * gpus as i128
+        })
+        .sum();
+    (per_hour / 3600) as i64
+}
+
+#[sqlx::test]
+async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_change_histories(db: PgPool) {
+    use proptest::strategy::{Strategy, ValueTree};
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let mut runner = proptest::test_runner::TestRunner::default();
+    // Histories around the end of October, so many cross into November.
+    let base = DateTime::parse_from_rfc3339("2026-10-31T21:00:00Z").unwrap().with_timezone(&Utc);
+    for case in 0..12 {
+        let h = history().new_tree(&mut runner).unwrap().current();
+        let pool = app.pool(&op, &format!("pool-{case}"), "h100").await;
+        sqlx::query(
+            "UPDATE pool_prices SET effective_from = $2, price_per_gpu_hour_minor = 3600 WHERE pool_id = $1::uuid",
+        )
+        .bind(&pool)
+        .bind(base - Duration::days(1))
+        .execute(&db)
+        .await
+        .unwrap();
+        let mut prices = vec![(base - Duration::days(1), 3600)];
+        for (at, price) in &h.changes {
+            let at = base + Duration::microseconds(*at);
+            sqlx::query(
+                "INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor) \
+                         VALUES (gen_random_uuid(), $1::uuid, $2, $3) ON CONFLICT DO NOTHING",
+            )
+            .bind(&pool)
+            .bind(at)
+            .bind(price)
+            .execute(&db)
+            .await
+            .unwrap();
+            prices.push((at, *price));
+        }
+        prices.sort();
+        let (node, _) = app.agent_node(&op, &pool, &format!("node-{case}"), 8).await;
+        let id = lease(&app, &tenant, &pool, h.gpus as i64).await;
+        let start = base + Duration::microseconds(h.start_us);
+        sqlx::query(
+            "UPDATE leases SET starts_at = $2, metered_until = $2, ends_at = $2 + interval '1 day' WHERE id = $1::uuid",
+        )
+        .bind(&id)
+        .bind(start)
+        .execute(&db)
+        .await
+        .unwrap();
+        // Metering runs as the node's heartbeats arrive: after each, charged = floor(exact cost so far).
+        let mut heard = start;
+        for step in &h.heartbeats_us {
+            heard += Duration::microseconds(*step);
+            sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
+                .bind(&node)
+                .bind(heard)
+                .execute(&db)
+                .await
+                .unwrap();
+            meter_once(&db).await.unwrap();
+            let (metered_until,) = (metering_state(&db, &id).await.0,);
+            assert!(metered_until <= heard, "{h:?}");
+            assert_eq!(
+                charged(&db, &id).await,
+                exact_charge(start, metered_until, h.gpus, &prices),
+                "{h:?} after a heartbeat"
+            );
+        }
+        // It ends: released or terminated by someone, expired at its end time, or interrupted because the node
+        // went silent after `heard` (then it ends at `heard`).
+        let end = heard + Duration::microseconds(h.end_after_us);
+        let lease_id = uuid::Uuid::parse_str(&id).unwrap();
+        match h.ending {
+            "interrupted" => {
+                sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
+                    .bind(&node)
+                    .bind(heard)
+                    .execute(&db)
+                    .await
+                    .unwrap();
+                app.sweep().await;
+            }
+            "expired" => {
+                sqlx::query("UPDATE leases SET ends_at = $2 WHERE id = $1::uuid")
+                    .bind(&id)
+                    .bind(end)
+                    .execute(&db)
+                    .await
+                    .unwrap();
+                gpuplane::leases::store::expire_due(&db, 100).await.unwrap();
+            }
+            state => {
+                let to = if state == "released" {
+                    gpuplane::leases::LeaseState::Released
+                } else {
+                    gpuplane::leases::LeaseState::Terminated
+                };
+                let mut conn = db.acquire().await.unwrap();
+                let actor = gpuplane::leases::Actor::System;
+                gpuplane::leases::store::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(end))
+                    .await
+                    .unwrap()
+                    .expect("ended");
+            }
+        }
+        meter_once(&db).await.unwrap();
+        meter_once(&db).await.unwrap();
+        let (metered_until, ended_at) = metering_state(&db, &id).await;
+        let ended_at = ended_at.unwrap_or_else(|| panic!("{h:?}: not ended"));
+        let expected_end = if h.ending == "interrupted" { heard } else { end };
+        assert_eq!(ended_at, expected_end, "{h:?}");
+        assert_eq!(metered_until, ended_at, "{h:?}");
+        assert_eq!(charged(&db, &id).await, exact_charge(start, ended_at, h.gpus, &prices), "{h:?} when ended");
+        // The usage records say the same: their amounts add up to the charge, their seconds to the lease's.
+        let (amount, gpu_seconds): (i64, i64) = sqlx::query_as(
+            "SELECT COALESCE(sum(amount_minor), 0)::bigint, COALESCE(sum(gpu_seconds), 0)::bigint FROM usage_records \
+             WHERE lease_id = $1::uuid",
+        )
+        .bind(&id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+        assert_eq!(amount, charged(&db, &id).await, "{h:?}");
+        assert_eq!(gpu_seconds, (ended_at - start).num_seconds() * h.gpus as i64, "{h:?}");
+    }
+    assert!(ledger_matches_balances(&db).await);
 }

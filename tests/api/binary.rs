@@ -45,13 +45,18 @@ impl Drop for Proc {
 
 /// Start `gpuplane serve` on port 0 and return the process with its base URL.
 pub fn spawn_server(db_url: &str, extra_env: &[(&str, &str)]) -> (Proc, String) {
-    spawn_server_with(db_url, extra_env, Stdio::inherit())
+    spawn_server_on(db_url, "127.0.0.1:0", extra_env)
+}
+
+/// Start `gpuplane serve` on `bind` and return the process with its base URL.
+pub fn spawn_server_on(db_url: &str, bind: &str, extra_env: &[(&str, &str)]) -> (Proc, String) {
+    spawn_server_with(db_url, bind, extra_env, Stdio::inherit())
 }
 
 /// The same, with the server's log (stderr) going to `stderr`.
-pub fn spawn_server_with(db_url: &str, extra_env: &[(&str, &str)], stderr: Stdio) -> (Proc, String) {
+pub fn spawn_server_with(db_url: &str, bind: &str, extra_env: &[(&str, &str)], stderr: Stdio) -> (Proc, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
-    cmd.args(["serve", "--bind", "127.0.0.1:0"])
+    cmd.args(["serve", "--bind", bind])
         .env("DATABASE_URL", db_url)
         .env("GPUPLANE_JWT_SECRET", TEST_SECRET)
         .env("RUST_LOG", "warn")

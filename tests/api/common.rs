@@ -198,4 +198,44 @@ impl TestApp {
             .expect(StatusCode::CREATED);
         res.body["id"].as_str().unwrap().to_string()
     }
+
+    /// Register an agent node of `gpus` H100s in `pool_id` through a fresh join token; (node id, agent token).
+    #[allow(dead_code)]
+    pub async fn agent_node(&self, operator: &str, pool_id: &str, hostname: &str, gpus: usize) -> (String, String) {
+        let token = self
+            .post(&format!("/v1/admin/pools/{pool_id}/join-tokens"), operator, json!({ "max_uses": 1 }))
+            .await
+            .expect(StatusCode::CREATED)
+            .body["join_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let gpu_list: Vec<Value> = (0..gpus)
+            .map(|i| {
+                json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}"), "name": "NVIDIA H100 80GB HBM3",
+                             "memory_bytes": 85_520_809_984i64 })
+            })
+            .collect();
+        let node = json!({ "hostname": hostname, "address": format!("{hostname}.test"), "gpus": gpu_list,
+                           "intra_link": "nvlink", "network_gbps": 400, "rdma": true });
+        let res = self
+            .call(Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": token, "node": node })))
+            .await
+            .expect(StatusCode::CREATED);
+        (res.body["node_id"].as_str().unwrap().to_string(), res.body["agent_token"].as_str().unwrap().to_string())
+    }
+
+    /// One liveness sweep. Unless the test set the control plane's presence itself, it has been present all
+    /// along (no outage grace).
+    #[allow(dead_code)]
+    pub async fn sweep(&self) -> Vec<uuid::Uuid> {
+        sqlx::query(
+            "INSERT INTO control_plane_presence (singleton, last_seen_at, resumed_at) VALUES (true, now(), '2000-01-01T00:00:00Z') \
+             ON CONFLICT (singleton) DO NOTHING",
+        )
+        .execute(&self.db)
+        .await
+        .unwrap();
+        gpuplane::agents::liveness::sweep(&self.db, &self.state.settings).await.unwrap()
+    }
 }

@@ -54,8 +54,12 @@ fn devices(lines: &[String]) -> BTreeSet<String> {
 async fn a_job_reaches_only_its_own_lease_on_a_shared_host(db: PgPool) {
     let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
     let server_log = std::env::temp_dir().join(format!("gpuplane-iso-server-{}.log", std::process::id()));
-    let (mut server, base) =
-        spawn_server_with(&database_url(&db), HEARTBEAT_1S, std::fs::File::create(&server_log).unwrap().into());
+    let (mut server, base) = spawn_server_with(
+        &database_url(&db),
+        "127.0.0.1:0",
+        HEARTBEAT_1S,
+        std::fs::File::create(&server_log).unwrap().into(),
+    );
     let api = Api { base: base.clone(), client: reqwest::Client::new() };
     let op = api.token(&operator_key).await;
     // Two uses: the agent's registration, and the impostor's attempt below (refused, so not counted).

@@ -15,6 +15,8 @@ mod isolation_e2e;
 mod jobs;
 mod jobs_e2e;
 mod leases;
+mod liveness;
 mod openapi;
+mod outage_e2e;
 mod planning;
 mod tenants;

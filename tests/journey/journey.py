@@ -68,6 +68,7 @@ from gpuplane_client.models import (
 )
 from gpuplane_client.types import Unset
 from gpuplane_client_ext import GpuplaneError, login, raise_for_problem
+from gpuplane_client_ext import create_lease as create_lease_safely
 
 T = TypeVar("T")
 
@@ -299,11 +300,16 @@ class Journey:
                 str(e),
             )
 
-        # Lease all 8 GPUs.
-        lease = self.call(
-            create_lease.sync_detailed(
-                client=tc, body=CreateLeaseRequest(pool_id=pool.id, gpu_count=NODES * GPUS_PER_NODE, duration_hours=1)
-            )
+        # Lease all 8 GPUs through the helper that sends an Idempotency-Key and retries with it: a create whose
+        # answer was lost may have committed, and retrying it with the same key returns that lease.
+        lease_body = CreateLeaseRequest(pool_id=pool.id, gpu_count=NODES * GPUS_PER_NODE, duration_hours=1)
+        lease_key = f"journey-{time.time_ns()}"
+        lease = create_lease_safely(tc, lease_body, idempotency_key=lease_key)
+        again = create_lease_safely(tc, lease_body, idempotency_key=lease_key)
+        self.check(
+            "retrying a lease create with its Idempotency-Key returns the same lease, not a second one",
+            again.id == lease.id,
+            f"{lease.id} / {again.id}",
         )
         lease_nodes = {str(g.node_id) for g in lease.gpus}
         self.require(

@@ -3,6 +3,8 @@
 - :class:`GpuplaneError`: an API error as a typed exception: ``status``, ``code``, field ``errors``.
 - :func:`raise_for_problem`: turn a ``*.sync_detailed(...)`` response into its parsed body, or raise.
 - :func:`login`: exchange an API key for an access token and return an ``AuthenticatedClient``.
+- :func:`create_lease`: ``POST /v1/leases`` with an ``Idempotency-Key`` (a fresh one unless given), retried
+  with that same key on connection errors and 5xx/429, so a retry never creates a second lease.
 
     from gpuplane_client.api.inventory import list_pools
     from gpuplane_client_ext import GpuplaneError, login, raise_for_problem
@@ -14,17 +16,23 @@
 from __future__ import annotations
 
 import json
+import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import httpx
 from gpuplane_client import AuthenticatedClient, Client
 from gpuplane_client.api.auth import create_token
+from gpuplane_client.api.leases import create_lease as create_lease_api
+from gpuplane_client.models.create_lease_request import CreateLeaseRequest
+from gpuplane_client.models.lease import Lease
 from gpuplane_client.models.problem import Problem
 from gpuplane_client.models.token_request import TokenRequest
 from gpuplane_client.models.token_response import TokenResponse
 from gpuplane_client.types import Response, Unset
 
-__all__ = ["FieldError", "GpuplaneError", "login", "raise_for_problem"]
+__all__ = ["FieldError", "GpuplaneError", "create_lease", "login", "raise_for_problem"]
 
 T = TypeVar("T")
 
@@ -124,3 +132,36 @@ def login(base_url: str, api_key: str, **client_kwargs: Any) -> AuthenticatedCli
     if not isinstance(token, TokenResponse):
         raise GpuplaneError(status=0, code="unexpected_response", detail="no token in the response")
     return AuthenticatedClient(base_url=base_url, token=token.access_token, **client_kwargs)
+
+
+def create_lease(
+    client: AuthenticatedClient,
+    body: CreateLeaseRequest,
+    idempotency_key: str | None = None,
+    attempts: int = 4,
+) -> Lease:
+    """Create a lease safely: with an ``Idempotency-Key`` (a fresh UUID unless given) and retries that reuse it.
+
+    A create whose answer was lost (a timeout, a crash of the service mid-request) may have committed; retrying
+    it with the same key returns that lease instead of allocating a second one (the server replays the first
+    answer for 24 h). Connection errors, 429 and 5xx are retried up to ``attempts`` times with a short
+    exponential pause; any other error raises :class:`GpuplaneError` at once. To retry across restarts of your
+    own program, pass a key you stored.
+    """
+    key = idempotency_key or str(uuid.uuid4())
+    for attempt in range(attempts):
+        last = attempt == attempts - 1
+        try:
+            response = create_lease_api.sync_detailed(client=client, body=body, idempotency_key=key)
+        except httpx.TransportError:
+            if last:
+                raise
+        else:
+            status = int(response.status_code)
+            if not (status == 429 or status >= 500) or last:
+                lease = raise_for_problem(response)
+                if not isinstance(lease, Lease):
+                    raise GpuplaneError(status=status, code="unexpected_response", detail="no lease in the response")
+                return lease
+        time.sleep(min(0.5 * 2**attempt, 5.0))
+    raise AssertionError("unreachable")

@@ -144,3 +144,39 @@ export function unwrap<R extends { data?: unknown; error?: unknown; response: Re
   }
   return result.data as NonNullable<R["data"]>;
 }
+
+/** The body of `POST /v1/leases`. */
+export type CreateLeaseRequest = components["schemas"]["CreateLeaseRequest"];
+/** A lease. */
+export type Lease = components["schemas"]["Lease"];
+
+export interface CreateLeaseOptions {
+  /** The Idempotency-Key; a fresh random UUID unless given. Pass a stored one to retry across restarts. */
+  idempotencyKey?: string;
+  /** Tries in all on network errors, 429 and 5xx (default 4), each with the same key. */
+  attempts?: number;
+}
+
+/**
+ * Create a lease safely: `POST /v1/leases` with an Idempotency-Key and retries that reuse it. A create whose answer
+ * was lost (a timeout, the service crashing mid-request) may have committed; retrying with the same key returns
+ * that lease instead of allocating a second one (the server replays the first answer for 24 h). Any other error
+ * rejects with GpuplaneError at once.
+ */
+export async function createLease(
+  client: GpuplaneClient,
+  body: CreateLeaseRequest,
+  options: CreateLeaseOptions = {},
+): Promise<Lease> {
+  const key = options.idempotencyKey ?? globalThis.crypto.randomUUID();
+  const attempts = Math.max(1, options.attempts ?? 4);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return unwrap(await client.POST("/v1/leases", { body, params: { header: { "Idempotency-Key": key } } }));
+    } catch (err) {
+      const retryable = !(err instanceof GpuplaneError) || err.status === 429 || err.status >= 500;
+      if (!retryable || attempt + 1 >= attempts) throw err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, Math.min(500 * 2 ** attempt, 5000)));
+  }
+}

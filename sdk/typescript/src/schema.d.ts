@@ -226,6 +226,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/liveness-holds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Liveness holds of pools that have not recovered yet (open ones, and ones an operator released). */
+        get: operations["list_liveness_holds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/nodes": {
         parameters: {
             query?: never;
@@ -255,6 +272,27 @@ export interface paths {
         get: operations["get_node"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/nodes/{node_id}/allow-reregistration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Allow the node's host name to be registered again with a join token alone, once, within the next hour: for
+         *     a host whose agent lost its state directory. Without this, re-registering an existing host name needs the
+         *     node's current agent credential, so a join token never takes over a registered node.
+         */
+        post: operations["allow_node_reregistration"];
         delete?: never;
         options?: never;
         head?: never;
@@ -392,6 +430,26 @@ export interface paths {
         put?: never;
         /** Mint a join token for a pool. */
         post: operations["create_join_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/pools/{pool_id}/liveness-hold/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release a pool's liveness hold: the silent nodes' leases are interrupted at their last heartbeat by the
+         *     next sweep. No new hold opens in the pool until it has recovered.
+         */
+        post: operations["release_liveness_hold"];
         delete?: never;
         options?: never;
         head?: never;
@@ -643,7 +701,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its credential. */
+        /**
+         * Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its credential.
+         *     Re-attaching needs proof that the caller is that node: its current agent credential as the bearer token, or
+         *     an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join token alone
+         *     never takes over a registered node.
+         */
         post: operations["register_agent"];
         delete?: never;
         options?: never;
@@ -1207,6 +1270,11 @@ export interface components {
              * @description Report its status at `POST /v1/agent/assignments/{job_node_id}/status`.
              */
             job_node_id: string;
+            /**
+             * Format: uuid
+             * @description The lease it runs on: its processes run as that lease's user, in that lease's directory.
+             */
+            lease_id: string;
             spec: components["schemas"]["LaunchSpec"];
             /** @description The state the service last recorded. */
             state: components["schemas"]["JobState"];
@@ -1214,6 +1282,11 @@ export interface components {
         /** @description The node's unfinished assignments. One that disappears from the list (its lease ended) must be stopped. */
         AssignmentList: {
             assignments: components["schemas"]["Assignment"][];
+            /**
+             * @description The leases that hold GPUs of this node now, with the GPUs they hold: a job gets exactly its lease's
+             *     devices; a lease no longer listed has ended here, and its files and processes are removed.
+             */
+            leases: components["schemas"]["NodeLease"][];
         };
         /**
          * @description A state transition of a job's process on this node. Idempotent; states only move forward.
@@ -1330,6 +1403,14 @@ export interface components {
             parameters?: Record<string, never>;
             /** @description Planner pins (e.g. `{"tp": 2}`). */
             pins?: components["schemas"]["Pins"];
+            /**
+             * @description Secret environment (tokens, passwords), same name rules as `env`, values of 8 to 32768 bytes: never
+             *     returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
+             *     tails, and delivered only to the agents of the job's nodes.
+             */
+            secret_env?: {
+                [key: string]: string;
+            };
             /** @description `auto` (the planner picks a built-in template), a built-in name, or a custom template's name. */
             template: string;
             /**
@@ -2088,6 +2169,35 @@ export interface components {
          * @enum {string}
          */
         LinkKind: "nvlink" | "pcie";
+        /**
+         * @description Too many of a pool's agent nodes went silent at once: while `released_at` is null, no lease in the pool is
+         *     interrupted for node silence.
+         */
+        LivenessHold: {
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            opened_at: string;
+            /** Format: uuid */
+            pool_id: string;
+            /**
+             * Format: date-time
+             * @description When interruptions resumed (operator release, or the pool recovered).
+             */
+            released_at?: string | null;
+            /** @description `operator:<key id>` or `system: the pool recovered`. */
+            released_by?: string | null;
+            /**
+             * Format: int32
+             * @description Silent agent nodes when the hold opened.
+             */
+            silent_nodes: number;
+            /**
+             * Format: int32
+             * @description Agent nodes of the pool when the hold opened.
+             */
+            total_nodes: number;
+        };
         /** @description What was measured on the job's GPUs. */
         Measured: {
             /**
@@ -2249,6 +2359,13 @@ export interface components {
              *     row and column i being GPU index i.
              */
             topology?: string[][] | null;
+        };
+        /** @description A lease's part of one node. */
+        NodeLease: {
+            /** @description The node's GPU indices the lease holds, ascending. */
+            gpu_indices: number[];
+            /** Format: uuid */
+            lease_id: string;
         };
         NodePage: {
             items: components["schemas"]["Node"][];
@@ -3436,6 +3553,29 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    list_liveness_holds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Holds not cleared yet, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LivenessHold"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     list_nodes: {
         parameters: {
             query?: {
@@ -3520,6 +3660,33 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The node */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Node"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    allow_node_reregistration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Node id */
+                node_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The node; the next registration of its host name within the hour re-attaches it */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -3820,6 +3987,33 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    release_liveness_hold: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pool id */
+                pool_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The released hold */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LivenessHold"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };
@@ -4394,7 +4588,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            /** @description Unknown, expired, used-up or revoked join token (`invalid_join_token`) */
+            /** @description Unknown, expired, used-up or revoked join token (`invalid_join_token`), or an invalid agent credential */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4403,7 +4597,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The hostname belongs to another pool (`node_in_other_pool`) or its GPUs changed (`gpu_set_changed`) */
+            /** @description The hostname belongs to another pool (`node_in_other_pool`), its GPUs changed (`gpu_set_changed`), or it is registered and the caller did not prove to be that node (`node_identity_required`) */
             409: {
                 headers: {
                     [name: string]: unknown;

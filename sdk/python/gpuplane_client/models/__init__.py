@@ -15,6 +15,7 @@ from .create_api_key_request import CreateApiKeyRequest
 from .create_job_request import CreateJobRequest
 from .create_job_request_env import CreateJobRequestEnv
 from .create_job_request_parameters import CreateJobRequestParameters
+from .create_job_request_secret_env import CreateJobRequestSecretEnv
 from .create_join_token_request import CreateJoinTokenRequest
 from .create_lease_request import CreateLeaseRequest
 from .create_ledger_entry_request import CreateLedgerEntryRequest
@@ -63,6 +64,7 @@ from .lease_state import LeaseState
 from .ledger_entry import LedgerEntry
 from .ledger_entry_page import LedgerEntryPage
 from .link_kind import LinkKind
+from .liveness_hold import LivenessHold
 from .measured import Measured
 from .memory_breakdown import MemoryBreakdown
 from .model_arch import ModelArch
@@ -71,6 +73,7 @@ from .moe_spec import MoeSpec
 from .new_gpu import NewGpu
 from .node import Node
 from .node_facts import NodeFacts
+from .node_lease import NodeLease
 from .node_page import NodePage
 from .node_state import NodeState
 from .node_utilization import NodeUtilization
@@ -135,6 +138,7 @@ __all__ = (
     "CreateJobRequest",
     "CreateJobRequestEnv",
     "CreateJobRequestParameters",
+    "CreateJobRequestSecretEnv",
     "CreateJoinTokenRequest",
     "CreateLeaseRequest",
     "CreateLedgerEntryRequest",
@@ -183,6 +187,7 @@ __all__ = (
     "LedgerEntry",
     "LedgerEntryPage",
     "LinkKind",
+    "LivenessHold",
     "Measured",
     "MemoryBreakdown",
     "ModelArch",
@@ -191,6 +196,7 @@ __all__ = (
     "NewGpu",
     "Node",
     "NodeFacts",
+    "NodeLease",
     "NodePage",
     "NodeState",
     "NodeUtilization",

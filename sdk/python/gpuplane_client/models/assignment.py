@@ -25,6 +25,7 @@ class Assignment:
         desired (Desired): What the service wants a node to do with its part of a job.
         job_id (UUID):
         job_node_id (UUID): Report its status at `POST /v1/agent/assignments/{job_node_id}/status`.
+        lease_id (UUID): The lease it runs on: its processes run as that lease's user, in that lease's directory.
         spec (LaunchSpec): What one node runs: exactly this argv (no shell) with exactly this environment (plus PATH and
             HOME).
         state (JobState): State of a job, and of each of its nodes.
@@ -33,6 +34,7 @@ class Assignment:
     desired: Desired
     job_id: UUID
     job_node_id: UUID
+    lease_id: UUID
     spec: LaunchSpec
     state: JobState
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -43,6 +45,8 @@ class Assignment:
         job_id = str(self.job_id)
 
         job_node_id = str(self.job_node_id)
+
+        lease_id = str(self.lease_id)
 
         spec = self.spec.to_dict()
 
@@ -55,6 +59,7 @@ class Assignment:
                 "desired": desired,
                 "job_id": job_id,
                 "job_node_id": job_node_id,
+                "lease_id": lease_id,
                 "spec": spec,
                 "state": state,
             }
@@ -73,6 +78,8 @@ class Assignment:
 
         job_node_id = UUID(d.pop("job_node_id"))
 
+        lease_id = UUID(d.pop("lease_id"))
+
         spec = LaunchSpec.from_dict(d.pop("spec"))
 
         state = JobState(d.pop("state"))
@@ -81,6 +88,7 @@ class Assignment:
             desired=desired,
             job_id=job_id,
             job_node_id=job_node_id,
+            lease_id=lease_id,
             spec=spec,
             state=state,
         )

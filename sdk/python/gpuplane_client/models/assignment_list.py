@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 if TYPE_CHECKING:
     from ..models.assignment import Assignment
+    from ..models.node_lease import NodeLease
 
 
 T = TypeVar("T", bound="AssignmentList")
@@ -19,9 +20,13 @@ class AssignmentList:
 
     Attributes:
         assignments (list[Assignment]):
+        leases (list[NodeLease]): The leases that hold GPUs of this node now, with the GPUs they hold: a job gets
+            exactly its lease's
+            devices; a lease no longer listed has ended here, and its files and processes are removed.
     """
 
     assignments: list[Assignment]
+    leases: list[NodeLease]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -30,11 +35,17 @@ class AssignmentList:
             assignments_item = assignments_item_data.to_dict()
             assignments.append(assignments_item)
 
+        leases = []
+        for leases_item_data in self.leases:
+            leases_item = leases_item_data.to_dict()
+            leases.append(leases_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "assignments": assignments,
+                "leases": leases,
             }
         )
 
@@ -43,6 +54,7 @@ class AssignmentList:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.assignment import Assignment
+        from ..models.node_lease import NodeLease
 
         d = dict(src_dict)
         assignments = []
@@ -52,8 +64,16 @@ class AssignmentList:
 
             assignments.append(assignments_item)
 
+        leases = []
+        _leases = d.pop("leases")
+        for leases_item_data in _leases:
+            leases_item = NodeLease.from_dict(leases_item_data)
+
+            leases.append(leases_item)
+
         assignment_list = cls(
             assignments=assignments,
+            leases=leases,
         )
 
         assignment_list.additional_properties = d

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.create_job_request_env import CreateJobRequestEnv
     from ..models.create_job_request_parameters import CreateJobRequestParameters
+    from ..models.create_job_request_secret_env import CreateJobRequestSecretEnv
     from ..models.model_ref import ModelRef
     from ..models.pins import Pins
     from ..models.workload_fields import WorkloadFields
@@ -39,6 +40,10 @@ class CreateJobRequest:
         model (ModelRef | None | Unset):
         parameters (CreateJobRequestParameters | Unset): Values of the template's parameters.
         pins (Pins | Unset): Optional pins: a `Some` fixes that knob, `None` lets the search choose.
+        secret_env (CreateJobRequestSecretEnv | Unset): Secret environment (tokens, passwords), same name rules as
+            `env`, values of 8 to 32768 bytes: never
+            returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
+            tails, and delivered only to the agents of the job's nodes.
         template_version (int | None | Unset): A custom template's version (default: the latest).
         workload (None | Unset | WorkloadFields):
     """
@@ -52,6 +57,7 @@ class CreateJobRequest:
     model: ModelRef | None | Unset = UNSET
     parameters: CreateJobRequestParameters | Unset = UNSET
     pins: Pins | Unset = UNSET
+    secret_env: CreateJobRequestSecretEnv | Unset = UNSET
     template_version: int | None | Unset = UNSET
     workload: None | Unset | WorkloadFields = UNSET
 
@@ -101,6 +107,10 @@ class CreateJobRequest:
         if not isinstance(self.pins, Unset):
             pins = self.pins.to_dict()
 
+        secret_env: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.secret_env, Unset):
+            secret_env = self.secret_env.to_dict()
+
         template_version: int | None | Unset
         if isinstance(self.template_version, Unset):
             template_version = UNSET
@@ -138,6 +148,8 @@ class CreateJobRequest:
             field_dict["parameters"] = parameters
         if pins is not UNSET:
             field_dict["pins"] = pins
+        if secret_env is not UNSET:
+            field_dict["secret_env"] = secret_env
         if template_version is not UNSET:
             field_dict["template_version"] = template_version
         if workload is not UNSET:
@@ -149,6 +161,7 @@ class CreateJobRequest:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.create_job_request_env import CreateJobRequestEnv
         from ..models.create_job_request_parameters import CreateJobRequestParameters
+        from ..models.create_job_request_secret_env import CreateJobRequestSecretEnv
         from ..models.model_ref import ModelRef
         from ..models.pins import Pins
         from ..models.workload_fields import WorkloadFields
@@ -216,6 +229,13 @@ class CreateJobRequest:
         else:
             pins = Pins.from_dict(_pins)
 
+        _secret_env = d.pop("secret_env", UNSET)
+        secret_env: CreateJobRequestSecretEnv | Unset
+        if isinstance(_secret_env, Unset):
+            secret_env = UNSET
+        else:
+            secret_env = CreateJobRequestSecretEnv.from_dict(_secret_env)
+
         def _parse_template_version(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -252,6 +272,7 @@ class CreateJobRequest:
             model=model,
             parameters=parameters,
             pins=pins,
+            secret_env=secret_env,
             template_version=template_version,
             workload=workload,
         )

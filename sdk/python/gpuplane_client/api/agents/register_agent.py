@@ -97,11 +97,16 @@ def _build_response(
 
 def sync_detailed(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     body: RegisterRequest,
 ) -> Response[Problem | RegisterResponse]:
     """Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its
     credential.
+    Re-attaching needs proof that the caller is that node: its current agent credential as the bearer
+    token, or
+    an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
+    token alone
+    never takes over a registered node.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':
@@ -131,11 +136,16 @@ def sync_detailed(
 
 def sync(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     body: RegisterRequest,
 ) -> Problem | RegisterResponse | None:
     """Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its
     credential.
+    Re-attaching needs proof that the caller is that node: its current agent credential as the bearer
+    token, or
+    an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
+    token alone
+    never takes over a registered node.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':
@@ -160,11 +170,16 @@ def sync(
 
 async def asyncio_detailed(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     body: RegisterRequest,
 ) -> Response[Problem | RegisterResponse]:
     """Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its
     credential.
+    Re-attaching needs proof that the caller is that node: its current agent credential as the bearer
+    token, or
+    an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
+    token alone
+    never takes over a registered node.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':
@@ -192,11 +207,16 @@ async def asyncio_detailed(
 
 async def asyncio(
     *,
-    client: AuthenticatedClient | Client,
+    client: AuthenticatedClient,
     body: RegisterRequest,
 ) -> Problem | RegisterResponse | None:
     """Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its
     credential.
+    Re-attaching needs proof that the caller is that node: its current agent credential as the bearer
+    token, or
+    an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
+    token alone
+    never takes over a registered node.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':

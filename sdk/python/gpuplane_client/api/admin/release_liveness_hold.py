@@ -1,0 +1,185 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.liveness_hold import LivenessHold
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    pool_id: UUID,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/v1/admin/pools/{pool_id}/liveness-hold/release".format(
+            pool_id=quote(str(pool_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> LivenessHold | Problem | None:
+    if response.status_code == 200:
+        response_200 = LivenessHold.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[LivenessHold | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    pool_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Response[LivenessHold | Problem]:
+    """Release a pool's liveness hold: the silent nodes' leases are interrupted at their last heartbeat by
+    the
+    next sweep. No new hold opens in the pool until it has recovered.
+
+    Args:
+        pool_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[LivenessHold | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        pool_id=pool_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    pool_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> LivenessHold | Problem | None:
+    """Release a pool's liveness hold: the silent nodes' leases are interrupted at their last heartbeat by
+    the
+    next sweep. No new hold opens in the pool until it has recovered.
+
+    Args:
+        pool_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        LivenessHold | Problem
+    """
+
+    return sync_detailed(
+        pool_id=pool_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    pool_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> Response[LivenessHold | Problem]:
+    """Release a pool's liveness hold: the silent nodes' leases are interrupted at their last heartbeat by
+    the
+    next sweep. No new hold opens in the pool until it has recovered.
+
+    Args:
+        pool_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[LivenessHold | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        pool_id=pool_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    pool_id: UUID,
+    *,
+    client: AuthenticatedClient,
+) -> LivenessHold | Problem | None:
+    """Release a pool's liveness hold: the silent nodes' leases are interrupted at their last heartbeat by
+    the
+    next sweep. No new hold opens in the pool until it has recovered.
+
+    Args:
+        pool_id (UUID):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        LivenessHold | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            pool_id=pool_id,
+            client=client,
+        )
+    ).parsed
