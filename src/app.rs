@@ -59,6 +59,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::planning::router())
         .merge(crate::agents::router())
         .merge(crate::jobs::router())
+        .merge(crate::environments::router())
         .merge(crate::billing::router())
 }
 

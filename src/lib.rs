@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod db;
 pub mod demo;
+pub mod environments;
 pub mod error;
 pub mod extract;
 pub mod health;

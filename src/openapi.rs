@@ -25,6 +25,7 @@ use crate::error::{FieldError, Problem};
         (name = "leases", description = "Leasing GPUs: allocation, extension, release, history"),
         (name = "planner", description = "Auto-parallel plans and rental advice"),
         (name = "jobs", description = "Jobs on a lease's GPUs: templates, planned launch specs, state, insights"),
+        (name = "environments", description = "Interactive access: SSH keys, and SSH into a sandbox holding a lease's GPUs"),
         (name = "agents", description = "Node agents: registration and heartbeats (agent credentials only)"),
         (name = "billing", description = "Prices, prepaid balance, ledger, invoices, usage exports, revenue"),
         (name = "admin", description = "Platform operators: tenants, catalog, pools, nodes"),

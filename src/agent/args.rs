@@ -45,6 +45,12 @@ pub struct AgentArgs {
     /// temporary directories is visible to jobs.
     #[arg(long, value_name = "PATH")]
     pub job_ro_bind: Vec<PathBuf>,
+    /// Ports the agent gives leases' SSH environments, as FIRST-LAST (open them in the host's firewall to tenants).
+    #[arg(long, env = "GPUPLANE_AGENT_ENV_PORTS", default_value = "20000-20999", value_parser = PortRange::parse)]
+    pub env_ports: PortRange,
+    /// The SSH server environments run (Debian's openssh-server), inside the lease's sandbox.
+    #[arg(long, env = "GPUPLANE_AGENT_SSHD", default_value = "/usr/sbin/sshd", value_name = "PATH")]
+    pub sshd: PathBuf,
     /// The container runtime for jobs that name an image.
     #[arg(long, env = "GPUPLANE_AGENT_CONTAINER_RUNTIME", value_enum, default_value = "docker")]
     pub container_runtime: ContainerRuntime,
@@ -112,6 +118,26 @@ impl UidRange {
 
     pub fn contains(&self, uid: u32) -> bool {
         (self.first..=self.last).contains(&uid)
+    }
+}
+
+/// `--env-ports FIRST-LAST`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRange {
+    pub first: u16,
+    pub last: u16,
+}
+
+impl PortRange {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (first, last) =
+            text.split_once('-').ok_or_else(|| format!("expected FIRST-LAST, e.g. 20000-20999, got `{text}`"))?;
+        let number = |s: &str| s.trim().parse::<u16>().map_err(|_| format!("`{s}` is not a port"));
+        let (first, last) = (number(first)?, number(last)?);
+        if first < 1024 || last < first {
+            return Err(format!("expected 1024 <= FIRST <= LAST <= 65535, got {first}-{last}"));
+        }
+        Ok(Self { first, last })
     }
 }
 

@@ -149,6 +149,24 @@ impl ServiceClient {
         self.post(&format!("/v1/agent/assignments/{job_node_id}/status"), Some(agent_token), status).await
     }
 
+    /// Report an environment's state on this node.
+    pub async fn report_environment(
+        &self,
+        agent_token: &str,
+        lease_id: uuid::Uuid,
+        status: &crate::environments::protocol::EnvironmentStatus,
+    ) -> Result<(), CallError> {
+        let url = format!("{}/v1/agent/environments/{lease_id}/status", self.server);
+        let request = self.http.post(&url).json(status).bearer_auth(agent_token);
+        let response = request.send().await.map_err(|err| CallError::Transient(format!("POST {url}: {err}")))?;
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        match classify(status, Problem::from_body(&text)) {
+            None => Ok(()),
+            Some(err) => Err(err),
+        }
+    }
+
     async fn post<B: Serialize, R: DeserializeOwned>(
         &self,
         path: &str,

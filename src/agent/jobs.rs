@@ -27,7 +27,8 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::client::{CallError, ServiceClient};
-use super::launch::{JobHost, ProcessKind, STOP_GRACE, container_name};
+use super::environments::Environments;
+use super::launch::{JobHost, Prepared, ProcessKind, STOP_GRACE, container_name};
 use super::sandbox::{processes_of_uid, signal_processes};
 use crate::jobs::Desired;
 use crate::jobs::protocol::{
@@ -63,13 +64,13 @@ struct JobsFile {
 
 /// The last lines of a process's output.
 #[derive(Default)]
-struct Tail {
+pub struct Tail {
     lines: VecDeque<String>,
     /// Bumped on every line, so a changed tail can be reported while the process runs.
     version: u64,
 }
 
-type SharedTail = Arc<Mutex<Tail>>;
+pub type SharedTail = Arc<Mutex<Tail>>;
 
 fn push_line(tail: &SharedTail, line: &str) {
     let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
@@ -80,7 +81,7 @@ fn push_line(tail: &SharedTail, line: &str) {
     tail.version += 1;
 }
 
-fn snapshot(tail: &SharedTail) -> (Vec<String>, u64) {
+pub fn snapshot(tail: &SharedTail) -> (Vec<String>, u64) {
     let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
     (tail.lines.iter().cloned().collect(), tail.version)
 }
@@ -105,10 +106,25 @@ struct Running {
 
 /// A process ended.
 pub struct Exited {
-    job_node_id: Uuid,
+    pub owner: Owner,
     /// Exit code, or 128 + signal.
+    pub code: Option<i32>,
+    pub tail: Vec<String>,
+}
+
+struct JobExit {
+    job_node_id: Uuid,
     code: Option<i32>,
     tail: Vec<String>,
+}
+
+/// Whose process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// An assignment (its `job_node_id`).
+    Job(Uuid),
+    /// The lease's environment (its lease id).
+    Environment(Uuid),
 }
 
 pub struct JobRunner {
@@ -120,6 +136,7 @@ pub struct JobRunner {
     exits_rx: mpsc::UnboundedReceiver<Exited>,
     /// Reports not yet delivered, oldest first.
     outbox: Vec<(Uuid, AssignmentStatus)>,
+    environments: Environments,
     grace: Duration,
 }
 
@@ -166,8 +183,10 @@ impl JobRunner {
                 signal_processes(&processes_of_uid(slot.uid), "KILL");
             }
         }
+        let environments = Environments::new(host.env_ports, host.sshd.clone(), STOP_GRACE);
         let runner = Self {
             state_dir: state_dir.to_owned(),
+            environments,
             host: Arc::new(host),
             file,
             running: HashMap::new(),
@@ -182,7 +201,7 @@ impl JobRunner {
 
     /// Whether to talk to the service every heartbeat: a process runs or reports wait.
     pub fn busy(&self) -> bool {
-        !self.running.is_empty() || !self.outbox.is_empty()
+        !self.running.is_empty() || !self.outbox.is_empty() || self.environments.busy()
     }
 
     /// The next process exit.
@@ -206,6 +225,11 @@ impl JobRunner {
 
     /// Decide the final state of a process that ended, record it, and queue its report.
     pub fn on_exit(&mut self, exit: Exited) {
+        let job_node_id = match exit.owner {
+            Owner::Job(id) => id,
+            Owner::Environment(lease_id) => return self.environments.on_exit(lease_id, exit.code, exit.tail),
+        };
+        let exit = JobExit { job_node_id, code: exit.code, tail: exit.tail };
         let stopping = self.running.remove(&exit.job_node_id).and_then(|r| r.stopping);
         if let Some(started) = self.file.jobs.get_mut(&exit.job_node_id) {
             started.finished = true;
@@ -247,8 +271,8 @@ impl JobRunner {
     /// Fetch the assignments and act on them: start new ones, stop cancelled and vanished ones, report.
     pub async fn sync(&mut self, client: &ServiceClient, token: &str) {
         self.flush(client, token).await;
-        let (list, leases) = match client.assignments(token).await {
-            Ok(list) => (list.assignments, list.leases),
+        let (list, leases, environments) = match client.assignments(token).await {
+            Ok(list) => (list.assignments, list.leases, list.environments),
             Err(err) => {
                 tracing::debug!(%err, "fetching assignments failed; retrying at the next heartbeat");
                 return;
@@ -325,8 +349,25 @@ impl JobRunner {
         if self.file.jobs.len() != before {
             self.persist_or_warn();
         }
+        self.sync_environments(&environments, &leases);
         self.remove_ended_leases(&leases);
         self.flush(client, token).await;
+        self.environments.flush(client, token).await;
+    }
+
+    fn sync_environments(&mut self, specs: &[crate::environments::protocol::EnvironmentSpec], leases: &[NodeLease]) {
+        let mut uids = BTreeMap::new();
+        for spec in specs.iter().filter(|s| leases.iter().any(|l| l.lease_id == s.lease_id)) {
+            match self.lease_uid(spec.lease_id) {
+                Ok(uid) => {
+                    uids.insert(spec.lease_id, uid);
+                }
+                Err(err) => {
+                    tracing::error!(lease.id = %spec.lease_id, err = format!("{err:#}"), "no uid for the lease")
+                }
+            }
+        }
+        self.environments.sync(&self.host, specs, leases, &uids, &self.exits_tx);
     }
 
     /// A lease the service no longer lists on this node, with nothing of it still stopping: its processes are
@@ -338,6 +379,7 @@ impl JobRunner {
             .iter()
             .filter(|(id, _)| !listed.iter().any(|l| l.lease_id == **id))
             .filter(|(id, _)| !self.running.values().any(|r| r.lease_id == **id))
+            .filter(|(id, _)| !self.environments.runs_for(**id))
             .map(|(id, slot)| (*id, *slot))
             .collect();
         for (lease_id, slot) in &ended {
@@ -418,46 +460,7 @@ impl JobRunner {
         let agent_path = std::env::var("PATH").ok();
         let prepared =
             self.host.prepare(id, assignment.lease_id, uid, &gpus, &assignment.spec, agent_path.as_deref())?;
-        let program = prepared.argv[0].clone();
-        let mut command = tokio::process::Command::new(&program);
-        command
-            .args(&prepared.argv[1..])
-            .env_clear()
-            .envs(&prepared.env)
-            .current_dir(&prepared.cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Its own process group: stopping it for good signals everything it started outside a sandbox.
-            .process_group(0);
-        let mut child = command.spawn().with_context(|| format!("starting `{program}`"))?;
-        let pid = child.id().context("the process exited at once")?;
-        let tail: SharedTail = Arc::default();
-        let readers: Vec<_> = [
-            child.stdout.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
-            child.stderr.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|stream| tokio::spawn(read_lines(stream, tail.clone())))
-        .collect();
-        let exits = self.exits_tx.clone();
-        let watched = tail.clone();
-        tokio::spawn(async move {
-            let status = child.wait().await;
-            // A process that left children holding its output open must not keep the report back.
-            let _ = tokio::time::timeout(Duration::from_secs(2), async {
-                for reader in readers {
-                    let _ = reader.await;
-                }
-            })
-            .await;
-            let code = status.ok().and_then(|s| {
-                use std::os::unix::process::ExitStatusExt;
-                s.code().or_else(|| s.signal().map(|sig| 128 + sig))
-            });
-            let _ = exits.send(Exited { job_node_id: id, code, tail: snapshot(&watched).0 });
-        });
+        let (pid, tail) = spawn_process(&prepared, Owner::Job(id), &self.exits_tx)?;
         let lease_id = assignment.lease_id;
         self.running
             .insert(id, Running { pid, lease_id, kind: prepared.kind, tail, reported_version: 0, stopping: None });
@@ -486,6 +489,7 @@ impl JobRunner {
 
     /// The agent is stopping: stop every process, wait for them (at most the grace period and a little), report.
     pub async fn shutdown(&mut self, client: &ServiceClient, token: &str) {
+        self.environments.kill_all(&self.host);
         let ids: Vec<Uuid> = self.running.keys().copied().collect();
         if ids.is_empty() {
             return;
@@ -502,6 +506,55 @@ impl JobRunner {
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), self.flush(client, token)).await;
     }
+}
+
+/// Start a prepared command with its output kept in a tail; its exit is sent to `exits`.
+pub fn spawn_process(
+    prepared: &Prepared,
+    owner: Owner,
+    exits: &mpsc::UnboundedSender<Exited>,
+) -> anyhow::Result<(u32, SharedTail)> {
+    let program = prepared.argv.first().context("empty argv")?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(&prepared.argv[1..])
+        .env_clear()
+        .envs(&prepared.env)
+        .current_dir(&prepared.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group: stopping it for good signals everything it started outside a sandbox.
+        .process_group(0);
+    let mut child = command.spawn().with_context(|| format!("starting `{program}`"))?;
+    let pid = child.id().context("the process exited at once")?;
+    let tail: SharedTail = Arc::default();
+    let readers: Vec<_> = [
+        child.stdout.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+        child.stderr.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|stream| tokio::spawn(read_lines(stream, tail.clone())))
+    .collect();
+    let exits = exits.clone();
+    let watched = tail.clone();
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        // A process that left children holding its output open must not keep the report back.
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            for reader in readers {
+                let _ = reader.await;
+            }
+        })
+        .await;
+        let code = status.ok().and_then(|s| {
+            use std::os::unix::process::ExitStatusExt;
+            s.code().or_else(|| s.signal().map(|sig| 128 + sig))
+        });
+        let _ = exits.send(Exited { owner, code, tail: snapshot(&watched).0 });
+    });
+    Ok((pid, tail))
 }
 
 async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, tail: SharedTail) {
@@ -546,6 +599,8 @@ mod tests {
             devices: Default::default(),
             runtime: super::super::args::ContainerRuntime::Docker,
             max_processes: 64,
+            env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
+            sshd: "/usr/sbin/sshd".into(),
         }
     }
 

@@ -49,6 +49,9 @@ pub struct JobHost {
     pub devices: DeviceFiles,
     pub runtime: ContainerRuntime,
     pub max_processes: u32,
+    /// Ports for environments' SSH servers, and the server.
+    pub env_ports: super::args::PortRange,
+    pub sshd: PathBuf,
 }
 
 /// How a started process is stopped.
@@ -72,8 +75,48 @@ pub struct Prepared {
     pub kind: ProcessKind,
 }
 
+/// The lease's environment's files, in the lease's directory (root-owned: the tenant reads, never writes).
+pub const LEASE_ENV_DIR: &str = ".env";
+
 /// Variables a sandboxed job gets besides the spec's (which cannot set them: the service refuses reserved names).
 pub const HOST_GPUS_ENV: &str = "GPUPLANE_HOST_GPUS";
+
+/// One process to run in a lease's sandbox: a job's, or the lease's SSH server.
+pub struct InLease<'a> {
+    pub lease_id: Uuid,
+    pub uid: u32,
+    pub gpu_indices: &'a [i32],
+    pub argv: &'a [String],
+    /// Working directory inside, and the same on the host (used only unsandboxed).
+    pub cwd: &'a str,
+    pub host_cwd: &'a Path,
+    pub image: Option<&'a str>,
+    pub env: BTreeMap<String, String>,
+    pub agent_path: Option<&'a str>,
+    /// The container's name, with an image.
+    pub container: &'a str,
+}
+
+/// What every process of a lease finds in its environment. Isolated (sandbox or container), CUDA numbers the
+/// devices it can open from 0, so `CUDA_VISIBLE_DEVICES` is renumbered; unsandboxed, every GPU is there and
+/// the spec's host indices stand.
+pub fn lease_variables(gpu_indices: &[i32], isolated: bool) -> Vec<(String, String)> {
+    if !isolated {
+        return Vec::new();
+    }
+    let host: Vec<String> = gpu_indices.iter().map(i32::to_string).collect();
+    let renumbered: Vec<String> = (0..gpu_indices.len()).map(|i| i.to_string()).collect();
+    [
+        ("HOME", format!("{LEASE_MOUNT}/home")),
+        ("USER", "tenant".to_string()),
+        ("LOGNAME", "tenant".to_string()),
+        ("CUDA_VISIBLE_DEVICES", renumbered.join(",")),
+        (HOST_GPUS_ENV, host.join(",")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
 
 impl JobHost {
     pub fn sandboxed(&self) -> bool {
@@ -87,7 +130,7 @@ impl JobHost {
             .context("every job uid of --job-uids is in use by a lease")
     }
 
-    fn lease_dir(&self, lease_id: Uuid) -> PathBuf {
+    pub fn lease_dir(&self, lease_id: Uuid) -> PathBuf {
         self.jobs_dir.join(lease_id.to_string())
     }
 
@@ -95,8 +138,8 @@ impl JobHost {
         self.state_dir.join("leases").join(lease_id.to_string())
     }
 
-    /// Create the lease's directory, home and account files (idempotent).
-    fn prepare_lease(&self, lease_id: Uuid, uid: u32) -> anyhow::Result<PathBuf> {
+    /// Create the lease's directory, home and account files (idempotent). Returns the lease's directory.
+    pub fn prepare_lease(&self, lease_id: Uuid, uid: u32) -> anyhow::Result<PathBuf> {
         let dir = self.lease_dir(lease_id);
         create_dir_with_mode(&dir, 0o755)?;
         create_dir_with_mode(&dir.join("jobs"), 0o755)?;
@@ -125,60 +168,78 @@ impl JobHost {
         spec: &LaunchSpec,
         agent_path: Option<&str>,
     ) -> anyhow::Result<Prepared> {
-        if let (Isolation::Unavailable(reason), None) = (&self.isolation, &spec.image) {
-            anyhow::bail!("this host cannot run jobs sandboxed, so it runs none: {reason}");
-        }
-        let devices = self.devices.for_gpus(gpu_indices)?;
+        self.refuse_unsandboxable(spec.image.as_deref())?;
         let lease_dir = self.prepare_lease(lease_id, uid)?;
         let job_dir = write_job_dir(&lease_dir, job_node_id, spec, self.sandboxed().then_some(uid))?;
-        let cwd_inside = format!("{LEASE_MOUNT}/jobs/{job_node_id}");
+        self.command(&InLease {
+            lease_id,
+            uid,
+            gpu_indices,
+            argv: &spec.argv,
+            cwd: &format!("{LEASE_MOUNT}/jobs/{job_node_id}"),
+            host_cwd: &job_dir,
+            image: spec.image.as_deref(),
+            env: spec.env.clone(),
+            agent_path,
+            container: &container_name(job_node_id),
+        })
+    }
 
-        let mut env = spec.env.clone();
-        env.entry("PATH".into()).or_insert_with(|| agent_path.unwrap_or("/usr/local/bin:/usr/bin:/bin").to_owned());
-        let host_gpus: Vec<String> = gpu_indices.iter().map(i32::to_string).collect();
-        let renumbered: Vec<String> = (0..gpu_indices.len()).map(|i| i.to_string()).collect();
-        if let Some(image) = &spec.image {
-            env.insert("HOME".into(), format!("{LEASE_MOUNT}/home"));
-            env.insert("CUDA_VISIBLE_DEVICES".into(), renumbered.join(","));
-            env.insert(HOST_GPUS_ENV.into(), host_gpus.join(","));
-            let name = container_name(job_node_id);
+    /// A host that cannot sandbox runs nothing without an image.
+    pub fn refuse_unsandboxable(&self, image: Option<&str>) -> anyhow::Result<()> {
+        if let (Isolation::Unavailable(reason), None) = (&self.isolation, image) {
+            anyhow::bail!("this host cannot run jobs sandboxed, so it runs none: {reason}");
+        }
+        Ok(())
+    }
+
+    /// The command that runs `argv` in the lease's sandbox (or container, with an image), with the variables
+    /// every process of a lease gets.
+    pub fn command(&self, p: &InLease<'_>) -> anyhow::Result<Prepared> {
+        self.refuse_unsandboxable(p.image)?;
+        let devices = self.devices.for_gpus(p.gpu_indices)?;
+        let lease_dir = self.lease_dir(p.lease_id);
+        let mut env = p.env.clone();
+        env.entry("PATH".into()).or_insert_with(|| p.agent_path.unwrap_or("/usr/local/bin:/usr/bin:/bin").to_owned());
+        env.extend(lease_variables(p.gpu_indices, self.sandboxed() || p.image.is_some()));
+        let etc = self.lease_etc(p.lease_id);
+        if let Some(image) = p.image {
             let argv = container_argv(&ContainerLaunch {
                 runtime: self.runtime,
-                name: &name,
-                uid: self.sandboxed().then_some(uid),
-                gpu_indices,
+                name: p.container,
+                uid: self.sandboxed().then_some(p.uid),
+                gpu_indices: p.gpu_indices,
                 env_names: env.keys().map(String::as_str).collect(),
                 lease_dir: &lease_dir,
-                cwd: &cwd_inside,
+                accounts: Some((&etc.join("passwd"), &etc.join("group"))),
+                cwd: p.cwd,
                 max_processes: self.max_processes,
                 image,
-                argv: &spec.argv,
+                argv: p.argv,
             });
-            return Ok(Prepared { argv, env, cwd: PathBuf::from("/"), kind: ProcessKind::Container(name) });
+            return Ok(Prepared {
+                argv,
+                env,
+                cwd: PathBuf::from("/"),
+                kind: ProcessKind::Container(p.container.to_owned()),
+            });
         }
         match &self.isolation {
             Isolation::Sandboxed(sandbox) => {
-                env.insert("HOME".into(), format!("{LEASE_MOUNT}/home"));
-                env.insert("USER".into(), "tenant".into());
-                env.insert("LOGNAME".into(), "tenant".into());
-                // CUDA numbers the devices it can open from 0, as in a container.
-                env.insert("CUDA_VISIBLE_DEVICES".into(), renumbered.join(","));
-                env.insert(HOST_GPUS_ENV.into(), host_gpus.join(","));
-                let etc = self.lease_etc(lease_id);
                 let argv = sandbox.command_line(&Launch {
-                    uid,
+                    uid: p.uid,
                     lease_dir: &lease_dir,
                     passwd: &etc.join("passwd"),
                     group: &etc.join("group"),
-                    cwd: &cwd_inside,
+                    cwd: p.cwd,
                     devices: &devices,
-                    argv: &spec.argv,
+                    argv: p.argv,
                 });
                 Ok(Prepared { argv, env, cwd: PathBuf::from("/"), kind: ProcessKind::Sandbox })
             }
             Isolation::Unsandboxed => {
                 env.insert("HOME".into(), lease_dir.join("home").to_string_lossy().into_owned());
-                Ok(Prepared { argv: spec.argv.clone(), env, cwd: job_dir, kind: ProcessKind::Plain })
+                Ok(Prepared { argv: p.argv.to_vec(), env, cwd: p.host_cwd.to_owned(), kind: ProcessKind::Plain })
             }
             Isolation::Unavailable(_) => unreachable!("refused above"),
         }
@@ -308,6 +369,8 @@ pub struct ContainerLaunch<'a> {
     /// Passed as `-e NAME`: the values come from the runtime's environment, never its argv.
     pub env_names: Vec<&'a str>,
     pub lease_dir: &'a Path,
+    /// The lease's `/etc/passwd` and `/etc/group`, so the image knows the lease's user.
+    pub accounts: Option<(&'a Path, &'a Path)>,
     pub cwd: &'a str,
     pub max_processes: u32,
     pub image: &'a str,
@@ -349,6 +412,10 @@ pub fn container_argv(c: &ContainerLaunch<'_>) -> Vec<String> {
         argv.extend(["-e".into(), (*name).to_owned()]);
     }
     argv.push(format!("--volume={}:{LEASE_MOUNT}", c.lease_dir.display()));
+    if let Some((passwd, group)) = c.accounts {
+        argv.push(format!("--volume={}:/etc/passwd:ro", passwd.display()));
+        argv.push(format!("--volume={}:/etc/group:ro", group.display()));
+    }
     argv.push(format!("--workdir={}", c.cwd));
     argv.push(c.image.to_owned());
     argv.extend(c.argv.iter().cloned());
@@ -382,6 +449,7 @@ mod tests {
             gpu_indices: &[4, 5],
             env_names: vec!["CUDA_VISIBLE_DEVICES", "HF_TOKEN"],
             lease_dir: Path::new("/jobs/L"),
+            accounts: None,
             cwd: "/lease/jobs/J",
             max_processes: 4096,
             image: "img:1",

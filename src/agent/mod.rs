@@ -22,6 +22,7 @@ pub mod backoff;
 pub mod buffer;
 pub mod client;
 pub mod credential;
+pub mod environments;
 pub mod gpu_source;
 pub mod heartbeat;
 pub mod jobs;
@@ -207,6 +208,8 @@ fn job_host(args: &AgentArgs, source: &mut dyn GpuSource) -> anyhow::Result<laun
         devices,
         runtime: args.container_runtime,
         max_processes: args.job_max_processes,
+        env_ports: args.env_ports,
+        sshd: args.sshd.clone(),
     })
 }
 

@@ -33,6 +33,9 @@ pub struct AssignmentList {
     /// The leases that hold GPUs of this node now, with the GPUs they hold: a job gets exactly its lease's
     /// devices; a lease no longer listed has ended here, and its files and processes are removed.
     pub leases: Vec<NodeLease>,
+    /// The interactive environments to run on this node now; one no longer listed is stopped.
+    #[serde(default)]
+    pub environments: Vec<crate::environments::protocol::EnvironmentSpec>,
 }
 
 /// A lease's part of one node.

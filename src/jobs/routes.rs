@@ -236,13 +236,7 @@ impl CreateJobRequest {
             }
         }
         if let Some(image) = &self.image {
-            let ok = !image.is_empty()
-                && image.len() <= 255
-                && !image.starts_with('-')
-                && image.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
-            if !ok {
-                errors.push(FieldError::new("image", "an image reference, e.g. nvcr.io/nvidia/pytorch:24.05-py3"));
-            }
+            check_image(image, &mut errors);
         }
         if self.master_port.is_some_and(|p| p < 1024) {
             errors.push(FieldError::new("master_port", "1024-65535"));
@@ -491,8 +485,22 @@ fn stored_request(req: &CreateJobRequest) -> serde_json::Value {
     serde_json::to_value(&kept).unwrap_or_default()
 }
 
-fn lease_not_active(state: LeaseState) -> ApiError {
-    ApiError::conflict("lease_not_active", format!("the lease is {}: jobs run on active leases", state.as_str()))
+/// A container image reference: what `docker run` takes, and nothing it could read as an option.
+pub fn check_image(image: &str, errors: &mut Vec<FieldError>) {
+    let ok = !image.is_empty()
+        && image.len() <= 255
+        && !image.starts_with('-')
+        && image.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
+    if !ok {
+        errors.push(FieldError::new("image", "an image reference, e.g. nvcr.io/nvidia/pytorch:24.05-py3"));
+    }
+}
+
+pub fn lease_not_active(state: LeaseState) -> ApiError {
+    ApiError::conflict(
+        "lease_not_active",
+        format!("the lease is {}: jobs and environments run on active leases", state.as_str()),
+    )
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -560,7 +568,7 @@ pub async fn cancel_job(
 // ---------------------------------------------------------------------------------------------------------------
 // Agents
 
-fn stale_credential() -> ApiError {
+pub fn stale_credential() -> ApiError {
     ApiError::unauthorized("the agent credential was rotated or its node is gone: register again")
 }
 

@@ -421,7 +421,8 @@ pub async fn fetch_assignments(
     .fetch_all(&mut *conn)
     .await?;
     let leases = leases.into_iter().map(|(lease_id, gpu_indices)| NodeLease { lease_id, gpu_indices }).collect();
-    Ok(Some(AssignmentList { assignments, leases }))
+    let environments = crate::environments::routes::node_environments(conn, node_id).await?;
+    Ok(Some(AssignmentList { assignments, leases, environments }))
 }
 
 /// Why a status report was not recorded.

@@ -9,6 +9,7 @@ mod auth;
 mod billing;
 mod binary;
 mod demo;
+mod environment_e2e;
 mod errors;
 mod inventory;
 mod isolation_e2e;

@@ -675,6 +675,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agent/environments/{lease_id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Report the environment's state on this node (agents). */
+        post: operations["report_environment_status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agent/heartbeat": {
         parameters: {
             query?: never;
@@ -900,6 +917,32 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{lease_id}/environment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The lease's environment: per node its state, `ssh` line and host key fingerprints. */
+        get: operations["get_environment"];
+        put?: never;
+        /**
+         * Start (or restart) the lease's environment (tenant admin): on each of the lease's nodes the agent starts an
+         *     SSH server in the lease's sandbox, holding exactly the lease's GPUs on that node, accepting the tenant's
+         *     registered keys (`/v1/tenant/ssh-keys`) and no password. Poll `GET` until `ready`.
+         */
+        post: operations["start_environment"];
+        /**
+         * Stop the lease's environment (tenant admin): every process in it is killed and its ports are freed. The
+         *     lease's files stay until the lease ends.
+         */
+        delete: operations["stop_environment"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1134,10 +1177,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenant/ssh-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's SSH keys, oldest first. */
+        get: operations["list_ssh_keys"];
+        put?: never;
+        /** Register an SSH public key (tenant admin). Running environments of the tenant accept it within a heartbeat. */
+        post: operations["add_ssh_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tenant/ssh-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove an SSH key (tenant admin): running environments refuse it within a heartbeat. */
+        delete: operations["delete_ssh_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @example {
+         *       "name": "laptop",
+         *       "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJmQqpe2LbdAuLcsJBHGH24YDvVpSXVP7y4cwZoJEEJg alice@laptop"
+         *     }
+         */
+        AddSshKeyRequest: {
+            /** @description 1-100 characters, no control characters. */
+            name: string;
+            /** @description One OpenSSH public key line: `<type> <base64> [comment]` (the comment is dropped). */
+            public_key: string;
+        };
         /** @description The best option of one pool. */
         AdviceOption: {
             /** @description Cheapest option among those of the same currency. */
@@ -1282,6 +1372,8 @@ export interface components {
         /** @description The node's unfinished assignments. One that disappears from the list (its lease ended) must be stopped. */
         AssignmentList: {
             assignments: components["schemas"]["Assignment"][];
+            /** @description The interactive environments to run on this node now; one no longer listed is stopped. */
+            environments?: components["schemas"]["EnvironmentSpec"][];
             /**
              * @description The leases that hold GPUs of this node now, with the GPUs they hold: a job gets exactly its lease's
              *     devices; a lease no longer listed has ended here, and its files and processes are removed.
@@ -1629,6 +1721,80 @@ export interface components {
         };
         /** @enum {string} */
         EntryKind: "topup" | "adjustment" | "usage" | "credit";
+        /** @description A lease's interactive environment. */
+        Environment: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description What happens to the lease's files (`/lease/home`, shared with its jobs) when the lease ends. */
+            files_at_lease_end: string;
+            image?: string | null;
+            /** Format: uuid */
+            lease_id: string;
+            /** @description One per node of the lease, by host name. */
+            nodes: components["schemas"]["EnvironmentNode"][];
+            /**
+             * @description `starting` until every node's SSH server is up, then `ready`; `failed` if a node's failed; `stopped`
+             *     once stopped or the lease ended.
+             */
+            state: components["schemas"]["EnvironmentState"];
+            /** Format: date-time */
+            stopped_at?: string | null;
+            /** @description The user to log in as. */
+            user: string;
+        };
+        EnvironmentNode: {
+            /** @description The address to connect to. */
+            host: string;
+            /** @description The SSH server's host keys, `SHA256:...`: compare with what `ssh` shows on first connection. */
+            host_key_fingerprints: string[];
+            hostname: string;
+            /** Format: uuid */
+            node_id: string;
+            /** Format: int32 */
+            port?: number | null;
+            reason?: string | null;
+            /** @description Ready to paste, e.g. `ssh -p 20000 tenant@10.0.0.7`. */
+            ssh?: string | null;
+            state: components["schemas"]["EnvironmentState"];
+            /** Format: date-time */
+            updated_at?: string | null;
+        };
+        /** @description An environment this node must run (part of the node's assignment list). */
+        EnvironmentSpec: {
+            /** @description The tenant's current public keys, one `authorized_keys` line each. */
+            authorized_keys: string[];
+            /** @description Run the SSH server from this image (it must have `/usr/sbin/sshd`) instead of the host's. */
+            image?: string | null;
+            /** Format: uuid */
+            lease_id: string;
+        };
+        /**
+         * @description An environment's state on one node.
+         * @enum {string}
+         */
+        EnvironmentState: "starting" | "ready" | "failed" | "stopped";
+        /**
+         * @description What an agent reports of an environment on its node.
+         * @example {
+         *       "host_key_fingerprints": [
+         *         "SHA256:82jjlmpsuD4ByBlpbx1XhrAzJUtpby279N3S6E19g50"
+         *       ],
+         *       "port": 20000,
+         *       "state": "ready"
+         *     }
+         */
+        EnvironmentStatus: {
+            /** @description The server's host keys as `SHA256:...` (at most 8). */
+            host_key_fingerprints?: string[];
+            /**
+             * Format: int32
+             * @description The port the SSH server listens on (`ready`).
+             */
+            port?: number | null;
+            /** @description Why, for `failed` (at most 500 characters are kept). */
+            reason?: string | null;
+            state: components["schemas"]["EnvironmentState"];
+        };
         /** @enum {string} */
         ExportFormat: "csv" | "jsonl";
         /**
@@ -2756,6 +2922,22 @@ export interface components {
             content: string;
             /** @description Relative path inside the job's working directory. */
             path: string;
+        };
+        /** @description A registered key. The key material itself is not returned: the fingerprint identifies it. */
+        SshKey: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description As `ssh-keygen -l -E sha256` prints it: `SHA256:...`. */
+            fingerprint: string;
+            /** Format: uuid */
+            id: string;
+            /** @description The key's type, e.g. `ssh-ed25519`. */
+            key_type: string;
+            name: string;
+        };
+        StartEnvironmentRequest: {
+            /** @description Run the SSH server from this image (it must have `/usr/sbin/sshd`); default: the host's, in the sandbox. */
+            image?: string | null;
         };
         /** @description One recorded state change of a job's node. */
         StateChange: {
@@ -4525,6 +4707,39 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    report_environment_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The environment's lease */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EnvironmentStatus"];
+            };
+        };
+        responses: {
+            /** @description Recorded */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     post_heartbeat: {
         parameters: {
             query?: never;
@@ -4972,6 +5187,104 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Lease"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_environment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The environment */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Environment"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    start_environment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StartEnvironmentRequest"];
+            };
+        };
+        responses: {
+            /** @description Requested; the nodes start it within a few heartbeats */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Environment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The lease is not active (`lease_not_active`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    stop_environment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The environment, stopped */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Environment"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -5467,6 +5780,94 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    list_ssh_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's SSH keys */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshKey"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    add_ssh_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AddSshKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key, with its fingerprint */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SshKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The key is registered already (`ssh_key_exists`), or the tenant has 100 keys (`too_many_ssh_keys`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    delete_ssh_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description SSH key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
             204: {
                 headers: {
                     [name: string]: unknown;

@@ -1,5 +1,6 @@
 """Contains all the data models used in inputs/outputs"""
 
+from .add_ssh_key_request import AddSshKeyRequest
 from .advice_option import AdviceOption
 from .advice_query import AdviceQuery
 from .advice_result import AdviceResult
@@ -29,6 +30,11 @@ from .desired import Desired
 from .desired_state import DesiredState
 from .diffusion_spec import DiffusionSpec
 from .entry_kind import EntryKind
+from .environment import Environment
+from .environment_node import EnvironmentNode
+from .environment_spec import EnvironmentSpec
+from .environment_state import EnvironmentState
+from .environment_status import EnvironmentStatus
 from .export_format import ExportFormat
 from .extend_lease_request import ExtendLeaseRequest
 from .field_error import FieldError
@@ -101,6 +107,8 @@ from .revenue import Revenue
 from .role import Role
 from .skipped_pool import SkippedPool
 from .spec_file import SpecFile
+from .ssh_key import SshKey
+from .start_environment_request import StartEnvironmentRequest
 from .state_change import StateChange
 from .telemetry import Telemetry
 from .telemetry_point import TelemetryPoint
@@ -123,6 +131,7 @@ from .workload_fields import WorkloadFields
 from .workload_kind import WorkloadKind
 
 __all__ = (
+    "AddSshKeyRequest",
     "AdviceOption",
     "AdviceQuery",
     "AdviceResult",
@@ -152,6 +161,11 @@ __all__ = (
     "DesiredState",
     "DiffusionSpec",
     "EntryKind",
+    "Environment",
+    "EnvironmentNode",
+    "EnvironmentSpec",
+    "EnvironmentState",
+    "EnvironmentStatus",
     "ExportFormat",
     "ExtendLeaseRequest",
     "FieldError",
@@ -224,6 +238,8 @@ __all__ = (
     "Role",
     "SkippedPool",
     "SpecFile",
+    "SshKey",
+    "StartEnvironmentRequest",
     "StateChange",
     "Telemetry",
     "TelemetryPoint",

@@ -1,0 +1,43 @@
+//! The wire types between agents and the service for environments.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// An environment this node must run (part of the node's assignment list).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct EnvironmentSpec {
+    pub lease_id: Uuid,
+    /// Run the SSH server from this image (it must have `/usr/sbin/sshd`) instead of the host's.
+    pub image: Option<String>,
+    /// The tenant's current public keys, one `authorized_keys` line each.
+    pub authorized_keys: Vec<String>,
+}
+
+/// An environment's state on one node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum EnvironmentState {
+    Starting,
+    Ready,
+    Failed,
+    Stopped,
+}
+
+/// What an agent reports of an environment on its node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"state": "ready", "port": 20000, "host_key_fingerprints": ["SHA256:82jjlmpsuD4ByBlpbx1XhrAzJUtpby279N3S6E19g50"]}))]
+pub struct EnvironmentStatus {
+    pub state: EnvironmentState,
+    /// The port the SSH server listens on (`ready`).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// The server's host keys as `SHA256:...` (at most 8).
+    #[serde(default)]
+    pub host_key_fingerprints: Vec<String>,
+    /// Why, for `failed` (at most 500 characters are kept).
+    #[serde(default)]
+    pub reason: Option<String>,
+}

@@ -1,0 +1,231 @@
+//! Tenants' SSH public keys: parsed and checked at the edge, stored as `<type> <blob>` with OpenSSH's SHA-256
+//! fingerprint. Agents put the tenant's current keys into every running environment's `authorized_keys`.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::app::AppState;
+use crate::auth::{TenantAdminAuth, TenantAuth};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, ApiPath, new_id};
+
+/// Most keys a tenant may register.
+pub const MAX_KEYS_PER_TENANT: i64 = 100;
+/// Key types accepted (what current OpenSSH servers accept by default).
+pub const KEY_TYPES: &[&str] = &[
+    "ssh-ed25519",
+    "ecdsa-sha2-nistp256",
+    "ecdsa-sha2-nistp384",
+    "ecdsa-sha2-nistp521",
+    "ssh-rsa",
+    "sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa-sha2-nistp256@openssh.com",
+];
+
+/// A registered key. The key material itself is not returned: the fingerprint identifies it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct SshKey {
+    pub id: Uuid,
+    pub name: String,
+    /// The key's type, e.g. `ssh-ed25519`.
+    pub key_type: String,
+    /// As `ssh-keygen -l -E sha256` prints it: `SHA256:...`.
+    pub fingerprint: String,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"name": "laptop", "public_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJmQqpe2LbdAuLcsJBHGH24YDvVpSXVP7y4cwZoJEEJg alice@laptop"}))]
+pub struct AddSshKeyRequest {
+    /// 1-100 characters, no control characters.
+    #[schema(min_length = 1, max_length = 100)]
+    pub name: String,
+    /// One OpenSSH public key line: `<type> <base64> [comment]` (the comment is dropped).
+    #[schema(min_length = 1, max_length = 16384)]
+    pub public_key: String,
+}
+
+/// A public key as stored: its type, the normalized `<type> <blob>` line and its fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedKey {
+    pub key_type: String,
+    pub line: String,
+    pub fingerprint: String,
+}
+
+/// Parse one OpenSSH public key line. The blob must be valid base64 whose embedded type equals the declared one.
+pub fn parse_public_key(text: &str) -> Result<ParsedKey, String> {
+    if text.len() > 16384 {
+        return Err("at most 16384 characters".into());
+    }
+    if text.chars().any(|c| c.is_control() && c != '\n' && c != '\r') || text.trim().contains(['\n', '\r']) {
+        return Err("one key on one line, without control characters".into());
+    }
+    let mut parts = text.split_whitespace();
+    let (Some(key_type), Some(blob)) = (parts.next(), parts.next()) else {
+        return Err("expected `<type> <base64 key> [comment]`, as in ~/.ssh/id_ed25519.pub".into());
+    };
+    if !KEY_TYPES.contains(&key_type) {
+        return Err(format!("key type `{key_type}` is not accepted; use one of {}", KEY_TYPES.join(", ")));
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(blob)
+        .map_err(|_| "the key is not valid base64".to_string())?;
+    let embedded = bytes
+        .get(..4)
+        .map(|n| u32::from_be_bytes([n[0], n[1], n[2], n[3]]) as usize)
+        .and_then(|len| bytes.get(4..4 + len))
+        .ok_or_else(|| "the key data is truncated".to_string())?;
+    if embedded != key_type.as_bytes() {
+        return Err("the key data does not match its declared type".into());
+    }
+    if key_type == "ssh-rsa" && bytes.len() < 256 {
+        return Err("RSA keys must have at least 2048 bits".into());
+    }
+    let digest = Sha256::digest(&bytes);
+    let fingerprint = format!("SHA256:{}", base64::engine::general_purpose::STANDARD_NO_PAD.encode(digest));
+    Ok(ParsedKey { key_type: key_type.to_owned(), line: format!("{key_type} {blob}"), fingerprint })
+}
+
+/// The tenant's keys as `authorized_keys` lines.
+pub async fn authorized_keys(conn: &mut sqlx::PgConnection, tenant_id: Uuid) -> Result<Vec<String>, sqlx::Error> {
+    let rows: Vec<(String,)> = sqlx::query_as("SELECT public_key FROM ssh_keys WHERE tenant_id = $1 ORDER BY id")
+        .bind(tenant_id)
+        .fetch_all(conn)
+        .await?;
+    Ok(rows.into_iter().map(|r| r.0).collect())
+}
+
+const KEY_COLUMNS: &str = "id, name, split_part(public_key, ' ', 1) AS key_type, fingerprint, created_at";
+
+/// The tenant's SSH keys, oldest first.
+#[utoipa::path(
+    get, path = "/v1/tenant/ssh-keys", tag = "environments", operation_id = "list_ssh_keys",
+    responses((status = 200, description = "The tenant's SSH keys", body = Vec<SshKey>))
+)]
+pub async fn list_ssh_keys(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Vec<SshKey>>> {
+    let keys = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {KEY_COLUMNS} FROM ssh_keys WHERE tenant_id = $1 ORDER BY id"
+    )))
+    .bind(auth.tenant_id)
+    .fetch_all(&state.db)
+    .await?;
+    Ok(Json(keys))
+}
+
+/// Register an SSH public key (tenant admin). Running environments of the tenant accept it within a heartbeat.
+#[utoipa::path(
+    post, path = "/v1/tenant/ssh-keys", tag = "environments", operation_id = "add_ssh_key",
+    request_body = AddSshKeyRequest,
+    responses(
+        (status = 201, description = "The key, with its fingerprint", body = SshKey),
+        (status = 409, description = "The key is registered already (`ssh_key_exists`), or the tenant has 100 keys (`too_many_ssh_keys`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn add_ssh_key(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiJson(req): ApiJson<AddSshKeyRequest>,
+) -> ApiResult<(StatusCode, Json<SshKey>)> {
+    let mut errors = Vec::new();
+    let name = req.name.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        errors.push(FieldError::new("name", "1-100 characters, no control characters"));
+    }
+    let parsed = parse_public_key(&req.public_key).map_err(|e| errors.push(FieldError::new("public_key", e)));
+    let Ok(parsed) = parsed else { return Err(ApiError::Validation(errors)) };
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let mut tx = state.db.begin().await?;
+    // Serialize adds per tenant, so the limit holds under concurrency.
+    sqlx::query("SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE").bind(auth.tenant_id).execute(&mut *tx).await?;
+    let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM ssh_keys WHERE tenant_id = $1")
+        .bind(auth.tenant_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if count >= MAX_KEYS_PER_TENANT {
+        return Err(ApiError::conflict("too_many_ssh_keys", format!("at most {MAX_KEYS_PER_TENANT} keys per tenant")));
+    }
+    let inserted: Option<SshKey> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO ssh_keys (id, tenant_id, name, public_key, fingerprint, created_by) \
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, fingerprint) DO NOTHING RETURNING {KEY_COLUMNS}"
+    )))
+    .bind(new_id())
+    .bind(auth.tenant_id)
+    .bind(name)
+    .bind(&parsed.line)
+    .bind(&parsed.fingerprint)
+    .bind(auth.key_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let key = inserted.ok_or_else(|| ApiError::conflict("ssh_key_exists", "this key is registered already"))?;
+    tx.commit().await?;
+    tracing::info!(tenant.id = %auth.tenant_id, fingerprint = %key.fingerprint, "ssh key added");
+    Ok((StatusCode::CREATED, Json(key)))
+}
+
+/// Remove an SSH key (tenant admin): running environments refuse it within a heartbeat.
+#[utoipa::path(
+    delete, path = "/v1/tenant/ssh-keys/{key_id}", tag = "environments", operation_id = "delete_ssh_key",
+    params(("key_id" = Uuid, Path, description = "SSH key id")),
+    responses((status = 204, description = "Removed"))
+)]
+pub async fn delete_ssh_key(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(key_id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    let deleted = sqlx::query("DELETE FROM ssh_keys WHERE id = $1 AND tenant_id = $2")
+        .bind(key_id)
+        .bind(auth.tenant_id)
+        .execute(&state.db)
+        .await?;
+    if deleted.rows_affected() == 0 {
+        return Err(ApiError::NotFound("ssh key"));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Made with `ssh-keygen -t ed25519`; its fingerprint as `ssh-keygen -l -E sha256` prints it.
+    const ED25519: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJmQqpe2LbdAuLcsJBHGH24YDvVpSXVP7y4cwZoJEEJg alice@laptop";
+
+    #[test]
+    fn a_key_parses_to_its_line_and_openssh_fingerprint() {
+        let key = parse_public_key(ED25519).unwrap();
+        assert_eq!(key.key_type, "ssh-ed25519");
+        assert_eq!(key.line, ED25519.rsplit_once(' ').unwrap().0, "the comment is dropped");
+        assert_eq!(key.fingerprint, "SHA256:82jjlmpsuD4ByBlpbx1XhrAzJUtpby279N3S6E19g50");
+    }
+
+    #[test]
+    fn hostile_keys_are_refused() {
+        for (bad, why) in [
+            ("", "expected"),
+            ("ssh-ed25519", "expected"),
+            ("ssh-dss AAAAB3NzaC1kc3M=", "not accepted"),
+            ("ssh-ed25519 !!!notbase64", "base64"),
+            ("ssh-ed25519 AAAAB3NzaC1yc2EAAAADAQAB", "does not match"),
+            ("ssh-ed25519 AAAA", "truncated"),
+            ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5\ncommand=\"rm -rf /\" ssh-ed25519 AAAA", "one key on one line"),
+            ("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJmQqpe2LbdAuLcsJBHGH24YDvVpSXVP7y4cwZoJEEJg a\0b", "control"),
+        ] {
+            let err = parse_public_key(bad).unwrap_err();
+            assert!(err.contains(why), "{bad:?}: {err}");
+        }
+        assert!(parse_public_key(&"A".repeat(20_000)).unwrap_err().contains("16384"));
+    }
+}

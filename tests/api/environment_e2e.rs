@@ -1,0 +1,222 @@
+//! Interactive access end to end: a real agent runs a lease's environment (an SSH server in the lease's
+//! sandbox) and the real `ssh` client logs in with the tenant's registered key: it sees only the lease's GPUs,
+//! shares the lease's files with its jobs, sees nothing of another tenant; a removed key and a stranger's key
+//! are refused; the host key is the one the API reported; releasing the lease closes the session and frees
+//! the port. Also the SSH key API itself.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use axum::http::{Method, StatusCode};
+use serde_json::json;
+use sqlx::PgPool;
+
+use crate::agent_e2e::{Api, spawn_agent, state_dir, wait_until};
+use crate::binary::{database_url, spawn_server, terminate};
+use crate::common::TestApp;
+use crate::jobs_e2e::{pids_with_argv, wait_job};
+
+const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")];
+
+fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
+    let key = dir.join(name);
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    (key, public.trim().to_string())
+}
+
+/// `ssh` as a tenant would run it, trusting only the host keys in `known_hosts`.
+fn ssh(key: &Path, known_hosts: &Path, port: u16, command: &str) -> Output {
+    ssh_command(key, known_hosts, port, command).output().unwrap()
+}
+
+fn ssh_command(key: &Path, known_hosts: &Path, port: u16, command: &str) -> Command {
+    let mut cmd = Command::new("ssh");
+    cmd.args(["-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes"])
+        .arg("-o")
+        .arg(format!("UserKnownHostsFile={}", known_hosts.display()))
+        .args(["-o", "ConnectTimeout=5", "-p", &port.to_string(), "-i"])
+        .arg(key)
+        .arg("tenant@127.0.0.1")
+        .arg(command)
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(out.status.success(), "ssh failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[sqlx::test]
+async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (mut server, base) = spawn_server(&database_url(&db), HEARTBEAT_1S);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, token_a) = api.pool_and_funded_tenant(&op, "env-a", 1).await;
+    let (_, token_b) = api.funded_tenant(&op, "env-b").await;
+    api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
+    let dir = state_dir("env");
+    let (mut agent, _) = spawn_agent(&base, Some(&join), "env-node", &dir, &["--env-ports", "21700-21709"]);
+
+    let keys = state_dir("env-keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let (key1, pub1) = keygen(&keys, "one");
+    let (key2, pub2) = keygen(&keys, "two");
+    let (stranger, _) = keygen(&keys, "stranger");
+    api.post("/v1/tenant/ssh-keys", &token_a, json!({ "name": "one", "public_key": pub1 })).await;
+    let two = api.post("/v1/tenant/ssh-keys", &token_a, json!({ "name": "two", "public_key": pub2 })).await;
+
+    let lease = |token: String| async {
+        let lease =
+            api.post("/v1/leases", &token, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1 })).await;
+        (token, lease["id"].as_str().unwrap().to_string())
+    };
+    let (token_a, lease_a) = lease(token_a).await;
+    let (token_b, lease_b) = lease(token_b).await;
+    // Tenant B works on the same host meanwhile.
+    let b_jobs = format!("/v1/leases/{lease_b}/jobs");
+    let touched =
+        api.post(&b_jobs, &token_b, json!({ "template": "run", "command": ["touch", "/lease/home/b-file"] })).await;
+    wait_job(&api, &token_b, touched["id"].as_str().unwrap(), "B's file", 30, |j| j["state"] == "succeeded").await;
+    let sleeper = api.post(&b_jobs, &token_b, json!({ "template": "run", "command": ["sleep", "617"] })).await;
+    wait_job(&api, &token_b, sleeper["id"].as_str().unwrap(), "B's sleep", 30, |j| j["state"] == "running").await;
+
+    // The environment starts, and says how to log in.
+    let env_path = format!("/v1/leases/{lease_a}/environment");
+    let started = api.post(&env_path, &token_a, json!({})).await;
+    assert_eq!(started["state"], "starting", "{started}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let env = loop {
+        let env = api.get(&env_path, &token_a).await;
+        if env["state"] == "ready" {
+            break env;
+        }
+        assert!(Instant::now() < deadline, "environment not ready: {env}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    let node = &env["nodes"][0];
+    let port = node["port"].as_u64().unwrap() as u16;
+    assert!((21700..=21709).contains(&port), "{env}");
+    assert_eq!(node["ssh"], format!("ssh -p {port} tenant@{}", node["host"].as_str().unwrap()));
+    assert_eq!(env["files_at_lease_end"].as_str().unwrap().split(':').next(), Some("wiped"));
+
+    // The host key is the one reported: no trust on first use.
+    let scan =
+        Command::new("ssh-keyscan").args(["-t", "ed25519", "-p", &port.to_string(), "127.0.0.1"]).output().unwrap();
+    let known_hosts = keys.join("known_hosts");
+    std::fs::write(&known_hosts, &scan.stdout).unwrap();
+    let listed = Command::new("ssh-keygen").args(["-l", "-E", "sha256", "-f"]).arg(&known_hosts).output().unwrap();
+    let seen = String::from_utf8_lossy(&listed.stdout);
+    let reported = node["host_key_fingerprints"][0].as_str().unwrap();
+    assert!(seen.contains(reported), "reported {reported}, the server shows {seen}");
+
+    // Inside: the lease's user, only its GPUs, nothing of tenant B's.
+    let inside = stdout(&ssh(
+        &key1,
+        &known_hosts,
+        port,
+        "id -un; printenv CUDA_VISIBLE_DEVICES; ls /dev; ps -eo args; ls -A /lease/home",
+    ));
+    let lines: Vec<&str> = inside.lines().collect();
+    assert_eq!(lines[..2], ["tenant", "0,1"], "{inside}");
+    let devices: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("nvidia")).collect();
+    assert_eq!(devices, ["nvidia-uvm", "nvidia0", "nvidia1", "nvidiactl"], "{inside}");
+    assert!(
+        !inside.contains("sleep 617") && !inside.contains("b-file") && !inside.contains("agent --server"),
+        "{inside}"
+    );
+    assert_eq!(pids_with_argv(&["sleep", "617"]).len(), 1, "B's process runs on the host all the same");
+
+    // Jobs of the lease and the environment share its files.
+    let a_jobs = format!("/v1/leases/{lease_a}/jobs");
+    let job =
+        api.post(&a_jobs, &token_a, json!({ "template": "run", "command": ["touch", "/lease/home/from-job"] })).await;
+    wait_job(&api, &token_a, job["id"].as_str().unwrap(), "A's job", 30, |j| j["state"] == "succeeded").await;
+    assert!(stdout(&ssh(&key1, &known_hosts, port, "ls /lease/home")).lines().any(|l| l == "from-job"));
+
+    // A stranger's key is refused; a removed key is refused within a heartbeat or two, the other still works.
+    assert!(!ssh(&stranger, &known_hosts, port, "true").status.success());
+    assert!(ssh(&key2, &known_hosts, port, "true").status.success());
+    let (status, _) = api
+        .call(reqwest::Method::DELETE, &format!("/v1/tenant/ssh-keys/{}", two["id"].as_str().unwrap()), &token_a, None)
+        .await;
+    assert_eq!(status, 204);
+    let removed = Instant::now();
+    wait_until("the removed key refused", 10, || async { !ssh(&key2, &known_hosts, port, "true").status.success() })
+        .await;
+    assert!(removed.elapsed() < Duration::from_secs(4), "within a heartbeat or two: {:?}", removed.elapsed());
+    assert!(ssh(&key1, &known_hosts, port, "true").status.success());
+
+    // Releasing the lease closes the session and frees the port.
+    let mut session = crate::binary::Proc(ssh_command(&key1, &known_hosts, port, "sleep 600").spawn().unwrap());
+    wait_until("the session's sleep runs", 10, || async { !pids_with_argv(&["sleep", "600"]).is_empty() }).await;
+    api.post(&format!("/v1/leases/{lease_a}/release"), &token_a, json!({})).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while session.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the session outlived the lease");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_until("the port freed", 15, || async { std::net::TcpListener::bind(("0.0.0.0", port)).is_ok() }).await;
+    assert!(pids_with_argv(&["sleep", "600"]).is_empty());
+    assert_eq!(api.get(&env_path, &token_a).await["state"], "stopped");
+
+    let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
+    assert!(agent.wait().unwrap().success());
+    assert!(terminate(&mut server).success());
+    for path in [dir, keys] {
+        let _ = std::fs::remove_dir_all(path);
+    }
+}
+
+#[sqlx::test]
+async fn ssh_keys_are_validated_scoped_and_need_an_admin(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
+    let (_, other) = app.tenant_admin(&op, "globex").await;
+    let key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJmQqpe2LbdAuLcsJBHGH24YDvVpSXVP7y4cwZoJEEJg alice@laptop";
+    let added = app.post("/v1/tenant/ssh-keys", &admin, json!({ "name": "laptop", "public_key": key })).await;
+    let added = added.expect(StatusCode::CREATED);
+    assert_eq!(added.body["fingerprint"], "SHA256:82jjlmpsuD4ByBlpbx1XhrAzJUtpby279N3S6E19g50");
+    assert_eq!(added.body["key_type"], "ssh-ed25519");
+    assert!(!added.body.to_string().contains("AAAAC3"), "the key material is not echoed");
+    app.post("/v1/tenant/ssh-keys", &admin, json!({ "name": "again", "public_key": key }))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "ssh_key_exists");
+    for (body, field) in [
+        (json!({ "name": "x", "public_key": "ssh-ed25519 AAAA" }), "public_key"),
+        (json!({ "name": "x", "public_key": format!("{key}\nssh-ed25519 AAAA") }), "public_key"),
+        (json!({ "name": "a\u{0}b", "public_key": key }), "name"),
+        (json!({ "name": "", "public_key": "nope" }), "name"),
+    ] {
+        let bad = app.post("/v1/tenant/ssh-keys", &admin, body).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(bad.error_fields()[0], field, "{}", bad.body);
+    }
+    let member_key = app.add_key(&op, &tenant_id, gpuplane::auth::Role::TenantMember).await;
+    let member = app.token_for(&member_key).await;
+    app.post("/v1/tenant/ssh-keys", &member, json!({ "name": "m", "public_key": key }))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    let listed = app.get("/v1/tenant/ssh-keys", &member).await.expect(StatusCode::OK);
+    assert_eq!(listed.body.as_array().unwrap().len(), 1);
+    assert!(app.get("/v1/tenant/ssh-keys", &other).await.expect(StatusCode::OK).body.as_array().unwrap().is_empty());
+    let id = added.body["id"].as_str().unwrap();
+    app.call(Method::DELETE, &format!("/v1/tenant/ssh-keys/{id}"), Some(&other), None)
+        .await
+        .expect(StatusCode::NOT_FOUND);
+    app.call(Method::DELETE, &format!("/v1/tenant/ssh-keys/{id}"), Some(&admin), None)
+        .await
+        .expect(StatusCode::NO_CONTENT);
+    // An environment needs an active lease of the caller's.
+    let nope = format!("/v1/leases/{}/environment", uuid::Uuid::now_v7());
+    app.post(&nope, &admin, json!({})).await.expect(StatusCode::NOT_FOUND);
+    app.get(&nope, &admin).await.expect(StatusCode::NOT_FOUND);
+}
