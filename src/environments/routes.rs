@@ -65,7 +65,7 @@ pub struct EnvironmentNode {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartEnvironmentRequest {
     /// Run the SSH server from this image (it must have `/usr/sbin/sshd`); default: the host's, in the sandbox.
@@ -204,20 +204,31 @@ pub async fn start_environment(
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
     }
+    request_environment(&mut tx, auth.tenant_id, lease_id, &req).await?;
+    let env = load_environment(&mut tx, auth.tenant_id, lease_id).await?.ok_or(ApiError::NotFound("environment"))?;
+    tx.commit().await?;
+    tracing::info!(lease.id = %lease_id, "environment requested");
+    Ok((StatusCode::CREATED, Json(env)))
+}
+
+/// Record that the lease's nodes are to run its environment (afresh: earlier reports are forgotten).
+pub async fn request_environment(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    lease_id: Uuid,
+    req: &StartEnvironmentRequest,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO lease_environments (lease_id, tenant_id, image) VALUES ($1, $2, $3) \
          ON CONFLICT (lease_id) DO UPDATE SET image = $3, state = 'requested', created_at = now(), stopped_at = NULL",
     )
     .bind(lease_id)
-    .bind(auth.tenant_id)
+    .bind(tenant_id)
     .bind(&req.image)
-    .execute(&mut *tx)
+    .execute(&mut *conn)
     .await?;
-    sqlx::query("DELETE FROM environment_nodes WHERE lease_id = $1").bind(lease_id).execute(&mut *tx).await?;
-    let env = load_environment(&mut tx, auth.tenant_id, lease_id).await?.ok_or(ApiError::NotFound("environment"))?;
-    tx.commit().await?;
-    tracing::info!(lease.id = %lease_id, "environment requested");
-    Ok((StatusCode::CREATED, Json(env)))
+    sqlx::query("DELETE FROM environment_nodes WHERE lease_id = $1").bind(lease_id).execute(conn).await?;
+    Ok(())
 }
 
 /// Stop the lease's environment (tenant admin): every process in it is killed and its ports are freed. The

@@ -57,6 +57,10 @@ pub struct CreateLeaseRequest {
     /// When capacity is short, wait in the pool's queue instead of failing with 409.
     #[serde(default)]
     pub queue: bool,
+    /// Also start an interactive environment (SSH) on the lease's nodes once it is active; see
+    /// `POST /v1/leases/{id}/environment`.
+    #[serde(default)]
+    pub environment: Option<crate::environments::routes::StartEnvironmentRequest>,
 }
 
 impl CreateLeaseRequest {
@@ -64,6 +68,13 @@ impl CreateLeaseRequest {
         let mut errors = Vec::new();
         if self.pool_id.is_some() == self.gpu_model.is_some() {
             errors.push(FieldError::new("pool_id", "give exactly one of pool_id and gpu_model"));
+        }
+        if let Some(image) = self.environment.as_ref().and_then(|e| e.image.as_deref()) {
+            let mut image_errors = Vec::new();
+            crate::jobs::routes::check_image(image, &mut image_errors);
+            errors.extend(
+                image_errors.into_iter().map(|e| FieldError::new(format!("environment.{}", e.field), e.message)),
+            );
         }
         if !(1..=MAX_GPUS).contains(&self.gpu_count) {
             errors.push(FieldError::new("gpu_count", format!("must be between 1 and {MAX_GPUS}")));
@@ -131,8 +142,9 @@ pub async fn create_lease(
     let term = req.validate()?;
     let idem = IdempotencyKey::from_headers(&headers, token.tenant_id, "create_lease", &req)?;
     // The common case in one round trip (which also requires a valid key); requests with an Idempotency-Key
-    // take the general path, whose transaction also holds the key's record.
-    if let (None, Some(pool_id), Placement::Pack | Placement::SingleNode) = (&idem, req.pool_id, req.placement) {
+    // take the general path, whose transaction also holds the key's record, as do those with an environment.
+    let plain = idem.is_none() && req.environment.is_none();
+    if let (true, Some(pool_id), Placement::Pack | Placement::SingleNode) = (plain, req.pool_id, req.placement) {
         let lease_id = new_id();
         let outcome = retry_deadlocks(|| async {
             Ok(store::allocate_fast(
@@ -260,6 +272,10 @@ async fn try_create_lease(
             store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?
         }
     };
+    if let Some(environment) = &req.environment {
+        // Started by the nodes once the lease is active (a queued lease's, when it starts).
+        crate::environments::routes::request_environment(&mut tx, auth.tenant_id, lease_id, environment).await?;
+    }
     if let Some(key) = idem {
         idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
     }

@@ -220,3 +220,27 @@ async fn ssh_keys_are_validated_scoped_and_need_an_admin(db: PgPool) {
     app.post(&nope, &admin, json!({})).await.expect(StatusCode::NOT_FOUND);
     app.get(&nope, &admin).await.expect(StatusCode::NOT_FOUND);
 }
+
+#[sqlx::test]
+async fn a_lease_can_ask_for_its_environment_when_created(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
+    app.top_up(&op, &tenant_id, 1_000_000).await;
+    let pool = app.pool(&op, "h100-env", "h100").await;
+    app.node(&op, &pool, "node-0", 8).await;
+    let bad =
+        json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "environment": { "image": "--privileged" } });
+    let bad = app.post("/v1/leases", &admin, bad).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(bad.error_fields(), ["environment.image"]);
+    let body = json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "environment": {} });
+    let lease = app.post("/v1/leases", &admin, body).await.expect(StatusCode::CREATED);
+    let id = lease.body["id"].as_str().unwrap();
+    let env = app.get(&format!("/v1/leases/{id}/environment"), &admin).await.expect(StatusCode::OK);
+    assert_eq!(env.body["state"], "starting", "{}", env.body);
+    assert_eq!(env.body["nodes"][0]["hostname"], "node-0");
+    assert_eq!(env.body["nodes"][0]["ssh"], serde_json::Value::Null, "no port until the node reports one");
+    // Stopped by the tenant; it stays stopped.
+    let stopped = app.call(Method::DELETE, &format!("/v1/leases/{id}/environment"), Some(&admin), None).await;
+    assert_eq!(stopped.expect(StatusCode::OK).body["state"], "stopped");
+}

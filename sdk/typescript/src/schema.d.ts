@@ -1544,6 +1544,7 @@ export interface components {
              * @description Hourly term: length in hours (1-8784). Give this or `months`.
              */
             duration_hours?: number | null;
+            environment?: components["schemas"]["StartEnvironmentRequest"] | null;
             /**
              * Format: int32
              * @description GPUs wanted, 1-4096.

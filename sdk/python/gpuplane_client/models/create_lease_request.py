@@ -1,13 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
 
 from ..models.placement import Placement
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.start_environment_request import StartEnvironmentRequest
+
 
 T = TypeVar("T", bound="CreateLeaseRequest")
 
@@ -22,6 +26,7 @@ class CreateLeaseRequest:
     Attributes:
         gpu_count (int): GPUs wanted, 1-4096.
         duration_hours (int | None | Unset): Hourly term: length in hours (1-8784). Give this or `months`.
+        environment (None | StartEnvironmentRequest | Unset):
         gpu_model (None | str | Unset): Any pool of this GPU model (the one with the most free GPUs). Give this or
             `pool_id`.
         months (int | None | Unset): Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
@@ -32,6 +37,7 @@ class CreateLeaseRequest:
 
     gpu_count: int
     duration_hours: int | None | Unset = UNSET
+    environment: None | StartEnvironmentRequest | Unset = UNSET
     gpu_model: None | str | Unset = UNSET
     months: int | None | Unset = UNSET
     placement: Placement | Unset = UNSET
@@ -39,6 +45,8 @@ class CreateLeaseRequest:
     queue: bool | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.start_environment_request import StartEnvironmentRequest
+
         gpu_count = self.gpu_count
 
         duration_hours: int | None | Unset
@@ -46,6 +54,14 @@ class CreateLeaseRequest:
             duration_hours = UNSET
         else:
             duration_hours = self.duration_hours
+
+        environment: dict[str, Any] | None | Unset
+        if isinstance(self.environment, Unset):
+            environment = UNSET
+        elif isinstance(self.environment, StartEnvironmentRequest):
+            environment = self.environment.to_dict()
+        else:
+            environment = self.environment
 
         gpu_model: None | str | Unset
         if isinstance(self.gpu_model, Unset):
@@ -82,6 +98,8 @@ class CreateLeaseRequest:
         )
         if duration_hours is not UNSET:
             field_dict["duration_hours"] = duration_hours
+        if environment is not UNSET:
+            field_dict["environment"] = environment
         if gpu_model is not UNSET:
             field_dict["gpu_model"] = gpu_model
         if months is not UNSET:
@@ -97,6 +115,8 @@ class CreateLeaseRequest:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.start_environment_request import StartEnvironmentRequest
+
         d = dict(src_dict)
         gpu_count = d.pop("gpu_count")
 
@@ -108,6 +128,23 @@ class CreateLeaseRequest:
             return cast(int | None | Unset, data)
 
         duration_hours = _parse_duration_hours(d.pop("duration_hours", UNSET))
+
+        def _parse_environment(data: object) -> None | StartEnvironmentRequest | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                environment_type_0 = StartEnvironmentRequest.from_dict(data)
+
+                return environment_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | StartEnvironmentRequest | Unset, data)
+
+        environment = _parse_environment(d.pop("environment", UNSET))
 
         def _parse_gpu_model(data: object) -> None | str | Unset:
             if data is None:
@@ -156,6 +193,7 @@ class CreateLeaseRequest:
         create_lease_request = cls(
             gpu_count=gpu_count,
             duration_hours=duration_hours,
+            environment=environment,
             gpu_model=gpu_model,
             months=months,
             placement=placement,
