@@ -26,6 +26,7 @@ fn train(preset: &str, gpu: &str, gpus: u32, seq: u32, global_batch: u32) -> Pla
             gpus_per_node: Some(8),
             inter_node_gbps: Some(3200.0),
             rdma: Some(true),
+            host_memory_gb: None,
         },
         pins: Pins::default(),
         top_n: None,

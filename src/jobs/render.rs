@@ -619,6 +619,7 @@ mod tests {
                 gpus_per_node: Some(per_node),
                 inter_node_gbps: Some(400.0),
                 rdma: Some(true),
+                host_memory_gb: None,
             },
             pins,
             top_n: Some(1),

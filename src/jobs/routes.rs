@@ -299,6 +299,7 @@ fn lease_plan_request(
             gpus_per_node: Some(per_node),
             inter_node_gbps: Some(f64::from(topology.min_network_gbps.max(1))),
             rdma: Some(topology.nodes.iter().all(|n| n.rdma)),
+            host_memory_gb: None,
         },
         pins,
         top_n: Some(1),

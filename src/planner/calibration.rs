@@ -176,6 +176,7 @@ fn input(row: &Row, pins: Pins) -> PlanInput {
             nodes: row.gpus / 8,
             inter_node_gbps: row.inter_node_gbps,
             rdma: true,
+            host_memory_bytes: 2e12,
         },
         pins,
         top_n: 1,

@@ -16,7 +16,8 @@
 use super::cost::{self, FRAGMENTATION, Net};
 use super::train::divisors;
 use super::types::{
-    Cluster, InferenceSpec, MemoryBreakdown, ModelArch, Pins, Plan, Precision, Recompute, WorkloadKind,
+    Cluster, InferenceSpec, MemoryBreakdown, ModelArch, Offload, Pins, Plan, Precision, Recompute, StageSplit,
+    WorkloadKind,
 };
 
 const WORKSPACE_BYTES: f64 = 1.0e9;
@@ -77,6 +78,15 @@ fn base_plan(
         tp,
         pp,
         dp: replicas,
+        cp: 1,
+        ep: 1,
+        layers_per_stage: Vec::new(),
+        stage_split: StageSplit::Even,
+        offload: Offload::None,
+        host_memory_per_node_bytes: 0,
+        global_batch: 0,
+        idle_gpus: 0,
+        notes: Vec::new(),
         vp: 1,
         micro_batch: concurrent,
         grad_accum: 1,

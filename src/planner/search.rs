@@ -2,7 +2,7 @@
 
 use super::cost::{self, TrainCtx};
 use super::inference;
-use super::train;
+use super::train::{self, Pass};
 use super::types::{Cluster, LinkKind, PlanError, PlanInput, PlanResult, SmallestFit, Workload, WorkloadKind};
 
 /// Largest cluster the smallest-fit search tries.
@@ -35,7 +35,16 @@ fn run(input: &PlanInput, top_n: usize, first_only: bool) -> (PlanResult, f64, b
                 t.precision,
                 lora.then_some(t.lora_rank),
             );
-            let out = train::search(&ctx, &input.pins, top_n, first_only);
+            let mut out = train::search(&ctx, &input.pins, top_n, first_only, Pass::AllGpus);
+            if out.feasible == 0 && !first_only {
+                // No split over every GPU fits: plans that leave some idle.
+                let idle = train::search(&ctx, &input.pins, top_n, first_only, Pass::Idle);
+                out.evaluated += idle.evaluated;
+                out.feasible += idle.feasible;
+                out.min_needed = out.min_needed.min(idle.min_needed);
+                out.any_divisible |= idle.any_divisible;
+                out.top = idle.top;
+            }
             let kind = if lora { WorkloadKind::Lora } else { WorkloadKind::Train };
             let link = match gpu.link {
                 LinkKind::Nvlink => "NVLink",
@@ -136,9 +145,13 @@ fn infeasible(input: &PlanInput, min_needed: f64, any_divisible: bool) -> PlanEr
         )
     } else {
         let at_least = match fit {
-            Some(f) if f.nodes > 1 => {
-                format!("needs at least {} x {name} ({} nodes of {})", f.gpu_count, f.nodes, f.gpus_per_node)
-            }
+            Some(f) if f.nodes > 1 => format!(
+                "needs at least {} x {name} ({} nodes of {} GPU{})",
+                f.gpu_count,
+                f.nodes,
+                f.gpus_per_node,
+                if f.gpus_per_node == 1 { "" } else { "s" }
+            ),
             Some(f) => format!("needs at least {} x {name}", f.gpu_count),
             None => {
                 format!("does not fit on any {name} cluster up to {SMALLEST_FIT_MAX_GPUS} GPUs")

@@ -21,6 +21,7 @@ fn train_request(preset: &str, gpu: &str, gpus: u32, gpn: u32) -> PlanRequest {
             gpus_per_node: Some(gpn),
             inter_node_gbps: Some(3200.0),
             rdma: Some(true),
+            host_memory_gb: None,
         },
         pins: Pins::default(),
         top_n: None,
@@ -56,6 +57,10 @@ fn preset_parameter_counts() {
         ("gpt-1t", 1.0e12),
         ("mixtral-8x7b", 46.7e9),
         ("sdxl", 3.4e9),
+        ("mixtral-8x22b", 140.6e9),
+        ("deepseek-v3", 671.0e9),
+        ("qwen2-57b-a14b", 57.4e9),
+        ("qwen1.5-moe-a2.7b", 14.3e9),
     ];
     for (name, want) in published {
         let got = preset(name).expect(name).param_count() as f64;
@@ -67,6 +72,19 @@ fn preset_parameter_counts() {
     assert!((l7 / 1e9 - 6.74).abs() < 0.01);
     let l70 = preset("llama3-70b").unwrap().param_count() as f64;
     assert!((l70 / 1e9 - 70.55).abs() < 0.05);
+    // Active parameters of the MoE presets (published: 12.9B, 39B, 37B, 14B, 2.7B).
+    for (name, want) in [
+        ("mixtral-8x7b", 12.9e9),
+        ("mixtral-8x22b", 39.1e9),
+        ("deepseek-v3", 37.0e9),
+        ("qwen2-57b-a14b", 14.2e9),
+        ("qwen1.5-moe-a2.7b", 2.7e9),
+    ] {
+        let got = preset(name).unwrap().active_param_count() as f64;
+        assert!((got - want).abs() / want < 0.1, "{name} active: {got:.3e} vs {want:.3e}");
+    }
+    // Presets are case-insensitive.
+    assert_eq!(preset("Llama3-70B"), preset("llama3-70b"));
 }
 
 #[test]
@@ -186,6 +204,9 @@ fn fully_pinned_evaluates_one_plan() {
         zero_stage: Some(1),
         recompute: Some(Recompute::Selective),
         sequence_parallel: Some(true),
+        cp: Some(1),
+        ep: Some(1),
+        offload: Some(Offload::None),
     };
     let r = plan(&req.resolve().unwrap()).unwrap();
     assert_eq!(r.evaluated, 1);
@@ -355,7 +376,14 @@ fn arb_train_input() -> impl Strategy<Value = PlanInput> {
                 model_name: SMALL_PRESETS[m].to_string(),
                 model,
                 workload: if lora { Workload::Lora(spec) } else { Workload::Train(spec) },
-                cluster: Cluster { gpu, gpus_per_node: gpn, nodes, inter_node_gbps: 400.0, rdma: true },
+                cluster: Cluster {
+                    gpu,
+                    gpus_per_node: gpn,
+                    nodes,
+                    inter_node_gbps: 400.0,
+                    rdma: true,
+                    host_memory_bytes: 1e12,
+                },
                 pins: Pins::default(),
                 top_n: 20,
             }
@@ -372,11 +400,26 @@ proptest! {
         let gbs = match input.workload { Workload::Train(t) | Workload::Lora(t) => t.global_batch, _ => 0 };
         let usable = cost::usable_bytes(input.cluster.gpu.memory_bytes) as u64;
         for p in &r.plans {
-            prop_assert_eq!(p.tp * p.pp * p.dp, input.cluster.total_gpus());
-            prop_assert_eq!(m.layers % (p.pp * p.vp), 0);
+            prop_assert_eq!(p.tp * p.cp * p.pp * p.dp + p.idle_gpus, input.cluster.total_gpus());
+            prop_assert_eq!(p.layers_per_stage.len() as u32, p.pp);
+            prop_assert_eq!(p.layers_per_stage.iter().sum::<u32>(), m.layers);
+            prop_assert!(p.layers_per_stage.iter().all(|&l| l >= 1));
             prop_assert_eq!(m.heads % p.tp, 0);
-            prop_assert_eq!(gbs % (p.micro_batch * p.dp), 0);
-            prop_assert_eq!(p.grad_accum * p.micro_batch * p.dp, gbs);
+            prop_assert_eq!(p.global_batch % (p.micro_batch * p.dp), 0);
+            prop_assert_eq!(p.grad_accum * p.micro_batch * p.dp, p.global_batch);
+            // The batch is only changed when it does not divide, and then to a neighbour.
+            if gbs % p.dp == 0 {
+                prop_assert_eq!(p.global_batch, gbs);
+            } else {
+                prop_assert!(p.global_batch.abs_diff(gbs) <= p.dp / 2 + p.dp % 2 || gbs < p.dp);
+                prop_assert!(!p.notes.is_empty());
+            }
+            if let Some(moe) = m.moe {
+                prop_assert_eq!(moe.experts % p.ep, 0);
+                prop_assert_eq!((p.dp * p.cp) % p.ep, 0);
+            } else {
+                prop_assert_eq!(p.ep, 1);
+            }
             prop_assert!(p.memory_per_gpu_bytes <= usable);
             prop_assert!(p.step_time_s.is_finite() && p.step_time_s > 0.0);
             prop_assert!(p.mfu > 0.0 && p.mfu < 1.0);
@@ -419,6 +462,7 @@ proptest! {
                 gpus_per_node: Some(gpn),
                 inter_node_gbps: Some(100.0),
                 rdma: Some(false),
+                host_memory_gb: None,
             },
             pins: Pins::default(),
             top_n: Some(3),
