@@ -1,7 +1,8 @@
 //! Parameter and FLOP counts derived from the architecture.
 //!
 //! Parameters (no biases):
-//! - attention: `2*h*h` (q, o) `+ 2*h*kv_heads*head_dim` (k, v; grouped-query attention);
+//! - attention: `2*h*heads*head_dim` (q, o) `+ 2*h*kv_heads*head_dim` (k, v; grouped-query
+//!   attention); `head_dim` defaults to `h / heads`;
 //! - FFN: `2*h*ffn` when `ffn == 4h` (GPT MLP), else `3*h*ffn` (SwiGLU gate/up/down); with MoE
 //!   `experts` routed copies plus `shared_experts` shared ones and an `h*experts` router, except
 //!   in the first `dense_layers` layers, which have one dense FFN of `dense_ffn`;
@@ -16,13 +17,19 @@ use super::types::ModelArch;
 
 impl ModelArch {
     pub fn head_dim(&self) -> u64 {
-        u64::from(self.hidden.checked_div(self.heads).unwrap_or(0))
+        u64::from(self.head_dim.unwrap_or_else(|| self.hidden.checked_div(self.heads).unwrap_or(0)))
+    }
+
+    /// Width of the queries (and of the attention output): `heads * head_dim`, `hidden` by
+    /// default.
+    pub fn q_dim(&self) -> u64 {
+        u64::from(self.heads) * self.head_dim()
     }
 
     fn attention_params(&self) -> u64 {
         let h = u64::from(self.hidden);
         let kv = u64::from(self.kv_heads) * self.head_dim();
-        2 * h * h + 2 * h * kv
+        2 * h * self.q_dim() + 2 * h * kv
     }
 
     fn ffn_params_of(&self, ffn: u32) -> u64 {
@@ -149,7 +156,7 @@ impl ModelArch {
     pub fn lora_layer_params(&self, rank: u32) -> u64 {
         let h = u64::from(self.hidden);
         let kv = u64::from(self.kv_heads) * self.head_dim();
-        u64::from(rank) * ((h + h) + (h + kv))
+        u64::from(rank) * ((h + self.q_dim()) + (h + kv))
     }
 
     /// bf16 KV cache bytes per token: `2 (K,V) * layers * kv_heads * head_dim * 2 bytes`.

@@ -108,10 +108,10 @@ pub fn unknown_name_message<'a>(what: &str, given: &str, known: impl IntoIterato
 }
 
 fn arch(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32, vocab: u32) -> ModelArch {
-    ModelArch { layers, hidden, heads, kv_heads, ffn, vocab, moe: None, diffusion: None }
+    ModelArch { layers, hidden, heads, kv_heads, ffn, vocab, head_dim: None, moe: None, diffusion: None }
 }
 
-const PRESETS: [&str; 18] = [
+const PRESETS: [&str; 21] = [
     "llama2-7b",
     "llama2-13b",
     "llama2-70b",
@@ -130,6 +130,9 @@ const PRESETS: [&str; 18] = [
     "deepseek-v3",
     "qwen2-57b-a14b",
     "qwen1.5-moe-a2.7b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "gpt-oss-120b",
 ];
 
 /// Names accepted by [`preset`].
@@ -180,6 +183,17 @@ pub fn preset(name: &str) -> Option<ModelArch> {
         "qwen2-57b-a14b" => ModelArch { moe: Some(moe(64, 8, 8)), ..arch(28, 3584, 28, 4, 2560, 151936) },
         // 60 experts of 1408, top-4, shared expert of 5632 (= 4 x 1408).
         "qwen1.5-moe-a2.7b" => ModelArch { moe: Some(moe(60, 4, 4)), ..arch(24, 2048, 16, 16, 1408, 151936) },
+        // Qwen3 MoE: 128 experts, top-8, no shared expert, 128-wide heads.
+        "qwen3-30b-a3b" => {
+            ModelArch { head_dim: Some(128), moe: Some(moe(128, 8, 0)), ..arch(48, 2048, 32, 4, 768, 151936) }
+        }
+        "qwen3-235b-a22b" => {
+            ModelArch { head_dim: Some(128), moe: Some(moe(128, 8, 0)), ..arch(94, 4096, 64, 4, 1536, 151936) }
+        }
+        // 128 experts of 2880, top-4 (alternating sliding-window attention not modelled).
+        "gpt-oss-120b" => {
+            ModelArch { head_dim: Some(64), moe: Some(moe(128, 4, 0)), ..arch(36, 2880, 64, 8, 2880, 201088) }
+        }
         "sdxl" => ModelArch {
             diffusion: Some(DiffusionSpec {
                 unet_params: 2_600_000_000,

@@ -152,7 +152,7 @@ pub struct TrainCtx {
     pub gemm_tok_layer: f64,
     /// Routed-expert model GEMM flops per token per layer (top-k experts only).
     pub expert_gemm_tok_layer: f64,
-    /// Attention-core flops per token per layer (12*h*s).
+    /// Attention-core flops per token per layer (12*heads*head_dim*s, i.e. 12*h*s by default).
     pub attn_tok_layer: f64,
     /// LM head flops per token (6*V*h, 4*V*h for LoRA).
     pub head_tok: f64,
@@ -204,7 +204,7 @@ impl TrainCtx {
         // LoRA adapters get full fwd+bwd+wgrad (6 flops per param per token).
         let gemm_tok_layer = gemm_mult * active_dense + 6.0 * lora_layer_params;
         let expert_gemm_tok_layer = gemm_mult * active_expert;
-        let attn_tok_layer = 12.0 * h * s;
+        let attn_tok_layer = 12.0 * model.q_dim() as f64 * s;
         let head_tok = head_mult * vocab * h;
         let layers = f64::from(model.layers);
         let model_flops_per_token = layers * (gemm_tok_layer + expert_gemm_tok_layer + attn_tok_layer) + head_tok;
@@ -631,6 +631,10 @@ fn ring(n: u32) -> f64 {
 const CPU_ADAM_PARAMS_PER_S: f64 = 2.0e9;
 /// Fraction of the ring-attention K/V exchange hidden behind the attention kernels.
 const CP_OVERLAP: f64 = 0.8;
+/// Router, top-k, permute and unpermute time per routed token copy per MoE layer (forward and
+/// backward), fitted to the Megatron-Bridge 25.11 MoE runs on H100 and B200 (see
+/// `docs/planner-calibration.md`).
+const MOE_OVERHEAD_S_PER_ROUTED_TOKEN: f64 = 0.32e-6;
 /// Fraction of the MoE all-to-all not hidden (Megatron-Core overlaps little by default).
 const A2A_EXPOSED: f64 = 1.0;
 
@@ -700,7 +704,14 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
         let bytes = tokens_mb / t * c.top_k * c.capacity * c.h * 2.0 * ring(cfg.ep);
         ep_layer = c.moe_fraction * passes * (bytes / bw + lat * f64::from(cfg.ep - 1).min(8.0)) * A2A_EXPOSED;
     }
-    let per_layer = layer_compute + tp_layer + cp_layer + ep_layer;
+    // MoE layers also pay router, top-k, permutation and unpermutation per routed token copy;
+    // published Megatron-Core MoE runs sit far below their GEMM throughput because of it.
+    let moe_overhead = if c.experts > 0 {
+        c.moe_fraction * tokens_mb / t * c.top_k * MOE_OVERHEAD_S_PER_ROUTED_TOKEN * elem_rc
+    } else {
+        0.0
+    };
+    let per_layer = layer_compute + tp_layer + cp_layer + ep_layer + moe_overhead;
     // The slowest stage sets the pace: the first (embedding lookup is free), a middle one, or the
     // last with the LM head.
     let sp_ = &cfg.split;
@@ -743,7 +754,15 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
             c.net.group(cfg.cp, cfg.tp)
         };
         let expert_reducers = (reducers / cfg.ep).max(1);
-        let half = ring(reducers) * 2.0 * st.trainable + ring(expert_reducers) * 2.0 * st.trainable_experts;
+        // Expert gradients reduce over the ranks holding the same experts: `dp*cp/ep` of them,
+        // `tp*cp*ep` apart, so each of a node's GPUs sends its own flow through the NICs.
+        let expert_bw = if cfg.ep > 1 && expert_reducers > 1 {
+            c.net.group(expert_reducers, cfg.tp * cfg.cp * cfg.ep).0
+        } else {
+            bw
+        };
+        let half =
+            ring(reducers) * 2.0 * st.trainable + ring(expert_reducers) * 2.0 * st.trainable_experts * (bw / expert_bw);
         let backward = per_mb * 2.0 / 3.0;
         let (volume, window, overlap, collectives) = match cfg.zero {
             0 | 1 => (2.0 * half, backward, DP_OVERLAP, 1.0),

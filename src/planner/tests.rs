@@ -61,6 +61,9 @@ fn preset_parameter_counts() {
         ("deepseek-v3", 671.0e9),
         ("qwen2-57b-a14b", 57.4e9),
         ("qwen1.5-moe-a2.7b", 14.3e9),
+        ("qwen3-30b-a3b", 30.5e9),
+        ("qwen3-235b-a22b", 235.1e9),
+        ("gpt-oss-120b", 116.8e9),
     ];
     for (name, want) in published {
         let got = preset(name).expect(name).param_count() as f64;
@@ -79,6 +82,9 @@ fn preset_parameter_counts() {
         ("deepseek-v3", 37.0e9),
         ("qwen2-57b-a14b", 14.2e9),
         ("qwen1.5-moe-a2.7b", 2.7e9),
+        ("qwen3-30b-a3b", 3.3e9),
+        ("qwen3-235b-a22b", 22.1e9),
+        ("gpt-oss-120b", 5.7e9),
     ] {
         let got = preset(name).unwrap().active_param_count() as f64;
         assert!((got - want).abs() / want < 0.1, "{name} active: {got:.3e} vs {want:.3e}");
@@ -117,7 +123,7 @@ fn llama2_7b_on_8_a100_plans() {
 fn infeasible_llama3_70b_on_four_4090() {
     let input = train_request("llama3-70b", "rtx4090", 4, 4).resolve().unwrap();
     match plan(&input) {
-        Err(PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit }) => {
+        Err(PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit, .. }) => {
             let fit = smallest_fit.expect("some rtx4090 cluster fits");
             assert!(fit.gpu_count > 4);
             assert_eq!(fit.gpus_per_node, 4);
@@ -444,7 +450,7 @@ proptest! {
     ) {
         let req = PlanRequest {
             model: ModelRef { preset: None, architecture: Some(ModelArch {
-                layers, hidden, heads, kv_heads: kv, ffn, vocab, moe: None, diffusion: None,
+                layers, hidden, heads, kv_heads: kv, ffn, vocab, head_dim: None, moe: None, diffusion: None,
             }) },
             workload: WorkloadFields {
                 kind: [WorkloadKind::Train, WorkloadKind::Lora, WorkloadKind::Inference][kind],

@@ -6,7 +6,8 @@
 //!   in training), `hidden % tp == 0`;
 //! - `tp` divides `gpus_per_node`, or is a multiple of it (crossing nodes, costed over the
 //!   node network with a heavy penalty);
-//! - context parallelism: `seq_len % (2 * cp) == 0` (load-balanced causal chunks), `cp <= 64`;
+//! - context parallelism: `seq_len % (2 * cp) == 0` (load-balanced causal chunks), `cp <= 64`,
+//!   and, unless pinned, at least 4096 tokens per rank;
 //! - expert parallelism (MoE only): `experts % ep == 0` and `(dp * cp) % ep == 0` (EP is
 //!   carved out of the data-parallel ranks, as in Megatron-Core);
 //! - layers over stages: even (`layers % (pp * vp) == 0`), embedding and loss counted as a
@@ -32,6 +33,9 @@ use std::cmp::Ordering;
 pub const MAX_MICRO_BATCH: u32 = 64;
 /// Largest context-parallel degree the search considers.
 pub const MAX_CP: u32 = 64;
+/// Fewest tokens per rank an unpinned context-parallel degree leaves (NeMo recipes start CP
+/// at 8k-token sequences).
+pub const MIN_CP_TOKENS: u32 = 4096;
 /// Divisors of `n`, ascending.
 pub fn divisors(n: u32) -> Vec<u32> {
     let mut small = Vec::new();
@@ -134,6 +138,9 @@ pub struct Outcome {
     pub feasible: u64,
     /// Smallest per-GPU memory any divisible configuration needs.
     pub min_needed: f64,
+    /// Smallest host memory per node among configurations that fit in GPU memory only with an
+    /// offload the host cannot hold (infinite when none).
+    pub min_host_needed: f64,
     pub any_divisible: bool,
 }
 
@@ -161,8 +168,14 @@ pub enum Pass {
 /// Searches all configurations of one pass; with `first_only` it stops at the first one that
 /// fits.
 pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: Pass) -> Outcome {
-    let mut out =
-        Outcome { top: TopN::new(top_n), evaluated: 0, feasible: 0, min_needed: f64::INFINITY, any_divisible: false };
+    let mut out = Outcome {
+        top: TopN::new(top_n),
+        evaluated: 0,
+        feasible: 0,
+        min_needed: f64::INFINITY,
+        min_host_needed: f64::INFINITY,
+        any_divisible: false,
+    };
     let n = c.gpus;
     let gpn = c.gpus_per_node;
     let idle = pass == Pass::Idle;
@@ -197,6 +210,11 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                 continue;
             }
             if cp > 1 && !c.seq_u.is_multiple_of(2 * cp) {
+                continue;
+            }
+            // Unpinned, CP is only tried while every rank keeps at least MIN_CP_TOKENS tokens:
+            // shorter ring-attention chunks cannot hide their K/V exchange.
+            if cp > 1 && pins.cp.is_none() && c.seq_u / cp < MIN_CP_TOKENS {
                 continue;
             }
             let rest = n / tp / cp;
@@ -320,6 +338,9 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                                             let mem = cost::memory(c, &cfg);
                                             lean = lean.min(mem.breakdown.total as f64);
                                             if !mem.fits(c) {
+                                                if mem.breakdown.total as f64 <= c.usable {
+                                                    out.min_host_needed = out.min_host_needed.min(mem.host_per_node);
+                                                }
                                                 continue;
                                             }
                                             any_fit = true;
@@ -471,14 +492,17 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
         };
         parts.push(format!("PP {} with {} ({split}), bubble {:.1}%", cfg.pp, sched, bubble_fraction * 100.0));
     }
-    if cfg.dp > 1 || cfg.zero > 0 {
+    if cfg.dp * cfg.cp == 1 && cfg.zero > 0 {
+        parts.push(format!("ZeRO-{} for the CPU offload (one data-parallel rank: nothing sharded)", cfg.zero));
+    } else if cfg.dp > 1 || cfg.zero > 0 {
         let zero = match cfg.zero {
             0 => "plain DDP (no ZeRO)",
             1 => "ZeRO-1 shards the optimizer states",
             2 => "ZeRO-2 shards optimizer states and gradients",
             _ => "ZeRO-3 shards weights, gradients and optimizer states",
         };
-        parts.push(format!("DP {} with {}", cfg.dp, zero));
+        let over = if cfg.cp > 1 { format!(" over the {} DP x CP ranks", cfg.dp * cfg.cp) } else { String::new() };
+        parts.push(format!("DP {} with {}{over}", cfg.dp, zero));
     }
     match cfg.offload {
         Offload::None => {}

@@ -59,6 +59,10 @@ pub struct ModelArch {
     /// else a SwiGLU-style 3-matrix MLP.
     pub ffn: u32,
     pub vocab: u32,
+    /// Dimension of one attention head (default `hidden / heads`; Qwen3 and GPT-OSS use 128 and
+    /// 64 with other hidden sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moe: Option<MoeSpec>,
     /// Set for diffusion models; the transformer fields are then informational only.
@@ -457,6 +461,10 @@ pub enum PlanError {
         /// Usable memory per GPU.
         available_bytes: u64,
         smallest_fit: Option<SmallestFit>,
+        /// Changes to defaulted request fields that would make it fit on this cluster, e.g.
+        /// fewer concurrent sequences for serving (filled by [`super::plan_request`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hints: Vec<String>,
     },
 }
 

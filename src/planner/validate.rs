@@ -53,8 +53,14 @@ pub fn validate_arch(a: &ModelArch, field: &str) -> Result<(), PlanError> {
     in_range(&f("layers"), a.layers, 1, MAX_LAYERS)?;
     in_range(&f("hidden"), a.hidden, 1, MAX_HIDDEN)?;
     in_range(&f("heads"), a.heads, 1, a.hidden)?;
-    if !a.hidden.is_multiple_of(a.heads) {
-        return Err(PlanError::invalid(&f("heads"), "hidden must be divisible by heads"));
+    match a.head_dim {
+        Some(d) => {
+            in_range(&f("head_dim"), d, 1, 4096)?;
+        }
+        None if !a.hidden.is_multiple_of(a.heads) => {
+            return Err(PlanError::invalid(&f("heads"), "hidden must be divisible by heads (or give head_dim)"));
+        }
+        None => {}
     }
     in_range(&f("kv_heads"), a.kv_heads, 1, a.heads)?;
     if !a.heads.is_multiple_of(a.kv_heads) {
