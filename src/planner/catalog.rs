@@ -68,7 +68,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The names of `known` closest to `given` (case-insensitive): those it is a prefix of or that
-/// are a prefix of it, else those within an edit distance of a third of its length.
+/// are a prefix of it, else the closest within an edit distance of a third of its length.
 pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let g = given.trim().to_ascii_lowercase();
     if g.is_empty() {
@@ -92,7 +92,8 @@ pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) ->
     let mut close: Vec<(usize, &str)> =
         known.iter().map(|k| (edit_distance(&g, &k.to_ascii_lowercase()), *k)).filter(|(d, _)| *d <= limit).collect();
     close.sort();
-    close.into_iter().map(|(_, k)| k).collect()
+    let best = close.first().map_or(0, |(d, _)| *d);
+    close.into_iter().take_while(|(d, _)| *d == best).map(|(_, k)| k).collect()
 }
 
 /// "unknown X 'given'; did you mean a, b? known: ..." for an unknown name.
