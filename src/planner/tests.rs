@@ -830,3 +830,19 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn serving_splits_layers_unevenly_too() {
+    let mut req = train_request("llama2-7b", "a10", 3, 3);
+    req.workload.kind = WorkloadKind::Inference;
+    req.workload.concurrent_seqs = Some(4);
+    req.pins = Pins { tp: Some(1), pp: Some(3), ..Pins::default() };
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!(p.layers_per_stage.iter().sum::<u32>(), 32);
+    assert_eq!(p.layers_per_stage.len(), 3);
+    // The largest stage's share of the weights sits on one GPU.
+    let weights = preset("llama2-7b").unwrap().param_count() as f64 * 2.0;
+    let largest = f64::from(*p.layers_per_stage.iter().max().unwrap()) / 32.0;
+    assert!((p.memory.weights as f64 / (weights * largest) - 1.0).abs() < 0.01);
+}
