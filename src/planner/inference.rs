@@ -18,7 +18,7 @@ use super::cost::{self, FRAGMENTATION, Net, Split};
 use super::train::divisors;
 use super::types::{
     Cluster, InferenceSpec, MemoryBreakdown, ModelArch, Offload, Pins, Plan, Precision, Recompute, StageSplit,
-    WorkloadKind,
+    WorkloadKind, count,
 };
 
 const WORKSPACE_BYTES: f64 = 1.0e9;
@@ -140,8 +140,8 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
             base_plan(1, 1, n, 1, mem, 1.0 / per_gpu, 0.0, per_gpu * flops_per_image / 1e12, DIFFUSION_EFF, 0.0, false);
         plan.images_per_s = Some(images);
         plan.explanation = format!(
-            "{} data-parallel replicas, one per GPU; each image takes about {:.1} s ({} steps with classifier-free guidance), {:.2} images/s in total; {:.1} of {:.1} GB used. Images/s estimate, uncalibrated.",
-            n,
+            "{}, one per GPU; each image takes about {:.1} s ({} steps with classifier-free guidance), {:.2} images/s in total; {:.1} of {:.1} GB used. Images/s estimate, uncalibrated.",
+            count(n, "data-parallel replica", "data-parallel replicas"),
             1.0 / per_gpu,
             d.steps,
             images,
@@ -237,12 +237,12 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
             let bound = if mem_time >= compute_time { "memory-bandwidth" } else { "compute" };
             let split = if pp > 1 { format!("TP {tp} x PP {pp}") } else { format!("TP {tp}") };
             let mut text = format!(
-                "{split} per replica ({} GPUs each), {replicas} {}; weights {:.1} GB + KV cache {:.1} GB ({} sequences x {} tokens) fit in {:.1} of {:.1} GB per GPU; decode is {bound} bound: {:.0} generated tokens/s in total ({:.1} ms per step), prefill about {:.0} tokens/s.",
-                tp * pp,
-                if replicas == 1 { "replica" } else { "replicas" },
+                "{split} per replica ({} each), {}; weights {:.1} GB + KV cache {:.1} GB ({} x {} tokens) fit in {:.1} of {:.1} GB per GPU; decode is {bound} bound: {:.0} generated tokens/s in total ({:.1} ms per step), prefill about {:.0} tokens/s.",
+                count(tp * pp, "GPU", "GPUs"),
+                count(replicas, "replica", "replicas"),
                 weights / 1e9,
                 kv / 1e9,
-                spec.concurrent_seqs,
+                count(spec.concurrent_seqs, "sequence", "sequences"),
                 spec.context_len,
                 mem.total as f64 / 1e9,
                 usable / 1e9,

@@ -26,7 +26,7 @@
 //! fit. Only the top N are kept (sorted insertion).
 
 use super::cost::{self, Config, Split, Timing, TrainCtx};
-use super::types::{MemoryBreakdown, Offload, Pins, Plan, Recompute, StageSplit, WorkloadKind};
+use super::types::{MemoryBreakdown, Offload, Pins, Plan, Recompute, StageSplit, WorkloadKind, count};
 use std::cmp::Ordering;
 
 /// Largest micro-batch the search considers.
@@ -513,7 +513,11 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
             t.offload
         )),
     }
-    parts.push(format!("micro-batch {} x {} accumulation steps", cfg.micro_batch, grad_accum));
+    parts.push(format!(
+        "micro-batch {} x {}",
+        cfg.micro_batch,
+        count(grad_accum, "accumulation step", "accumulation steps")
+    ));
     let mut knobs = match cfg.recompute {
         Recompute::None => "no recompute".to_string(),
         r => format!("{} recompute", r.as_str()),

@@ -428,6 +428,12 @@ fn one() -> u32 {
     1
 }
 
+/// "1 GPU", "8 GPUs": a count with its noun in the right number.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Search result: best plan first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PlanResult {
