@@ -1,19 +1,29 @@
 //! The analytical cost model: hardware efficiency, communication bandwidths, and the memory
 //! and step-time of one training configuration.
 //!
-//! Step time of a configuration (per optimizer step):
+//! Step time of a configuration (per optimizer step), for the slowest pipeline stage:
 //!
 //! ```text
-//! T      = compute + exposed TP comm            (one micro-batch, fwd+bwd, one pipeline stage)
-//! step   = m*T + (p-1)/v*T (bubble) + PP p2p + exposed DP comm + optimizer update
+//! T      = stage layers * (compute + exposed TP, CP and EP comm per layer) (+ LM head, last stage)
+//! step   = m*T + (p-1)/v*T (bubble) + PP p2p + exposed DP comm + optimizer update (or CPU offload)
 //! compute = GEMM flops / (peak_prec * gemm_eff * shape)        (weights, LM head)
+//!         + expert GEMM flops * capacity / (peak_prec * gemm_eff * expert_shape)
 //!         + attention-core flops / (peak_bf16 * attn_eff)       (FlashAttention runs in bf16)
 //!         + elementwise bytes / (HBM bandwidth * 0.8)           (norms, activations, residuals)
-//! shape  = (h/t) / (h/t + 128) * (b*s) / (b*s + 128)            (small GEMMs run slower)
+//!         + MoE router/permutation time per routed token copy
+//! shape  = (h/t) / (h/t + 128) * (b*s/cp) / (b*s/cp + 128)      (small GEMMs run slower)
+//! CP     = 3 (cp-1) K/V chunk transfers per layer over the CP group's link, 80% hidden behind
+//!          the attention of the same layer
+//! EP     = 4 all-to-alls of b*s/cp/t * top_k * capacity * h * 2 bytes per MoE layer over the
+//!          EP group's link (placed after TP and CP, as Megatron-Core does), not hidden
+//! DP     = gradient reduction over dp*cp ranks (experts over dp*cp/ep, strided), 70% overlapped
 //! ```
 //!
-//! The per-GPU efficiencies are calibrated against the published NeMo (FP8, H100/B200) and
-//! Megatron-LM (BF16, A100) runs; see `CALIBRATION.md` and the `calibration` tests.
+//! Memory is costed per stage (first, a middle one, last: each with its layers, embedding or LM
+//! head and micro-batches in flight) and the largest reported. The per-GPU efficiencies are
+//! calibrated against the published NeMo / Megatron-Bridge (FP8, H100/B200), Llama 3 paper
+//! (BF16, H100) and Megatron-LM (BF16, A100) runs; see `docs/planner-calibration.md` and the
+//! `calibration` tests.
 
 use super::types::{Cluster, GpuSpec, LinkKind, MemoryBreakdown, ModelArch, Offload, Precision, Recompute, StageSplit};
 
