@@ -74,6 +74,7 @@ from .node_facts import NodeFacts
 from .node_page import NodePage
 from .node_state import NodeState
 from .node_utilization import NodeUtilization
+from .offload import Offload
 from .param_type import ParamType
 from .pins import Pins
 from .placement import Placement
@@ -98,6 +99,7 @@ from .revenue import Revenue
 from .role import Role
 from .skipped_pool import SkippedPool
 from .spec_file import SpecFile
+from .stage_split import StageSplit
 from .state_change import StateChange
 from .telemetry import Telemetry
 from .telemetry_point import TelemetryPoint
@@ -194,6 +196,7 @@ __all__ = (
     "NodePage",
     "NodeState",
     "NodeUtilization",
+    "Offload",
     "ParamType",
     "Pins",
     "Placement",
@@ -218,6 +221,7 @@ __all__ = (
     "Role",
     "SkippedPool",
     "SpecFile",
+    "StageSplit",
     "StateChange",
     "Telemetry",
     "TelemetryPoint",
