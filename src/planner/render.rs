@@ -1,6 +1,6 @@
 //! Plain-text table of a plan result, for the CLI.
 
-use super::types::{Offload, Plan, PlanResult, WorkloadKind};
+use super::types::{Offload, Plan, PlanResult, WorkloadKind, count};
 use std::fmt::Write;
 
 fn gb(bytes: u64) -> f64 {
@@ -120,10 +120,6 @@ fn render_training(s: &mut String, plans: &[Plan]) {
     }
 }
 
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// Renders the ranked plans as an aligned table (columns by kind of model and workload)
 /// followed by the best plan's explanation and notes.
 pub fn render_table(result: &PlanResult) -> String {
@@ -137,7 +133,7 @@ pub fn render_table(result: &PlanResult) -> String {
     let _ = writeln!(
         s,
         "{} evaluated, {} in memory.",
-        plural(result.evaluated, "configuration", "configurations"),
+        count(result.evaluated, "configuration", "configurations"),
         if result.feasible == 1 { "1 fits".to_string() } else { format!("{} fit", result.feasible) }
     );
     if let Some(best) = result.plans.first() {

@@ -4,7 +4,7 @@ use super::cost::{self, TrainCtx};
 use super::inference;
 use super::train::{self, Pass};
 use super::types::{
-    Cluster, LinkKind, PlanError, PlanInput, PlanRequest, PlanResult, SmallestFit, Workload, WorkloadKind,
+    Cluster, LinkKind, PlanError, PlanInput, PlanRequest, PlanResult, SmallestFit, Workload, WorkloadKind, count,
 };
 
 /// Largest cluster the smallest-fit search tries.
@@ -15,16 +15,25 @@ pub const SMALLEST_FIT_MAX_GPUS: u32 = 16384;
 /// Errors with [`PlanError::Infeasible`] when nothing divides or fits, naming the smallest
 /// cluster of the same GPU model that would work.
 pub fn plan(input: &PlanInput) -> Result<PlanResult, PlanError> {
-    let (result, min_needed, any_divisible, min_host) = run(input, input.top_n, false);
-    if !result.plans.is_empty() {
-        return Ok(result);
+    let out = run(input, input.top_n, false);
+    if !out.result.plans.is_empty() {
+        return Ok(out.result);
     }
-    Err(infeasible(input, min_needed, any_divisible, min_host))
+    Err(infeasible(input, &out))
 }
 
-/// Runs one search; returns the result, the smallest memory needed, whether anything divided
-/// and the smallest host memory an offload that fits the GPUs needs.
-fn run(input: &PlanInput, top_n: usize, first_only: bool) -> (PlanResult, f64, bool, f64) {
+/// What one search found, and what the infeasibility message needs.
+struct Searched {
+    result: PlanResult,
+    /// Smallest per-GPU memory any configuration needs.
+    min_needed: f64,
+    any_divisible: bool,
+    /// Smallest host memory per node of an offload that fits the GPUs but not the host.
+    min_host: f64,
+}
+
+/// Runs one search.
+fn run(input: &PlanInput, top_n: usize, first_only: bool) -> Searched {
     let gpu = &input.cluster.gpu;
     match input.workload {
         Workload::Train(t) | Workload::Lora(t) => {
@@ -59,16 +68,21 @@ fn run(input: &PlanInput, top_n: usize, first_only: bool) -> (PlanResult, f64, b
                 out.top.items.iter().map(|c| train::to_plan(&ctx, c, kind, &gpu.name, link)).collect()
             };
             let result = PlanResult { plans, evaluated: out.evaluated, feasible: out.feasible };
-            (result, out.min_needed, out.any_divisible, out.min_host_needed)
+            Searched {
+                result,
+                min_needed: out.min_needed,
+                any_divisible: out.any_divisible,
+                min_host: out.min_host_needed,
+            }
         }
         Workload::Inference(spec) => {
             let out = inference::search(&input.model, &input.cluster, &spec, &input.pins, top_n);
-            (
-                PlanResult { plans: out.plans, evaluated: out.evaluated, feasible: out.feasible },
-                out.min_needed,
-                out.any_divisible,
-                f64::INFINITY,
-            )
+            Searched {
+                result: PlanResult { plans: out.plans, evaluated: out.evaluated, feasible: out.feasible },
+                min_needed: out.min_needed,
+                any_divisible: out.any_divisible,
+                min_host: f64::INFINITY,
+            }
         }
     }
 }
@@ -79,7 +93,7 @@ pub fn fits(input: &PlanInput, cluster: Cluster) -> bool {
     probe.cluster = cluster;
     // A pinned DP degree cannot survive a change of cluster size.
     probe.pins.dp = None;
-    run(&probe, 1, true).0.feasible > 0
+    run(&probe, 1, true).result.feasible > 0
 }
 
 /// Candidate cluster shapes, ascending: a single node of 1, 2, 4, ... GPUs below
@@ -127,7 +141,8 @@ fn workload_label(w: &Workload) -> &'static str {
     }
 }
 
-fn infeasible(input: &PlanInput, min_needed: f64, any_divisible: bool, min_host: f64) -> PlanError {
+fn infeasible(input: &PlanInput, out: &Searched) -> PlanError {
+    let (min_needed, any_divisible, min_host) = (out.min_needed, out.any_divisible, out.min_host);
     let c = &input.cluster;
     let n = c.total_gpus();
     let usable = cost::usable_bytes(c.gpu.memory_bytes);
@@ -150,11 +165,10 @@ fn infeasible(input: &PlanInput, min_needed: f64, any_divisible: bool, min_host:
     } else {
         let at_least = match fit {
             Some(f) if f.nodes > 1 => format!(
-                "needs at least {} x {name} ({} nodes of {} GPU{})",
+                "needs at least {} x {name} ({} of {})",
                 f.gpu_count,
-                f.nodes,
-                f.gpus_per_node,
-                if f.gpus_per_node == 1 { "" } else { "s" }
+                count(f.nodes, "node", "nodes"),
+                count(f.gpus_per_node, "GPU", "GPUs")
             ),
             Some(f) => format!("needs at least {} x {name}", f.gpu_count),
             None => {
@@ -186,12 +200,12 @@ fn infeasible(input: &PlanInput, min_needed: f64, any_divisible: bool, min_host:
 /// cluster.
 pub fn plan_request(req: &PlanRequest) -> Result<PlanResult, PlanError> {
     let input = req.resolve()?;
-    match plan(&input) {
-        Err(PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit, .. }) => {
-            Err(PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit, hints: hints(req) })
+    plan(&input).map_err(|mut err| {
+        if let PlanError::Infeasible { hints: h, .. } = &mut err {
+            *h = hints(req);
         }
-        other => other,
-    }
+        err
+    })
 }
 
 fn fits_as_is(input: &PlanInput) -> bool {
@@ -260,5 +274,5 @@ pub fn hints(req: &PlanRequest) -> Vec<String> {
 
 /// The best plan only, without the infeasibility analysis (for advice).
 pub fn best_plan(input: &PlanInput) -> Option<super::types::Plan> {
-    run(input, 1, false).0.plans.into_iter().next()
+    run(input, 1, false).result.plans.into_iter().next()
 }

@@ -303,7 +303,22 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                 };
                 for &ep in &eps {
                     for &zero in zeros {
-                        let offloads = offload_options(c, pins, zero, reducers, tp, cp, pp, dp, ep, &variants, &bs);
+                        let base = Config {
+                            tp,
+                            cp,
+                            pp,
+                            dp,
+                            ep,
+                            vp: 1,
+                            micro_batch: bs[0],
+                            zero,
+                            sp: false,
+                            recompute: Recompute::None,
+                            offload: Offload::None,
+                            split: variants[0].1,
+                            global_batch,
+                        };
+                        let offloads = offload_options(c, pins, base, &variants);
                         for &offload in offloads.iter() {
                             if zero > 0 && reducers == 1 && offload == Offload::None && pins.zero_stage.is_none() {
                                 continue;
@@ -312,58 +327,10 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                             out.any_divisible = true;
                             for &rc in &rcs {
                                 for &sp in sps {
-                                    for (bi, &b) in bs.iter().enumerate() {
-                                        let m = per_dp / b;
-                                        let mut any_fit = false;
-                                        let mut lean = f64::INFINITY;
-                                        for &(v, split) in variants.iter() {
-                                            if v > 1 && !m.is_multiple_of(pp) {
-                                                continue;
-                                            }
-                                            let cfg = Config {
-                                                tp,
-                                                cp,
-                                                pp,
-                                                dp,
-                                                ep,
-                                                vp: v,
-                                                micro_batch: b,
-                                                zero,
-                                                sp,
-                                                recompute: rc,
-                                                offload,
-                                                split,
-                                                global_batch,
-                                            };
-                                            let mem = cost::memory(c, &cfg);
-                                            lean = lean.min(mem.breakdown.total as f64);
-                                            if !mem.fits(c) {
-                                                if mem.breakdown.total as f64 <= c.usable {
-                                                    out.min_host_needed = out.min_host_needed.min(mem.host_per_node);
-                                                }
-                                                continue;
-                                            }
-                                            any_fit = true;
-                                            out.feasible += 1;
-                                            let timing = cost::timing(c, &cfg, &mem.states);
-                                            let tokens = f64::from(global_batch) * c.seq / timing.step;
-                                            out.top.push(Candidate {
-                                                cfg,
-                                                mem: mem.breakdown,
-                                                host_per_node: mem.host_per_node,
-                                                timing,
-                                                tokens_per_s: tokens,
-                                                tier,
-                                            });
-                                            if first_only {
-                                                return out;
-                                            }
-                                        }
-                                        out.min_needed = out.min_needed.min(lean);
-                                        // Memory only grows with the micro-batch.
-                                        if !any_fit && nv[bi] > 0 {
-                                            break;
-                                        }
+                                    let template = Config { sp, recompute: rc, offload, ..base };
+                                    if scan_micro_batches(c, &mut out, template, &bs, &nv, &variants, tier, first_only)
+                                    {
+                                        return out;
                                     }
                                 }
                             }
@@ -376,22 +343,66 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
     out
 }
 
-/// CPU offload variants worth trying: pinned, or (training only) when the leanest variant
-/// without offload does not fit.
+/// Costs `template` at every micro-batch in `bs` (ascending) and every (vp, split) variant,
+/// keeping the feasible ones in `out`; stops at the first micro-batch none of whose variants
+/// fits (memory only grows with it). Returns true when `first_only` found a fit.
 #[allow(clippy::too_many_arguments)]
-fn offload_options(
+fn scan_micro_batches(
     c: &TrainCtx,
-    pins: &Pins,
-    zero: u8,
-    reducers: u32,
-    tp: u32,
-    cp: u32,
-    pp: u32,
-    dp: u32,
-    ep: u32,
-    variants: &[(u32, Split)],
+    out: &mut Outcome,
+    template: Config,
     bs: &[u32],
-) -> Vec<Offload> {
+    nv: &[u64],
+    variants: &[(u32, Split)],
+    tier: u8,
+    first_only: bool,
+) -> bool {
+    let per_dp = template.global_batch / template.dp;
+    for (bi, &b) in bs.iter().enumerate() {
+        let m = per_dp / b;
+        let mut any_fit = false;
+        let mut lean = f64::INFINITY;
+        for &(v, split) in variants {
+            if v > 1 && !m.is_multiple_of(template.pp) {
+                continue;
+            }
+            let cfg = Config { vp: v, micro_batch: b, split, ..template };
+            let mem = cost::memory(c, &cfg);
+            lean = lean.min(mem.breakdown.total as f64);
+            if !mem.fits(c) {
+                if mem.breakdown.total as f64 <= c.usable {
+                    out.min_host_needed = out.min_host_needed.min(mem.host_per_node);
+                }
+                continue;
+            }
+            any_fit = true;
+            out.feasible += 1;
+            let timing = cost::timing(c, &cfg, &mem.states);
+            let tokens = f64::from(cfg.global_batch) * c.seq / timing.step;
+            out.top.push(Candidate {
+                cfg,
+                mem: mem.breakdown,
+                host_per_node: mem.host_per_node,
+                timing,
+                tokens_per_s: tokens,
+                tier,
+            });
+            if first_only {
+                return true;
+            }
+        }
+        out.min_needed = out.min_needed.min(lean);
+        if !any_fit && nv[bi] > 0 {
+            break;
+        }
+    }
+    false
+}
+
+/// CPU offload variants worth trying for `base` (its ZeRO stage set): pinned, or (full
+/// training only) when the leanest variant without offload does not fit.
+fn offload_options(c: &TrainCtx, pins: &Pins, base: Config, variants: &[(u32, Split)]) -> Vec<Offload> {
+    let zero = base.zero;
     let allowed = |o: Offload| match o {
         Offload::None => true,
         Offload::Optimizer => zero >= 1 && !c.lora,
@@ -406,23 +417,18 @@ fn offload_options(
     // Leanest variant: the smallest micro-batch, full recompute, sequence parallel, vp 1.
     let lean = variants.iter().filter(|(v, _)| *v == 1).any(|&(_, split)| {
         let cfg = Config {
-            tp,
-            cp,
-            pp,
-            dp,
-            ep,
-            vp: 1,
-            micro_batch: bs.first().copied().unwrap_or(1),
-            zero,
-            sp: tp > 1 && pins.sequence_parallel != Some(false),
+            sp: base.tp > 1 && pins.sequence_parallel != Some(false),
             recompute: pins.recompute.unwrap_or(Recompute::Full),
-            offload: Offload::None,
             split,
-            global_batch: batch_for(c.global_batch, dp),
+            ..base
         };
         cost::memory(c, &cfg).fits(c)
     });
-    if lean && reducers > 1 { vec![Offload::None] } else { Offload::ALL.into_iter().filter(|&o| allowed(o)).collect() }
+    if lean && base.dp * base.cp > 1 {
+        vec![Offload::None]
+    } else {
+        Offload::ALL.into_iter().filter(|&o| allowed(o)).collect()
+    }
 }
 
 fn gb(bytes: f64) -> String {
