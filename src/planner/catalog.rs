@@ -67,28 +67,32 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The names of `known` closest to `given` (case-insensitive): those it is a prefix of or that
-/// are a prefix of it, else the closest within an edit distance of a third of its length.
+/// The names of `known` closest to `given` (case-insensitive): those it is a prefix of, else
+/// those that are a prefix of it, else the closest within an edit distance of a third of its length (at
+/// least 2).
 pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let g = given.trim().to_ascii_lowercase();
     if g.is_empty() {
         return Vec::new();
     }
     let known: Vec<&str> = known.into_iter().collect();
-    let strip = |s: &str| s.replace(['-', '.', '_', ' '], "");
-    let prefixed: Vec<&str> = known
-        .iter()
-        .copied()
-        .filter(|k| {
-            let k = strip(&k.to_ascii_lowercase());
-            let gs = strip(&g);
-            !gs.is_empty() && (k.starts_with(&gs) || gs.starts_with(&k))
-        })
-        .collect();
-    if !prefixed.is_empty() {
-        return prefixed;
+    let strip = |s: &str| s.to_ascii_lowercase().replace(['-', '.', '_', ' '], "");
+    let gs = strip(&g);
+    // Names that extend what was given ("a100" -> "a100-40g", "a100-80g"), else names it extends.
+    for extends in [true, false] {
+        let prefixed: Vec<&str> = known
+            .iter()
+            .copied()
+            .filter(|k| {
+                let k = strip(k);
+                !gs.is_empty() && if extends { k.starts_with(&gs) } else { gs.starts_with(&k) }
+            })
+            .collect();
+        if !prefixed.is_empty() {
+            return prefixed;
+        }
     }
-    let limit = (g.chars().count() / 3).max(1);
+    let limit = (g.chars().count() / 3).max(2);
     let mut close: Vec<(usize, &str)> =
         known.iter().map(|k| (edit_distance(&g, &k.to_ascii_lowercase()), *k)).filter(|(d, _)| *d <= limit).collect();
     close.sort();
@@ -96,16 +100,16 @@ pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) ->
     close.into_iter().take_while(|(d, _)| *d == best).map(|(_, k)| k).collect()
 }
 
-/// "unknown X 'given'; did you mean a, b? known: ..." for an unknown name.
+/// "unknown X 'given' (did you mean a?); known: ..." for an unknown name.
 pub fn unknown_name_message<'a>(what: &str, given: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> String {
     let close = suggestions(given, known.clone());
     let all: Vec<&str> = known.into_iter().collect();
     let hint = match close.as_slice() {
         [] => String::new(),
-        [one] => format!("; did you mean '{one}'?"),
-        many => format!("; did you mean one of {}?", many.join(", ")),
+        [one] => format!(" (did you mean '{one}'?)"),
+        many => format!(" (did you mean one of {}?)", many.join(", ")),
     };
-    format!("unknown {what} '{given}'{hint} known: {}", all.join(", "))
+    format!("unknown {what} '{given}'{hint}; known: {}", all.join(", "))
 }
 
 fn arch(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32, vocab: u32) -> ModelArch {

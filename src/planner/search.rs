@@ -177,7 +177,7 @@ fn infeasible(input: &PlanInput, out: &Searched) -> PlanError {
         };
         let leanest = if needed <= usable && min_host.is_finite() {
             format!(
-                "the leanest plan fits in GPU memory only with CPU offload, which needs {:.0} GB of host memory per node ({:.0} GB given, 80% usable; set host_memory_gb, CLI --host-memory-gb)",
+                "the leanest plan fits in GPU memory only with CPU offload, which needs {:.0} GB of host memory per node ({:.0} GB available, 80% usable; set host_memory_gb, CLI --host-memory-gb)",
                 min_host / 1e9,
                 c.host_memory_bytes / 1e9
             )
