@@ -468,7 +468,7 @@ pub enum PlanError {
         available_bytes: u64,
         smallest_fit: Option<SmallestFit>,
         /// Changes to defaulted request fields that would make it fit on this cluster, e.g.
-        /// fewer concurrent sequences for serving (filled by [`super::plan_request`]).
+        /// fewer concurrent sequences for serving.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         hints: Vec<String>,
     },
