@@ -323,14 +323,15 @@ pub fn list_models() -> String {
             ),
             _ => "dense".to_string(),
         };
+        let dim = |v: u32| if a.diffusion.is_some() { "-".to_string() } else { v.to_string() };
         let _ = writeln!(
             s,
             "{:<20} {:>9.1}B {:>9.1}B {:>7} {:>7}  {kind}",
             name,
             a.param_count() as f64 / 1e9,
             a.active_param_count() as f64 / 1e9,
-            a.layers,
-            a.hidden,
+            dim(a.layers),
+            dim(a.hidden),
         );
     }
     s
@@ -389,4 +390,79 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
         Err(err) => anyhow::bail!("{err}"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_args(argv: &[&str]) -> Result<PlanArgs, clap::Error> {
+        let mut full = vec!["gpuplane", "plan"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full)?.command {
+            Command::Plan(args) => Ok(*args),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn plan_flags_are_case_insensitive_and_listing_needs_no_cluster() {
+        let args = plan_args(&[
+            "--model",
+            "Llama2-7B",
+            "--gpu",
+            "H100",
+            "--gpus",
+            "8",
+            "--workload",
+            "Train",
+            "--offload",
+            "Optimizer-And-Params",
+            "--recompute",
+            "FULL",
+        ])
+        .unwrap();
+        let req = args.to_request().unwrap();
+        assert_eq!(req.workload.kind, crate::planner::WorkloadKind::Train);
+        assert_eq!(req.pins.offload, Some(crate::planner::Offload::OptimizerAndParams));
+        assert!(req.resolve().is_ok());
+        // Typos get the valid values.
+        let bad = plan_args(&["--model", "llama2-7b", "--gpu", "h100", "--gpus", "8", "--workload", "infer"]).unwrap();
+        let err = bad.to_request().unwrap_err().to_string();
+        assert!(err.contains("did you mean 'inference'") && err.contains("known: train, lora, inference"), "{err}");
+        // Listing needs neither --gpu nor --gpus; planning needs both.
+        assert!(plan_args(&["--list-models"]).is_ok());
+        assert!(plan_args(&["--model", "llama2-7b"]).is_err());
+        let models = list_models();
+        for name in crate::planner::preset_names() {
+            assert!(models.contains(name), "{name}");
+        }
+        assert!(list_gpus().contains("a100-80g") && list_gpus().contains("PCIe only"));
+        // MoE flags build an MoE architecture; without --experts they are an error.
+        let moe = plan_args(&[
+            "--layers",
+            "8",
+            "--hidden",
+            "1024",
+            "--heads",
+            "8",
+            "--ffn",
+            "512",
+            "--vocab",
+            "1000",
+            "--experts",
+            "16",
+            "--experts-per-token",
+            "2",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "8",
+        ])
+        .unwrap();
+        let arch = moe.to_request().unwrap().model.architecture.unwrap();
+        assert_eq!(arch.moe.unwrap().experts, 16);
+        let orphan = plan_args(&["--model", "llama2-7b", "--experts-per-token", "2", "--gpu", "h100", "--gpus", "8"]);
+        assert!(orphan.unwrap().to_request().is_err());
+    }
 }
