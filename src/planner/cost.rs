@@ -702,7 +702,10 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
     if cfg.cp > 1 {
         let (bw, lat) = c.net.group(cfg.cp, cfg.tp);
         let chunk = 2.0 * tokens_mb * c.kv_dim * 2.0 / t;
-        let steps = f64::from(cfg.cp - 1) * (passes - 1.0);
+        // One ring pass forward, two backward (K/V and their gradients), one more forward when
+        // it is recomputed.
+        let rings = if cfg.recompute == Recompute::Full { 4.0 } else { 3.0 };
+        let steps = f64::from(cfg.cp - 1) * rings;
         let comm = steps * (chunk / bw + lat);
         cp_layer = (comm - CP_OVERLAP * attn_layer).max(0.1 * comm);
     }
