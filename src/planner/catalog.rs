@@ -102,6 +102,13 @@ pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) ->
 
 /// "unknown X 'given' (did you mean a?); known: ..." for an unknown name.
 pub fn unknown_name_message<'a>(what: &str, given: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    // Names are short: a long input is neither echoed whole nor compared.
+    const MAX_ECHO: usize = 64;
+    if given.chars().count() > MAX_ECHO {
+        let head: String = given.chars().take(MAX_ECHO).collect();
+        let all: Vec<&str> = known.into_iter().collect();
+        return format!("unknown {what} '{head}...'; known: {}", all.join(", "));
+    }
     let close = suggestions(given, known.clone());
     let all: Vec<&str> = known.into_iter().collect();
     let hint = match close.as_slice() {

@@ -736,6 +736,10 @@ fn names_are_case_insensitive_with_suggestions() {
     assert_eq!(input.model_name, "llama2-7b");
     assert_eq!(suggestions("mixtral", preset_names()), vec!["mixtral-8x7b", "mixtral-8x22b"]);
     assert_eq!(suggestions("lama3-70b", preset_names()), vec!["llama3-70b"]);
+    // A hostile name is cut short, not echoed or compared whole.
+    let long = "x\u{0}".repeat(100_000);
+    let message = unknown_name_message("GPU", &long, ["h100"]);
+    assert!(message.len() < 200 && message.ends_with("known: h100"), "{}", message.len());
 }
 
 #[test]
