@@ -398,6 +398,18 @@ pub async fn create_job(
             .map_err(|e| ApiError::Internal(e.into()))?
             .map_err(plan_error)?;
             match found {
+                // Launch specs start every GPU of the lease; a plan that idles some would not match them.
+                (_, Some(plan)) if plan.idle_gpus > 0 => {
+                    return Err(ApiError::field(
+                        "pins",
+                        format!(
+                            "no split uses all {} GPUs of the lease (the best plan leaves {} idle: {}); pin a split that does",
+                            plan.idle_gpus + plan.tp * plan.cp * plan.pp * plan.dp,
+                            plan.idle_gpus,
+                            plan.notes.join("; ")
+                        ),
+                    ));
+                }
                 (input, Some(plan)) => Some((input, plan)),
                 (_, None) => return Err(ApiError::Internal(anyhow::anyhow!("the planner returned no plan"))),
             }
