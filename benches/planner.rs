@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 20;
 
 fn train(preset: &str, gpu: &str, gpus: u32, seq: u32, global_batch: u32) -> PlanInput {
+    train_on(preset, gpu, gpus, 8, seq, global_batch)
+}
+
+fn train_on(preset: &str, gpu: &str, gpus: u32, gpus_per_node: u32, seq: u32, global_batch: u32) -> PlanInput {
     PlanRequest {
         model: ModelRef { preset: Some(preset.to_string()), architecture: None },
         workload: WorkloadFields {
@@ -23,9 +27,10 @@ fn train(preset: &str, gpu: &str, gpus: u32, seq: u32, global_batch: u32) -> Pla
             gpu: Some(gpu.to_string()),
             gpu_spec: None,
             gpus,
-            gpus_per_node: Some(8),
+            gpus_per_node: Some(gpus_per_node),
             inter_node_gbps: Some(3200.0),
             rdma: Some(true),
+            host_memory_gb: None,
         },
         pins: Pins::default(),
         top_n: None,
@@ -78,6 +83,18 @@ fn main() {
 
     let small = train("llama2-7b", "a100-80g", 8, 4096, 512);
     let r = measure("llama2-7b train, 8 x a100-80g, seq 4096, gbs 512", 1.0, || plan(&small).expect("feasible"));
+    println!("  evaluated {} configurations, {} fit", r.evaluated, r.feasible);
+
+    // The larger space: CP, uneven stages, EP, offload.
+    let l405 = train("llama3.1-405b", "h100", 16384, 8192, 2048);
+    let r =
+        measure("llama3.1-405b train, 16384 x h100, seq 8192 (CP, uneven PP)", 50.0, || plan(&l405).expect("feasible"));
+    println!("  evaluated {} configurations, {} fit", r.evaluated, r.feasible);
+    let ds = train("deepseek-v3", "h100", 1024, 4096, 4096);
+    let r = measure("deepseek-v3 train, 1024 x h100, seq 4096 (EP search)", 50.0, || plan(&ds).expect("feasible"));
+    println!("  evaluated {} configurations, {} fit", r.evaluated, r.feasible);
+    let consumer = train_on("llama2-7b", "rtx4090", 4, 4, 4096, 512);
+    let r = measure("llama2-7b train, 4 x rtx4090 (CPU offload)", 50.0, || plan(&consumer).expect("feasible"));
     println!("  evaluated {} configurations, {} fit", r.evaluated, r.feasible);
 
     let req = AdviceRequest {

@@ -103,110 +103,280 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 /// `gpuplane plan`: a model (preset or architecture), a workload, a cluster, and optional pins.
+///
+/// Every knob left out is searched: TP, CP, EP, PP (with uneven first/last stages), DP,
+/// virtual stages, micro-batch, ZeRO stage, sequence parallelism, recomputation, CPU offload.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpuplane plan --model llama3-70b --gpu h100 --gpus 64\n  gpuplane plan --model llama2-7b --gpu rtx4090 --gpus 1 --workload inference --concurrent 2\n  gpuplane plan --model mixtral-8x7b --gpu h100 --gpus 64 --seq 4096 --global-batch 256\n  gpuplane plan --list-models\n  gpuplane plan --list-gpus"
+)]
 pub struct PlanArgs {
-    /// Model preset, e.g. llama3-70b (see the README for the list). Or give the architecture flags.
-    #[arg(long)]
+    /// Model preset, case-insensitive, e.g. llama3-70b or mixtral-8x7b (see --list-models). Or give the
+    /// architecture with --layers --hidden --heads --ffn --vocab.
+    #[arg(long, value_name = "PRESET")]
     pub model: Option<String>,
+    /// List the model presets with their sizes and exit.
     #[arg(long)]
+    pub list_models: bool,
+    /// List the GPU keys of the built-in catalog and exit.
+    #[arg(long)]
+    pub list_gpus: bool,
+    /// Architecture: transformer layers.
+    #[arg(long, value_name = "N")]
     pub layers: Option<u32>,
-    #[arg(long)]
+    /// Architecture: hidden size (model dimension).
+    #[arg(long, value_name = "N")]
     pub hidden: Option<u32>,
-    #[arg(long)]
+    /// Architecture: attention (query) heads.
+    #[arg(long, value_name = "N")]
     pub heads: Option<u32>,
-    #[arg(long)]
+    /// Architecture: key/value heads (grouped-query attention) [default: --heads].
+    #[arg(long, value_name = "N")]
     pub kv_heads: Option<u32>,
-    #[arg(long)]
+    /// Architecture: FFN intermediate size (per expert for MoE); 4 x hidden means a GPT MLP, anything else SwiGLU.
+    #[arg(long, value_name = "N")]
     pub ffn: Option<u32>,
-    #[arg(long)]
+    /// Architecture: vocabulary size.
+    #[arg(long, value_name = "N")]
     pub vocab: Option<u32>,
-    /// train (pre-training / full fine-tune), lora, or inference.
-    #[arg(long, default_value = "train")]
+    /// Architecture, MoE: routed experts per layer (makes the model a mixture of experts).
+    #[arg(long, value_name = "N")]
+    pub experts: Option<u32>,
+    /// Architecture, MoE: routed experts per token (top-k) [default: 2].
+    #[arg(long, value_name = "K")]
+    pub experts_per_token: Option<u32>,
+    /// Architecture, MoE: shared experts every token also passes [default: 0].
+    #[arg(long, value_name = "N")]
+    pub shared_experts: Option<u32>,
+    /// Architecture, MoE: leading layers with a dense FFN instead of experts [default: 0].
+    #[arg(long, value_name = "N")]
+    pub dense_layers: Option<u32>,
+    /// Architecture, MoE: FFN size of those dense layers [default: --ffn].
+    #[arg(long, value_name = "N")]
+    pub dense_ffn: Option<u32>,
+    /// Architecture, MoE: expert capacity factor (1.0 = balanced, dropless) [default: 1.0].
+    #[arg(long, value_name = "X")]
+    pub capacity_factor: Option<f64>,
+    /// What the GPUs do: train (pre-training / full fine-tune), lora, or inference.
+    #[arg(long, default_value = "train", value_name = "KIND")]
     pub workload: String,
-    /// bf16, fp16 or fp8.
-    #[arg(long, default_value = "bf16")]
+    /// Compute precision: bf16, fp16 or fp8 (FP8 tensor cores: rtx4090, h100, h200, b200).
+    #[arg(long, default_value = "bf16", value_name = "P")]
     pub precision: String,
-    #[arg(long)]
+    /// Training: tokens per sequence [default: 4096].
+    #[arg(long, value_name = "TOKENS")]
     pub seq: Option<u32>,
-    #[arg(long)]
+    /// Training: sequences per optimizer step, whole cluster [default: 512]. Rounded to the nearest multiple
+    /// of the data-parallel degree when it does not divide (the plan says so).
+    #[arg(long, value_name = "SEQUENCES")]
     pub global_batch: Option<u32>,
-    #[arg(long)]
+    /// LoRA: adapter rank [default: 16].
+    #[arg(long, value_name = "R")]
     pub lora_rank: Option<u32>,
-    /// Inference: context tokens per sequence.
-    #[arg(long)]
+    /// Inference: context tokens per sequence (prompt + generated) [default: --seq, else 4096].
+    #[arg(long, value_name = "TOKENS")]
     pub context: Option<u32>,
-    /// Inference: concurrent sequences per replica.
-    #[arg(long)]
+    /// Inference: sequences in flight per model replica (their KV cache must fit) [default: 16].
+    #[arg(long, value_name = "SEQUENCES")]
     pub concurrent: Option<u32>,
-    /// GPU model key, e.g. a100-80g.
-    #[arg(long)]
-    pub gpu: String,
-    /// Total GPUs.
-    #[arg(long)]
-    pub gpus: u32,
-    #[arg(long)]
+    /// GPU model key, case-insensitive, e.g. h100, a100-80g, rtx4090 (see --list-gpus).
+    #[arg(long, value_name = "KEY", required_unless_present_any = ["list_models", "list_gpus"])]
+    pub gpu: Option<String>,
+    /// Total GPUs of the cluster.
+    #[arg(long, value_name = "N", required_unless_present_any = ["list_models", "list_gpus"])]
+    pub gpus: Option<u32>,
+    /// GPUs per node; --gpus must be a multiple [default: min(--gpus, 8)].
+    #[arg(long, value_name = "N")]
     pub gpus_per_node: Option<u32>,
-    /// Inter-node bandwidth per node, Gbit/s.
-    #[arg(long)]
+    /// Inter-node bandwidth per node, all NICs together, Gbit/s [default: 100].
+    #[arg(long, value_name = "GBIT_S")]
     pub inter_node_gbps: Option<f64>,
-    /// No RDMA between nodes (TCP).
+    /// No RDMA between nodes (TCP) [default: RDMA, i.e. InfiniBand or RoCE].
     #[arg(long)]
     pub no_rdma: bool,
-    #[arg(long)]
+    /// Host (CPU) memory per node for CPU offload, GB [default: 2 x the node's GPU memory, at least 64].
+    #[arg(long, value_name = "GB")]
+    pub host_memory_gb: Option<f64>,
+    /// Pin the tensor-parallel degree [default: searched].
+    #[arg(long, value_name = "N")]
     pub tp: Option<u32>,
-    #[arg(long)]
+    /// Pin the context-parallel degree (ring attention over the sequence) [default: searched].
+    #[arg(long, value_name = "N")]
+    pub cp: Option<u32>,
+    /// Pin the expert-parallel degree (MoE; divides the experts and dp x cp) [default: searched].
+    #[arg(long, value_name = "N")]
+    pub ep: Option<u32>,
+    /// Pin the pipeline-parallel degree [default: searched].
+    #[arg(long, value_name = "N")]
     pub pp: Option<u32>,
-    #[arg(long)]
+    /// Pin the data-parallel degree [default: searched].
+    #[arg(long, value_name = "N")]
     pub dp: Option<u32>,
-    #[arg(long)]
+    /// Pin the virtual pipeline stages (interleaving chunks) per GPU [default: searched].
+    #[arg(long, value_name = "N")]
     pub vp: Option<u32>,
-    #[arg(long)]
+    /// Pin the micro-batch, sequences per GPU per forward pass [default: searched].
+    #[arg(long, value_name = "SEQUENCES")]
     pub micro_batch: Option<u32>,
-    #[arg(long)]
+    /// Pin the ZeRO stage: 0, 1, 2 or 3 [default: searched].
+    #[arg(long, value_name = "STAGE")]
     pub zero: Option<u8>,
-    /// none, selective or full.
-    #[arg(long)]
+    /// Pin activation recomputation: none, selective or full [default: searched].
+    #[arg(long, value_name = "POLICY")]
     pub recompute: Option<String>,
-    #[arg(long)]
+    /// Pin sequence parallelism: true or false [default: searched].
+    #[arg(long, value_name = "BOOL")]
     pub sequence_parallel: Option<bool>,
+    /// Pin CPU offload: none, optimizer or optimizer_and_params [default: searched, only where needed to fit].
+    #[arg(long, value_name = "WHAT")]
+    pub offload: Option<String>,
     /// Plans to show.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: u32,
-    /// Print the full result as JSON.
+    /// Print the full result (or the error) as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+fn lower(s: &Option<String>) -> Option<String> {
+    s.as_ref().map(|v| v.trim().to_ascii_lowercase().replace('-', "_"))
+}
+
+fn choice(flag: &str, given: &str, known: &[&str]) -> anyhow::Result<String> {
+    let v = given.trim().to_ascii_lowercase();
+    if known.contains(&v.as_str()) {
+        return Ok(v);
+    }
+    anyhow::bail!("{}", crate::planner::unknown_name_message(&format!("{flag} value"), given, known.iter().copied()))
 }
 
 impl PlanArgs {
     /// The same request the API takes, so the CLI and `POST /v1/plans` validate alike.
     pub fn to_request(&self) -> anyhow::Result<crate::planner::PlanRequest> {
+        let moe = match self.experts {
+            Some(experts) => Some(serde_json::json!({
+                "experts": experts, "experts_per_token": self.experts_per_token.unwrap_or(2),
+                "shared_experts": self.shared_experts.unwrap_or(0), "dense_layers": self.dense_layers.unwrap_or(0),
+                "dense_ffn": self.dense_ffn, "capacity_factor": self.capacity_factor })),
+            None if self.experts_per_token.is_some()
+                || self.shared_experts.is_some()
+                || self.dense_layers.is_some()
+                || self.dense_ffn.is_some()
+                || self.capacity_factor.is_some() =>
+            {
+                anyhow::bail!("the MoE flags need --experts (routed experts per layer)")
+            }
+            None => None,
+        };
         let architecture = match (self.layers, self.hidden, self.heads, self.ffn, self.vocab) {
             (Some(layers), Some(hidden), Some(heads), Some(ffn), Some(vocab)) => Some(serde_json::json!({
                 "layers": layers, "hidden": hidden, "heads": heads, "kv_heads": self.kv_heads.unwrap_or(heads),
-                "ffn": ffn, "vocab": vocab })),
-            (None, None, None, None, None) => None,
+                "ffn": ffn, "vocab": vocab, "moe": moe })),
+            (None, None, None, None, None) if moe.is_none() => None,
             _ => anyhow::bail!(
-                "an explicit architecture needs --layers --hidden --heads --ffn --vocab (and optionally --kv-heads)"
+                "an explicit architecture needs --layers --hidden --heads --ffn --vocab (and optionally --kv-heads, --experts ...)"
             ),
+        };
+        let workload = choice("--workload", &self.workload, &["train", "lora", "inference"])?;
+        let precision = choice("--precision", &self.precision, &["bf16", "fp16", "fp8"])?;
+        let recompute = match &self.recompute {
+            Some(r) => Some(choice("--recompute", r, &["none", "selective", "full"])?),
+            None => None,
+        };
+        let offload = match lower(&self.offload) {
+            Some(o) => Some(choice("--offload", &o, &["none", "optimizer", "optimizer_and_params"])?),
+            None => None,
+        };
+        let (Some(gpu), Some(gpus)) = (&self.gpu, self.gpus) else {
+            anyhow::bail!("give --gpu and --gpus (see --list-gpus)");
         };
         let request = serde_json::json!({
             "model": { "preset": self.model, "architecture": architecture },
-            "workload": { "kind": self.workload, "precision": self.precision, "seq_len": self.seq,
+            "workload": { "kind": workload, "precision": precision, "seq_len": self.seq,
                 "global_batch": self.global_batch, "lora_rank": self.lora_rank, "context_len": self.context,
                 "concurrent_seqs": self.concurrent },
-            "cluster": { "gpu": self.gpu, "gpus": self.gpus, "gpus_per_node": self.gpus_per_node,
-                "inter_node_gbps": self.inter_node_gbps, "rdma": !self.no_rdma },
-            "pins": { "tp": self.tp, "pp": self.pp, "dp": self.dp, "vp": self.vp, "micro_batch": self.micro_batch,
-                "zero_stage": self.zero, "recompute": self.recompute, "sequence_parallel": self.sequence_parallel },
+            "cluster": { "gpu": gpu, "gpus": gpus, "gpus_per_node": self.gpus_per_node,
+                "inter_node_gbps": self.inter_node_gbps, "rdma": !self.no_rdma, "host_memory_gb": self.host_memory_gb },
+            "pins": { "tp": self.tp, "cp": self.cp, "ep": self.ep, "pp": self.pp, "dp": self.dp, "vp": self.vp,
+                "micro_batch": self.micro_batch, "zero_stage": self.zero, "recompute": recompute,
+                "sequence_parallel": self.sequence_parallel, "offload": offload },
             "top_n": self.top,
         });
         Ok(serde_json::from_value(request)?)
     }
 }
 
+/// `--list-models`: presets with their size.
+pub fn list_models() -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "{:<20} {:>10} {:>10} {:>7} {:>7}  kind", "preset", "params", "active", "layers", "hidden");
+    for name in crate::planner::preset_names() {
+        let Some(a) = crate::planner::preset(name) else { continue };
+        let kind = match (&a.moe, &a.diffusion) {
+            (_, Some(_)) => "diffusion (inference only)".to_string(),
+            (Some(m), _) => format!(
+                "MoE, {} experts, top-{}{}",
+                m.experts,
+                m.experts_per_token,
+                if m.shared_experts > 0 { format!(", {} shared", m.shared_experts) } else { String::new() }
+            ),
+            _ => "dense".to_string(),
+        };
+        let dim = |v: u32| if a.diffusion.is_some() { "-".to_string() } else { v.to_string() };
+        let _ = writeln!(
+            s,
+            "{:<20} {:>9.1}B {:>9.1}B {:>7} {:>7}  {kind}",
+            name,
+            a.param_count() as f64 / 1e9,
+            a.active_param_count() as f64 / 1e9,
+            dim(a.layers),
+            dim(a.hidden),
+        );
+    }
+    s
+}
+
+/// `--list-gpus`: the built-in catalog.
+pub fn list_gpus() -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<10} {:<18} {:>7} {:>10} {:>9} {:>8}  link",
+        "key", "name", "mem GB", "HBM GB/s", "BF16 TF", "FP8 TF"
+    );
+    for g in crate::planner::builtin_gpus() {
+        let _ = writeln!(
+            s,
+            "{:<10} {:<18} {:>7} {:>10.0} {:>9.0} {:>8}  {}",
+            g.key,
+            g.name,
+            g.memory_bytes / 1_000_000_000,
+            g.mem_bandwidth_gb_s,
+            g.bf16_tflops,
+            g.fp8_tflops.map_or("-".to_string(), |x| format!("{x:.0}")),
+            match g.link {
+                crate::planner::LinkKind::Nvlink => format!("NVLink {:.0} GB/s", g.link_gb_s),
+                crate::planner::LinkKind::Pcie => "PCIe only".to_string(),
+            }
+        );
+    }
+    s
+}
+
 fn plan(args: &PlanArgs) -> anyhow::Result<()> {
+    if args.list_models || args.list_gpus {
+        if args.list_models {
+            print!("{}", list_models());
+        }
+        if args.list_gpus {
+            print!("{}", list_gpus());
+        }
+        return Ok(());
+    }
     let request = args.to_request()?;
-    let result = request.resolve().and_then(|input| crate::planner::plan(&input));
+    let result = crate::planner::plan_request(&request);
     match result {
         Ok(result) if args.json => println!("{}", serde_json::to_string_pretty(&result)?),
         Ok(result) => print!("{}", crate::planner::render_table(&result)),
@@ -214,7 +384,85 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&err)?);
             anyhow::bail!("{err}");
         }
+        Err(crate::planner::PlanError::Infeasible { reason, hints, .. }) if !hints.is_empty() => {
+            anyhow::bail!("{reason}\nhint: {}", hints.join("\nhint: "))
+        }
         Err(err) => anyhow::bail!("{err}"),
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_args(argv: &[&str]) -> Result<PlanArgs, clap::Error> {
+        let mut full = vec!["gpuplane", "plan"];
+        full.extend_from_slice(argv);
+        match Cli::try_parse_from(full)?.command {
+            Command::Plan(args) => Ok(*args),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn plan_flags_are_case_insensitive_and_listing_needs_no_cluster() {
+        let args = plan_args(&[
+            "--model",
+            "Llama2-7B",
+            "--gpu",
+            "H100",
+            "--gpus",
+            "8",
+            "--workload",
+            "Train",
+            "--offload",
+            "Optimizer-And-Params",
+            "--recompute",
+            "FULL",
+        ])
+        .unwrap();
+        let req = args.to_request().unwrap();
+        assert_eq!(req.workload.kind, crate::planner::WorkloadKind::Train);
+        assert_eq!(req.pins.offload, Some(crate::planner::Offload::OptimizerAndParams));
+        assert!(req.resolve().is_ok());
+        // Typos get the valid values.
+        let bad = plan_args(&["--model", "llama2-7b", "--gpu", "h100", "--gpus", "8", "--workload", "infer"]).unwrap();
+        let err = bad.to_request().unwrap_err().to_string();
+        assert!(err.contains("did you mean 'inference'") && err.contains("known: train, lora, inference"), "{err}");
+        // Listing needs neither --gpu nor --gpus; planning needs both.
+        assert!(plan_args(&["--list-models"]).is_ok());
+        assert!(plan_args(&["--model", "llama2-7b"]).is_err());
+        let models = list_models();
+        for name in crate::planner::preset_names() {
+            assert!(models.contains(name), "{name}");
+        }
+        assert!(list_gpus().contains("a100-80g") && list_gpus().contains("PCIe only"));
+        // MoE flags build an MoE architecture; without --experts they are an error.
+        let moe = plan_args(&[
+            "--layers",
+            "8",
+            "--hidden",
+            "1024",
+            "--heads",
+            "8",
+            "--ffn",
+            "512",
+            "--vocab",
+            "1000",
+            "--experts",
+            "16",
+            "--experts-per-token",
+            "2",
+            "--gpu",
+            "h100",
+            "--gpus",
+            "8",
+        ])
+        .unwrap();
+        let arch = moe.to_request().unwrap().model.architecture.unwrap();
+        assert_eq!(arch.moe.unwrap().experts, 16);
+        let orphan = plan_args(&["--model", "llama2-7b", "--experts-per-token", "2", "--gpu", "h100", "--gpus", "8"]);
+        assert!(orphan.unwrap().to_request().is_err());
+    }
 }

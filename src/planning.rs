@@ -54,15 +54,18 @@ pub fn gpu_spec(model: &GpuModel) -> GpuSpec {
 pub fn plan_error(err: PlanError) -> ApiError {
     match err {
         PlanError::Invalid { field, message } => ApiError::Validation(vec![FieldError::new(field, message)]),
-        PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit } => ApiError::Unprocessable {
-            code: "plan_infeasible",
-            message: reason,
-            context: Some(serde_json::json!({
-                "needed_bytes_min": needed_bytes_min,
-                "available_bytes": available_bytes,
-                "smallest_fit": smallest_fit,
-            })),
-        },
+        PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit, hints } => {
+            ApiError::Unprocessable {
+                code: "plan_infeasible",
+                message: reason,
+                context: Some(serde_json::json!({
+                    "needed_bytes_min": needed_bytes_min,
+                    "available_bytes": available_bytes,
+                    "smallest_fit": smallest_fit,
+                    "hints": hints,
+                })),
+            }
+        }
     }
 }
 
@@ -85,11 +88,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, PlanError> + 
     )
 )]
 pub async fn create_plan(_auth: TenantAuth, ApiJson(req): ApiJson<PlanRequest>) -> ApiResult<Json<PlanResult>> {
-    let result = blocking(move || {
-        let input = req.resolve()?;
-        planner::plan(&input)
-    })
-    .await?;
+    let result = blocking(move || planner::plan_request(&req)).await?;
     Ok(Json(result))
 }
 

@@ -9,7 +9,9 @@ use uuid::Uuid;
 
 use super::templates::{Builtin, LAUNCH_VARS, PLAN_VARS, Segment, parse_element};
 use crate::error::FieldError;
-use crate::planner::{ModelArch, Pins, Plan, PlanInput, Precision, Recompute, Workload, WorkloadKind};
+use crate::planner::{
+    ModelArch, Offload, Pins, Plan, PlanInput, Precision, Recompute, StageSplit, Workload, WorkloadKind,
+};
 
 /// Default rendezvous port on the first node.
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
@@ -98,15 +100,15 @@ pub struct RenderInput<'a> {
 }
 
 /// Pick the built-in template that fits a plan: serving is vLLM (diffusion: data-parallel generation); training
-/// with tensor or pipeline parallelism is Megatron; pure data parallelism is DDP, FSDP for ZeRO-3, DeepSpeed for
-/// ZeRO 1/2.
+/// with tensor, context, expert or pipeline parallelism is Megatron; pure data parallelism is DDP, FSDP for ZeRO-3,
+/// DeepSpeed for ZeRO 1/2.
 pub fn auto_template(plan: &Plan, model: &ModelArch) -> Builtin {
     if model.diffusion.is_some() {
         return Builtin::DiffusionDp;
     }
     match plan.workload {
         WorkloadKind::Inference => Builtin::Vllm,
-        _ if plan.tp > 1 || plan.pp > 1 => Builtin::Megatron,
+        _ if plan.tp > 1 || plan.pp > 1 || plan.cp > 1 || plan.ep > 1 => Builtin::Megatron,
         _ => match plan.zero_stage {
             0 => Builtin::TorchrunDdp,
             3 => Builtin::TorchrunFsdp,
@@ -142,6 +144,16 @@ pub fn template_pins(
             }
             force("tp", &mut pins.tp, 1, "data parallel only, no tensor parallelism")?;
             force("pp", &mut pins.pp, 1, "data parallel only, no pipeline parallelism")?;
+            force("cp", &mut pins.cp, 1, "data parallel only, no context parallelism")?;
+            force("ep", &mut pins.ep, 1, "data parallel only, no expert parallelism")?;
+            if template == Builtin::TorchrunDdp {
+                match pins.offload {
+                    Some(o) if o != Offload::None => {
+                        return Err(FieldError::new("pins.offload", "torchrun-ddp: no CPU offload"));
+                    }
+                    _ => pins.offload = Some(Offload::None),
+                }
+            }
             match template {
                 Builtin::TorchrunDdp => match pins.zero_stage {
                     Some(z) if z != 0 => {
@@ -242,6 +254,12 @@ pub fn deepspeed_config(plan: &Plan, precision: Precision) -> serde_json::Value 
         "fp16": { "enabled": precision == Precision::Fp16 },
         "steps_per_print": 10,
     });
+    if plan.offload != Offload::None {
+        config["zero_optimization"]["offload_optimizer"] = serde_json::json!({ "device": "cpu", "pin_memory": true });
+    }
+    if plan.offload == Offload::OptimizerAndParams {
+        config["zero_optimization"]["offload_param"] = serde_json::json!({ "device": "cpu", "pin_memory": true });
+    }
     if plan.recompute != Recompute::None {
         config["activation_checkpointing"] = serde_json::json!({ "partition_activations": plan.zero_stage == 3, "contiguous_memory_optimization": false });
     }
@@ -265,8 +283,27 @@ pub fn megatron_args(
     };
     flag("tensor-model-parallel-size", Some(plan.tp.to_string()));
     flag("pipeline-model-parallel-size", Some(plan.pp.to_string()));
+    if plan.cp > 1 {
+        flag("context-parallel-size", Some(plan.cp.to_string()));
+    }
+    // Embedding and loss count as a layer each in the split (first and last stage one layer short).
+    let split_layers = match plan.stage_split {
+        StageSplit::EmbeddingAndLoss if plan.pp > 1 => {
+            flag("account-for-embedding-in-pipeline-split", None);
+            flag("account-for-loss-in-pipeline-split", None);
+            model.layers + 2
+        }
+        StageSplit::Uneven if plan.pp > 1 => {
+            if let (Some(first), Some(last)) = (plan.layers_per_stage.first(), plan.layers_per_stage.last()) {
+                flag("decoder-first-pipeline-num-layers", Some(first.to_string()));
+                flag("decoder-last-pipeline-num-layers", Some(last.to_string()));
+            }
+            model.layers
+        }
+        _ => model.layers,
+    };
     if plan.vp > 1 && plan.pp > 1 {
-        let per_stage = (model.layers / (plan.pp * plan.vp)).max(1);
+        let per_stage = (split_layers / (plan.pp * plan.vp)).max(1);
         flag("num-layers-per-virtual-pipeline-stage", Some(per_stage.to_string()));
     }
     if plan.sequence_parallel {
@@ -276,7 +313,12 @@ pub fn megatron_args(
         // Megatron's distributed optimizer shards the optimizer states over data-parallel ranks (ZeRO-1).
         flag("use-distributed-optimizer", None);
     }
+    if plan.offload != Offload::None {
+        flag("optimizer-cpu-offload", None);
+    }
     flag("micro-batch-size", Some(plan.micro_batch.to_string()));
+    // The plan may run the nearest batch that divides by its data-parallel degree.
+    let global_batch = if plan.global_batch > 0 { plan.global_batch } else { global_batch };
     flag("global-batch-size", Some(global_batch.to_string()));
     flag("seq-length", Some(seq_len.to_string()));
     flag("max-position-embeddings", Some(seq_len.to_string()));
@@ -284,6 +326,9 @@ pub fn megatron_args(
     flag("hidden-size", Some(model.hidden.to_string()));
     flag("ffn-hidden-size", Some(model.ffn.to_string()));
     flag("num-attention-heads", Some(model.heads.to_string()));
+    if let Some(head_dim) = model.head_dim {
+        flag("kv-channels", Some(head_dim.to_string()));
+    }
     if model.kv_heads < model.heads {
         flag("group-query-attention", None);
         flag("num-query-groups", Some(model.kv_heads.to_string()));
@@ -291,7 +336,17 @@ pub fn megatron_args(
     if let Some(moe) = model.moe {
         flag("num-experts", Some(moe.experts.to_string()));
         flag("moe-router-topk", Some(moe.experts_per_token.to_string()));
-        flag("expert-model-parallel-size", Some("1".into()));
+        flag("expert-model-parallel-size", Some(plan.ep.max(1).to_string()));
+        if moe.shared_experts > 0 {
+            flag("moe-shared-expert-intermediate-size", Some((moe.shared_experts * model.ffn).to_string()));
+        }
+        if let Some(cf) = moe.capacity_factor {
+            flag("moe-expert-capacity-factor", Some(cf.to_string()));
+        }
+        if moe.dense_layers > 0 {
+            let dense = moe.dense_layers.min(model.layers);
+            flag("moe-layer-freq", Some(format!("([0]*{dense}+[1]*{})", model.layers - dense)));
+        }
     }
     match plan.recompute {
         Recompute::None => {}
@@ -319,6 +374,7 @@ fn fsdp_config(plan: &Plan, precision: Precision) -> serde_json::Value {
         "sharding_strategy": strategy,
         "mixed_precision": if precision == Precision::Fp16 { "fp16" } else { "bf16" },
         "activation_checkpointing": plan.recompute != Recompute::None,
+        "cpu_offload": plan.offload != Offload::None,
         "micro_batch_size": plan.micro_batch,
         "gradient_accumulation_steps": plan.grad_accum.max(1),
     })
@@ -624,6 +680,7 @@ mod tests {
                 gpus_per_node: Some(per_node),
                 inter_node_gbps: Some(400.0),
                 rdma: Some(true),
+                host_memory_gb: None,
             },
             pins,
             top_n: Some(1),
@@ -774,5 +831,27 @@ mod tests {
         assert_eq!(specs[1].argv.last().unwrap(), "train.py");
         assert_eq!(specs[0].env["WORLD_SIZE"], "8");
         assert_eq!(specs[1].env["NPROC_PER_NODE"], "2");
+    }
+
+    #[test]
+    fn megatron_args_carry_cp_ep_and_the_stage_split() {
+        // B200 Llama 3.1 405B as NeMo runs it: TP 4, PP 8 (126 + embedding + loss = 128), CP 2, VP 8.
+        let pins = Pins { tp: Some(4), pp: Some(8), cp: Some(2), vp: Some(8), ..Pins::default() };
+        let (pi, plan) = planned("llama3.1-405b", WorkloadKind::Train, "b200", 128, 8, pins);
+        assert_eq!(auto_template(&plan, &pi.model), Builtin::Megatron);
+        let args = megatron_args(&plan, &pi.model, 4096, 512, Precision::Bf16);
+        let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+        assert_eq!(value("--context-parallel-size").as_deref(), Some("2"));
+        assert!(args.iter().any(|a| a == "--account-for-embedding-in-pipeline-split"), "{args:?}");
+        assert_eq!(value("--num-layers-per-virtual-pipeline-stage").as_deref(), Some("2"));
+        // MoE: the planned EP degree, not 1.
+        let pins = Pins { ep: Some(8), ..Pins::default() };
+        let (pi, plan) = planned("mixtral-8x7b", WorkloadKind::Train, "h100", 64, 8, pins);
+        let args = megatron_args(&plan, &pi.model, 4096, 512, Precision::Bf16);
+        let i = args.iter().position(|a| a == "--expert-model-parallel-size").unwrap();
+        assert_eq!(args[i + 1], "8");
+        // A CPU-offload plan gets DeepSpeed's offload section.
+        let ds = deepspeed_config(&Plan { offload: Offload::Optimizer, ..plan }, Precision::Bf16);
+        assert_eq!(ds["zero_optimization"]["offload_optimizer"]["device"], "cpu");
     }
 }

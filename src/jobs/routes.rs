@@ -312,6 +312,7 @@ fn lease_plan_request(
             gpus_per_node: Some(per_node),
             inter_node_gbps: Some(f64::from(topology.min_network_gbps.max(1))),
             rdma: Some(topology.nodes.iter().all(|n| n.rdma)),
+            host_memory_gb: None,
         },
         pins,
         top_n: Some(1),
@@ -410,6 +411,18 @@ pub async fn create_job(
             .map_err(|e| ApiError::Internal(e.into()))?
             .map_err(plan_error)?;
             match found {
+                // Launch specs start every GPU of the lease; a plan that idles some would not match them.
+                (_, Some(plan)) if plan.idle_gpus > 0 => {
+                    return Err(ApiError::field(
+                        "pins",
+                        format!(
+                            "no split uses all {} GPUs of the lease (the best plan leaves {} idle: {}); pin a split that does",
+                            plan.idle_gpus + plan.tp * plan.cp * plan.pp * plan.dp,
+                            plan.idle_gpus,
+                            plan.notes.join("; ")
+                        ),
+                    ));
+                }
                 (input, Some(plan)) => Some((input, plan)),
                 (_, None) => return Err(ApiError::Internal(anyhow::anyhow!("the planner returned no plan"))),
             }

@@ -124,6 +124,7 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
                 Some(shape.gpus_per_node),
                 Some(pool.inter_node_gbps),
                 Some(pool.rdma),
+                None,
             ) else {
                 continue;
             };

@@ -1,51 +1,124 @@
 //! Parameter and FLOP counts derived from the architecture.
 //!
 //! Parameters (no biases):
-//! - attention: `2*h*h` (q, o) `+ 2*h*kv_heads*head_dim` (k, v; grouped-query attention);
+//! - attention: `2*h*heads*head_dim` (q, o) `+ 2*h*kv_heads*head_dim` (k, v; grouped-query
+//!   attention); `head_dim` defaults to `h / heads`;
 //! - FFN: `2*h*ffn` when `ffn == 4h` (GPT MLP), else `3*h*ffn` (SwiGLU gate/up/down); with MoE
-//!   `experts` copies plus an `h*experts` router;
+//!   `experts` routed copies plus `shared_experts` shared ones and an `h*experts` router, except
+//!   in the first `dense_layers` layers, which have one dense FFN of `dense_ffn`;
 //! - two norms `2*h` per layer, a final norm `h`;
 //! - input embedding `V*h` and an untied LM head `V*h`.
 //!
-//! This gives llama2-7b 6.74B, llama3-70b 70.55B, gpt3-175b 175.2B, llama3.1-405b 405.8B.
+//! This gives llama2-7b 6.74B, llama3-70b 70.55B, gpt3-175b 175.2B, llama3.1-405b 405.8B,
+//! mixtral-8x7b 46.7B, mixtral-8x22b 140.6B. Per-layer figures are averages over the layers
+//! (a DeepSeek-style model's dense first layers are spread over all).
 
 use super::types::ModelArch;
 
 impl ModelArch {
     pub fn head_dim(&self) -> u64 {
-        u64::from(self.hidden.checked_div(self.heads).unwrap_or(0))
+        u64::from(self.head_dim.unwrap_or_else(|| self.hidden.checked_div(self.heads).unwrap_or(0)))
+    }
+
+    /// Width of the queries (and of the attention output): `heads * head_dim`, `hidden` by
+    /// default.
+    pub fn q_dim(&self) -> u64 {
+        u64::from(self.heads) * self.head_dim()
     }
 
     fn attention_params(&self) -> u64 {
         let h = u64::from(self.hidden);
         let kv = u64::from(self.kv_heads) * self.head_dim();
-        2 * h * h + 2 * h * kv
+        2 * h * self.q_dim() + 2 * h * kv
     }
 
-    fn ffn_params_one(&self) -> u64 {
+    fn ffn_params_of(&self, ffn: u32) -> u64 {
         let h = u64::from(self.hidden);
-        let f = u64::from(self.ffn);
+        let f = u64::from(ffn);
         let mats = if f == 4 * h { 2 } else { 3 };
         mats * h * f
     }
 
-    /// All parameters of one transformer layer (all experts).
-    pub fn layer_params(&self) -> u64 {
-        let h = u64::from(self.hidden);
-        let ffn = match self.moe {
-            Some(m) => u64::from(m.experts) * self.ffn_params_one() + h * u64::from(m.experts),
-            None => self.ffn_params_one(),
-        };
-        self.attention_params() + ffn + 2 * h
+    fn ffn_params_one(&self) -> u64 {
+        self.ffn_params_of(self.ffn)
     }
 
-    /// Matmul parameters one token touches in one layer (routed experts only).
-    pub fn active_layer_matmul_params(&self) -> u64 {
+    /// Layers with a mixture-of-experts FFN.
+    pub fn moe_layers(&self) -> u64 {
+        match self.moe {
+            Some(m) => u64::from(self.layers.saturating_sub(m.dense_layers)),
+            None => 0,
+        }
+    }
+
+    /// Routed-expert parameters of the whole model (0 for dense models).
+    pub fn routed_expert_params(&self) -> u64 {
+        match self.moe {
+            Some(m) => self.moe_layers().saturating_mul(u64::from(m.experts)).saturating_mul(self.ffn_params_one()),
+            None => 0,
+        }
+    }
+
+    /// All non-expert parameters of the transformer layers (attention, norms, dense FFNs,
+    /// shared experts, routers).
+    fn dense_layer_params_total(&self) -> u64 {
+        let h = u64::from(self.hidden);
+        let l = u64::from(self.layers);
+        let per_layer = self.attention_params() + 2 * h;
         let ffn = match self.moe {
-            Some(m) => u64::from(m.experts_per_token) * self.ffn_params_one(),
-            None => self.ffn_params_one(),
+            Some(m) => {
+                let dense = u64::from(m.dense_layers.min(self.layers));
+                let dense_ffn = self.ffn_params_of(m.dense_ffn.unwrap_or(self.ffn));
+                let per_moe_layer = u64::from(m.shared_experts) * self.ffn_params_one() + h * u64::from(m.experts);
+                self.moe_layers().saturating_mul(per_moe_layer).saturating_add(dense.saturating_mul(dense_ffn))
+            }
+            None => l * self.ffn_params_one(),
         };
-        self.attention_params() + ffn
+        l.saturating_mul(per_layer).saturating_add(ffn)
+    }
+
+    /// Non-expert parameters of one transformer layer (average over the layers).
+    pub fn dense_layer_params(&self) -> u64 {
+        self.dense_layer_params_total() / u64::from(self.layers.max(1))
+    }
+
+    /// Routed-expert parameters of one layer (average over the layers).
+    pub fn expert_layer_params(&self) -> u64 {
+        self.routed_expert_params() / u64::from(self.layers.max(1))
+    }
+
+    /// All parameters of one transformer layer (all experts; average over the layers).
+    pub fn layer_params(&self) -> u64 {
+        self.dense_layer_params() + self.expert_layer_params()
+    }
+
+    /// Matmul parameters one token touches in one layer (routed and shared experts only;
+    /// average over the layers).
+    pub fn active_layer_matmul_params(&self) -> u64 {
+        match self.moe {
+            Some(m) => {
+                let dense = u64::from(m.dense_layers.min(self.layers));
+                let dense_ffn = self.ffn_params_of(m.dense_ffn.unwrap_or(self.ffn));
+                let experts = u64::from(m.experts_per_token) + u64::from(m.shared_experts);
+                let ffn = self
+                    .moe_layers()
+                    .saturating_mul(experts * self.ffn_params_one())
+                    .saturating_add(dense.saturating_mul(dense_ffn));
+                self.attention_params() + ffn / u64::from(self.layers.max(1))
+            }
+            None => self.attention_params() + self.ffn_params_one(),
+        }
+    }
+
+    /// Routed-expert matmul parameters one token touches in one layer (average).
+    pub fn active_expert_layer_params(&self) -> u64 {
+        match self.moe {
+            Some(m) => {
+                self.moe_layers().saturating_mul(u64::from(m.experts_per_token) * self.ffn_params_one())
+                    / u64::from(self.layers.max(1))
+            }
+            None => 0,
+        }
     }
 
     /// Input embedding parameters (the LM head has as many again).
@@ -58,8 +131,8 @@ impl ModelArch {
         if let Some(d) = self.diffusion {
             return d.unet_params.saturating_add(d.text_encoder_params);
         }
-        u64::from(self.layers)
-            .saturating_mul(self.layer_params())
+        self.dense_layer_params_total()
+            .saturating_add(self.routed_expert_params())
             .saturating_add(2 * self.embedding_params())
             .saturating_add(u64::from(self.hidden))
     }
@@ -67,6 +140,9 @@ impl ModelArch {
     /// Parameters active per token (equals `param_count` for dense models).
     pub fn active_param_count(&self) -> u64 {
         if self.diffusion.is_some() {
+            return self.param_count();
+        }
+        if self.moe.is_none() {
             return self.param_count();
         }
         let h = u64::from(self.hidden);
@@ -80,7 +156,7 @@ impl ModelArch {
     pub fn lora_layer_params(&self, rank: u32) -> u64 {
         let h = u64::from(self.hidden);
         let kv = u64::from(self.kv_heads) * self.head_dim();
-        u64::from(rank) * ((h + h) + (h + kv))
+        u64::from(rank) * ((h + self.q_dim()) + (h + kv))
     }
 
     /// bf16 KV cache bytes per token: `2 (K,V) * layers * kv_heads * head_dim * 2 bytes`.

@@ -43,16 +43,87 @@ pub fn builtin_gpus() -> Vec<GpuSpec> {
     ]
 }
 
-/// A catalog GPU by key (`h100`, `a100-80g`, ...).
+/// A catalog GPU by key (`h100`, `a100-80g`, ...), case-insensitive.
 pub fn gpu_by_key(key: &str) -> Option<GpuSpec> {
-    builtin_gpus().into_iter().find(|g| g.key == key)
+    builtin_gpus().into_iter().find(|g| g.key.eq_ignore_ascii_case(key.trim()))
+}
+
+/// Keys of the built-in GPU catalog.
+pub fn gpu_keys() -> Vec<String> {
+    builtin_gpus().into_iter().map(|g| g.key).collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The names of `known` closest to `given` (case-insensitive): those it is a prefix of, else
+/// those that are a prefix of it, else the closest within an edit distance of a third of its length (at
+/// least 2).
+pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    let g = given.trim().to_ascii_lowercase();
+    if g.is_empty() {
+        return Vec::new();
+    }
+    let known: Vec<&str> = known.into_iter().collect();
+    let strip = |s: &str| s.to_ascii_lowercase().replace(['-', '.', '_', ' '], "");
+    let gs = strip(&g);
+    // Names that extend what was given ("a100" -> "a100-40g", "a100-80g"), else names it extends.
+    for extends in [true, false] {
+        let prefixed: Vec<&str> = known
+            .iter()
+            .copied()
+            .filter(|k| {
+                let k = strip(k);
+                !gs.is_empty() && if extends { k.starts_with(&gs) } else { gs.starts_with(&k) }
+            })
+            .collect();
+        if !prefixed.is_empty() {
+            return prefixed;
+        }
+    }
+    let limit = (g.chars().count() / 3).max(2);
+    let mut close: Vec<(usize, &str)> =
+        known.iter().map(|k| (edit_distance(&g, &k.to_ascii_lowercase()), *k)).filter(|(d, _)| *d <= limit).collect();
+    close.sort();
+    let best = close.first().map_or(0, |(d, _)| *d);
+    close.into_iter().take_while(|(d, _)| *d == best).map(|(_, k)| k).collect()
+}
+
+/// "unknown X 'given' (did you mean a?); known: ..." for an unknown name.
+pub fn unknown_name_message<'a>(what: &str, given: &str, known: impl IntoIterator<Item = &'a str> + Clone) -> String {
+    // Names are short: a long input is neither echoed whole nor compared.
+    const MAX_ECHO: usize = 64;
+    if given.chars().count() > MAX_ECHO {
+        let head: String = given.chars().take(MAX_ECHO).collect();
+        let all: Vec<&str> = known.into_iter().collect();
+        return format!("unknown {what} '{head}...'; known: {}", all.join(", "));
+    }
+    let close = suggestions(given, known.clone());
+    let all: Vec<&str> = known.into_iter().collect();
+    let hint = match close.as_slice() {
+        [] => String::new(),
+        [one] => format!(" (did you mean '{one}'?)"),
+        many => format!(" (did you mean one of {}?)", many.join(", ")),
+    };
+    format!("unknown {what} '{given}'{hint}; known: {}", all.join(", "))
 }
 
 fn arch(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32, vocab: u32) -> ModelArch {
-    ModelArch { layers, hidden, heads, kv_heads, ffn, vocab, moe: None, diffusion: None }
+    ModelArch { layers, hidden, heads, kv_heads, ffn, vocab, head_dim: None, moe: None, diffusion: None }
 }
 
-const PRESETS: [&str; 14] = [
+const PRESETS: [&str; 21] = [
     "llama2-7b",
     "llama2-13b",
     "llama2-70b",
@@ -67,6 +138,13 @@ const PRESETS: [&str; 14] = [
     "gpt-1t",
     "sdxl",
     "mixtral-8x7b",
+    "mixtral-8x22b",
+    "deepseek-v3",
+    "qwen2-57b-a14b",
+    "qwen1.5-moe-a2.7b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "gpt-oss-120b",
 ];
 
 /// Names accepted by [`preset`].
@@ -74,13 +152,24 @@ pub fn preset_names() -> Vec<&'static str> {
     PRESETS.to_vec()
 }
 
-/// A public architecture by name.
+fn moe(experts: u32, experts_per_token: u32, shared_experts: u32) -> super::types::MoeSpec {
+    super::types::MoeSpec {
+        experts,
+        experts_per_token,
+        shared_experts,
+        dense_layers: 0,
+        dense_ffn: None,
+        capacity_factor: None,
+    }
+}
+
+/// A public architecture by name (case-insensitive).
 ///
 /// `gpt-1t` is the ~1T dense GPT of Narayanan et al. 2021 (128 layers, hidden 25600, 160
 /// heads). `sdxl` is Stable Diffusion XL (2.6B UNet + 0.8B text encoders); only inference is
 /// planned for it.
 pub fn preset(name: &str) -> Option<ModelArch> {
-    let a = match name {
+    let a = match name.trim().to_ascii_lowercase().as_str() {
         "llama2-7b" => arch(32, 4096, 32, 32, 11008, 32000),
         "llama2-13b" => arch(40, 5120, 40, 40, 13824, 32000),
         "llama2-70b" => arch(80, 8192, 64, 8, 28672, 32000),
@@ -93,10 +182,30 @@ pub fn preset(name: &str) -> Option<ModelArch> {
         "qwen2.5-72b" => arch(80, 8192, 64, 8, 29568, 152064),
         "gpt3-175b" => arch(96, 12288, 96, 96, 49152, 50257),
         "gpt-1t" => arch(128, 25600, 160, 160, 102400, 51200),
-        "mixtral-8x7b" => ModelArch {
-            moe: Some(super::types::MoeSpec { experts: 8, experts_per_token: 2 }),
-            ..arch(32, 4096, 32, 8, 14336, 32000)
+        "mixtral-8x7b" => ModelArch { moe: Some(moe(8, 2, 0)), ..arch(32, 4096, 32, 8, 14336, 32000) },
+        "mixtral-8x22b" => ModelArch { moe: Some(moe(8, 2, 0)), ..arch(56, 6144, 48, 8, 16384, 32000) },
+        // DeepSeek-V3-style: 256 routed + 1 shared expert of 2048, top-8, first 3 layers dense
+        // (18432). Multi-head latent attention is approximated as 128-head MHA (parameters within
+        // 10%; its KV cache is far smaller than this MHA's, so inference memory is pessimistic).
+        "deepseek-v3" => ModelArch {
+            moe: Some(super::types::MoeSpec { dense_layers: 3, dense_ffn: Some(18432), ..moe(256, 8, 1) }),
+            ..arch(61, 7168, 128, 128, 2048, 129280)
         },
+        // Qwen-MoE style: 64 experts of 2560, top-8, shared expert of 20480 (= 8 x 2560).
+        "qwen2-57b-a14b" => ModelArch { moe: Some(moe(64, 8, 8)), ..arch(28, 3584, 28, 4, 2560, 151936) },
+        // 60 experts of 1408, top-4, shared expert of 5632 (= 4 x 1408).
+        "qwen1.5-moe-a2.7b" => ModelArch { moe: Some(moe(60, 4, 4)), ..arch(24, 2048, 16, 16, 1408, 151936) },
+        // Qwen3 MoE: 128 experts, top-8, no shared expert, 128-wide heads.
+        "qwen3-30b-a3b" => {
+            ModelArch { head_dim: Some(128), moe: Some(moe(128, 8, 0)), ..arch(48, 2048, 32, 4, 768, 151936) }
+        }
+        "qwen3-235b-a22b" => {
+            ModelArch { head_dim: Some(128), moe: Some(moe(128, 8, 0)), ..arch(94, 4096, 64, 4, 1536, 151936) }
+        }
+        // 128 experts of 2880, top-4 (alternating sliding-window attention not modelled).
+        "gpt-oss-120b" => {
+            ModelArch { head_dim: Some(64), moe: Some(moe(128, 4, 0)), ..arch(36, 2880, 64, 8, 2880, 201088) }
+        }
         "sdxl" => ModelArch {
             diffusion: Some(DiffusionSpec {
                 unet_params: 2_600_000_000,

@@ -1,21 +1,31 @@
 //! The analytical cost model: hardware efficiency, communication bandwidths, and the memory
 //! and step-time of one training configuration.
 //!
-//! Step time of a configuration (per optimizer step):
+//! Step time of a configuration (per optimizer step), for the slowest pipeline stage:
 //!
 //! ```text
-//! T      = compute + exposed TP comm            (one micro-batch, fwd+bwd, one pipeline stage)
-//! step   = m*T + (p-1)/v*T (bubble) + PP p2p + exposed DP comm + optimizer update
+//! T      = stage layers * (compute + exposed TP, CP and EP comm per layer) (+ LM head, last stage)
+//! step   = m*T + (p-1)/v*T (bubble) + PP p2p + exposed DP comm + optimizer update (or CPU offload)
 //! compute = GEMM flops / (peak_prec * gemm_eff * shape)        (weights, LM head)
+//!         + expert GEMM flops * capacity / (peak_prec * gemm_eff * expert_shape)
 //!         + attention-core flops / (peak_bf16 * attn_eff)       (FlashAttention runs in bf16)
 //!         + elementwise bytes / (HBM bandwidth * 0.8)           (norms, activations, residuals)
-//! shape  = (h/t) / (h/t + 128) * (b*s) / (b*s + 128)            (small GEMMs run slower)
+//!         + MoE router/permutation time per routed token copy
+//! shape  = (h/t) / (h/t + 128) * (b*s/cp) / (b*s/cp + 128)      (small GEMMs run slower)
+//! CP     = 3 (cp-1) K/V chunk transfers per layer over the CP group's link, 80% hidden behind
+//!          the attention of the same layer
+//! EP     = 4 all-to-alls of b*s/cp/t * top_k * capacity * h * 2 bytes per MoE layer over the
+//!          EP group's link (placed after TP and CP, as Megatron-Core does), not hidden
+//! DP     = gradient reduction over dp*cp ranks (experts over dp*cp/ep, strided), 70% overlapped
 //! ```
 //!
-//! The per-GPU efficiencies are calibrated against the published NeMo (FP8, H100/B200) and
-//! Megatron-LM (BF16, A100) runs; see `CALIBRATION.md` and the `calibration` tests.
+//! Memory is costed per stage (first, a middle one, last: each with its layers, embedding or LM
+//! head and micro-batches in flight) and the largest reported. The per-GPU efficiencies are
+//! calibrated against the published NeMo / Megatron-Bridge (FP8, H100/B200), Llama 3 paper
+//! (BF16, H100) and Megatron-LM (BF16, A100) runs; see `docs/planner-calibration.md` and the
+//! `calibration` tests.
 
-use super::types::{Cluster, GpuSpec, LinkKind, MemoryBreakdown, ModelArch, Precision, Recompute};
+use super::types::{Cluster, GpuSpec, LinkKind, MemoryBreakdown, ModelArch, Offload, Precision, Recompute, StageSplit};
 
 /// CUDA context and allocator reserve subtracted from the labelled memory.
 pub const CUDA_CONTEXT_BYTES: f64 = 1.5e9;
@@ -123,29 +133,64 @@ pub struct TrainCtx {
     pub vocab: f64,
     pub seq: f64,
     pub seq_u: u32,
+    /// The requested global batch (a plan may run an adjusted one, see [`Config::global_batch`]).
     pub global_batch: u32,
     pub gpus: u32,
     pub gpus_per_node: u32,
     pub lora: bool,
+    /// All parameters of one layer (all experts), average over the layers.
     pub layer_params: f64,
+    /// Non-expert parameters of one layer (attention, norms, dense FFN, shared experts, router).
+    pub dense_layer_params: f64,
+    /// Routed-expert parameters of one layer (all experts), average over the layers.
+    pub expert_layer_params: f64,
+    /// Routed experts per MoE layer (0 for dense models).
+    pub experts: u32,
+    /// Routed experts per token.
+    pub top_k: f64,
+    /// Expert capacity factor (1.0 when not given).
+    pub capacity: f64,
+    /// Fraction of the layers that are MoE layers.
+    pub moe_fraction: f64,
+    /// MLP activation size relative to a dense `4h` MLP (1 for dense models).
+    pub mlp_act_factor: f64,
+    /// `kv_heads * head_dim`.
+    pub kv_dim: f64,
     pub lora_layer_params: f64,
     pub embed_params: f64,
-    /// Model GEMM flops per token per layer (6*P_layer, or 4*P_layer for LoRA).
+    /// Non-expert model GEMM flops per token per layer (6*P_layer, or 4*P_layer for LoRA).
     pub gemm_tok_layer: f64,
-    /// Attention-core flops per token per layer (12*h*s).
+    /// Routed-expert model GEMM flops per token per layer (top-k experts only).
+    pub expert_gemm_tok_layer: f64,
+    /// Attention-core flops per token per layer (12*heads*head_dim*s, i.e. 12*h*s by default).
     pub attn_tok_layer: f64,
     /// LM head flops per token (6*V*h, 4*V*h for LoRA).
     pub head_tok: f64,
-    pub model_flops_per_step: f64,
+    /// Model flops per trained token (no recomputation).
+    pub model_flops_per_token: f64,
     pub peak: f64,
     pub bf16_peak: f64,
     pub gemm_eff: f64,
     pub attn_eff: f64,
     pub mem_bw: f64,
+    /// Host link (PCIe) bandwidth per GPU, bytes/s, for CPU offload.
+    pub host_link_bw: f64,
+    /// Host memory per node, bytes.
+    pub host_memory: f64,
     pub net: Net,
     pub usable: f64,
     pub calibrated: bool,
     pub precision: Precision,
+}
+
+/// Effective host-to-GPU bandwidth: PCIe 5.0 x16 on H100/H200/B200, PCIe 4.0 x16 otherwise,
+/// at 80%.
+pub fn host_link_bytes_per_s(gpu: &GpuSpec) -> f64 {
+    let gb_s = match gpu.key.as_str() {
+        "h100" | "h200" | "b200" => 64.0,
+        _ => 32.0,
+    };
+    gb_s * 1e9 * 0.8
 }
 
 impl TrainCtx {
@@ -161,20 +206,35 @@ impl TrainCtx {
         let h = f64::from(model.hidden);
         let s = f64::from(seq_len);
         let vocab = f64::from(model.vocab);
-        let p_layer_active = model.active_layer_matmul_params() as f64;
         let lora_rank = lora.unwrap_or(0);
         let (gemm_mult, head_mult) = if lora.is_some() { (4.0, 4.0) } else { (6.0, 6.0) };
         let lora_layer_params = model.lora_layer_params(lora_rank) as f64;
+        let active_expert = model.active_expert_layer_params() as f64;
+        let active_dense = model.active_layer_matmul_params() as f64 - active_expert;
         // LoRA adapters get full fwd+bwd+wgrad (6 flops per param per token).
-        let gemm_tok_layer = gemm_mult * p_layer_active + 6.0 * lora_layer_params;
-        let attn_tok_layer = 12.0 * h * s;
+        let gemm_tok_layer = gemm_mult * active_dense + 6.0 * lora_layer_params;
+        let expert_gemm_tok_layer = gemm_mult * active_expert;
+        let attn_tok_layer = 12.0 * model.q_dim() as f64 * s;
         let head_tok = head_mult * vocab * h;
-        let tokens = f64::from(global_batch) * s;
-        let model_flops_per_step = tokens * (f64::from(model.layers) * (gemm_tok_layer + attn_tok_layer) + head_tok);
+        let layers = f64::from(model.layers);
+        let model_flops_per_token = layers * (gemm_tok_layer + expert_gemm_tok_layer + attn_tok_layer) + head_tok;
         let (peak, gemm_eff) = match precision {
             Precision::Fp8 => (cluster.gpu.fp8_tflops.unwrap_or(cluster.gpu.bf16_tflops) * 1e12, prof.gemm_fp8),
             _ => (cluster.gpu.bf16_tflops * 1e12, prof.gemm_bf16),
         };
+        let (experts, top_k, capacity, shared) = match model.moe {
+            Some(m) => (
+                m.experts,
+                f64::from(m.experts_per_token),
+                m.capacity_factor.unwrap_or(1.0),
+                f64::from(m.shared_experts),
+            ),
+            None => (0, 0.0, 1.0, 0.0),
+        };
+        let moe_fraction = if layers > 0.0 { model.moe_layers() as f64 / layers } else { 0.0 };
+        let ffn_rel = f64::from(model.ffn) / (4.0 * h).max(1.0);
+        let mlp_act_factor =
+            if experts > 0 { 1.0 + moe_fraction * ((top_k * capacity + shared) * ffn_rel - 1.0) } else { 1.0 };
         TrainCtx {
             layers: model.layers,
             heads: model.heads,
@@ -189,22 +249,38 @@ impl TrainCtx {
             gpus_per_node: cluster.gpus_per_node,
             lora: lora.is_some(),
             layer_params: model.layer_params() as f64,
+            dense_layer_params: model.dense_layer_params() as f64,
+            expert_layer_params: model.expert_layer_params() as f64,
+            experts,
+            top_k,
+            capacity,
+            moe_fraction,
+            mlp_act_factor: mlp_act_factor.max(0.1),
+            kv_dim: f64::from(model.kv_heads) * model.head_dim() as f64,
             lora_layer_params,
             embed_params: model.embedding_params() as f64,
             gemm_tok_layer,
+            expert_gemm_tok_layer,
             attn_tok_layer,
             head_tok,
-            model_flops_per_step,
+            model_flops_per_token,
             peak,
             bf16_peak: cluster.gpu.bf16_tflops * 1e12,
             gemm_eff,
             attn_eff: prof.attn,
             mem_bw: cluster.gpu.mem_bandwidth_gb_s * 1e9,
+            host_link_bw: host_link_bytes_per_s(&cluster.gpu),
+            host_memory: cluster.host_memory_bytes,
             net: Net::new(cluster),
             usable: usable_bytes(cluster.gpu.memory_bytes),
             calibrated: prof.calibrated,
             precision,
         }
+    }
+
+    /// Model flops of one step of `global_batch` sequences.
+    pub fn model_flops_per_step(&self, global_batch: u32) -> f64 {
+        f64::from(global_batch) * self.seq * self.model_flops_per_token
     }
 }
 
@@ -213,61 +289,131 @@ pub fn usable_bytes(memory_bytes: u64) -> f64 {
     (memory_bytes as f64 - CUDA_CONTEXT_BYTES).max(0.0)
 }
 
+/// Transformer layers per pipeline stage: the first stage, each middle stage, the last stage
+/// (all virtual chunks of a stage together). With `pp == 1` all three are the layer count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split {
+    pub kind: StageSplit,
+    pub first: u32,
+    pub mid: u32,
+    pub last: u32,
+}
+
+impl Split {
+    /// Layers of each of the `pp` stages, first to last.
+    pub fn layers_per_stage(&self, pp: u32) -> Vec<u32> {
+        match pp {
+            0 | 1 => vec![self.first],
+            _ => {
+                let mut v = Vec::with_capacity(pp as usize);
+                v.push(self.first);
+                v.extend(std::iter::repeat_n(self.mid, (pp - 2) as usize));
+                v.push(self.last);
+                v
+            }
+        }
+    }
+
+    /// The most layers any stage holds.
+    pub fn max_layers(&self, pp: u32) -> u32 {
+        if pp >= 3 { self.first.max(self.mid).max(self.last) } else { self.first.max(self.last) }
+    }
+
+    /// The ways `layers` can be split over `pp` stages with `vp` chunks each:
+    /// - even: `layers % (pp * vp) == 0`;
+    /// - embedding and loss counted as a layer each: `(layers + 2) % (pp * vp) == 0` (`pp > 1`);
+    /// - uneven first/last (`vp == 1`, `pp > 1`, when neither of the above exists): middle stages
+    ///   hold `ceil(layers / pp)`, the first and last the rest, the last no more than the first.
+    pub fn options(layers: u32, pp: u32, vp: u32, out: &mut Vec<Split>) {
+        out.clear();
+        let chunks = u64::from(pp) * u64::from(vp);
+        if pp == 0 || vp == 0 || chunks > u64::from(layers) + 2 {
+            return;
+        }
+        if pp == 1 {
+            if vp == 1 {
+                out.push(Split { kind: StageSplit::Even, first: layers, mid: layers, last: layers });
+            }
+            return;
+        }
+        let l = u64::from(layers);
+        if l.is_multiple_of(chunks) {
+            let per = layers / pp;
+            out.push(Split { kind: StageSplit::Even, first: per, mid: per, last: per });
+        }
+        if (l + 2).is_multiple_of(chunks) {
+            let per = ((l + 2) / u64::from(pp)) as u32;
+            if per >= 2 {
+                out.push(Split { kind: StageSplit::EmbeddingAndLoss, first: per - 1, mid: per, last: per - 1 });
+            }
+        }
+        if vp == 1 && out.is_empty() {
+            if pp == 2 {
+                let last = layers / 2;
+                out.push(Split { kind: StageSplit::Uneven, first: layers - last, mid: layers - last, last });
+            } else {
+                let mid = layers.div_ceil(pp);
+                let rest = i64::from(layers) - i64::from(mid) * i64::from(pp - 2);
+                // First and last share `rest`; the last (with the LM head) gets the smaller half.
+                let last = rest / 2;
+                let first = rest - last;
+                if last >= 1 && first <= i64::from(mid) {
+                    out.push(Split { kind: StageSplit::Uneven, first: first as u32, mid, last: last as u32 });
+                }
+            }
+        }
+    }
+}
+
 /// One training configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
     pub tp: u32,
+    pub cp: u32,
     pub pp: u32,
     pub dp: u32,
+    pub ep: u32,
     pub vp: u32,
     pub micro_batch: u32,
     pub zero: u8,
     pub sp: bool,
     pub recompute: Recompute,
+    pub offload: Offload,
+    pub split: Split,
+    /// The global batch this configuration runs (a multiple of `micro_batch * dp`).
+    pub global_batch: u32,
 }
 
 impl Config {
-    pub fn grad_accum(&self, global_batch: u32) -> u32 {
-        global_batch / (self.micro_batch * self.dp).max(1)
+    pub fn grad_accum(&self) -> u32 {
+        self.global_batch / (self.micro_batch * self.dp).max(1)
+    }
+
+    /// GPUs the configuration uses.
+    pub fn gpus(&self) -> u32 {
+        self.tp * self.cp * self.pp * self.dp
     }
 }
 
-/// Model-state bytes (weights, gradients, optimizer) of the most loaded stage.
-#[derive(Debug, Clone, Copy)]
+/// Model-state bytes (weights, gradients, optimizer) of one pipeline stage on one GPU.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct States {
     pub weights: f64,
     pub grads: f64,
     pub optimizer: f64,
-    /// Parameters held by the most loaded GPU before ZeRO sharding (base model).
+    /// Parameters held by the GPU before ZeRO sharding (base model).
     pub stage_params: f64,
-    /// Trainable parameters on that GPU before ZeRO sharding.
+    /// Trainable non-expert parameters on that GPU before ZeRO sharding.
     pub trainable: f64,
+    /// Trainable routed-expert parameters on that GPU before ZeRO sharding.
+    pub trainable_experts: f64,
+    /// Bytes kept in host memory for this GPU (CPU offload).
+    pub host: f64,
 }
 
 impl States {
     pub fn total(&self) -> f64 {
         self.weights + self.grads + self.optimizer
-    }
-}
-
-/// ZeRO model states: 2P weights + 2P grads + 12P Adam (fp32 master, m, v), where P is the
-/// parameters of the most loaded pipeline stage divided by TP. ZeRO-1 shards the 12P over
-/// DP, ZeRO-2 also the grads, ZeRO-3 everything. LoRA: the frozen base only costs 2P (sharded
-/// by ZeRO-3); the adapters follow the same formula.
-pub fn model_states(c: &TrainCtx, tp: u32, pp: u32, dp: u32, zero: u8) -> States {
-    let t = f64::from(tp);
-    let d = f64::from(dp);
-    let stage_layers = f64::from(c.layers / pp.max(1));
-    let embed_copies = if pp == 1 { 2.0 } else { 1.0 };
-    let stage_params = (stage_layers * c.layer_params + embed_copies * c.embed_params) / t;
-    if c.lora {
-        let adapters = stage_layers * c.lora_layer_params / t;
-        let (aw, ag, ao) = zero_states(adapters, d, zero);
-        let base = if zero >= 3 { d } else { 1.0 };
-        States { weights: 2.0 * stage_params / base + aw, grads: ag, optimizer: ao, stage_params, trainable: adapters }
-    } else {
-        let (weights, grads, optimizer) = zero_states(stage_params, d, zero);
-        States { weights, grads, optimizer, stage_params, trainable: stage_params }
     }
 }
 
@@ -278,11 +424,70 @@ pub fn zero_states(params: f64, dp: f64, zero: u8) -> (f64, f64, f64) {
     (2.0 * params / shard(3), 2.0 * params / shard(2), 12.0 * params / shard(1))
 }
 
+/// ZeRO model states of a stage of `layers` layers (plus `embeds` embedding matrices) on one
+/// GPU: 2P weights + 2P grads + 12P Adam, P divided by TP (routed experts also by EP); the
+/// non-expert states are sharded over the `dp * cp` ranks, the expert states over
+/// `dp * cp / ep` (Megatron's distributed optimizer). LoRA: the frozen base costs 2P (sharded by
+/// ZeRO-3); the adapters follow the formula. CPU offload moves the optimizer states (and fp32
+/// gradients; with params, the bf16 weights too) to host memory.
+pub fn stage_states(c: &TrainCtx, cfg: &Config, layers: u32, embeds: f64) -> States {
+    let t = f64::from(cfg.tp);
+    let l = f64::from(layers);
+    let dense_shard = f64::from(cfg.dp) * f64::from(cfg.cp);
+    let expert_shard = (dense_shard / f64::from(cfg.ep)).max(1.0);
+    let dense = (l * c.dense_layer_params + embeds * c.embed_params) / t;
+    let experts = l * c.expert_layer_params / (t * f64::from(cfg.ep));
+    let stage_params = dense + experts;
+    let zero = cfg.zero;
+    let mut st = if c.lora {
+        let adapters = l * c.lora_layer_params / t;
+        let (aw, ag, ao) = zero_states(adapters, dense_shard, zero);
+        let base = |shard: f64| if zero >= 3 { shard } else { 1.0 };
+        States {
+            weights: 2.0 * dense / base(dense_shard) + 2.0 * experts / base(expert_shard) + aw,
+            grads: ag,
+            optimizer: ao,
+            stage_params,
+            trainable: adapters,
+            trainable_experts: 0.0,
+            host: 0.0,
+        }
+    } else {
+        let (dw, dg, dopt) = zero_states(dense, dense_shard, zero);
+        let (ew, eg, eopt) = zero_states(experts, expert_shard, zero);
+        States {
+            weights: dw + ew,
+            grads: dg + eg,
+            optimizer: dopt + eopt,
+            stage_params,
+            trainable: dense,
+            trainable_experts: experts,
+            host: 0.0,
+        }
+    };
+    match cfg.offload {
+        Offload::None => {}
+        Offload::Optimizer => {
+            // fp32 master, moments and an fp32 copy of the gradients on the host.
+            st.host = st.optimizer * 16.0 / 12.0;
+            st.optimizer = 0.0;
+        }
+        Offload::OptimizerAndParams => {
+            st.host = st.optimizer * 16.0 / 12.0 + st.weights;
+            st.optimizer = 0.0;
+            st.weights = 0.0;
+        }
+    }
+    st
+}
+
 /// Activation bytes of one layer for one micro-batch (Korthikanti et al. 2022, FlashAttention
-/// so the `5as/h` term is gone, which makes `none` and `selective` equal in memory).
-fn layer_activations(c: &TrainCtx, tp: u32, sp: bool, rc: Recompute, b: u32) -> f64 {
+/// so the `5as/h` term is gone, which makes `none` and `selective` equal in memory). Context
+/// parallelism keeps `s / cp` tokens per GPU; an MoE MLP holds `top_k * capacity` (plus shared)
+/// expert activations of its FFN size instead of one `4h` MLP (the MLP is 19 of the 34 `sbh`).
+fn layer_activations(c: &TrainCtx, tp: u32, cp: u32, sp: bool, rc: Recompute, b: u32) -> f64 {
     let t = f64::from(tp);
-    let sbh = c.seq * f64::from(b) * c.h;
+    let sbh = c.seq / f64::from(cp) * f64::from(b) * c.h;
     match rc {
         Recompute::Full => {
             if sp {
@@ -292,67 +497,123 @@ fn layer_activations(c: &TrainCtx, tp: u32, sp: bool, rc: Recompute, b: u32) -> 
             }
         }
         Recompute::None | Recompute::Selective => {
-            if tp == 1 || sp {
-                34.0 * sbh / t
-            } else {
-                sbh * (10.0 + 24.0 / t)
-            }
+            let moe = (34.0 + 19.0 * (c.mlp_act_factor - 1.0)) / 34.0;
+            moe * if tp == 1 || sp { 34.0 * sbh / t } else { sbh * (10.0 + 24.0 / t) }
         }
     }
 }
 
-/// Per-GPU memory of a configuration, given its model states.
-pub fn memory(c: &TrainCtx, cfg: &Config, st: &States) -> MemoryBreakdown {
+/// Memory of the most loaded GPU of a configuration, and that stage's model states.
+#[derive(Debug, Clone, Copy)]
+pub struct Memory {
+    pub breakdown: MemoryBreakdown,
+    /// Largest model states of any stage (for the communication volumes).
+    pub states: States,
+    /// Host memory per node the offloaded states need.
+    pub host_per_node: f64,
+}
+
+/// Per-GPU memory of a configuration: the first, a middle and the last pipeline stage are
+/// costed (each with its layers, embedding or LM head and micro-batches in flight) and the
+/// largest is reported.
+pub fn memory(c: &TrainCtx, cfg: &Config) -> Memory {
     let p = f64::from(cfg.pp);
     let t = f64::from(cfg.tp);
     let b = f64::from(cfg.micro_batch);
-    let m = cfg.grad_accum(c.global_batch);
-    let stage_layers = f64::from(c.layers / cfg.pp.max(1));
-    let a_layer = layer_activations(c, cfg.tp, cfg.sp, cfg.recompute, cfg.micro_batch);
+    let m = cfg.grad_accum();
+    let s_rank = c.seq / f64::from(cfg.cp);
+    let a_layer = layer_activations(c, cfg.tp, cfg.cp, cfg.sp, cfg.recompute, cfg.micro_batch);
     // While a layer is recomputed its full activations are live again.
     let transient = if cfg.recompute == Recompute::Full {
-        layer_activations(c, cfg.tp, cfg.sp, Recompute::None, cfg.micro_batch)
+        layer_activations(c, cfg.tp, cfg.cp, cfg.sp, Recompute::None, cfg.micro_batch)
     } else {
         0.0
     };
-    // 1F1B: the first stage keeps min(p, m) micro-batches in flight; interleaving with v
-    // chunks multiplies that by 1 + (p-1)/(p*v).
-    let in_flight = f64::from(cfg.pp.min(m).max(1));
-    let interleave = if cfg.vp > 1 { 1.0 + (p - 1.0) / (p * f64::from(cfg.vp)) } else { 1.0 };
-    let first = stage_layers * a_layer * in_flight * interleave + transient;
     // Vocab-parallel logits: bf16 logits + fp32 softmax/grad on the last stage.
-    let logits = c.seq * b * c.vocab / t * 6.0;
-    let last = stage_layers * a_layer + transient + logits;
-    let activations = if cfg.pp == 1 { last } else { first.max(last) };
+    let logits = s_rank * b * c.vocab / t * 6.0;
+    // 1F1B: stage i keeps min(p - i, m) micro-batches in flight; interleaving with v chunks
+    // multiplies that by 1 + (p-1)/(p*v).
+    let interleave = if cfg.vp > 1 { 1.0 + (p - 1.0) / (p * f64::from(cfg.vp)) } else { 1.0 };
+    let in_flight = |i: u32| f64::from(cfg.pp.saturating_sub(i).min(m).max(1));
 
-    let sbh2 = c.seq * b * c.h * 2.0;
+    let sbh2 = s_rank * b * c.h * 2.0;
     let mut buffers = 0.0;
-    if cfg.dp > 1 {
-        buffers += (2.0 * st.trainable).min(0.25e9);
-    }
     if cfg.tp > 1 {
         buffers += 2.0 * sbh2;
     }
     if cfg.pp > 1 {
         buffers += 2.0 * sbh2 / if cfg.sp { t } else { 1.0 };
     }
+    if cfg.cp > 1 {
+        // Double-buffered K/V chunks of the ring.
+        buffers += 2.0 * 2.0 * s_rank * b * c.kv_dim * 2.0 / t;
+    }
+    if cfg.ep > 1 {
+        // All-to-all dispatch and combine buffers.
+        buffers += 2.0 * s_rank * b * c.top_k * c.capacity * c.h * 2.0 / t;
+    }
     if cfg.zero == 3 {
         // Two gathered layers (prefetch).
-        buffers += 2.0 * 2.0 * c.layer_params / t;
+        buffers += 2.0 * 2.0 * (c.dense_layer_params + c.expert_layer_params / f64::from(cfg.ep)) / t;
     }
-    let allocated = st.total() + activations + buffers;
-    let frag = allocated * FRAGMENTATION;
-    let total = allocated + frag;
-    MemoryBreakdown {
-        weights: st.weights as u64,
-        gradients: st.grads as u64,
-        optimizer: st.optimizer as u64,
-        activations: activations as u64,
-        kv_cache: 0,
-        comm_buffers: buffers as u64,
-        fragmentation: frag as u64,
-        total: total as u64,
-        usable: c.usable as u64,
+
+    // (layers, embedding matrices, in flight, logits) of the first, a middle and the last stage.
+    let sp_ = &cfg.split;
+    let mut stages: [(u32, f64, f64, f64); 3] = [(0, 0.0, 0.0, 0.0); 3];
+    let n = if cfg.pp == 1 {
+        stages[0] = (sp_.first, 2.0, 1.0, logits);
+        1
+    } else {
+        stages[0] = (sp_.first, 1.0, in_flight(0) * interleave, 0.0);
+        stages[1] = (sp_.last, 1.0, in_flight(cfg.pp - 1), logits);
+        if cfg.pp >= 3 {
+            stages[2] = (sp_.mid, 0.0, in_flight(1) * interleave, 0.0);
+            3
+        } else {
+            2
+        }
+    };
+    let mut best: Option<(f64, MemoryBreakdown, States)> = None;
+    let mut largest_states = States::default();
+    let mut host = 0.0f64;
+    for &(layers, embeds, flight, logit) in &stages[..n] {
+        let st = stage_states(c, cfg, layers, embeds);
+        if st.total() + st.host >= largest_states.total() + largest_states.host {
+            largest_states = st;
+        }
+        host = host.max(st.host);
+        let activations = f64::from(layers) * a_layer * flight + transient + logit;
+        let mut buf = buffers;
+        if cfg.dp > 1 || cfg.cp > 1 {
+            buf += (2.0 * (st.trainable + st.trainable_experts)).min(0.25e9);
+        }
+        let allocated = st.total() + activations + buf;
+        let frag = allocated * FRAGMENTATION;
+        let total = allocated + frag;
+        if best.as_ref().is_none_or(|(bt, _, _)| total > *bt) {
+            let bd = MemoryBreakdown {
+                weights: st.weights as u64,
+                gradients: st.grads as u64,
+                optimizer: st.optimizer as u64,
+                activations: activations as u64,
+                kv_cache: 0,
+                comm_buffers: buf as u64,
+                fragmentation: frag as u64,
+                total: total as u64,
+                usable: c.usable as u64,
+            };
+            best = Some((total, bd, st));
+        }
+    }
+    let (_, breakdown, _) = best.unwrap_or((0.0, MemoryBreakdown::default(), States::default()));
+    let gpus_on_node = f64::from(c.gpus_per_node.min(cfg.gpus()).max(1));
+    Memory { breakdown, states: largest_states, host_per_node: host * gpus_on_node }
+}
+
+impl Memory {
+    /// Fits in GPU memory, and offloaded states fit in 80% of the host memory.
+    pub fn fits(&self, c: &TrainCtx) -> bool {
+        self.breakdown.total as f64 <= c.usable && self.host_per_node <= 0.8 * c.host_memory
     }
 }
 
@@ -362,26 +623,40 @@ pub struct Timing {
     pub step: f64,
     pub bubble: f64,
     pub tp_comm: f64,
+    pub cp_comm: f64,
+    pub ep_comm: f64,
     pub pp_comm: f64,
     pub dp_comm: f64,
+    /// CPU offload: exposed PCIe transfers and the CPU Adam step.
+    pub offload: f64,
     pub hardware_flops_per_step: f64,
 }
 
 fn ring(n: u32) -> f64 {
-    let n = f64::from(n);
+    let n = f64::from(n.max(1));
     (n - 1.0) / n
 }
+
+/// CPU Adam (DeepSpeed's vectorised CPUAdam) parameters updated per second per node.
+const CPU_ADAM_PARAMS_PER_S: f64 = 2.0e9;
+/// Fraction of the ring-attention K/V exchange hidden behind the attention kernels.
+const CP_OVERLAP: f64 = 0.8;
+/// Router, top-k, permute and unpermute time per routed token copy per MoE layer (forward and
+/// backward), fitted to the Megatron-Bridge 25.11 MoE runs on H100 and B200 (see
+/// `docs/planner-calibration.md`).
+const MOE_OVERHEAD_S_PER_ROUTED_TOKEN: f64 = 0.32e-6;
+/// Fraction of the MoE all-to-all not hidden (Megatron-Core overlaps little by default).
+const A2A_EXPOSED: f64 = 1.0;
 
 /// Step time of a configuration (see the module docs for the formula).
 pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
     let t = f64::from(cfg.tp);
     let p = f64::from(cfg.pp);
     let v = f64::from(cfg.vp);
-    let m_u = cfg.grad_accum(c.global_batch);
-    let m = f64::from(m_u);
+    let m = f64::from(cfg.grad_accum());
     let b = f64::from(cfg.micro_batch);
-    let tokens_mb = b * c.seq;
-    let stage_layers = f64::from(c.layers / cfg.pp.max(1));
+    // Tokens of one micro-batch on this GPU (context parallelism splits the sequence).
+    let tokens_mb = b * c.seq / f64::from(cfg.cp);
 
     let (gemm_rc, attn_rc, elem_rc) = match cfg.recompute {
         Recompute::None => (1.0, 1.0, 1.0),
@@ -392,50 +667,121 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
             (g, 16.0 / 12.0, 4.0 / 3.0)
         }
     };
-    let gemm = tokens_mb * (stage_layers * c.gemm_tok_layer * gemm_rc + c.head_tok) / t;
-    let attn = tokens_mb * stage_layers * c.attn_tok_layer * attn_rc / t;
     let replicated = if cfg.tp == 1 || cfg.sp { 1.0 / t } else { (10.0 + 24.0 / t) / 34.0 };
-    let elem = tokens_mb * stage_layers * ELEMENTWISE_BYTES_PER_H * c.h * elem_rc * replicated;
     let hidden_shard = c.h / t;
     let shape = hidden_shard / (hidden_shard + SHAPE_HIDDEN) * tokens_mb / (tokens_mb + SHAPE_TOKENS);
-    let compute = gemm / (c.peak * c.gemm_eff * shape) + attn / (c.bf16_peak * c.attn_eff) + elem / (c.mem_bw * 0.8);
+    // Grouped expert GEMMs see the tokens routed to each local expert.
+    let expert_shape = if c.experts > 0 {
+        let per_expert = tokens_mb * c.top_k * c.capacity * f64::from(cfg.ep) / f64::from(c.experts);
+        hidden_shard / (hidden_shard + SHAPE_HIDDEN) * per_expert / (per_expert + SHAPE_TOKENS)
+    } else {
+        1.0
+    };
+    let gemm_rate = c.peak * c.gemm_eff;
+    let attn_layer = tokens_mb * c.attn_tok_layer * attn_rc / t / (c.bf16_peak * c.attn_eff);
+    let layer_compute = tokens_mb * c.gemm_tok_layer * gemm_rc / t / (gemm_rate * shape)
+        + tokens_mb * c.expert_gemm_tok_layer * c.capacity * gemm_rc / t / (gemm_rate * expert_shape.max(1e-3))
+        + attn_layer
+        + tokens_mb * ELEMENTWISE_BYTES_PER_H * c.h * elem_rc * replicated / (c.mem_bw * 0.8);
+    let head = tokens_mb * c.head_tok / t / (gemm_rate * shape);
 
     // Tensor parallel: 2 all-reduces (or RS+AG with SP, same volume) per layer forward and 2
     // backward, 2 more when the forward is recomputed.
-    let mut tp_comm_mb = 0.0;
+    let passes = if cfg.recompute == Recompute::Full { 6.0 } else { 4.0 };
+    let mut tp_layer = 0.0;
     if cfg.tp > 1 {
         let (bw, lat) = c.net.tp(cfg.tp);
-        let bytes = c.seq * b * c.h * 2.0;
+        let bytes = tokens_mb * c.h * 2.0;
         let per = 2.0 * ring(cfg.tp) * bytes / bw + lat;
-        let n = if cfg.recompute == Recompute::Full { 6.0 } else { 4.0 };
         let exposed = if cfg.sp { TP_EXPOSED_SP } else { TP_EXPOSED };
-        tp_comm_mb = stage_layers * n * per * exposed;
+        tp_layer = passes * per * exposed;
     }
-    let per_mb = compute + tp_comm_mb;
+    // Context parallel (ring attention): cp-1 K/V chunks pass each rank forward, K/V and their
+    // gradients backward; mostly hidden behind the attention of the same layer.
+    let mut cp_layer = 0.0;
+    if cfg.cp > 1 {
+        let (bw, lat) = c.net.group(cfg.cp, cfg.tp);
+        let chunk = 2.0 * tokens_mb * c.kv_dim * 2.0 / t;
+        // One ring pass forward, two backward (K/V and their gradients), one more forward when
+        // it is recomputed.
+        let rings = if cfg.recompute == Recompute::Full { 4.0 } else { 3.0 };
+        let steps = f64::from(cfg.cp - 1) * rings;
+        let comm = steps * (chunk / bw + lat);
+        cp_layer = (comm - CP_OVERLAP * attn_layer).max(0.1 * comm);
+    }
+    // Expert parallel: all-to-all dispatch and combine of the routed tokens, forward and backward
+    // (and again for a recomputed forward), over the EP group placed right after TP and CP.
+    let mut ep_layer = 0.0;
+    if cfg.ep > 1 {
+        let (bw, lat) = c.net.group(cfg.ep, cfg.tp * cfg.cp);
+        let bytes = tokens_mb / t * c.top_k * c.capacity * c.h * 2.0 * ring(cfg.ep);
+        ep_layer = c.moe_fraction * passes * (bytes / bw + lat * f64::from(cfg.ep - 1).min(8.0)) * A2A_EXPOSED;
+    }
+    // MoE layers also pay router, top-k, permutation and unpermutation per routed token copy;
+    // published Megatron-Core MoE runs sit far below their GEMM throughput because of it.
+    let moe_overhead = if c.experts > 0 {
+        c.moe_fraction * tokens_mb / t * c.top_k * MOE_OVERHEAD_S_PER_ROUTED_TOKEN * elem_rc
+    } else {
+        0.0
+    };
+    let per_layer = layer_compute + tp_layer + cp_layer + ep_layer + moe_overhead;
+    // The slowest stage sets the pace: the first (embedding lookup is free), a middle one, or the
+    // last with the LM head.
+    let sp_ = &cfg.split;
+    let per_mb = if cfg.pp == 1 {
+        f64::from(sp_.first) * per_layer + head
+    } else {
+        let mut worst = (f64::from(sp_.first) * per_layer).max(f64::from(sp_.last) * per_layer + head);
+        if cfg.pp >= 3 {
+            worst = worst.max(f64::from(sp_.mid) * per_layer);
+        }
+        worst
+    };
+    let stage_layers = f64::from(sp_.max_layers(cfg.pp));
     let bubble = (p - 1.0) / v * per_mb;
 
     // Pipeline p2p: s*b*h activations each way per micro-batch per chunk boundary; mostly
     // overlapped except while filling and draining.
     let mut pp_comm = 0.0;
     if cfg.pp > 1 {
-        let (bw, lat) = c.net.group(cfg.pp, cfg.tp);
-        let bytes = c.seq * b * c.h * 2.0 / if cfg.sp { t } else { 1.0 };
+        let (bw, lat) = c.net.group(cfg.pp, cfg.tp * cfg.cp);
+        let bytes = tokens_mb * c.h * 2.0 / if cfg.sp { t } else { 1.0 };
         let one = bytes / bw + lat;
         pp_comm = 2.0 * one * ((p - 1.0) + 0.1 * m * v);
     }
 
-    // Data parallel gradient reduction (and ZeRO-3 parameter gathers).
+    // Data parallel gradient reduction over dp * cp ranks (expert gradients over dp * cp / ep),
+    // and ZeRO-3 parameter gathers.
     let mut dp_comm = 0.0;
-    if cfg.dp > 1 {
-        let (bw, lat) = c.net.group(cfg.dp, cfg.tp * cfg.pp);
-        let grads = 2.0 * st.trainable;
-        let half = ring(cfg.dp) * grads;
+    let reducers = cfg.dp * cfg.cp;
+    if reducers > 1 {
+        let (bw, lat) = if cfg.dp > 1 {
+            let (bd, ld) = c.net.group(cfg.dp, cfg.tp * cfg.cp * cfg.pp);
+            if cfg.cp > 1 {
+                let (bc, lc) = c.net.group(cfg.cp, cfg.tp);
+                (bd.min(bc), ld.max(lc))
+            } else {
+                (bd, ld)
+            }
+        } else {
+            c.net.group(cfg.cp, cfg.tp)
+        };
+        let expert_reducers = (reducers / cfg.ep).max(1);
+        // Expert gradients reduce over the ranks holding the same experts: `dp*cp/ep` of them,
+        // `tp*cp*ep` apart, so each of a node's GPUs sends its own flow through the NICs.
+        let expert_bw = if cfg.ep > 1 && expert_reducers > 1 {
+            c.net.group(expert_reducers, cfg.tp * cfg.cp * cfg.ep).0
+        } else {
+            bw
+        };
+        let half =
+            ring(reducers) * 2.0 * st.trainable + ring(expert_reducers) * 2.0 * st.trainable_experts * (bw / expert_bw);
         let backward = per_mb * 2.0 / 3.0;
         let (volume, window, overlap, collectives) = match cfg.zero {
             0 | 1 => (2.0 * half, backward, DP_OVERLAP, 1.0),
             2 => (half * (m + 1.0), backward * m, DP_OVERLAP, m + 1.0),
             _ => {
-                let base = if c.lora { ring(cfg.dp) * 2.0 * st.stage_params } else { half };
+                let base = if c.lora { ring(reducers) * 2.0 * st.stage_params } else { half };
                 let ov = if cfg.pp > 1 { ZERO3_OVERLAP_PP } else { ZERO3_OVERLAP };
                 ((2.0 * base + half) * m, per_mb * m, ov, 3.0 * m)
             }
@@ -443,25 +789,52 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
         let raw = volume / bw + collectives * stage_layers * lat;
         dp_comm = raw - overlap * raw.min(window);
     }
-    // Adam update streams ~28 bytes per locally owned trainable parameter.
-    let owned = if cfg.zero >= 1 { st.trainable / f64::from(cfg.dp) } else { st.trainable };
-    let optimizer = 28.0 * owned / (c.mem_bw * 0.8);
+    // Adam update streams ~28 bytes per locally owned trainable parameter, on the GPU; with CPU
+    // offload the gradients go down and the parameters come back over PCIe (half hidden behind
+    // the backward) and the CPU updates every GPU's share of the node.
+    let trainable = st.trainable + st.trainable_experts;
+    let owned = if cfg.zero >= 1 { trainable / f64::from(reducers.max(1)) } else { trainable };
+    let mut offload = 0.0;
+    let optimizer = match cfg.offload {
+        Offload::None => 28.0 * owned / (c.mem_bw * 0.8),
+        o => {
+            let mut pcie = 2.0 * 2.0 * owned / c.host_link_bw * 0.5;
+            if o == Offload::OptimizerAndParams {
+                // Parameters stream in for every forward and backward of every micro-batch.
+                pcie += m * 2.0 * 2.0 * st.stage_params / f64::from(reducers.max(1)) / c.host_link_bw * 0.5;
+            }
+            let cpu = owned * f64::from(c.gpus_per_node.min(cfg.gpus()).max(1)) / CPU_ADAM_PARAMS_PER_S;
+            offload = pcie + cpu;
+            offload
+        }
+    };
 
     let step = m * per_mb + bubble + pp_comm + dp_comm + optimizer;
-    let hardware_flops_per_step = c.model_flops_per_step * hardware_ratio(c, cfg.recompute);
-    Timing { step, bubble, tp_comm: tp_comm_mb * (m + (p - 1.0) / v), pp_comm, dp_comm, hardware_flops_per_step }
+    let hardware_flops_per_step = c.model_flops_per_step(cfg.global_batch) * hardware_ratio(c, cfg.recompute);
+    let in_pipe = m + (p - 1.0) / v;
+    Timing {
+        step,
+        bubble,
+        tp_comm: tp_layer * stage_layers * in_pipe,
+        cp_comm: cp_layer * stage_layers * in_pipe,
+        ep_comm: ep_layer * stage_layers * in_pipe,
+        pp_comm,
+        dp_comm,
+        offload,
+        hardware_flops_per_step,
+    }
 }
 
 /// Executed flops / model flops for a recompute policy.
 fn hardware_ratio(c: &TrainCtx, rc: Recompute) -> f64 {
-    let per_tok_layer = c.gemm_tok_layer + c.attn_tok_layer;
+    let gemm = c.gemm_tok_layer + c.expert_gemm_tok_layer;
     let l = f64::from(c.layers);
-    let model = l * per_tok_layer + c.head_tok;
+    let model = l * (gemm + c.attn_tok_layer) + c.head_tok;
     let extra = match rc {
         Recompute::None => 0.0,
         Recompute::Selective => l * c.attn_tok_layer / 3.0,
         Recompute::Full => {
-            let fwd_gemm = if c.lora { c.gemm_tok_layer / 2.0 } else { c.gemm_tok_layer / 3.0 };
+            let fwd_gemm = if c.lora { gemm / 2.0 } else { gemm / 3.0 };
             l * (fwd_gemm + c.attn_tok_layer / 3.0)
         }
     };

@@ -1,7 +1,8 @@
 //! Inference planning: the smallest tensor-parallel degree that holds the weights and the
 //! KV cache, replicated over the cluster.
 //!
-//! - Weights: `2P` bytes (bf16/fp16) or `1P` (fp8), split over `tp * pp`.
+//! - Weights: `2P` bytes (bf16/fp16) or `1P` (fp8), split over `tp` and, by the largest stage's
+//!   share of the layers, over `pp` (stages may be uneven, as vLLM's layer partition allows).
 //! - KV cache: `2 * layers * kv_heads * head_dim * 2` bytes per token, times context times
 //!   sequences in flight, split over `min(tp, kv_heads) * pp` (KV heads are replicated when
 //!   `tp > kv_heads`, as vLLM does; so inference allows `tp % kv_heads == 0`).
@@ -13,10 +14,11 @@
 //! - Diffusion models: data-parallel replicas; images/s = GPUs * 40% peak / (steps * 2
 //!   (classifier-free guidance) * flops per step). Uncalibrated.
 
-use super::cost::{self, FRAGMENTATION, Net};
+use super::cost::{self, FRAGMENTATION, Net, Split};
 use super::train::divisors;
 use super::types::{
-    Cluster, InferenceSpec, MemoryBreakdown, ModelArch, Pins, Plan, Precision, Recompute, WorkloadKind,
+    Cluster, InferenceSpec, MemoryBreakdown, ModelArch, Offload, Pins, Plan, Precision, Recompute, StageSplit,
+    WorkloadKind, count,
 };
 
 const WORKSPACE_BYTES: f64 = 1.0e9;
@@ -77,6 +79,15 @@ fn base_plan(
         tp,
         pp,
         dp: replicas,
+        cp: 1,
+        ep: 1,
+        layers_per_stage: Vec::new(),
+        stage_split: StageSplit::Even,
+        offload: Offload::None,
+        host_memory_per_node_bytes: 0,
+        global_batch: 0,
+        idle_gpus: 0,
+        notes: Vec::new(),
         vp: 1,
         micro_batch: concurrent,
         grad_accum: 1,
@@ -129,8 +140,8 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
             base_plan(1, 1, n, 1, mem, 1.0 / per_gpu, 0.0, per_gpu * flops_per_image / 1e12, DIFFUSION_EFF, 0.0, false);
         plan.images_per_s = Some(images);
         plan.explanation = format!(
-            "{} data-parallel replicas, one per GPU; each image takes about {:.1} s ({} steps with classifier-free guidance), {:.2} images/s in total; {:.1} of {:.1} GB used. Images/s estimate, uncalibrated.",
-            n,
+            "{}, one per GPU; each image takes about {:.1} s ({} steps with classifier-free guidance), {:.2} images/s in total; {:.1} of {:.1} GB used. Images/s estimate, uncalibrated.",
+            count(n, "data-parallel replica", "data-parallel replicas"),
             1.0 / per_gpu,
             d.steps,
             images,
@@ -151,6 +162,7 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
     let bw = cluster.gpu.mem_bandwidth_gb_s * 1e9 * DECODE_BW_EFF;
     let gpn = cluster.gpus_per_node;
     let mut cands: Vec<(f64, Plan)> = Vec::new();
+    let mut splits: Vec<Split> = Vec::new();
 
     for tp in divisors(n) {
         if pins.tp.is_some_and(|x| x != tp)
@@ -161,9 +173,15 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
             continue;
         }
         for pp in divisors(n / tp) {
-            if pins.pp.is_some_and(|x| x != pp) || !model.layers.is_multiple_of(pp) {
+            if pins.pp.is_some_and(|x| x != pp) || pp > model.layers {
                 continue;
             }
+            // Uneven stages are fine for serving (vLLM's layer partition): the largest stage counts.
+            Split::options(model.layers, pp, 1, &mut splits);
+            let Some(split) = splits.first().copied() else {
+                continue;
+            };
+            let stage_share = f64::from(split.max_layers(pp)) / f64::from(model.layers.max(1));
             let replicas = n / tp / pp;
             if pins.dp.is_some_and(|x| x != replicas) {
                 continue;
@@ -173,8 +191,8 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
             let t = f64::from(tp);
             let p = f64::from(pp);
             let kv_split = f64::from(tp.min(model.kv_heads));
-            let weights = weight_bytes / (t * p);
-            let kv = kv_total / (kv_split * p);
+            let weights = weight_bytes / t * stage_share;
+            let kv = kv_total / kv_split * stage_share;
             let act = WORKSPACE_BYTES + 0.02 * weights;
             let buffers = if tp > 1 { 0.1e9 } else { 0.0 };
             let mem = breakdown(weights, kv, act, buffers, usable);
@@ -214,15 +232,17 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
                 calibrated,
             );
             plan.prefill_tokens_per_s = Some(prefill);
+            plan.layers_per_stage = split.layers_per_stage(pp);
+            plan.stage_split = split.kind;
             let bound = if mem_time >= compute_time { "memory-bandwidth" } else { "compute" };
             let split = if pp > 1 { format!("TP {tp} x PP {pp}") } else { format!("TP {tp}") };
             let mut text = format!(
-                "{split} per replica ({} GPUs each), {replicas} {}; weights {:.1} GB + KV cache {:.1} GB ({} sequences x {} tokens) fit in {:.1} of {:.1} GB per GPU; decode is {bound} bound: {:.0} generated tokens/s in total ({:.1} ms per step), prefill about {:.0} tokens/s.",
-                tp * pp,
-                if replicas == 1 { "replica" } else { "replicas" },
+                "{split} per replica ({} each), {}; weights {:.1} GB + KV cache {:.1} GB ({} x {} tokens) fit in {:.1} of {:.1} GB per GPU; decode is {bound} bound: {:.0} generated tokens/s in total ({:.1} ms per step), prefill about {:.0} tokens/s.",
+                count(tp * pp, "GPU", "GPUs"),
+                count(replicas, "replica", "replicas"),
                 weights / 1e9,
                 kv / 1e9,
-                spec.concurrent_seqs,
+                count(spec.concurrent_seqs, "sequence", "sequences"),
                 spec.context_len,
                 mem.total as f64 / 1e9,
                 usable / 1e9,

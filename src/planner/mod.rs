@@ -29,7 +29,7 @@ mod calibration;
 mod tests;
 
 pub use advice::advice;
-pub use catalog::{builtin_gpus, gpu_by_key, preset, preset_names};
+pub use catalog::{builtin_gpus, gpu_by_key, gpu_keys, preset, preset_names, suggestions, unknown_name_message};
 pub use render::render_table;
-pub use search::plan;
+pub use search::{plan, plan_request};
 pub use types::*;

@@ -2,8 +2,10 @@
 
 use super::cost::{self, TrainCtx};
 use super::inference;
-use super::train;
-use super::types::{Cluster, LinkKind, PlanError, PlanInput, PlanResult, SmallestFit, Workload, WorkloadKind};
+use super::train::{self, Pass};
+use super::types::{
+    Cluster, LinkKind, PlanError, PlanInput, PlanRequest, PlanResult, SmallestFit, Workload, WorkloadKind, count,
+};
 
 /// Largest cluster the smallest-fit search tries.
 pub const SMALLEST_FIT_MAX_GPUS: u32 = 16384;
@@ -13,16 +15,25 @@ pub const SMALLEST_FIT_MAX_GPUS: u32 = 16384;
 /// Errors with [`PlanError::Infeasible`] when nothing divides or fits, naming the smallest
 /// cluster of the same GPU model that would work.
 pub fn plan(input: &PlanInput) -> Result<PlanResult, PlanError> {
-    let (result, min_needed, any_divisible) = run(input, input.top_n, false);
-    if !result.plans.is_empty() {
-        return Ok(result);
+    let out = run(input, input.top_n, false);
+    if !out.result.plans.is_empty() {
+        return Ok(out.result);
     }
-    Err(infeasible(input, min_needed, any_divisible))
+    Err(infeasible(input, &out))
 }
 
-/// Runs one search; returns the result, the smallest memory needed and whether anything
-/// divided.
-fn run(input: &PlanInput, top_n: usize, first_only: bool) -> (PlanResult, f64, bool) {
+/// What one search found, and what the infeasibility message needs.
+struct Searched {
+    result: PlanResult,
+    /// Smallest per-GPU memory any configuration needs.
+    min_needed: f64,
+    any_divisible: bool,
+    /// Smallest host memory per node of an offload that fits the GPUs but not the host.
+    min_host: f64,
+}
+
+/// Runs one search.
+fn run(input: &PlanInput, top_n: usize, first_only: bool) -> Searched {
     let gpu = &input.cluster.gpu;
     match input.workload {
         Workload::Train(t) | Workload::Lora(t) => {
@@ -35,7 +46,17 @@ fn run(input: &PlanInput, top_n: usize, first_only: bool) -> (PlanResult, f64, b
                 t.precision,
                 lora.then_some(t.lora_rank),
             );
-            let out = train::search(&ctx, &input.pins, top_n, first_only);
+            let mut out = train::search(&ctx, &input.pins, top_n, first_only, Pass::AllGpus);
+            if out.feasible == 0 && !first_only {
+                // No split over every GPU fits: plans that leave some idle.
+                let idle = train::search(&ctx, &input.pins, top_n, first_only, Pass::Idle);
+                out.evaluated += idle.evaluated;
+                out.feasible += idle.feasible;
+                out.min_needed = out.min_needed.min(idle.min_needed);
+                out.min_host_needed = out.min_host_needed.min(idle.min_host_needed);
+                out.any_divisible |= idle.any_divisible;
+                out.top = idle.top;
+            }
             let kind = if lora { WorkloadKind::Lora } else { WorkloadKind::Train };
             let link = match gpu.link {
                 LinkKind::Nvlink => "NVLink",
@@ -47,15 +68,21 @@ fn run(input: &PlanInput, top_n: usize, first_only: bool) -> (PlanResult, f64, b
                 out.top.items.iter().map(|c| train::to_plan(&ctx, c, kind, &gpu.name, link)).collect()
             };
             let result = PlanResult { plans, evaluated: out.evaluated, feasible: out.feasible };
-            (result, out.min_needed, out.any_divisible)
+            Searched {
+                result,
+                min_needed: out.min_needed,
+                any_divisible: out.any_divisible,
+                min_host: out.min_host_needed,
+            }
         }
         Workload::Inference(spec) => {
             let out = inference::search(&input.model, &input.cluster, &spec, &input.pins, top_n);
-            (
-                PlanResult { plans: out.plans, evaluated: out.evaluated, feasible: out.feasible },
-                out.min_needed,
-                out.any_divisible,
-            )
+            Searched {
+                result: PlanResult { plans: out.plans, evaluated: out.evaluated, feasible: out.feasible },
+                min_needed: out.min_needed,
+                any_divisible: out.any_divisible,
+                min_host: f64::INFINITY,
+            }
         }
     }
 }
@@ -66,7 +93,7 @@ pub fn fits(input: &PlanInput, cluster: Cluster) -> bool {
     probe.cluster = cluster;
     // A pinned DP degree cannot survive a change of cluster size.
     probe.pins.dp = None;
-    run(&probe, 1, true).0.feasible > 0
+    run(&probe, 1, true).result.feasible > 0
 }
 
 /// Candidate cluster shapes, ascending: a single node of 1, 2, 4, ... GPUs below
@@ -114,7 +141,8 @@ fn workload_label(w: &Workload) -> &'static str {
     }
 }
 
-fn infeasible(input: &PlanInput, min_needed: f64, any_divisible: bool) -> PlanError {
+fn infeasible(input: &PlanInput, out: &Searched) -> PlanError {
+    let (min_needed, any_divisible, min_host) = (out.min_needed, out.any_divisible, out.min_host);
     let c = &input.cluster;
     let n = c.total_gpus();
     let usable = cost::usable_bytes(c.gpu.memory_bytes);
@@ -136,30 +164,115 @@ fn infeasible(input: &PlanInput, min_needed: f64, any_divisible: bool) -> PlanEr
         )
     } else {
         let at_least = match fit {
-            Some(f) if f.nodes > 1 => {
-                format!("needs at least {} x {name} ({} nodes of {})", f.gpu_count, f.nodes, f.gpus_per_node)
-            }
+            Some(f) if f.nodes > 1 => format!(
+                "needs at least {} x {name} ({} of {})",
+                f.gpu_count,
+                count(f.nodes, "node", "nodes"),
+                count(f.gpus_per_node, "GPU", "GPUs")
+            ),
             Some(f) => format!("needs at least {} x {name}", f.gpu_count),
             None => {
                 format!("does not fit on any {name} cluster up to {SMALLEST_FIT_MAX_GPUS} GPUs")
             }
         };
-        format!(
-            "{} {label} {at_least}; {n} x {name} hold {hold:.0} GB (the leanest plan needs {:.1} GB per GPU, {:.1} GB usable)",
-            input.model_name,
-            needed / 1e9,
-            usable / 1e9,
-        )
+        let leanest = if needed <= usable && min_host.is_finite() {
+            format!(
+                "the leanest plan fits in GPU memory only with CPU offload, which needs {:.0} GB of host memory per node ({:.0} GB available, 80% usable; set host_memory_gb, CLI --host-memory-gb)",
+                min_host / 1e9,
+                c.host_memory_bytes / 1e9
+            )
+        } else {
+            format!("the leanest plan needs {:.1} GB per GPU, {:.1} GB usable", needed / 1e9, usable / 1e9)
+        };
+        format!("{} {label} {at_least}; {n} x {name} hold {hold:.0} GB ({leanest})", input.model_name)
     };
     PlanError::Infeasible {
         reason,
         needed_bytes_min: if any_divisible { needed as u64 } else { 0 },
         available_bytes: usable as u64,
         smallest_fit: fit,
+        hints: Vec::new(),
     }
+}
+
+/// Validates and plans a request; when nothing fits, adds hints: which defaulted fields
+/// (serving concurrency and context, sequence length) or which workload would fit on the same
+/// cluster.
+pub fn plan_request(req: &PlanRequest) -> Result<PlanResult, PlanError> {
+    let input = req.resolve()?;
+    plan(&input).map_err(|mut err| {
+        if let PlanError::Infeasible { hints: h, .. } = &mut err {
+            *h = hints(req);
+        }
+        err
+    })
+}
+
+fn fits_as_is(input: &PlanInput) -> bool {
+    fits(input, input.cluster.clone())
+}
+
+fn with(req: &PlanRequest, change: impl FnOnce(&mut PlanRequest)) -> Option<PlanInput> {
+    let mut r = req.clone();
+    change(&mut r);
+    r.resolve().ok()
+}
+
+/// Hints for an infeasible request (see [`plan_request`]).
+pub fn hints(req: &PlanRequest) -> Vec<String> {
+    let mut out = Vec::new();
+    let w = &req.workload;
+    match w.kind {
+        WorkloadKind::Inference => {
+            let context = w.context_len.or(w.seq_len).unwrap_or(4096);
+            if w.concurrent_seqs.is_none()
+                && let Some(c) = [8u32, 4, 2, 1]
+                    .into_iter()
+                    .find(|&c| with(req, |r| r.workload.concurrent_seqs = Some(c)).is_some_and(|i| fits_as_is(&i)))
+            {
+                out.push(format!(
+                    "fits with {c} concurrent sequence{} of {context} tokens per replica instead of the default 16 (concurrent_seqs, CLI --concurrent {c})",
+                    if c == 1 { "" } else { "s" }
+                ));
+            }
+            if out.is_empty()
+                && w.context_len.is_none()
+                && w.seq_len.is_none()
+                && let Some(ctx) = [2048u32, 1024, 512].into_iter().find(|&ctx| {
+                    with(req, |r| {
+                        r.workload.context_len = Some(ctx);
+                        r.workload.concurrent_seqs = Some(w.concurrent_seqs.unwrap_or(1));
+                    })
+                    .is_some_and(|i| fits_as_is(&i))
+                })
+            {
+                out.push(format!(
+                    "fits with a context of {ctx} tokens (context_len, CLI --context {ctx}) and {} concurrent sequences",
+                    w.concurrent_seqs.unwrap_or(1)
+                ));
+            }
+        }
+        WorkloadKind::Train | WorkloadKind::Lora => {
+            if w.kind == WorkloadKind::Train
+                && with(req, |r| r.workload.kind = WorkloadKind::Lora).is_some_and(|i| fits_as_is(&i))
+            {
+                out.push("a LoRA fine-tune fits on these GPUs (workload kind lora, CLI --workload lora)".to_string());
+            }
+            if w.seq_len.is_none()
+                && let Some(s) = [2048u32, 1024, 512]
+                    .into_iter()
+                    .find(|&s| with(req, |r| r.workload.seq_len = Some(s)).is_some_and(|i| fits_as_is(&i)))
+            {
+                out.push(format!(
+                    "fits with sequences of {s} tokens instead of the default 4096 (seq_len, CLI --seq {s})"
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// The best plan only, without the infeasibility analysis (for advice).
 pub fn best_plan(input: &PlanInput) -> Option<super::types::Plan> {
-    run(input, 1, false).0.plans.into_iter().next()
+    run(input, 1, false).result.plans.into_iter().next()
 }

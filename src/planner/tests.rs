@@ -1,4 +1,5 @@
 use super::cost::{self, zero_states};
+use super::validate;
 use super::*;
 use proptest::prelude::*;
 
@@ -21,6 +22,7 @@ fn train_request(preset: &str, gpu: &str, gpus: u32, gpn: u32) -> PlanRequest {
             gpus_per_node: Some(gpn),
             inter_node_gbps: Some(3200.0),
             rdma: Some(true),
+            host_memory_gb: None,
         },
         pins: Pins::default(),
         top_n: None,
@@ -56,6 +58,13 @@ fn preset_parameter_counts() {
         ("gpt-1t", 1.0e12),
         ("mixtral-8x7b", 46.7e9),
         ("sdxl", 3.4e9),
+        ("mixtral-8x22b", 140.6e9),
+        ("deepseek-v3", 671.0e9),
+        ("qwen2-57b-a14b", 57.4e9),
+        ("qwen1.5-moe-a2.7b", 14.3e9),
+        ("qwen3-30b-a3b", 30.5e9),
+        ("qwen3-235b-a22b", 235.1e9),
+        ("gpt-oss-120b", 116.8e9),
     ];
     for (name, want) in published {
         let got = preset(name).expect(name).param_count() as f64;
@@ -67,6 +76,22 @@ fn preset_parameter_counts() {
     assert!((l7 / 1e9 - 6.74).abs() < 0.01);
     let l70 = preset("llama3-70b").unwrap().param_count() as f64;
     assert!((l70 / 1e9 - 70.55).abs() < 0.05);
+    // Active parameters of the MoE presets (published: 12.9B, 39B, 37B, 14B, 2.7B).
+    for (name, want) in [
+        ("mixtral-8x7b", 12.9e9),
+        ("mixtral-8x22b", 39.1e9),
+        ("deepseek-v3", 37.0e9),
+        ("qwen2-57b-a14b", 14.2e9),
+        ("qwen1.5-moe-a2.7b", 2.7e9),
+        ("qwen3-30b-a3b", 3.3e9),
+        ("qwen3-235b-a22b", 22.1e9),
+        ("gpt-oss-120b", 5.7e9),
+    ] {
+        let got = preset(name).unwrap().active_param_count() as f64;
+        assert!((got - want).abs() / want < 0.1, "{name} active: {got:.3e} vs {want:.3e}");
+    }
+    // Presets are case-insensitive.
+    assert_eq!(preset("Llama3-70B"), preset("llama3-70b"));
 }
 
 #[test]
@@ -99,7 +124,7 @@ fn llama2_7b_on_8_a100_plans() {
 fn infeasible_llama3_70b_on_four_4090() {
     let input = train_request("llama3-70b", "rtx4090", 4, 4).resolve().unwrap();
     match plan(&input) {
-        Err(PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit }) => {
+        Err(PlanError::Infeasible { reason, needed_bytes_min, available_bytes, smallest_fit, .. }) => {
             let fit = smallest_fit.expect("some rtx4090 cluster fits");
             assert!(fit.gpu_count > 4);
             assert_eq!(fit.gpus_per_node, 4);
@@ -186,6 +211,9 @@ fn fully_pinned_evaluates_one_plan() {
         zero_stage: Some(1),
         recompute: Some(Recompute::Selective),
         sequence_parallel: Some(true),
+        cp: Some(1),
+        ep: Some(1),
+        offload: Some(Offload::None),
     };
     let r = plan(&req.resolve().unwrap()).unwrap();
     assert_eq!(r.evaluated, 1);
@@ -355,7 +383,14 @@ fn arb_train_input() -> impl Strategy<Value = PlanInput> {
                 model_name: SMALL_PRESETS[m].to_string(),
                 model,
                 workload: if lora { Workload::Lora(spec) } else { Workload::Train(spec) },
-                cluster: Cluster { gpu, gpus_per_node: gpn, nodes, inter_node_gbps: 400.0, rdma: true },
+                cluster: Cluster {
+                    gpu,
+                    gpus_per_node: gpn,
+                    nodes,
+                    inter_node_gbps: 400.0,
+                    rdma: true,
+                    host_memory_bytes: 1e12,
+                },
                 pins: Pins::default(),
                 top_n: 20,
             }
@@ -372,11 +407,26 @@ proptest! {
         let gbs = match input.workload { Workload::Train(t) | Workload::Lora(t) => t.global_batch, _ => 0 };
         let usable = cost::usable_bytes(input.cluster.gpu.memory_bytes) as u64;
         for p in &r.plans {
-            prop_assert_eq!(p.tp * p.pp * p.dp, input.cluster.total_gpus());
-            prop_assert_eq!(m.layers % (p.pp * p.vp), 0);
+            prop_assert_eq!(p.tp * p.cp * p.pp * p.dp + p.idle_gpus, input.cluster.total_gpus());
+            prop_assert_eq!(p.layers_per_stage.len() as u32, p.pp);
+            prop_assert_eq!(p.layers_per_stage.iter().sum::<u32>(), m.layers);
+            prop_assert!(p.layers_per_stage.iter().all(|&l| l >= 1));
             prop_assert_eq!(m.heads % p.tp, 0);
-            prop_assert_eq!(gbs % (p.micro_batch * p.dp), 0);
-            prop_assert_eq!(p.grad_accum * p.micro_batch * p.dp, gbs);
+            prop_assert_eq!(p.global_batch % (p.micro_batch * p.dp), 0);
+            prop_assert_eq!(p.grad_accum * p.micro_batch * p.dp, p.global_batch);
+            // The batch is only changed when it does not divide, and then to a neighbour.
+            if gbs % p.dp == 0 {
+                prop_assert_eq!(p.global_batch, gbs);
+            } else {
+                prop_assert!(p.global_batch.abs_diff(gbs) <= p.dp / 2 + p.dp % 2 || gbs < p.dp);
+                prop_assert!(!p.notes.is_empty());
+            }
+            if let Some(moe) = m.moe {
+                prop_assert_eq!(moe.experts % p.ep, 0);
+                prop_assert_eq!((p.dp * p.cp) % p.ep, 0);
+            } else {
+                prop_assert_eq!(p.ep, 1);
+            }
             prop_assert!(p.memory_per_gpu_bytes <= usable);
             prop_assert!(p.step_time_s.is_finite() && p.step_time_s > 0.0);
             prop_assert!(p.mfu > 0.0 && p.mfu < 1.0);
@@ -401,7 +451,7 @@ proptest! {
     ) {
         let req = PlanRequest {
             model: ModelRef { preset: None, architecture: Some(ModelArch {
-                layers, hidden, heads, kv_heads: kv, ffn, vocab, moe: None, diffusion: None,
+                layers, hidden, heads, kv_heads: kv, ffn, vocab, head_dim: None, moe: None, diffusion: None,
             }) },
             workload: WorkloadFields {
                 kind: [WorkloadKind::Train, WorkloadKind::Lora, WorkloadKind::Inference][kind],
@@ -419,6 +469,7 @@ proptest! {
                 gpus_per_node: Some(gpn),
                 inter_node_gbps: Some(100.0),
                 rdma: Some(false),
+                host_memory_gb: None,
             },
             pins: Pins::default(),
             top_n: Some(3),
@@ -450,4 +501,352 @@ fn advice_survives_huge_pools() {
     let res = advice(&req).unwrap();
     assert_eq!(res.options.len(), 1);
     assert!(start.elapsed().as_secs() < 30);
+}
+
+fn with_pins(mut req: PlanRequest, pins: Pins) -> PlanRequest {
+    req.pins = pins;
+    req
+}
+
+#[test]
+fn llama3_405b_published_split_is_uneven() {
+    // Llama 3 paper: 126 layers on PP 16, first and last stages one layer short.
+    let mut req = train_request("llama3.1-405b", "h100", 16384, 8);
+    req.workload.seq_len = Some(8192);
+    req.workload.global_batch = Some(2048);
+    let req = with_pins(req, Pins { tp: Some(8), pp: Some(16), cp: Some(1), ..Pins::default() });
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!(p.stage_split, StageSplit::EmbeddingAndLoss);
+    let mut want = vec![7u32];
+    want.extend([8u32; 14]);
+    want.push(7);
+    assert_eq!(p.layers_per_stage, want);
+    assert_eq!(p.dp, 128);
+    assert!(p.explanation.contains("first and last stages 7 layers"), "{}", p.explanation);
+}
+
+#[test]
+fn stage_split_options() {
+    let mut v = Vec::new();
+    // Even when it divides, plus the embedding/loss split when l + 2 divides too.
+    cost::Split::options(32, 4, 1, &mut v);
+    assert_eq!(v.len(), 1);
+    assert_eq!((v[0].first, v[0].mid, v[0].last), (8, 8, 8));
+    cost::Split::options(126, 8, 8, &mut v);
+    assert_eq!(v.len(), 1);
+    assert_eq!(v[0].kind, StageSplit::EmbeddingAndLoss);
+    assert_eq!(v[0].layers_per_stage(8).iter().sum::<u32>(), 126);
+    // Neither: uneven first/last, the last (LM head) no larger than the first.
+    for (l, pp) in [(32u32, 7u32), (61, 16), (80, 3), (33, 2), (100, 9)] {
+        cost::Split::options(l, pp, 1, &mut v);
+        assert_eq!(v.len(), 1, "{l} on {pp}");
+        let s = v[0];
+        let stages = s.layers_per_stage(pp);
+        assert_eq!(stages.iter().sum::<u32>(), l, "{l} on {pp}: {stages:?}");
+        assert!(stages.iter().all(|&x| x >= 1) && s.last <= s.first && s.first <= s.mid.max(s.first));
+        assert!(s.max_layers(pp) <= l.div_ceil(pp));
+    }
+    // More stages than layers: nothing.
+    cost::Split::options(4, 8, 1, &mut v);
+    assert!(v.is_empty());
+}
+
+#[test]
+fn uneven_stages_cost_the_largest_stage() {
+    // 32 layers on PP 3 (11/11/10) cannot be faster than on 3 stages of 11 would allow, and
+    // the pipeline bubble is costed with the largest stage.
+    let base = with_pins(
+        train_request("llama2-7b", "h100", 3, 3),
+        Pins { tp: Some(1), pp: Some(3), vp: Some(1), micro_batch: Some(1), ..Pins::default() },
+    );
+    let r = plan(&base.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!(p.layers_per_stage, vec![11, 11, 10]);
+    let per_mb = p.bubble_fraction * p.step_time_s / 2.0;
+    // (m + p - 1) micro-batch slots of the slowest stage dominate the step.
+    assert!(per_mb * f64::from(p.grad_accum + 2) <= p.step_time_s * 1.0001);
+}
+
+#[test]
+fn context_parallel_splits_activations() {
+    let mut req = train_request("llama3-70b", "h100", 64, 8);
+    req.workload.seq_len = Some(8192);
+    req.workload.global_batch = Some(128);
+    req.workload.precision = Precision::Fp8;
+    let pinned = |cp: u32, rc: Recompute| {
+        let r = with_pins(
+            req.clone(),
+            Pins {
+                tp: Some(4),
+                pp: Some(4),
+                vp: Some(5),
+                cp: Some(cp),
+                micro_batch: Some(1),
+                recompute: Some(rc),
+                sequence_parallel: Some(true),
+                zero_stage: Some(1),
+                ..Pins::default()
+            },
+        );
+        plan(&r.resolve().unwrap())
+    };
+    let cp1 = pinned(1, Recompute::Full).unwrap();
+    let cp2 = pinned(2, Recompute::Full).unwrap();
+    assert_eq!((cp2.plans[0].cp, cp2.plans[0].dp), (2, 2));
+    let a1 = cp1.plans[0].memory.activations as f64;
+    let a2 = cp2.plans[0].memory.activations as f64;
+    assert!((a2 / a1 - 0.5).abs() < 0.05, "CP 2 halves activations: {a1} -> {a2}");
+    // NeMo's published configuration: CP 2 without recomputation.
+    let fast = pinned(2, Recompute::None).unwrap();
+    assert!(fast.plans[0].tokens_per_s > cp1.plans[0].tokens_per_s);
+    assert!(fast.plans[0].explanation.contains("CP 2"), "{}", fast.plans[0].explanation);
+}
+
+#[test]
+fn expert_parallelism_shards_experts_and_costs_all_to_all() {
+    let req = train_request("mixtral-8x7b", "h100", 64, 8);
+    let pinned = |ep: u32, gpn: u32| {
+        let mut r = with_pins(
+            req.clone(),
+            Pins {
+                tp: Some(1),
+                pp: Some(4),
+                vp: Some(1),
+                ep: Some(ep),
+                micro_batch: Some(1),
+                zero_stage: Some(1),
+                recompute: Some(Recompute::Full),
+                ..Pins::default()
+            },
+        );
+        r.cluster.gpus_per_node = Some(gpn);
+        r.cluster.inter_node_gbps = Some(400.0);
+        plan(&r.resolve().unwrap()).unwrap().plans.remove(0)
+    };
+    let ep1 = pinned(1, 8);
+    let ep8 = pinned(8, 8);
+    assert_eq!(ep8.ep, 8);
+    assert!(ep8.explanation.contains("1 of 8 experts per GPU"), "{}", ep8.explanation);
+    // Expert weights are split 8 ways; attention and embeddings are not.
+    assert!(ep8.memory.weights * 3 < ep1.memory.weights, "{} vs {}", ep8.memory.weights, ep1.memory.weights);
+    assert!(ep8.explanation.contains("all-to-all") && !ep1.explanation.contains("all-to-all"));
+    // The same EP group spread over 2-GPU nodes runs its all-to-all over the node network.
+    let spread = pinned(8, 2);
+    assert!(spread.comm_fraction > ep8.comm_fraction, "{} vs {}", spread.comm_fraction, ep8.comm_fraction);
+    // EP never applies to dense models.
+    let dense = with_pins(train_request("llama2-7b", "h100", 8, 8), Pins { ep: Some(2), ..Pins::default() });
+    assert!(plan(&dense.resolve().unwrap()).is_err());
+}
+
+#[test]
+fn any_cluster_size_plans() {
+    // 13 GPUs: the batch of 512 does not divide by DP 13; the nearest multiple runs, flagged.
+    let r = plan(&train_request("llama2-7b", "h100", 13, 13).resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!(p.tp * p.cp * p.pp * p.dp + p.idle_gpus, 13);
+    if p.dp == 13 {
+        assert_eq!(p.global_batch, 507);
+        assert!(p.notes[0].contains("507"), "{:?}", p.notes);
+    }
+    // Plans running the requested batch rank before adjusted ones.
+    let r = plan(&train_request("llama2-7b", "h100", 6, 6).resolve().unwrap()).unwrap();
+    assert_eq!(r.plans[0].global_batch, 512);
+    assert!(r.plans.windows(2).all(|w| w[0].global_batch == 512 || w[1].global_batch != 512));
+    // A pinned split that cannot use all 12 GPUs leaves 4 idle instead of failing.
+    let req =
+        with_pins(train_request("llama2-7b", "h100", 12, 12), Pins { tp: Some(4), pp: Some(2), ..Pins::default() });
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!((p.dp, p.idle_gpus), (1, 4));
+    assert!(p.notes.iter().any(|n| n.contains("4 idle")), "{:?}", p.notes);
+    assert_eq!(trainbatch(p), 512);
+}
+
+fn trainbatch(p: &Plan) -> u32 {
+    p.micro_batch * p.grad_accum * p.dp
+}
+
+#[test]
+fn cpu_offload_fits_7b_full_fine_tune_on_four_4090() {
+    let req = train_request("llama2-7b", "rtx4090", 4, 4);
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_ne!(p.offload, Offload::None, "{}", p.explanation);
+    assert!(p.host_memory_per_node_bytes > 50_000_000_000);
+    assert!(p.memory.optimizer < 1_000_000_000);
+    assert!(p.explanation.contains("CPU offload"), "{}", p.explanation);
+    // Pinning no offload brings back "needs more GPUs".
+    let none = with_pins(req.clone(), Pins { offload: Some(Offload::None), ..Pins::default() });
+    assert!(matches!(plan(&none.resolve().unwrap()), Err(PlanError::Infeasible { .. })));
+    // Too little host memory: infeasible, and the reason says so.
+    let mut small = req.clone();
+    small.cluster.host_memory_gb = Some(32.0);
+    match plan(&small.resolve().unwrap()) {
+        Err(PlanError::Infeasible { reason, .. }) => assert!(reason.contains("host memory"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    small.cluster.host_memory_gb = Some(-1.0);
+    assert!(matches!(small.resolve(), Err(PlanError::Invalid { field, .. }) if field == "cluster.host_memory_gb"));
+}
+
+#[test]
+fn hints_name_the_default_that_fails() {
+    let mut req = train_request("llama2-7b", "rtx4090", 1, 1);
+    req.workload.kind = WorkloadKind::Inference;
+    req.workload.seq_len = None;
+    match plan_request(&req) {
+        Err(PlanError::Infeasible { hints, .. }) => {
+            assert!(hints.iter().any(|h| h.contains("--concurrent")), "{hints:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // The hint is right: with that concurrency it plans.
+    req.workload.concurrent_seqs = Some(2);
+    assert!(plan_request(&req).is_ok());
+    // A concurrency the user chose is not second-guessed.
+    req.workload.concurrent_seqs = Some(64);
+    match plan_request(&req) {
+        Err(PlanError::Infeasible { hints, .. }) => assert!(hints.iter().all(|h| !h.contains("--concurrent"))),
+        other => panic!("{other:?}"),
+    }
+    // A LoRA with the default global batch on one 4090 says its step crawls.
+    let mut lora = train_request("llama2-7b", "rtx4090", 1, 1);
+    lora.workload.kind = WorkloadKind::Lora;
+    let r = plan_request(&lora).unwrap();
+    assert!(r.plans[0].notes.iter().any(|n| n.contains("min at a global batch of 512")), "{:?}", r.plans[0].notes);
+}
+
+#[test]
+fn names_are_case_insensitive_with_suggestions() {
+    assert_eq!(gpu_by_key("H100").unwrap().key, "h100");
+    assert_eq!(gpu_by_key(" A100-80G ").unwrap().key, "a100-80g");
+    let mut req = train_request("llama2-7b", "a100", 8, 8);
+    match req.resolve() {
+        Err(PlanError::Invalid { field, message }) => {
+            assert_eq!(field, "cluster.gpu");
+            assert!(message.contains("did you mean") && message.contains("a100-80g"), "{message}");
+            assert!(message.contains("known: rtx4090"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    req.cluster.gpu = Some("H100".into());
+    req.model.preset = Some("LLAMA2-7B".into());
+    let input = req.resolve().unwrap();
+    assert_eq!(input.model_name, "llama2-7b");
+    assert_eq!(suggestions("mixtral", preset_names()), vec!["mixtral-8x7b", "mixtral-8x22b"]);
+    assert_eq!(suggestions("lama3-70b", preset_names()), vec!["llama3-70b"]);
+    // A hostile name is cut short, not echoed or compared whole.
+    let long = "x\u{0}".repeat(100_000);
+    let message = unknown_name_message("GPU", &long, ["h100"]);
+    assert!(message.len() < 200 && message.ends_with("known: h100"), "{}", message.len());
+}
+
+#[test]
+fn render_columns_follow_the_model() {
+    let mut req = train_request("sdxl", "rtx4090", 2, 2);
+    req.workload.kind = WorkloadKind::Inference;
+    let table = render_table(&plan(&req.resolve().unwrap()).unwrap());
+    assert!(table.contains("images/s") && !table.contains("prefill") && !table.contains("decode"), "{table}");
+    assert!(table.contains("1 configuration evaluated, 1 fits"), "{table}");
+    let table = render_table(&plan(&train_request("llama2-7b", "h100", 8, 8).resolve().unwrap()).unwrap());
+    assert!(table.contains(" cp ") && table.contains(" ep ") && table.contains("layers"), "{table}");
+}
+
+#[test]
+fn moe_validation_and_overflow() {
+    let mut arch = preset("deepseek-v3").unwrap();
+    arch.moe.as_mut().unwrap().capacity_factor = Some(f64::NAN);
+    let field = |a: &ModelArch| match validate::validate_arch(a, "model.architecture") {
+        Err(PlanError::Invalid { field, .. }) => field,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(field(&arch), "model.architecture.moe.capacity_factor");
+    arch.moe.as_mut().unwrap().capacity_factor = None;
+    arch.moe.as_mut().unwrap().dense_layers = 61;
+    assert_eq!(field(&arch), "model.architecture.moe.dense_layers");
+    // The largest valid architecture does not overflow.
+    let huge = ModelArch {
+        layers: 4096,
+        hidden: 1 << 20,
+        heads: 1 << 10,
+        kv_heads: 1 << 10,
+        ffn: (1 << 23) - 1,
+        vocab: 1 << 24,
+        head_dim: Some(4096),
+        moe: Some(MoeSpec {
+            experts: 1024,
+            experts_per_token: 1024,
+            shared_experts: 1024,
+            dense_layers: 0,
+            dense_ffn: None,
+            capacity_factor: Some(64.0),
+        }),
+        diffusion: None,
+    };
+    validate::validate_arch(&huge, "a").unwrap();
+    assert!(huge.param_count() > 0 && huge.active_param_count() > 0);
+    let pins = Pins { cp: Some(0), ..Pins::default() };
+    assert!(matches!(validate::validate_pins(&pins), Err(PlanError::Invalid { field, .. }) if field == "pins.cp"));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn moe_requests_never_panic_and_respect_ep(
+        experts in 1u32..300, k in 1u32..10, shared in 0u32..4, dense in 0u32..4, gpus in 1u32..70,
+        gpn in prop::sample::select(vec![1u32, 2, 4, 8]), seq in prop::sample::select(vec![1024u32, 8192, 16384]),
+        gbs in 1u32..600, kind in 0usize..3,
+    ) {
+        let gpus = gpus.div_ceil(gpn) * gpn;
+        let req = PlanRequest {
+            model: ModelRef { preset: None, architecture: Some(ModelArch {
+                layers: 8, hidden: 1024, heads: 8, kv_heads: 2, ffn: 512, vocab: 32000, head_dim: None,
+                moe: Some(MoeSpec { experts, experts_per_token: k.min(experts), shared_experts: shared,
+                    dense_layers: dense, dense_ffn: Some(2048), capacity_factor: None }),
+                diffusion: None,
+            }) },
+            workload: WorkloadFields {
+                kind: [WorkloadKind::Train, WorkloadKind::Lora, WorkloadKind::Inference][kind],
+                precision: Precision::Bf16,
+                seq_len: Some(seq),
+                global_batch: Some(gbs),
+                lora_rank: None,
+                context_len: None,
+                concurrent_seqs: None,
+            },
+            cluster: ClusterFields {
+                gpu: Some("a100-40g".into()), gpu_spec: None, gpus, gpus_per_node: Some(gpn),
+                inter_node_gbps: Some(200.0), rdma: Some(true), host_memory_gb: None,
+            },
+            pins: Pins::default(),
+            top_n: Some(5),
+        };
+        let input = req.resolve().unwrap();
+        if let Ok(r) = plan(&input) {
+            for p in &r.plans {
+                prop_assert_eq!(experts % p.ep, 0);
+                prop_assert_eq!((p.dp * p.cp) % p.ep, 0);
+                prop_assert!(p.step_time_s.is_finite() && p.step_time_s > 0.0);
+                prop_assert!(p.memory_per_gpu_bytes <= p.memory.usable);
+            }
+        }
+    }
+}
+
+#[test]
+fn serving_splits_layers_unevenly_too() {
+    let mut req = train_request("llama2-7b", "a10", 3, 3);
+    req.workload.kind = WorkloadKind::Inference;
+    req.workload.concurrent_seqs = Some(4);
+    req.pins = Pins { tp: Some(1), pp: Some(3), ..Pins::default() };
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!(p.layers_per_stage.iter().sum::<u32>(), 32);
+    assert_eq!(p.layers_per_stage.len(), 3);
+    // The largest stage's share of the weights sits on one GPU.
+    let weights = preset("llama2-7b").unwrap().param_count() as f64 * 2.0;
+    let largest = f64::from(*p.layers_per_stage.iter().max().unwrap()) / 32.0;
+    assert!((p.memory.weights as f64 / (weights * largest) - 1.0).abs() < 0.01);
 }

@@ -1,25 +1,41 @@
 //! Exhaustive search over training configurations.
 //!
-//! Divisibility rules (Megatron-LM's):
-//! - `tp * pp * dp == gpus`; `heads % tp == 0`, `kv_heads % tp == 0` (query groups are split,
-//!   never replicated, in training), `hidden % tp == 0`;
+//! Rules (Megatron-LM's):
+//! - `tp * cp * pp * dp == gpus` (or, only when nothing fits that way, `<= gpus` with the rest
+//!   idle); `heads % tp == 0`, `kv_heads % tp == 0` (query groups are split, never replicated,
+//!   in training), `hidden % tp == 0`;
 //! - `tp` divides `gpus_per_node`, or is a multiple of it (crossing nodes, costed over the
 //!   node network with a heavy penalty);
-//! - `layers % (pp * vp) == 0`; `vp > 1` needs `pp > 1` and `grad_accum % pp == 0`;
-//! - `global_batch % (micro_batch * dp) == 0`, micro-batch at most 64;
-//! - sequence parallelism only with `tp > 1`; ZeRO stages 1-3 only with `dp > 1`.
+//! - context parallelism: `seq_len % (2 * cp) == 0` (load-balanced causal chunks), `cp <= 64`,
+//!   and, unless pinned, at least 4096 tokens per rank;
+//! - expert parallelism (MoE only): `experts % ep == 0` and `(dp * cp) % ep == 0` (EP is
+//!   carved out of the data-parallel ranks, as in Megatron-Core);
+//! - layers over stages: even (`layers % (pp * vp) == 0`), embedding and loss counted as a
+//!   layer each (`(layers + 2) % (pp * vp) == 0`), or, for `vp == 1` when neither exists,
+//!   uneven first/last stages (see [`Split::options`]); `vp > 1` needs `pp > 1` and
+//!   `grad_accum % pp == 0`;
+//! - `global_batch % (micro_batch * dp) == 0`, micro-batch at most 64; when the requested batch
+//!   does not divide by `dp`, the nearest multiple of `dp` is run instead and the plan says so
+//!   (ranked after every plan that runs the requested batch);
+//! - sequence parallelism only with `tp > 1`; ZeRO stages 1-3 only with `dp * cp > 1`, except
+//!   with CPU offload (which needs ZeRO >= 1; parameter offload needs ZeRO-3). Offload is only
+//!   tried where the plain variant does not fit.
 //!
-//! Pruning: memory is monotone in the micro-batch and smallest at `vp == 1`, so the
-//! micro-batch loop stops at the first size whose leanest variant does not fit; the time
-//! model only runs on configurations that fit. Only the top N are kept (sorted insertion).
+//! Pruning: memory is monotone in the micro-batch, so the micro-batch loop stops at the first
+//! size none of whose split variants fits; the time model only runs on configurations that
+//! fit. Only the top N are kept (sorted insertion).
 
-use super::cost::{self, Config, Timing, TrainCtx};
-use super::types::{MemoryBreakdown, Pins, Plan, Recompute, WorkloadKind};
+use super::cost::{self, Config, Split, Timing, TrainCtx};
+use super::types::{MemoryBreakdown, Offload, Pins, Plan, Recompute, StageSplit, WorkloadKind, count};
 use std::cmp::Ordering;
 
 /// Largest micro-batch the search considers.
 pub const MAX_MICRO_BATCH: u32 = 64;
-
+/// Largest context-parallel degree the search considers.
+pub const MAX_CP: u32 = 64;
+/// Fewest tokens per rank an unpinned context-parallel degree leaves (NeMo recipes start CP
+/// at 8k-token sequences).
+pub const MIN_CP_TOKENS: u32 = 4096;
 /// Divisors of `n`, ascending.
 pub fn divisors(n: u32) -> Vec<u32> {
     let mut small = Vec::new();
@@ -43,8 +59,11 @@ pub fn divisors(n: u32) -> Vec<u32> {
 pub struct Candidate {
     pub cfg: Config,
     pub mem: MemoryBreakdown,
+    pub host_per_node: f64,
     pub timing: Timing,
     pub tokens_per_s: f64,
+    /// 0: the requested batch on every GPU; 1: an adjusted global batch; 2: some GPUs idle.
+    pub tier: u8,
 }
 
 fn rc_index(r: Recompute) -> u8 {
@@ -55,12 +74,37 @@ fn rc_index(r: Recompute) -> u8 {
     }
 }
 
-/// Best first: more tokens/s, then less memory, then a fixed order of the knobs.
+fn split_index(s: StageSplit) -> u8 {
+    match s {
+        StageSplit::Even => 0,
+        StageSplit::EmbeddingAndLoss => 1,
+        StageSplit::Uneven => 2,
+    }
+}
+
+/// Best first: the requested batch on all GPUs before departures from the request, then more
+/// tokens/s, then less memory, then a fixed order of the knobs.
 pub fn rank(a: &Candidate, b: &Candidate) -> Ordering {
-    b.tokens_per_s.total_cmp(&a.tokens_per_s).then(a.mem.total.cmp(&b.mem.total)).then_with(|| {
-        let key = |c: &Config| (c.tp, c.pp, c.vp, c.micro_batch, c.zero, c.sp, rc_index(c.recompute));
-        key(&a.cfg).cmp(&key(&b.cfg))
-    })
+    a.tier.cmp(&b.tier).then(b.tokens_per_s.total_cmp(&a.tokens_per_s)).then(a.mem.total.cmp(&b.mem.total)).then_with(
+        || {
+            let key = |c: &Config| {
+                (
+                    c.tp,
+                    c.cp,
+                    c.pp,
+                    c.ep,
+                    c.vp,
+                    c.micro_batch,
+                    c.zero,
+                    c.sp,
+                    rc_index(c.recompute),
+                    c.offload as u8,
+                    split_index(c.split.kind),
+                )
+            };
+            key(&a.cfg).cmp(&key(&b.cfg))
+        },
+    )
 }
 
 /// Keeps the best `n` candidates, sorted.
@@ -94,22 +138,57 @@ pub struct Outcome {
     pub feasible: u64,
     /// Smallest per-GPU memory any divisible configuration needs.
     pub min_needed: f64,
+    /// Smallest host memory per node among configurations that fit in GPU memory only with an
+    /// offload the host cannot hold (infinite when none).
+    pub min_host_needed: f64,
     pub any_divisible: bool,
 }
 
-/// Searches all configurations; with `first_only` it stops at the first one that fits.
-pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool) -> Outcome {
-    let mut out =
-        Outcome { top: TopN::new(top_n), evaluated: 0, feasible: 0, min_needed: f64::INFINITY, any_divisible: false };
+/// The global batch a data-parallel degree runs: the requested one when it divides, else the
+/// nearest multiple of `dp` (ties upwards).
+pub fn batch_for(requested: u32, dp: u32) -> u32 {
+    let dp = dp.max(1);
+    if requested.is_multiple_of(dp) {
+        return requested;
+    }
+    let down = requested / dp * dp;
+    let up = down.saturating_add(dp);
+    if down == 0 || requested - down >= up - requested { up } else { down }
+}
+
+/// Which parts of the space a search pass covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pass {
+    /// Model-parallel sizes that divide the cluster: every GPU works.
+    AllGpus,
+    /// Model-parallel sizes that do not divide it: `gpus % (tp*cp*pp)` GPUs stay idle.
+    Idle,
+}
+
+/// Searches all configurations of one pass; with `first_only` it stops at the first one that
+/// fits.
+pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: Pass) -> Outcome {
+    let mut out = Outcome {
+        top: TopN::new(top_n),
+        evaluated: 0,
+        feasible: 0,
+        min_needed: f64::INFINITY,
+        min_host_needed: f64::INFINITY,
+        any_divisible: false,
+    };
     let n = c.gpus;
     let gpn = c.gpus_per_node;
+    let idle = pass == Pass::Idle;
     let rcs: Vec<Recompute> = match pins.recompute {
         Some(r) => vec![r],
         None => Recompute::ALL.to_vec(),
     };
+    let tps: Vec<u32> = if idle { (1..=n.min(c.heads)).collect() } else { divisors(n) };
     let mut bs: Vec<u32> = Vec::new();
     let mut nv: Vec<u64> = Vec::new();
-    for tp in divisors(n) {
+    let mut variants: Vec<(u32, Split)> = Vec::new();
+    let mut splits: Vec<Split> = Vec::new();
+    for tp in tps {
         if pins.tp.is_some_and(|x| x != tp)
             || !c.heads.is_multiple_of(tp)
             || !c.kv_heads.is_multiple_of(tp)
@@ -124,81 +203,135 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool) -> Outc
             (false, Some(true)) => &[],
             (_, Some(false)) | (false, None) => &[false],
         };
-        for pp in divisors(n / tp) {
-            if pins.pp.is_some_and(|x| x != pp) || !c.layers.is_multiple_of(pp) {
+        let rest = n / tp;
+        let cps: Vec<u32> = if idle { (1..=rest.min(MAX_CP)).collect() } else { divisors(rest) };
+        for cp in cps {
+            if pins.cp.unwrap_or(1) != cp && (pins.cp.is_some() || cp > MAX_CP) {
                 continue;
             }
-            let dp = n / tp / pp;
-            if pins.dp.is_some_and(|x| x != dp) || !c.global_batch.is_multiple_of(dp) {
+            if cp > 1 && !c.seq_u.is_multiple_of(2 * cp) {
                 continue;
             }
-            let per_dp = c.global_batch / dp;
-            bs.clear();
-            bs.extend(
-                divisors(per_dp)
-                    .into_iter()
-                    .filter(|&b| b <= MAX_MICRO_BATCH && pins.micro_batch.is_none_or(|x| x == b)),
-            );
-            let vs: Vec<u32> = divisors(c.layers / pp)
-                .into_iter()
-                .filter(|&v| (v == 1 || pp > 1) && pins.vp.is_none_or(|x| x == v))
-                .collect();
-            if bs.is_empty() || vs.is_empty() {
+            // Unpinned, CP is only tried while every rank keeps at least MIN_CP_TOKENS tokens:
+            // shorter ring-attention chunks cannot hide their K/V exchange.
+            if cp > 1 && pins.cp.is_none() && c.seq_u / cp < MIN_CP_TOKENS {
                 continue;
             }
-            nv.clear();
-            for &b in &bs {
-                let m = per_dp / b;
-                let cnt = vs.iter().filter(|&&v| v == 1 || m.is_multiple_of(pp)).count() as u64;
-                nv.push(cnt);
-            }
-            let per_rc_sp: u64 = nv.iter().sum();
-            let inner = per_rc_sp * rcs.len() as u64 * sps.len() as u64;
-            if inner == 0 {
-                continue;
-            }
-            let zeros: &[u8] = match pins.zero_stage {
-                Some(0) => &[0],
-                Some(1) => &[1],
-                Some(2) => &[2],
-                Some(3) => &[3],
-                Some(_) => &[],
-                None if dp == 1 => &[0],
-                None => &[0, 1, 2, 3],
-            };
-            for &zero in zeros {
-                out.evaluated += inner;
-                out.any_divisible = true;
-                let st = cost::model_states(c, tp, pp, dp, zero);
-                for &rc in &rcs {
-                    for &sp in sps {
-                        for (bi, &b) in bs.iter().enumerate() {
-                            let mut cfg = Config { tp, pp, dp, vp: vs[0], micro_batch: b, zero, sp, recompute: rc };
-                            // Leanest variant first: memory only grows with b and vp.
-                            let lean = cost::memory(c, &cfg, &st);
-                            out.min_needed = out.min_needed.min(lean.total as f64);
-                            if lean.total as f64 > c.usable {
-                                break;
-                            }
-                            if nv[bi] == 0 {
+            let rest = n / tp / cp;
+            let pps: Vec<u32> = if idle { (1..=rest.min(c.layers)).collect() } else { divisors(rest) };
+            for pp in pps {
+                if pins.pp.is_some_and(|x| x != pp) || pp > c.layers {
+                    continue;
+                }
+                let mp = tp * cp * pp;
+                let mut dp = n / mp;
+                if idle {
+                    if n.is_multiple_of(mp) && pins.dp.is_none_or(|x| x == dp) {
+                        // Covered by the all-GPU pass.
+                        continue;
+                    }
+                    if let Some(x) = pins.dp {
+                        if u64::from(x) * u64::from(mp) > u64::from(n) {
+                            continue;
+                        }
+                        dp = x;
+                    }
+                } else if pins.dp.is_some_and(|x| x != dp) {
+                    continue;
+                }
+                if dp == 0 {
+                    continue;
+                }
+                let global_batch = batch_for(c.global_batch, dp);
+                if global_batch == 0 {
+                    continue;
+                }
+                let tier = if idle {
+                    2
+                } else if global_batch != c.global_batch {
+                    1
+                } else {
+                    0
+                };
+                let per_dp = global_batch / dp;
+                bs.clear();
+                bs.extend(
+                    divisors(per_dp)
+                        .into_iter()
+                        .filter(|&b| b <= MAX_MICRO_BATCH && pins.micro_batch.is_none_or(|x| x == b)),
+                );
+                variants.clear();
+                let max_v = if pp > 1 { (c.layers + 2) / pp } else { 1 };
+                for v in 1..=max_v {
+                    if pins.vp.is_some_and(|x| x != v) {
+                        continue;
+                    }
+                    Split::options(c.layers, pp, v, &mut splits);
+                    variants.extend(splits.iter().map(|s| (v, *s)));
+                }
+                if bs.is_empty() || variants.is_empty() {
+                    continue;
+                }
+                nv.clear();
+                for &b in &bs {
+                    let m = per_dp / b;
+                    let cnt = variants.iter().filter(|(v, _)| *v == 1 || m.is_multiple_of(pp)).count() as u64;
+                    nv.push(cnt);
+                }
+                let per_rc_sp: u64 = nv.iter().sum();
+                let inner = per_rc_sp * rcs.len() as u64 * sps.len() as u64;
+                if inner == 0 {
+                    continue;
+                }
+                let reducers = dp * cp;
+                let eps: Vec<u32> = if c.experts == 0 {
+                    if pins.ep.is_some_and(|x| x != 1) { Vec::new() } else { vec![1] }
+                } else {
+                    divisors(c.experts)
+                        .into_iter()
+                        .filter(|&e| reducers.is_multiple_of(e) && pins.ep.is_none_or(|x| x == e))
+                        .collect()
+                };
+                let zeros: &[u8] = match pins.zero_stage {
+                    Some(0) => &[0],
+                    Some(1) => &[1],
+                    Some(2) => &[2],
+                    Some(3) => &[3],
+                    Some(_) => &[],
+                    None if reducers == 1 && c.lora => &[0],
+                    None => &[0, 1, 2, 3],
+                };
+                for &ep in &eps {
+                    for &zero in zeros {
+                        let base = Config {
+                            tp,
+                            cp,
+                            pp,
+                            dp,
+                            ep,
+                            vp: 1,
+                            micro_batch: bs[0],
+                            zero,
+                            sp: false,
+                            recompute: Recompute::None,
+                            offload: Offload::None,
+                            split: variants[0].1,
+                            global_batch,
+                        };
+                        let offloads = offload_options(c, pins, base, &variants);
+                        for &offload in offloads.iter() {
+                            if zero > 0 && reducers == 1 && offload == Offload::None && pins.zero_stage.is_none() {
                                 continue;
                             }
-                            let m = per_dp / b;
-                            for &v in &vs {
-                                if v > 1 && !m.is_multiple_of(pp) {
-                                    continue;
-                                }
-                                cfg.vp = v;
-                                let mem = if v == vs[0] { lean } else { cost::memory(c, &cfg, &st) };
-                                if mem.total as f64 > c.usable {
-                                    continue;
-                                }
-                                out.feasible += 1;
-                                let timing = cost::timing(c, &cfg, &st);
-                                let tokens = f64::from(c.global_batch) * c.seq / timing.step;
-                                out.top.push(Candidate { cfg, mem, timing, tokens_per_s: tokens });
-                                if first_only {
-                                    return out;
+                            out.evaluated += inner;
+                            out.any_divisible = true;
+                            for &rc in &rcs {
+                                for &sp in sps {
+                                    let template = Config { sp, recompute: rc, offload, ..base };
+                                    if scan_micro_batches(c, &mut out, template, &bs, &nv, &variants, tier, first_only)
+                                    {
+                                        return out;
+                                    }
                                 }
                             }
                         }
@@ -210,21 +343,117 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool) -> Outc
     out
 }
 
+/// Costs `template` at every micro-batch in `bs` (ascending) and every (vp, split) variant,
+/// keeping the feasible ones in `out`; stops at the first micro-batch none of whose variants
+/// fits (memory only grows with it). Returns true when `first_only` found a fit.
+#[allow(clippy::too_many_arguments)]
+fn scan_micro_batches(
+    c: &TrainCtx,
+    out: &mut Outcome,
+    template: Config,
+    bs: &[u32],
+    nv: &[u64],
+    variants: &[(u32, Split)],
+    tier: u8,
+    first_only: bool,
+) -> bool {
+    let per_dp = template.global_batch / template.dp;
+    for (bi, &b) in bs.iter().enumerate() {
+        let m = per_dp / b;
+        let mut any_fit = false;
+        let mut lean = f64::INFINITY;
+        for &(v, split) in variants {
+            if v > 1 && !m.is_multiple_of(template.pp) {
+                continue;
+            }
+            let cfg = Config { vp: v, micro_batch: b, split, ..template };
+            let mem = cost::memory(c, &cfg);
+            lean = lean.min(mem.breakdown.total as f64);
+            if !mem.fits(c) {
+                if mem.breakdown.total as f64 <= c.usable {
+                    out.min_host_needed = out.min_host_needed.min(mem.host_per_node);
+                }
+                continue;
+            }
+            any_fit = true;
+            out.feasible += 1;
+            let timing = cost::timing(c, &cfg, &mem.states);
+            let tokens = f64::from(cfg.global_batch) * c.seq / timing.step;
+            out.top.push(Candidate {
+                cfg,
+                mem: mem.breakdown,
+                host_per_node: mem.host_per_node,
+                timing,
+                tokens_per_s: tokens,
+                tier,
+            });
+            if first_only {
+                return true;
+            }
+        }
+        out.min_needed = out.min_needed.min(lean);
+        if !any_fit && nv[bi] > 0 {
+            break;
+        }
+    }
+    false
+}
+
+/// CPU offload variants worth trying for `base` (its ZeRO stage set): pinned, or (full
+/// training only) when the leanest variant without offload does not fit.
+fn offload_options(c: &TrainCtx, pins: &Pins, base: Config, variants: &[(u32, Split)]) -> Vec<Offload> {
+    let zero = base.zero;
+    let allowed = |o: Offload| match o {
+        Offload::None => true,
+        Offload::Optimizer => zero >= 1 && !c.lora,
+        Offload::OptimizerAndParams => zero == 3 && !c.lora,
+    };
+    if let Some(o) = pins.offload {
+        return if allowed(o) { vec![o] } else { Vec::new() };
+    }
+    if c.lora || zero == 0 {
+        return vec![Offload::None];
+    }
+    // Leanest variant: the smallest micro-batch, full recompute, sequence parallel, vp 1.
+    let lean = variants.iter().filter(|(v, _)| *v == 1).any(|&(_, split)| {
+        let cfg = Config {
+            sp: base.tp > 1 && pins.sequence_parallel != Some(false),
+            recompute: pins.recompute.unwrap_or(Recompute::Full),
+            split,
+            ..base
+        };
+        cost::memory(c, &cfg).fits(c)
+    });
+    if lean && base.dp * base.cp > 1 {
+        vec![Offload::None]
+    } else {
+        Offload::ALL.into_iter().filter(|&o| allowed(o)).collect()
+    }
+}
+
 fn gb(bytes: f64) -> String {
     format!("{:.1}", bytes / 1e9)
+}
+
+/// A global batch (a multiple of `unit`) that would take about `target_s` per step.
+pub fn suggested_batch(global_batch: u32, unit: u32, step_s: f64, target_s: f64) -> u32 {
+    let unit = unit.max(1);
+    let want = (f64::from(global_batch) * target_s / step_s.max(1e-9)).floor() as u32;
+    (want / unit * unit).max(unit)
 }
 
 /// Turns a candidate into a public plan with its explanation.
 pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &str, link: &str) -> Plan {
     let cfg = cand.cfg;
     let t = &cand.timing;
-    let gpus = f64::from(c.gpus);
-    let tflops = c.model_flops_per_step / t.step / gpus / 1e12;
-    let hw = t.hardware_flops_per_step / t.step / gpus / 1e12;
+    let used = f64::from(cfg.gpus().max(1));
+    let tflops = c.model_flops_per_step(cfg.global_batch) / t.step / used / 1e12;
+    let hw = t.hardware_flops_per_step / t.step / used / 1e12;
     let mfu = tflops * 1e12 / c.peak;
     let bubble_fraction = t.bubble / t.step;
-    let comm_fraction = (t.tp_comm + t.pp_comm + t.dp_comm) / t.step;
-    let grad_accum = cfg.grad_accum(c.global_batch);
+    let comm_fraction = (t.tp_comm + t.cp_comm + t.ep_comm + t.pp_comm + t.dp_comm) / t.step;
+    let grad_accum = cfg.grad_accum();
+    let layers_per_stage = cfg.split.layers_per_stage(cfg.pp);
 
     let mut parts: Vec<String> = Vec::new();
     if cfg.tp > 1 {
@@ -236,24 +465,65 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
     } else {
         parts.push("no tensor parallelism".to_string());
     }
+    if cfg.cp > 1 {
+        parts.push(format!("CP {} (ring attention, {} tokens of each sequence per GPU)", cfg.cp, c.seq_u / cfg.cp));
+    }
+    if cfg.ep > 1 {
+        parts.push(format!(
+            "EP {} ({} of {} experts per GPU, all-to-all {:.1}% of the step)",
+            cfg.ep,
+            c.experts / cfg.ep,
+            c.experts,
+            t.ep_comm / t.step * 100.0
+        ));
+    } else if c.experts > 0 {
+        parts.push(format!("all {} experts on every GPU (no expert parallelism)", c.experts));
+    }
     if cfg.pp > 1 {
         let sched = if cfg.vp > 1 {
             format!("{} virtual stages per GPU (interleaved 1F1B)", cfg.vp)
         } else {
             "1F1B".to_string()
         };
-        parts.push(format!("PP {} with {}, bubble {:.1}%", cfg.pp, sched, bubble_fraction * 100.0));
+        let split = match cfg.split.kind {
+            StageSplit::Even => format!("{} layers per stage", cfg.split.first),
+            StageSplit::EmbeddingAndLoss => format!(
+                "embedding and loss counted as a layer each: first and last stages {} layers, the others {}",
+                cfg.split.first, cfg.split.mid
+            ),
+            StageSplit::Uneven => format!(
+                "uneven stages: first {}, last {}, the others {} layers",
+                cfg.split.first, cfg.split.last, cfg.split.mid
+            ),
+        };
+        parts.push(format!("PP {} with {} ({split}), bubble {:.1}%", cfg.pp, sched, bubble_fraction * 100.0));
     }
-    if cfg.dp > 1 {
+    if cfg.dp * cfg.cp == 1 && cfg.zero > 0 {
+        parts.push(format!("ZeRO-{} for the CPU offload (one data-parallel rank: nothing sharded)", cfg.zero));
+    } else if cfg.dp > 1 || cfg.zero > 0 {
         let zero = match cfg.zero {
             0 => "plain DDP (no ZeRO)",
             1 => "ZeRO-1 shards the optimizer states",
             2 => "ZeRO-2 shards optimizer states and gradients",
             _ => "ZeRO-3 shards weights, gradients and optimizer states",
         };
-        parts.push(format!("DP {} with {}", cfg.dp, zero));
+        let over = if cfg.cp > 1 { format!(" over the {} DP x CP ranks", cfg.dp * cfg.cp) } else { String::new() };
+        parts.push(format!("DP {} with {}{over}", cfg.dp, zero));
     }
-    parts.push(format!("micro-batch {} x {} accumulation steps", cfg.micro_batch, grad_accum));
+    match cfg.offload {
+        Offload::None => {}
+        o => parts.push(format!(
+            "CPU offload of the {} ({} GB of host memory per node, {:.1} s per step in PCIe transfers and the CPU Adam step)",
+            if o == Offload::Optimizer { "optimizer states" } else { "optimizer states and parameters" },
+            gb(cand.host_per_node),
+            t.offload
+        )),
+    }
+    parts.push(format!(
+        "micro-batch {} x {}",
+        cfg.micro_batch,
+        count(grad_accum, "accumulation step", "accumulation steps")
+    ));
     let mut knobs = match cfg.recompute {
         Recompute::None => "no recompute".to_string(),
         r => format!("{} recompute", r.as_str()),
@@ -284,11 +554,51 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
             " Uncalibrated, conservative: no published runs for this GPU; PCIe-only cards make TP expensive.",
         );
     }
+    let mut notes = Vec::new();
+    let idle_gpus = c.gpus - cfg.gpus();
+    if cfg.global_batch != c.global_batch {
+        notes.push(format!(
+            "global batch {} does not divide by the {} data-parallel ranks; this plan runs {} sequences per step (the nearest multiple of {})",
+            c.global_batch, cfg.dp, cfg.global_batch, cfg.dp
+        ));
+    }
+    if idle_gpus > 0 {
+        notes.push(format!(
+            "uses {} of {} GPUs ({} idle): no split over all {} fits and divides (heads {}, layers {})",
+            cfg.gpus(),
+            c.gpus,
+            idle_gpus,
+            c.gpus,
+            c.heads,
+            c.layers
+        ));
+    }
+    if t.step > 60.0 {
+        notes.push(format!(
+            "one optimizer step takes {:.1} min at a global batch of {} sequences x {} tokens; a global batch of {} would take about 20 s per step",
+            t.step / 60.0,
+            cfg.global_batch,
+            c.seq_u,
+            suggested_batch(cfg.global_batch, cfg.dp * cfg.micro_batch, t.step, 20.0),
+        ));
+    }
+    for note in &notes {
+        text.push_str(&format!(" Note: {note}."));
+    }
     Plan {
         workload: kind,
         tp: cfg.tp,
         pp: cfg.pp,
         dp: cfg.dp,
+        cp: cfg.cp,
+        ep: cfg.ep,
+        layers_per_stage,
+        stage_split: cfg.split.kind,
+        offload: cfg.offload,
+        host_memory_per_node_bytes: cand.host_per_node as u64,
+        global_batch: cfg.global_batch,
+        idle_gpus,
+        notes,
         vp: cfg.vp,
         micro_batch: cfg.micro_batch,
         grad_accum,

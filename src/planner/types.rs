@@ -6,13 +6,28 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Mixture-of-experts layout of the FFN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// Mixture-of-experts layout of the FFN. Each expert is an FFN of `ffn` (the architecture's
+/// field); shared experts run on every token.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MoeSpec {
-    /// Experts per layer.
+    /// Routed experts per MoE layer.
     pub experts: u32,
-    /// Experts each token is routed to (top-k).
+    /// Routed experts each token is sent to (top-k).
     pub experts_per_token: u32,
+    /// Shared experts every token also passes through (DeepSeek, Qwen-MoE); default 0.
+    #[serde(default)]
+    pub shared_experts: u32,
+    /// The first `dense_layers` layers have a dense FFN of `dense_ffn` instead (DeepSeek-V3: 3);
+    /// default 0.
+    #[serde(default)]
+    pub dense_layers: u32,
+    /// FFN size of those dense layers (default: `ffn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dense_ffn: Option<u32>,
+    /// Expert capacity factor: tokens an expert computes (and exchanges) relative to a perfectly
+    /// balanced router, e.g. 1.25; default 1.0 (dropless with balanced routing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_factor: Option<f64>,
 }
 
 /// A diffusion model (e.g. Stable Diffusion XL): only inference is modelled, as data-parallel
@@ -44,6 +59,10 @@ pub struct ModelArch {
     /// else a SwiGLU-style 3-matrix MLP.
     pub ffn: u32,
     pub vocab: u32,
+    /// Dimension of one attention head (default `hidden / heads`; Qwen3 and GPT-OSS use 128 and
+    /// 64 with other hidden sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head_dim: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub moe: Option<MoeSpec>,
     /// Set for diffusion models; the transformer fields are then informational only.
@@ -136,6 +155,54 @@ pub struct Pins {
     pub zero_stage: Option<u8>,
     pub recompute: Option<Recompute>,
     pub sequence_parallel: Option<bool>,
+    /// Context-parallel degree (ring attention over the sequence).
+    pub cp: Option<u32>,
+    /// Expert-parallel degree (MoE models).
+    pub ep: Option<u32>,
+    /// CPU offload (training): `none`, `optimizer` or `optimizer_and_params`.
+    pub offload: Option<Offload>,
+}
+
+/// CPU offload of model states (DeepSpeed ZeRO-Offload / FSDP CPU offload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Offload {
+    #[default]
+    None,
+    /// Optimizer states (fp32 master, Adam moments) and gradients live in host memory; the
+    /// Adam step runs on the CPU (ZeRO-Offload, needs ZeRO >= 1).
+    Optimizer,
+    /// Also the bf16 parameters, streamed to the GPU layer by layer (ZeRO-3 only).
+    OptimizerAndParams,
+}
+
+impl Offload {
+    pub const ALL: [Offload; 3] = [Offload::None, Offload::Optimizer, Offload::OptimizerAndParams];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Offload::None => "none",
+            Offload::Optimizer => "optimizer",
+            Offload::OptimizerAndParams => "optimizer_and_params",
+        }
+    }
+}
+
+/// How the layers are split over pipeline stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StageSplit {
+    /// Every stage holds `layers / pp` layers (the embedding rides on the first, the LM head on
+    /// the last).
+    #[default]
+    Even,
+    /// The embedding and the loss count as one layer each (Megatron's
+    /// `--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split`): the
+    /// first and last stages hold one layer fewer.
+    EmbeddingAndLoss,
+    /// First and/or last stage hold fewer layers, set explicitly (Megatron's
+    /// `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`).
+    Uneven,
 }
 
 /// The model: exactly one of `preset` and `architecture`.
@@ -188,6 +255,10 @@ pub struct ClusterFields {
     /// RDMA (InfiniBand/RoCE) between nodes; otherwise TCP. Default true.
     #[serde(default)]
     pub rdma: Option<bool>,
+    /// Host (CPU) memory per node, GB, for CPU offload. Default: twice the node's GPU memory,
+    /// at least 64 GB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_memory_gb: Option<f64>,
 }
 
 /// A planning request as the HTTP API and CLI deserialize it.
@@ -238,11 +309,19 @@ pub struct Cluster {
     /// Per node, all NICs together, Gbit/s.
     pub inter_node_gbps: f64,
     pub rdma: bool,
+    /// Host memory per node, bytes.
+    pub host_memory_bytes: f64,
 }
 
 impl Cluster {
     pub fn total_gpus(&self) -> u32 {
         self.gpus_per_node.saturating_mul(self.nodes)
+    }
+
+    /// The default host memory of a node of `gpus_per_node` x `gpu`: twice the GPU memory, at
+    /// least 64 GB.
+    pub fn default_host_memory_bytes(gpu: &GpuSpec, gpus_per_node: u32) -> f64 {
+        (2.0 * gpu.memory_bytes as f64 * f64::from(gpus_per_node)).max(64e9)
     }
 }
 
@@ -281,6 +360,36 @@ pub struct Plan {
     pub tp: u32,
     pub pp: u32,
     pub dp: u32,
+    /// Context-parallel degree (ring attention; each GPU holds `seq_len / cp` tokens).
+    #[serde(default = "one")]
+    pub cp: u32,
+    /// Expert-parallel degree (MoE: each GPU holds `experts / ep` experts; carved out of
+    /// `dp * cp`). 1 for dense models.
+    #[serde(default = "one")]
+    pub ep: u32,
+    /// Transformer layers held by each pipeline stage, first to last (all virtual chunks of a
+    /// stage together).
+    #[serde(default)]
+    pub layers_per_stage: Vec<u32>,
+    /// How the layers are split over the stages.
+    #[serde(default)]
+    pub stage_split: StageSplit,
+    /// CPU offload of model states.
+    #[serde(default)]
+    pub offload: Offload,
+    /// Host memory per node the plan needs for offloaded states, bytes (0 without offload).
+    #[serde(default)]
+    pub host_memory_per_node_bytes: u64,
+    /// Training: the global batch (sequences) this plan runs; differs from the request when the
+    /// requested batch does not divide by the data-parallel degree (see `notes`).
+    #[serde(default)]
+    pub global_batch: u32,
+    /// GPUs of the cluster the plan leaves idle (no split uses them all; see `notes`).
+    #[serde(default)]
+    pub idle_gpus: u32,
+    /// Departures from the request and warnings (adjusted batch, idle GPUs, a slow step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Virtual pipeline stages (interleaving chunks per GPU).
     pub vp: u32,
     pub micro_batch: u32,
@@ -313,6 +422,16 @@ pub struct Plan {
     /// False for GPUs whose efficiency curve is not calibrated (RTX 4090, A10, custom).
     pub calibrated: bool,
     pub explanation: String,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// "1 GPU", "8 GPUs": a count with its noun in the right number.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Search result: best plan first.
@@ -348,6 +467,10 @@ pub enum PlanError {
         /// Usable memory per GPU.
         available_bytes: u64,
         smallest_fit: Option<SmallestFit>,
+        /// Changes to defaulted request fields that would make it fit on this cluster, e.g.
+        /// fewer concurrent sequences for serving.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hints: Vec<String>,
     },
 }
 

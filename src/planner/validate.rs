@@ -3,7 +3,7 @@
 //! Everything the search relies on (non-zero sizes, divisibility of the cluster, finite
 //! positive bandwidths) is checked here, so the core never re-checks and never panics.
 
-use super::catalog::{gpu_by_key, preset};
+use super::catalog::{gpu_by_key, gpu_keys, preset, preset_names, unknown_name_message};
 use super::types::{
     Cluster, ClusterFields, GpuSpec, InferenceSpec, ModelArch, ModelRef, Pins, PlanError, PlanInput, PlanRequest,
     Precision, TrainSpec, Workload, WorkloadFields, WorkloadKind,
@@ -53,8 +53,14 @@ pub fn validate_arch(a: &ModelArch, field: &str) -> Result<(), PlanError> {
     in_range(&f("layers"), a.layers, 1, MAX_LAYERS)?;
     in_range(&f("hidden"), a.hidden, 1, MAX_HIDDEN)?;
     in_range(&f("heads"), a.heads, 1, a.hidden)?;
-    if !a.hidden.is_multiple_of(a.heads) {
-        return Err(PlanError::invalid(&f("heads"), "hidden must be divisible by heads"));
+    match a.head_dim {
+        Some(d) => {
+            in_range(&f("head_dim"), d, 1, 4096)?;
+        }
+        None if !a.hidden.is_multiple_of(a.heads) => {
+            return Err(PlanError::invalid(&f("heads"), "hidden must be divisible by heads (or give head_dim)"));
+        }
+        None => {}
     }
     in_range(&f("kv_heads"), a.kv_heads, 1, a.heads)?;
     if !a.heads.is_multiple_of(a.kv_heads) {
@@ -65,6 +71,14 @@ pub fn validate_arch(a: &ModelArch, field: &str) -> Result<(), PlanError> {
     if let Some(m) = a.moe {
         in_range(&f("moe.experts"), m.experts, 1, 1024)?;
         in_range(&f("moe.experts_per_token"), m.experts_per_token, 1, m.experts)?;
+        in_range(&f("moe.shared_experts"), m.shared_experts, 0, 1024)?;
+        in_range(&f("moe.dense_layers"), m.dense_layers, 0, a.layers.saturating_sub(1))?;
+        if let Some(d) = m.dense_ffn {
+            in_range(&f("moe.dense_ffn"), d, 1, MAX_HIDDEN.saturating_mul(8))?;
+        }
+        if let Some(cf) = m.capacity_factor {
+            positive_finite(&f("moe.capacity_factor"), cf, 64.0)?;
+        }
     }
     Ok(())
 }
@@ -76,12 +90,9 @@ pub fn resolve_model(m: &ModelRef) -> Result<(String, ModelArch), PlanError> {
         (None, None) => Err(PlanError::invalid("model", "give a preset or an architecture")),
         (Some(name), None) => {
             let arch = preset(name).ok_or_else(|| {
-                PlanError::invalid(
-                    "model.preset",
-                    format!("unknown preset '{name}'; known: {}", super::catalog::preset_names().join(", ")),
-                )
+                PlanError::invalid("model.preset", unknown_name_message("preset", name, preset_names()))
             })?;
-            Ok((name.clone(), arch))
+            Ok((name.trim().to_ascii_lowercase(), arch))
         }
         (None, Some(a)) => {
             validate_arch(a, "model.architecture")?;
@@ -139,6 +150,7 @@ pub fn resolve_cluster(
     gpus_per_node: Option<u32>,
     inter_node_gbps: Option<f64>,
     rdma: Option<bool>,
+    host_memory_gb: Option<f64>,
 ) -> Result<Cluster, PlanError> {
     let gpus = in_range("cluster.gpus", gpus, 1, MAX_GPUS)?;
     let gpn = in_range("cluster.gpus_per_node", gpus_per_node.unwrap_or(gpus.min(8)), 1, MAX_GPUS_PER_NODE)?;
@@ -156,16 +168,21 @@ pub fn resolve_cluster(
     if nodes > 1 && gbps <= 0.0 {
         return Err(PlanError::invalid("cluster.inter_node_gbps", "must be positive when there is more than one node"));
     }
-    Ok(Cluster { gpu, gpus_per_node: gpn, nodes, inter_node_gbps: gbps, rdma: rdma.unwrap_or(true) })
+    let host_memory_bytes = match host_memory_gb {
+        Some(gb) => positive_finite("cluster.host_memory_gb", gb, 1e6)? * 1e9,
+        None => Cluster::default_host_memory_bytes(&gpu, gpn),
+    };
+    Ok(Cluster { gpu, gpus_per_node: gpn, nodes, inter_node_gbps: gbps, rdma: rdma.unwrap_or(true), host_memory_bytes })
 }
 
 fn resolve_gpu(c: &ClusterFields) -> Result<GpuSpec, PlanError> {
     match (&c.gpu, &c.gpu_spec) {
         (Some(_), Some(_)) => Err(PlanError::invalid("cluster.gpu", "give either gpu or gpu_spec, not both")),
         (None, None) => Err(PlanError::invalid("cluster.gpu", "give a gpu key or a gpu_spec")),
-        (Some(key), None) => {
-            gpu_by_key(key).ok_or_else(|| PlanError::invalid("cluster.gpu", format!("unknown GPU '{key}'")))
-        }
+        (Some(key), None) => gpu_by_key(key).ok_or_else(|| {
+            let keys = gpu_keys();
+            PlanError::invalid("cluster.gpu", unknown_name_message("GPU", key, keys.iter().map(String::as_str)))
+        }),
         (None, Some(spec)) => {
             validate_gpu(spec, "cluster.gpu_spec")?;
             Ok(spec.clone())
@@ -181,6 +198,8 @@ pub fn validate_pins(p: &Pins) -> Result<(), PlanError> {
         ("pins.dp", p.dp),
         ("pins.vp", p.vp),
         ("pins.micro_batch", p.micro_batch),
+        ("pins.cp", p.cp),
+        ("pins.ep", p.ep),
     ];
     for (field, v) in checks {
         if v == Some(0) {
@@ -205,6 +224,7 @@ impl PlanRequest {
             self.cluster.gpus_per_node,
             self.cluster.inter_node_gbps,
             self.cluster.rdma,
+            self.cluster.host_memory_gb,
         )?;
         validate_pins(&self.pins)?;
         let top_n = in_range("top_n", self.top_n.unwrap_or(10), 1, MAX_TOP_N)?;

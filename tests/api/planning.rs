@@ -16,8 +16,16 @@ async fn plans_multiply_out_to_the_gpus_and_fit(db: PgPool) {
     let plans = res.body["plans"].as_array().unwrap();
     assert!(!plans.is_empty() && plans.len() <= 5);
     for p in plans {
-        let product = p["tp"].as_u64().unwrap() * p["pp"].as_u64().unwrap() * p["dp"].as_u64().unwrap();
+        let product = p["tp"].as_u64().unwrap()
+            * p["cp"].as_u64().unwrap()
+            * p["pp"].as_u64().unwrap()
+            * p["dp"].as_u64().unwrap()
+            + p["idle_gpus"].as_u64().unwrap();
         assert_eq!(product, 64);
+        assert_eq!(p["ep"], 1, "dense model");
+        let stages = p["layers_per_stage"].as_array().unwrap();
+        assert_eq!(stages.len() as u64, p["pp"].as_u64().unwrap());
+        assert_eq!(stages.iter().map(|l| l.as_u64().unwrap()).sum::<u64>(), 80);
         assert!(p["memory_per_gpu_bytes"].as_u64().unwrap() <= p["memory"]["usable"].as_u64().unwrap());
         assert!(p["tp"].as_u64().unwrap() <= 8, "tensor parallelism stays inside a node");
         assert!(p["explanation"].as_str().unwrap().len() > 40);
@@ -30,6 +38,24 @@ async fn plans_multiply_out_to_the_gpus_and_fit(db: PgPool) {
     let res = app.post("/v1/plans", &tenant, pinned).await.expect(StatusCode::OK);
     assert!(res.body["plans"].as_array().unwrap().iter().all(|p| p["tp"] == 8 && p["pp"] == 8));
     app.post("/v1/plans", &op, json!({})).await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    // Llama 3.1 405B's published split: 126 layers on PP 16, CP and EP in the answer.
+    let llama3 = json!({ "model": { "preset": "Llama3.1-405B" }, "workload": { "kind": "train", "seq_len": 8192, "global_batch": 2048 },
+        "cluster": { "gpu": "H100", "gpus": 16384, "gpus_per_node": 8, "inter_node_gbps": 3200 },
+        "pins": { "tp": 8, "pp": 16, "cp": 1 }, "top_n": 1 });
+    let res = app.post("/v1/plans", &tenant, llama3).await.expect(StatusCode::OK);
+    let best = &res.body["plans"][0];
+    assert_eq!(best["stage_split"], "embedding_and_loss", "{best}");
+    assert_eq!(best["layers_per_stage"][0], 7);
+    assert_eq!(best["layers_per_stage"][1], 8);
+    let moe = json!({ "model": { "preset": "mixtral-8x7b" }, "workload": { "kind": "train", "global_batch": 256 },
+        "cluster": { "gpu": "h100", "gpus": 64, "gpus_per_node": 8, "inter_node_gbps": 3200 }, "pins": { "ep": 8 }, "top_n": 1 });
+    let res = app.post("/v1/plans", &tenant, moe).await.expect(StatusCode::OK);
+    assert_eq!(res.body["plans"][0]["ep"], 8);
+    // Offload, as the search picked it for a consumer node.
+    let offload = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "train" },
+        "cluster": { "gpu": "rtx4090", "gpus": 4, "host_memory_gb": 256 }, "top_n": 1 });
+    let res = app.post("/v1/plans", &tenant, offload).await.expect(StatusCode::OK);
+    assert_ne!(res.body["plans"][0]["offload"], "none", "{}", res.body);
 }
 
 #[sqlx::test]
@@ -48,6 +74,26 @@ async fn infeasible_plans_say_what_would_fit(db: PgPool) {
     assert!(res.error_fields()[0].starts_with("model"), "{:?}", res.error_fields());
     let zero = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "train" }, "cluster": { "gpu": "h100", "gpus": 0 } });
     app.post("/v1/plans", &tenant, zero).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    // Serving that fails only because of the default concurrency says so.
+    let serve = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "inference" }, "cluster": { "gpu": "rtx4090", "gpus": 1 } });
+    let res =
+        app.post("/v1/plans", &tenant, serve).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "plan_infeasible");
+    let hints = res.body["context"]["hints"].as_array().unwrap();
+    assert!(hints.iter().any(|h| h.as_str().unwrap().contains("concurrent")), "{}", res.body);
+    // Unknown GPU: the field, a suggestion and the valid keys; bad MoE numbers are field errors, not 500s.
+    let typo = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "train" }, "cluster": { "gpu": "a100", "gpus": 8 } });
+    let res = app
+        .post("/v1/plans", &tenant, typo)
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(res.error_fields(), vec!["cluster.gpu"]);
+    assert!(res.body.to_string().contains("a100-80g"), "{}", res.body);
+    let moe = json!({ "model": { "architecture": { "layers": 8, "hidden": 1024, "heads": 8, "kv_heads": 8, "ffn": 512, "vocab": 1000,
+        "moe": { "experts": 4, "experts_per_token": 9 } } }, "workload": { "kind": "train" }, "cluster": { "gpu": "h100", "gpus": 8 },
+        "pins": { "cp": 0 } });
+    let res =
+        app.post("/v1/plans", &tenant, moe).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(res.error_fields(), vec!["model.architecture.moe.experts_per_token"]);
 }
 
 #[sqlx::test]

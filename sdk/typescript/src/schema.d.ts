@@ -1432,6 +1432,12 @@ export interface components {
             gpus_per_node?: number | null;
             /**
              * Format: double
+             * @description Host (CPU) memory per node, GB, for CPU offload. Default: twice the node's GPU memory,
+             *     at least 64 GB.
+             */
+            host_memory_gb?: number | null;
+            /**
+             * Format: double
              * @description Inter-node bandwidth per node (all NICs together), Gbit/s. Default 100.
              */
             inter_node_gbps?: number | null;
@@ -2430,6 +2436,12 @@ export interface components {
             ffn: number;
             /**
              * Format: int32
+             * @description Dimension of one attention head (default `hidden / heads`; Qwen3 and GPT-OSS use 128 and
+             *     64 with other hidden sizes).
+             */
+            head_dim?: number | null;
+            /**
+             * Format: int32
              * @description Query heads.
              */
             heads: number;
@@ -2451,18 +2463,43 @@ export interface components {
             architecture?: components["schemas"]["ModelArch"] | null;
             preset?: string | null;
         };
-        /** @description Mixture-of-experts layout of the FFN. */
+        /**
+         * @description Mixture-of-experts layout of the FFN. Each expert is an FFN of `ffn` (the architecture's
+         *     field); shared experts run on every token.
+         */
         MoeSpec: {
             /**
+             * Format: double
+             * @description Expert capacity factor: tokens an expert computes (and exchanges) relative to a perfectly
+             *     balanced router, e.g. 1.25; default 1.0 (dropless with balanced routing).
+             */
+            capacity_factor?: number | null;
+            /**
              * Format: int32
-             * @description Experts per layer.
+             * @description FFN size of those dense layers (default: `ffn`).
+             */
+            dense_ffn?: number | null;
+            /**
+             * Format: int32
+             * @description The first `dense_layers` layers have a dense FFN of `dense_ffn` instead (DeepSeek-V3: 3);
+             *     default 0.
+             */
+            dense_layers?: number;
+            /**
+             * Format: int32
+             * @description Routed experts per MoE layer.
              */
             experts: number;
             /**
              * Format: int32
-             * @description Experts each token is routed to (top-k).
+             * @description Routed experts each token is sent to (top-k).
              */
             experts_per_token: number;
+            /**
+             * Format: int32
+             * @description Shared experts every token also passes through (DeepSeek, Qwen-MoE); default 0.
+             */
+            shared_experts?: number;
         };
         NewGpu: {
             /** Format: int32 */
@@ -2559,6 +2596,11 @@ export interface components {
             samples: number;
         };
         /**
+         * @description CPU offload of model states (DeepSpeed ZeRO-Offload / FSDP CPU offload).
+         * @enum {string}
+         */
+        Offload: "none" | "optimizer" | "optimizer_and_params";
+        /**
          * @description A parameter's type.
          * @enum {string}
          */
@@ -2567,14 +2609,28 @@ export interface components {
         Pins: {
             /**
              * Format: int32
+             * @description Context-parallel degree (ring attention over the sequence).
+             * @default null
+             */
+            cp: number | null;
+            /**
+             * Format: int32
              * @default null
              */
             dp: number | null;
             /**
              * Format: int32
+             * @description Expert-parallel degree (MoE models).
+             * @default null
+             */
+            ep: number | null;
+            /**
+             * Format: int32
              * @default null
              */
             micro_batch: number | null;
+            /** @default null */
+            offload: components["schemas"]["Offload"] | null;
             /**
              * Format: int32
              * @default null
@@ -2613,9 +2669,26 @@ export interface components {
             calibrated: boolean;
             /** Format: double */
             comm_fraction: number;
+            /**
+             * Format: int32
+             * @description Context-parallel degree (ring attention; each GPU holds `seq_len / cp` tokens).
+             */
+            cp?: number;
             /** Format: int32 */
             dp: number;
+            /**
+             * Format: int32
+             * @description Expert-parallel degree (MoE: each GPU holds `experts / ep` experts; carved out of
+             *     `dp * cp`). 1 for dense models.
+             */
+            ep?: number;
             explanation: string;
+            /**
+             * Format: int32
+             * @description Training: the global batch (sequences) this plan runs; differs from the request when the
+             *     requested batch does not divide by the data-parallel degree (see `notes`).
+             */
+            global_batch?: number;
             /** Format: int32 */
             grad_accum: number;
             /**
@@ -2624,10 +2697,25 @@ export interface components {
              */
             hardware_tflops_per_gpu: number;
             /**
+             * Format: int64
+             * @description Host memory per node the plan needs for offloaded states, bytes (0 without offload).
+             */
+            host_memory_per_node_bytes?: number;
+            /**
+             * Format: int32
+             * @description GPUs of the cluster the plan leaves idle (no split uses them all; see `notes`).
+             */
+            idle_gpus?: number;
+            /**
              * Format: double
              * @description Diffusion inference only: images/s of the whole cluster.
              */
             images_per_s?: number | null;
+            /**
+             * @description Transformer layers held by each pipeline stage, first to last (all virtual chunks of a
+             *     stage together).
+             */
+            layers_per_stage?: number[];
             memory: components["schemas"]["MemoryBreakdown"];
             /** Format: int64 */
             memory_per_gpu_bytes: number;
@@ -2638,6 +2726,10 @@ export interface components {
             mfu: number;
             /** Format: int32 */
             micro_batch: number;
+            /** @description Departures from the request and warnings (adjusted batch, idle GPUs, a slow step). */
+            notes?: string[];
+            /** @description CPU offload of model states. */
+            offload?: components["schemas"]["Offload"];
             /** Format: int32 */
             pp: number;
             /**
@@ -2652,6 +2744,8 @@ export interface components {
              */
             replicas: number;
             sequence_parallel: boolean;
+            /** @description How the layers are split over the stages. */
+            stage_split?: components["schemas"]["StageSplit"];
             /**
              * Format: double
              * @description Training: one optimizer step. Inference: one decode step of all sequences in flight.
@@ -2936,6 +3030,11 @@ export interface components {
             key_type: string;
             name: string;
         };
+        /**
+         * @description How the layers are split over pipeline stages.
+         * @enum {string}
+         */
+        StageSplit: "even" | "embedding_and_loss" | "uneven";
         StartEnvironmentRequest: {
             /** @description Run the SSH server from this image (it must have `/usr/sbin/sshd`); default: the host's, in the sandbox. */
             image?: string | null;

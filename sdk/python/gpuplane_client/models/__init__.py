@@ -83,6 +83,7 @@ from .node_lease import NodeLease
 from .node_page import NodePage
 from .node_state import NodeState
 from .node_utilization import NodeUtilization
+from .offload import Offload
 from .param_type import ParamType
 from .pins import Pins
 from .placement import Placement
@@ -108,6 +109,7 @@ from .role import Role
 from .skipped_pool import SkippedPool
 from .spec_file import SpecFile
 from .ssh_key import SshKey
+from .stage_split import StageSplit
 from .start_environment_request import StartEnvironmentRequest
 from .state_change import StateChange
 from .telemetry import Telemetry
@@ -214,6 +216,7 @@ __all__ = (
     "NodePage",
     "NodeState",
     "NodeUtilization",
+    "Offload",
     "ParamType",
     "Pins",
     "Placement",
@@ -239,6 +242,7 @@ __all__ = (
     "SkippedPool",
     "SpecFile",
     "SshKey",
+    "StageSplit",
     "StartEnvironmentRequest",
     "StateChange",
     "Telemetry",

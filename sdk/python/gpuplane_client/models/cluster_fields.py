@@ -24,6 +24,9 @@ class ClusterFields:
         gpu (None | str | Unset):
         gpu_spec (GpuSpec | None | Unset):
         gpus_per_node (int | None | Unset): GPUs per node (default: min(gpus, 8)).
+        host_memory_gb (float | None | Unset): Host (CPU) memory per node, GB, for CPU offload. Default: twice the
+            node's GPU memory,
+            at least 64 GB.
         inter_node_gbps (float | None | Unset): Inter-node bandwidth per node (all NICs together), Gbit/s. Default 100.
         rdma (bool | None | Unset): RDMA (InfiniBand/RoCE) between nodes; otherwise TCP. Default true.
     """
@@ -32,6 +35,7 @@ class ClusterFields:
     gpu: None | str | Unset = UNSET
     gpu_spec: GpuSpec | None | Unset = UNSET
     gpus_per_node: int | None | Unset = UNSET
+    host_memory_gb: float | None | Unset = UNSET
     inter_node_gbps: float | None | Unset = UNSET
     rdma: bool | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -61,6 +65,12 @@ class ClusterFields:
         else:
             gpus_per_node = self.gpus_per_node
 
+        host_memory_gb: float | None | Unset
+        if isinstance(self.host_memory_gb, Unset):
+            host_memory_gb = UNSET
+        else:
+            host_memory_gb = self.host_memory_gb
+
         inter_node_gbps: float | None | Unset
         if isinstance(self.inter_node_gbps, Unset):
             inter_node_gbps = UNSET
@@ -86,6 +96,8 @@ class ClusterFields:
             field_dict["gpu_spec"] = gpu_spec
         if gpus_per_node is not UNSET:
             field_dict["gpus_per_node"] = gpus_per_node
+        if host_memory_gb is not UNSET:
+            field_dict["host_memory_gb"] = host_memory_gb
         if inter_node_gbps is not UNSET:
             field_dict["inter_node_gbps"] = inter_node_gbps
         if rdma is not UNSET:
@@ -135,6 +147,15 @@ class ClusterFields:
 
         gpus_per_node = _parse_gpus_per_node(d.pop("gpus_per_node", UNSET))
 
+        def _parse_host_memory_gb(data: object) -> float | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(float | None | Unset, data)
+
+        host_memory_gb = _parse_host_memory_gb(d.pop("host_memory_gb", UNSET))
+
         def _parse_inter_node_gbps(data: object) -> float | None | Unset:
             if data is None:
                 return data
@@ -158,6 +179,7 @@ class ClusterFields:
             gpu=gpu,
             gpu_spec=gpu_spec,
             gpus_per_node=gpus_per_node,
+            host_memory_gb=host_memory_gb,
             inter_node_gbps=inter_node_gbps,
             rdma=rdma,
         )

@@ -31,6 +31,9 @@ class ModelArch:
             layers (int):
             vocab (int):
             diffusion (DiffusionSpec | None | Unset):
+            head_dim (int | None | Unset): Dimension of one attention head (default `hidden / heads`; Qwen3 and GPT-OSS use
+                128 and
+                64 with other hidden sizes).
             moe (MoeSpec | None | Unset):
     """
 
@@ -41,6 +44,7 @@ class ModelArch:
     layers: int
     vocab: int
     diffusion: DiffusionSpec | None | Unset = UNSET
+    head_dim: int | None | Unset = UNSET
     moe: MoeSpec | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -68,6 +72,12 @@ class ModelArch:
         else:
             diffusion = self.diffusion
 
+        head_dim: int | None | Unset
+        if isinstance(self.head_dim, Unset):
+            head_dim = UNSET
+        else:
+            head_dim = self.head_dim
+
         moe: dict[str, Any] | None | Unset
         if isinstance(self.moe, Unset):
             moe = UNSET
@@ -90,6 +100,8 @@ class ModelArch:
         )
         if diffusion is not UNSET:
             field_dict["diffusion"] = diffusion
+        if head_dim is not UNSET:
+            field_dict["head_dim"] = head_dim
         if moe is not UNSET:
             field_dict["moe"] = moe
 
@@ -130,6 +142,15 @@ class ModelArch:
 
         diffusion = _parse_diffusion(d.pop("diffusion", UNSET))
 
+        def _parse_head_dim(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        head_dim = _parse_head_dim(d.pop("head_dim", UNSET))
+
         def _parse_moe(data: object) -> MoeSpec | None | Unset:
             if data is None:
                 return data
@@ -155,6 +176,7 @@ class ModelArch:
             layers=layers,
             vocab=vocab,
             diffusion=diffusion,
+            head_dim=head_dim,
             moe=moe,
         )
 

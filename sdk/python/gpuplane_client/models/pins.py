@@ -6,6 +6,7 @@ from typing import Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.offload import Offload
 from ..models.recompute import Recompute
 from ..types import UNSET, Unset
 
@@ -17,8 +18,11 @@ class Pins:
     """Optional pins: a `Some` fixes that knob, `None` lets the search choose.
 
     Attributes:
+        cp (int | None | Unset): Context-parallel degree (ring attention over the sequence).
         dp (int | None | Unset):
+        ep (int | None | Unset): Expert-parallel degree (MoE models).
         micro_batch (int | None | Unset):
+        offload (None | Offload | Unset):
         pp (int | None | Unset):
         recompute (None | Recompute | Unset):
         sequence_parallel (bool | None | Unset):
@@ -27,8 +31,11 @@ class Pins:
         zero_stage (int | None | Unset):
     """
 
+    cp: int | None | Unset = UNSET
     dp: int | None | Unset = UNSET
+    ep: int | None | Unset = UNSET
     micro_batch: int | None | Unset = UNSET
+    offload: None | Offload | Unset = UNSET
     pp: int | None | Unset = UNSET
     recompute: None | Recompute | Unset = UNSET
     sequence_parallel: bool | None | Unset = UNSET
@@ -38,17 +45,37 @@ class Pins:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        cp: int | None | Unset
+        if isinstance(self.cp, Unset):
+            cp = UNSET
+        else:
+            cp = self.cp
+
         dp: int | None | Unset
         if isinstance(self.dp, Unset):
             dp = UNSET
         else:
             dp = self.dp
 
+        ep: int | None | Unset
+        if isinstance(self.ep, Unset):
+            ep = UNSET
+        else:
+            ep = self.ep
+
         micro_batch: int | None | Unset
         if isinstance(self.micro_batch, Unset):
             micro_batch = UNSET
         else:
             micro_batch = self.micro_batch
+
+        offload: None | str | Unset
+        if isinstance(self.offload, Unset):
+            offload = UNSET
+        elif isinstance(self.offload, Offload):
+            offload = self.offload.value
+        else:
+            offload = self.offload
 
         pp: int | None | Unset
         if isinstance(self.pp, Unset):
@@ -91,10 +118,16 @@ class Pins:
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update({})
+        if cp is not UNSET:
+            field_dict["cp"] = cp
         if dp is not UNSET:
             field_dict["dp"] = dp
+        if ep is not UNSET:
+            field_dict["ep"] = ep
         if micro_batch is not UNSET:
             field_dict["micro_batch"] = micro_batch
+        if offload is not UNSET:
+            field_dict["offload"] = offload
         if pp is not UNSET:
             field_dict["pp"] = pp
         if recompute is not UNSET:
@@ -114,6 +147,15 @@ class Pins:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
 
+        def _parse_cp(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        cp = _parse_cp(d.pop("cp", UNSET))
+
         def _parse_dp(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -123,6 +165,15 @@ class Pins:
 
         dp = _parse_dp(d.pop("dp", UNSET))
 
+        def _parse_ep(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        ep = _parse_ep(d.pop("ep", UNSET))
+
         def _parse_micro_batch(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -131,6 +182,23 @@ class Pins:
             return cast(int | None | Unset, data)
 
         micro_batch = _parse_micro_batch(d.pop("micro_batch", UNSET))
+
+        def _parse_offload(data: object) -> None | Offload | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                offload_type_0 = Offload(data)
+
+                return offload_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Offload | Unset, data)
+
+        offload = _parse_offload(d.pop("offload", UNSET))
 
         def _parse_pp(data: object) -> int | None | Unset:
             if data is None:
@@ -195,8 +263,11 @@ class Pins:
         zero_stage = _parse_zero_stage(d.pop("zero_stage", UNSET))
 
         pins = cls(
+            cp=cp,
             dp=dp,
+            ep=ep,
             micro_batch=micro_batch,
+            offload=offload,
             pp=pp,
             recompute=recompute,
             sequence_parallel=sequence_parallel,

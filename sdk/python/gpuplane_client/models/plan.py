@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.offload import Offload
 from ..models.recompute import Recompute
+from ..models.stage_split import StageSplit
 from ..models.workload_kind import WorkloadKind
 from ..types import UNSET, Unset
 
@@ -44,9 +46,24 @@ class Plan:
         vp (int): Virtual pipeline stages (interleaving chunks per GPU).
         workload (WorkloadKind): What the GPUs will do.
         zero_stage (int):
+        cp (int | Unset): Context-parallel degree (ring attention; each GPU holds `seq_len / cp` tokens).
+        ep (int | Unset): Expert-parallel degree (MoE: each GPU holds `experts / ep` experts; carved out of
+            `dp * cp`). 1 for dense models.
+        global_batch (int | Unset): Training: the global batch (sequences) this plan runs; differs from the request when
+            the
+            requested batch does not divide by the data-parallel degree (see `notes`).
+        host_memory_per_node_bytes (int | Unset): Host memory per node the plan needs for offloaded states, bytes (0
+            without offload).
+        idle_gpus (int | Unset): GPUs of the cluster the plan leaves idle (no split uses them all; see `notes`).
         images_per_s (float | None | Unset): Diffusion inference only: images/s of the whole cluster.
+        layers_per_stage (list[int] | Unset): Transformer layers held by each pipeline stage, first to last (all virtual
+            chunks of a
+            stage together).
+        notes (list[str] | Unset): Departures from the request and warnings (adjusted batch, idle GPUs, a slow step).
+        offload (Offload | Unset): CPU offload of model states (DeepSpeed ZeRO-Offload / FSDP CPU offload).
         prefill_tokens_per_s (float | None | Unset): Inference only: prompt (prefill) tokens/s of the whole cluster,
             compute-bound.
+        stage_split (StageSplit | Unset): How the layers are split over pipeline stages.
     """
 
     bubble_fraction: float
@@ -71,8 +88,17 @@ class Plan:
     vp: int
     workload: WorkloadKind
     zero_stage: int
+    cp: int | Unset = UNSET
+    ep: int | Unset = UNSET
+    global_batch: int | Unset = UNSET
+    host_memory_per_node_bytes: int | Unset = UNSET
+    idle_gpus: int | Unset = UNSET
     images_per_s: float | None | Unset = UNSET
+    layers_per_stage: list[int] | Unset = UNSET
+    notes: list[str] | Unset = UNSET
+    offload: Offload | Unset = UNSET
     prefill_tokens_per_s: float | None | Unset = UNSET
+    stage_split: StageSplit | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -120,17 +146,43 @@ class Plan:
 
         zero_stage = self.zero_stage
 
+        cp = self.cp
+
+        ep = self.ep
+
+        global_batch = self.global_batch
+
+        host_memory_per_node_bytes = self.host_memory_per_node_bytes
+
+        idle_gpus = self.idle_gpus
+
         images_per_s: float | None | Unset
         if isinstance(self.images_per_s, Unset):
             images_per_s = UNSET
         else:
             images_per_s = self.images_per_s
 
+        layers_per_stage: list[int] | Unset = UNSET
+        if not isinstance(self.layers_per_stage, Unset):
+            layers_per_stage = self.layers_per_stage
+
+        notes: list[str] | Unset = UNSET
+        if not isinstance(self.notes, Unset):
+            notes = self.notes
+
+        offload: str | Unset = UNSET
+        if not isinstance(self.offload, Unset):
+            offload = self.offload.value
+
         prefill_tokens_per_s: float | None | Unset
         if isinstance(self.prefill_tokens_per_s, Unset):
             prefill_tokens_per_s = UNSET
         else:
             prefill_tokens_per_s = self.prefill_tokens_per_s
+
+        stage_split: str | Unset = UNSET
+        if not isinstance(self.stage_split, Unset):
+            stage_split = self.stage_split.value
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -160,10 +212,28 @@ class Plan:
                 "zero_stage": zero_stage,
             }
         )
+        if cp is not UNSET:
+            field_dict["cp"] = cp
+        if ep is not UNSET:
+            field_dict["ep"] = ep
+        if global_batch is not UNSET:
+            field_dict["global_batch"] = global_batch
+        if host_memory_per_node_bytes is not UNSET:
+            field_dict["host_memory_per_node_bytes"] = host_memory_per_node_bytes
+        if idle_gpus is not UNSET:
+            field_dict["idle_gpus"] = idle_gpus
         if images_per_s is not UNSET:
             field_dict["images_per_s"] = images_per_s
+        if layers_per_stage is not UNSET:
+            field_dict["layers_per_stage"] = layers_per_stage
+        if notes is not UNSET:
+            field_dict["notes"] = notes
+        if offload is not UNSET:
+            field_dict["offload"] = offload
         if prefill_tokens_per_s is not UNSET:
             field_dict["prefill_tokens_per_s"] = prefill_tokens_per_s
+        if stage_split is not UNSET:
+            field_dict["stage_split"] = stage_split
 
         return field_dict
 
@@ -216,6 +286,16 @@ class Plan:
 
         zero_stage = d.pop("zero_stage")
 
+        cp = d.pop("cp", UNSET)
+
+        ep = d.pop("ep", UNSET)
+
+        global_batch = d.pop("global_batch", UNSET)
+
+        host_memory_per_node_bytes = d.pop("host_memory_per_node_bytes", UNSET)
+
+        idle_gpus = d.pop("idle_gpus", UNSET)
+
         def _parse_images_per_s(data: object) -> float | None | Unset:
             if data is None:
                 return data
@@ -224,6 +304,17 @@ class Plan:
             return cast(float | None | Unset, data)
 
         images_per_s = _parse_images_per_s(d.pop("images_per_s", UNSET))
+
+        layers_per_stage = cast(list[int], d.pop("layers_per_stage", UNSET))
+
+        notes = cast(list[str], d.pop("notes", UNSET))
+
+        _offload = d.pop("offload", UNSET)
+        offload: Offload | Unset
+        if isinstance(_offload, Unset):
+            offload = UNSET
+        else:
+            offload = Offload(_offload)
 
         def _parse_prefill_tokens_per_s(data: object) -> float | None | Unset:
             if data is None:
@@ -235,6 +326,13 @@ class Plan:
         prefill_tokens_per_s = _parse_prefill_tokens_per_s(
             d.pop("prefill_tokens_per_s", UNSET)
         )
+
+        _stage_split = d.pop("stage_split", UNSET)
+        stage_split: StageSplit | Unset
+        if isinstance(_stage_split, Unset):
+            stage_split = UNSET
+        else:
+            stage_split = StageSplit(_stage_split)
 
         plan = cls(
             bubble_fraction=bubble_fraction,
@@ -259,8 +357,17 @@ class Plan:
             vp=vp,
             workload=workload,
             zero_stage=zero_stage,
+            cp=cp,
+            ep=ep,
+            global_batch=global_batch,
+            host_memory_per_node_bytes=host_memory_per_node_bytes,
+            idle_gpus=idle_gpus,
             images_per_s=images_per_s,
+            layers_per_stage=layers_per_stage,
+            notes=notes,
+            offload=offload,
             prefill_tokens_per_s=prefill_tokens_per_s,
+            stage_split=stage_split,
         )
 
         plan.additional_properties = d

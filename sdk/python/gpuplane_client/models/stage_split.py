@@ -1,0 +1,10 @@
+from enum import StrEnum
+
+
+class StageSplit(StrEnum):
+    EMBEDDING_AND_LOSS = "embedding_and_loss"
+    EVEN = "even"
+    UNEVEN = "uneven"
+
+    def __str__(self) -> str:
+        return str(self.value)
