@@ -474,6 +474,29 @@ mod tests {
     }
 
     #[test]
+    fn a_host_that_cannot_sandbox_runs_no_job_and_says_why() {
+        let dir = std::env::temp_dir().join(format!("gpuplane-nosandbox-{}", Uuid::new_v4()));
+        let host = JobHost {
+            isolation: Isolation::Unavailable("`bwrap` is not installed (Debian package `bubblewrap`)".into()),
+            jobs_dir: dir.join("jobs"),
+            state_dir: dir.join("state"),
+            uids: UidRange { first: 300000, last: 300009 },
+            devices: DeviceFiles::default(),
+            runtime: ContainerRuntime::Docker,
+            max_processes: 64,
+            env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
+            sshd: "/usr/sbin/sshd".into(),
+        };
+        let spec = LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files: Vec::new(), image: None };
+        let err = host.prepare(Uuid::new_v4(), Uuid::new_v4(), 300000, &[], &spec, None).unwrap_err().to_string();
+        assert!(err.contains("cannot run jobs sandboxed") && err.contains("bubblewrap"), "{err}");
+        assert!(!dir.exists(), "nothing was prepared for it");
+        // With an image, the container runtime is the sandbox: that job may still run.
+        let image = LaunchSpec { image: Some("img:1".into()), ..spec };
+        assert!(host.refuse_unsandboxable(image.image.as_deref()).is_ok());
+    }
+
+    #[test]
     fn job_files_land_in_a_fresh_directory_and_paths_cannot_escape() {
         let lease = std::env::temp_dir().join(format!("gpuplane-lease-{}", Uuid::new_v4()));
         std::fs::create_dir_all(lease.join("jobs")).unwrap();

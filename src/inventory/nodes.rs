@@ -364,20 +364,28 @@ pub async fn get_node(
 
 /// Set the operator's intent for a node and return it.
 async fn set_admin_state(state: &AppState, node_id: Uuid, admin_state: &str) -> ApiResult<Json<Node>> {
-    let mut tx = state.db.begin().await?;
-    let updated =
+    let update =
         sqlx::query("UPDATE nodes SET admin_state = $2, generation = generation + 1, updated_at = now() WHERE id = $1")
             .bind(node_id)
-            .bind(admin_state)
-            .execute(&mut *tx)
-            .await?;
-    if updated.rows_affected() == 0 {
+            .bind(admin_state);
+    let node = update_node(state, node_id, update).await?;
+    tracing::info!(node.id = %node_id, admin_state, "node admin state changed");
+    Ok(Json(node))
+}
+
+/// Run `update` (an UPDATE of this one node) and return the node as it is then; 404 when there is none.
+async fn update_node(
+    state: &AppState,
+    node_id: Uuid,
+    update: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+) -> ApiResult<Node> {
+    let mut tx = state.db.begin().await?;
+    if update.execute(&mut *tx).await?.rows_affected() == 0 {
         return Err(ApiError::NotFound("node"));
     }
     let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
     tx.commit().await?;
-    tracing::info!(node.id = %node_id, admin_state, "node admin state changed");
-    Ok(Json(node))
+    Ok(node)
 }
 
 /// How long an operator's permission to register a node's host name afresh lasts.
@@ -397,20 +405,13 @@ pub async fn allow_node_reregistration(
     op: OperatorAuth,
     ApiPath(node_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Node>> {
-    let mut tx = state.db.begin().await?;
-    let updated = sqlx::query(
+    let update = sqlx::query(
         "UPDATE nodes SET reregistration_allowed_until = now() + make_interval(mins => $2), updated_at = now() \
          WHERE id = $1",
     )
     .bind(node_id)
-    .bind(REREGISTRATION_WINDOW_MINUTES)
-    .execute(&mut *tx)
-    .await?;
-    if updated.rows_affected() == 0 {
-        return Err(ApiError::NotFound("node"));
-    }
-    let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
-    tx.commit().await?;
+    .bind(REREGISTRATION_WINDOW_MINUTES);
+    let node = update_node(&state, node_id, update).await?;
     tracing::info!(node.id = %node_id, operator.key = %op.key_id, "node re-registration allowed");
     Ok(Json(node))
 }
