@@ -1,0 +1,61 @@
+//! What the job sandbox costs at start: `cargo bench --bench sandbox` (as root, with bubblewrap installed).
+//!
+//! Starts `/bin/true` 100 times directly and 100 times through the agent's own sandbox command line
+//! (`agent::sandbox::Sandbox::command_line`, the code every job goes through), side by side in one run, and
+//! reports the median and p99 of each.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use gpuplane::agent::sandbox::{Launch, Sandbox, group_file, passwd_file};
+
+const RUNS: usize = 100;
+
+fn time_runs(argv: &[String]) -> Vec<Duration> {
+    let mut times: Vec<Duration> = (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            let status = Command::new(&argv[0]).args(&argv[1..]).stdin(Stdio::null()).status().expect("spawn");
+            assert!(status.success(), "{argv:?} failed: {status}");
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+fn report(name: &str, times: &[Duration]) {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "{name:<10} median {:>6.2} ms   p99 {:>6.2} ms   ({RUNS} starts)",
+        ms(times[RUNS / 2]),
+        ms(times[RUNS * 99 / 100])
+    );
+}
+
+fn main() {
+    let scratch = std::env::temp_dir().join(format!("gpuplane-sandbox-bench-{}", std::process::id()));
+    let (state, jobs, lease) = (scratch.join("state"), scratch.join("jobs"), scratch.join("jobs/lease"));
+    for dir in [&state, &lease] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let uid = 299_990;
+    std::fs::write(state.join("passwd"), passwd_file(uid)).unwrap();
+    std::fs::write(state.join("group"), group_file(uid)).unwrap();
+    let sandbox =
+        Sandbox::discover(vec![state.clone(), jobs.clone()], Vec::new(), 4096).expect("bubblewrap and util-linux");
+    let argv = ["/bin/true".to_string()];
+    let sandboxed = sandbox.command_line(&Launch {
+        uid,
+        lease_dir: &lease,
+        passwd: &state.join("passwd"),
+        group: &state.join("group"),
+        cwd: "/lease",
+        devices: &[],
+        argv: &argv,
+    });
+    report("plain", &time_runs(&argv));
+    report("sandboxed", &time_runs(&sandboxed));
+    let _ = std::fs::remove_dir_all(Path::new(&scratch));
+}
