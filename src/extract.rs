@@ -6,8 +6,9 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
+use chrono::{DateTime, Datelike, Utc};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::IntoParams;
 use uuid::Uuid;
 
@@ -48,8 +49,26 @@ where
     }
 }
 
-/// Deserialize JSON bytes: syntax errors are 400 `malformed_json`, shape errors 422 with the field path.
+/// Deserialize JSON bytes: syntax errors are 400 `malformed_json`, shape errors 422 with the field path, and
+/// control characters in any string (see [`check_text`]) 422 with the field path, before any handler runs.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Every request body of this API is an object. Serde would also fill a struct from an array of its fields
+    // in order (`[null, "suspended"]`), a shape no client means and the spec does not allow.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
+        return Err(ApiError::field("body", "must be a JSON object"));
+    }
+    // Raw control characters are illegal inside JSON strings, so only an escape (`\u0000`), a raw DEL or a raw
+    // C1 character can smuggle one in: bodies without any of them (nearly all) skip the walk.
+    if may_hold_control_chars(bytes)
+        && let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes)
+    {
+        let mut errors = Vec::new();
+        find_control_chars(&value, &mut String::new(), &mut errors);
+        if !errors.is_empty() {
+            return Err(ApiError::Validation(errors));
+        }
+    }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(value) => {
@@ -68,6 +87,65 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 _ => Err(ApiError::MalformedJson(inner.to_string())),
             }
         }
+    }
+}
+
+/// Characters no text field of this API accepts: C0 controls other than tab, line feed and carriage return
+/// (NUL in particular, which PostgreSQL cannot store in `text`), DEL and the C1 controls.
+pub fn is_forbidden_char(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
+/// The message of a text field holding a forbidden character.
+pub const CONTROL_CHAR_MESSAGE: &str = "must not contain control characters (NUL, U+0001-U+001F other than tab and \
+    newline, U+007F-U+009F)";
+
+/// Reject text holding a [forbidden character](is_forbidden_char).
+pub fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
+    if text.chars().any(is_forbidden_char) { Err(FieldError::new(field, CONTROL_CHAR_MESSAGE)) } else { Ok(()) }
+}
+
+fn may_hold_control_chars(bytes: &[u8]) -> bool {
+    bytes
+        .windows(2)
+        .any(|w| (w[0] == b'\\' && w[1] == b'u') || w[0] == 0x7f || (w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1])))
+        || bytes.last() == Some(&0x7f)
+}
+
+/// Collect a field error for every string (value or key) that holds a forbidden character, with its JSON path.
+fn find_control_chars(value: &serde_json::Value, path: &mut String, errors: &mut Vec<FieldError>) {
+    use serde_json::Value;
+    let here = |path: &str| if path.is_empty() { "body".to_string() } else { path.to_string() };
+    match value {
+        Value::String(s) => {
+            if let Err(e) = check_text(&here(path), s) {
+                errors.push(e);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                find_control_chars(item, path, errors);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                if key.chars().any(is_forbidden_char) {
+                    errors.push(FieldError::new(here(path), CONTROL_CHAR_MESSAGE));
+                } else {
+                    find_control_chars(item, path, errors);
+                }
+                path.truncate(len);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -108,6 +186,12 @@ where
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
+        let errors: Vec<FieldError> = form_urlencoded::parse(query.as_bytes())
+            .filter_map(|(name, value)| check_text(&name, &value).err())
+            .collect();
+        if !errors.is_empty() {
+            return Err(ApiError::Validation(errors));
+        }
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize::<_, T>(de).map(ApiQuery).map_err(|err| {
             let path = err.path().to_string();
@@ -115,6 +199,34 @@ where
             ApiError::Validation(vec![FieldError::new(field, err.into_inner().to_string())])
         })
     }
+}
+
+/// Earliest instant any request may name: the Unix epoch. Nothing in this service predates it.
+pub const MIN_TIME: &str = "1970-01-01T00:00:00Z";
+/// Latest instant any request may name: the end of year 9999, so every date prints as four digits and every
+/// sum of a request date and a lease term stays far inside what chrono and PostgreSQL represent.
+pub const MAX_TIME: &str = "9999-12-31T23:59:59Z";
+
+/// Is `t` within [`MIN_TIME`, `MAX_TIME`]?
+pub fn is_sane_time(t: &DateTime<Utc>) -> bool {
+    (1970..=9999).contains(&t.year())
+}
+
+/// `#[serde(deserialize_with = "crate::extract::sane_time")]`: an RFC 3339 instant within years 1970-9999.
+pub fn sane_time<'de, D: Deserializer<'de>>(de: D) -> Result<DateTime<Utc>, D::Error> {
+    let t = DateTime::<Utc>::deserialize(de)?;
+    if is_sane_time(&t) {
+        Ok(t)
+    } else {
+        Err(serde::de::Error::custom(format!("must be between {MIN_TIME} and {MAX_TIME}")))
+    }
+}
+
+/// [`sane_time`] for optional fields (`#[serde(default, deserialize_with = "crate::extract::sane_time_opt")]`).
+pub fn sane_time_opt<'de, D: Deserializer<'de>>(de: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Wrapper(#[serde(deserialize_with = "sane_time")] DateTime<Utc>);
+    Ok(Option::<Wrapper>::deserialize(de)?.map(|w| w.0))
 }
 
 /// Keyset pagination: ids are UUIDv7 (time-ordered), so `after` is the last id of the previous page.

@@ -13,7 +13,8 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::app::AppState;
-use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, insert_api_key};
+use crate::auth::lifecycle::create_api_key;
+use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, NO_STORE, NoStore};
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
@@ -368,17 +369,18 @@ pub async fn set_tenant_quotas(
 )]
 pub async fn create_api_key_for_tenant(
     State(state): State<AppState>,
-    _op: OperatorAuth,
+    op: OperatorAuth,
     ApiPath(tenant_id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<CreateApiKeyRequest>,
-) -> ApiResult<(StatusCode, Json<CreatedApiKey>)> {
+) -> ApiResult<(StatusCode, NoStore, Json<CreatedApiKey>)> {
     req.validate_for_tenant()?;
-    let mut conn = state.db.acquire().await?;
+    let mut tx = state.db.begin().await?;
     let exists: Option<(Uuid,)> =
-        sqlx::query_as("SELECT id FROM tenants WHERE id = $1").bind(tenant_id).fetch_optional(&mut *conn).await?;
+        sqlx::query_as("SELECT id FROM tenants WHERE id = $1").bind(tenant_id).fetch_optional(&mut *tx).await?;
     if exists.is_none() {
         return Err(ApiError::NotFound("tenant"));
     }
-    let created = insert_api_key(&mut conn, Some(tenant_id), &req.name, req.role).await?;
-    Ok((StatusCode::CREATED, Json(created)))
+    let created = create_api_key(&mut tx, Some(op.key_id), Some(tenant_id), &req.name, req.role).await?;
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, NO_STORE, Json(created)))
 }

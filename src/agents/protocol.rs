@@ -77,6 +77,7 @@ pub struct RegisterResponse {
 pub struct GpuSample {
     pub gpu_index: i32,
     /// When the sample was taken (UTC).
+    #[serde(deserialize_with = "crate::extract::sane_time")]
     pub at: DateTime<Utc>,
     /// DCGM_FI_DEV_GPU_UTIL, percent.
     pub gpu_util: f32,

@@ -26,8 +26,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct TelemetryRange {
     /// Start (RFC 3339, UTC). Default: an hour before `to`.
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
     pub from: Option<DateTime<Utc>>,
     /// End (RFC 3339, UTC). Default: now (or the lease's end).
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
     pub to: Option<DateTime<Utc>>,
     /// Bucket width in seconds (default 60). At most 10,000 buckets per range.
     pub step_s: Option<i64>,

@@ -40,6 +40,7 @@ pub struct CreatePoolPriceRequest {
     pub price_per_gpu_hour_minor: i64,
     pub price_per_gpu_month_minor: Option<i64>,
     /// When it takes effect (default now). Never in the past: charges already made are never rewritten.
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
     pub effective_from: Option<DateTime<Utc>>,
 }
 
@@ -176,8 +177,10 @@ pub async fn set_pool_sla(
 #[into_params(parameter_in = Query)]
 pub struct PeriodParams {
     /// Start (RFC 3339).
+    #[serde(deserialize_with = "crate::extract::sane_time")]
     pub from: DateTime<Utc>,
     /// End (RFC 3339), exclusive.
+    #[serde(deserialize_with = "crate::extract::sane_time")]
     pub to: DateTime<Utc>,
 }
 

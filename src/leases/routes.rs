@@ -388,6 +388,22 @@ pub struct ExtendLeaseRequest {
     pub months: Option<i32>,
 }
 
+impl ExtendLeaseRequest {
+    /// Shape checks that need no lease: exactly one of the two, each within a whole term's bounds.
+    pub fn validate(&self) -> Result<(), ApiError> {
+        match (self.hours, self.months) {
+            (Some(h), None) if !(1..=MAX_HOURS).contains(&h) => {
+                Err(ApiError::field("hours", format!("must be between 1 and {MAX_HOURS}")))
+            }
+            (None, Some(m)) if !(1..=MAX_MONTHS).contains(&m) => {
+                Err(ApiError::field("months", format!("must be between 1 and {MAX_MONTHS}")))
+            }
+            (Some(_), None) | (None, Some(_)) => Ok(()),
+            _ => Err(ApiError::field("hours", "give exactly one of hours and months")),
+        }
+    }
+}
+
 /// The generation in `If-Match` (`"3"`, `3` or `W/"3"`), if sent.
 fn if_match_generation(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     let Some(value) = headers.get(axum::http::header::IF_MATCH) else { return Ok(None) };
@@ -418,6 +434,7 @@ pub async fn extend_lease(
     ApiJson(req): ApiJson<ExtendLeaseRequest>,
 ) -> ApiResult<Json<Lease>> {
     let expected = if_match_generation(&headers)?;
+    req.validate()?;
     let mut tx = state.db.begin().await?;
     type LeaseTerms = (i64, LeaseState, Term, Option<i32>, Option<i32>);
     let row: Option<LeaseTerms> = sqlx::query_as(
@@ -439,12 +456,14 @@ pub async fn extend_lease(
     if !lease_state.is_live() {
         return Err(ApiError::conflict("lease_not_active", format!("the lease is {}", lease_state.as_str())));
     }
+    // Sums in i64: a request near i32::MAX must not wrap past the cap.
+    let total = |current: Option<i32>, add: i32| i64::from(current.unwrap_or(0)) + i64::from(add);
     let (add_hours, add_months) = match (term, req.hours, req.months) {
-        (Term::Hourly, Some(h), None) if h >= 1 && hours.unwrap_or(0) + h <= MAX_HOURS => (h, 0),
+        (Term::Hourly, Some(h), None) if total(hours, h) <= i64::from(MAX_HOURS) => (h, 0),
         (Term::Hourly, _, _) => {
             return Err(ApiError::field("hours", format!("hourly leases extend by hours; at most {MAX_HOURS} in all")));
         }
-        (Term::Monthly, None, Some(m)) if m >= 1 && months.unwrap_or(0) + m <= MAX_MONTHS => (0, m),
+        (Term::Monthly, None, Some(m)) if total(months, m) <= i64::from(MAX_MONTHS) => (0, m),
         (Term::Monthly, _, _) => {
             return Err(ApiError::field(
                 "months",
