@@ -69,6 +69,36 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             return Err(ApiError::Validation(errors));
         }
     }
+    match deserialize_json(bytes) {
+        Err(ApiError::Validation(errors))
+            if errors.iter().any(|e| e.message.starts_with("invalid type: floating point")) =>
+        {
+            // JSON has one number type: `24.0` is the integer 24 to JSON Schema and to most clients. Only when a
+            // float was refused for an integer field is the body read again with integral floats as integers.
+            let mut value: serde_json::Value =
+                serde_json::from_slice(bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+            integral_floats_to_integers(&mut value);
+            deserialize_json(&serde_json::to_vec(&value).map_err(|e| ApiError::Internal(e.into()))?)
+        }
+        other => other,
+    }
+}
+
+fn integral_floats_to_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15) {
+                *n = serde_json::Number::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),
+        Value::Object(map) => map.values_mut().for_each(integral_floats_to_integers),
+        _ => {}
+    }
+}
+
+fn deserialize_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(value) => {
@@ -103,6 +133,18 @@ pub const CONTROL_CHAR_MESSAGE: &str = "must not contain control characters (NUL
 /// Reject text holding a [forbidden character](is_forbidden_char).
 pub fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
     if text.chars().any(is_forbidden_char) { Err(FieldError::new(field, CONTROL_CHAR_MESSAGE)) } else { Ok(()) }
+}
+
+/// A name or one-line label: not blank, at most `max` characters, no control characters at all (tab and newline
+/// included). Stored trimmed. The spec states the same with `minLength`, `maxLength` and a pattern.
+pub fn check_name(field: &str, text: &str, max: usize) -> Result<(), FieldError> {
+    if text.trim().is_empty() || text.chars().count() > max {
+        return Err(FieldError::new(field, format!("must be 1-{max} characters, not blank")));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(FieldError::new(field, "must be one line without control characters"));
+    }
+    Ok(())
 }
 
 fn may_hold_control_chars(bytes: &[u8]) -> bool {
@@ -234,6 +276,7 @@ pub fn sane_time_opt<'de, D: Deserializer<'de>>(de: D) -> Result<Option<DateTime
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Items per page, 1-500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     /// Return items after this id (the `next_after` of the previous page).
     pub after: Option<Uuid>,

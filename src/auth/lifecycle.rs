@@ -21,7 +21,7 @@ use super::routes::{ApiKey, CreatedApiKey, KEY_COLUMNS, NO_STORE, NoStore, inser
 use super::{OperatorAuth, Role, TenantAdminAuth};
 use crate::app::AppState;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_text, new_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_name, new_id};
 
 /// Longest name of a key, in characters.
 pub const MAX_KEY_NAME_CHARS: usize = 100;
@@ -30,13 +30,9 @@ pub const DEFAULT_GRACE_SECONDS: i64 = 24 * 3600;
 /// Longest grace period: a week.
 pub const MAX_GRACE_SECONDS: i64 = 7 * 24 * 3600;
 
-/// A key's name: 1-100 characters after trimming, no control characters.
+/// A key's name: 1-100 characters, not blank, no control characters.
 pub fn check_key_name(name: &str) -> Result<(), FieldError> {
-    let len = name.trim().chars().count();
-    if len == 0 || len > MAX_KEY_NAME_CHARS {
-        return Err(FieldError::new("name", format!("must be 1-{MAX_KEY_NAME_CHARS} characters")));
-    }
-    check_text("name", name)
+    check_name("name", name, MAX_KEY_NAME_CHARS)
 }
 
 /// What an audit event records.
@@ -226,7 +222,11 @@ async fn rotate_api_key(
 #[schema(example = json!({"name": "second-operator"}))]
 pub struct CreateOperatorKeyRequest {
     /// A label for people, 1-100 characters.
-    #[schema(min_length = 1, max_length = 100)]
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
 }
 

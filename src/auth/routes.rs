@@ -34,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[schema(example = json!({"api_key": "gpk_4f9pQm2c7HkYbXrS1aTzLw0vNeUd8GjKoPiQ3sBcFhM"}))]
 pub struct TokenRequest {
     /// An API key (`gpk_...`).
+    #[schema(pattern = r"^gpk_[A-Za-z0-9_-]{43}$")]
     pub api_key: String,
 }
 
@@ -119,8 +120,14 @@ pub struct CreatedApiKey {
 #[schema(example = json!({"name": "ci-pipeline", "role": "tenant_member"}))]
 pub struct CreateApiKeyRequest {
     /// A label for people, 1-100 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
     /// `tenant_admin` or `tenant_member` (operator keys: `POST /v1/admin/api-keys`).
+    #[schema(value_type = TenantRole)]
     pub role: Role,
 }
 
@@ -135,6 +142,15 @@ impl CreateApiKeyRequest {
         }
         if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
     }
+}
+
+/// The roles a tenant key may have (documentation of [`CreateApiKeyRequest::role`]; `operator` is refused).
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum TenantRole {
+    TenantAdmin,
+    TenantMember,
 }
 
 pub const KEY_COLUMNS: &str = "id, tenant_id, name, role, prefix, created_at, last_used_at, revoked_at, expires_at";

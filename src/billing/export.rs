@@ -36,9 +36,11 @@ pub enum ExportFormat {
 pub struct ExportParams {
     /// Records whose period starts at or after this (RFC 3339). Default: the start of this month (UTC).
     #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub from: Option<DateTime<Utc>>,
     /// Records whose period starts before this. Default: now.
     #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub to: Option<DateTime<Utc>>,
     /// `csv` (default) or `jsonl`.
     pub format: Option<ExportFormat>,
@@ -191,8 +193,11 @@ async fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: Export
 #[utoipa::path(
     get, path = "/v1/billing/usage/export", tag = "billing", operation_id = "export_usage",
     params(ExportParams),
-    responses((status = 200, description = "Usage records, oldest first; CSV with a header row, or one JSON object per line",
-        content((String = "text/csv"), (UsageRow = "application/x-ndjson"))))
+    responses(
+        (status = 200, description = "Usage records, oldest first; CSV with a header row, or one JSON object per line",
+            content((String = "text/csv"), (UsageRow = "application/x-ndjson"))),
+        (status = 404, description = "`tenant_id` names another tenant (`not_found`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
 )]
 pub async fn export_usage(
     State(state): State<AppState>,

@@ -73,6 +73,7 @@ const INVOICE_COLUMNS: &str = "id, tenant_id, month, currency, state, usage_mino
 #[schema(example = json!({"month": "2026-11"}))]
 pub struct GenerateInvoicesRequest {
     /// The month, `YYYY-MM`.
+    #[schema(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$")]
     pub month: String,
 }
 
@@ -249,6 +250,7 @@ pub async fn generate_invoices(
 #[into_params(parameter_in = Query)]
 pub struct InvoiceFilter {
     /// `YYYY-MM`.
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$")]
     pub month: Option<String>,
     pub tenant_id: Option<Uuid>,
 }

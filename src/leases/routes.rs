@@ -45,12 +45,16 @@ pub struct CreateLeaseRequest {
     /// The pool to lease from. Give this or `gpu_model`.
     pub pool_id: Option<Uuid>,
     /// Any pool of this GPU model (the one with the most free GPUs). Give this or `pool_id`.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]
     pub gpu_model: Option<String>,
     /// GPUs wanted, 1-4096.
+    #[schema(minimum = 1, maximum = 4096)]
     pub gpu_count: i32,
     /// Hourly term: length in hours (1-8784). Give this or `months`.
+    #[schema(minimum = 1, maximum = 8784)]
     pub duration_hours: Option<i32>,
     /// Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
+    #[schema(minimum = 1, maximum = 36)]
     pub months: Option<i32>,
     #[serde(default)]
     pub placement: Placement,
@@ -115,7 +119,7 @@ where
 #[utoipa::path(
     post, path = "/v1/leases", tag = "leases", operation_id = "create_lease",
     request_body = CreateLeaseRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h", pattern = r"^[!-~]{1,255}$")),
     responses(
         (status = 201, description = "The lease, active with its GPUs or queued", body = Lease),
         (status = 402, description = "The balance does not cover the first hour or the monthly term (`insufficient_balance`)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -339,6 +343,7 @@ async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, g
 pub struct LeaseListParams {
     /// Only leases in this state.
     pub state: Option<LeaseState>,
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     pub after: Option<Uuid>,
 }
@@ -383,8 +388,10 @@ pub async fn get_lease(
 #[schema(example = json!({"hours": 24}))]
 pub struct ExtendLeaseRequest {
     /// Hours to add (hourly leases).
+    #[schema(minimum = 1, maximum = 8784)]
     pub hours: Option<i32>,
     /// Months to add (monthly leases).
+    #[schema(minimum = 1, maximum = 36)]
     pub months: Option<i32>,
 }
 
@@ -416,7 +423,7 @@ fn if_match_generation(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     post, path = "/v1/leases/{lease_id}/extend", tag = "leases", operation_id = "extend_lease",
     params(
         ("lease_id" = Uuid, Path, description = "Lease id"),
-        ("If-Match" = Option<String>, Header, description = "The generation the change is based on"),
+        ("If-Match" = Option<String>, Header, description = "The generation the change is based on: `3`, `\"3\"` or `W/\"3\"`", pattern = r#"^(W/)?("[0-9]{1,18}"|[0-9]{1,18})$"#),
     ),
     request_body = ExtendLeaseRequest,
     responses(
@@ -570,6 +577,7 @@ pub struct AdminLeaseListParams {
     pub tenant_id: Option<Uuid>,
     pub pool_id: Option<Uuid>,
     pub state: Option<LeaseState>,
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     pub after: Option<Uuid>,
 }
@@ -604,6 +612,11 @@ pub async fn admin_list_leases(
 #[schema(example = json!({"reason": "abuse report #4411"}))]
 pub struct TerminateLeaseRequest {
     /// Why, recorded in the lease's events (1-500 characters).
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub reason: String,
 }
 
@@ -620,10 +633,8 @@ pub async fn terminate_lease(
     ApiPath(lease_id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<TerminateLeaseRequest>,
 ) -> ApiResult<Json<Lease>> {
+    crate::extract::check_name("reason", &req.reason, 500).map_err(|e| ApiError::Validation(vec![e]))?;
     let reason = req.reason.trim();
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(ApiError::field("reason", "must be 1-500 characters"));
-    }
     let mut tx = state.db.begin().await?;
     let ended =
         store::end_lease(&mut tx, lease_id, None, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None)

@@ -55,6 +55,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List operator keys (never their secrets). */
+        get: operations["list_operator_api_keys"];
+        put?: never;
+        /** Create a further operator key. */
+        post: operations["create_operator_api_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/api-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an operator key; tokens issued for it stop working at once. The last operator key that does not
+         *     expire cannot be revoked. Revoking twice is harmless.
+         */
+        delete: operations["revoke_operator_api_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/api-keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate an operator key: a new key now, the old one valid for the grace period. */
+        post: operations["rotate_operator_api_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit trail of credential changes, oldest first. */
+        get: operations["list_audit_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/billing/revenue": {
         parameters: {
             query?: never;
@@ -1071,6 +1143,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenant/api-keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate one of the tenant's keys: a new key now, the old one valid for the grace period. */
+        post: operations["rotate_tenant_api_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1087,10 +1176,10 @@ export interface components {
             currency: string;
             /** @description Shortest hours (training) / highest throughput (inference). */
             fastest: boolean;
-            /** Format: int32 */
+            /** Format: int64 */
             gpu_count: number;
             gpu_key: string;
-            /** Format: int32 */
+            /** Format: int64 */
             gpus_per_node: number;
             /**
              * Format: double
@@ -1101,7 +1190,7 @@ export interface components {
             meets_deadline: boolean;
             /** @description Inference: whether the throughput sustains the load (always true for training). */
             meets_load: boolean;
-            /** Format: int32 */
+            /** Format: int64 */
             nodes: number;
             plan: components["schemas"]["Plan"];
             pool_id: string;
@@ -1152,38 +1241,35 @@ export interface components {
             /**
              * Format: double
              * @description Inference: requests/s to sustain, each generating `tokens_per_request` tokens.
-             * @default null
              */
-            requests_per_s: number | null;
+            requests_per_s?: number | null;
             /**
              * Format: double
              * @description Inference: hours the serving runs, for the cost (default 1).
-             * @default null
              */
-            serving_hours: number | null;
+            serving_hours?: number | null;
             /**
              * Format: double
              * @description Inference: generated tokens/s to sustain (or use `requests_per_s`).
-             * @default null
              */
-            serving_tokens_per_s: number | null;
-            /**
-             * Format: int32
-             * @description Default 256.
-             * @default null
-             */
-            tokens_per_request: number | null;
+            serving_tokens_per_s?: number | null;
             /**
              * Format: int64
-             * @description Train/LoRA: total tokens to process.
-             * @default null
+             * @description Default 256.
              */
-            training_tokens: number | null;
+            tokens_per_request?: number | null;
+            /** @description Train/LoRA: total tokens to process. */
+            training_tokens?: number | null;
         };
         /** @description An API key as listed (never the secret). */
         ApiKey: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description A rotated key stops working at this time (its grace period's end); absent: no expiry.
+             */
+            expires_at?: string | null;
             /** Format: uuid */
             id: string;
             /** Format: date-time */
@@ -1243,6 +1329,44 @@ export interface components {
             desired: components["schemas"]["Desired"];
             state: components["schemas"]["JobState"];
         };
+        /**
+         * @description What an audit event records.
+         * @enum {string}
+         */
+        AuditAction: "api_key.created" | "api_key.revoked" | "api_key.rotated";
+        /** @description One audited change. */
+        AuditEvent: {
+            action: components["schemas"]["AuditAction"];
+            /**
+             * Format: uuid
+             * @description The API key whose token made the change; absent for the command line (`gpuplane bootstrap`).
+             */
+            actor_key_id?: string | null;
+            /** Format: date-time */
+            at: string;
+            /** @description Facts of the change, e.g. `{"successor_key_id": ..., "grace_seconds": 86400}` for a rotation. */
+            detail: Record<string, never>;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The API key the change is about.
+             */
+            subject_key_id: string;
+            /**
+             * Format: uuid
+             * @description The tenant of the subject; absent for operator keys.
+             */
+            tenant_id?: string | null;
+        };
+        AuditEventPage: {
+            items: components["schemas"]["AuditEvent"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
         Balance: {
             /**
              * Format: int64
@@ -1256,12 +1380,12 @@ export interface components {
             gpu?: string | null;
             gpu_spec?: components["schemas"]["GpuSpec"] | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Total GPUs.
              */
             gpus: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description GPUs per node (default: min(gpus, 8)).
              */
             gpus_per_node?: number | null;
@@ -1282,8 +1406,8 @@ export interface components {
         CreateApiKeyRequest: {
             /** @description A label for people, 1-100 characters. */
             name: string;
-            /** @description `tenant_admin` or `tenant_member` (operators create operator keys with `gpuplane bootstrap`). */
-            role: components["schemas"]["Role"];
+            /** @description `tenant_admin` or `tenant_member` (operator keys: `POST /v1/admin/api-keys`). */
+            role: components["schemas"]["TenantRole"];
         };
         /**
          * @description A job to run on a lease's GPUs.
@@ -1321,7 +1445,7 @@ export interface components {
             /** @description Run in this container image (`docker run` with only the leased GPUs); otherwise directly on the host. */
             image?: string | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Rendezvous port on the first node (default 29500).
              */
             master_port?: number | null;
@@ -1454,6 +1578,15 @@ export interface components {
         };
         /**
          * @example {
+         *       "name": "second-operator"
+         *     }
+         */
+        CreateOperatorKeyRequest: {
+            /** @description A label for people, 1-100 characters. */
+            name: string;
+        };
+        /**
+         * @example {
          *       "effective_from": "2026-12-01T00:00:00Z",
          *       "price_per_gpu_hour_minor": 199,
          *       "price_per_gpu_month_minor": 105000
@@ -1526,24 +1659,18 @@ export interface components {
          */
         DiffusionSpec: {
             /**
-             * Format: int32
+             * Format: int64
              * @description Denoising steps per image (classifier-free guidance doubles the evaluations).
              */
             steps: number;
-            /**
-             * Format: int64
-             * @description Text encoder (and VAE) parameters.
-             */
+            /** @description Text encoder (and VAE) parameters. */
             text_encoder_params: number;
             /**
              * Format: double
              * @description Approximate TFLOPs of one denoiser evaluation for one image at the native resolution.
              */
             tflops_per_step: number;
-            /**
-             * Format: int64
-             * @description Denoiser (UNet / DiT) parameters.
-             */
+            /** @description Denoiser (UNet / DiT) parameters. */
             unet_params: number;
         };
         /** @enum {string} */
@@ -1665,10 +1792,7 @@ export interface components {
              * @description When the sample was taken (UTC).
              */
             at: string;
-            /**
-             * Format: int64
-             * @description DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, millijoules since driver load (a counter).
-             */
+            /** @description DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, millijoules since driver load (a counter). */
             energy_mj: number;
             /**
              * Format: int64
@@ -1759,10 +1883,7 @@ export interface components {
              * @description HBM/GDDR bandwidth, GB/s.
              */
             mem_bandwidth_gb_s: number;
-            /**
-             * Format: int64
-             * @description Memory as labelled, in bytes (decimal GB).
-             */
+            /** @description Memory as labelled, in bytes (decimal GB). */
             memory_bytes: number;
             name: string;
         };
@@ -1775,16 +1896,13 @@ export interface components {
             samples: components["schemas"]["GpuSample"][];
         };
         HeartbeatResponse: {
-            /**
-             * Format: int64
-             * @description Samples stored (duplicates of already delivered samples are skipped).
-             */
+            /** @description Samples stored (duplicates of already delivered samples are skipped). */
             accepted_samples: number;
             /** @description There is work to fetch at `GET /v1/agent/assignments`. */
             assignments_pending: boolean;
             desired_state: components["schemas"]["DesiredState"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Seconds until the next heartbeat.
              */
             heartbeat_interval_s: number;
@@ -2113,29 +2231,16 @@ export interface components {
         };
         /** @description Per-GPU memory, bytes, for the most loaded GPU of a plan. */
         MemoryBreakdown: {
-            /** Format: int64 */
             activations: number;
-            /** Format: int64 */
             comm_buffers: number;
-            /** Format: int64 */
             fragmentation: number;
-            /** Format: int64 */
             gradients: number;
-            /**
-             * Format: int64
-             * @description Inference only.
-             */
+            /** @description Inference only. */
             kv_cache: number;
-            /** Format: int64 */
             optimizer: number;
-            /** Format: int64 */
             total: number;
-            /**
-             * Format: int64
-             * @description Usable memory per GPU (label minus CUDA context).
-             */
+            /** @description Usable memory per GPU (label minus CUDA context). */
             usable: number;
-            /** Format: int64 */
             weights: number;
         };
         /**
@@ -2146,27 +2251,27 @@ export interface components {
         ModelArch: {
             diffusion?: components["schemas"]["DiffusionSpec"] | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description FFN intermediate size. `ffn == 4 * hidden` means a GPT-style 2-matrix MLP, anything
              *     else a SwiGLU-style 3-matrix MLP.
              */
             ffn: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Query heads.
              */
             heads: number;
-            /** Format: int32 */
+            /** Format: int64 */
             hidden: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Key/value heads (grouped-query attention); equal to `heads` for classic MHA.
              */
             kv_heads: number;
-            /** Format: int32 */
+            /** Format: int64 */
             layers: number;
             moe?: components["schemas"]["MoeSpec"] | null;
-            /** Format: int32 */
+            /** Format: int64 */
             vocab: number;
         };
         /** @description The model: exactly one of `preset` and `architecture`. */
@@ -2177,12 +2282,12 @@ export interface components {
         /** @description Mixture-of-experts layout of the FFN. */
         MoeSpec: {
             /**
-             * Format: int32
+             * Format: int64
              * @description Experts per layer.
              */
             experts: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Experts each token is routed to (top-k).
              */
             experts_per_token: number;
@@ -2281,40 +2386,20 @@ export interface components {
         ParamType: "string" | "int" | "float" | "bool" | "enum";
         /** @description Optional pins: a `Some` fixes that knob, `None` lets the search choose. */
         Pins: {
-            /**
-             * Format: int32
-             * @default null
-             */
-            dp: number | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            micro_batch: number | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            pp: number | null;
-            /** @default null */
-            recompute: components["schemas"]["Recompute"] | null;
-            /** @default null */
-            sequence_parallel: boolean | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            tp: number | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            vp: number | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            zero_stage: number | null;
+            /** Format: int64 */
+            dp?: number | null;
+            /** Format: int64 */
+            micro_batch?: number | null;
+            /** Format: int64 */
+            pp?: number | null;
+            recompute?: components["schemas"]["Recompute"] | null;
+            sequence_parallel?: boolean | null;
+            /** Format: int64 */
+            tp?: number | null;
+            /** Format: int64 */
+            vp?: number | null;
+            /** Format: int64 */
+            zero_stage?: number | null;
         };
         /**
          * @description How a lease's GPUs are laid over nodes.
@@ -2329,10 +2414,10 @@ export interface components {
             calibrated: boolean;
             /** Format: double */
             comm_fraction: number;
-            /** Format: int32 */
+            /** Format: int64 */
             dp: number;
             explanation: string;
-            /** Format: int32 */
+            /** Format: int64 */
             grad_accum: number;
             /**
              * Format: double
@@ -2345,16 +2430,15 @@ export interface components {
              */
             images_per_s?: number | null;
             memory: components["schemas"]["MemoryBreakdown"];
-            /** Format: int64 */
             memory_per_gpu_bytes: number;
             /**
              * Format: double
              * @description Model FLOPs utilisation against the peak of the precision used (FP8 peak for fp8).
              */
             mfu: number;
-            /** Format: int32 */
+            /** Format: int64 */
             micro_batch: number;
-            /** Format: int32 */
+            /** Format: int64 */
             pp: number;
             /**
              * Format: double
@@ -2363,7 +2447,7 @@ export interface components {
             prefill_tokens_per_s?: number | null;
             recompute: components["schemas"]["Recompute"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Inference: model replicas (`gpus / (tp * pp)`); training: equals `dp`.
              */
             replicas: number;
@@ -2383,15 +2467,15 @@ export interface components {
              * @description Training tokens/s, or generated (decode) tokens/s for inference, whole cluster.
              */
             tokens_per_s: number;
-            /** Format: int32 */
+            /** Format: int64 */
             tp: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Virtual pipeline stages (interleaving chunks per GPU).
              */
             vp: number;
             workload: components["schemas"]["WorkloadKind"];
-            /** Format: int32 */
+            /** Format: int64 */
             zero_stage: number;
         };
         /** @description A planning request as the HTTP API and CLI deserialize it. */
@@ -2400,7 +2484,7 @@ export interface components {
             model: components["schemas"]["ModelRef"];
             pins?: components["schemas"]["Pins"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Plans to return (default 10, at most 1000).
              */
             top_n?: number | null;
@@ -2409,15 +2493,11 @@ export interface components {
         /** @description Search result: best plan first. */
         PlanResult: {
             /**
-             * Format: int64
              * @description Configurations that satisfied the divisibility rules (including subtrees pruned by
              *     the memory lower bound).
              */
             evaluated: number;
-            /**
-             * Format: int64
-             * @description Configurations that fit in memory.
-             */
+            /** @description Configurations that fit in memory. */
             feasible: number;
             plans: components["schemas"]["Plan"][];
         };
@@ -2605,7 +2685,7 @@ export interface components {
             /** @description Credential for `/v1/agent/*` (Bearer). Re-registering the same host rotates it. */
             agent_token: string;
             /**
-             * Format: int32
+             * Format: int64
              * @description Seconds between heartbeats.
              */
             heartbeat_interval_s: number;
@@ -2629,6 +2709,31 @@ export interface components {
         };
         /** @enum {string} */
         Role: "operator" | "tenant_admin" | "tenant_member";
+        /**
+         * @example {
+         *       "grace_seconds": 3600
+         *     }
+         */
+        RotateApiKeyRequest: {
+            /**
+             * Format: int64
+             * @description How long the old key keeps working, in seconds (0-604800, default 86400). 0 revokes it at once.
+             */
+            grace_seconds?: number | null;
+        };
+        /** @description The successor of a rotated key, with its secret, and when the old key stops working. */
+        RotatedApiKey: components["schemas"]["CreatedApiKey"] & {
+            /**
+             * Format: date-time
+             * @description When the old key stops working.
+             */
+            old_key_expires_at: string;
+            /**
+             * Format: uuid
+             * @description The key that was rotated.
+             */
+            replaces: string;
+        };
         /** @description A pool that produced no option, and why. */
         SkippedPool: {
             pool_id: string;
@@ -2727,8 +2832,7 @@ export interface components {
         };
         /** @description A typed template parameter, e.g. `{"name": "lr", "type": "float", "default": 0.0003}`. */
         TemplateParam: {
-            /** @description Used when a job does not set it; without a default the parameter is required. */
-            default?: Record<string, never> | null;
+            default?: unknown;
             description?: string | null;
             /** @description `[a-z_][a-z0-9_]*`, used as `{name}` in the argv. */
             name: string;
@@ -2808,6 +2912,11 @@ export interface components {
             tenant_id: string;
             tenant_name: string;
         };
+        /**
+         * @description The roles a tenant key may have (documentation of [`CreateApiKeyRequest::role`]; `operator` is refused).
+         * @enum {string}
+         */
+        TenantRole: "tenant_admin" | "tenant_member";
         /** @enum {string} */
         TenantStatus: "active" | "suspended";
         /** @enum {string} */
@@ -2833,10 +2942,7 @@ export interface components {
         /** @description An OAuth-style bearer token. */
         TokenResponse: {
             access_token: string;
-            /**
-             * Format: int64
-             * @description Seconds until the token expires.
-             */
+            /** @description Seconds until the token expires. */
             expires_in: number;
             /** @description Always `Bearer`. */
             token_type: string;
@@ -2899,29 +3005,29 @@ export interface components {
         /** @description Workload fields as the API/CLI send them; defaults are filled by `resolve`. */
         WorkloadFields: {
             /**
-             * Format: int32
+             * Format: int64
              * @description Inference: sequences in flight per replica (default 16).
              */
             concurrent_seqs?: number | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Inference: tokens of context per sequence (default `seq_len` or 4096).
              */
             context_len?: number | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Global batch in sequences (training; default 512 sequences).
              */
             global_batch?: number | null;
             kind: components["schemas"]["WorkloadKind"];
             /**
-             * Format: int32
+             * Format: int64
              * @description LoRA rank (default 16).
              */
             lora_rank?: number | null;
             precision?: components["schemas"]["Precision"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Training sequence length (default 4096).
              */
             seq_len?: number | null;
@@ -2971,6 +3077,24 @@ export interface components {
         };
         /** @description Request body too large (`payload_too_large`) */
         PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The database is unreachable for now; retry after `Retry-After` seconds (`service_unavailable`) */
+        ServiceUnavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Too many attempts from this client address; retry after `Retry-After` seconds (`rate_limited`) */
+        TooManyRequests: {
             headers: {
                 [name: string]: unknown;
             };
@@ -3032,6 +3156,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_metrics: {
@@ -3053,6 +3178,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_readyz: {
@@ -3085,6 +3211,174 @@ export interface operations {
             };
         };
     };
+    list_operator_api_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Operator keys, oldest first: prefix, name, created, last used, revoked, expiry */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_operator_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOperatorKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key; its secret is shown only now */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revoke_operator_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The last operator key that does not expire (`last_operator_key`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotate_operator_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The successor key (its secret is shown only now) and the old key's end */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The key is revoked or already rotated (`key_not_rotatable`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_audit_events: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-500 (default 50). */
+                limit?: number;
+                /** @description Return items after this id (the `next_after` of the previous page). */
+                after?: string;
+                /** @description Only events about this tenant's keys. */
+                tenant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Audit events, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     get_revenue: {
         parameters: {
             query: {
@@ -3112,6 +3406,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     admin_export_usage: {
@@ -3146,6 +3441,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_gpu_model: {
@@ -3186,6 +3482,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     restore_gpu: {
@@ -3213,6 +3510,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     admin_list_invoices: {
@@ -3241,6 +3539,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     generate_invoices: {
@@ -3272,6 +3571,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     issue_invoice: {
@@ -3308,6 +3608,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     pay_invoice: {
@@ -3344,6 +3645,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     revoke_join_token: {
@@ -3369,6 +3671,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     admin_list_leases: {
@@ -3399,6 +3702,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     terminate_lease: {
@@ -3434,6 +3738,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_nodes: {
@@ -3465,6 +3770,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_node: {
@@ -3505,6 +3811,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_node: {
@@ -3532,6 +3839,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cordon_node: {
@@ -3559,6 +3867,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     drain_node: {
@@ -3586,6 +3895,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     set_node_maintenance: {
@@ -3613,6 +3923,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_node_telemetry: {
@@ -3648,6 +3959,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     uncordon_node: {
@@ -3675,6 +3987,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_pool: {
@@ -3715,6 +4028,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     update_pool: {
@@ -3759,6 +4073,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_join_tokens: {
@@ -3786,6 +4101,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_join_token: {
@@ -3821,6 +4137,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_pool_prices: {
@@ -3848,6 +4165,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_pool_price: {
@@ -3883,6 +4201,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     set_pool_sla: {
@@ -3918,6 +4237,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_pool_utilization: {
@@ -3953,6 +4273,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_template: {
@@ -3984,6 +4305,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_tenants: {
@@ -4013,6 +4335,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_tenant: {
@@ -4053,6 +4376,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_tenant: {
@@ -4080,6 +4404,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     update_tenant: {
@@ -4124,6 +4449,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_api_key_for_tenant: {
@@ -4159,6 +4485,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_ledger_entry: {
@@ -4197,6 +4524,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     set_tenant_quotas: {
@@ -4232,6 +4560,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_advice: {
@@ -4271,6 +4600,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_assignments: {
@@ -4294,6 +4624,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     report_assignment_status: {
@@ -4329,6 +4660,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     post_heartbeat: {
@@ -4360,6 +4692,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     register_agent: {
@@ -4415,7 +4748,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_token: {
@@ -4462,7 +4797,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_balance: {
@@ -4486,6 +4823,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_invoices: {
@@ -4509,6 +4847,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_invoice: {
@@ -4536,6 +4875,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_ledger: {
@@ -4565,6 +4905,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     export_usage: {
@@ -4597,8 +4938,18 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            /** @description `tenant_id` names another tenant (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_gpu_models: {
@@ -4622,6 +4973,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_job: {
@@ -4649,6 +5001,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancel_job: {
@@ -4676,6 +5029,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_leases: {
@@ -4705,6 +5059,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_lease: {
@@ -4757,6 +5112,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_lease: {
@@ -4784,6 +5140,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_lease_events: {
@@ -4811,13 +5168,14 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     extend_lease: {
         parameters: {
             query?: never;
             header?: {
-                /** @description The generation the change is based on */
+                /** @description The generation the change is based on: `3`, `"3"` or `W/"3"` */
                 "If-Match"?: string | null;
             };
             path: {
@@ -4876,6 +5234,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_lease_insights: {
@@ -4903,6 +5262,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_lease_jobs: {
@@ -4934,6 +5294,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_job: {
@@ -4986,6 +5347,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     release_lease: {
@@ -5013,6 +5375,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_lease_telemetry: {
@@ -5048,6 +5411,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_plan: {
@@ -5108,6 +5472,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_pools: {
@@ -5131,6 +5496,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_pool: {
@@ -5158,6 +5524,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_templates: {
@@ -5181,6 +5548,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_own_tenant: {
@@ -5204,6 +5572,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_tenant_api_keys: {
@@ -5227,6 +5596,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_tenant_api_key: {
@@ -5258,6 +5628,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     revoke_tenant_api_key: {
@@ -5283,6 +5654,52 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotate_tenant_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The successor key (its secret is shown only now) and the old key's end */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The key is revoked or already rotated (`key_not_rotatable`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }
