@@ -19,7 +19,7 @@ pub struct ApiJson<T>(pub T);
 
 impl<T, S> FromRequest<S> for ApiJson<T>
 where
-    T: DeserializeOwned,
+    T: DeserializeOwned + utoipa::ToSchema,
     S: Send + Sync,
 {
     type Rejection = ApiError;
@@ -45,7 +45,93 @@ where
                 ApiError::BadRequest(rejection.body_text())
             }
         })?;
+        // Serde fills a struct from an array of its fields in order; the API documents objects. Bodies without
+        // any array cannot hold one where an object belongs.
+        if bytes.contains(&b'[')
+            && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
+        {
+            let mut errors = Vec::new();
+            arrays_where_objects_belong(&value, &format!("#/components/schemas/{}", T::name()), "", &mut errors);
+            if !errors.is_empty() {
+                return Err(ApiError::Validation(errors));
+            }
+        }
         parse_json(&bytes).map(ApiJson)
+    }
+}
+
+/// The component schemas of the API's own document, as JSON, built once.
+fn component_schemas() -> &'static serde_json::Value {
+    static SCHEMAS: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        let doc = serde_json::to_value(crate::app::openapi_document()).unwrap_or_default();
+        doc.pointer("/components/schemas").cloned().unwrap_or_default()
+    })
+}
+
+/// Field errors for every array in `value` where the schema at `reference` (a component reference, or inline)
+/// wants an object.
+fn arrays_where_objects_belong(value: &serde_json::Value, reference: &str, path: &str, errors: &mut Vec<FieldError>) {
+    let Some(name) = reference.strip_prefix("#/components/schemas/") else { return };
+    if let Some(schema) = component_schemas().get(name) {
+        check_shape(value, schema, path, errors, 0);
+    }
+}
+
+fn check_shape(
+    value: &serde_json::Value,
+    schema: &serde_json::Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+    depth: u8,
+) {
+    use serde_json::Value;
+    if depth > 32 {
+        return;
+    }
+    if let Some(Value::String(reference)) = schema.get("$ref") {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        if let Some(target) = component_schemas().get(name) {
+            check_shape(value, target, path, errors, depth + 1);
+        }
+        return;
+    }
+    for key in ["oneOf", "anyOf", "allOf"] {
+        if let Some(Value::Array(branches)) = schema.get(key) {
+            for branch in branches.iter().filter(|b| b.get("type") != Some(&Value::String("null".into()))) {
+                check_shape(value, branch, path, errors, depth + 1);
+            }
+        }
+    }
+    let wants_object = match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        None => schema.get("properties").is_some(),
+        _ => false,
+    };
+    match value {
+        Value::Array(_) if wants_object => {
+            let field = if path.is_empty() { "body".to_string() } else { path.to_string() };
+            errors.push(FieldError::new(field, "must be a JSON object"));
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check_shape(item, item_schema, &format!("{path}[{i}]"), errors, depth + 1);
+                }
+            }
+        }
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = schema.get("properties") {
+                for (key, item) in map {
+                    if let Some(property) = properties.get(key) {
+                        let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                        check_shape(item, property, &child, errors, depth + 1);
+                    }
+                }
+            }
+        }
+        _ => {}
     }
 }
 

@@ -112,6 +112,19 @@ async fn an_array_is_not_an_object_body(db: PgPool) {
     assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["body"]);
     let (status,): (String,) = sqlx::query_as("SELECT status FROM tenants").fetch_one(&db).await.unwrap();
     assert_eq!(status, "active");
+    // Nested objects too, at any depth, named by their path.
+    let (_, tenant) = app.tenant_admin(&op, "acme-2").await;
+    let plan = json!({ "cluster": { "gpu": "a100-80g", "gpus": 64, "gpus_per_node": 8 }, "model": { "preset": "llama3-70b" },
+                       "pins": [null, null], "workload": { "kind": "train", "seq_len": 4096, "global_batch": 1024 } });
+    let res = app.post("/v1/plans", &tenant, plan).await;
+    assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["pins"]);
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let node = json!({ "pool_id": pool, "hostname": "n1", "address": "n1.test", "intra_link": "nvlink",
+                       "network_gbps": 400, "gpus": [[0, "GPU-n1-0"]] });
+    let res = app.post("/v1/admin/nodes", &op, node).await;
+    assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["gpus[0]"]);
+    let (nodes,): (i64,) = sqlx::query_as("SELECT count(*) FROM nodes").fetch_one(&db).await.unwrap();
+    assert_eq!(nodes, 0);
 }
 
 #[sqlx::test]
