@@ -359,15 +359,20 @@ pub async fn list_audit_events(
     Ok(Json(Page::from_rows(rows, limit, |e| e.id)))
 }
 
+/// One pass of [`sweep_expired_keys`]: how many keys it revoked.
+pub async fn revoke_expired_keys(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
+    let done =
+        sqlx::query("UPDATE api_keys SET revoked_at = expires_at WHERE revoked_at IS NULL AND expires_at <= now()")
+            .execute(db)
+            .await?;
+    Ok(done.rows_affected())
+}
+
 /// Mark keys whose grace period has ended as revoked, so every check (including the SQL-side ones of the
 /// fast lease endpoints, which look at `revoked_at` only) sees them as such. Runs until `shutdown`.
 pub async fn sweep_expired_keys(state: AppState, every: Duration, shutdown: CancellationToken) {
     loop {
-        let result =
-            sqlx::query("UPDATE api_keys SET revoked_at = expires_at WHERE revoked_at IS NULL AND expires_at <= now()")
-                .execute(&state.db)
-                .await;
-        if let Err(err) = result {
+        if let Err(err) = revoke_expired_keys(&state.db).await {
             tracing::warn!(error = %err, "expired API key sweep failed; retrying");
         }
         tokio::select! {

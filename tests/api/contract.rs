@@ -89,6 +89,13 @@ async fn nul_and_control_characters_in_any_text_are_422_field_errors(db: PgPool)
     );
     let res = app.get("/v1/admin/invoices?month=2026-1%001", &op).await;
     assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["month"]);
+    // Agent registration checks its facts before its join token.
+    let facts = json!({ "hostname": "n9", "address": "n9.test", "intra_link": "nvlink", "network_gbps": 400,
+                        "driver_version": "550\u{0}", "gpus": [{ "index": 0, "uuid": "GPU-0", "name": "H\u{0}100", "memory_bytes": 1 }] });
+    let res =
+        app.call(Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": "gpj_x", "node": facts }))).await;
+    let res = res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(res.error_fields(), ["node.driver_version", "node.gpus[0].name"]);
     // Tab and newline stay allowed in text.
     app.post(
         "/v1/admin/templates",
@@ -381,6 +388,15 @@ async fn operators_create_list_rotate_and_revoke_operator_keys_but_never_the_las
     app.call(Method::POST, "/v1/auth/token", None, Some(json!({ "api_key": second_key })))
         .await
         .expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    // The sweep then marks it revoked, so SQL-side checks (the fast lease functions) see it too; once.
+    assert_eq!(gpuplane::auth::lifecycle::revoke_expired_keys(&db).await.unwrap(), 1);
+    assert_eq!(gpuplane::auth::lifecycle::revoke_expired_keys(&db).await.unwrap(), 0);
+    let (revoked,): (bool,) = sqlx::query_as("SELECT revoked_at IS NOT NULL FROM api_keys WHERE id = $1::uuid")
+        .bind(&second_id)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert!(revoked);
     // Bad grace periods change nothing.
     let third_id = rotated.body["id"].as_str().unwrap();
     app.post(&format!("/v1/admin/api-keys/{third_id}/rotate"), &third, json!({ "grace_seconds": 604801 }))
