@@ -308,12 +308,13 @@ async fn a_lost_database_connection_is_503_with_retry_after(db: PgPool) {
         let body: Value = serde_json::from_slice(&res.into_body().collect().await.unwrap().to_bytes()).unwrap();
         (status, retry_after, body)
     });
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Polled outside the locking transaction: a transaction sees one snapshot of pg_stat_activity.
+    let deadline = Instant::now() + Duration::from_secs(30);
     let pid = loop {
         let waiting: Option<(i32,)> = sqlx::query_as(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
         )
-        .fetch_optional(&mut *locker)
+        .fetch_optional(&db)
         .await
         .unwrap();
         if let Some((pid,)) = waiting {
@@ -322,7 +323,7 @@ async fn a_lost_database_connection_is_503_with_retry_after(db: PgPool) {
         assert!(Instant::now() < deadline, "the request never waited on the lock");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    sqlx::query("SELECT pg_terminate_backend($1)").bind(pid).execute(&mut *locker).await.unwrap();
+    sqlx::query("SELECT pg_terminate_backend($1)").bind(pid).execute(&db).await.unwrap();
     locker.rollback().await.unwrap();
     let (status, retry_after, body) = request.await.unwrap();
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
