@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::Request;
+use axum::http::{HeaderValue, Request, header};
 use axum::middleware;
 use axum::response::IntoResponse;
 use metrics_exporter_prometheus::PrometheusHandle;
@@ -14,6 +14,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
@@ -34,6 +35,7 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     pub metrics: PrometheusHandle,
     pub agent_gpus: Arc<crate::agents::GpuMapCache>,
+    pub auth_limiter: Arc<crate::rate_limit::AuthLimiter>,
 }
 
 impl AppState {
@@ -41,6 +43,7 @@ impl AppState {
         Ok(AppState {
             db,
             tokens: Arc::new(TokenKeys::new(&settings)?),
+            auth_limiter: Arc::new(crate::rate_limit::AuthLimiter::new(&settings.rate_limit)),
             settings: Arc::new(settings),
             metrics: metrics_handle(),
             agent_gpus: Arc::default(),
@@ -78,6 +81,7 @@ pub fn build_router(state: AppState) -> Router {
         .route_layer(middleware::from_fn(track_metrics))
         .fallback(|| async { ApiError::NotFound("route") })
         .merge(SwaggerUi::new("/docs").url("/openapi.json", api))
+        .layer(middleware::from_fn_with_state(state.auth_limiter.clone(), crate::rate_limit::throttle_credentials))
         .with_state(state)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(CatchPanicLayer::custom(|_| {
@@ -87,6 +91,11 @@ pub fn build_router(state: AppState) -> Router {
             let request_id = req.headers().get(REQUEST_ID).and_then(|v| v.to_str().ok()).unwrap_or("-");
             tracing::info_span!("request", request_id, method = %req.method(), uri = %req.uri(), tenant.id = tracing::field::Empty)
         }))
+        // Every response, errors and docs included, is to be taken as the type it declares.
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
         .layer(PropagateRequestIdLayer::new(REQUEST_ID))
         .layer(SetRequestIdLayer::new(REQUEST_ID, MakeRequestUuid))
 }
@@ -94,7 +103,10 @@ pub fn build_router(state: AppState) -> Router {
 /// Serve until `shutdown` is cancelled; in-flight requests finish first.
 pub async fn run(listener: TcpListener, state: AppState, shutdown: CancellationToken) -> anyhow::Result<()> {
     let router = build_router(state);
-    axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await?;
+    // The peer address feeds the per-client throttling of the credential endpoints.
+    axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
     Ok(())
 }
 
@@ -129,5 +141,10 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<t
         tokio::spawn(crate::leases::lifecycle::run(state.clone(), Duration::from_secs(1), shutdown.clone())),
         tokio::spawn(crate::agents::liveness::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::billing::metering::run(state.clone(), Duration::from_secs(15), shutdown.clone())),
+        tokio::spawn(crate::auth::lifecycle::sweep_expired_keys(
+            state.clone(),
+            Duration::from_secs(30),
+            shutdown.clone(),
+        )),
     ]
 }

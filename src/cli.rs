@@ -74,9 +74,9 @@ pub async fn bootstrap_operator(pool: &sqlx::PgPool, name: &str) -> anyhow::Resu
     let (exists,): (bool,) =
         sqlx::query_as("SELECT EXISTS (SELECT 1 FROM api_keys WHERE role = 'operator')").fetch_one(&mut *tx).await?;
     if exists {
-        anyhow::bail!("an operator already exists; create further keys with the API");
+        anyhow::bail!("an operator already exists; create further keys with `POST /v1/admin/api-keys`");
     }
-    let created = crate::auth::routes::insert_api_key(&mut tx, None, name, Role::Operator).await?;
+    let created = crate::auth::lifecycle::create_api_key(&mut tx, None, None, name, Role::Operator).await?;
     tx.commit().await?;
     Ok(created.api_key)
 }

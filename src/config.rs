@@ -49,6 +49,30 @@ pub struct ServeArgs {
     pub log_format: LogFormat,
     #[command(flatten)]
     pub agents: AgentArgs,
+    #[command(flatten)]
+    pub rate_limit: RateLimitArgs,
+}
+
+/// Throttling of the credential endpoints (`POST /v1/auth/token`, `POST /v1/agent/register`) per client address.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct RateLimitArgs {
+    /// Sustained attempts per client address and minute on the credential endpoints.
+    #[arg(long, env = "GPUPLANE_AUTH_RATE_PER_MINUTE", default_value_t = 30)]
+    pub auth_rate_per_minute: u32,
+    /// Attempts a client address may make at once before the per-minute rate applies.
+    #[arg(long, env = "GPUPLANE_AUTH_RATE_BURST", default_value_t = 10)]
+    pub auth_rate_burst: u32,
+    /// Behind a reverse proxy: take the client address from the LAST `X-Forwarded-For` entry (the one the proxy
+    /// appended) instead of the TCP peer, which is the proxy itself. Never set this when clients can reach the
+    /// server directly: they could then pick any address and dodge the limit.
+    #[arg(long, env = "GPUPLANE_TRUST_FORWARDED_FOR", default_value_t = false)]
+    pub trust_forwarded_for: bool,
+}
+
+impl Default for RateLimitArgs {
+    fn default() -> Self {
+        RateLimitArgs { auth_rate_per_minute: 30, auth_rate_burst: 10, trust_forwarded_for: false }
+    }
 }
 
 /// Node agent timing and telemetry retention.
@@ -119,6 +143,7 @@ pub struct Settings {
     pub fleet_silence_threshold: f64,
     /// Fewest silent nodes that open a liveness hold.
     pub fleet_silence_min_nodes: u32,
+    pub rate_limit: RateLimitArgs,
 }
 
 impl Settings {
@@ -137,6 +162,7 @@ impl Settings {
             telemetry_retention: Duration::from_secs(agents.telemetry_retention_hours * 3600),
             fleet_silence_threshold: agents.fleet_silence_threshold,
             fleet_silence_min_nodes: agents.fleet_silence_min_nodes,
+            rate_limit: RateLimitArgs::default(),
         }
     }
 }
@@ -180,7 +206,13 @@ impl ServeArgs {
         if a.telemetry_retention_hours == 0 {
             anyhow::bail!("--telemetry-retention-hours must be at least 1");
         }
-        Ok(Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a))
+        let r = self.rate_limit;
+        if r.auth_rate_per_minute == 0 || r.auth_rate_burst == 0 {
+            anyhow::bail!("--auth-rate-per-minute and --auth-rate-burst must be at least 1");
+        }
+        let mut settings = Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a);
+        settings.rate_limit = r;
+        Ok(settings)
     }
 }
 

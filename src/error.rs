@@ -71,6 +71,8 @@ pub enum ApiError {
     Unprocessable { code: &'static str, message: String, context: Option<serde_json::Value> },
     #[error("{message}")]
     PaymentRequired { code: &'static str, message: String, context: Option<serde_json::Value> },
+    #[error("too many requests; retry in {retry_after_secs} s")]
+    TooManyRequests { retry_after_secs: u64 },
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
     #[error("internal error: {0}")]
@@ -107,6 +109,8 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_) | ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PaymentRequired { .. } => StatusCode::PAYMENT_REQUIRED,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Database(err) if is_unavailable(err) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Database(_) | ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -125,6 +129,8 @@ impl ApiError {
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::UnsupportedMediaType => "unsupported_media_type",
             ApiError::Validation(_) => "validation_failed",
+            ApiError::TooManyRequests { .. } => "rate_limited",
+            ApiError::Database(err) if is_unavailable(err) => "service_unavailable",
             ApiError::Database(_) | ApiError::Internal(_) => "internal_error",
         }
     }
@@ -133,6 +139,9 @@ impl ApiError {
         let status = self.status();
         let code = self.code();
         let detail = match self {
+            ApiError::Database(err) if is_unavailable(err) => {
+                format!("the database is unreachable for now; retry in {RETRY_AFTER_UNAVAILABLE_SECS} s")
+            }
             ApiError::Database(_) | ApiError::Internal(_) => {
                 "the server failed to handle the request; it has been logged".to_string()
             }
@@ -172,6 +181,14 @@ impl IntoResponse for ApiError {
         let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/problem+json"));
+        let retry_after = match &self {
+            ApiError::TooManyRequests { retry_after_secs } => Some((*retry_after_secs).max(1)),
+            _ if status == StatusCode::SERVICE_UNAVAILABLE => Some(RETRY_AFTER_UNAVAILABLE_SECS),
+            _ => None,
+        };
+        if let Some(secs) = retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
         if status == StatusCode::UNAUTHORIZED {
             headers.insert(
                 header::WWW_AUTHENTICATE,
@@ -179,6 +196,23 @@ impl IntoResponse for ApiError {
             );
         }
         response
+    }
+}
+
+/// What a 503 tells the client to wait before retrying.
+pub const RETRY_AFTER_UNAVAILABLE_SECS: u64 = 5;
+
+/// Is this database failure a lost or unobtainable connection (the request may well succeed on retry) rather
+/// than a fault of the request or the code? Pool exhaustion, I/O and TLS failures, and the server refusing or
+/// dropping connections (SQLSTATE classes 08 and 57P, 53300 too many connections).
+pub fn is_unavailable(err: &sqlx::Error) -> bool {
+    match err {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) => true,
+        sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            db.code().is_some_and(|code| code.starts_with("08") || code.starts_with("57P") || code == "53300")
+        }
+        _ => false,
     }
 }
 

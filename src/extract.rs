@@ -6,8 +6,9 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
+use chrono::{DateTime, Datelike, Utc};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::IntoParams;
 use uuid::Uuid;
 
@@ -18,7 +19,7 @@ pub struct ApiJson<T>(pub T);
 
 impl<T, S> FromRequest<S> for ApiJson<T>
 where
-    T: DeserializeOwned,
+    T: DeserializeOwned + utoipa::ToSchema,
     S: Send + Sync,
 {
     type Rejection = ApiError;
@@ -44,12 +45,146 @@ where
                 ApiError::BadRequest(rejection.body_text())
             }
         })?;
+        // Serde fills a struct from an array of its fields in order; the API documents objects. Bodies without
+        // any array cannot hold one where an object belongs.
+        if bytes.contains(&b'[')
+            && let Ok(value) = serde_json::from_slice::<serde_json::Value>(&bytes)
+        {
+            let mut errors = Vec::new();
+            arrays_where_objects_belong(&value, &format!("#/components/schemas/{}", T::name()), "", &mut errors);
+            if !errors.is_empty() {
+                return Err(ApiError::Validation(errors));
+            }
+        }
         parse_json(&bytes).map(ApiJson)
     }
 }
 
-/// Deserialize JSON bytes: syntax errors are 400 `malformed_json`, shape errors 422 with the field path.
+/// The component schemas of the API's own document, as JSON, built once.
+fn component_schemas() -> &'static serde_json::Value {
+    static SCHEMAS: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        let doc = serde_json::to_value(crate::app::openapi_document()).unwrap_or_default();
+        doc.pointer("/components/schemas").cloned().unwrap_or_default()
+    })
+}
+
+/// Field errors for every array in `value` where the schema at `reference` (a component reference, or inline)
+/// wants an object.
+fn arrays_where_objects_belong(value: &serde_json::Value, reference: &str, path: &str, errors: &mut Vec<FieldError>) {
+    let Some(name) = reference.strip_prefix("#/components/schemas/") else { return };
+    if let Some(schema) = component_schemas().get(name) {
+        check_shape(value, schema, path, errors, 0);
+    }
+}
+
+fn check_shape(
+    value: &serde_json::Value,
+    schema: &serde_json::Value,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+    depth: u8,
+) {
+    use serde_json::Value;
+    if depth > 32 {
+        return;
+    }
+    if let Some(Value::String(reference)) = schema.get("$ref") {
+        let name = reference.trim_start_matches("#/components/schemas/");
+        if let Some(target) = component_schemas().get(name) {
+            check_shape(value, target, path, errors, depth + 1);
+        }
+        return;
+    }
+    for key in ["oneOf", "anyOf", "allOf"] {
+        if let Some(Value::Array(branches)) = schema.get(key) {
+            for branch in branches.iter().filter(|b| b.get("type") != Some(&Value::String("null".into()))) {
+                check_shape(value, branch, path, errors, depth + 1);
+            }
+        }
+    }
+    let wants_object = match schema.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        None => schema.get("properties").is_some(),
+        _ => false,
+    };
+    match value {
+        Value::Array(_) if wants_object => {
+            let field = if path.is_empty() { "body".to_string() } else { path.to_string() };
+            errors.push(FieldError::new(field, "must be a JSON object"));
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check_shape(item, item_schema, &format!("{path}[{i}]"), errors, depth + 1);
+                }
+            }
+        }
+        Value::Object(map) => {
+            if let Some(Value::Object(properties)) = schema.get("properties") {
+                for (key, item) in map {
+                    if let Some(property) = properties.get(key) {
+                        let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                        check_shape(item, property, &child, errors, depth + 1);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Deserialize JSON bytes: syntax errors are 400 `malformed_json`, shape errors 422 with the field path, and
+/// control characters in any string (see [`check_text`]) 422 with the field path, before any handler runs.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // Every request body of this API is an object. Serde would also fill a struct from an array of its fields
+    // in order (`[null, "suspended"]`), a shape no client means and the spec does not allow.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{') && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok() {
+        return Err(ApiError::field("body", "must be a JSON object"));
+    }
+    // Raw control characters are illegal inside JSON strings, so only an escape (`\u0000`), a raw DEL or a raw
+    // C1 character can smuggle one in: bodies without any of them (nearly all) skip the walk.
+    if may_hold_control_chars(bytes)
+        && let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes)
+    {
+        let mut errors = Vec::new();
+        find_control_chars(&value, &mut String::new(), &mut errors);
+        if !errors.is_empty() {
+            return Err(ApiError::Validation(errors));
+        }
+    }
+    match deserialize_json(bytes) {
+        Err(ApiError::Validation(errors))
+            if errors.iter().any(|e| e.message.starts_with("invalid type: floating point")) =>
+        {
+            // JSON has one number type: `24.0` is the integer 24 to JSON Schema and to most clients. Only when a
+            // float was refused for an integer field is the body read again with integral floats as integers.
+            let mut value: serde_json::Value =
+                serde_json::from_slice(bytes).map_err(|e| ApiError::MalformedJson(e.to_string()))?;
+            integral_floats_to_integers(&mut value);
+            deserialize_json(&serde_json::to_vec(&value).map_err(|e| ApiError::Internal(e.into()))?)
+        }
+        other => other,
+    }
+}
+
+fn integral_floats_to_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15) {
+                *n = serde_json::Number::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_to_integers),
+        Value::Object(map) => map.values_mut().for_each(integral_floats_to_integers),
+        _ => {}
+    }
+}
+
+fn deserialize_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(value) => {
@@ -68,6 +203,77 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
                 _ => Err(ApiError::MalformedJson(inner.to_string())),
             }
         }
+    }
+}
+
+/// Characters no text field of this API accepts: C0 controls other than tab, line feed and carriage return
+/// (NUL in particular, which PostgreSQL cannot store in `text`), DEL and the C1 controls.
+pub fn is_forbidden_char(c: char) -> bool {
+    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
+}
+
+/// The message of a text field holding a forbidden character.
+pub const CONTROL_CHAR_MESSAGE: &str = "must not contain control characters (NUL, U+0001-U+001F other than tab and \
+    newline, U+007F-U+009F)";
+
+/// Reject text holding a [forbidden character](is_forbidden_char).
+pub fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
+    if text.chars().any(is_forbidden_char) { Err(FieldError::new(field, CONTROL_CHAR_MESSAGE)) } else { Ok(()) }
+}
+
+/// A name or one-line label: not blank, at most `max` characters, no control characters at all (tab and newline
+/// included). Stored trimmed. The spec states the same with `minLength`, `maxLength` and a pattern.
+pub fn check_name(field: &str, text: &str, max: usize) -> Result<(), FieldError> {
+    if text.trim().is_empty() || text.chars().count() > max {
+        return Err(FieldError::new(field, format!("must be 1-{max} characters, not blank")));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(FieldError::new(field, "must be one line without control characters"));
+    }
+    Ok(())
+}
+
+fn may_hold_control_chars(bytes: &[u8]) -> bool {
+    bytes
+        .windows(2)
+        .any(|w| (w[0] == b'\\' && w[1] == b'u') || w[0] == 0x7f || (w[0] == 0xc2 && (0x80..=0x9f).contains(&w[1])))
+        || bytes.last() == Some(&0x7f)
+}
+
+/// Collect a field error for every string (value or key) that holds a forbidden character, with its JSON path.
+fn find_control_chars(value: &serde_json::Value, path: &mut String, errors: &mut Vec<FieldError>) {
+    use serde_json::Value;
+    let here = |path: &str| if path.is_empty() { "body".to_string() } else { path.to_string() };
+    match value {
+        Value::String(s) => {
+            if let Err(e) = check_text(&here(path), s) {
+                errors.push(e);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                find_control_chars(item, path, errors);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                if key.chars().any(is_forbidden_char) {
+                    errors.push(FieldError::new(here(path), CONTROL_CHAR_MESSAGE));
+                } else {
+                    find_control_chars(item, path, errors);
+                }
+                path.truncate(len);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -108,6 +314,12 @@ where
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
         let query = parts.uri.query().unwrap_or_default();
+        let errors: Vec<FieldError> = form_urlencoded::parse(query.as_bytes())
+            .filter_map(|(name, value)| check_text(&name, &value).err())
+            .collect();
+        if !errors.is_empty() {
+            return Err(ApiError::Validation(errors));
+        }
         let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
         serde_path_to_error::deserialize::<_, T>(de).map(ApiQuery).map_err(|err| {
             let path = err.path().to_string();
@@ -117,11 +329,40 @@ where
     }
 }
 
+/// Earliest instant any request may name: the Unix epoch. Nothing in this service predates it.
+pub const MIN_TIME: &str = "1970-01-01T00:00:00Z";
+/// Latest instant any request may name: the end of year 9999, so every date prints as four digits and every
+/// sum of a request date and a lease term stays far inside what chrono and PostgreSQL represent.
+pub const MAX_TIME: &str = "9999-12-31T23:59:59Z";
+
+/// Is `t` within [`MIN_TIME`, `MAX_TIME`]?
+pub fn is_sane_time(t: &DateTime<Utc>) -> bool {
+    (1970..=9999).contains(&t.year())
+}
+
+/// `#[serde(deserialize_with = "crate::extract::sane_time")]`: an RFC 3339 instant within years 1970-9999.
+pub fn sane_time<'de, D: Deserializer<'de>>(de: D) -> Result<DateTime<Utc>, D::Error> {
+    let t = DateTime::<Utc>::deserialize(de)?;
+    if is_sane_time(&t) {
+        Ok(t)
+    } else {
+        Err(serde::de::Error::custom(format!("must be between {MIN_TIME} and {MAX_TIME}")))
+    }
+}
+
+/// [`sane_time`] for optional fields (`#[serde(default, deserialize_with = "crate::extract::sane_time_opt")]`).
+pub fn sane_time_opt<'de, D: Deserializer<'de>>(de: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Wrapper(#[serde(deserialize_with = "sane_time")] DateTime<Utc>);
+    Ok(Option::<Wrapper>::deserialize(de)?.map(|w| w.0))
+}
+
 /// Keyset pagination: ids are UUIDv7 (time-ordered), so `after` is the last id of the previous page.
 #[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct PageParams {
     /// Items per page, 1-500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     /// Return items after this id (the `next_after` of the previous page).
     pub after: Option<Uuid>,

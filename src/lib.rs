@@ -23,6 +23,7 @@ pub mod leases;
 pub mod openapi;
 pub mod planner;
 pub mod planning;
+pub mod rate_limit;
 pub mod telemetry;
 pub mod tenants;
 

@@ -54,8 +54,25 @@ const PROBLEMS: &[(&str, &str, &str)] = &[
     ("413", "PayloadTooLarge", "Request body too large (`payload_too_large`)"),
     ("415", "UnsupportedMediaType", "Body is not application/json (`unsupported_media_type`)"),
     ("422", "ValidationFailed", "Invalid values, with field-level `errors` (`validation_failed`)"),
+    (
+        "429",
+        "TooManyRequests",
+        "Too many attempts from this client address; retry after `Retry-After` seconds (`rate_limited`)",
+    ),
     ("500", "InternalError", "Unexpected server failure; details are in the server log (`internal_error`)"),
+    (
+        "503",
+        "ServiceUnavailable",
+        "The database is unreachable for now; retry after `Retry-After` seconds (`service_unavailable`)",
+    ),
 ];
+
+/// Operations throttled per client address (see `rate_limit`): they may answer 429.
+const THROTTLED_OPERATIONS: &[&str] = &["create_token", "register_agent"];
+
+/// What every text field of a request accepts: no control characters but tab, line feed and carriage return
+/// (see `extract::is_forbidden_char`). Stated on every request string that has no stricter pattern or format.
+pub const TEXT_PATTERN: &str = "^[^\\u0000-\\u0008\\u000b\\u000c\\u000e-\\u001f\\u007f-\\u009f]*$";
 
 /// Add the bearer scheme, per-operation security, and the shared problem responses that apply.
 pub fn complete(api: &mut utoipa::openapi::OpenApi) {
@@ -78,6 +95,7 @@ pub fn complete(api: &mut utoipa::openapi::OpenApi) {
             ),
         );
     }
+    state_text_rules(api);
     for (path, item) in api.paths.paths.iter_mut() {
         let has_path_params = path.contains('{');
         for op in
@@ -97,7 +115,10 @@ fn complete_operation(op: &mut Operation, has_path_params: bool) {
     if !public {
         op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
     }
-    let mut wanted = vec!["500"];
+    let mut wanted = vec!["500", "503"];
+    if op.operation_id.as_deref().is_some_and(|id| THROTTLED_OPERATIONS.contains(&id)) {
+        wanted.push("429");
+    }
     if !public {
         wanted.extend(["401", "403"]);
     }
@@ -116,5 +137,76 @@ fn complete_operation(op: &mut Operation, has_path_params: bool) {
             .responses
             .entry(status.to_string())
             .or_insert_with(|| RefOr::Ref(Ref::new(format!("#/components/responses/{name}"))));
+    }
+}
+
+/// Give every request string without a pattern, format or enum the [`TEXT_PATTERN`] the extractors enforce, and
+/// every unsigned 32-bit integer its real range.
+/// Done on the JSON form of the document: utoipa's typed model has no generic walk over schemas.
+fn state_text_rules(api: &mut utoipa::openapi::OpenApi) {
+    use serde_json::Value;
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                let is_string = match map.get("type") {
+                    Some(Value::String(t)) => t == "string",
+                    Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+                    _ => false,
+                };
+                // utoipa writes Rust's u32 as `int32` with `minimum: 0`, a format that ends at 2^31 - 1, while the
+                // server takes every u32: state the real range.
+                let unsigned_32 = map.get("format").is_some_and(|f| f == "int32")
+                    && map.get("minimum").and_then(Value::as_f64) == Some(0.0)
+                    && !map.contains_key("maximum");
+                if unsigned_32 {
+                    map.insert("format".into(), Value::String("int64".into()));
+                    map.insert("maximum".into(), Value::from(u32::MAX));
+                }
+                // Likewise u64, which goes past `int64`.
+                let unsigned_64 = map.get("format").is_some_and(|f| f == "int64")
+                    && map.get("minimum").and_then(Value::as_f64) == Some(0.0)
+                    && !map.contains_key("maximum");
+                if unsigned_64 {
+                    map.remove("format");
+                    map.insert("maximum".into(), Value::from(u64::MAX));
+                }
+                let free = !["pattern", "format", "enum", "const", "$ref"].iter().any(|k| map.contains_key(*k));
+                if is_string && free {
+                    map.insert("pattern".into(), Value::String(TEXT_PATTERN.into()));
+                }
+                map.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    // Request bodies are component schemas (shared with responses, which never carry control characters
+    // either) and parameters are inline. Each schema goes through its JSON form and back.
+    fn complete<T: serde::Serialize + serde::de::DeserializeOwned>(schema: &mut T) {
+        let Ok(mut value) = serde_json::to_value(&*schema) else { return };
+        walk(&mut value);
+        match serde_json::from_value(value) {
+            Ok(completed) => *schema = completed,
+            // utoipa cannot read back a schema holding an any-value (`{}`) property; such a schema states its
+            // patterns itself (tests/api/openapi.rs checks that every request string has one).
+            Err(err) => tracing::debug!(error = %err, "an OpenAPI schema did not read back; left as it was"),
+        }
+    }
+    if let Some(components) = api.components.as_mut() {
+        // Error bodies name what was wrong with a request, so they may quote what it held.
+        components
+            .schemas
+            .iter_mut()
+            .filter(|(name, _)| !["Problem", "FieldError"].contains(&name.as_str()))
+            .for_each(|(_, s)| complete(s));
+    }
+    for item in api.paths.paths.values_mut() {
+        for op in
+            [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten()
+        {
+            for param in op.parameters.iter_mut().flatten() {
+                complete(param);
+            }
+        }
     }
 }

@@ -13,7 +13,8 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::app::AppState;
-use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, insert_api_key};
+use crate::auth::lifecycle::create_api_key;
+use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, NO_STORE, NoStore};
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
@@ -41,14 +42,17 @@ pub enum TenantStatus {
 pub struct PoolQuota {
     pub pool_id: Uuid,
     /// GPUs the tenant may hold at once in this pool.
+    #[schema(minimum = 0, maximum = 1000000)]
     pub max_gpus: i32,
 }
 
 /// Limits on what a tenant may hold at once. Absent (null) means unlimited.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct Quotas {
+    #[schema(minimum = 0, maximum = 1000000)]
     pub max_concurrent_leases: Option<i32>,
     /// Default GPU limit for every pool.
+    #[schema(minimum = 0, maximum = 1000000)]
     pub max_gpus_per_pool: Option<i32>,
     /// Per-pool limits overriding `max_gpus_per_pool`.
     #[serde(default)]
@@ -118,10 +122,7 @@ async fn load_pool_quotas(conn: &mut PgConnection, tenant_ids: &[Uuid]) -> Resul
 }
 
 fn validate_name(name: &str, errors: &mut Vec<FieldError>) {
-    let len = name.trim().chars().count();
-    if len == 0 || len > 100 {
-        errors.push(FieldError::new("name", "must be 1-100 characters"));
-    }
+    errors.extend(crate::extract::check_name("name", name, 100).err());
 }
 
 fn validate_limit(field: &str, value: Option<i32>, errors: &mut Vec<FieldError>) {
@@ -153,6 +154,11 @@ pub async fn get_own_tenant(State(state): State<AppState>, auth: TenantAuth) -> 
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"name": "acme-ml", "quotas": {"max_concurrent_leases": 10, "max_gpus_per_pool": 32}}))]
 pub struct CreateTenantRequest {
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
     #[serde(default)]
     pub quotas: Option<Quotas>,
@@ -277,6 +283,11 @@ pub async fn get_tenant(
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"status": "suspended"}))]
 pub struct UpdateTenantRequest {
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: Option<String>,
     /// `suspended` blocks every request of the tenant's users with 403 `tenant_suspended`.
     pub status: Option<TenantStatus>,
@@ -368,17 +379,18 @@ pub async fn set_tenant_quotas(
 )]
 pub async fn create_api_key_for_tenant(
     State(state): State<AppState>,
-    _op: OperatorAuth,
+    op: OperatorAuth,
     ApiPath(tenant_id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<CreateApiKeyRequest>,
-) -> ApiResult<(StatusCode, Json<CreatedApiKey>)> {
+) -> ApiResult<(StatusCode, NoStore, Json<CreatedApiKey>)> {
     req.validate_for_tenant()?;
-    let mut conn = state.db.acquire().await?;
+    let mut tx = state.db.begin().await?;
     let exists: Option<(Uuid,)> =
-        sqlx::query_as("SELECT id FROM tenants WHERE id = $1").bind(tenant_id).fetch_optional(&mut *conn).await?;
+        sqlx::query_as("SELECT id FROM tenants WHERE id = $1").bind(tenant_id).fetch_optional(&mut *tx).await?;
     if exists.is_none() {
         return Err(ApiError::NotFound("tenant"));
     }
-    let created = insert_api_key(&mut conn, Some(tenant_id), &req.name, req.role).await?;
-    Ok((StatusCode::CREATED, Json(created)))
+    let created = create_api_key(&mut tx, Some(op.key_id), Some(tenant_id), &req.name, req.role).await?;
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, NO_STORE, Json(created)))
 }

@@ -13,8 +13,14 @@ use crate::inventory::nodes::IntraLink;
 #[serde(deny_unknown_fields)]
 pub struct GpuFacts {
     /// Index as CUDA_VISIBLE_DEVICES counts (0-63).
+    #[schema(minimum = 0, maximum = 63)]
     pub index: i32,
     /// NVML UUID, e.g. `GPU-5a1c...`.
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub uuid: String,
     /// NVML name, e.g. `NVIDIA H100 80GB HBM3`.
     pub name: String,
@@ -26,14 +32,18 @@ pub struct GpuFacts {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NodeFacts {
+    #[schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")]
     pub hostname: String,
     /// Address other nodes and tenants reach this host at.
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\s\u0000-\u001f\u007f-\u009f]+$")]
     pub address: String,
+    #[schema(min_items = 1, max_items = 64)]
     pub gpus: Vec<GpuFacts>,
     /// `nvlink` when the GPUs are connected by NVLink, else `pcie`.
     pub intra_link: IntraLink,
     /// GPU-to-GPU bandwidth, GB/s, when known.
     #[serde(default)]
+    #[schema(minimum = 1, maximum = 100000)]
     pub intra_link_gbps: Option<i32>,
     /// GPU-to-GPU topology matrix as `nvidia-smi topo -m` prints it (`X`, `NV18`, `PIX`, `PXB`, `NODE`, `SYS`),
     /// row and column i being GPU index i.
@@ -44,6 +54,7 @@ pub struct NodeFacts {
     #[serde(default)]
     pub cuda_version: Option<String>,
     /// Inter-node network bandwidth, Gbit/s.
+    #[schema(minimum = 0, maximum = 100000)]
     pub network_gbps: i32,
     /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
     #[serde(default)]
@@ -75,36 +86,50 @@ pub struct RegisterResponse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GpuSample {
+    #[schema(minimum = 0, maximum = 63)]
     pub gpu_index: i32,
     /// When the sample was taken (UTC).
+    #[serde(deserialize_with = "crate::extract::sane_time")]
     pub at: DateTime<Utc>,
     /// DCGM_FI_DEV_GPU_UTIL, percent.
+    #[schema(minimum = 0, maximum = 100)]
     pub gpu_util: f32,
     /// DCGM_FI_DEV_MEM_COPY_UTIL, percent.
+    #[schema(minimum = 0, maximum = 100)]
     pub mem_copy_util: f32,
     /// DCGM_FI_DEV_FB_USED, MiB.
+    #[schema(minimum = 0, maximum = 4194304)]
     pub fb_used_mib: i64,
     /// DCGM_FI_DEV_FB_FREE, MiB.
+    #[schema(minimum = 0, maximum = 4194304)]
     pub fb_free_mib: i64,
     /// DCGM_FI_DEV_POWER_USAGE, watts.
+    #[schema(minimum = 0, maximum = 5000)]
     pub power_w: f32,
     /// DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, millijoules since driver load (a counter).
+    #[schema(minimum = 0)]
     pub energy_mj: i64,
     /// DCGM_FI_DEV_GPU_TEMP, Celsius.
+    #[schema(minimum = -40, maximum = 150)]
     pub gpu_temp_c: f32,
     /// DCGM_FI_DEV_MEMORY_TEMP, Celsius (not every GPU reports it).
     #[serde(default)]
+    #[schema(minimum = -40, maximum = 150)]
     pub mem_temp_c: Option<f32>,
     /// DCGM_FI_DEV_SM_CLOCK, MHz.
+    #[schema(minimum = 0, maximum = 10000)]
     pub sm_clock_mhz: i32,
     /// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, GB/s (absent without NVLink).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 100000)]
     pub nvlink_bandwidth_gbps: Option<f32>,
     /// Number of XID events since the previous sample (DCGM_FI_DEV_XID_ERRORS keeps only the last one).
     #[serde(default)]
+    #[schema(minimum = 0, maximum = 100000)]
     pub xid_count: i32,
     /// The XID codes seen since the previous sample.
     #[serde(default)]
+    #[schema(max_items = 64)]
     pub xid_codes: Vec<i32>,
 }
 
@@ -112,6 +137,7 @@ pub struct GpuSample {
 #[serde(deny_unknown_fields)]
 pub struct HeartbeatRequest {
     /// Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first).
+    #[schema(max_items = 4096)]
     pub samples: Vec<GpuSample>,
 }
 

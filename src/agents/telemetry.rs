@@ -26,10 +26,15 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[into_params(parameter_in = Query)]
 pub struct TelemetryRange {
     /// Start (RFC 3339, UTC). Default: an hour before `to`.
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub from: Option<DateTime<Utc>>,
     /// End (RFC 3339, UTC). Default: now (or the lease's end).
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub to: Option<DateTime<Utc>>,
     /// Bucket width in seconds (default 60). At most 10,000 buckets per range.
+    #[param(minimum = 1, maximum = 86400)]
     pub step_s: Option<i64>,
 }
 

@@ -46,9 +46,11 @@ pub struct CreatedJoinToken {
 pub struct CreateJoinTokenRequest {
     /// How many registrations it allows (1-100000, default 1).
     #[serde(default = "one")]
+    #[schema(minimum = 1, maximum = 100000)]
     pub max_uses: i32,
     /// Hours until it expires (1-8760, default 24).
     #[serde(default = "day")]
+    #[schema(minimum = 1, maximum = 8760)]
     pub ttl_hours: i32,
 }
 

@@ -8,6 +8,7 @@
 //! [`AnyAuth`]. Agent credentials (a different audience) can never satisfy these.
 
 pub mod keys;
+pub mod lifecycle;
 pub mod routes;
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -124,7 +125,7 @@ impl TokenKeys {
     pub fn verify_agent(&self, token: &str) -> Result<AgentClaims, ApiError> {
         jsonwebtoken::decode::<AgentClaims>(token, &self.decoding, &self.agent_validation)
             .map(|data| data.claims)
-            .map_err(|err| ApiError::unauthorized(format!("invalid agent credential: {err}")))
+            .map_err(|err| token_rejection("agent credential", &err))
     }
 
     pub fn issue(&self, key_id: Uuid, tenant_id: Option<Uuid>, role: Role) -> anyhow::Result<String> {
@@ -144,7 +145,17 @@ impl TokenKeys {
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
         jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
             .map(|data| data.claims)
-            .map_err(|err| ApiError::unauthorized(format!("invalid access token: {err}")))
+            .map_err(|err| token_rejection("access token", &err))
+    }
+}
+
+/// A 401 that says what is wrong in our words: the JWT library's messages describe its internals (claim
+/// names it requires, algorithms it tried) and are not part of this API's contract.
+fn token_rejection(what: &str, err: &jsonwebtoken::errors::Error) -> ApiError {
+    use jsonwebtoken::errors::ErrorKind;
+    match err.kind() {
+        ErrorKind::ExpiredSignature => ApiError::unauthorized(format!("the {what} has expired")),
+        _ => ApiError::unauthorized(format!("invalid {what}")),
     }
 }
 
@@ -191,15 +202,16 @@ impl FromRequestParts<AppState> for Principal {
 
 /// The key behind a verified token must not be revoked, and its tenant (if any) not suspended.
 pub async fn check_key(db: &sqlx::PgPool, key_id: Uuid) -> Result<(), ApiError> {
-    let row: Option<(Option<chrono::DateTime<chrono::Utc>>, Option<String>)> = sqlx::query_as(
-        "SELECT k.revoked_at, t.status FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id WHERE k.id = $1",
+    let row: Option<(bool, Option<String>)> = sqlx::query_as(
+        "SELECT k.revoked_at IS NOT NULL OR COALESCE(k.expires_at <= now(), false), t.status \
+         FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id WHERE k.id = $1",
     )
     .bind(key_id)
     .fetch_optional(db)
     .await?;
     match row {
-        None | Some((Some(_), _)) => Err(ApiError::unauthorized("the API key behind this token is revoked")),
-        Some((None, Some(status))) if status == "suspended" => {
+        None | Some((true, _)) => Err(ApiError::unauthorized("the API key behind this token is revoked")),
+        Some((false, Some(status))) if status == "suspended" => {
             Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() })
         }
         Some(_) => Ok(()),

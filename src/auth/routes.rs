@@ -22,6 +22,11 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_token))
         .routes(routes!(list_tenant_api_keys, create_tenant_api_key))
         .routes(routes!(revoke_tenant_api_key))
+        .routes(routes!(super::lifecycle::rotate_tenant_api_key))
+        .routes(routes!(super::lifecycle::list_operator_api_keys, super::lifecycle::create_operator_api_key))
+        .routes(routes!(super::lifecycle::revoke_operator_api_key))
+        .routes(routes!(super::lifecycle::rotate_operator_api_key))
+        .routes(routes!(super::lifecycle::list_audit_events))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -29,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[schema(example = json!({"api_key": "gpk_4f9pQm2c7HkYbXrS1aTzLw0vNeUd8GjKoPiQ3sBcFhM"}))]
 pub struct TokenRequest {
     /// An API key (`gpk_...`).
+    #[schema(pattern = r"^gpk_[A-Za-z0-9_-]{43}$")]
     pub api_key: String,
 }
 
@@ -55,14 +61,15 @@ pub struct TokenResponse {
 pub async fn create_token(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<TokenRequest>,
-) -> ApiResult<Json<TokenResponse>> {
+) -> ApiResult<(NoStore, Json<TokenResponse>)> {
     if !keys::looks_like_key(&req.api_key) {
         return Err(ApiError::unauthorized("invalid API key"));
     }
     let row: Option<(Uuid, Option<Uuid>, Role, Option<String>)> = sqlx::query_as(
         "UPDATE api_keys k SET last_used_at = now() \
          FROM (SELECT k2.id, t.status FROM api_keys k2 LEFT JOIN tenants t ON t.id = k2.tenant_id \
-               WHERE k2.secret_hash = $1 AND k2.revoked_at IS NULL) found \
+               WHERE k2.secret_hash = $1 AND k2.revoked_at IS NULL \
+                   AND (k2.expires_at IS NULL OR k2.expires_at > now())) found \
          WHERE k.id = found.id \
          RETURNING k.id, k.tenant_id, k.role, found.status",
     )
@@ -76,8 +83,12 @@ pub async fn create_token(
         return Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() });
     }
     let access_token = state.tokens.issue(key_id, tenant_id, role)?;
-    Ok(Json(TokenResponse { access_token, token_type: "Bearer".into(), expires_in: state.tokens.ttl_secs }))
+    Ok((NO_STORE, Json(TokenResponse { access_token, token_type: "Bearer".into(), expires_in: state.tokens.ttl_secs })))
 }
+
+/// Headers of a response that carries a secret: no cache (browser, proxy) may keep it (RFC 6749 section 5.1).
+pub type NoStore = [(axum::http::HeaderName, &'static str); 1];
+pub const NO_STORE: NoStore = [(axum::http::header::CACHE_CONTROL, "no-store")];
 
 /// An API key as listed (never the secret).
 #[derive(Debug, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
@@ -91,6 +102,8 @@ pub struct ApiKey {
     pub created_at: DateTime<Utc>,
     pub last_used_at: Option<DateTime<Utc>>,
     pub revoked_at: Option<DateTime<Utc>>,
+    /// A rotated key stops working at this time (its grace period's end); absent: no expiry.
+    pub expires_at: Option<DateTime<Utc>>,
 }
 
 /// A newly created key. `api_key` is shown only in this response.
@@ -107,17 +120,22 @@ pub struct CreatedApiKey {
 #[schema(example = json!({"name": "ci-pipeline", "role": "tenant_member"}))]
 pub struct CreateApiKeyRequest {
     /// A label for people, 1-100 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
-    /// `tenant_admin` or `tenant_member` (operators create operator keys with `gpuplane bootstrap`).
+    /// `tenant_admin` or `tenant_member` (operator keys: `POST /v1/admin/api-keys`).
+    #[schema(value_type = TenantRole)]
     pub role: Role,
 }
 
 impl CreateApiKeyRequest {
     pub fn validate_for_tenant(&self) -> Result<(), ApiError> {
         let mut errors = Vec::new();
-        let name_len = self.name.trim().chars().count();
-        if name_len == 0 || name_len > 100 {
-            errors.push(FieldError::new("name", "must be 1-100 characters"));
+        if let Err(e) = super::lifecycle::check_key_name(&self.name) {
+            errors.push(e);
         }
         if self.role == Role::Operator {
             errors.push(FieldError::new("role", "tenant keys are tenant_admin or tenant_member"));
@@ -126,7 +144,16 @@ impl CreateApiKeyRequest {
     }
 }
 
-const KEY_COLUMNS: &str = "id, tenant_id, name, role, prefix, created_at, last_used_at, revoked_at";
+/// The roles a tenant key may have (documentation of [`CreateApiKeyRequest::role`]; `operator` is refused).
+#[derive(ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+pub enum TenantRole {
+    TenantAdmin,
+    TenantMember,
+}
+
+pub const KEY_COLUMNS: &str = "id, tenant_id, name, role, prefix, created_at, last_used_at, revoked_at, expires_at";
 
 /// Store a new key and return it with its secret. `tenant_id` is None exactly for operator keys.
 pub async fn insert_api_key(
@@ -178,11 +205,13 @@ pub async fn create_tenant_api_key(
     State(state): State<AppState>,
     auth: TenantAdminAuth,
     ApiJson(req): ApiJson<CreateApiKeyRequest>,
-) -> ApiResult<(StatusCode, Json<CreatedApiKey>)> {
+) -> ApiResult<(StatusCode, NoStore, Json<CreatedApiKey>)> {
     req.validate_for_tenant()?;
-    let mut conn = state.db.acquire().await?;
-    let created = insert_api_key(&mut conn, Some(auth.tenant_id), &req.name, req.role).await?;
-    Ok((StatusCode::CREATED, Json(created)))
+    let mut tx = state.db.begin().await?;
+    let created =
+        super::lifecycle::create_api_key(&mut tx, Some(auth.key_id), Some(auth.tenant_id), &req.name, req.role).await?;
+    tx.commit().await?;
+    Ok((StatusCode::CREATED, NO_STORE, Json(created)))
 }
 
 /// Revoke one of the tenant's API keys. Tokens issued for it stop working at once. Revoking twice is harmless.
@@ -196,15 +225,8 @@ pub async fn revoke_tenant_api_key(
     auth: TenantAdminAuth,
     ApiPath(key_id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let found: Option<(Uuid,)> = sqlx::query_as(
-        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1 AND tenant_id = $2 RETURNING id",
-    )
-    .bind(key_id)
-    .bind(auth.tenant_id)
-    .fetch_optional(&state.db)
-    .await?;
-    match found {
-        Some(_) => Ok(StatusCode::NO_CONTENT),
-        None => Err(ApiError::NotFound("api key")),
-    }
+    let mut tx = state.db.begin().await?;
+    super::lifecycle::revoke_api_key(&mut tx, auth.key_id, Some(auth.tenant_id), key_id).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -2,14 +2,12 @@
 //! many rows there are. The column schema is stable (documented in the README); new columns are only ever
 //! appended.
 
-use std::convert::Infallible;
-
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Datelike, TimeZone, Utc};
-use futures_util::TryStreamExt;
+use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
@@ -37,8 +35,12 @@ pub enum ExportFormat {
 #[into_params(parameter_in = Query)]
 pub struct ExportParams {
     /// Records whose period starts at or after this (RFC 3339). Default: the start of this month (UTC).
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub from: Option<DateTime<Utc>>,
     /// Records whose period starts before this. Default: now.
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub to: Option<DateTime<Utc>>,
     /// `csv` (default) or `jsonl`.
     pub format: Option<ExportFormat>,
@@ -112,8 +114,13 @@ fn start_of_month(t: DateTime<Utc>) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(t.year(), t.month(), 1, 0, 0, 0).single().unwrap_or(t)
 }
 
-/// Validate the range and stream the rows.
-fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: ExportParams) -> ApiResult<Response> {
+/// Validate the range, run the query up to its first chunk, then stream the rest.
+///
+/// Everything that can be refused is refused before the first byte: the parameters, and the query itself (a
+/// database that is down is a 503 problem, not a 200 with an empty body). A failure after streaming began
+/// cannot change the status any more: the body then ends with an error, so the connection is aborted and the
+/// client sees a broken transfer instead of a clean, silently short file; the failure is logged.
+async fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: ExportParams) -> ApiResult<Response> {
     let now = Utc::now();
     let to = params.to.unwrap_or(now);
     let from = params.from.unwrap_or_else(|| start_of_month(to));
@@ -122,7 +129,7 @@ fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: ExportParams
     }
     let format = params.format.unwrap_or_default();
     // A bounded channel between the query and the socket: a slow client slows the query, memory stays flat.
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(8);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Bytes, sqlx::Error>>(8);
     let db = state.db.clone();
     tokio::spawn(async move {
         const CHUNK: usize = 64 * 1024;
@@ -141,25 +148,37 @@ fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: ExportParams
                             buf.push('\n');
                         }
                     }
-                    if buf.len() >= CHUNK && tx.send(Bytes::from(std::mem::take(&mut buf))).await.is_err() {
+                    if buf.len() >= CHUNK && tx.send(Ok(Bytes::from(std::mem::take(&mut buf)))).await.is_err() {
                         return; // the client went away
                     }
                 }
                 Ok(None) => break,
                 Err(err) => {
-                    // Headers are gone already: end the body early; the client sees a truncated download.
-                    tracing::error!(error = %err, "usage export failed mid-stream");
+                    let _ = tx.send(Err(err)).await;
                     return;
                 }
             }
         }
         if !buf.is_empty() {
-            let _ = tx.send(Bytes::from(buf)).await;
+            let _ = tx.send(Ok(Bytes::from(buf))).await;
         }
     });
-    let body = Body::from_stream(futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|chunk| (Ok::<_, Infallible>(chunk), rx))
-    }));
+    // The first chunk (or the end, or the first failure) decides the status.
+    let first = match rx.recv().await {
+        Some(Ok(chunk)) => Some(chunk),
+        Some(Err(err)) => return Err(err.into()),
+        None => None,
+    };
+    let rest = futures_util::stream::unfold(rx, |mut rx| async move {
+        match rx.recv().await? {
+            Ok(chunk) => Some((Ok(chunk), rx)),
+            Err(err) => {
+                tracing::error!(error = %err, "usage export failed mid-stream; aborting the response");
+                Some((Err(std::io::Error::other("usage export failed mid-stream")), rx))
+            }
+        }
+    });
+    let body = Body::from_stream(futures_util::stream::iter(first.map(Ok::<_, std::io::Error>)).chain(rest));
     let (content_type, extension) = match format {
         ExportFormat::Csv => ("text/csv; charset=utf-8", "csv"),
         ExportFormat::Jsonl => ("application/x-ndjson", "jsonl"),
@@ -174,8 +193,11 @@ fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: ExportParams
 #[utoipa::path(
     get, path = "/v1/billing/usage/export", tag = "billing", operation_id = "export_usage",
     params(ExportParams),
-    responses((status = 200, description = "Usage records, oldest first; CSV with a header row, or one JSON object per line",
-        content((String = "text/csv"), (UsageRow = "application/x-ndjson"))))
+    responses(
+        (status = 200, description = "Usage records, oldest first; CSV with a header row, or one JSON object per line",
+            content((String = "text/csv"), (UsageRow = "application/x-ndjson"))),
+        (status = 404, description = "`tenant_id` names another tenant (`not_found`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
 )]
 pub async fn export_usage(
     State(state): State<AppState>,
@@ -185,7 +207,7 @@ pub async fn export_usage(
     if params.tenant_id.is_some_and(|t| t != auth.tenant_id) {
         return Err(ApiError::NotFound("tenant"));
     }
-    stream_export(&state, Some(auth.tenant_id), params)
+    stream_export(&state, Some(auth.tenant_id), params).await
 }
 
 /// Export usage records across tenants for a period (streamed CSV or JSON lines).
@@ -200,5 +222,5 @@ pub async fn admin_export_usage(
     _op: OperatorAuth,
     ApiQuery(params): ApiQuery<ExportParams>,
 ) -> ApiResult<Response> {
-    stream_export(&state, params.tenant_id, params)
+    stream_export(&state, params.tenant_id, params).await
 }

@@ -73,12 +73,24 @@ const INVOICE_COLUMNS: &str = "id, tenant_id, month, currency, state, usage_mino
 #[schema(example = json!({"month": "2026-11"}))]
 pub struct GenerateInvoicesRequest {
     /// The month, `YYYY-MM`.
+    #[schema(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$")]
     pub month: String,
 }
 
+/// `YYYY-MM`, years 1970-9999 (chrono alone would take `-9999-01` or `+12345-01`).
+pub const MONTH_PATTERN: &str = "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$";
+
 fn parse_month(month: &str) -> ApiResult<(NaiveDate, DateTime<Utc>, DateTime<Utc>)> {
-    let day = NaiveDate::parse_from_str(&format!("{month}-01"), "%Y-%m-%d")
-        .map_err(|_| ApiError::field("month", "a month as YYYY-MM"))?;
+    let bad = || ApiError::field("month", "a month as YYYY-MM, years 1970-9999");
+    let b = month.as_bytes();
+    let shaped = b.len() == 7 && b[4] == b'-' && b.iter().enumerate().all(|(i, c)| i == 4 || c.is_ascii_digit());
+    if !shaped {
+        return Err(bad());
+    }
+    let day = NaiveDate::parse_from_str(&format!("{month}-01"), "%Y-%m-%d").map_err(|_| bad())?;
+    if day.year() < 1970 {
+        return Err(bad());
+    }
     let start = Utc.from_utc_datetime(&day.and_hms_opt(0, 0, 0).unwrap_or_default());
     Ok((day, start, next_month_start(start)))
 }
@@ -238,6 +250,7 @@ pub async fn generate_invoices(
 #[into_params(parameter_in = Query)]
 pub struct InvoiceFilter {
     /// `YYYY-MM`.
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$")]
     pub month: Option<String>,
     pub tenant_id: Option<Uuid>,
 }

@@ -133,9 +133,16 @@ pub struct CreateLedgerEntryRequest {
     /// `topup`, `adjustment` or `credit` (usage is metered, never posted by hand).
     pub kind: EntryKind,
     /// Minor units: positive for top-ups and credits; adjustments may be negative.
+    #[schema(minimum = -1000000000000i64, maximum = 1000000000000i64)]
     pub amount_minor: i64,
+    #[schema(pattern = r"^[A-Z]{3}$")]
     pub currency: String,
     /// Why, for the tenant's statement (1-500 characters).
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub reason: Option<String>,
 }
 
@@ -159,10 +166,8 @@ impl CreateLedgerEntryRequest {
         if !(self.currency.len() == 3 && self.currency.bytes().all(|b| b.is_ascii_uppercase())) {
             errors.push(FieldError::new("currency", "an ISO 4217 code of 3 uppercase letters"));
         }
-        if let Some(reason) = &self.reason
-            && (reason.trim().is_empty() || reason.chars().count() > 500)
-        {
-            errors.push(FieldError::new("reason", "1-500 characters"));
+        if let Some(reason) = &self.reason {
+            errors.extend(crate::extract::check_name("reason", reason, 500).err());
         }
         if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
     }
@@ -173,7 +178,7 @@ impl CreateLedgerEntryRequest {
     post, path = "/v1/admin/tenants/{tenant_id}/ledger", tag = "billing", operation_id = "create_ledger_entry",
     params(
         ("tenant_id" = Uuid, Path, description = "Tenant id"),
-        ("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h", pattern = r"^[!-~]{1,255}$"),
     ),
     request_body = CreateLedgerEntryRequest,
     responses((status = 201, description = "The entry", body = LedgerEntry))

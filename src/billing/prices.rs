@@ -37,9 +37,13 @@ pub struct PoolPrice {
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"price_per_gpu_hour_minor": 199, "price_per_gpu_month_minor": 105000, "effective_from": "2026-12-01T00:00:00Z"}))]
 pub struct CreatePoolPriceRequest {
+    #[schema(minimum = 0, maximum = 1000000000)]
     pub price_per_gpu_hour_minor: i64,
+    #[schema(minimum = 0, maximum = 100000000000i64)]
     pub price_per_gpu_month_minor: Option<i64>,
     /// When it takes effect (default now). Never in the past: charges already made are never rewritten.
+    #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
+    #[schema(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub effective_from: Option<DateTime<Utc>>,
 }
 
@@ -132,8 +136,10 @@ pub async fn list_pool_prices(
 #[schema(example = json!({"target_percent": 99.5, "credit_percent": 10}))]
 pub struct PoolSla {
     /// Monthly availability promised for monthly leases, percent (e.g. 99.5). Null removes the SLA.
+    #[schema(minimum = 0, maximum = 100)]
     pub target_percent: Option<f64>,
     /// Credit, in percent of the month's charge, when availability falls below the target.
+    #[schema(minimum = 0, maximum = 100)]
     pub credit_percent: Option<i32>,
 }
 
@@ -176,8 +182,12 @@ pub async fn set_pool_sla(
 #[into_params(parameter_in = Query)]
 pub struct PeriodParams {
     /// Start (RFC 3339).
+    #[serde(deserialize_with = "crate::extract::sane_time")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub from: DateTime<Utc>,
     /// End (RFC 3339), exclusive.
+    #[serde(deserialize_with = "crate::extract::sane_time")]
+    #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub to: DateTime<Utc>,
 }
 

@@ -24,20 +24,33 @@ pub fn router() -> OpenApiRouter<AppState> {
     "bf16_tflops": 989.0, "fp8_tflops": 1979.0, "gpu_link": "nvlink4", "gpu_link_gbps": 900, "host_link": "pcie5"}))]
 pub struct GpuModel {
     /// Catalog key, e.g. `h100`, `rtx4090`.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]
     pub key: String,
+    #[schema(
+        min_length = 1,
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub name: String,
+    #[schema(minimum = 1, maximum = 4000000000000i64)]
     pub memory_bytes: i64,
     /// Memory bandwidth, GB/s.
+    #[schema(minimum = 1, maximum = 1000000)]
     pub memory_bandwidth_gbps: i32,
     /// Dense BF16/FP16 tensor TFLOP/s.
+    #[schema(exclusive_minimum = 0, maximum = 1000000)]
     pub bf16_tflops: f64,
     /// Dense FP8 tensor TFLOP/s; absent when the GPU has no FP8 tensor cores.
+    #[schema(exclusive_minimum = 0, maximum = 1000000)]
     pub fp8_tflops: Option<f64>,
     /// GPU-to-GPU link: `none`, `nvlink3`, `nvlink4` or `nvlink5`.
+    #[schema(pattern = r"^(none|nvlink3|nvlink4|nvlink5)$")]
     pub gpu_link: String,
     /// GPU-to-GPU bandwidth per GPU, GB/s (0 without a link).
+    #[schema(minimum = 0, maximum = 100000)]
     pub gpu_link_gbps: i32,
     /// Host link: `pcie3`, `pcie4` or `pcie5`.
+    #[schema(pattern = r"^(pcie3|pcie4|pcie5)$")]
     pub host_link: String,
 }
 
@@ -50,9 +63,7 @@ impl GpuModel {
         if !is_slug(&self.key) {
             errors.push(FieldError::new("key", "lowercase letters, digits, '.', '_' or '-', 1-63 characters"));
         }
-        if self.name.trim().is_empty() || self.name.chars().count() > 100 {
-            errors.push(FieldError::new("name", "must be 1-100 characters"));
-        }
+        errors.extend(crate::extract::check_name("name", &self.name, 100).err());
         if !(1..=4_000_000_000_000).contains(&self.memory_bytes) {
             errors.push(FieldError::new("memory_bytes", "must be between 1 and 4e12"));
         }

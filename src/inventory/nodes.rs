@@ -165,7 +165,13 @@ pub async fn load_node(conn: &mut PgConnection, node_id: Uuid) -> Result<Option<
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewGpu {
+    #[schema(minimum = 0, maximum = 63)]
     pub index: i32,
+    #[schema(
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub uuid: String,
 }
 
@@ -176,15 +182,20 @@ pub struct NewGpu {
     "gpus": [{"index": 0, "uuid": "GPU-0a1b2c3d-0000-0000-0000-000000000000"}, {"index": 1, "uuid": "GPU-0a1b2c3d-0000-0000-0000-000000000001"}]}))]
 pub struct CreateNodeRequest {
     pub pool_id: Uuid,
+    #[schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")]
     pub hostname: String,
+    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\s\u0000-\u001f\u007f-\u009f]+$")]
     pub address: String,
     pub intra_link: IntraLink,
     /// GB/s; defaults to the GPU model's link (NVLink) or PCIe 4.0 x16 (32 GB/s).
+    #[schema(minimum = 1, maximum = 100000)]
     pub intra_link_gbps: Option<i32>,
     /// Gbit/s between nodes.
+    #[schema(minimum = 0, maximum = 100000)]
     pub network_gbps: i32,
     #[serde(default)]
     pub rdma: bool,
+    #[schema(min_items = 1, max_items = 64)]
     pub gpus: Vec<NewGpu>,
 }
 
@@ -201,7 +212,10 @@ impl CreateNodeRequest {
         if !hostname_ok {
             errors.push(FieldError::new("hostname", "letters, digits, '.' and '-', 1-253 characters"));
         }
-        if self.address.trim().is_empty() || self.address.len() > 255 || self.address.contains(char::is_whitespace) {
+        if self.address.is_empty()
+            || self.address.chars().count() > 255
+            || self.address.contains(|c: char| c.is_whitespace() || c.is_control())
+        {
             errors.push(FieldError::new("address", "an IP address or DNS name, 1-255 characters"));
         }
         if let Some(gbps) = self.intra_link_gbps
@@ -222,9 +236,7 @@ impl CreateNodeRequest {
             if self.gpus[..i].iter().any(|g| g.index == gpu.index) {
                 errors.push(FieldError::new(format!("gpus[{i}].index"), "duplicate index on this node"));
             }
-            if gpu.uuid.trim().is_empty() || gpu.uuid.len() > 128 {
-                errors.push(FieldError::new(format!("gpus[{i}].uuid"), "must be 1-128 characters"));
-            }
+            errors.extend(crate::extract::check_name(&format!("gpus[{i}].uuid"), &gpu.uuid, 128).err());
             if self.gpus[..i].iter().any(|g| g.uuid == gpu.uuid) {
                 errors.push(FieldError::new(format!("gpus[{i}].uuid"), "duplicate GPU uuid"));
             }
@@ -314,6 +326,7 @@ pub struct NodeFilter {
     pub pool_id: Option<Uuid>,
     /// Only nodes in this state.
     pub state: Option<NodeState>,
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     pub after: Option<Uuid>,
 }

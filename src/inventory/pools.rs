@@ -136,11 +136,20 @@ pub async fn get_pool(
 #[schema(example = json!({"name": "h100-us-east", "gpu_model": "h100", "region": "us-east",
     "price_per_gpu_hour_minor": 249, "currency": "USD"}))]
 pub struct CreatePoolRequest {
+    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]
     pub name: String,
     /// GPU model key from the catalog.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]
     pub gpu_model: String,
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub region: String,
+    #[schema(minimum = 0, maximum = 1000000000)]
     pub price_per_gpu_hour_minor: i64,
+    #[schema(pattern = r"^[A-Z]{3}$")]
     pub currency: String,
 }
 
@@ -159,10 +168,8 @@ fn validate_pool_fields(
     {
         errors.push(FieldError::new("name", "lowercase letters, digits, '.', '_' or '-', 1-63 characters"));
     }
-    if let Some(region) = region
-        && (region.trim().is_empty() || region.chars().count() > 64)
-    {
-        errors.push(FieldError::new("region", "must be 1-64 characters"));
+    if let Some(region) = region {
+        errors.extend(crate::extract::check_name("region", region, 64).err());
     }
     if let Some(price) = price
         && !(0..=MAX_PRICE_MINOR).contains(&price)
@@ -224,9 +231,17 @@ pub async fn create_pool(
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"price_per_gpu_hour_minor": 229}))]
 pub struct UpdatePoolRequest {
+    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]
     pub name: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 64,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub region: Option<String>,
+    #[schema(minimum = 0, maximum = 1000000000)]
     pub price_per_gpu_hour_minor: Option<i64>,
+    #[schema(pattern = r"^[A-Z]{3}$")]
     pub currency: Option<String>,
 }
 

@@ -104,6 +104,7 @@ pub fn aggregate(cancel_requested: bool, nodes: &[JobState]) -> JobState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct StateChange {
     pub state: JobState,
+    #[serde(deserialize_with = "crate::extract::sane_time")]
     pub at: DateTime<Utc>,
     #[serde(default)]
     pub reason: Option<String>,

@@ -78,6 +78,7 @@ pub struct AssignmentStatus {
     pub exit_code: Option<i32>,
     /// The last lines of output (the service keeps at most 50, each cut to 1000 characters).
     #[serde(default)]
+    #[schema(max_items = 1000)]
     pub output_tail: Vec<String>,
     /// Why, for `failed` and `cancelled` (e.g. `agent restarted`).
     #[serde(default)]

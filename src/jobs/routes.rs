@@ -519,6 +519,7 @@ pub fn lease_not_active(state: LeaseState) -> ApiError {
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct JobListParams {
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     pub after: Option<Uuid>,
 }

@@ -167,17 +167,20 @@ pub enum ParamType {
 #[serde(deny_unknown_fields)]
 pub struct TemplateParam {
     /// `[a-z_][a-z0-9_]*`, used as `{name}` in the argv.
+    #[schema(max_length = 64, pattern = r"^[a-z_][a-z0-9_]*$")]
     pub name: String,
     #[serde(rename = "type")]
     pub kind: ParamType,
     /// Used when a job does not set it; without a default the parameter is required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = any_value)]
     pub default: Option<serde_json::Value>,
     /// The allowed values of an `enum` parameter.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(inline, value_type = Vec<ValueText>)]
     pub values: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]*$")]
     pub description: Option<String>,
 }
 
@@ -524,3 +527,14 @@ mod tests {
         assert_eq!(missing[0].field, "parameters.steps");
     }
 }
+
+/// Schema of a value of any JSON type (a parameter's default is a string, a number or a boolean).
+fn any_value() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::AnyValue).build()
+}
+
+/// One allowed value of an `enum` parameter (schema only: text without control characters).
+#[derive(utoipa::ToSchema)]
+#[schema(pattern = r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]*$")]
+#[allow(dead_code)]
+struct ValueText(String);

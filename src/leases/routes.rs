@@ -45,12 +45,16 @@ pub struct CreateLeaseRequest {
     /// The pool to lease from. Give this or `gpu_model`.
     pub pool_id: Option<Uuid>,
     /// Any pool of this GPU model (the one with the most free GPUs). Give this or `pool_id`.
+    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]
     pub gpu_model: Option<String>,
     /// GPUs wanted, 1-4096.
+    #[schema(minimum = 1, maximum = 4096)]
     pub gpu_count: i32,
     /// Hourly term: length in hours (1-8784). Give this or `months`.
+    #[schema(minimum = 1, maximum = 8784)]
     pub duration_hours: Option<i32>,
     /// Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
+    #[schema(minimum = 1, maximum = 36)]
     pub months: Option<i32>,
     #[serde(default)]
     pub placement: Placement,
@@ -126,7 +130,7 @@ where
 #[utoipa::path(
     post, path = "/v1/leases", tag = "leases", operation_id = "create_lease",
     request_body = CreateLeaseRequest,
-    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h")),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Makes the request safe to retry for 24 h", pattern = r"^[!-~]{1,255}$")),
     responses(
         (status = 201, description = "The lease, active with its GPUs or queued", body = Lease),
         (status = 402, description = "The balance does not cover the first hour or the monthly term (`insufficient_balance`)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -355,6 +359,7 @@ async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, g
 pub struct LeaseListParams {
     /// Only leases in this state.
     pub state: Option<LeaseState>,
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     pub after: Option<Uuid>,
 }
@@ -399,9 +404,27 @@ pub async fn get_lease(
 #[schema(example = json!({"hours": 24}))]
 pub struct ExtendLeaseRequest {
     /// Hours to add (hourly leases).
+    #[schema(minimum = 1, maximum = 8784)]
     pub hours: Option<i32>,
     /// Months to add (monthly leases).
+    #[schema(minimum = 1, maximum = 36)]
     pub months: Option<i32>,
+}
+
+impl ExtendLeaseRequest {
+    /// Shape checks that need no lease: exactly one of the two, each within a whole term's bounds.
+    pub fn validate(&self) -> Result<(), ApiError> {
+        match (self.hours, self.months) {
+            (Some(h), None) if !(1..=MAX_HOURS).contains(&h) => {
+                Err(ApiError::field("hours", format!("must be between 1 and {MAX_HOURS}")))
+            }
+            (None, Some(m)) if !(1..=MAX_MONTHS).contains(&m) => {
+                Err(ApiError::field("months", format!("must be between 1 and {MAX_MONTHS}")))
+            }
+            (Some(_), None) | (None, Some(_)) => Ok(()),
+            _ => Err(ApiError::field("hours", "give exactly one of hours and months")),
+        }
+    }
 }
 
 /// The generation in `If-Match` (`"3"`, `3` or `W/"3"`), if sent.
@@ -416,7 +439,7 @@ fn if_match_generation(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     post, path = "/v1/leases/{lease_id}/extend", tag = "leases", operation_id = "extend_lease",
     params(
         ("lease_id" = Uuid, Path, description = "Lease id"),
-        ("If-Match" = Option<String>, Header, description = "The generation the change is based on"),
+        ("If-Match" = Option<String>, Header, description = "The generation the change is based on: `3`, `\"3\"` or `W/\"3\"`", pattern = r#"^(W/)?("[0-9]{1,18}"|[0-9]{1,18})$"#),
     ),
     request_body = ExtendLeaseRequest,
     responses(
@@ -434,6 +457,7 @@ pub async fn extend_lease(
     ApiJson(req): ApiJson<ExtendLeaseRequest>,
 ) -> ApiResult<Json<Lease>> {
     let expected = if_match_generation(&headers)?;
+    req.validate()?;
     let mut tx = state.db.begin().await?;
     type LeaseTerms = (i64, LeaseState, Term, Option<i32>, Option<i32>);
     let row: Option<LeaseTerms> = sqlx::query_as(
@@ -455,12 +479,14 @@ pub async fn extend_lease(
     if !lease_state.is_live() {
         return Err(ApiError::conflict("lease_not_active", format!("the lease is {}", lease_state.as_str())));
     }
+    // Sums in i64: a request near i32::MAX must not wrap past the cap.
+    let total = |current: Option<i32>, add: i32| i64::from(current.unwrap_or(0)) + i64::from(add);
     let (add_hours, add_months) = match (term, req.hours, req.months) {
-        (Term::Hourly, Some(h), None) if h >= 1 && hours.unwrap_or(0) + h <= MAX_HOURS => (h, 0),
+        (Term::Hourly, Some(h), None) if total(hours, h) <= i64::from(MAX_HOURS) => (h, 0),
         (Term::Hourly, _, _) => {
             return Err(ApiError::field("hours", format!("hourly leases extend by hours; at most {MAX_HOURS} in all")));
         }
-        (Term::Monthly, None, Some(m)) if m >= 1 && months.unwrap_or(0) + m <= MAX_MONTHS => (0, m),
+        (Term::Monthly, None, Some(m)) if total(months, m) <= i64::from(MAX_MONTHS) => (0, m),
         (Term::Monthly, _, _) => {
             return Err(ApiError::field(
                 "months",
@@ -567,6 +593,7 @@ pub struct AdminLeaseListParams {
     pub tenant_id: Option<Uuid>,
     pub pool_id: Option<Uuid>,
     pub state: Option<LeaseState>,
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     pub after: Option<Uuid>,
 }
@@ -601,6 +628,11 @@ pub async fn admin_list_leases(
 #[schema(example = json!({"reason": "abuse report #4411"}))]
 pub struct TerminateLeaseRequest {
     /// Why, recorded in the lease's events (1-500 characters).
+    #[schema(
+        min_length = 1,
+        max_length = 500,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
     pub reason: String,
 }
 
@@ -617,10 +649,8 @@ pub async fn terminate_lease(
     ApiPath(lease_id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<TerminateLeaseRequest>,
 ) -> ApiResult<Json<Lease>> {
+    crate::extract::check_name("reason", &req.reason, 500).map_err(|e| ApiError::Validation(vec![e]))?;
     let reason = req.reason.trim();
-    if reason.is_empty() || reason.chars().count() > 500 {
-        return Err(ApiError::field("reason", "must be 1-500 characters"));
-    }
     let mut tx = state.db.begin().await?;
     let ended =
         store::end_lease(&mut tx, lease_id, None, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None)

@@ -8,6 +8,7 @@ mod agents;
 mod auth;
 mod billing;
 mod binary;
+mod contract;
 mod demo;
 mod environment_e2e;
 mod errors;

@@ -76,3 +76,49 @@ fn every_reference_resolves() {
         assert!(doc.pointer(pointer).is_some(), "{r} points nowhere");
     }
 }
+
+/// Every string a request can carry states what the server accepts: a pattern (at least "no control
+/// characters"), a format or an enum. Otherwise generated clients and fuzzers send text the server refuses.
+#[test]
+fn every_request_string_is_constrained() {
+    let doc: Value = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let schemas = &doc["components"]["schemas"];
+    let mut loose = Vec::new();
+    fn walk(v: &Value, path: &str, schemas: &Value, seen: &mut Vec<String>, loose: &mut Vec<String>) {
+        match v {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref") {
+                    let name = r.trim_start_matches("#/components/schemas/").to_string();
+                    if !seen.contains(&name) {
+                        seen.push(name.clone());
+                        walk(&schemas[&name], &name, schemas, seen, loose);
+                    }
+                    return;
+                }
+                let is_string = match map.get("type") {
+                    Some(Value::String(t)) => t == "string",
+                    Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+                    _ => false,
+                };
+                if is_string && !["pattern", "format", "enum", "const"].iter().any(|k| map.contains_key(*k)) {
+                    loose.push(path.to_string());
+                }
+                for (k, child) in map {
+                    walk(child, &format!("{path}/{k}"), schemas, seen, loose);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, path, schemas, seen, loose)),
+            _ => {}
+        }
+    }
+    let mut seen = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let here = format!("{method} {path}");
+            walk(&op["requestBody"], &here, schemas, &mut seen, &mut loose);
+            walk(&op["parameters"], &here, schemas, &mut seen, &mut loose);
+        }
+    }
+    assert!(seen.len() > 20, "request schemas were walked: {seen:?}");
+    assert!(loose.is_empty(), "request strings without pattern, format or enum: {loose:?}");
+}

@@ -55,6 +55,78 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List operator keys (never their secrets). */
+        get: operations["list_operator_api_keys"];
+        put?: never;
+        /** Create a further operator key. */
+        post: operations["create_operator_api_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/api-keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an operator key; tokens issued for it stop working at once. The last operator key that does not
+         *     expire cannot be revoked. Revoking twice is harmless.
+         */
+        delete: operations["revoke_operator_api_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/api-keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate an operator key: a new key now, the old one valid for the grace period. */
+        post: operations["rotate_operator_api_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/audit-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The audit trail of credential changes, oldest first. */
+        get: operations["list_audit_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/billing/revenue": {
         parameters: {
             query?: never;
@@ -1177,6 +1249,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tenant/api-keys/{key_id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate one of the tenant's keys: a new key now, the old one valid for the grace period. */
+        post: operations["rotate_tenant_api_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tenant/ssh-keys": {
         parameters: {
             query?: never;
@@ -1240,10 +1329,10 @@ export interface components {
             currency: string;
             /** @description Shortest hours (training) / highest throughput (inference). */
             fastest: boolean;
-            /** Format: int32 */
+            /** Format: int64 */
             gpu_count: number;
             gpu_key: string;
-            /** Format: int32 */
+            /** Format: int64 */
             gpus_per_node: number;
             /**
              * Format: double
@@ -1254,7 +1343,7 @@ export interface components {
             meets_deadline: boolean;
             /** @description Inference: whether the throughput sustains the load (always true for training). */
             meets_load: boolean;
-            /** Format: int32 */
+            /** Format: int64 */
             nodes: number;
             plan: components["schemas"]["Plan"];
             pool_id: string;
@@ -1305,38 +1394,35 @@ export interface components {
             /**
              * Format: double
              * @description Inference: requests/s to sustain, each generating `tokens_per_request` tokens.
-             * @default null
              */
-            requests_per_s: number | null;
+            requests_per_s?: number | null;
             /**
              * Format: double
              * @description Inference: hours the serving runs, for the cost (default 1).
-             * @default null
              */
-            serving_hours: number | null;
+            serving_hours?: number | null;
             /**
              * Format: double
              * @description Inference: generated tokens/s to sustain (or use `requests_per_s`).
-             * @default null
              */
-            serving_tokens_per_s: number | null;
-            /**
-             * Format: int32
-             * @description Default 256.
-             * @default null
-             */
-            tokens_per_request: number | null;
+            serving_tokens_per_s?: number | null;
             /**
              * Format: int64
-             * @description Train/LoRA: total tokens to process.
-             * @default null
+             * @description Default 256.
              */
-            training_tokens: number | null;
+            tokens_per_request?: number | null;
+            /** @description Train/LoRA: total tokens to process. */
+            training_tokens?: number | null;
         };
         /** @description An API key as listed (never the secret). */
         ApiKey: {
             /** Format: date-time */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description A rotated key stops working at this time (its grace period's end); absent: no expiry.
+             */
+            expires_at?: string | null;
             /** Format: uuid */
             id: string;
             /** Format: date-time */
@@ -1408,6 +1494,44 @@ export interface components {
             desired: components["schemas"]["Desired"];
             state: components["schemas"]["JobState"];
         };
+        /**
+         * @description What an audit event records.
+         * @enum {string}
+         */
+        AuditAction: "api_key.created" | "api_key.revoked" | "api_key.rotated";
+        /** @description One audited change. */
+        AuditEvent: {
+            action: components["schemas"]["AuditAction"];
+            /**
+             * Format: uuid
+             * @description The API key whose token made the change; absent for the command line (`gpuplane bootstrap`).
+             */
+            actor_key_id?: string | null;
+            /** Format: date-time */
+            at: string;
+            /** @description Facts of the change, e.g. `{"successor_key_id": ..., "grace_seconds": 86400}` for a rotation. */
+            detail: Record<string, never>;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The API key the change is about.
+             */
+            subject_key_id: string;
+            /**
+             * Format: uuid
+             * @description The tenant of the subject; absent for operator keys.
+             */
+            tenant_id?: string | null;
+        };
+        AuditEventPage: {
+            items: components["schemas"]["AuditEvent"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
         Balance: {
             /**
              * Format: int64
@@ -1421,12 +1545,12 @@ export interface components {
             gpu?: string | null;
             gpu_spec?: components["schemas"]["GpuSpec"] | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Total GPUs.
              */
             gpus: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description GPUs per node (default: min(gpus, 8)).
              */
             gpus_per_node?: number | null;
@@ -1453,8 +1577,8 @@ export interface components {
         CreateApiKeyRequest: {
             /** @description A label for people, 1-100 characters. */
             name: string;
-            /** @description `tenant_admin` or `tenant_member` (operators create operator keys with `gpuplane bootstrap`). */
-            role: components["schemas"]["Role"];
+            /** @description `tenant_admin` or `tenant_member` (operator keys: `POST /v1/admin/api-keys`). */
+            role: components["schemas"]["TenantRole"];
         };
         /**
          * @description A job to run on a lease's GPUs.
@@ -1492,7 +1616,7 @@ export interface components {
             /** @description Run in this container image (`docker run` with only the leased GPUs); otherwise directly on the host. */
             image?: string | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Rendezvous port on the first node (default 29500).
              */
             master_port?: number | null;
@@ -1634,6 +1758,15 @@ export interface components {
         };
         /**
          * @example {
+         *       "name": "second-operator"
+         *     }
+         */
+        CreateOperatorKeyRequest: {
+            /** @description A label for people, 1-100 characters. */
+            name: string;
+        };
+        /**
+         * @example {
          *       "effective_from": "2026-12-01T00:00:00Z",
          *       "price_per_gpu_hour_minor": 199,
          *       "price_per_gpu_month_minor": 105000
@@ -1706,24 +1839,18 @@ export interface components {
          */
         DiffusionSpec: {
             /**
-             * Format: int32
+             * Format: int64
              * @description Denoising steps per image (classifier-free guidance doubles the evaluations).
              */
             steps: number;
-            /**
-             * Format: int64
-             * @description Text encoder (and VAE) parameters.
-             */
+            /** @description Text encoder (and VAE) parameters. */
             text_encoder_params: number;
             /**
              * Format: double
              * @description Approximate TFLOPs of one denoiser evaluation for one image at the native resolution.
              */
             tflops_per_step: number;
-            /**
-             * Format: int64
-             * @description Denoiser (UNet / DiT) parameters.
-             */
+            /** @description Denoiser (UNet / DiT) parameters. */
             unet_params: number;
         };
         /** @enum {string} */
@@ -1757,7 +1884,7 @@ export interface components {
             hostname: string;
             /** Format: uuid */
             node_id: string;
-            /** Format: int32 */
+            /** Format: int64 */
             port?: number | null;
             reason?: string | null;
             /** @description Ready to paste, e.g. `ssh -p 20000 tenant@10.0.0.7`. */
@@ -1794,7 +1921,7 @@ export interface components {
             /** @description The server's host keys as `SHA256:...` (at most 8). */
             host_key_fingerprints?: string[];
             /**
-             * Format: int32
+             * Format: int64
              * @description The port the SSH server listens on (`ready`).
              */
             port?: number | null;
@@ -1919,10 +2046,7 @@ export interface components {
              * @description When the sample was taken (UTC).
              */
             at: string;
-            /**
-             * Format: int64
-             * @description DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, millijoules since driver load (a counter).
-             */
+            /** @description DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, millijoules since driver load (a counter). */
             energy_mj: number;
             /**
              * Format: int64
@@ -2013,10 +2137,7 @@ export interface components {
              * @description HBM/GDDR bandwidth, GB/s.
              */
             mem_bandwidth_gb_s: number;
-            /**
-             * Format: int64
-             * @description Memory as labelled, in bytes (decimal GB).
-             */
+            /** @description Memory as labelled, in bytes (decimal GB). */
             memory_bytes: number;
             name: string;
         };
@@ -2029,16 +2150,13 @@ export interface components {
             samples: components["schemas"]["GpuSample"][];
         };
         HeartbeatResponse: {
-            /**
-             * Format: int64
-             * @description Samples stored (duplicates of already delivered samples are skipped).
-             */
+            /** @description Samples stored (duplicates of already delivered samples are skipped). */
             accepted_samples: number;
             /** @description There is work to fetch at `GET /v1/agent/assignments`. */
             assignments_pending: boolean;
             desired_state: components["schemas"]["DesiredState"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Seconds until the next heartbeat.
              */
             heartbeat_interval_s: number;
@@ -2396,29 +2514,16 @@ export interface components {
         };
         /** @description Per-GPU memory, bytes, for the most loaded GPU of a plan. */
         MemoryBreakdown: {
-            /** Format: int64 */
             activations: number;
-            /** Format: int64 */
             comm_buffers: number;
-            /** Format: int64 */
             fragmentation: number;
-            /** Format: int64 */
             gradients: number;
-            /**
-             * Format: int64
-             * @description Inference only.
-             */
+            /** @description Inference only. */
             kv_cache: number;
-            /** Format: int64 */
             optimizer: number;
-            /** Format: int64 */
             total: number;
-            /**
-             * Format: int64
-             * @description Usable memory per GPU (label minus CUDA context).
-             */
+            /** @description Usable memory per GPU (label minus CUDA context). */
             usable: number;
-            /** Format: int64 */
             weights: number;
         };
         /**
@@ -2429,33 +2534,33 @@ export interface components {
         ModelArch: {
             diffusion?: components["schemas"]["DiffusionSpec"] | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description FFN intermediate size. `ffn == 4 * hidden` means a GPT-style 2-matrix MLP, anything
              *     else a SwiGLU-style 3-matrix MLP.
              */
             ffn: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Dimension of one attention head (default `hidden / heads`; Qwen3 and GPT-OSS use 128 and
              *     64 with other hidden sizes).
              */
             head_dim?: number | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Query heads.
              */
             heads: number;
-            /** Format: int32 */
+            /** Format: int64 */
             hidden: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Key/value heads (grouped-query attention); equal to `heads` for classic MHA.
              */
             kv_heads: number;
-            /** Format: int32 */
+            /** Format: int64 */
             layers: number;
             moe?: components["schemas"]["MoeSpec"] | null;
-            /** Format: int32 */
+            /** Format: int64 */
             vocab: number;
         };
         /** @description The model: exactly one of `preset` and `architecture`. */
@@ -2475,28 +2580,28 @@ export interface components {
              */
             capacity_factor?: number | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description FFN size of those dense layers (default: `ffn`).
              */
             dense_ffn?: number | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description The first `dense_layers` layers have a dense FFN of `dense_ffn` instead (DeepSeek-V3: 3);
              *     default 0.
              */
             dense_layers?: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Routed experts per MoE layer.
              */
             experts: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Routed experts each token is sent to (top-k).
              */
             experts_per_token: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Shared experts every token also passes through (DeepSeek, Qwen-MoE); default 0.
              */
             shared_experts?: number;
@@ -2608,53 +2713,30 @@ export interface components {
         /** @description Optional pins: a `Some` fixes that knob, `None` lets the search choose. */
         Pins: {
             /**
-             * Format: int32
+             * Format: int64
              * @description Context-parallel degree (ring attention over the sequence).
-             * @default null
              */
-            cp: number | null;
+            cp?: number | null;
+            /** Format: int64 */
+            dp?: number | null;
             /**
-             * Format: int32
-             * @default null
-             */
-            dp: number | null;
-            /**
-             * Format: int32
+             * Format: int64
              * @description Expert-parallel degree (MoE models).
-             * @default null
              */
-            ep: number | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            micro_batch: number | null;
-            /** @default null */
-            offload: components["schemas"]["Offload"] | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            pp: number | null;
-            /** @default null */
-            recompute: components["schemas"]["Recompute"] | null;
-            /** @default null */
-            sequence_parallel: boolean | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            tp: number | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            vp: number | null;
-            /**
-             * Format: int32
-             * @default null
-             */
-            zero_stage: number | null;
+            ep?: number | null;
+            /** Format: int64 */
+            micro_batch?: number | null;
+            offload?: components["schemas"]["Offload"] | null;
+            /** Format: int64 */
+            pp?: number | null;
+            recompute?: components["schemas"]["Recompute"] | null;
+            sequence_parallel?: boolean | null;
+            /** Format: int64 */
+            tp?: number | null;
+            /** Format: int64 */
+            vp?: number | null;
+            /** Format: int64 */
+            zero_stage?: number | null;
         };
         /**
          * @description How a lease's GPUs are laid over nodes.
@@ -2670,39 +2752,36 @@ export interface components {
             /** Format: double */
             comm_fraction: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Context-parallel degree (ring attention; each GPU holds `seq_len / cp` tokens).
              */
             cp?: number;
-            /** Format: int32 */
+            /** Format: int64 */
             dp: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Expert-parallel degree (MoE: each GPU holds `experts / ep` experts; carved out of
              *     `dp * cp`). 1 for dense models.
              */
             ep?: number;
             explanation: string;
             /**
-             * Format: int32
+             * Format: int64
              * @description Training: the global batch (sequences) this plan runs; differs from the request when the
              *     requested batch does not divide by the data-parallel degree (see `notes`).
              */
             global_batch?: number;
-            /** Format: int32 */
+            /** Format: int64 */
             grad_accum: number;
             /**
              * Format: double
              * @description Executed FLOPs (with recomputation) per second per GPU, TFLOP/s.
              */
             hardware_tflops_per_gpu: number;
-            /**
-             * Format: int64
-             * @description Host memory per node the plan needs for offloaded states, bytes (0 without offload).
-             */
+            /** @description Host memory per node the plan needs for offloaded states, bytes (0 without offload). */
             host_memory_per_node_bytes?: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description GPUs of the cluster the plan leaves idle (no split uses them all; see `notes`).
              */
             idle_gpus?: number;
@@ -2717,20 +2796,19 @@ export interface components {
              */
             layers_per_stage?: number[];
             memory: components["schemas"]["MemoryBreakdown"];
-            /** Format: int64 */
             memory_per_gpu_bytes: number;
             /**
              * Format: double
              * @description Model FLOPs utilisation against the peak of the precision used (FP8 peak for fp8).
              */
             mfu: number;
-            /** Format: int32 */
+            /** Format: int64 */
             micro_batch: number;
             /** @description Departures from the request and warnings (adjusted batch, idle GPUs, a slow step). */
             notes?: string[];
             /** @description CPU offload of model states. */
             offload?: components["schemas"]["Offload"];
-            /** Format: int32 */
+            /** Format: int64 */
             pp: number;
             /**
              * Format: double
@@ -2739,7 +2817,7 @@ export interface components {
             prefill_tokens_per_s?: number | null;
             recompute: components["schemas"]["Recompute"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Inference: model replicas (`gpus / (tp * pp)`); training: equals `dp`.
              */
             replicas: number;
@@ -2761,15 +2839,15 @@ export interface components {
              * @description Training tokens/s, or generated (decode) tokens/s for inference, whole cluster.
              */
             tokens_per_s: number;
-            /** Format: int32 */
+            /** Format: int64 */
             tp: number;
             /**
-             * Format: int32
+             * Format: int64
              * @description Virtual pipeline stages (interleaving chunks per GPU).
              */
             vp: number;
             workload: components["schemas"]["WorkloadKind"];
-            /** Format: int32 */
+            /** Format: int64 */
             zero_stage: number;
         };
         /** @description A planning request as the HTTP API and CLI deserialize it. */
@@ -2778,7 +2856,7 @@ export interface components {
             model: components["schemas"]["ModelRef"];
             pins?: components["schemas"]["Pins"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Plans to return (default 10, at most 1000).
              */
             top_n?: number | null;
@@ -2787,15 +2865,11 @@ export interface components {
         /** @description Search result: best plan first. */
         PlanResult: {
             /**
-             * Format: int64
              * @description Configurations that satisfied the divisibility rules (including subtrees pruned by
              *     the memory lower bound).
              */
             evaluated: number;
-            /**
-             * Format: int64
-             * @description Configurations that fit in memory.
-             */
+            /** @description Configurations that fit in memory. */
             feasible: number;
             plans: components["schemas"]["Plan"][];
         };
@@ -2983,7 +3057,7 @@ export interface components {
             /** @description Credential for `/v1/agent/*` (Bearer). Re-registering the same host rotates it. */
             agent_token: string;
             /**
-             * Format: int32
+             * Format: int64
              * @description Seconds between heartbeats.
              */
             heartbeat_interval_s: number;
@@ -3007,6 +3081,31 @@ export interface components {
         };
         /** @enum {string} */
         Role: "operator" | "tenant_admin" | "tenant_member";
+        /**
+         * @example {
+         *       "grace_seconds": 3600
+         *     }
+         */
+        RotateApiKeyRequest: {
+            /**
+             * Format: int64
+             * @description How long the old key keeps working, in seconds (0-604800, default 86400). 0 revokes it at once.
+             */
+            grace_seconds?: number | null;
+        };
+        /** @description The successor of a rotated key, with its secret, and when the old key stops working. */
+        RotatedApiKey: components["schemas"]["CreatedApiKey"] & {
+            /**
+             * Format: date-time
+             * @description When the old key stops working.
+             */
+            old_key_expires_at: string;
+            /**
+             * Format: uuid
+             * @description The key that was rotated.
+             */
+            replaces: string;
+        };
         /** @description A pool that produced no option, and why. */
         SkippedPool: {
             pool_id: string;
@@ -3126,8 +3225,7 @@ export interface components {
         };
         /** @description A typed template parameter, e.g. `{"name": "lr", "type": "float", "default": 0.0003}`. */
         TemplateParam: {
-            /** @description Used when a job does not set it; without a default the parameter is required. */
-            default?: Record<string, never> | null;
+            default?: unknown;
             description?: string | null;
             /** @description `[a-z_][a-z0-9_]*`, used as `{name}` in the argv. */
             name: string;
@@ -3207,6 +3305,11 @@ export interface components {
             tenant_id: string;
             tenant_name: string;
         };
+        /**
+         * @description The roles a tenant key may have (documentation of [`CreateApiKeyRequest::role`]; `operator` is refused).
+         * @enum {string}
+         */
+        TenantRole: "tenant_admin" | "tenant_member";
         /** @enum {string} */
         TenantStatus: "active" | "suspended";
         /** @enum {string} */
@@ -3232,10 +3335,7 @@ export interface components {
         /** @description An OAuth-style bearer token. */
         TokenResponse: {
             access_token: string;
-            /**
-             * Format: int64
-             * @description Seconds until the token expires.
-             */
+            /** @description Seconds until the token expires. */
             expires_in: number;
             /** @description Always `Bearer`. */
             token_type: string;
@@ -3298,29 +3398,29 @@ export interface components {
         /** @description Workload fields as the API/CLI send them; defaults are filled by `resolve`. */
         WorkloadFields: {
             /**
-             * Format: int32
+             * Format: int64
              * @description Inference: sequences in flight per replica (default 16).
              */
             concurrent_seqs?: number | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Inference: tokens of context per sequence (default `seq_len` or 4096).
              */
             context_len?: number | null;
             /**
-             * Format: int32
+             * Format: int64
              * @description Global batch in sequences (training; default 512 sequences).
              */
             global_batch?: number | null;
             kind: components["schemas"]["WorkloadKind"];
             /**
-             * Format: int32
+             * Format: int64
              * @description LoRA rank (default 16).
              */
             lora_rank?: number | null;
             precision?: components["schemas"]["Precision"];
             /**
-             * Format: int32
+             * Format: int64
              * @description Training sequence length (default 4096).
              */
             seq_len?: number | null;
@@ -3370,6 +3470,24 @@ export interface components {
         };
         /** @description Request body too large (`payload_too_large`) */
         PayloadTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The database is unreachable for now; retry after `Retry-After` seconds (`service_unavailable`) */
+        ServiceUnavailable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Too many attempts from this client address; retry after `Retry-After` seconds (`rate_limited`) */
+        TooManyRequests: {
             headers: {
                 [name: string]: unknown;
             };
@@ -3431,6 +3549,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_metrics: {
@@ -3452,6 +3571,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_readyz: {
@@ -3484,6 +3604,174 @@ export interface operations {
             };
         };
     };
+    list_operator_api_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Operator keys, oldest first: prefix, name, created, last used, revoked, expiry */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_operator_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateOperatorKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key; its secret is shown only now */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revoke_operator_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The last operator key that does not expire (`last_operator_key`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotate_operator_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The successor key (its secret is shown only now) and the old key's end */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The key is revoked or already rotated (`key_not_rotatable`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_audit_events: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-500 (default 50). */
+                limit?: number;
+                /** @description Return items after this id (the `next_after` of the previous page). */
+                after?: string;
+                /** @description Only events about this tenant's keys. */
+                tenant_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Audit events, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     get_revenue: {
         parameters: {
             query: {
@@ -3511,6 +3799,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     admin_export_usage: {
@@ -3545,6 +3834,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_gpu_model: {
@@ -3585,6 +3875,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     restore_gpu: {
@@ -3612,6 +3903,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     admin_list_invoices: {
@@ -3640,6 +3932,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     generate_invoices: {
@@ -3671,6 +3964,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     issue_invoice: {
@@ -3707,6 +4001,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     pay_invoice: {
@@ -3743,6 +4038,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     revoke_join_token: {
@@ -3768,6 +4064,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     admin_list_leases: {
@@ -3798,6 +4095,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     terminate_lease: {
@@ -3833,6 +4131,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_liveness_holds: {
@@ -3856,6 +4155,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_nodes: {
@@ -3887,6 +4187,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_node: {
@@ -3927,6 +4228,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_node: {
@@ -3954,6 +4256,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     allow_node_reregistration: {
@@ -3981,6 +4284,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cordon_node: {
@@ -4008,6 +4312,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     drain_node: {
@@ -4035,6 +4340,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     set_node_maintenance: {
@@ -4062,6 +4368,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_node_telemetry: {
@@ -4097,6 +4404,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     uncordon_node: {
@@ -4124,6 +4432,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_pool: {
@@ -4164,6 +4473,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     update_pool: {
@@ -4208,6 +4518,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_join_tokens: {
@@ -4235,6 +4546,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_join_token: {
@@ -4270,6 +4582,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     release_liveness_hold: {
@@ -4297,6 +4610,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_pool_prices: {
@@ -4324,6 +4638,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_pool_price: {
@@ -4359,6 +4674,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     set_pool_sla: {
@@ -4394,6 +4710,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_pool_utilization: {
@@ -4429,6 +4746,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_template: {
@@ -4460,6 +4778,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_tenants: {
@@ -4489,6 +4808,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_tenant: {
@@ -4529,6 +4849,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_tenant: {
@@ -4556,6 +4877,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     update_tenant: {
@@ -4600,6 +4922,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_api_key_for_tenant: {
@@ -4635,6 +4958,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_ledger_entry: {
@@ -4673,6 +4997,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     set_tenant_quotas: {
@@ -4708,6 +5033,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_advice: {
@@ -4747,6 +5073,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_assignments: {
@@ -4770,6 +5097,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     report_assignment_status: {
@@ -4805,6 +5133,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     report_environment_status: {
@@ -4838,6 +5167,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     post_heartbeat: {
@@ -4869,6 +5199,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     register_agent: {
@@ -4924,7 +5255,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_token: {
@@ -4971,7 +5304,9 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_balance: {
@@ -4995,6 +5330,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_invoices: {
@@ -5018,6 +5354,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_invoice: {
@@ -5045,6 +5382,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_ledger: {
@@ -5074,6 +5412,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     export_usage: {
@@ -5106,8 +5445,18 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            /** @description `tenant_id` names another tenant (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_gpu_models: {
@@ -5131,6 +5480,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_job: {
@@ -5158,6 +5508,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     cancel_job: {
@@ -5185,6 +5536,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_leases: {
@@ -5214,6 +5566,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_lease: {
@@ -5266,6 +5619,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_lease: {
@@ -5293,6 +5647,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_environment: {
@@ -5320,6 +5675,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     start_environment: {
@@ -5364,6 +5720,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     stop_environment: {
@@ -5391,6 +5748,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_lease_events: {
@@ -5418,13 +5776,14 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     extend_lease: {
         parameters: {
             query?: never;
             header?: {
-                /** @description The generation the change is based on */
+                /** @description The generation the change is based on: `3`, `"3"` or `W/"3"` */
                 "If-Match"?: string | null;
             };
             path: {
@@ -5483,6 +5842,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_lease_insights: {
@@ -5510,6 +5870,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_lease_jobs: {
@@ -5541,6 +5902,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_job: {
@@ -5593,6 +5955,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     release_lease: {
@@ -5620,6 +5983,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_lease_telemetry: {
@@ -5655,6 +6019,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_plan: {
@@ -5715,6 +6080,7 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_pools: {
@@ -5738,6 +6104,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_pool: {
@@ -5765,6 +6132,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_templates: {
@@ -5788,6 +6156,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     get_own_tenant: {
@@ -5811,6 +6180,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_tenant_api_keys: {
@@ -5834,6 +6204,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     create_tenant_api_key: {
@@ -5865,6 +6236,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     revoke_tenant_api_key: {
@@ -5890,6 +6262,52 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotate_tenant_api_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description API key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateApiKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The successor key (its secret is shown only now) and the old key's end */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The key is revoked or already rotated (`key_not_rotatable`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     list_ssh_keys: {
@@ -5913,6 +6331,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     add_ssh_key: {
@@ -5953,6 +6372,7 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     delete_ssh_key: {
@@ -5978,6 +6398,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

@@ -10,6 +10,10 @@ from .assignment import Assignment
 from .assignment_list import AssignmentList
 from .assignment_status import AssignmentStatus
 from .assignment_status_response import AssignmentStatusResponse
+from .audit_action import AuditAction
+from .audit_event import AuditEvent
+from .audit_event_detail import AuditEventDetail
+from .audit_event_page import AuditEventPage
 from .balance import Balance
 from .cluster_fields import ClusterFields
 from .create_api_key_request import CreateApiKeyRequest
@@ -21,6 +25,7 @@ from .create_join_token_request import CreateJoinTokenRequest
 from .create_lease_request import CreateLeaseRequest
 from .create_ledger_entry_request import CreateLedgerEntryRequest
 from .create_node_request import CreateNodeRequest
+from .create_operator_key_request import CreateOperatorKeyRequest
 from .create_pool_price_request import CreatePoolPriceRequest
 from .create_pool_request import CreatePoolRequest
 from .create_tenant_request import CreateTenantRequest
@@ -106,6 +111,8 @@ from .register_response import RegisterResponse
 from .reported_state import ReportedState
 from .revenue import Revenue
 from .role import Role
+from .rotate_api_key_request import RotateApiKeyRequest
+from .rotated_api_key import RotatedApiKey
 from .skipped_pool import SkippedPool
 from .spec_file import SpecFile
 from .ssh_key import SshKey
@@ -116,11 +123,11 @@ from .telemetry import Telemetry
 from .telemetry_point import TelemetryPoint
 from .template import Template
 from .template_param import TemplateParam
-from .template_param_default_type_0 import TemplateParamDefaultType0
 from .template_spec import TemplateSpec
 from .tenant import Tenant
 from .tenant_page import TenantPage
 from .tenant_revenue import TenantRevenue
+from .tenant_role import TenantRole
 from .tenant_status import TenantStatus
 from .term import Term
 from .terminate_lease_request import TerminateLeaseRequest
@@ -143,6 +150,10 @@ __all__ = (
     "AssignmentList",
     "AssignmentStatus",
     "AssignmentStatusResponse",
+    "AuditAction",
+    "AuditEvent",
+    "AuditEventDetail",
+    "AuditEventPage",
     "Balance",
     "ClusterFields",
     "CreateApiKeyRequest",
@@ -154,6 +165,7 @@ __all__ = (
     "CreateLeaseRequest",
     "CreateLedgerEntryRequest",
     "CreateNodeRequest",
+    "CreateOperatorKeyRequest",
     "CreatePoolPriceRequest",
     "CreatePoolRequest",
     "CreateTenantRequest",
@@ -239,6 +251,8 @@ __all__ = (
     "ReportedState",
     "Revenue",
     "Role",
+    "RotateApiKeyRequest",
+    "RotatedApiKey",
     "SkippedPool",
     "SpecFile",
     "SshKey",
@@ -249,11 +263,11 @@ __all__ = (
     "TelemetryPoint",
     "Template",
     "TemplateParam",
-    "TemplateParamDefaultType0",
     "TemplateSpec",
     "Tenant",
     "TenantPage",
     "TenantRevenue",
+    "TenantRole",
     "TenantStatus",
     "Term",
     "TerminateLeaseRequest",

@@ -24,6 +24,8 @@ class ApiKey:
         name (str):
         prefix (str): The first characters of the key, to recognise it.
         role (Role):
+        expires_at (datetime.datetime | None | Unset): A rotated key stops working at this time (its grace period's
+            end); absent: no expiry.
         last_used_at (datetime.datetime | None | Unset):
         revoked_at (datetime.datetime | None | Unset):
         tenant_id (None | Unset | UUID):
@@ -34,6 +36,7 @@ class ApiKey:
     name: str
     prefix: str
     role: Role
+    expires_at: datetime.datetime | None | Unset = UNSET
     last_used_at: datetime.datetime | None | Unset = UNSET
     revoked_at: datetime.datetime | None | Unset = UNSET
     tenant_id: None | Unset | UUID = UNSET
@@ -49,6 +52,14 @@ class ApiKey:
         prefix = self.prefix
 
         role = self.role.value
+
+        expires_at: None | str | Unset
+        if isinstance(self.expires_at, Unset):
+            expires_at = UNSET
+        elif isinstance(self.expires_at, datetime.datetime):
+            expires_at = self.expires_at.isoformat()
+        else:
+            expires_at = self.expires_at
 
         last_used_at: None | str | Unset
         if isinstance(self.last_used_at, Unset):
@@ -85,6 +96,8 @@ class ApiKey:
                 "role": role,
             }
         )
+        if expires_at is not UNSET:
+            field_dict["expires_at"] = expires_at
         if last_used_at is not UNSET:
             field_dict["last_used_at"] = last_used_at
         if revoked_at is not UNSET:
@@ -106,6 +119,23 @@ class ApiKey:
         prefix = d.pop("prefix")
 
         role = Role(d.pop("role"))
+
+        def _parse_expires_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                expires_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return expires_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        expires_at = _parse_expires_at(d.pop("expires_at", UNSET))
 
         def _parse_last_used_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
@@ -164,6 +194,7 @@ class ApiKey:
             name=name,
             prefix=prefix,
             role=role,
+            expires_at=expires_at,
             last_used_at=last_used_at,
             revoked_at=revoked_at,
             tenant_id=tenant_id,

@@ -5,7 +5,7 @@ from typing import Any, Self, TypeVar
 
 from attrs import define as _attrs_define
 
-from ..models.role import Role
+from ..models.tenant_role import TenantRole
 
 T = TypeVar("T", bound="CreateApiKeyRequest")
 
@@ -18,11 +18,12 @@ class CreateApiKeyRequest:
 
     Attributes:
         name (str): A label for people, 1-100 characters.
-        role (Role):
+        role (TenantRole): The roles a tenant key may have (documentation of [`CreateApiKeyRequest::role`]; `operator`
+            is refused).
     """
 
     name: str
-    role: Role
+    role: TenantRole
 
     def to_dict(self) -> dict[str, Any]:
         name = self.name
@@ -45,7 +46,7 @@ class CreateApiKeyRequest:
         d = dict(src_dict)
         name = d.pop("name")
 
-        role = Role(d.pop("role"))
+        role = TenantRole(d.pop("role"))
 
         create_api_key_request = cls(
             name=name,

@@ -25,6 +25,8 @@ class CreatedApiKey:
         prefix (str): The first characters of the key, to recognise it.
         role (Role):
         api_key (str): The secret key. Store it now: it is never shown again.
+        expires_at (datetime.datetime | None | Unset): A rotated key stops working at this time (its grace period's
+            end); absent: no expiry.
         last_used_at (datetime.datetime | None | Unset):
         revoked_at (datetime.datetime | None | Unset):
         tenant_id (None | Unset | UUID):
@@ -36,6 +38,7 @@ class CreatedApiKey:
     prefix: str
     role: Role
     api_key: str
+    expires_at: datetime.datetime | None | Unset = UNSET
     last_used_at: datetime.datetime | None | Unset = UNSET
     revoked_at: datetime.datetime | None | Unset = UNSET
     tenant_id: None | Unset | UUID = UNSET
@@ -53,6 +56,14 @@ class CreatedApiKey:
         role = self.role.value
 
         api_key = self.api_key
+
+        expires_at: None | str | Unset
+        if isinstance(self.expires_at, Unset):
+            expires_at = UNSET
+        elif isinstance(self.expires_at, datetime.datetime):
+            expires_at = self.expires_at.isoformat()
+        else:
+            expires_at = self.expires_at
 
         last_used_at: None | str | Unset
         if isinstance(self.last_used_at, Unset):
@@ -90,6 +101,8 @@ class CreatedApiKey:
                 "api_key": api_key,
             }
         )
+        if expires_at is not UNSET:
+            field_dict["expires_at"] = expires_at
         if last_used_at is not UNSET:
             field_dict["last_used_at"] = last_used_at
         if revoked_at is not UNSET:
@@ -113,6 +126,23 @@ class CreatedApiKey:
         role = Role(d.pop("role"))
 
         api_key = d.pop("api_key")
+
+        def _parse_expires_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                expires_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return expires_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        expires_at = _parse_expires_at(d.pop("expires_at", UNSET))
 
         def _parse_last_used_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
@@ -172,6 +202,7 @@ class CreatedApiKey:
             prefix=prefix,
             role=role,
             api_key=api_key,
+            expires_at=expires_at,
             last_used_at=last_used_at,
             revoked_at=revoked_at,
             tenant_id=tenant_id,

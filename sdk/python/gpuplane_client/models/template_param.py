@@ -1,16 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 
 from ..models.param_type import ParamType
 from ..types import UNSET, Unset
-
-if TYPE_CHECKING:
-    from ..models.template_param_default_type_0 import TemplateParamDefaultType0
-
 
 T = TypeVar("T", bound="TemplateParam")
 
@@ -22,32 +18,23 @@ class TemplateParam:
     Attributes:
         name (str): `[a-z_][a-z0-9_]*`, used as `{name}` in the argv.
         type_ (ParamType): A parameter's type.
-        default (None | TemplateParamDefaultType0 | Unset): Used when a job does not set it; without a default the
-            parameter is required.
+        default (Any | Unset):
         description (None | str | Unset):
         values (list[str] | Unset): The allowed values of an `enum` parameter.
     """
 
     name: str
     type_: ParamType
-    default: None | TemplateParamDefaultType0 | Unset = UNSET
+    default: Any | Unset = UNSET
     description: None | str | Unset = UNSET
     values: list[str] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
-        from ..models.template_param_default_type_0 import TemplateParamDefaultType0
-
         name = self.name
 
         type_ = self.type_.value
 
-        default: dict[str, Any] | None | Unset
-        if isinstance(self.default, Unset):
-            default = UNSET
-        elif isinstance(self.default, TemplateParamDefaultType0):
-            default = self.default.to_dict()
-        else:
-            default = self.default
+        default = self.default
 
         description: None | str | Unset
         if isinstance(self.description, Unset):
@@ -78,29 +65,12 @@ class TemplateParam:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
-        from ..models.template_param_default_type_0 import TemplateParamDefaultType0
-
         d = dict(src_dict)
         name = d.pop("name")
 
         type_ = ParamType(d.pop("type"))
 
-        def _parse_default(data: object) -> None | TemplateParamDefaultType0 | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, dict):
-                    raise TypeError()
-                default_type_0 = TemplateParamDefaultType0.from_dict(data)
-
-                return default_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(None | TemplateParamDefaultType0 | Unset, data)
-
-        default = _parse_default(d.pop("default", UNSET))
+        default = d.pop("default", UNSET)
 
         def _parse_description(data: object) -> None | str | Unset:
             if data is None:

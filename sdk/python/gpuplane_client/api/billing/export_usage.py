@@ -71,6 +71,11 @@ def _parse_response(
 
         return response_403
 
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
     if response.status_code == 422:
         response_422 = Problem.from_dict(response.json())
 
@@ -80,6 +85,11 @@ def _parse_response(
         response_500 = Problem.from_dict(response.json())
 
         return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
 
     if client.raise_on_unexpected_status:
         raise errors.UnexpectedStatus(response.status_code, response.content)

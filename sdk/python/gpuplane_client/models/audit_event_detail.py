@@ -6,12 +6,12 @@ from typing import Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-T = TypeVar("T", bound="TemplateParamDefaultType0")
+T = TypeVar("T", bound="AuditEventDetail")
 
 
 @_attrs_define
-class TemplateParamDefaultType0:
-    """Used when a job does not set it; without a default the parameter is required."""
+class AuditEventDetail:
+    """Facts of the change, e.g. `{"successor_key_id": ..., "grace_seconds": 86400}` for a rotation."""
 
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -25,10 +25,10 @@ class TemplateParamDefaultType0:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
-        template_param_default_type_0 = cls()
+        audit_event_detail = cls()
 
-        template_param_default_type_0.additional_properties = d
-        return template_param_default_type_0
+        audit_event_detail.additional_properties = d
+        return audit_event_detail
 
     @property
     def additional_keys(self) -> list[str]:

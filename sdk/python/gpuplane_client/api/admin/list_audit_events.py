@@ -1,0 +1,223 @@
+from http import HTTPStatus
+from typing import Any
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.audit_event_page import AuditEventPage
+from ...models.problem import Problem
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    limit: int | Unset = UNSET,
+    after: UUID | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["limit"] = limit
+
+    json_after: str | Unset = UNSET
+    if not isinstance(after, Unset):
+        json_after = str(after)
+    params["after"] = json_after
+
+    json_tenant_id: str | Unset = UNSET
+    if not isinstance(tenant_id, Unset):
+        json_tenant_id = str(tenant_id)
+    params["tenant_id"] = json_tenant_id
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/v1/admin/audit-events",
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> AuditEventPage | Problem | None:
+    if response.status_code == 200:
+        response_200 = AuditEventPage.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[AuditEventPage | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    after: UUID | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> Response[AuditEventPage | Problem]:
+    """The audit trail of credential changes, oldest first.
+
+    Args:
+        limit (int | Unset):
+        after (UUID | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[AuditEventPage | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        limit=limit,
+        after=after,
+        tenant_id=tenant_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    after: UUID | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> AuditEventPage | Problem | None:
+    """The audit trail of credential changes, oldest first.
+
+    Args:
+        limit (int | Unset):
+        after (UUID | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        AuditEventPage | Problem
+    """
+
+    return sync_detailed(
+        client=client,
+        limit=limit,
+        after=after,
+        tenant_id=tenant_id,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    after: UUID | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> Response[AuditEventPage | Problem]:
+    """The audit trail of credential changes, oldest first.
+
+    Args:
+        limit (int | Unset):
+        after (UUID | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[AuditEventPage | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        limit=limit,
+        after=after,
+        tenant_id=tenant_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    limit: int | Unset = UNSET,
+    after: UUID | Unset = UNSET,
+    tenant_id: UUID | Unset = UNSET,
+) -> AuditEventPage | Problem | None:
+    """The audit trail of credential changes, oldest first.
+
+    Args:
+        limit (int | Unset):
+        after (UUID | Unset):
+        tenant_id (UUID | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        AuditEventPage | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            limit=limit,
+            after=after,
+            tenant_id=tenant_id,
+        )
+    ).parsed
