@@ -9,6 +9,7 @@ mod auth;
 mod billing;
 mod binary;
 mod demo;
+mod deploy;
 mod errors;
 mod inventory;
 mod isolation_e2e;
