@@ -162,3 +162,53 @@ async fn metrics_report_the_fleet_by_pool_and_state(db: PgPool) {
     }
     assert!(page.contains(r#"gpuplane_http_requests_total{method="POST",route="/v1/leases",status="201"}"#));
 }
+
+/// A real agent with `--metrics-listen` serves its GPUs in dcgm-exporter's names, and the service's page shows
+/// the node's heartbeats and its GPUs.
+#[sqlx::test]
+async fn the_agent_exports_dcgm_named_gpu_metrics_and_the_service_counts_heartbeats(db: PgPool) {
+    use crate::agent_e2e::{Api, spawn_agent, state_dir, wait_until};
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "deploy").await.unwrap();
+    let (mut server, base) = spawn_server(&database_url(&db), &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")]);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (_, join, _) = api.pool_and_funded_tenant(&op, "metrics", 1).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let dir = state_dir("metrics-agent");
+    let (mut agent, _) = spawn_agent(&base, Some(&join), "gpu-host-7", &dir, &["--metrics-listen", &listen]);
+
+    let exporter = format!("http://{listen}/metrics");
+    let page = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    wait_until("the agent's GPU metrics", 20, || {
+        let (exporter, page) = (exporter.clone(), page.clone());
+        async move {
+            let Ok(res) = reqwest::get(&exporter).await else { return false };
+            let text = res.text().await.unwrap_or_default();
+            let ready = text.lines().filter(|l| l.starts_with("DCGM_FI_DEV_GPU_UTIL{")).count() == 4;
+            *page.lock().unwrap() = text;
+            ready
+        }
+    })
+    .await;
+    let page = page.lock().unwrap().clone();
+    assert!(page.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge"), "{page}");
+    let first = page.lines().find(|l| l.starts_with("DCGM_FI_DEV_FB_USED{gpu=\"0\"")).expect("FB_USED of GPU 0");
+    for label in [r#"UUID="GPU-"#, r#"device="nvidia0""#, r#"modelName="NVIDIA H100"#, r#"Hostname="gpu-host-7""#] {
+        assert!(first.contains(label), "{label} in {first}");
+    }
+
+    wait_until("the service's heartbeat figures", 20, || {
+        let base = base.clone();
+        async move {
+            let text = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
+            text.lines().any(|l| l.starts_with("gpuplane_heartbeats_total") && !l.ends_with(" 0"))
+                && text.contains(r#"gpuplane_gpus{pool="h100-metrics",state="free"} 4"#)
+                && text.contains(r#"gpuplane_nodes{pool="h100-metrics",state="ready"} 1"#)
+        }
+    })
+    .await;
+    terminate(&mut agent);
+    terminate(&mut server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
