@@ -212,3 +212,22 @@ async fn the_agent_exports_dcgm_named_gpu_metrics_and_the_service_counts_heartbe
     terminate(&mut server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Text logs written to a pipe or a file carry no ANSI colour codes.
+#[sqlx::test]
+async fn text_logs_off_a_terminal_have_no_colour_codes(db: PgPool) {
+    use std::io::Read;
+    let (mut child, base) = crate::binary::spawn_server_with(
+        &database_url(&db),
+        "127.0.0.1:0",
+        &[("RUST_LOG", "info"), ("GPUPLANE_LOG_FORMAT", "text")],
+        std::process::Stdio::piped(),
+    );
+    let mut stderr = child.stderr.take().unwrap();
+    assert_eq!(reqwest::get(format!("{base}/readyz")).await.unwrap().status(), 200);
+    assert!(terminate(&mut child).success());
+    let mut log = String::new();
+    stderr.read_to_string(&mut log).unwrap();
+    assert!(log.contains("listening"), "{log}");
+    assert!(!log.contains('\u{1b}'), "no escape codes: {log:?}");
+}
