@@ -176,6 +176,9 @@ impl IntoResponse for ApiError {
         if status.is_server_error() {
             tracing::error!(error = %self, "request failed");
         }
+        if let ApiError::Database(err) = &self {
+            crate::telemetry::record_db_error(err);
+        }
         let problem = self.problem();
         let body = serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec());
         let mut response = (status, body).into_response();

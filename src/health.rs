@@ -39,6 +39,7 @@ pub async fn get_readyz(State(state): State<AppState>) -> axum::response::Respon
         Ok(_) => axum::Json(HealthStatus { status: "ok".into() }).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "readiness check failed");
+            crate::telemetry::record_db_error(&err);
             let mut response = ApiError::Internal(anyhow::anyhow!("database unreachable")).into_response();
             *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
             response
@@ -50,7 +51,8 @@ pub async fn get_readyz(State(state): State<AppState>) -> axum::response::Respon
 #[utoipa::path(get, path = "/metrics", tag = "system", operation_id = "get_metrics",
     responses((status = 200, description = "Prometheus text exposition format", body = String, content_type = "text/plain")))]
 pub async fn get_metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
-    metrics::gauge!("db_pool_connections").set(state.db.size() as f64);
-    metrics::gauge!("db_pool_idle_connections").set(state.db.num_idle() as f64);
-    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render()))
+    // Also the fleet (GPUs, nodes, leases, queue, heartbeats, metering), read from the database at scrape time,
+    // background rounds and process figures; see `crate::telemetry`.
+    let page = crate::telemetry::render(&state.metrics, &state.db).await;
+    Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], page))
 }

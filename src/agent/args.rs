@@ -74,6 +74,10 @@ pub struct AgentArgs {
     /// The inter-node network supports RDMA (InfiniBand/RoCE).
     #[arg(long)]
     pub rdma: bool,
+    /// Serve the latest GPU sample for Prometheus at http://ADDR/metrics, in dcgm-exporter's names
+    /// (DCGM_FI_DEV_GPU_UTIL, ...). Bind a management address: jobs must not reach it. Off by default.
+    #[arg(long, env = "GPUPLANE_AGENT_METRICS_LISTEN", value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// Print the host facts and one telemetry sample as JSON, then exit.
     #[arg(long)]
     pub probe: bool,

@@ -29,15 +29,26 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 pub struct Sampler {
     source: Box<dyn GpuSource>,
     buffer: SampleBuffer,
+    latest: Option<super::exporter::LatestSamples>,
 }
 
 impl Sampler {
     pub fn new(source: Box<dyn GpuSource>, max_buffered_samples: usize) -> Self {
-        Self { source, buffer: SampleBuffer::new(max_buffered_samples) }
+        Self { source, buffer: SampleBuffer::new(max_buffered_samples), latest: None }
+    }
+
+    /// Also keep the latest sample of every GPU in `latest` (for `--metrics-listen`).
+    pub fn with_latest(mut self, latest: super::exporter::LatestSamples) -> Self {
+        self.latest = Some(latest);
+        self
     }
 
     fn take_sample(&mut self) {
-        let dropped = self.buffer.push_all(self.source.sample(sample_time()));
+        let samples = self.source.sample(sample_time());
+        if let Some(latest) = &self.latest {
+            latest.set(&samples);
+        }
+        let dropped = self.buffer.push_all(samples);
         if dropped > 0 {
             tracing::warn!(
                 dropped,

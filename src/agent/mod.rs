@@ -23,6 +23,7 @@ pub mod buffer;
 pub mod client;
 pub mod credential;
 pub mod environments;
+pub mod exporter;
 pub mod gpu_source;
 pub mod heartbeat;
 pub mod jobs;
@@ -67,8 +68,22 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         facts,
         job_host: Some(job_host),
     };
-    let sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
-    agent.run(sampler, shutdown).await
+    let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
+    let exporter = match args.metrics_listen {
+        Some(addr) => {
+            let latest = exporter::LatestSamples::default();
+            sampler = sampler.with_latest(latest.clone());
+            let gpus = agent.facts.gpus.clone();
+            Some(exporter::serve(addr, agent.facts.hostname.clone(), gpus, latest, shutdown.clone()).await?)
+        }
+        None => None,
+    };
+    let result = agent.run(sampler, shutdown.clone()).await;
+    shutdown.cancel();
+    if let Some(task) = exporter {
+        let _ = task.await;
+    }
+    result
 }
 
 /// What `--probe` prints.

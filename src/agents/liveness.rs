@@ -202,7 +202,10 @@ pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::Cancel
         }
         ticks += 1;
         let settings = &state.settings;
-        match sweep(&state.db, settings).await {
+        let started = std::time::Instant::now();
+        let result = sweep(&state.db, settings).await;
+        crate::telemetry::record_sweep("liveness", started, &result);
+        match result {
             Ok(pools) => {
                 for pool_id in pools {
                     crate::leases::lifecycle::kick_queue(&state, pool_id);

@@ -289,6 +289,8 @@ pub async fn post_heartbeat(
     }
     let (admin_state, was, accepted, assignments_pending) =
         store_heartbeat(&state, &agent, &gpu_ids, &req.samples).await?;
+    metrics::counter!("gpuplane_heartbeats_total").increment(1);
+    metrics::counter!("gpuplane_heartbeat_samples_total").increment(accepted);
     if was != "ready" {
         tracing::info!(node.id = %agent.node_id, was = %was, "node is back");
     }

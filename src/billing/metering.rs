@@ -213,7 +213,10 @@ pub async fn run(
             _ = shutdown.cancelled() => break,
             _ = timer.tick() => {}
         }
-        match meter_once(&state.db).await {
+        let started = std::time::Instant::now();
+        let result = meter_once(&state.db).await;
+        crate::telemetry::record_sweep("metering", started, &result);
+        match result {
             Ok(tenants) => match enforce_balances(&state.db, &tenants).await {
                 Ok(pools) => {
                     for pool_id in pools {

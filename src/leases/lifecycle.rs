@@ -62,7 +62,10 @@ pub async fn run(state: AppState, interval: Duration, shutdown: CancellationToke
             _ = timer.tick() => {}
         }
         ticks += 1;
-        if let Err(err) = sweep_once(&state, ticks % 600 == 1).await {
+        let started = std::time::Instant::now();
+        let result = sweep_once(&state, ticks % 600 == 1).await;
+        crate::telemetry::record_sweep("leases", started, &result);
+        if let Err(err) = result {
             tracing::warn!(error = %err, "lease sweeper round failed");
         }
         if vacuumed_at.elapsed() >= NODE_VACUUM_INTERVAL {

@@ -120,7 +120,10 @@ async fn metrics_count_requests_by_route_and_status(db: PgPool) {
     app.get("/v1/admin/tenants", &op).await.expect(StatusCode::OK);
     let res = app.call(axum::http::Method::GET, "/metrics", None, None).await.expect(StatusCode::OK);
     let text = res.body.as_str().unwrap();
-    assert!(text.contains(r#"http_requests_total{method="GET",route="/v1/admin/tenants",status="200"}"#), "{text}");
-    assert!(text.contains("http_request_duration_seconds_bucket"));
-    assert!(text.contains("db_pool_connections"));
+    assert!(
+        text.contains(r#"gpuplane_http_requests_total{method="GET",route="/v1/admin/tenants",status="200"}"#),
+        "{text}"
+    );
+    assert!(text.contains("gpuplane_http_request_duration_seconds_bucket"));
+    assert!(text.contains("gpuplane_db_pool_connections"));
 }

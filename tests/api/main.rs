@@ -10,6 +10,7 @@ mod billing;
 mod binary;
 mod contract;
 mod demo;
+mod deploy;
 mod environment_e2e;
 mod errors;
 mod inventory;
