@@ -143,14 +143,14 @@ ON CONFLICT DO NOTHING;
 
 -- Older samples: straight into the rollups, as the fold would have made them.
 INSERT INTO gpu_minutes
-SELECT gpu_id, date_trunc('minute', at), min(node_id::text)::uuid, count(*), sum(gpu_util), max(gpu_util),
-       sum(mem_copy_util), max(fb_used_mib), sum(power_w), max(power_w), max(gpu_temp_c), sum(sm_clock_mhz),
+SELECT gpu_id, date_trunc('minute', at), min(node_id::text)::uuid, count(*), sum(gpu_util::float8), max(gpu_util),
+       sum(mem_copy_util::float8), max(fb_used_mib), sum(power_w::float8), max(power_w), max(gpu_temp_c), sum(sm_clock_mhz),
        sum(xid_count), (max(energy_mj) - min(energy_mj)) / 1000
 FROM gpu_samples_0003 WHERE at >= now() - interval '30 days' AND at < now() - interval '24 hours'
 GROUP BY 1, 2;
 INSERT INTO node_hours
-SELECT s.node_id, date_trunc('hour', s.at), n.pool_id, count(*), sum(gpu_util), max(gpu_util), sum(mem_copy_util),
-       max(fb_used_mib), sum(power_w), max(power_w), sum(xid_count), sum(energy_j)
+SELECT s.node_id, date_trunc('hour', s.at), n.pool_id, count(*), sum(gpu_util::float8), max(gpu_util),
+       sum(mem_copy_util::float8), max(fb_used_mib), sum(power_w::float8), max(power_w), sum(xid_count), sum(energy_j)
 FROM (SELECT s.*, (max(energy_mj) OVER w - min(energy_mj) OVER w) / 1000 / count(*) OVER w AS energy_j
       FROM gpu_samples_0003 s WHERE at < now() - interval '24 hours'
       WINDOW w AS (PARTITION BY gpu_id, date_trunc('hour', at))) s

@@ -10,9 +10,9 @@ use crate::config::Settings;
 /// Serializes partition upkeep and folds across replicas (an arbitrary constant: "telemetry" in ASCII).
 const TELEMETRY_LOCK: i64 = 0x74656c656d657472;
 
-/// Fold only rows ingested at least this long ago: a heartbeat's transaction (whose `now()` stamped
-/// `ingested_at`) has committed by then, so the fold never skips a row that becomes visible later.
-const FOLD_LAG_S: f64 = 10.0;
+/// The sweeper folds only rows ingested at least this long ago: a heartbeat's transaction (whose `now()`
+/// stamped `ingested_at`) has committed by then, so the fold never skips a row that becomes visible later.
+pub const FOLD_LAG: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Span {
@@ -160,25 +160,25 @@ fn parse_partition_start(table: &str, span: Span, name: &str) -> Option<NaiveDat
 /// the hour rollups of the hours those minutes are in, and advance the watermark; one transaction, one
 /// replica at a time. Recomputing (not adding) makes a rollup equal to the aggregate of what is stored
 /// beneath it, whether samples arrive on time, late (an agent's buffer after an outage) or twice.
-/// Returns the (node, minute) pairs folded.
-pub async fn fold(db: &PgPool) -> Result<u64, sqlx::Error> {
+/// Folds rows ingested up to `lag` ago; returns the (node, minute) pairs folded.
+pub async fn fold(db: &PgPool, lag: std::time::Duration) -> Result<u64, sqlx::Error> {
     let mut tx = db.begin().await?;
     let locked: bool =
         sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)").bind(TELEMETRY_LOCK + 2).fetch_one(&mut *tx).await?;
     if !locked {
         return Ok(0);
     }
-    let (from, until): (DateTime<Utc>, DateTime<Utc>) =
-        sqlx::query_as("SELECT folded_until, now() - make_interval(secs => $1) FROM telemetry_rollup_state FOR UPDATE")
-            .bind(FOLD_LAG_S)
+    // The watermark starts at -infinity, which chrono cannot hold: it stays in SQL.
+    let until: DateTime<Utc> =
+        sqlx::query_scalar("SELECT now() - make_interval(secs => $1) FROM telemetry_rollup_state FOR UPDATE")
+            .bind(lag.as_secs_f64())
             .fetch_one(&mut *tx)
             .await?;
     let folded = sqlx::query(
         "CREATE TEMP TABLE fold_touched ON COMMIT DROP AS \
          SELECT DISTINCT node_id, date_trunc('minute', at) AS minute FROM telemetry_raw \
-         WHERE ingested_at >= $1 AND ingested_at < $2",
+         WHERE ingested_at >= (SELECT folded_until FROM telemetry_rollup_state) AND ingested_at < $1",
     )
-    .bind(from)
     .bind(until)
     .execute(&mut *tx)
     .await?
@@ -187,8 +187,9 @@ pub async fn fold(db: &PgPool) -> Result<u64, sqlx::Error> {
         sqlx::query(
             "INSERT INTO gpu_minutes (gpu_id, minute, node_id, samples, gpu_util_sum, gpu_util_max, mem_copy_sum, \
                  fb_used_max, power_sum, power_max, temp_max, clock_sum, xid_count, energy_j) \
-             SELECT s.gpu_id, t.minute, t.node_id, count(*), sum(s.gpu_util), max(s.gpu_util), sum(s.mem_copy_util), \
-                 max(s.fb_used_mib), sum(s.power_w), max(s.power_w), max(s.gpu_temp_c), sum(s.sm_clock_mhz), \
+             SELECT s.gpu_id, t.minute, t.node_id, count(*), sum(s.gpu_util::float8), max(s.gpu_util), \
+                 sum(s.mem_copy_util::float8), max(s.fb_used_mib), sum(s.power_w::float8), max(s.power_w), \
+                 max(s.gpu_temp_c), sum(s.sm_clock_mhz), \
                  sum(s.xid_count), ((array_agg(s.energy_j ORDER BY s.at DESC))[1] \
                      - (array_agg(s.energy_j ORDER BY s.at))[1] + 4294967296) % 4294967296 \
              FROM fold_touched t JOIN gpu_samples s ON s.node_id = t.node_id AND s.at >= t.minute \
@@ -232,7 +233,7 @@ pub async fn upkeep(db: &PgPool, settings: &Settings) -> Result<(), sqlx::Error>
     let now = Utc::now();
     ensure_partitions(db, settings, now).await?;
     drop_expired_partitions(db, settings, now).await?;
-    fold(db).await?;
+    fold(db, FOLD_LAG).await?;
     Ok(())
 }
 
