@@ -87,16 +87,16 @@ INSERT INTO telemetry_rollup_state (folded_until) VALUES ('-infinity');
 
 CREATE VIEW gpu_samples AS
 SELECT g.id AS gpu_id, r.at, r.node_id,
-       (r.small[i][2] / 100.0)::real AS gpu_util,
-       (r.small[i][3] / 100.0)::real AS mem_copy_util,
+       r.small[i][2]::real / 100::real AS gpu_util,
+       r.small[i][3]::real / 100::real AS mem_copy_util,
        r.big[i][1] AS fb_used_mib,
        r.big[i][2] AS fb_free_mib,
-       (r.big[i][3] / 100.0)::real AS power_w,
+       r.big[i][3]::real / 100::real AS power_w,
        r.big[i][4]::bigint & 4294967295 AS energy_j,
-       (r.small[i][4] / 10.0)::real AS gpu_temp_c,
-       (r.small[i][5] / 10.0)::real AS mem_temp_c,
+       r.small[i][4]::real / 10::real AS gpu_temp_c,
+       r.small[i][5]::real / 10::real AS mem_temp_c,
        r.small[i][6]::integer AS sm_clock_mhz,
-       (r.small[i][7] / 10.0)::real AS nvlink_bandwidth_gbps,
+       r.small[i][7]::real / 10::real AS nvlink_bandwidth_gbps,
        r.small[i][8]::integer AS xid_count
 FROM telemetry_raw r
 CROSS JOIN LATERAL generate_subscripts(r.small, 1) AS i

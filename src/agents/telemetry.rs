@@ -120,7 +120,7 @@ const RAW_SERIES_SQL: &str = "SELECT gpu_id, date_bin(make_interval(secs => $4),
         avg(gpu_util)::float8 AS gpu_util, avg(mem_copy_util)::float8 AS mem_copy_util, \
         max(fb_used_mib)::bigint AS fb_used_mib, avg(power_w)::float8 AS power_w, max(gpu_temp_c)::float8 AS gpu_temp_c, \
         avg(sm_clock_mhz)::float8 AS sm_clock_mhz, sum(xid_count)::bigint AS xid_count, count(*) AS samples \
-    FROM gpu_samples WHERE gpu_id = ANY($1) AND at >= $2 AND at < $3 GROUP BY 1, 2 ORDER BY 1, 2";
+    FROM gpu_samples WHERE gpu_id = ANY($1) AND node_id = ANY($5) AND at >= $2 AND at < $3 GROUP BY 1, 2 ORDER BY 1, 2";
 
 /// The same from the minute rollups: minutes starting in [from, to), each in the bucket its start falls in.
 const MINUTE_SERIES_SQL: &str = "SELECT gpu_id, date_bin(make_interval(secs => $4), minute, $2) AS t, \
@@ -128,7 +128,8 @@ const MINUTE_SERIES_SQL: &str = "SELECT gpu_id, date_bin(make_interval(secs => $
         max(fb_used_max)::bigint AS fb_used_mib, (sum(power_sum) / sum(samples))::float8 AS power_w, \
         max(temp_max)::float8 AS gpu_temp_c, (sum(clock_sum) / sum(samples))::float8 AS sm_clock_mhz, \
         sum(xid_count)::bigint AS xid_count, sum(samples)::bigint AS samples \
-    FROM gpu_minutes WHERE gpu_id = ANY($1) AND minute >= $2 AND minute < $3 GROUP BY 1, 2 ORDER BY 1, 2";
+    FROM gpu_minutes WHERE gpu_id = ANY($1) AND node_id = ANY($5) AND minute >= $2 AND minute < $3 \
+    GROUP BY 1, 2 ORDER BY 1, 2";
 
 /// Bucketed series for the given GPUs over [from, to): from raw samples for short recent ranges, else from
 /// the minute rollups.
@@ -148,7 +149,12 @@ async fn series(
         point: TelemetryPoint,
     }
     let sql = if from_raw(state, from, to) { RAW_SERIES_SQL } else { MINUTE_SERIES_SQL };
-    let rows: Vec<Row> = sqlx::query_as(sql).bind(&ids).bind(from).bind(to).bind(step as f64).fetch_all(conn).await?;
+    // The nodes too: raw rows are keyed by node, so each node's rows are read once, not once per GPU.
+    let mut nodes: Vec<Uuid> = gpus.iter().map(|g| g.1).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let rows: Vec<Row> =
+        sqlx::query_as(sql).bind(&ids).bind(from).bind(to).bind(step as f64).bind(&nodes).fetch_all(conn).await?;
     let (weighted, count) =
         rows.iter().fold((0.0, 0i64), |(w, c), r| (w + r.point.gpu_util * r.point.samples as f64, c + r.point.samples));
     let gpus = gpus
