@@ -76,7 +76,9 @@ CREATE TABLE node_hours (
     energy_j      bigint NOT NULL,
     CONSTRAINT node_hours_pkey PRIMARY KEY (node_id, hour)
 ) PARTITION BY RANGE (hour);
-CREATE INDEX node_hours_pool_idx ON node_hours (pool_id, hour);
+-- Covering, so a pool's utilization over a month is an index-only scan once autovacuum has marked closed hours
+-- all-visible.
+CREATE INDEX node_hours_pool_idx ON node_hours (pool_id, hour) INCLUDE (node_id, samples, gpu_util_sum, power_sum);
 
 -- Where the fold stands: rows ingested before `folded_until` are in the rollups.
 CREATE TABLE telemetry_rollup_state (
