@@ -16,6 +16,7 @@
 //! * `BENCH_CLIENTS`: concurrent clients (default 64). `BENCH_DB_CONNECTIONS`: the service's connection pool
 //!   size (default 16, the service's own default).
 //! * `BENCH_SYNCHRONOUS_COMMIT`: `synchronous_commit` for the bench database only (default: the server's).
+//! * `BENCH_RAW_HOURS`: hours of raw samples loaded for the fleet query phase (default 6).
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/heartbeat.md`); empty: nowhere.
 
 #[path = "common/mod.rs"]
@@ -41,6 +42,9 @@ const BENCH_DB: &str = "gpuplane_bench_heartbeat";
 const GPUS_PER_NODE: i32 = 8;
 /// Target from the node-agents issue.
 const TARGET_HEARTBEATS_PER_S: f64 = 2000.0;
+/// Targets from the telemetry-at-fleet-scale issue (#20).
+const TARGET_BYTES_PER_SAMPLE: i64 = 40;
+const TARGET_QUERY_P99_MS: f64 = 50.0;
 /// Linux's USER_HZ, the unit of utime/stime in /proc/<pid>/stat (100 on every mainstream architecture).
 const CLOCK_TICKS_PER_S: f64 = 100.0;
 
@@ -297,9 +301,13 @@ struct DbSnapshot {
 }
 
 async fn snapshot(db: &PgPool) -> anyhow::Result<DbSnapshot> {
+    // Raw telemetry is partitioned: sizes are the sums over its partitions.
     let row = sqlx::query(
-        "SELECT (SELECT count(*) FROM gpu_samples), pg_total_relation_size('gpu_samples'), \
-             pg_table_size('gpu_samples'), pg_indexes_size('gpu_samples'), pg_database_size(current_database()), \
+        "WITH parts AS (SELECT inhrelid AS rel FROM pg_inherits WHERE inhparent = 'telemetry_raw'::regclass) \
+         SELECT (SELECT COALESCE(sum(array_length(small, 1)), 0)::bigint FROM telemetry_raw), \
+             (SELECT COALESCE(sum(pg_total_relation_size(rel)), 0)::bigint FROM parts), \
+             (SELECT COALESCE(sum(pg_table_size(rel)), 0)::bigint FROM parts), \
+             (SELECT COALESCE(sum(pg_indexes_size(rel)), 0)::bigint FROM parts), pg_database_size(current_database()), \
              pg_total_relation_size('nodes'), (pg_current_wal_lsn() - '0/0')::bigint, \
              (SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = 'nodes'::regclass), \
              (SELECT n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = 'nodes'::regclass)",
@@ -396,11 +404,16 @@ struct BenchResult {
     after: DbSnapshot,
     /// CPU seconds over the measured run.
     cpu: CpuTimes,
+    retention: RetentionResult,
+    fleet: FleetResult,
 }
 
 impl BenchResult {
     fn heartbeats_per_s(&self) -> f64 {
         self.heartbeats as f64 / self.seconds
+    }
+    fn bytes_per_sample(&self) -> f64 {
+        (self.after.samples_total - self.before.samples_total) as f64 / self.rows_stored.max(1) as f64
     }
     fn samples_per_s(&self) -> f64 {
         self.accepted_samples as f64 / self.seconds
@@ -445,7 +458,9 @@ async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResu
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let url: Arc<str> = format!("http://{}/v1/agent/heartbeat", listener.local_addr()?).into();
+    let base = format!("http://{}", listener.local_addr()?);
+    let url: Arc<str> = format!("{base}/v1/agent/heartbeat").into();
+    let state_for_queries = state.clone();
     let shutdown = CancellationToken::new();
     let server = tokio::spawn(gpuplane::app::run(listener, state, shutdown.clone()));
 
@@ -471,10 +486,13 @@ async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResu
     let before = snapshot(&db).await?;
     let cpu_before = cpu_seconds();
     let started = Instant::now();
-    let (_nodes, mut all) = drive(cfg, &http, &url, nodes, cfg.seconds, 2).await?;
+    let (nodes, mut all) = drive(cfg, &http, &url, nodes, cfg.seconds, 2).await?;
     let seconds = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds().since(cpu_before);
     let after = snapshot(&db).await?;
+
+    let retention = retention_under_ingest(cfg, &db, &http, &url, nodes).await?;
+    let fleet = fleet_queries(cfg, &db, &state_for_queries, &http, &base).await?;
 
     shutdown.cancel();
     server.await??;
@@ -493,9 +511,247 @@ async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResu
         max: all.latencies.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
         rows_stored: after.rows - before.rows,
         cpu,
+        retention,
+        fleet,
         before,
         after,
     })
+}
+
+/// Dropping an expired day of raw samples while the clients keep posting heartbeats.
+struct RetentionResult {
+    /// Size of the expired day's partition (table and indexes) before the drop.
+    partition_bytes: i64,
+    partition_samples: i64,
+    dropped: usize,
+    drop_seconds: f64,
+    heartbeats: u64,
+    errors: u64,
+    p99: f64,
+    max: f64,
+}
+
+const RETENTION_PHASE_S: u64 = 8;
+
+/// Fill the raw partition of three days ago (one hour of every node's samples: the drop costs the same for a
+/// full day, it unlinks files), then run the clients for a few seconds and drop it half way through.
+async fn retention_under_ingest(
+    cfg: &Config,
+    db: &PgPool,
+    http: &reqwest::Client,
+    url: &Arc<str>,
+    nodes: Vec<SimNode>,
+) -> anyhow::Result<RetentionResult> {
+    let settings = Settings::new(Secret::new("heartbeat-bench-secret-0123456789abcdefghijklmnop"));
+    let old_day = (Utc::now() - chrono::Duration::days(3)).date_naive();
+    let name = format!("telemetry_raw_p{}", old_day.format("%Y%m%d"));
+    // Only this one partition is expired: the drop measured is one day's.
+    sqlx::query(AssertSqlSafe(format!(
+        "CREATE TABLE {name} PARTITION OF telemetry_raw FOR VALUES FROM ('{old_day}T00:00:00Z') TO ('{}T00:00:00Z')",
+        old_day + chrono::Duration::days(1)
+    )))
+    .execute(db)
+    .await?;
+    sqlx::query(
+        "INSERT INTO telemetry_raw (node_id, at, small, big) \
+         SELECT n.id, ($1::date::timestamp AT TIME ZONE 'UTC') + make_interval(hours => 12, secs => 10 * k), \
+             ARRAY(SELECT ARRAY[g, 8000, 3000, 650, 700, 1800, 2000, 0]::smallint[] FROM generate_series(0, 7) g), \
+             ARRAY(SELECT ARRAY[50000, 31559, 60000, k * 6] FROM generate_series(0, 7) g) \
+         FROM nodes n CROSS JOIN generate_series(0, 359) AS k WHERE n.agent_managed",
+    )
+    .bind(old_day)
+    .execute(db)
+    .await?;
+    let (partition_bytes, partition_samples): (i64, i64) = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT pg_total_relation_size('{name}'), (SELECT COALESCE(sum(array_length(small, 1)), 0)::bigint FROM {name})"
+    )))
+    .fetch_one(db)
+    .await?;
+    let dropper = {
+        let db = db.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(RETENTION_PHASE_S / 2)).await;
+            let started = Instant::now();
+            let dropped = gpuplane::agents::rollups::drop_expired_partitions(&db, &settings, Utc::now()).await;
+            (dropped, started.elapsed().as_secs_f64())
+        })
+    };
+    let (_nodes, mut stats) = drive(cfg, http, url, nodes, RETENTION_PHASE_S, 3).await?;
+    let (dropped, drop_seconds) = dropper.await?;
+    let dropped = dropped?;
+    if !dropped.contains(&name) {
+        bail!("{name} was not dropped: {dropped:?}");
+    }
+    stats.latencies.sort_unstable();
+    Ok(RetentionResult {
+        partition_bytes,
+        partition_samples,
+        dropped: dropped.len(),
+        drop_seconds,
+        heartbeats: stats.latencies.len() as u64,
+        errors: stats.errors,
+        p99: percentile_ms(&stats.latencies, 99.0),
+        max: stats.latencies.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+    })
+}
+
+/// The read side at fleet scale: latency of the telemetry endpoints with 10,000 GPUs of history loaded.
+struct FleetResult {
+    gpus: i64,
+    pools: i64,
+    load_seconds: f64,
+    raw_hours: i64,
+    raw_samples: i64,
+    hour_rows: i64,
+    /// (what, p50, p99, max) in ms.
+    queries: Vec<(&'static str, f64, f64, f64)>,
+}
+
+const FLEET_POOLS: i64 = 10;
+const FLEET_NODES_PER_POOL: i64 = 125;
+const QUERY_ROUNDS: usize = 200;
+
+/// Load a fleet of 10 pools x 125 nodes x 8 GPUs with hourly rollups for 7 days and raw samples (every 10 s)
+/// for the last `BENCH_RAW_HOURS` (default 6), with bulk SQL; then time the lease (last 5 minutes), node (last
+/// hour) and pool (last 30 days) telemetry endpoints over HTTP, one request at a time.
+async fn fleet_queries(
+    _cfg: &Config,
+    db: &PgPool,
+    state: &AppState,
+    http: &reqwest::Client,
+    base: &str,
+) -> anyhow::Result<FleetResult> {
+    let raw_hours: i64 = env_or("BENCH_RAW_HOURS", 6i64)?.clamp(1, 24);
+    let loading = Instant::now();
+    let mut tx = db.begin().await?;
+    sqlx::query(
+        "INSERT INTO pools (id, name, gpu_model, region, price_per_gpu_hour_minor, currency) \
+         SELECT gen_random_uuid(), 'fleet-' || p, 'h100', 'bench', 249, 'USD' FROM generate_series(1, $1) p",
+    )
+    .bind(FLEET_POOLS)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO nodes (id, pool_id, hostname, address, admin_state, liveness, intra_link, intra_link_gbps, \
+             network_gbps, rdma, free_gpus, gpu_count, agent_managed, agent_generation) \
+         SELECT gen_random_uuid(), p.id, p.name || '-node-' || i, p.name || '-' || i, 'active', 'ready', 'nvlink', 900, \
+             400, true, 8, 8, false, 0 \
+         FROM pools p CROSS JOIN generate_series(1, $1) AS i WHERE p.name LIKE 'fleet-%'",
+    )
+    .bind(FLEET_NODES_PER_POOL)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO gpus (id, node_id, idx, uuid, name, memory_bytes) \
+         SELECT gen_random_uuid(), n.id, g, 'GPU-' || n.hostname || '-' || g, 'NVIDIA H100 80GB HBM3', 85520809984 \
+         FROM nodes n CROSS JOIN generate_series(0, 7) AS g WHERE n.hostname LIKE 'fleet-%'",
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO node_hours (node_id, hour, pool_id, samples, gpu_util_sum, gpu_util_max, mem_copy_sum, \
+             fb_used_max, power_sum, power_max, xid_count, energy_j) \
+         SELECT n.id, h, n.pool_id, 2880, 2880 * (60 + random() * 30), 100, 2880 * 30.0, 60000, 2880 * 600.0, 700, 0, \
+             8 * 3600 * 600 \
+         FROM nodes n CROSS JOIN generate_series(date_trunc('hour', now() - interval '7 days'), \
+             date_trunc('hour', now()) - interval '1 hour', interval '1 hour') AS h \
+         WHERE n.hostname LIKE 'fleet-%'",
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO telemetry_raw (node_id, at, small, big) \
+         SELECT n.id, date_trunc('second', now()) - make_interval(secs => 10 * k), \
+             ARRAY(SELECT ARRAY[g, 6000 + (k * 7 + g) % 3000, 3000, 650, 700, 1800, 2000, 0]::smallint[] \
+                   FROM generate_series(0, 7) g), \
+             ARRAY(SELECT ARRAY[50000, 31559, 60000, -k * 6000] FROM generate_series(0, 7) g) \
+         FROM nodes n CROSS JOIN generate_series(1, $1 * 360) AS k WHERE n.hostname LIKE 'fleet-%'",
+    )
+    .bind(raw_hours)
+    .execute(&mut *tx)
+    .await?;
+    let operator_key = Uuid::now_v7();
+    let tenant_id = Uuid::now_v7();
+    let tenant_key = Uuid::now_v7();
+    sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, 'fleet-bench')").bind(tenant_id).execute(&mut *tx).await?;
+    sqlx::query(
+        "INSERT INTO api_keys (id, tenant_id, role, name, prefix, secret_hash) \
+         VALUES ($1, NULL, 'operator', 'bench', 'b1', 'x1'), ($2, $3, 'tenant_admin', 'bench', 'b2', 'x2')",
+    )
+    .bind(operator_key)
+    .bind(tenant_key)
+    .bind(tenant_id)
+    .execute(&mut *tx)
+    .await?;
+    // One lease of a whole node for a month.
+    let (lease_id, node_id, pool_id): (Uuid, Uuid, Uuid) = sqlx::query_as(
+        "WITH n AS (SELECT id, pool_id FROM nodes WHERE hostname = 'fleet-1-node-1'), \
+         l AS (INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, state, duration_hours, \
+                   starts_at, ends_at) \
+               SELECT gen_random_uuid(), $1, n.pool_id, 8, 'pack', 'hourly', 'active', 720, now() - interval '1 day', \
+                   now() + interval '29 days' FROM n RETURNING id), \
+         g AS (INSERT INTO lease_gpus (lease_id, gpu_id, node_id) SELECT l.id, gpus.id, n.id FROM l, n \
+               JOIN gpus ON gpus.node_id = n.id) \
+         SELECT l.id, n.id, n.pool_id FROM l, n",
+    )
+    .bind(tenant_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    // What autovacuum does to closed hours on a running service (it is off on the bench machine): mark the
+    // pages all-visible, so the pool query is an index-only scan.
+    sqlx::query("VACUUM (ANALYZE) node_hours").execute(db).await?;
+    sqlx::query("ANALYZE").execute(db).await?;
+    let load_seconds = loading.elapsed().as_secs_f64();
+    let (gpus, raw_samples, hour_rows): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.hostname LIKE 'fleet-%'), \
+             (SELECT COALESCE(sum(array_length(r.small, 1)), 0)::bigint FROM telemetry_raw r \
+                 JOIN nodes n ON n.id = r.node_id WHERE n.hostname LIKE 'fleet-%'), \
+             (SELECT count(*) FROM node_hours)",
+    )
+    .fetch_one(db)
+    .await?;
+    eprintln!("  fleet: {gpus} GPUs loaded in {load_seconds:.1} s ({raw_samples} raw samples, {hour_rows} hour rows)");
+
+    let operator = state.tokens.issue(operator_key, None, gpuplane::auth::Role::Operator)?;
+    let tenant = state.tokens.issue(tenant_key, Some(tenant_id), gpuplane::auth::Role::TenantAdmin)?;
+    let ago = |d: chrono::Duration| (Utc::now() - d).to_rfc3339_opts(chrono::SecondsFormat::Micros, true);
+    let mut queries = Vec::new();
+    for what in ["lease, last 5 minutes", "node, last hour", "pool, last 30 days"] {
+        let mut latencies = Vec::with_capacity(QUERY_ROUNDS);
+        for _ in 0..QUERY_ROUNDS {
+            let (path, token) = match what {
+                "lease, last 5 minutes" => (
+                    format!("/v1/leases/{lease_id}/telemetry?from={}&step_s=10", ago(chrono::Duration::minutes(5))),
+                    &tenant,
+                ),
+                "node, last hour" => (format!("/v1/admin/nodes/{node_id}/telemetry"), &operator),
+                _ => (
+                    format!(
+                        "/v1/admin/pools/{pool_id}/utilization?from={}&step_s=86400",
+                        ago(chrono::Duration::days(30))
+                    ),
+                    &operator,
+                ),
+            };
+            let started = Instant::now();
+            let res = http.get(format!("{base}{path}")).bearer_auth(token).send().await?;
+            let status = res.status();
+            let body = res.bytes().await?;
+            latencies.push(started.elapsed());
+            if !status.is_success() {
+                bail!("{what}: HTTP {status}: {}", String::from_utf8_lossy(&body));
+            }
+        }
+        latencies.sort_unstable();
+        queries.push((
+            what,
+            percentile_ms(&latencies, 50.0),
+            percentile_ms(&latencies, 99.0),
+            latencies.last().map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0),
+        ));
+    }
+    Ok(FleetResult { gpus, pools: FLEET_POOLS, load_seconds, raw_hours, raw_samples, hour_rows, queries })
 }
 
 fn mb(bytes: i64) -> String {
@@ -521,10 +777,10 @@ fn table(cfg: &Config, r: &BenchResult) -> String {
     row("heartbeats (HTTP 200)", with_thousands(r.heartbeats as i64));
     row("errors", with_thousands(r.errors as i64));
     row("samples accepted (per the answers)", with_thousands(r.accepted_samples as i64));
-    row("rows stored in gpu_samples (count(*) delta)", with_thousands(r.rows_stored));
+    row("GPU samples stored in telemetry_raw (delta)", with_thousands(r.rows_stored));
     let samples_delta = r.after.samples_total - r.before.samples_total;
     row(
-        "**gpu_samples growth per million samples** (table + indexes)",
+        "**raw telemetry growth per million GPU samples** (table + indexes)",
         format!(
             "**{:.0} MB** ({:.0} bytes/sample)",
             r.per_million(samples_delta),
@@ -532,7 +788,10 @@ fn table(cfg: &Config, r: &BenchResult) -> String {
         ),
     );
     row("of which table (heap)", format!("{:.0} MB", r.per_million(r.after.samples_heap - r.before.samples_heap)));
-    row("of which 3 indexes", format!("{:.0} MB", r.per_million(r.after.samples_indexes - r.before.samples_indexes)));
+    row(
+        "of which indexes (primary key, BRIN)",
+        format!("{:.0} MB", r.per_million(r.after.samples_indexes - r.before.samples_indexes)),
+    );
     row(
         "whole database growth per million samples",
         format!("{:.0} MB", r.per_million(r.after.database - r.before.database)),
@@ -557,6 +816,43 @@ fn table(cfg: &Config, r: &BenchResult) -> String {
         cores(r.cpu.machine_busy.map(|busy| (busy - r.cpu.own - r.cpu.postgres.unwrap_or(0.0)).max(0.0))),
     );
     row("CPU: idle waiting for I/O (iowait)", cores(r.cpu.machine_iowait));
+    let t = &r.retention;
+    row(
+        "expired raw partition dropped under ingest",
+        format!(
+            "**{:.0} ms** ({} GPU samples, {}; {} partitions in all)",
+            t.drop_seconds * 1000.0,
+            with_thousands(t.partition_samples),
+            mb(t.partition_bytes),
+            t.dropped
+        ),
+    );
+    row(
+        "heartbeats during that phase",
+        format!(
+            "{} in {RETENTION_PHASE_S} s, {} errors, p99 {:.1} ms, max {:.1} ms",
+            with_thousands(t.heartbeats as i64),
+            t.errors,
+            t.p99,
+            t.max
+        ),
+    );
+    let f = &r.fleet;
+    row(
+        "fleet loaded for the queries",
+        format!(
+            "{} GPUs in {} pools: {} raw samples ({} h), {} hourly rows (7 days); {:.0} s",
+            with_thousands(f.gpus),
+            f.pools,
+            with_thousands(f.raw_samples),
+            f.raw_hours,
+            with_thousands(f.hour_rows),
+            f.load_seconds
+        ),
+    );
+    for (what, p50, p99, max) in &f.queries {
+        row(&format!("**{what}** p50 / **p99** / max"), format!("{p50:.1} / **{p99:.1}** / {max:.1} ms"));
+    }
     out
 }
 
@@ -569,6 +865,19 @@ fn verdict(r: &BenchResult) -> String {
         with_thousands(hb.round() as i64),
         with_thousands(r.samples_per_s().round() as i64),
         if hb >= TARGET_HEARTBEATS_PER_S && r.errors == 0 { "met" } else { "NOT met" }
+    ) + &format!(
+        "- Size target (<= {TARGET_BYTES_PER_SAMPLE} bytes per GPU sample, heap + indexes): {:.1} bytes -- {}\n\
+         - Query target (p99 < {TARGET_QUERY_P99_MS} ms each): {} -- {}\n\
+         - Retention target (a day's partition dropped in < 1 s without blocking ingest): {:.0} ms, {} errors, \
+         heartbeat max {:.0} ms -- {}\n",
+        r.bytes_per_sample(),
+        if r.bytes_per_sample() <= TARGET_BYTES_PER_SAMPLE as f64 { "met" } else { "NOT met" },
+        r.fleet.queries.iter().map(|q| format!("{:.1} ms", q.2)).collect::<Vec<_>>().join(", "),
+        if r.fleet.queries.iter().all(|q| q.2 < TARGET_QUERY_P99_MS) { "met" } else { "NOT met" },
+        r.retention.drop_seconds * 1000.0,
+        r.retention.errors,
+        r.retention.max,
+        if r.retention.drop_seconds < 1.0 && r.retention.errors == 0 { "met" } else { "NOT met" },
     )
 }
 
@@ -600,6 +909,11 @@ fn document(cfg: &Config, env: &Environment, r: &BenchResult) -> String {
     out.push_str(&table(cfg, r));
     out.push('\n');
     out.push_str(&verdict(r));
+    out.push_str(
+        "\nBefore issue #20 (one `gpu_samples` row per GPU sample, three b-tree indexes, retention by DELETE), the \
+         same bench on the same machine measured 2,937 heartbeats/s, p99 33.4 ms, 210 bytes per GPU sample \
+         (134 heap + 76 in three indexes) and 525 MB of WAL per million samples.\n",
+    );
     let _ = writeln!(out, "\n## Machine\n");
     let _ = writeln!(
         out,
@@ -622,18 +936,19 @@ is answered: this is the sustained maximum, not a paced fleet. The measured peri
 load (which also fills the service's per-node GPU-map cache, as on a running service). The database is dropped \
 at the end.\n\n\
 - **heartbeats/s**: heartbeats answered 200 per second of wall time. Each one is a single SQL statement (touch \
-the node row, insert 8 samples) in its own transaction.\n\
+the node row, insert one `telemetry_raw` row holding the 8 GPUs' samples) in its own transaction.\n\
 - **GPU samples/s**: samples the service reported as stored (`accepted_samples` of the answers) per second; \
 8 x heartbeats/s when no sample is a duplicate.\n\
 - **latency p50/p90/p99/max**: client-side time of successful heartbeats, from sending the request to having \
 read the answer, including HTTP and JSON on both ends and the queueing of the closed-loop clients.\n\
 - **errors**: any answer other than 200, or a transport error (expected 0).\n\
-- **rows stored**: `count(*)` of `gpu_samples` after the run minus before it; should equal the samples accepted.\n\
-- **gpu_samples growth per million samples**: `pg_total_relation_size('gpu_samples')` (table, TOAST and its \
-three indexes: the `(gpu_id, at)` primary key, `(node_id, at)` and `(at)`) after minus before the run, divided \
-by the rows stored, scaled to one million rows; split into the table (`pg_table_size`) and the indexes \
-(`pg_indexes_size`). This is what a million samples cost on disk; at one 8-GPU heartbeat per node every 10 s \
-a node stores 69,120 samples a day.\n\
+- **GPU samples stored**: the GPU samples in `telemetry_raw` (sum of the rows' array lengths) after the run \
+minus before it; should equal the samples accepted.\n\
+- **raw telemetry growth per million GPU samples**: the sum over `telemetry_raw`'s partitions of \
+`pg_total_relation_size` (table, TOAST and its indexes: the `(node_id, at)` primary key and a BRIN index on \
+`ingested_at`) after minus before the run, divided by the GPU samples stored, scaled to one million; split into \
+the tables (`pg_table_size`) and the indexes (`pg_indexes_size`). This is what a million samples cost on disk; \
+at one 8-GPU heartbeat per node every 10 s a node stores 69,120 samples a day.\n\
 - **whole database growth**: `pg_database_size` likewise, which adds the bloat of the `nodes` table (each \
 heartbeat updates its node's row) and the catalog; **nodes table growth** is that table's own growth in the run.\n\
 - **WAL written**: bytes of write-ahead log generated in the run (`pg_current_wal_lsn()` difference), per \
@@ -644,7 +959,20 @@ for everything else on the machine (busy time from /proc/stat minus those two: o
 kernel's). Their sum is near the core count when the machine is CPU-bound; iowait is idle time with I/O (here: \
 WAL flushes) outstanding. The machine is shared: when \"anything else\" is well above zero, other work \
 competed for the cores during the run, and heartbeats/s is lower than the service and PostgreSQL reach on the \
-machine alone (their own CPU cost per heartbeat is the two first CPU lines divided by heartbeats/s).\n\n",
+machine alone (their own CPU cost per heartbeat is the two first CPU lines divided by heartbeats/s).\n- **expired raw partition dropped under ingest**: after the measured run, a raw partition for the day three \
+days ago is created and filled (one hour of every node's samples, 10 s apart: dropping unlinks files, so a full \
+day costs the same), then the clients run for 8 s more and, half way, the sweeper's retention \
+(`drop_expired_partitions`: `DETACH PARTITION ... CONCURRENTLY`, then `DROP TABLE`) removes it; the time is \
+that call's, the heartbeat figures are those of the 8 s (errors and the worst latency show whether ingest was \
+blocked).\n- **fleet loaded for the queries / query latencies**: then a fleet of 10 pools x 125 nodes x 8 GPUs (10,000 \
+GPUs) is loaded with bulk SQL (`generate_series`): per-node hourly rollups for the last 7 days and raw samples \
+every 10 s for the last `BENCH_RAW_HOURS` (default 6; the queries measured read at most the last hour of raw \
+samples, so a full day of raw rows would only lengthen the load), and a month-long lease of one node's 8 GPUs. \
+`node_hours` is vacuumed after the load, as autovacuum (off on the bench machine) would have done to closed \
+hours. Each endpoint is then called 200 times, one request at a time, over HTTP through the full router: a \
+lease's last 5 minutes (`/v1/leases/{id}/telemetry?from=...&step_s=10`, raw samples), a node's last hour \
+(`/v1/admin/nodes/{id}/telemetry`, defaults: raw samples, 60 s buckets), a pool's last 30 days \
+(`/v1/admin/pools/{id}/utilization?from=...`, hourly rollups of its 125 nodes).\n\n",
     );
     let _ = writeln!(out, "## How to run\n");
     out.push_str(
@@ -656,6 +984,7 @@ BENCH_SECONDS=5 BENCH_DOC= cargo bench --bench heartbeat\n\
 ```\n\n\
 Other settings: `DATABASE_URL` (the server; the bench creates and drops `gpuplane_bench_heartbeat` on it), \
 `BENCH_NODES` (1000), `BENCH_CLIENTS` (64), `BENCH_DB_CONNECTIONS` (16), `BENCH_WARMUP_SECONDS` (5), \
+`BENCH_RAW_HOURS` (6, 1-24: hours of raw samples loaded for the fleet queries), \
 `BENCH_SYNCHRONOUS_COMMIT` (unset: the server's setting; `off` etc. sets it for the bench database only), `BENCH_DOC` (where this page is written; empty for nowhere).\n",
     );
     out

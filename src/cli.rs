@@ -85,6 +85,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
     let settings = args.settings()?;
     let pool = crate::db::connect_and_migrate(&args.database).await?;
+    // Heartbeats need today's telemetry partition: make sure it exists before the first one, even after days down.
+    crate::agents::rollups::ensure_partitions(&pool, &settings, chrono::Utc::now()).await?;
     let state = AppState::new(pool, settings)?;
     let listener = tokio::net::TcpListener::bind(args.bind).await?;
     let addr = listener.local_addr()?;

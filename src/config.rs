@@ -87,9 +87,15 @@ pub struct AgentArgs {
     /// A node without a heartbeat for this long is `offline` and its leases are interrupted.
     #[arg(long, env = "GPUPLANE_OFFLINE_AFTER_SECS", default_value_t = 300)]
     pub offline_after_secs: u64,
-    /// Telemetry older than this is deleted.
-    #[arg(long, env = "GPUPLANE_TELEMETRY_RETENTION_HOURS", default_value_t = 168)]
+    /// Raw telemetry samples are kept this long (whole daily partitions are dropped once entirely older).
+    #[arg(long, env = "GPUPLANE_TELEMETRY_RETENTION_HOURS", default_value_t = 24)]
     pub telemetry_retention_hours: u64,
+    /// Per-GPU per-minute telemetry rollups are kept this long (daily partitions).
+    #[arg(long, env = "GPUPLANE_TELEMETRY_MINUTE_RETENTION_DAYS", default_value_t = 30)]
+    pub telemetry_minute_retention_days: u64,
+    /// Per-node per-hour telemetry rollups (pool utilization, revenue) are kept this long (monthly partitions).
+    #[arg(long, env = "GPUPLANE_TELEMETRY_HOUR_RETENTION_DAYS", default_value_t = 365)]
+    pub telemetry_hour_retention_days: u64,
     /// When at least this share of a pool's agent nodes is silent at once, interruptions in the pool are held.
     #[arg(long, env = "GPUPLANE_FLEET_SILENCE_THRESHOLD", default_value_t = 0.55)]
     pub fleet_silence_threshold: f64,
@@ -104,7 +110,9 @@ impl Default for AgentArgs {
             heartbeat_interval_secs: 10,
             unreachable_after_secs: 40,
             offline_after_secs: 300,
-            telemetry_retention_hours: 168,
+            telemetry_retention_hours: 24,
+            telemetry_minute_retention_days: 30,
+            telemetry_hour_retention_days: 365,
             fleet_silence_threshold: 0.55,
             fleet_silence_min_nodes: 3,
         }
@@ -138,7 +146,12 @@ pub struct Settings {
     pub heartbeat_interval: Duration,
     pub unreachable_after: Duration,
     pub offline_after: Duration,
+    /// How long raw telemetry samples are kept.
     pub telemetry_retention: Duration,
+    /// How long per-GPU per-minute rollups are kept.
+    pub telemetry_minute_retention: Duration,
+    /// How long per-node per-hour rollups are kept.
+    pub telemetry_hour_retention: Duration,
     /// Share of a pool's agent nodes silent at once that opens a liveness hold (0 < x <= 1).
     pub fleet_silence_threshold: f64,
     /// Fewest silent nodes that open a liveness hold.
@@ -160,6 +173,8 @@ impl Settings {
             unreachable_after: Duration::from_secs(agents.unreachable_after_secs),
             offline_after: Duration::from_secs(agents.offline_after_secs),
             telemetry_retention: Duration::from_secs(agents.telemetry_retention_hours * 3600),
+            telemetry_minute_retention: Duration::from_secs(agents.telemetry_minute_retention_days * 86_400),
+            telemetry_hour_retention: Duration::from_secs(agents.telemetry_hour_retention_days * 86_400),
             fleet_silence_threshold: agents.fleet_silence_threshold,
             fleet_silence_min_nodes: agents.fleet_silence_min_nodes,
             rate_limit: RateLimitArgs::default(),
@@ -206,6 +221,14 @@ impl ServeArgs {
         if a.telemetry_retention_hours == 0 {
             anyhow::bail!("--telemetry-retention-hours must be at least 1");
         }
+        // Rollups are recomputed from the tier below for late samples: each tier must outlive the one below.
+        if a.telemetry_minute_retention_days * 24 < a.telemetry_retention_hours
+            || a.telemetry_hour_retention_days < a.telemetry_minute_retention_days
+        {
+            anyhow::bail!(
+                "need --telemetry-retention-hours <= --telemetry-minute-retention-days <= --telemetry-hour-retention-days"
+            );
+        }
         let r = self.rate_limit;
         if r.auth_rate_per_minute == 0 || r.auth_rate_burst == 0 {
             anyhow::bail!("--auth-rate-per-minute and --auth-rate-burst must be at least 1");
@@ -241,5 +264,17 @@ mod tests {
         ] {
             assert!(settings(&bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn telemetry_retention_per_tier_defaults_and_order() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.telemetry_retention.as_secs(), 24 * 3600);
+        assert_eq!(s.telemetry_minute_retention.as_secs(), 30 * 86_400);
+        assert_eq!(s.telemetry_hour_retention.as_secs(), 365 * 86_400);
+        let s = settings(&["--telemetry-retention-hours", "48", "--telemetry-minute-retention-days", "7"]).unwrap();
+        assert_eq!((s.telemetry_retention.as_secs(), s.telemetry_minute_retention.as_secs()), (48 * 3600, 7 * 86_400));
+        assert!(settings(&["--telemetry-retention-hours", "200", "--telemetry-minute-retention-days", "7"]).is_err());
+        assert!(settings(&["--telemetry-minute-retention-days", "400"]).is_err());
     }
 }

@@ -172,25 +172,8 @@ async fn active_leases_on(conn: &mut sqlx::PgConnection, node_id: Uuid) -> Resul
     Ok(rows.into_iter().map(|r| r.0).collect())
 }
 
-/// Delete telemetry older than the retention, in bounded batches.
-pub async fn purge_telemetry(db: &PgPool, retention: std::time::Duration) -> Result<u64, sqlx::Error> {
-    let mut total = 0;
-    loop {
-        let done = sqlx::query(
-            "DELETE FROM gpu_samples WHERE ctid = ANY (ARRAY(SELECT ctid FROM gpu_samples \
-             WHERE at < now() - make_interval(secs => $1) LIMIT 10000))",
-        )
-        .bind(retention.as_secs_f64())
-        .execute(db)
-        .await?;
-        total += done.rows_affected();
-        if done.rows_affected() < 10000 {
-            return Ok(total);
-        }
-    }
-}
-
-/// Run the liveness sweep every second and the telemetry purge every ten minutes, until `shutdown`.
+/// Run the liveness sweep every second and the telemetry upkeep (partitions ahead, retention, rollup fold)
+/// every minute, until `shutdown`.
 pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::CancellationToken) {
     let mut timer = tokio::time::interval(std::time::Duration::from_secs(1));
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -213,10 +196,10 @@ pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::Cancel
             }
             Err(err) => tracing::warn!(error = %err, "liveness sweep failed"),
         }
-        if ticks % 600 == 1
-            && let Err(err) = purge_telemetry(&state.db, settings.telemetry_retention).await
+        if ticks % 60 == 1
+            && let Err(err) = super::rollups::upkeep(&state.db, settings).await
         {
-            tracing::warn!(error = %err, "telemetry purge failed");
+            tracing::warn!(error = %err, "telemetry upkeep failed");
         }
     }
 }

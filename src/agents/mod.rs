@@ -5,6 +5,7 @@ pub mod holds;
 pub mod liveness;
 pub mod matching;
 pub mod protocol;
+pub mod rollups;
 pub mod routes;
 pub mod telemetry;
 pub mod tokens;

@@ -3,6 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
+use chrono::Utc;
 use sqlx::PgConnection;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -276,10 +277,10 @@ pub async fn post_heartbeat(
     }
     let map = gpu_map(&state, &agent).await?;
     let mut errors = Vec::new();
-    let mut gpu_ids = Vec::with_capacity(req.samples.len());
+    let mut gpu_indexes = Vec::with_capacity(req.samples.len());
     for (i, s) in req.samples.iter().enumerate() {
         match map.binary_search_by_key(&s.gpu_index, |(idx, _)| *idx) {
-            Ok(pos) => gpu_ids.push(map[pos].1),
+            Ok(_) => gpu_indexes.push(s.gpu_index),
             Err(_) => errors.push(FieldError::new(format!("samples[{i}].gpu_index"), "no such GPU on this node")),
         }
         validate_sample(i, s, &mut errors);
@@ -288,7 +289,7 @@ pub async fn post_heartbeat(
         return Err(ApiError::Validation(errors));
     }
     let (admin_state, was, accepted, assignments_pending) =
-        store_heartbeat(&state, &agent, &gpu_ids, &req.samples).await?;
+        store_heartbeat(&state, &agent, &gpu_indexes, &req.samples).await?;
     metrics::counter!("gpuplane_heartbeats_total").increment(1);
     metrics::counter!("gpuplane_heartbeat_samples_total").increment(accepted);
     if was != "ready" {
@@ -324,49 +325,69 @@ static HEARTBEAT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
              UPDATE nodes SET last_heartbeat_at = now(), liveness = 'ready' \
              WHERE id = $1 AND agent_generation = $2 RETURNING admin_state), \
          inserted AS ( \
-             INSERT INTO gpu_samples (gpu_id, at, node_id, gpu_util, mem_copy_util, fb_used_mib, fb_free_mib, power_w, \
-                 energy_mj, gpu_temp_c, mem_temp_c, sm_clock_mhz, nvlink_bandwidth_gbps, xid_count, xid_codes) \
-             SELECT u.gpu_id, u.at, $1, u.util, u.mem, u.fb_used, u.fb_free, u.power, u.energy, u.temp, u.mem_temp, \
-                 u.clock, u.nvlink, u.xid_count, NULLIF(u.xid_codes, '') ::int[] \
-             FROM UNNEST($3::uuid[], $4::timestamptz[], $5::real[], $6::real[], $7::int[], $8::int[], $9::real[], \
-                 $10::bigint[], $11::real[], $12::real[], $13::int[], $14::real[], $15::int[], $16::text[]) \
-                 AS u(gpu_id, at, util, mem, fb_used, fb_free, power, energy, temp, mem_temp, clock, nvlink, xid_count, xid_codes) \
+             INSERT INTO telemetry_raw (node_id, at, small, big, xids) \
+             SELECT $1, u.at, \
+                 array_agg(ARRAY[u.idx, u.util, u.mem, u.temp, u.mem_temp, u.clock, u.nvlink, u.xid_count] ORDER BY u.idx), \
+                 array_agg(ARRAY[u.fb_used, u.fb_free, u.power, u.energy] ORDER BY u.idx), \
+                 ('{{' || string_agg(NULLIF(u.xids, ''), ',') || '}}')::int[] \
+             FROM UNNEST($3::smallint[], $4::timestamptz[], $5::smallint[], $6::smallint[], $7::smallint[], \
+                 $8::smallint[], $9::smallint[], $10::smallint[], $11::smallint[], $12::int[], $13::int[], $14::int[], \
+                 $15::int[], $16::text[]) \
+                 AS u(idx, at, util, mem, temp, mem_temp, clock, nvlink, xid_count, fb_used, fb_free, power, energy, xids) \
              WHERE EXISTS (SELECT 1 FROM touched) \
-             ON CONFLICT (gpu_id, at) DO NOTHING RETURNING 1) \
-         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), (SELECT count(*) FROM inserted), {}",
+             GROUP BY u.at \
+             ON CONFLICT (node_id, at) DO NOTHING RETURNING array_length(small, 1) AS gpus) \
+         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), \
+             (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted), {}",
         crate::jobs::store::ASSIGNMENTS_PENDING_SQL
     )
 });
 
-/// One statement: touch the node (only with the current credential generation) and insert the samples
-/// (a resent sample is skipped by the primary key). Returns the node's admin state, its liveness before
-/// this heartbeat, how many samples were new, and whether the node has assignments to fetch.
+/// The narrow integers raw telemetry is stored in (see `migrations/0011_telemetry_partitions.sql`).
+fn scaled(v: f32, scale: f32) -> i16 {
+    (v * scale).round() as i16 // `as` saturates: values beyond the column's range are capped
+}
+
+/// One statement: touch the node (only with the current credential generation) and insert the samples, one
+/// row per sampling instant with the GPUs' values in arrays (a resent instant is skipped by the primary
+/// key). Samples older than the raw retention are not stored (their partition is gone or going). Returns
+/// the node's admin state, its liveness before this heartbeat, how many samples were new, and whether the
+/// node has assignments to fetch.
 async fn store_heartbeat(
     state: &AppState,
     agent: &AgentAuth,
-    gpu_ids: &[Uuid],
+    gpu_indexes: &[i32],
     samples: &[GpuSample],
 ) -> ApiResult<(String, String, u64, bool)> {
-    let at: Vec<_> = samples.iter().map(|s| s.at).collect();
-    let col = |f: fn(&GpuSample) -> f32| samples.iter().map(f).collect::<Vec<f32>>();
+    let horizon = Utc::now() - chrono::Duration::from_std(state.settings.telemetry_retention).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    let kept: Vec<(i32, &GpuSample)> = gpu_indexes
+        .iter()
+        .copied()
+        .zip(samples)
+        .filter(|(idx, s)| s.at >= horizon && seen.insert((*idx, s.at)))
+        .collect();
+    let small = |f: fn(&GpuSample) -> i16| kept.iter().map(|(_, s)| f(s)).collect::<Vec<i16>>();
+    let int = |f: fn(&GpuSample) -> i32| kept.iter().map(|(_, s)| f(s)).collect::<Vec<i32>>();
     type Row = (Option<String>, Option<String>, i64, bool);
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(HEARTBEAT_SQL.as_str()))
         .bind(agent.node_id)
         .bind(agent.generation)
-        .bind(gpu_ids)
-        .bind(&at)
-        .bind(col(|s| s.gpu_util))
-        .bind(col(|s| s.mem_copy_util))
-        .bind(samples.iter().map(|s| s.fb_used_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
-        .bind(samples.iter().map(|s| s.fb_free_mib.min(i32::MAX as i64) as i32).collect::<Vec<_>>())
-        .bind(col(|s| s.power_w))
-        .bind(samples.iter().map(|s| s.energy_mj).collect::<Vec<_>>())
-        .bind(col(|s| s.gpu_temp_c))
-        .bind(samples.iter().map(|s| s.mem_temp_c).collect::<Vec<_>>())
-        .bind(samples.iter().map(|s| s.sm_clock_mhz).collect::<Vec<_>>())
-        .bind(samples.iter().map(|s| s.nvlink_bandwidth_gbps).collect::<Vec<_>>())
-        .bind(samples.iter().map(|s| s.xid_count).collect::<Vec<_>>())
-        .bind(samples.iter().map(|s| int_array_literal(&s.xid_codes)).collect::<Vec<_>>())
+        .bind(kept.iter().map(|(idx, _)| *idx as i16).collect::<Vec<_>>())
+        .bind(kept.iter().map(|(_, s)| s.at).collect::<Vec<_>>())
+        .bind(small(|s| scaled(s.gpu_util, 100.0)))
+        .bind(small(|s| scaled(s.mem_copy_util, 100.0)))
+        .bind(small(|s| scaled(s.gpu_temp_c, 10.0)))
+        .bind(kept.iter().map(|(_, s)| s.mem_temp_c.map(|t| scaled(t, 10.0))).collect::<Vec<_>>())
+        .bind(small(|s| s.sm_clock_mhz.min(i16::MAX as i32) as i16))
+        .bind(kept.iter().map(|(_, s)| s.nvlink_bandwidth_gbps.map(|b| scaled(b, 10.0))).collect::<Vec<_>>())
+        .bind(small(|s| s.xid_count.min(i16::MAX as i32) as i16))
+        .bind(int(|s| s.fb_used_mib as i32))
+        .bind(int(|s| s.fb_free_mib as i32))
+        .bind(int(|s| (s.power_w * 100.0).round() as i32))
+        // Joules modulo 2^32: counter differences stay exact through a wrap.
+        .bind(int(|s| (s.energy_mj / 1000) as u64 as u32 as i32))
+        .bind(kept.iter().map(|(idx, s)| xid_pairs(*idx, &s.xid_codes)).collect::<Vec<_>>())
         .fetch_optional(&state.db)
         .await?;
     match row {
@@ -380,13 +401,10 @@ async fn store_heartbeat(
     }
 }
 
-/// `{1,2}` for PostgreSQL (empty string for none): arrays of arrays of varying length do not bind directly.
-fn int_array_literal(codes: &[i32]) -> String {
-    if codes.is_empty() {
-        return String::new();
-    }
-    let inner: Vec<String> = codes.iter().map(|c| c.to_string()).collect();
-    format!("{{{}}}", inner.join(","))
+/// `0,48,0,79` (GPU index, XID code pairs) for the row's flat `xids` array; empty for none.
+fn xid_pairs(gpu_index: i32, codes: &[i32]) -> String {
+    let pairs: Vec<String> = codes.iter().map(|c| format!("{gpu_index},{c}")).collect();
+    pairs.join(",")
 }
 
 /// A fatal XID takes the GPU out of service: no new allocations, an event on the lease using it.

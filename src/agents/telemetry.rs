@@ -110,8 +110,46 @@ pub struct Telemetry {
     pub gpus: Vec<GpuSeries>,
 }
 
-/// Bucketed series for the given GPUs over [from, to).
+/// Ranges longer than this are read from the rollups even while raw samples cover them.
+const RAW_RANGE_MAX: Duration = Duration::hours(6);
+
+/// Whether [from, to) is answered from raw samples (exact, to the sample) rather than the rollups (to the
+/// minute or hour): short ranges within the raw retention.
+fn from_raw(state: &AppState, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
+    let raw_since = Utc::now() - Duration::from_std(state.settings.telemetry_retention).unwrap_or_default();
+    from >= raw_since && to - from <= RAW_RANGE_MAX
+}
+
+/// Per-bucket aggregates over raw samples: each node's rows read once and their arrays unnested once (the
+/// `gpu_samples` view joins per GPU, which reads a node's rows once per GPU), in the view's units.
+const RAW_SERIES_SQL: &str = "WITH agg AS ( \
+        SELECT r.node_id, u.idx, date_bin(make_interval(secs => $4), r.at, $2) AS t, avg(u.util)::float8 AS gpu_util, \
+            avg(u.mem)::float8 AS mem_copy_util, max(u.fb)::bigint AS fb_used_mib, avg(u.power)::float8 AS power_w, \
+            max(u.temp)::float8 AS gpu_temp_c, avg(u.clock)::float8 AS sm_clock_mhz, sum(u.xid)::bigint AS xid_count, \
+            count(*) AS samples \
+        FROM telemetry_raw r CROSS JOIN LATERAL ( \
+            SELECT r.small[i][1]::integer AS idx, r.small[i][2]::real / 100::real AS util, \
+                r.small[i][3]::real / 100::real AS mem, r.big[i][1] AS fb, r.big[i][3]::real / 100::real AS power, \
+                r.small[i][4]::real / 10::real AS temp, r.small[i][6]::integer AS clock, r.small[i][8]::integer AS xid \
+            FROM generate_subscripts(r.small, 1) AS i) u \
+        WHERE r.node_id = ANY($5) AND r.at >= $2 AND r.at < $3 GROUP BY 1, 2, 3) \
+    SELECT g.id AS gpu_id, agg.t, agg.gpu_util, agg.mem_copy_util, agg.fb_used_mib, agg.power_w, agg.gpu_temp_c, \
+        agg.sm_clock_mhz, agg.xid_count, agg.samples \
+    FROM agg JOIN gpus g ON g.node_id = agg.node_id AND g.idx = agg.idx WHERE g.id = ANY($1) ORDER BY 1, 2";
+
+/// The same from the minute rollups: minutes starting in [from, to), each in the bucket its start falls in.
+const MINUTE_SERIES_SQL: &str = "SELECT gpu_id, date_bin(make_interval(secs => $4), minute, $2) AS t, \
+        (sum(gpu_util_sum) / sum(samples))::float8 AS gpu_util, (sum(mem_copy_sum) / sum(samples))::float8 AS mem_copy_util, \
+        max(fb_used_max)::bigint AS fb_used_mib, (sum(power_sum) / sum(samples))::float8 AS power_w, \
+        max(temp_max)::float8 AS gpu_temp_c, (sum(clock_sum) / sum(samples))::float8 AS sm_clock_mhz, \
+        sum(xid_count)::bigint AS xid_count, sum(samples)::bigint AS samples \
+    FROM gpu_minutes WHERE gpu_id = ANY($1) AND node_id = ANY($5) AND minute >= $2 AND minute < $3 \
+    GROUP BY 1, 2 ORDER BY 1, 2";
+
+/// Bucketed series for the given GPUs over [from, to): from raw samples for short recent ranges, else from
+/// the minute rollups.
 async fn series(
+    state: &AppState,
     conn: &mut PgConnection,
     gpus: Vec<(Uuid, Uuid, String, i32)>,
     from: DateTime<Utc>,
@@ -125,19 +163,13 @@ async fn series(
         #[sqlx(flatten)]
         point: TelemetryPoint,
     }
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT gpu_id, date_bin(make_interval(secs => $4), at, $2) AS t, avg(gpu_util)::float8 AS gpu_util, \
-             avg(mem_copy_util)::float8 AS mem_copy_util, max(fb_used_mib)::bigint AS fb_used_mib, \
-             avg(power_w)::float8 AS power_w, max(gpu_temp_c)::float8 AS gpu_temp_c, \
-             avg(sm_clock_mhz)::float8 AS sm_clock_mhz, sum(xid_count)::bigint AS xid_count, count(*) AS samples \
-         FROM gpu_samples WHERE gpu_id = ANY($1) AND at >= $2 AND at < $3 GROUP BY 1, 2 ORDER BY 1, 2",
-    )
-    .bind(&ids)
-    .bind(from)
-    .bind(to)
-    .bind(step as f64)
-    .fetch_all(conn)
-    .await?;
+    let sql = if from_raw(state, from, to) { RAW_SERIES_SQL } else { MINUTE_SERIES_SQL };
+    // The nodes too: raw rows are keyed by node, so each node's rows are read once, not once per GPU.
+    let mut nodes: Vec<Uuid> = gpus.iter().map(|g| g.1).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let rows: Vec<Row> =
+        sqlx::query_as(sql).bind(&ids).bind(from).bind(to).bind(step as f64).bind(&nodes).fetch_all(conn).await?;
     let (weighted, count) =
         rows.iter().fold((0.0, 0i64), |(w, c), r| (w + r.point.gpu_util * r.point.samples as f64, c + r.point.samples));
     let gpus = gpus
@@ -183,7 +215,7 @@ pub async fn get_lease_telemetry(
     .bind(lease_id)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(Json(series(&mut conn, gpus, from, to, step).await?))
+    Ok(Json(series(&state, &mut conn, gpus, from, to, step).await?))
 }
 
 /// Telemetry of a node's GPUs.
@@ -209,7 +241,7 @@ pub async fn get_node_telemetry(
         return Err(ApiError::NotFound("node"));
     }
     let (from, to, step) = range.resolve(None, Utc::now())?;
-    Ok(Json(series(&mut conn, gpus, from, to, step).await?))
+    Ok(Json(series(&state, &mut conn, gpus, from, to, step).await?))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
@@ -249,17 +281,21 @@ pub async fn get_pool_utilization(
         return Err(ApiError::NotFound("pool"));
     }
     let (from, to, _) = range.resolve(None, Utc::now())?;
-    let nodes: Vec<NodeUtilization> = sqlx::query_as(
+    // Short recent ranges from raw samples; longer ones from the hourly rollups (whole hours from `from`'s).
+    let sql = if from_raw(&state, from, to) {
         "SELECT n.id AS node_id, n.hostname, avg(s.gpu_util)::float8 AS avg_gpu_util, avg(s.power_w)::float8 AS avg_power_w, \
              count(s.gpu_id) AS samples \
          FROM nodes n LEFT JOIN gpu_samples s ON s.node_id = n.id AND s.at >= $2 AND s.at < $3 \
-         WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname",
-    )
-    .bind(pool_id)
-    .bind(from)
-    .bind(to)
-    .fetch_all(&state.db)
-    .await?;
+         WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname"
+    } else {
+        "SELECT n.id AS node_id, n.hostname, (sum(h.gpu_util_sum) / sum(h.samples))::float8 AS avg_gpu_util, \
+             (sum(h.power_sum) / sum(h.samples))::float8 AS avg_power_w, COALESCE(sum(h.samples), 0)::bigint AS samples \
+         FROM nodes n LEFT JOIN node_hours h ON h.node_id = n.id AND h.pool_id = $1 \
+             AND h.hour >= date_trunc('hour', $2) AND h.hour < $3 \
+         WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname"
+    };
+    let nodes: Vec<NodeUtilization> =
+        sqlx::query_as(sql).bind(pool_id).bind(from).bind(to).fetch_all(&state.db).await?;
     let samples: i64 = nodes.iter().map(|n| n.samples).sum();
     let weighted: f64 = nodes.iter().map(|n| n.avg_gpu_util.unwrap_or(0.0) * n.samples as f64).sum();
     Ok(Json(PoolUtilization {

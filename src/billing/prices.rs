@@ -241,8 +241,8 @@ pub async fn get_revenue(
              COALESCE((SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2), 0)::bigint AS gpu_seconds, \
              (SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2)::float8 \
                  / NULLIF((SELECT sum(n.gpu_count) FROM nodes n WHERE n.pool_id = p.id) * EXTRACT(EPOCH FROM $2 - $1), 0) AS sold_fraction, \
-             (SELECT avg(s.gpu_util)::float8 FROM gpu_samples s JOIN nodes n ON n.id = s.node_id \
-                 WHERE n.pool_id = p.id AND s.at >= $1 AND s.at < $2) AS avg_gpu_util \
+             (SELECT (sum(h.gpu_util_sum) / sum(h.samples))::float8 FROM node_hours h \
+                 WHERE h.pool_id = p.id AND h.hour >= date_trunc('hour', $1) AND h.hour < $2) AS avg_gpu_util \
          FROM pools p ORDER BY p.name",
     )
     .bind(period.from)

@@ -418,3 +418,192 @@ async fn operator_made_nodes_are_not_subject_to_agent_liveness(db: PgPool) {
     assert_eq!(app.get(&format!("/v1/admin/nodes/{node}"), &op).await.body["state"], "ready");
     let _ = Request::builder().method("GET").uri("/").body(Body::empty());
 }
+
+/// A registered 2-GPU agent node in a fresh pool: (app, operator, pool, node id, agent credential).
+async fn telemetry_node(db: &PgPool) -> (TestApp, String, String, String, String) {
+    let app = TestApp::new(db.clone());
+    let (op, _tenant, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 1).await;
+    let agent = register(&app, &token, "node-a", 2).await.expect(StatusCode::CREATED);
+    let node_id = agent.body["node_id"].as_str().unwrap().to_string();
+    let creds = agent.body["agent_token"].as_str().unwrap().to_string();
+    (app, op, pool, node_id, creds)
+}
+
+fn varied_sample(index: i64, at: chrono::DateTime<Utc>, k: i64) -> Value {
+    let mut s = sample(index, at, ((k * 37 + index * 11) % 100) as f64);
+    s["power_w"] = json!(200.0 + ((k * 13) % 400) as f64);
+    s["fb_used_mib"] = json!(1000 + (k * 977) % 70_000);
+    s["gpu_temp_c"] = json!(40.0 + (k % 30) as f64);
+    s["energy_mj"] = json!(1_000_000_000 + k * 2_500_000);
+    s["xid_count"] = json!(k % 3);
+    s
+}
+
+async fn count_samples(db: &PgPool) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM gpu_samples), (SELECT COALESCE(sum(samples), 0)::bigint FROM gpu_minutes)",
+    )
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test]
+async fn partitions_are_made_ahead_idempotently_and_dropped_whole_at_retention(db: PgPool) {
+    let (app, _op, _pool, _node, creds) = telemetry_node(&db).await;
+    let settings = app.state.settings.clone();
+    let now = Utc::now();
+    heartbeat(&app, &creds, vec![sample(0, now, 50.0), sample(1, now, 50.0)]).await.expect(StatusCode::OK);
+    // Ten days on, from two replicas at once: the partitions ahead exist once, both calls succeed.
+    let later = now + Duration::days(10);
+    let (a, b) = tokio::join!(
+        gpuplane::agents::rollups::ensure_partitions(&db, &settings, later),
+        gpuplane::agents::rollups::ensure_partitions(&db, &settings, later)
+    );
+    assert!(a.unwrap() + b.unwrap() > 0);
+    assert_eq!(gpuplane::agents::rollups::ensure_partitions(&db, &settings, later).await.unwrap(), 0);
+    let ahead = format!("telemetry_raw_p{}", (later + Duration::days(2)).format("%Y%m%d"));
+    let today = format!("telemetry_raw_p{}", now.format("%Y%m%d"));
+    let exists = |name: String| {
+        let db = db.clone();
+        async move {
+            sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL").bind(name).fetch_one(&db).await.unwrap()
+        }
+    };
+    assert!(exists(ahead.clone()).await, "{ahead} made ahead");
+    assert!(exists(format!("node_hours_p{}", (later + Duration::days(2)).format("%Y%m"))).await);
+
+    // Within the raw retention nothing is dropped.
+    let dropped = gpuplane::agents::rollups::drop_expired_partitions(&db, &settings, now).await.unwrap();
+    assert!(!dropped.iter().any(|p| p == &today), "{dropped:?}");
+    assert_eq!(count_samples(&db).await.0, 2);
+    // Once today is older than the raw retention (24 h), its partition goes whole: the table is gone, not
+    // emptied row by row; later raw partitions and the (30-day) minute rollups stay.
+    let dropped =
+        gpuplane::agents::rollups::drop_expired_partitions(&db, &settings, now + Duration::days(3)).await.unwrap();
+    assert!(dropped.contains(&today), "{dropped:?}");
+    assert!(!exists(today.clone()).await);
+    assert!(exists(format!("gpu_minutes_p{}", now.format("%Y%m%d"))).await);
+    assert!(exists(ahead).await);
+    assert_eq!(count_samples(&db).await.0, 0);
+    let (deletes,): (i64,) = sqlx::query_as(
+        "SELECT COALESCE(sum(n_tup_del), 0)::bigint FROM pg_stat_user_tables WHERE relname LIKE 'telemetry_raw%'",
+    )
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!(deletes, 0, "no row deleted");
+    // Heartbeats still land (the current partition exists again once made ahead for the real now).
+    gpuplane::agents::rollups::ensure_partitions(&db, &settings, Utc::now()).await.unwrap();
+    let res = heartbeat(&app, &creds, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
+    assert_eq!(res.body["accepted_samples"], 1);
+}
+
+#[sqlx::test]
+async fn resent_and_late_samples_are_counted_once_in_raw_and_rollups(db: PgPool) {
+    let (app, _op, _pool, _node, creds) = telemetry_node(&db).await;
+    let fold = || gpuplane::agents::rollups::fold(&db, std::time::Duration::ZERO);
+    let minute =
+        chrono::DurationRound::duration_trunc(Utc::now() - Duration::minutes(3), Duration::minutes(1)).unwrap();
+    let batch: Vec<Value> =
+        (0..6).flat_map(|k| (0..2).map(move |i| varied_sample(i, minute + Duration::seconds(k * 10), k))).collect();
+    let res = heartbeat(&app, &creds, batch.clone()).await.expect(StatusCode::OK);
+    assert_eq!(res.body["accepted_samples"], 12);
+    fold().await.unwrap();
+    assert_eq!(count_samples(&db).await, (12, 12));
+    // The agent resends its buffer (a lost answer, an outage): nothing new, before or after a fold.
+    let res = heartbeat(&app, &creds, batch.clone()).await.expect(StatusCode::OK);
+    assert_eq!(res.body["accepted_samples"], 0);
+    fold().await.unwrap();
+    assert_eq!(count_samples(&db).await, (12, 12));
+    // A sample for the already folded minute arriving late (a buffered one) is folded in, once.
+    let late =
+        vec![varied_sample(0, minute + Duration::seconds(5), 9), varied_sample(1, minute + Duration::seconds(5), 9)];
+    let mut mixed = batch;
+    mixed.extend(late.clone());
+    let res = heartbeat(&app, &creds, mixed).await.expect(StatusCode::OK);
+    assert_eq!(res.body["accepted_samples"], 2);
+    fold().await.unwrap();
+    fold().await.unwrap();
+    assert_eq!(count_samples(&db).await, (14, 14));
+    let (hour_samples,): (i64,) =
+        sqlx::query_as("SELECT sum(samples)::bigint FROM node_hours").fetch_one(&db).await.unwrap();
+    assert_eq!(hour_samples, 14);
+}
+
+#[sqlx::test]
+async fn rollups_equal_the_aggregate_of_raw_samples_and_serve_long_ranges(db: PgPool) {
+    let (app, op, pool, node_id, creds) = telemetry_node(&db).await;
+    // Three minutes of samples every 10 s on both GPUs, with varied values, across an hour boundary maybe.
+    let start = chrono::DurationRound::duration_trunc(Utc::now() - Duration::minutes(5), Duration::minutes(1)).unwrap();
+    let batch: Vec<Value> =
+        (0..18).flat_map(|k| (0..2).map(move |i| varied_sample(i, start + Duration::seconds(k * 10), k))).collect();
+    heartbeat(&app, &creds, batch).await.expect(StatusCode::OK);
+    gpuplane::agents::rollups::fold(&db, std::time::Duration::ZERO).await.unwrap();
+
+    /// gpu, minute, samples, util sum and max, fb max, power sum, temp max, XIDs, energy.
+    type MinuteRow = (uuid::Uuid, chrono::DateTime<Utc>, i32, f64, f32, i32, f64, f32, i32, i64);
+    let minutes: Vec<MinuteRow> = sqlx::query_as(
+        "SELECT gpu_id, minute, samples, gpu_util_sum, gpu_util_max, fb_used_max, power_sum, temp_max, xid_count, energy_j \
+         FROM gpu_minutes ORDER BY 1, 2",
+    )
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    let raw: Vec<MinuteRow> = sqlx::query_as(
+        "SELECT gpu_id, date_trunc('minute', at), count(*)::int, sum(gpu_util::float8), max(gpu_util), max(fb_used_mib), \
+             sum(power_w::float8), max(gpu_temp_c), sum(xid_count)::int, max(energy_j) - min(energy_j) \
+         FROM gpu_samples GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert_eq!(minutes.len(), 6, "2 GPUs x 3 minutes");
+    assert_eq!(minutes, raw);
+    // Energy: the counter advanced 2.5 kJ per 10 s sample, 5 intervals within each minute.
+    assert!(minutes.iter().all(|m| m.9 == 12_500), "{minutes:?}");
+    let (hours, raw_hours): ((i64, f64, f64), (i64, f64, f64)) = (
+        sqlx::query_as("SELECT sum(samples)::bigint, sum(gpu_util_sum), sum(power_sum) FROM node_hours")
+            .fetch_one(&db)
+            .await
+            .unwrap(),
+        sqlx::query_as("SELECT count(*), sum(gpu_util::float8), sum(power_w::float8) FROM gpu_samples")
+            .fetch_one(&db)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(hours, raw_hours);
+
+    // The API answers a long range from the rollups with the same figures as a short one from raw samples.
+    let range = |from: chrono::DateTime<Utc>| {
+        format!("from={}&to={}&step_s=3600", from.to_rfc3339(), (start + Duration::minutes(3)).to_rfc3339())
+            .replace('+', "%2B")
+    };
+    let short =
+        app.get(&format!("/v1/admin/nodes/{node_id}/telemetry?{}", range(start)), &op).await.expect(StatusCode::OK);
+    let long = app
+        .get(&format!("/v1/admin/nodes/{node_id}/telemetry?{}", range(start - Duration::hours(8))), &op)
+        .await
+        .expect(StatusCode::OK);
+    let samples = |t: &Value| -> i64 {
+        t["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["points"].as_array().unwrap())
+            .map(|p| p["samples"].as_i64().unwrap())
+            .sum()
+    };
+    assert_eq!((samples(&short.body), samples(&long.body)), (36, 36));
+    let avg = |t: &Value| t["avg_gpu_util"].as_f64().unwrap();
+    assert!((avg(&short.body) - avg(&long.body)).abs() < 1e-3, "{} vs {}", short.body, long.body);
+    let short =
+        app.get(&format!("/v1/admin/pools/{pool}/utilization?{}", range(start)), &op).await.expect(StatusCode::OK);
+    let long = app
+        .get(&format!("/v1/admin/pools/{pool}/utilization?{}", range(start - Duration::hours(8))), &op)
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!((short.body["samples"].as_i64(), long.body["samples"].as_i64()), (Some(36), Some(36)));
+    assert!((avg(&short.body) - avg(&long.body)).abs() < 1e-3);
+}

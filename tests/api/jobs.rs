@@ -439,10 +439,12 @@ async fn insights_flag_low_utilization_of_a_running_job(db: PgPool) {
         .await
         .unwrap();
     sqlx::query(
-        "INSERT INTO gpu_samples (gpu_id, at, node_id, gpu_util, mem_copy_util, fb_used_mib, fb_free_mib, power_w, \
-             energy_mj, gpu_temp_c, sm_clock_mhz) \
-         SELECT lg.gpu_id, now() - make_interval(secs => s), lg.node_id, 35, 10, 1000, 70000, 300, 0, 60, 1800 \
-         FROM lease_gpus lg, generate_series(10, 290, 10) AS s WHERE lg.lease_id = $1",
+        "INSERT INTO telemetry_raw (node_id, at, small, big) \
+         SELECT lg.node_id, now() - make_interval(secs => s), \
+             array_agg(ARRAY[g.idx, 3500, 1000, 600, NULL, 1800, NULL, 0]::smallint[] ORDER BY g.idx), \
+             array_agg(ARRAY[1000, 70000, 30000, 0] ORDER BY g.idx) \
+         FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id, generate_series(10, 290, 10) AS s \
+         WHERE lg.lease_id = $1 GROUP BY lg.node_id, s",
     )
     .bind(Uuid::parse_str(lease_id).unwrap())
     .execute(&f.app.db)
