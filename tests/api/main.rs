@@ -19,6 +19,7 @@ mod jobs;
 mod jobs_e2e;
 mod leases;
 mod liveness;
+mod migrations;
 mod openapi;
 mod outage_e2e;
 mod planning;
