@@ -195,14 +195,7 @@ impl Environments {
         env.stopping = true;
         let (pid, kind) = (env.pid, env.kind.clone());
         tracing::info!(lease.id = %lease_id, pid, "stopping environment");
-        host.terminate(pid, &kind);
-        let (host, grace) = (host.clone(), self.grace);
-        tokio::spawn(async move {
-            tokio::time::sleep(grace).await;
-            if Path::new(&format!("/proc/{pid}")).exists() {
-                host.kill(pid, &kind);
-            }
-        });
+        host.stop_gracefully(pid, kind, self.grace);
     }
 
     /// The agent stops: every environment goes with it (a restarted agent starts them again).

@@ -476,15 +476,7 @@ impl JobRunner {
         running.stopping = Some(reason);
         let (pid, kind) = (running.pid, running.kind.clone());
         tracing::info!(job_node.id = %id, pid, ?reason, "stopping job");
-        self.host.terminate(pid, &kind);
-        let grace = self.grace;
-        let host = self.host.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(grace).await;
-            if Path::new(&format!("/proc/{pid}")).exists() {
-                host.kill(pid, &kind);
-            }
-        });
+        self.host.stop_gracefully(pid, kind, self.grace);
     }
 
     /// The agent is stopping: stop every process, wait for them (at most the grace period and a little), report.

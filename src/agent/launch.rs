@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -269,6 +270,18 @@ impl JobHost {
         }
     }
 
+    /// SIGTERM now; after `grace`, if it still runs, stop it for good ([`Self::kill`]).
+    pub fn stop_gracefully(self: &Arc<Self>, pid: u32, kind: ProcessKind, grace: Duration) {
+        self.terminate(pid, &kind);
+        let host = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(grace).await;
+            if Path::new(&format!("/proc/{pid}")).exists() {
+                host.kill(pid, &kind);
+            }
+        });
+    }
+
     /// Stop it for good: the sandbox (and so its PID namespace), the container, or the process group.
     pub fn kill(&self, pid: u32, kind: &ProcessKind) {
         if let ProcessKind::Container(name) = kind {
@@ -424,14 +437,7 @@ pub fn container_argv(c: &ContainerLaunch<'_>) -> Vec<String> {
 
 /// Signal a process group through the `kill` program (no unsafe code here).
 pub fn signal_group(pgid: u32, signal: &str) {
-    let status = std::process::Command::new("kill")
-        .args([format!("-{signal}"), "--".into(), format!("-{pgid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-    if let Err(err) = status {
-        tracing::warn!(pgid, %err, "could not run kill");
-    }
+    super::sandbox::run_kill(signal, &[format!("-{pgid}")]);
 }
 
 #[cfg(test)]

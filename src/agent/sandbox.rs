@@ -297,18 +297,22 @@ fn pid_namespace(pid: u32) -> Option<String> {
 
 /// Send `signal` (a name: TERM, KILL) to these processes through the `kill` program (no unsafe code here).
 pub fn signal_processes(pids: &[u32], signal: &str) {
-    if pids.is_empty() {
-        return;
+    if !pids.is_empty() {
+        run_kill(signal, &pids.iter().map(u32::to_string).collect::<Vec<_>>());
     }
+}
+
+/// `kill -SIGNAL -- TARGETS...` (pids, or `-pgid` for a process group).
+pub fn run_kill(signal: &str, targets: &[String]) {
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
         .arg("--")
-        .args(pids.iter().map(u32::to_string))
+        .args(targets)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status();
     if let Err(err) = status {
-        tracing::warn!(?pids, %err, "could not run kill");
+        tracing::warn!(?targets, %err, "could not run kill");
     }
 }
 
