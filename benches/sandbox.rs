@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gpuplane::agent::sandbox::{Launch, Sandbox, group_file, passwd_file};
+use gpuplane_agent::sandbox::{Launch, Sandbox, group_file, passwd_file};
 
 const RUNS: usize = 100;
 

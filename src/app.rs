@@ -110,29 +110,8 @@ pub async fn run(listener: TcpListener, state: AppState, shutdown: CancellationT
     Ok(())
 }
 
-/// Cancel `token` on SIGINT or SIGTERM.
-pub fn cancel_on_signal(token: CancellationToken) {
-    tokio::spawn(async move {
-        let ctrl_c = tokio::signal::ctrl_c();
-        #[cfg(unix)]
-        let term = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => {
-                    s.recv().await;
-                }
-                Err(_) => std::future::pending::<()>().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let term = std::future::pending::<()>();
-        tokio::select! {
-            _ = ctrl_c => {},
-            _ = term => {},
-        }
-        tracing::info!("shutdown signal received; finishing in-flight requests");
-        token.cancel();
-    });
-}
+/// Cancel `token` on SIGINT or SIGTERM: one definition for the service and the agent.
+pub use gpuplane_agent::signals::cancel_on_signal;
 
 /// Start the background loops (lease expiry and queue, node liveness, telemetry retention); they stop when
 /// `shutdown` is cancelled.

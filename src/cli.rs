@@ -26,7 +26,7 @@ pub enum Command {
     /// Plan how to parallelize a model on a cluster (prints a table, or JSON with --json).
     Plan(Box<PlanArgs>),
     /// Run the node agent on a GPU host: register, then heartbeat with GPU telemetry (NVML or --simulate).
-    Agent(crate::agent::AgentArgs),
+    Agent(gpuplane_agent::AgentArgs),
     /// Try gpuplane in one command: the service on its own `gpuplane_demo` database (recreated), demo keys and
     /// simulated agents for four pools; prints the URLs, the keys and curl commands to try.
     Demo(crate::demo::DemoArgs),
@@ -50,7 +50,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Plan(args) => plan(&args),
-        Command::Agent(args) => crate::agent::run(args).await,
+        Command::Agent(args) => gpuplane_agent::run(args).await,
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&openapi_document())?);

@@ -494,7 +494,7 @@ mod tests {
         let shape: Vec<(&str, u32, u32)> = POOLS.iter().map(|p| (p.gpu_model, p.nodes, p.gpus_per_node)).collect();
         assert_eq!(shape, [("rtx4090", 2, 8), ("a100-80g", 2, 8), ("a10", 1, 4), ("b200", 1, 8)]);
         for pool in &POOLS {
-            assert!(crate::agent::SimulateSpec::parse(&format!("{}:{}", pool.gpu_model, pool.gpus_per_node)).is_ok());
+            assert!(gpuplane_agent::SimulateSpec::parse(&format!("{}:{}", pool.gpu_model, pool.gpus_per_node)).is_ok());
         }
     }
 

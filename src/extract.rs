@@ -6,9 +6,8 @@ use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::StatusCode;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::request::Parts;
-use chrono::{DateTime, Datelike, Utc};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use utoipa::IntoParams;
 use uuid::Uuid;
 
@@ -329,33 +328,7 @@ where
     }
 }
 
-/// Earliest instant any request may name: the Unix epoch. Nothing in this service predates it.
-pub const MIN_TIME: &str = "1970-01-01T00:00:00Z";
-/// Latest instant any request may name: the end of year 9999, so every date prints as four digits and every
-/// sum of a request date and a lease term stays far inside what chrono and PostgreSQL represent.
-pub const MAX_TIME: &str = "9999-12-31T23:59:59Z";
-
-/// Is `t` within [`MIN_TIME`, `MAX_TIME`]?
-pub fn is_sane_time(t: &DateTime<Utc>) -> bool {
-    (1970..=9999).contains(&t.year())
-}
-
-/// `#[serde(deserialize_with = "crate::extract::sane_time")]`: an RFC 3339 instant within years 1970-9999.
-pub fn sane_time<'de, D: Deserializer<'de>>(de: D) -> Result<DateTime<Utc>, D::Error> {
-    let t = DateTime::<Utc>::deserialize(de)?;
-    if is_sane_time(&t) {
-        Ok(t)
-    } else {
-        Err(serde::de::Error::custom(format!("must be between {MIN_TIME} and {MAX_TIME}")))
-    }
-}
-
-/// [`sane_time`] for optional fields (`#[serde(default, deserialize_with = "crate::extract::sane_time_opt")]`).
-pub fn sane_time_opt<'de, D: Deserializer<'de>>(de: D) -> Result<Option<DateTime<Utc>>, D::Error> {
-    #[derive(Deserialize)]
-    struct Wrapper(#[serde(deserialize_with = "sane_time")] DateTime<Utc>);
-    Ok(Option::<Wrapper>::deserialize(de)?.map(|w| w.0))
-}
+pub use gpuplane_protocol::time::{MAX_TIME, MIN_TIME, is_sane_time, sane_time, sane_time_opt};
 
 /// Keyset pagination: ids are UUIDv7 (time-ordered), so `after` is the last id of the previous page.
 #[derive(Debug, Clone, Copy, Deserialize, IntoParams)]

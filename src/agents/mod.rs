@@ -4,11 +4,12 @@
 pub mod holds;
 pub mod liveness;
 pub mod matching;
-pub mod protocol;
 pub mod rollups;
 pub mod routes;
 pub mod telemetry;
 pub mod tokens;
+/// The agent wire protocol (crate `gpuplane-protocol`): registration and heartbeats.
+pub use gpuplane_protocol::agent as protocol;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

@@ -4,10 +4,8 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -15,19 +13,10 @@ use crate::app::AppState;
 use crate::auth::{TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, new_id};
+pub use gpuplane_protocol::ssh_keys::{KEY_TYPES, ParsedKey, parse_public_key};
 
 /// Most keys a tenant may register.
 pub const MAX_KEYS_PER_TENANT: i64 = 100;
-/// Key types accepted (what current OpenSSH servers accept by default).
-pub const KEY_TYPES: &[&str] = &[
-    "ssh-ed25519",
-    "ecdsa-sha2-nistp256",
-    "ecdsa-sha2-nistp384",
-    "ecdsa-sha2-nistp521",
-    "ssh-rsa",
-    "sk-ssh-ed25519@openssh.com",
-    "sk-ecdsa-sha2-nistp256@openssh.com",
-];
 
 /// A registered key. The key material itself is not returned: the fingerprint identifies it.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
@@ -51,48 +40,6 @@ pub struct AddSshKeyRequest {
     /// One OpenSSH public key line: `<type> <base64> [comment]` (the comment is dropped).
     #[schema(min_length = 1, max_length = 16384)]
     pub public_key: String,
-}
-
-/// A public key as stored: its type, the normalized `<type> <blob>` line and its fingerprint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParsedKey {
-    pub key_type: String,
-    pub line: String,
-    pub fingerprint: String,
-}
-
-/// Parse one OpenSSH public key line. The blob must be valid base64 whose embedded type equals the declared one.
-pub fn parse_public_key(text: &str) -> Result<ParsedKey, String> {
-    if text.len() > 16384 {
-        return Err("at most 16384 characters".into());
-    }
-    if text.chars().any(|c| c.is_control() && c != '\n' && c != '\r') || text.trim().contains(['\n', '\r']) {
-        return Err("one key on one line, without control characters".into());
-    }
-    let mut parts = text.split_whitespace();
-    let (Some(key_type), Some(blob)) = (parts.next(), parts.next()) else {
-        return Err("expected `<type> <base64 key> [comment]`, as in ~/.ssh/id_ed25519.pub".into());
-    };
-    if !KEY_TYPES.contains(&key_type) {
-        return Err(format!("key type `{key_type}` is not accepted; use one of {}", KEY_TYPES.join(", ")));
-    }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(blob)
-        .map_err(|_| "the key is not valid base64".to_string())?;
-    let embedded = bytes
-        .get(..4)
-        .map(|n| u32::from_be_bytes([n[0], n[1], n[2], n[3]]) as usize)
-        .and_then(|len| bytes.get(4..4 + len))
-        .ok_or_else(|| "the key data is truncated".to_string())?;
-    if embedded != key_type.as_bytes() {
-        return Err("the key data does not match its declared type".into());
-    }
-    if key_type == "ssh-rsa" && bytes.len() < 256 {
-        return Err("RSA keys must have at least 2048 bits".into());
-    }
-    let digest = Sha256::digest(&bytes);
-    let fingerprint = format!("SHA256:{}", base64::engine::general_purpose::STANDARD_NO_PAD.encode(digest));
-    Ok(ParsedKey { key_type: key_type.to_owned(), line: format!("{key_type} {blob}"), fingerprint })
 }
 
 /// The tenant's keys as `authorized_keys` lines.

@@ -16,6 +16,7 @@ use crate::app::AppState;
 use crate::auth::OperatorAuth;
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+pub use gpuplane_protocol::agent::IntraLink;
 
 crate::page_schema!(NodePage, Node);
 
@@ -28,15 +29,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(drain_node))
         .routes(routes!(set_node_maintenance))
         .routes(routes!(allow_node_reregistration))
-}
-
-/// Link between the GPUs inside a node.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum IntraLink {
-    Nvlink,
-    Pcie,
 }
 
 /// What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.

@@ -3,7 +3,6 @@
 //! ([`insights`]). Templates are the six built-ins and operators' versioned argv templates ([`templates`]).
 
 pub mod insights;
-pub mod protocol;
 pub mod render;
 pub mod routes;
 pub mod store;
@@ -15,60 +14,10 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::planner::Plan;
-pub use render::LaunchSpec;
+/// The job wire protocol (crate `gpuplane-protocol`): assignments and their status.
+pub use gpuplane_protocol::jobs as protocol;
+pub use gpuplane_protocol::jobs::{Desired, JobState, LaunchSpec};
 pub use routes::router;
-
-/// State of a job, and of each of its nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum JobState {
-    /// Rendered; no agent has fetched it yet.
-    Pending,
-    /// The agents fetched it.
-    Assigned,
-    Running,
-    Succeeded,
-    Failed,
-    Cancelled,
-}
-
-impl JobState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobState::Pending => "pending",
-            JobState::Assigned => "assigned",
-            JobState::Running => "running",
-            JobState::Succeeded => "succeeded",
-            JobState::Failed => "failed",
-            JobState::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        matches!(self, JobState::Succeeded | JobState::Failed | JobState::Cancelled)
-    }
-
-    /// Position in the only order states move in: pending, assigned, running, then one terminal state.
-    pub fn rank(self) -> u8 {
-        match self {
-            JobState::Pending => 0,
-            JobState::Assigned => 1,
-            JobState::Running => 2,
-            _ => 3,
-        }
-    }
-}
-
-/// What the service wants a node to do with its part of a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum Desired {
-    Run,
-    /// Stop the process (SIGTERM, then SIGKILL after a grace period) and report `cancelled`.
-    Cancel,
-}
 
 /// The job's state from its nodes': failed as soon as any node failed (unless a cancel was asked for), succeeded
 /// when all succeeded, cancelled when a cancel was asked for and every node stopped, running while any node

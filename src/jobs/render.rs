@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::templates::{Builtin, LAUNCH_VARS, PLAN_VARS, Segment, parse_element};
@@ -12,6 +10,7 @@ use crate::error::FieldError;
 use crate::planner::{
     ModelArch, Offload, Pins, Plan, PlanInput, Precision, Recompute, StageSplit, Workload, WorkloadKind,
 };
+pub use gpuplane_protocol::jobs::{LaunchSpec, SpecFile};
 
 /// Default rendezvous port on the first node.
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
@@ -51,26 +50,6 @@ pub struct NodeSlot {
     pub gpu_indices: Vec<i32>,
     /// The node's network supports RDMA (InfiniBand/RoCE).
     pub rdma: bool,
-}
-
-/// A config file written into the job's working directory before it starts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct SpecFile {
-    /// Relative path inside the job's working directory.
-    pub path: String,
-    pub content: String,
-}
-
-/// What one node runs: exactly this argv (no shell) with exactly this environment (plus PATH and HOME).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct LaunchSpec {
-    pub argv: Vec<String>,
-    pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub files: Vec<SpecFile>,
-    /// Run inside this container image (the agent wraps argv in `docker run` with only the leased GPUs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
 }
 
 /// The template a job renders.

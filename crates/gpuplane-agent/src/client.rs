@@ -10,8 +10,8 @@ use reqwest::StatusCode;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::agents::protocol::{HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse};
-use crate::jobs::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusResponse};
+use gpuplane_protocol::agent::{HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse};
+use gpuplane_protocol::jobs::{AssignmentList, AssignmentStatus, AssignmentStatusResponse};
 
 /// A problem+json body, or as much of an error answer as could be read.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -154,7 +154,7 @@ impl ServiceClient {
         &self,
         agent_token: &str,
         lease_id: uuid::Uuid,
-        status: &crate::environments::protocol::EnvironmentStatus,
+        status: &gpuplane_protocol::environments::EnvironmentStatus,
     ) -> Result<(), CallError> {
         let url = format!("{}/v1/agent/environments/{lease_id}/status", self.server);
         let request = self.http.post(&url).json(status).bearer_auth(agent_token);

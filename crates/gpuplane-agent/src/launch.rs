@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::args::{ContainerRuntime, UidRange};
 use super::sandbox::{DeviceFiles, LEASE_MOUNT, Launch, Sandbox, group_file, passwd_file};
-use crate::jobs::LaunchSpec;
+use gpuplane_protocol::jobs::LaunchSpec;
 
 /// How jobs run on this host, decided once at start-up.
 #[derive(Debug)]
@@ -443,7 +443,7 @@ pub fn signal_group(pgid: u32, signal: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jobs::render::SpecFile;
+    use gpuplane_protocol::jobs::SpecFile;
 
     #[test]
     fn a_container_gets_only_the_leased_gpus_and_no_privileges() {

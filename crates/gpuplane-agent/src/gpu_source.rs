@@ -12,14 +12,14 @@ use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, EventSet, Nvml, bitmasks::event::EventTypes};
 
-use crate::agents::protocol::{GpuFacts, GpuSample};
-use crate::inventory::nodes::IntraLink;
+use gpuplane_protocol::agent::IntraLink;
+use gpuplane_protocol::agent::{GpuFacts, GpuSample};
 
 use super::args::AgentArgs;
 use super::sandbox::{DeviceFile, DeviceFiles};
 use super::simulated::SimulatedGpus;
 
-/// The GPU half of [`crate::agents::protocol::NodeFacts`]; the agent adds the host name and network.
+/// The GPU half of [`gpuplane_protocol::agent::NodeFacts`]; the agent adds the host name and network.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HostGpus {
     pub gpus: Vec<GpuFacts>,

@@ -30,8 +30,8 @@ use super::client::{CallError, ServiceClient};
 use super::environments::Environments;
 use super::launch::{JobHost, Prepared, ProcessKind, STOP_GRACE, container_name};
 use super::sandbox::{processes_of_uid, signal_processes};
-use crate::jobs::Desired;
-use crate::jobs::protocol::{
+use gpuplane_protocol::jobs::Desired;
+use gpuplane_protocol::jobs::{
     Assignment, AssignmentStatus, NodeLease, OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES, ReportedState,
 };
 
@@ -355,7 +355,7 @@ impl JobRunner {
         self.environments.flush(client, token).await;
     }
 
-    fn sync_environments(&mut self, specs: &[crate::environments::protocol::EnvironmentSpec], leases: &[NodeLease]) {
+    fn sync_environments(&mut self, specs: &[gpuplane_protocol::environments::EnvironmentSpec], leases: &[NodeLease]) {
         let mut uids = BTreeMap::new();
         for spec in specs.iter().filter(|s| leases.iter().any(|l| l.lease_id == s.lease_id)) {
             match self.lease_uid(spec.lease_id) {

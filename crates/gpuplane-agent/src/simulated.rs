@@ -8,8 +8,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::agents::protocol::{GpuFacts, GpuSample};
-use crate::inventory::nodes::IntraLink;
+use gpuplane_protocol::agent::IntraLink;
+use gpuplane_protocol::agent::{GpuFacts, GpuSample};
 
 use super::args::{InjectXid, SimulateSpec};
 use super::gpu_source::{GpuSource, HostGpus};

@@ -3,23 +3,24 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::inventory::nodes::IntraLink;
-
 /// One GPU as the node's driver reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GpuFacts {
     /// Index as CUDA_VISIBLE_DEVICES counts (0-63).
-    #[schema(minimum = 0, maximum = 63)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 63))]
     pub index: i32,
     /// NVML UUID, e.g. `GPU-5a1c...`.
-    #[schema(
-        min_length = 1,
-        max_length = 128,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+    #[cfg_attr(
+        feature = "server",
+        schema(
+            min_length = 1,
+            max_length = 128,
+            pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
+        )
     )]
     pub uuid: String,
     /// NVML name, e.g. `NVIDIA H100 80GB HBM3`.
@@ -29,21 +30,25 @@ pub struct GpuFacts {
 }
 
 /// What a node agent tells the service about its host.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct NodeFacts {
-    #[schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$")]
+    #[cfg_attr(feature = "server", schema(pattern = r"^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$"))]
     pub hostname: String,
     /// Address other nodes and tenants reach this host at.
-    #[schema(min_length = 1, max_length = 255, pattern = r"^[^\s\u0000-\u001f\u007f-\u009f]+$")]
+    #[cfg_attr(
+        feature = "server",
+        schema(min_length = 1, max_length = 255, pattern = r"^[^\s\u0000-\u001f\u007f-\u009f]+$")
+    )]
     pub address: String,
-    #[schema(min_items = 1, max_items = 64)]
+    #[cfg_attr(feature = "server", schema(min_items = 1, max_items = 64))]
     pub gpus: Vec<GpuFacts>,
     /// `nvlink` when the GPUs are connected by NVLink, else `pcie`.
     pub intra_link: IntraLink,
     /// GPU-to-GPU bandwidth, GB/s, when known.
     #[serde(default)]
-    #[schema(minimum = 1, maximum = 100000)]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 100000))]
     pub intra_link_gbps: Option<i32>,
     /// GPU-to-GPU topology matrix as `nvidia-smi topo -m` prints it (`X`, `NV18`, `PIX`, `PXB`, `NODE`, `SYS`),
     /// row and column i being GPU index i.
@@ -54,25 +59,27 @@ pub struct NodeFacts {
     #[serde(default)]
     pub cuda_version: Option<String>,
     /// Inter-node network bandwidth, Gbit/s.
-    #[schema(minimum = 0, maximum = 100000)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100000))]
     pub network_gbps: i32,
     /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
     #[serde(default)]
     pub rdma: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
-#[schema(example = json!({"join_token": "gpj_...", "node": {"hostname": "gpu-node-01", "address": "10.0.0.11",
+#[cfg_attr(feature = "server", schema(example = json!({"join_token": "gpj_...", "node": {"hostname": "gpu-node-01", "address": "10.0.0.11",
     "gpus": [{"index": 0, "uuid": "GPU-0a1b2c3d-0000-0000-0000-000000000000", "name": "NVIDIA H100 80GB HBM3", "memory_bytes": 85520809984u64}],
-    "intra_link": "nvlink", "driver_version": "550.54.15", "cuda_version": "12.4", "network_gbps": 400, "rdma": true}}))]
+    "intra_link": "nvlink", "driver_version": "550.54.15", "cuda_version": "12.4", "network_gbps": 400, "rdma": true}})))]
 pub struct RegisterRequest {
     /// A join token minted by an operator for the pool this node joins.
     pub join_token: String,
     pub node: NodeFacts,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct RegisterResponse {
     pub node_id: Uuid,
     pub pool_id: Uuid,
@@ -83,66 +90,69 @@ pub struct RegisterResponse {
 }
 
 /// One GPU's telemetry at one instant, named after the NVIDIA DCGM fields it carries.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct GpuSample {
-    #[schema(minimum = 0, maximum = 63)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 63))]
     pub gpu_index: i32,
     /// When the sample was taken (UTC).
-    #[serde(deserialize_with = "crate::extract::sane_time")]
+    #[serde(deserialize_with = "crate::time::sane_time")]
     pub at: DateTime<Utc>,
     /// DCGM_FI_DEV_GPU_UTIL, percent.
-    #[schema(minimum = 0, maximum = 100)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100))]
     pub gpu_util: f32,
     /// DCGM_FI_DEV_MEM_COPY_UTIL, percent.
-    #[schema(minimum = 0, maximum = 100)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100))]
     pub mem_copy_util: f32,
     /// DCGM_FI_DEV_FB_USED, MiB.
-    #[schema(minimum = 0, maximum = 4194304)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 4194304))]
     pub fb_used_mib: i64,
     /// DCGM_FI_DEV_FB_FREE, MiB.
-    #[schema(minimum = 0, maximum = 4194304)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 4194304))]
     pub fb_free_mib: i64,
     /// DCGM_FI_DEV_POWER_USAGE, watts.
-    #[schema(minimum = 0, maximum = 5000)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 5000))]
     pub power_w: f32,
     /// DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, millijoules since driver load (a counter).
-    #[schema(minimum = 0)]
+    #[cfg_attr(feature = "server", schema(minimum = 0))]
     pub energy_mj: i64,
     /// DCGM_FI_DEV_GPU_TEMP, Celsius.
-    #[schema(minimum = -40, maximum = 150)]
+    #[cfg_attr(feature = "server", schema(minimum = -40, maximum = 150))]
     pub gpu_temp_c: f32,
     /// DCGM_FI_DEV_MEMORY_TEMP, Celsius (not every GPU reports it).
     #[serde(default)]
-    #[schema(minimum = -40, maximum = 150)]
+    #[cfg_attr(feature = "server", schema(minimum = -40, maximum = 150))]
     pub mem_temp_c: Option<f32>,
     /// DCGM_FI_DEV_SM_CLOCK, MHz.
-    #[schema(minimum = 0, maximum = 10000)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 10000))]
     pub sm_clock_mhz: i32,
     /// DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL, GB/s (absent without NVLink).
     #[serde(default)]
-    #[schema(minimum = 0, maximum = 100000)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100000))]
     pub nvlink_bandwidth_gbps: Option<f32>,
     /// Number of XID events since the previous sample (DCGM_FI_DEV_XID_ERRORS keeps only the last one).
     #[serde(default)]
-    #[schema(minimum = 0, maximum = 100000)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100000))]
     pub xid_count: i32,
     /// The XID codes seen since the previous sample.
     #[serde(default)]
-    #[schema(max_items = 64)]
+    #[cfg_attr(feature = "server", schema(max_items = 64))]
     pub xid_codes: Vec<i32>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct HeartbeatRequest {
     /// Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first).
-    #[schema(max_items = 4096)]
+    #[cfg_attr(feature = "server", schema(max_items = 4096))]
     pub samples: Vec<GpuSample>,
 }
 
 /// What the service wants the node to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DesiredState {
     /// Keep serving.
@@ -153,7 +163,8 @@ pub enum DesiredState {
     Maintenance,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
 pub struct HeartbeatResponse {
     /// Seconds until the next heartbeat.
     pub heartbeat_interval_s: u32,
@@ -167,3 +178,14 @@ pub struct HeartbeatResponse {
 /// XID codes after which a GPU must leave service: 48 double-bit ECC, 63/64 row remapping, 79 fell off the
 /// bus, 94/95 contained/uncontained ECC.
 pub const FATAL_XIDS: [i32; 6] = [48, 63, 64, 79, 94, 95];
+
+/// Link between the GPUs inside a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(sqlx::Type))]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "server", sqlx(type_name = "text", rename_all = "snake_case"))]
+pub enum IntraLink {
+    Nvlink,
+    Pcie,
+}

@@ -1,4 +1,4 @@
-//! The node agent (`gpuplane agent`): the program that runs on every GPU host and keeps the service informed.
+//! The node agent (`gpuplane-agent`): the program that runs on every GPU host and keeps the service informed.
 //!
 //! 1. Read the host's GPUs, through NVML ([`gpu_source::NvmlGpus`]) or simulated ones (`--simulate MODEL:COUNT`,
 //!    [`simulated::SimulatedGpus`]), into [`NodeFacts`].
@@ -29,6 +29,7 @@ pub mod heartbeat;
 pub mod jobs;
 pub mod launch;
 pub mod sandbox;
+pub mod signals;
 pub mod simulated;
 
 use anyhow::Context;
@@ -36,15 +37,14 @@ use chrono::{SubsecRound, Utc};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::protocol::{GpuSample, NodeFacts};
-use crate::config::LogFormat;
+use gpuplane_protocol::agent::{GpuSample, NodeFacts};
 
 pub use args::{AgentArgs, InjectXid, SimulateSpec};
 use gpu_source::{GpuSource, open_gpu_source};
 
-/// `gpuplane agent`.
+/// Run the agent (`gpuplane-agent`, or `gpuplane agent` in the service's binary: the same code).
 pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
-    crate::telemetry::init_logging(LogFormat::Text);
+    init_logging();
     let hostname = args.hostname.clone().unwrap_or_else(local_hostname);
     let mut source = open_gpu_source(&args, &hostname)?;
     if args.probe {
@@ -59,7 +59,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let join_token = join_token(&args)?;
     let job_host = job_host(&args, source.as_mut())?;
     let shutdown = CancellationToken::new();
-    crate::app::cancel_on_signal(shutdown.clone());
+    crate::signals::cancel_on_signal(shutdown.clone());
     let agent = heartbeat::Agent {
         client: client::ServiceClient::new(&server, args.ca_cert.as_deref())?,
         store: credential::CredentialStore::new(&args.state_dir),
@@ -84,6 +84,13 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         let _ = task.await;
     }
     result
+}
+
+/// Text logs on stderr (journald adds the timestamps); `RUST_LOG` overrides the default level (info).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
 /// What `--probe` prints.
@@ -233,7 +240,7 @@ mod tests {
     use clap::Parser;
 
     use super::*;
-    use crate::inventory::nodes::IntraLink;
+    use gpuplane_protocol::agent::IntraLink;
 
     #[derive(Parser)]
     struct Cli {

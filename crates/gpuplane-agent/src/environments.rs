@@ -21,9 +21,9 @@ use super::client::{CallError, ServiceClient};
 use super::jobs::{Exited, Owner, spawn_process};
 use super::launch::{InLease, JobHost, LEASE_ENV_DIR, ProcessKind, lease_variables};
 use super::sandbox::LEASE_MOUNT;
-use crate::environments::protocol::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
-use crate::environments::ssh_keys::parse_public_key;
-use crate::jobs::protocol::NodeLease;
+use gpuplane_protocol::environments::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
+use gpuplane_protocol::jobs::NodeLease;
+use gpuplane_protocol::ssh_keys::parse_public_key;
 
 const HOST_KEY: &str = "ssh_host_ed25519_key";
 

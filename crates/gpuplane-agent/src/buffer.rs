@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use crate::agents::protocol::GpuSample;
+use gpuplane_protocol::agent::GpuSample;
 
 /// Oldest first. Bounded, so an agent cut off from the service for days cannot exhaust the host's memory.
 #[derive(Debug)]

@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::protocol::{DesiredState, HeartbeatRequest, NodeFacts, RegisterRequest};
+use gpuplane_protocol::agent::{DesiredState, HeartbeatRequest, NodeFacts, RegisterRequest};
 
 use super::backoff::{Backoff, next_probe};
 use super::buffer::SampleBuffer;

@@ -8,12 +8,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use anyhow::Context;
-use axum::Router;
-use axum::http::header;
-use axum::routing::get;
+use gpuplane_protocol::agent::{GpuFacts, GpuSample};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 
-use crate::agents::protocol::{GpuFacts, GpuSample};
+/// The most bytes of a request head the endpoint reads, and how long it waits for them.
+const MAX_REQUEST_HEAD: usize = 8192;
+const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The latest sample of every GPU, shared between the sampler and the exporter.
 #[derive(Clone, Default)]
@@ -80,7 +82,8 @@ fn escape(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// Serve `/metrics` on `addr` until `shutdown`.
+/// Serve `/metrics` on `addr` until `shutdown`. A scrape is one GET per connection (HTTP/1.1, `Connection: close`):
+/// all Prometheus needs, without a web framework on every GPU host.
 pub async fn serve(
     addr: SocketAddr,
     hostname: String,
@@ -91,16 +94,55 @@ pub async fn serve(
     let listener =
         tokio::net::TcpListener::bind(addr).await.with_context(|| format!("--metrics-listen {addr}: cannot bind"))?;
     tracing::info!(addr = %listener.local_addr()?, "serving GPU metrics");
-    let router = Router::new().route(
-        "/metrics",
-        get(move || {
-            let page = render(&hostname, &gpus, &latest.get());
-            async move { ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], page) }
-        }),
-    );
+    let page = Arc::new(move || render(&hostname, &gpus, &latest.get()));
     Ok(tokio::spawn(async move {
-        if let Err(err) = axum::serve(listener, router).with_graceful_shutdown(shutdown.cancelled_owned()).await {
-            tracing::warn!(error = %err, "the GPU metrics endpoint stopped");
+        loop {
+            let accepted = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                accepted = listener.accept() => accepted,
+            };
+            match accepted {
+                Ok((stream, _)) => {
+                    let page = page.clone();
+                    tokio::spawn(async move {
+                        let _ = tokio::time::timeout(REQUEST_TIMEOUT, answer(stream, || page())).await;
+                    });
+                }
+                Err(err) => tracing::warn!(error = %err, "the GPU metrics endpoint could not accept"),
+            }
         }
     }))
+}
+
+/// Read one request head and answer it: the page for `GET /metrics`, 404 for any other path, 405 for any other
+/// method, 400 for a head that is not HTTP or too large.
+async fn answer(mut stream: TcpStream, page: impl FnOnce() -> String) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 || head.len() + n > MAX_REQUEST_HEAD {
+            return respond(&mut stream, "400 Bad Request", "bad request\n").await;
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
+    let mut parts = line.split(|b| *b == b' ');
+    let (method, target) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
+    match (method, path) {
+        (b"GET", b"/metrics") => respond(&mut stream, "200 OK", &page()).await,
+        (b"GET", _) => respond(&mut stream, "404 Not Found", "not found\n").await,
+        _ => respond(&mut stream, "405 Method Not Allowed", "method not allowed\n").await,
+    }
+}
+
+async fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
 }

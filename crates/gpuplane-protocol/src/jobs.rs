@@ -1,0 +1,181 @@
+//! The wire protocol between node agents and the service for running jobs. Shared by the server routes
+//! (`jobs::routes`) and the agent program (`agent::jobs`).
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use std::collections::BTreeMap;
+
+/// Most output lines kept per node, and characters per line.
+pub const OUTPUT_TAIL_LINES: usize = 50;
+pub const OUTPUT_LINE_CHARS: usize = 1000;
+
+/// A job's part that this node has to run (or stop).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Assignment {
+    /// Report its status at `POST /v1/agent/assignments/{job_node_id}/status`.
+    pub job_node_id: Uuid,
+    pub job_id: Uuid,
+    /// The lease it runs on: its processes run as that lease's user, in that lease's directory.
+    pub lease_id: Uuid,
+    pub desired: Desired,
+    /// The state the service last recorded.
+    pub state: JobState,
+    pub spec: LaunchSpec,
+}
+
+/// The node's unfinished assignments. One that disappears from the list (its lease ended) must be stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct AssignmentList {
+    pub assignments: Vec<Assignment>,
+    /// The leases that hold GPUs of this node now, with the GPUs they hold: a job gets exactly its lease's
+    /// devices; a lease no longer listed has ended here, and its files and processes are removed.
+    pub leases: Vec<NodeLease>,
+    /// The interactive environments to run on this node now; one no longer listed is stopped.
+    #[serde(default)]
+    pub environments: Vec<crate::environments::EnvironmentSpec>,
+}
+
+/// A lease's part of one node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct NodeLease {
+    pub lease_id: Uuid,
+    /// The node's GPU indices the lease holds, ascending.
+    pub gpu_indices: Vec<i32>,
+}
+
+/// A state an agent reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ReportedState {
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl From<ReportedState> for JobState {
+    fn from(s: ReportedState) -> Self {
+        match s {
+            ReportedState::Running => JobState::Running,
+            ReportedState::Succeeded => JobState::Succeeded,
+            ReportedState::Failed => JobState::Failed,
+            ReportedState::Cancelled => JobState::Cancelled,
+        }
+    }
+}
+
+/// A state transition of a job's process on this node. Idempotent; states only move forward.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(feature = "server", schema(example = json!({"state": "succeeded", "exit_code": 0, "output_tail": ["step 100 loss 1.93", "done"]})))]
+pub struct AssignmentStatus {
+    pub state: ReportedState,
+    /// The exit code; a process killed by signal N reports 128 + N.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The last lines of output (the service keeps at most 50, each cut to 1000 characters).
+    #[serde(default)]
+    #[cfg_attr(feature = "server", schema(max_items = 1000))]
+    pub output_tail: Vec<String>,
+    /// Why, for `failed` and `cancelled` (e.g. `agent restarted`).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// The node's part as the service now records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct AssignmentStatusResponse {
+    pub state: JobState,
+    pub desired: Desired,
+}
+
+/// Keep the last `OUTPUT_TAIL_LINES` lines, each cut to `OUTPUT_LINE_CHARS` characters.
+pub fn clamp_tail(lines: &[String]) -> Vec<String> {
+    let start = lines.len().saturating_sub(OUTPUT_TAIL_LINES);
+    lines[start..].iter().map(|l| l.chars().take(OUTPUT_LINE_CHARS).collect()).collect()
+}
+
+/// State of a job, and of each of its nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(sqlx::Type))]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "server", sqlx(type_name = "text", rename_all = "snake_case"))]
+pub enum JobState {
+    /// Rendered; no agent has fetched it yet.
+    Pending,
+    /// The agents fetched it.
+    Assigned,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Assigned => "assigned",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobState::Succeeded | JobState::Failed | JobState::Cancelled)
+    }
+
+    /// Position in the only order states move in: pending, assigned, running, then one terminal state.
+    pub fn rank(self) -> u8 {
+        match self {
+            JobState::Pending => 0,
+            JobState::Assigned => 1,
+            JobState::Running => 2,
+            _ => 3,
+        }
+    }
+}
+
+/// What the service wants a node to do with its part of a job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "server", derive(sqlx::Type))]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "server", sqlx(type_name = "text", rename_all = "snake_case"))]
+pub enum Desired {
+    Run,
+    /// Stop the process (SIGTERM, then SIGKILL after a grace period) and report `cancelled`.
+    Cancel,
+}
+
+/// A config file written into the job's working directory before it starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct SpecFile {
+    /// Relative path inside the job's working directory.
+    pub path: String,
+    pub content: String,
+}
+
+/// What one node runs: exactly this argv (no shell) with exactly this environment (plus PATH and HOME).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct LaunchSpec {
+    pub argv: Vec<String>,
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub files: Vec<SpecFile>,
+    /// Run inside this container image (the agent wraps argv in `docker run` with only the leased GPUs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
