@@ -117,13 +117,14 @@ pub async fn move_balance(
 
 /// The tenant's balance in one currency (0 without entries).
 pub async fn balance(conn: &mut PgConnection, tenant_id: Uuid, currency: &str) -> Result<i64, sqlx::Error> {
-    let row: Option<(i64,)> =
-        sqlx::query_as("SELECT balance_minor FROM tenant_balances WHERE tenant_id = $1 AND currency = $2")
-            .bind(tenant_id)
-            .bind(currency)
-            .fetch_optional(conn)
-            .await?;
-    Ok(row.map_or(0, |r| r.0))
+    let balance = sqlx::query_scalar!(
+        "SELECT balance_minor FROM tenant_balances WHERE tenant_id = $1 AND currency = $2",
+        tenant_id,
+        currency
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(balance.unwrap_or(0))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
