@@ -64,6 +64,8 @@ if grep -qiE "warning|error|unable|skipp|will not be generated" <<<"$log"; then
   fi
   echo "sdk: WARNING: writing a Python SDK that lacks what is listed above (ALLOW_GENERATOR_WARNINGS=1)" >&2
 fi
+# PEP 561: the generated package is fully typed; type checkers read its annotations only with this marker.
+: >"$work/gpuplane_client/py.typed"
 find "$work/gpuplane_client" \( -name __pycache__ -o -name .ruff_cache \) -prune -exec rm -rf {} +
 mkdir -p "$out/python"
 rm -rf "$out/python/gpuplane_client"
