@@ -125,25 +125,28 @@ pub fn complete(api: &mut utoipa::openapi::OpenApi) {
     state_text_rules(api);
     for (path, item) in api.paths.paths.iter_mut() {
         let has_path_params = path.contains('{');
+        // Agent endpoints take an agent credential only: the console's cookie is a user's.
+        let user = !path.starts_with("/v1/agent/");
         for op in
             [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten()
         {
-            complete_operation(op, has_path_params);
+            complete_operation(op, has_path_params, user);
         }
     }
 }
 
-fn complete_operation(op: &mut Operation, has_path_params: bool) {
+fn complete_operation(op: &mut Operation, has_path_params: bool, user: bool) {
     let public = op.operation_id.as_deref().is_some_and(|id| PUBLIC_OPERATIONS.contains(&id));
     let has_body = op.request_body.is_some();
     let has_query = op.parameters.as_ref().is_some_and(|ps| {
         ps.iter().any(|p| matches!(p, RefOr::T(p) if p.parameter_in == utoipa::openapi::path::ParameterIn::Query))
     });
     if !public {
-        op.security = Some(vec![
-            SecurityRequirement::new(BEARER, Vec::<String>::new()),
-            SecurityRequirement::new(CONSOLE_SESSION, Vec::<String>::new()),
-        ]);
+        let mut security = vec![SecurityRequirement::new(BEARER, Vec::<String>::new())];
+        if user {
+            security.push(SecurityRequirement::new(CONSOLE_SESSION, Vec::<String>::new()));
+        }
+        op.security = Some(security);
     }
     let mut wanted = vec!["500", "503"];
     if op.operation_id.as_deref().is_some_and(|id| THROTTLED_OPERATIONS.contains(&id)) {

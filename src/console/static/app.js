@@ -36,7 +36,9 @@ function table(headers, rows, cls) {
 }
 function field(label, input) { return h("label", {}, label, input); }
 function flash(msg, ok) { const f = $("#flash"); f.className = ok ? "ok" : ""; f.textContent = msg || ""; }
-function show(...nodes) { const m = $("#main"); m.replaceChildren(...nodes); }
+// Views return their nodes; only the latest navigation's view is shown (a slow earlier one is dropped).
+function show(...nodes) { $("#main").replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false)); }
+let routeSeq = 0;
 function stateTag(st) { return h("span", { class: `state state-${st}` }, st); }
 function money(minor, cur) { return `${(minor / 100).toFixed(2)} ${cur || ""}`.trim(); }
 function short(id) { return String(id).slice(0, 8); }
@@ -110,14 +112,15 @@ function lineChart(title, unit, series, fixedMax) {
   svg.append(s("text", { x: L, y: H - 6 }, new Date(t0).toISOString().slice(11, 19)), s("text", { x: W - R - 50, y: H - 6 }, new Date(t1).toISOString().slice(11, 19)));
   series.forEach((ser, i) => {
     const d = ser.points.map((p, j) => `${j ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join("");
-    svg.append(s("path", { d, fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 2 }, s("title", {}, ser.label)));
+    const color = COLORS[i % COLORS.length];
+    svg.append(s("path", { d, fill: "none", stroke: color, "stroke-width": 2, "data-points": ser.points.length }, s("title", {}, ser.label)));
+    if (ser.points.length < 3) for (const p of ser.points) svg.append(s("circle", { cx: x(p[0]), cy: y(p[1]), r: 3, fill: color }));
   });
   return svg;
 }
 function legend(series) {
-  return h("div", { class: "legend" }, series.map((ser, i) => h("span", {}, h("svg", { width: 10, height: 10, "aria-hidden": "true" }), ` ${ser.label}`)).map((el, i) => {
-    el.firstChild.append(s("rect", { width: 10, height: 10, fill: COLORS[i % COLORS.length] })); return el;
-  }));
+  return h("div", { class: "legend" }, series.map((ser, i) => h("span", {},
+    s("svg", { width: 10, height: 10, "aria-hidden": "true" }, s("rect", { width: 10, height: 10, fill: COLORS[i % COLORS.length] })), ` ${ser.label}`)));
 }
 // A horizontal stacked bar of [{label, value, color}].
 function stackBar(label, parts) {
@@ -174,10 +177,10 @@ function leaseForm(pools, preset) {
 }
 async function viewPools() {
   const pools = await loadPools();
-  show(h("h1", {}, "GPU pools"),
+  return [h("h1", {}, "GPU pools"),
     table(["Pool", "GPU", "Region", "Free / total", "Largest block", "Price per GPU-hour"],
       pools.map((p) => [p.name, p.gpu_model.key, p.region, `${p.free_gpus} / ${p.total_gpus}`, String(p.largest_free_block), money(p.price_per_gpu_hour_minor, p.currency)])),
-    isAdmin() ? [h("h2", {}, "Rent GPUs"), leaseForm(pools)] : h("p", { class: "muted" }, "Members can view pools; a tenant admin creates leases."));
+    isAdmin() ? [h("h2", {}, "Rent GPUs"), leaseForm(pools)] : h("p", { class: "muted" }, "Members can view pools; a tenant admin creates leases.")];
 }
 async function ledgerByLease() {
   const page = await api("GET", "/v1/billing/ledger?limit=200");
@@ -187,21 +190,27 @@ async function ledgerByLease() {
 }
 async function viewLeases() {
   const [page, , cost] = await Promise.all([api("GET", "/v1/leases?limit=100"), loadPools(), ledgerByLease()]);
-  show(h("h1", {}, "Leases"),
+  return [h("h1", {}, "Leases"),
     page.items.length ? table(["Lease", "State", "Pool", "GPUs", "Nodes", "Time left", "Charged so far"], page.items.map((l) => {
       const p = poolsById[l.pool_id];
       return [h("a", { href: `#/lease/${l.id}` }, short(l.id)), stateTag(l.state), p ? p.name : short(l.pool_id), String(l.gpu_count),
         [...new Set(l.gpus.map((g) => g.hostname))].join(", ") || "-", l.state === "active" ? left(l.ends_at) : "-", money(cost[l.id] || 0, p && p.currency)];
-    })) : h("p", {}, "No leases yet. ", h("a", { href: "#/pools" }, "Rent GPUs"), " or ", h("a", { href: "#/advice" }, "ask what to rent"), "."));
+    })) : h("p", {}, "No leases yet. ", h("a", { href: "#/pools" }, "Rent GPUs"), " or ", h("a", { href: "#/advice" }, "ask what to rent"), ".")];
 }
 async function viewLease(id) {
-  const [lease, tele, insights, cost, jobs] = await Promise.all([
-    api("GET", `/v1/leases/${id}`), api("GET", `/v1/leases/${id}/telemetry`).catch(() => ({ gpus: [] })),
+  const lease = await api("GET", `/v1/leases/${id}`);
+  // The lease's last hour at most, in about 120 buckets (so a young lease shows seconds, not one minute).
+  const to = lease.ended_at ? Date.parse(lease.ended_at) : Date.now();
+  const from = Math.max(Date.parse(lease.starts_at || lease.created_at), to - 3600 * 1000);
+  const step = Math.max(1, Math.ceil((to - from) / 1000 / 120));
+  const range = `from=${encodeURIComponent(new Date(from).toISOString())}&to=${encodeURIComponent(new Date(to).toISOString())}&step_s=${step}`;
+  const [tele, insights, cost, jobs] = await Promise.all([
+    api("GET", `/v1/leases/${id}/telemetry?${range}`).catch(() => ({ gpus: [] })),
     api("GET", `/v1/leases/${id}/insights`).catch(() => ({ insights: [] })), ledgerByLease(), api("GET", `/v1/leases/${id}/jobs`).catch(() => ({ items: [] }))]);
   const series = (metric) => tele.gpus.map((g) => ({ label: `${g.hostname} GPU ${g.index}`, points: g.points.map((p) => [Date.parse(p.t), p[metric]]) }));
   const live = ["active", "queued"].includes(lease.state);
   const hours = h("input", { id: "extend-hours", type: "number", min: 1, max: 8760, value: 1 });
-  show(h("h1", {}, `Lease ${short(lease.id)} `, stateTag(lease.state)),
+  return [h("h1", {}, `Lease ${short(lease.id)} `, stateTag(lease.state)),
     h("p", {}, `${lease.gpu_count} GPUs, ${lease.placement}; ends ${ago(lease.ends_at)} (${live ? left(lease.ends_at) + " left" : lease.end_reason || "ended"}); charged so far `,
       h("strong", { id: "lease-charge" }, money(cost[lease.id] || 0, "USD"))),
     isAdmin() && live ? h("form", { class: "inline", "aria-label": "Lease actions", onsubmit: act(() => api("POST", `/v1/leases/${id}/extend`, { hours: Number(hours.value) }), "Lease extended") },
@@ -212,7 +221,7 @@ async function viewLease(id) {
     h("h2", {}, "Power"), lineChart("Power", " W", series("power_w")),
     h("h2", {}, "Insights"), insights.insights.length ? h("ul", {}, insights.insights.map((i) => h("li", {}, h("strong", {}, i.message), " ", i.suggestion))) : h("p", { class: "muted" }, "No findings."),
     h("h2", {}, "GPUs"), table(["Node", "GPU", "UUID"], lease.gpus.map((g) => [g.hostname, String(g.index), g.uuid])),
-    h("h2", {}, "Jobs"), jobsTable(jobs.items));
+    h("h2", {}, "Jobs"), jobsTable(jobs.items)];
 }
 function jobsTable(jobs) {
   if (!jobs.length) return h("p", { class: "muted" }, "No jobs on this lease.");
@@ -229,41 +238,41 @@ async function viewAdvice() {
   const kind = h("select", { id: "advice-kind", name: "kind" }, ["lora", "train", "inference"].map((k) => h("option", { value: k }, k)));
   const tokens = h("input", { id: "advice-tokens", type: "number", min: 1, value: 100000000 });
   const out = h("div", { id: "advice-results" });
-  show(h("h1", {}, "What should I rent?"),
+  return [h("h1", {}, "What should I rent?"),
     h("form", { class: "inline", id: "advice-form", "aria-label": "Advice", onsubmit: async (ev) => {
       ev.preventDefault(); flash(""); out.replaceChildren(h("p", {}, "Planning..."));
       try {
         const workload = { kind: kind.value };
         const target = kind.value === "inference" ? { serving_tokens_per_s: 1000 } : { training_tokens: Number(tokens.value) };
         const r = await api("POST", "/v1/advice", { model: { preset: model.value.trim() }, workload, target });
-        out.replaceChildren(r.options.length ? table(["#", "Pool", "GPUs", "Layout", "Hours", "Cost", "", ""], r.options.map((o, i) => [
+        out.replaceChildren(...[r.options.length ? table(["#", "Pool", "GPUs", "Layout", "Hours", "Cost", "", ""], r.options.map((o, i) => [
           String(i + 1), (poolsById[o.pool_id] || {}).name || short(o.pool_id), `${o.gpu_count} x ${o.gpu_key}`, `tp ${o.plan.tp} pp ${o.plan.pp} dp ${o.plan.dp}`,
           o.hours.toFixed(2), money(o.cost_minor, o.currency), [o.cheapest ? "cheapest " : "", o.fastest ? "fastest" : ""].join(""),
           isAdmin() ? h("button", { type: "button", class: "secondary", "data-pool": o.pool_id, onclick: () => show(h("h1", {}, "Lease this option"), leaseForm(pools, { pool_id: o.pool_id, gpu_count: o.gpu_count, hours: Math.max(1, Math.ceil(o.hours)) })) }, "Lease this") : ""]))
           : h("p", {}, "No pool can run this."),
-        r.skipped.length ? h("p", { class: "muted" }, "Skipped: " + r.skipped.map((x) => `${(poolsById[x.pool_id] || {}).name || x.pool_id}: ${x.reason}`).join("; ")) : null);
+        r.skipped.length ? h("p", { class: "muted" }, "Skipped: " + r.skipped.map((x) => `${(poolsById[x.pool_id] || {}).name || x.pool_id}: ${x.reason}`).join("; ")) : null].filter(Boolean));
       } catch (e) { out.replaceChildren(); flash(e instanceof Problem ? e.words() : String(e)); }
     } }, field("Model preset", model), field("Workload", kind), field("Training tokens", tokens), h("button", { type: "submit" }, "Get advice")),
-    out);
+    out];
 }
 async function viewBilling() {
   const [bal, inv, ledger] = await Promise.all([api("GET", "/v1/billing/balance"), api("GET", "/v1/billing/invoices"), api("GET", "/v1/billing/ledger?limit=200")]);
   const byDay = {};
   for (const e of ledger.items) if (e.kind === "usage") { const d = e.period_at.slice(0, 10); byDay[d] = (byDay[d] || 0) - e.amount_minor; }
   const days = Object.keys(byDay).sort();
-  show(h("h1", {}, "Billing"),
+  return [h("h1", {}, "Billing"),
     h("div", { class: "cards" }, bal.map((b) => h("div", { class: "card" }, h("h3", {}, "Balance"), h("strong", { id: `balance-${b.currency}` }, money(b.balance_minor, b.currency))))),
     h("h2", {}, "Spend per day"), lineChart("Spend per day", "", [{ label: "spend (minor units)", points: days.map((d) => [Date.parse(d), byDay[d]]) }]),
     h("h2", {}, "Ledger"), table(["When", "Kind", "Amount", "Lease"], ledger.items.slice(0, 50).map((e) => [ago(e.created_at), e.kind, money(e.amount_minor, e.currency), e.lease_id ? h("a", { href: `#/lease/${e.lease_id}` }, short(e.lease_id)) : "-"])),
     h("h2", {}, "Invoices"), inv.length ? table(["Month", "State", "Usage", "Credits", "Total"], inv.map((i) => [i.month, i.state, money(i.usage_minor, i.currency), money(i.credits_minor, i.currency), money(i.total_minor, i.currency)])) : h("p", { class: "muted" }, "No invoices yet."),
-    h("p", {}, h("a", { class: "button", href: "/v1/billing/usage/export?format=csv", download: "usage.csv" }, "Download usage (CSV)")));
+    h("p", {}, h("a", { class: "button", href: "/v1/billing/usage/export?format=csv", download: "usage.csv" }, "Download usage (CSV)"))];
 }
 async function viewKeys() {
   const keys = await api("GET", "/v1/tenant/api-keys");
   const name = h("input", { id: "key-name", required: true, maxlength: 100 });
   const role = h("select", { id: "key-role" }, h("option", { value: "tenant_member" }, "tenant_member"), h("option", { value: "tenant_admin" }, "tenant_admin"));
   const created = h("div", { id: "key-created", "aria-live": "polite" });
-  show(h("h1", {}, "API keys"),
+  return [h("h1", {}, "API keys"),
     table(["Name", "Role", "Prefix", "Created", "Last used", "State", ""], keys.map((k) => [k.name, k.role, k.prefix, ago(k.created_at), ago(k.last_used_at),
       k.revoked_at ? "revoked" : "active", k.revoked_at ? "" : h("button", { type: "button", class: "danger", onclick: act(() => api("DELETE", `/v1/tenant/api-keys/${k.id}`), "Key revoked") }, "Revoke")])),
     h("h2", {}, "New key"),
@@ -273,7 +282,7 @@ async function viewKeys() {
         const k = await api("POST", "/v1/tenant/api-keys", { name: name.value, role: role.value });
         created.replaceChildren(h("p", {}, "Copy this key now; it is never shown again:"), h("p", { class: "secret" }, k.api_key));
       } catch (e) { flash(e instanceof Problem ? e.words() : String(e)); }
-    } }, field("Name", name), field("Role", role), h("button", { type: "submit" }, "Create key")), created);
+    } }, field("Name", name), field("Role", role), h("button", { type: "submit" }, "Create key")), created];
 }
 
 // ---- operator views ----------------------------------------------------------------------------------------
@@ -290,7 +299,7 @@ async function allPages(path) {
 async function viewFleet() {
   const [pools, nodes] = await Promise.all([loadPools(), allPages("/v1/admin/nodes")]);
   const utils = await Promise.all(pools.map((p) => api("GET", `/v1/admin/pools/${p.id}/utilization`).catch(() => ({}))));
-  show(h("h1", {}, "Fleet"), h("div", { class: "cards", id: "fleet" }, pools.map((p, i) => {
+  return [h("h1", {}, "Fleet"), h("div", { class: "cards", id: "fleet" }, pools.map((p, i) => {
     const mine = nodes.filter((n) => n.pool_id === p.id);
     const unhealthy = mine.reduce((a, n) => a + n.gpus.filter((g) => !g.healthy).length, 0);
     const leased = p.total_gpus - p.free_gpus;
@@ -301,36 +310,36 @@ async function viewFleet() {
       stackBar(`${p.name} GPUs`, [{ label: "leased", value: leased, color: "#0b57d0" }, { label: "free", value: free, color: "#8bc34a" }, { label: "unhealthy", value: unhealthy, color: "#b3261e" }]),
       h("p", {}, `${free} free, ${leased} leased, ${unhealthy} unhealthy of ${p.total_gpus} GPUs`),
       h("p", {}, `${mine.length} nodes (${mine.filter((n) => n.state === "ready").length} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`));
-  })));
+  }))];
 }
 async function viewNodes() {
   const [nodes] = await Promise.all([allPages("/v1/admin/nodes"), loadPools()]);
   const action = (n, what, label, cls) => h("button", { type: "button", class: cls || "secondary", "data-action": what, "data-node": n.hostname,
     onclick: act(() => api("POST", `/v1/admin/nodes/${n.id}/${what}`, what === "maintenance" ? { enabled: true } : undefined), `${n.hostname}: ${label.toLowerCase()} done`) }, label);
-  show(h("h1", {}, "Nodes"), table(["Host", "Pool", "State", "GPUs", "Last heartbeat", "Actions"], nodes.map((n) => [n.hostname, (poolsById[n.pool_id] || {}).name || short(n.pool_id), stateTag(n.state),
+  return [h("h1", {}, "Nodes"), table(["Host", "Pool", "State", "GPUs", "Last heartbeat", "Actions"], nodes.map((n) => [n.hostname, (poolsById[n.pool_id] || {}).name || short(n.pool_id), stateTag(n.state),
     `${n.gpus.length} (${n.gpus.filter((g) => !g.healthy).length} unhealthy)`, ago(n.last_heartbeat_at),
-    h("span", {}, n.state === "ready" ? [action(n, "cordon", "Cordon"), " ", action(n, "drain", "Drain")] : action(n, "uncordon", "Uncordon"))])));
+    h("span", {}, n.state === "ready" ? [action(n, "cordon", "Cordon"), " ", action(n, "drain", "Drain")] : action(n, "uncordon", "Uncordon"))]))];
 }
 async function viewAllLeases() {
   const [leases] = await Promise.all([allPages("/v1/admin/leases?state=active"), loadPools()]);
-  show(h("h1", {}, "Active leases, all tenants"), leases.length ? table(["Lease", "Tenant", "Pool", "GPUs", "Time left", ""], leases.map((l) => [short(l.id), short(l.tenant_id),
+  return [h("h1", {}, "Active leases, all tenants"), leases.length ? table(["Lease", "Tenant", "Pool", "GPUs", "Time left", ""], leases.map((l) => [short(l.id), short(l.tenant_id),
     (poolsById[l.pool_id] || {}).name || short(l.pool_id), String(l.gpu_count), left(l.ends_at),
     h("button", { type: "button", class: "danger", onclick: act(() => {
       const reason = prompt("Reason for terminating this lease (shown to the tenant):");
       if (!reason) throw new Error("A reason is needed to terminate a lease.");
       return api("POST", `/v1/admin/leases/${l.id}/terminate`, { reason });
-    }, "Lease terminated") }, "Terminate")])) : h("p", {}, "No active leases."));
+    }, "Lease terminated") }, "Terminate")])) : h("p", {}, "No active leases.")];
 }
 async function viewTenants() {
   const tenants = await allPages("/v1/admin/tenants");
-  show(h("h1", {}, "Tenants"), table(["Tenant", "Status", "Top up (USD)", ""], tenants.map((t) => {
+  return [h("h1", {}, "Tenants"), table(["Tenant", "Status", "Top up (USD)", ""], tenants.map((t) => {
     const amount = h("input", { type: "number", min: 1, step: "0.01", "aria-label": `Top-up amount for ${t.name}`, value: 100 });
     return [t.name, stateTag(t.status),
       h("form", { class: "inline", onsubmit: act(() => api("POST", `/v1/admin/tenants/${t.id}/ledger`, { kind: "topup", amount_minor: Math.round(Number(amount.value) * 100), currency: "USD", reason: "console top-up" },
         { "Idempotency-Key": `console-${Date.now()}-${Math.random().toString(36).slice(2)}` }), `${t.name} topped up`) }, amount, h("button", { type: "submit", class: "secondary" }, "Top up")),
       h("button", { type: "button", class: t.status === "active" ? "danger" : "secondary", onclick: act(() => api("PATCH", `/v1/admin/tenants/${t.id}`, { status: t.status === "active" ? "suspended" : "active" }), "Tenant updated") },
         t.status === "active" ? "Suspend" : "Reactivate")];
-  })));
+  }))];
 }
 
 // ---- routing -----------------------------------------------------------------------------------------------
@@ -349,9 +358,10 @@ async function route() {
   $("#nav").replaceChildren(...nav.map(([href, label]) => h("a", { href, "aria-current": href === `#/${current}` ? "page" : null }, label)));
   $("#who").textContent = session.role.replace("_", " ");
   $("#signout").hidden = false;
-  const view = VIEWS[current];
-  try { await (view ? view(arg) : nav[0] && VIEWS[nav[0][0].slice(2)]()); }
-  catch (e) { show(h("h1", {}, "Something went wrong"), h("p", {}, e instanceof Problem ? e.words() : String(e))); }
+  const view = VIEWS[current] || VIEWS[nav[0][0].slice(2)];
+  const seq = ++routeSeq;
+  try { const nodes = await view(arg); if (seq === routeSeq) show(...nodes); }
+  catch (e) { if (seq === routeSeq) show(h("h1", {}, "Something went wrong"), h("p", {}, e instanceof Problem ? e.words() : String(e))); }
   document.title = `gpuplane: ${current}`;
 }
 window.addEventListener("hashchange", () => { flash(""); route(); });
