@@ -92,15 +92,14 @@ mod tests {
         assert_eq!(session_token(&parts(Method::GET, &[("cookie", "gp_session=tok")])).unwrap(), Some("tok"));
         assert_eq!(session_token(&parts(Method::POST, &[])).unwrap(), None);
         for method in [Method::POST, Method::PUT, Method::PATCH, Method::DELETE] {
-            let missing = session_token(&parts(method.clone(), &[("cookie", "gp_session=tok")]));
-            assert!(matches!(missing, Err(ApiError::Forbidden { code: "csrf_failed", .. })));
+            let missing = parts(method.clone(), &[("cookie", "gp_session=tok")]);
+            assert!(matches!(session_token(&missing), Err(ApiError::Forbidden { code: "csrf_failed", .. })));
             let other = csrf_token("another-session");
-            let wrong =
-                session_token(&parts(method.clone(), &[("cookie", "gp_session=tok"), ("x-csrf-token", &other)]));
-            assert!(matches!(wrong, Err(ApiError::Forbidden { code: "csrf_failed", .. })));
+            let wrong = parts(method.clone(), &[("cookie", "gp_session=tok"), ("x-csrf-token", &other)]);
+            assert!(matches!(session_token(&wrong), Err(ApiError::Forbidden { code: "csrf_failed", .. })));
             let good = csrf_token("tok");
-            let ok = session_token(&parts(method, &[("cookie", "gp_session=tok"), ("x-csrf-token", &good)]));
-            assert_eq!(ok.unwrap(), Some("tok"));
+            let ok = parts(method, &[("cookie", "gp_session=tok"), ("x-csrf-token", &good)]);
+            assert_eq!(session_token(&ok).unwrap(), Some("tok"));
         }
     }
 }
