@@ -27,8 +27,8 @@ import urllib.request
 from pathlib import Path
 
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -98,20 +98,21 @@ def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     op = api.token(operator_key)
     tenant = api.ok("POST", "/v1/admin/tenants", op, {"name": "browser-ml"})
     admin = api.ok("POST", f"/v1/admin/tenants/{tenant['id']}/api-keys", op, {"name": "admin", "role": "tenant_admin"})
-    member = api.ok("POST", f"/v1/admin/tenants/{tenant['id']}/api-keys", op, {"name": "member", "role": "tenant_member"})
+    member = api.ok(
+        "POST", f"/v1/admin/tenants/{tenant['id']}/api-keys", op, {"name": "member", "role": "tenant_member"}
+    )
     api.ok("POST", f"/v1/admin/tenants/{tenant['id']}/ledger", op,
            {"kind": "topup", "amount_minor": 1_000_000, "currency": "USD", "reason": "browser test"})  # fmt: skip
     pool = api.ok("POST", "/v1/admin/pools", op, {"name": "a100-browser", "gpu_model": GPU, "region": "test",
                                                    "price_per_gpu_hour_minor": PRICE_PER_GPU_HOUR_MINOR, "currency": "USD"})  # fmt: skip
     join = api.ok("POST", f"/v1/admin/pools/{pool['id']}/join-tokens", op, {"max_uses": 1})
-    out = open(work / "agent.out", "wb")
-    err = open(work / "agent.log", "wb")
     env = dict(os.environ, RUST_LOG="warn")
-    agent = subprocess.Popen(
-        [binary, "agent", "--server", api.url, "--join-token", join["join_token"], "--simulate", f"{GPU}:{GPUS}",
-         "--hostname", "browser-1", "--state-dir", str(work / "agent-state")],
-        stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
+    with open(work / "agent.out", "wb") as out, open(work / "agent.log", "wb") as err:
+        agent = subprocess.Popen(
+            [binary, "agent", "--server", api.url, "--join-token", join["join_token"], "--simulate", f"{GPU}:{GPUS}",
+             "--hostname", "browser-1", "--state-dir", str(work / "agent-state")],
+            stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
     (work / "agents.pids").write_text(f"{agent.pid}\n")
 
     def ready():
@@ -139,7 +140,10 @@ class Console:
         self.shots = shots
 
     def wait(self, cond, secs: float = 15):
-        return WebDriverWait(self.d, secs, poll_frequency=0.1).until(cond)
+        # The page re-renders a view after each action: an element found a moment ago may be gone; look again.
+        return WebDriverWait(
+            self.d, secs, poll_frequency=0.1, ignored_exceptions=[StaleElementReferenceException]
+        ).until(cond)
 
     def css(self, sel: str, secs: float = 15):
         return self.wait(EC.visibility_of_element_located((By.CSS_SELECTOR, sel)), secs)
@@ -152,6 +156,11 @@ class Console:
 
     def go(self, hash_: str) -> None:
         self.d.execute_script("location.hash = arguments[0]", hash_)
+
+    def view(self, hash_: str, heading: str) -> None:
+        """Navigate and wait until that view is shown (its heading), not the previous one."""
+        self.go(hash_)
+        self.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main h1").text.startswith(heading))
 
     def sign_in(self, key: str) -> None:
         self.d.delete_all_cookies()
@@ -196,16 +205,17 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     check("a state change without X-CSRF-Token is refused", refused["status"] == 403 and body.get("code") == "csrf_failed",
           f"{refused['status']} {body.get('code')}")  # fmt: skip
 
-    c.go("#/advice")
-    c.css("#advice-form")
+    c.view("#/advice", "What should I rent")
     c.d.find_element(By.CSS_SELECTOR, "#advice-form button[type=submit]").click()
     c.css("#advice-results table", 30)
     c.shot("advice")
     check("advice ranks the pool for a 7B LoRA fine-tune", "a100-browser" in c.text())
     c.d.find_element(By.CSS_SELECTOR, f"button[data-pool='{pool['id']}']").click()
     c.css("#lease-form")
-    check("one click on an option fills the lease form with its pool",
-          Select(c.d.find_element(By.ID, "lease-pool")).first_selected_option.get_attribute("value") == pool["id"])
+    check(
+        "one click on an option fills the lease form with its pool",
+        Select(c.d.find_element(By.ID, "lease-pool")).first_selected_option.get_attribute("value") == pool["id"],
+    )
     gpus = c.d.find_element(By.ID, "lease-gpus")
     gpus.clear()
     gpus.send_keys("64")
@@ -228,17 +238,17 @@ def tenant_admin(c: Console, seeded: dict) -> None:
         chart = c.css("svg.chart[aria-label='GPU utilization chart']")
         lines = [int(p.get_attribute("data-points")) for p in chart.find_elements(By.TAG_NAME, "path")]
         return lines if len(lines) == GPUS and min(lines) >= 5 else None
+
     lines = wait_for("the utilization chart draws the GPUs' samples", 60, chart_has_lines, 1.0)
     check("the lease page charts utilization per GPU", True, f"{len(lines)} GPUs, {min(lines)}+ points each")
     c.shot("lease")
 
-    c.go("#/leases")
-    c.css("main table")
+    c.view("#/leases", "Leases")
     c.wait_text(lease_id[:8])
     c.shot("leases")
     check("the leases list shows the lease with its GPUs and node", "browser-1" in c.text())
 
-    c.go(f"#/lease/{lease_id}")
+    c.view(f"#/lease/{lease_id}", "Lease")
     c.css("#release-lease").click()
     c.wait_text("released")
     check("the lease is released", "released" in c.text())
@@ -247,9 +257,10 @@ def tenant_admin(c: Console, seeded: dict) -> None:
         c.d.refresh()
         el = c.css("#lease-charge")
         return el.text if not el.text.startswith("0.00") else None
+
     charge = wait_for("the lease's charge appears", 45, charged, 1.0)
     check("the released lease shows what it was charged", charge.endswith("USD"), charge)
-    c.go("#/billing")
+    c.view("#/billing", "Billing")
     c.wait_text("usage")
     check("billing lists the usage charge", "usage" in c.text() and "Balance" in c.text())
     c.shot("billing")
@@ -262,9 +273,8 @@ def member(c: Console, seeded: dict) -> None:
     check("a member sees pools and leases", "Pools" in nav and "Leases" in nav)
     check("a member sees no create-lease form and no API keys section",
           not c.d.find_elements(By.ID, "lease-form") and "API keys" not in nav, nav)  # fmt: skip
-    c.go("#/leases")
-    c.css("main table")
-    c.d.find_element(By.CSS_SELECTOR, "main table a").click()
+    c.view("#/leases", "Leases")
+    c.css("main table a[href^='#/lease/']").click()
     c.css("svg.chart")
     check("a member sees no release or extend on a lease", not c.d.find_elements(By.ID, "release-lease"))
 
@@ -274,7 +284,7 @@ def operator(c: Console, seeded: dict) -> None:
     card = c.css(f"#fleet [data-pool='{seeded['pool']['id']}']")
     check("the operator sees the fleet at a glance", "4 free, 0 leased, 0 unhealthy of 4 GPUs" in card.text, card.text)
     c.shot("fleet")
-    c.go("#/nodes")
+    c.view("#/nodes", "Nodes")
     c.css("button[data-action=cordon][data-node=browser-1]").click()
     c.wait_text("cordoned")
     check("the operator cordons a node", "cordoned" in c.text())

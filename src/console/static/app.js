@@ -98,7 +98,7 @@ function act(fn, okMsg) {
 // ---- charts (inline SVG) -----------------------------------------------------------------------------------
 const COLORS = ["#0b57d0", "#b3261e", "#146c2e", "#8a5300", "#6a1b9a", "#00695c", "#ad1457", "#37474f"];
 // A line chart of series [{label, points:[[t, v]]}], with a y axis from 0 to max.
-function lineChart(title, unit, series, fixedMax) {
+function lineChart(title, unit, series, fixedMax, days) {
   const W = 640, H = 200, L = 46, B = 22, T = 8, R = 8;
   const all = series.flatMap((x) => x.points);
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title} chart` }, s("title", {}, title));
@@ -109,7 +109,8 @@ function lineChart(title, unit, series, fixedMax) {
   const y = (v) => H - B - (v / ymax) * (H - B - T);
   svg.append(s("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }), s("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
   for (const f of [0, 0.5, 1]) svg.append(s("text", { x: 2, y: y(ymax * f) + 4 }, `${Math.round(ymax * f)}${unit}`));
-  svg.append(s("text", { x: L, y: H - 6 }, new Date(t0).toISOString().slice(11, 19)), s("text", { x: W - R - 50, y: H - 6 }, new Date(t1).toISOString().slice(11, 19)));
+  const tick = (t) => (days ? new Date(t).toISOString().slice(0, 10) : new Date(t).toISOString().slice(11, 19));
+  svg.append(s("text", { x: L, y: H - 6 }, tick(t0)), s("text", { x: W - R - 70, y: H - 6 }, tick(t1)));
   series.forEach((ser, i) => {
     const d = ser.points.map((p, j) => `${j ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join("");
     const color = COLORS[i % COLORS.length];
@@ -262,7 +263,7 @@ async function viewBilling() {
   const days = Object.keys(byDay).sort();
   return [h("h1", {}, "Billing"),
     h("div", { class: "cards" }, bal.map((b) => h("div", { class: "card" }, h("h3", {}, "Balance"), h("strong", { id: `balance-${b.currency}` }, money(b.balance_minor, b.currency))))),
-    h("h2", {}, "Spend per day"), lineChart("Spend per day", "", [{ label: "spend (minor units)", points: days.map((d) => [Date.parse(d), byDay[d]]) }]),
+    h("h2", {}, "Spend per day"), lineChart("Spend per day", "", [{ label: "spend", points: days.map((d) => [Date.parse(d), byDay[d] / 100]) }], null, true),
     h("h2", {}, "Ledger"), table(["When", "Kind", "Amount", "Lease"], ledger.items.slice(0, 50).map((e) => [ago(e.created_at), e.kind, money(e.amount_minor, e.currency), e.lease_id ? h("a", { href: `#/lease/${e.lease_id}` }, short(e.lease_id)) : "-"])),
     h("h2", {}, "Invoices"), inv.length ? table(["Month", "State", "Usage", "Credits", "Total"], inv.map((i) => [i.month, i.state, money(i.usage_minor, i.currency), money(i.credits_minor, i.currency), money(i.total_minor, i.currency)])) : h("p", { class: "muted" }, "No invoices yet."),
     h("p", {}, h("a", { class: "button", href: "/v1/billing/usage/export?format=csv", download: "usage.csv" }, "Download usage (CSV)"))];
