@@ -246,6 +246,12 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     c.view("#/leases", "Leases")
     c.wait_text(lease_id[:8])
     c.shot("leases")
+    # On a phone: the table turns into labelled rows, nothing overflows sideways.
+    c.d.set_window_size(390, 844)
+    overflow = c.d.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    c.shot("leases-phone")
+    c.d.set_window_size(1280, 900)
+    check("the leases page fits a phone's width", overflow <= 0, f"{overflow} px too wide")
     check("the leases list shows the lease with its GPUs and node", "browser-1" in c.text())
 
     c.view(f"#/lease/{lease_id}", "Lease")
@@ -282,7 +288,9 @@ def member(c: Console, seeded: dict) -> None:
 def operator(c: Console, seeded: dict) -> None:
     c.sign_in(seeded["operator_key"])
     card = c.css(f"#fleet [data-pool='{seeded['pool']['id']}']")
-    check("the operator sees the fleet at a glance", "4 free, 0 leased, 0 unhealthy of 4 GPUs" in card.text, card.text)
+    text = card.text.replace("\n", " / ")
+    check("the operator sees the fleet at a glance", "4 free, 0 leased, 0 unhealthy of 4 GPUs" in text, text)
+    check("the fleet shows the pool's revenue today", "Revenue today:" in text and "today: 0.00" not in text, text)
     c.shot("fleet")
     c.view("#/nodes", "Nodes")
     c.css("button[data-action=cordon][data-node=browser-1]").click()

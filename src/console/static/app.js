@@ -300,6 +300,10 @@ async function allPages(path) {
 async function viewFleet() {
   const [pools, nodes] = await Promise.all([loadPools(), allPages("/v1/admin/nodes")]);
   const utils = await Promise.all(pools.map((p) => api("GET", `/v1/admin/pools/${p.id}/utilization`).catch(() => ({}))));
+  // Revenue today (UTC), per pool.
+  const midnight = new Date(new Date().toISOString().slice(0, 10) + "T00:00:00Z");
+  const revenue = await api("GET", `/v1/admin/billing/revenue?from=${encodeURIComponent(midnight.toISOString())}&to=${encodeURIComponent(new Date(Date.now() + 1000).toISOString())}`).catch(() => ({ pools: [] }));
+  const earned = Object.fromEntries(revenue.pools.map((r) => [r.pool_id, r]));
   return [h("h1", {}, "Fleet"), h("div", { class: "cards", id: "fleet" }, pools.map((p, i) => {
     const mine = nodes.filter((n) => n.pool_id === p.id);
     const unhealthy = mine.reduce((a, n) => a + n.gpus.filter((g) => !g.healthy).length, 0);
@@ -310,7 +314,8 @@ async function viewFleet() {
       h("h3", {}, `${p.name} (${p.gpu_model.key})`),
       stackBar(`${p.name} GPUs`, [{ label: "leased", value: leased, color: "#0b57d0" }, { label: "free", value: free, color: "#8bc34a" }, { label: "unhealthy", value: unhealthy, color: "#b3261e" }]),
       h("p", {}, `${free} free, ${leased} leased, ${unhealthy} unhealthy of ${p.total_gpus} GPUs`),
-      h("p", {}, `${mine.length} nodes (${mine.filter((n) => n.state === "ready").length} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`));
+      h("p", {}, `${mine.length} nodes (${mine.filter((n) => n.state === "ready").length} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`),
+      h("p", {}, `Revenue today: ${money((earned[p.id] || {}).amount_minor || 0, (earned[p.id] || {}).currency || p.currency)}`));
   }))];
 }
 async function viewNodes() {
