@@ -56,6 +56,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(crate::openapi::base())
         .merge(crate::health::router())
         .merge(crate::auth::routes::router())
+        .merge(crate::console::session::router())
         .merge(crate::tenants::router())
         .merge(crate::inventory::router())
         .merge(crate::leases::router())
@@ -79,6 +80,7 @@ pub fn build_router(state: AppState) -> Router {
     crate::openapi::complete(&mut api);
     router
         .route_layer(middleware::from_fn(track_metrics))
+        .merge(crate::console::assets::router())
         .fallback(|| async { ApiError::NotFound("route") })
         .merge(SwaggerUi::new("/docs").url("/openapi.json", api))
         .layer(middleware::from_fn_with_state(state.auth_limiter.clone(), crate::rate_limit::throttle_credentials))

@@ -51,6 +51,10 @@ pub struct ServeArgs {
     pub agents: AgentArgs,
     #[command(flatten)]
     pub rate_limit: RateLimitArgs,
+    /// Mark the console's session cookies `Secure` (browsers then send them over HTTPS only). Set it whenever the
+    /// console is reached over TLS; behind a proxy with --trust-forwarded-for, `X-Forwarded-Proto: https` does too.
+    #[arg(long, env = "GPUPLANE_SECURE_COOKIES", default_value_t = false)]
+    pub secure_cookies: bool,
 }
 
 /// Throttling of the credential endpoints (`POST /v1/auth/token`, `POST /v1/agent/register`) per client address.
@@ -157,6 +161,8 @@ pub struct Settings {
     /// Fewest silent nodes that open a liveness hold.
     pub fleet_silence_min_nodes: u32,
     pub rate_limit: RateLimitArgs,
+    /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
+    pub secure_cookies: bool,
 }
 
 impl Settings {
@@ -178,6 +184,7 @@ impl Settings {
             fleet_silence_threshold: agents.fleet_silence_threshold,
             fleet_silence_min_nodes: agents.fleet_silence_min_nodes,
             rate_limit: RateLimitArgs::default(),
+            secure_cookies: false,
         }
     }
 }
@@ -235,6 +242,7 @@ impl ServeArgs {
         }
         let mut settings = Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a);
         settings.rate_limit = r;
+        settings.secure_cookies = self.secure_cookies;
         Ok(settings)
     }
 }

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod billing;
 pub mod cli;
 pub mod config;
+pub mod console;
 pub mod db;
 pub mod demo;
 pub mod environments;

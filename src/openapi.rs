@@ -3,7 +3,9 @@
 
 use utoipa::OpenApi;
 use utoipa::openapi::path::Operation;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 
 use crate::error::{FieldError, Problem};
@@ -41,15 +43,30 @@ pub fn base() -> utoipa::openapi::OpenApi {
 }
 
 /// Operations anyone may call without a token.
-const PUBLIC_OPERATIONS: &[&str] = &["create_token", "get_healthz", "get_readyz", "get_metrics", "register_agent"];
+const PUBLIC_OPERATIONS: &[&str] = &[
+    "create_token",
+    "create_console_session",
+    "delete_console_session",
+    "get_healthz",
+    "get_readyz",
+    "get_metrics",
+    "register_agent",
+];
 
 pub const BEARER: &str = "bearer";
+/// The console's session cookie (`POST /v1/console/session`), accepted wherever a bearer token is.
+pub const CONSOLE_SESSION: &str = "console_session";
 
 /// The shared error responses, by status, with the situation each one stands for.
 const PROBLEMS: &[(&str, &str, &str)] = &[
     ("400", "BadRequest", "Malformed request, e.g. invalid JSON (`malformed_json`)"),
     ("401", "Unauthorized", "Missing, expired, tampered or revoked credentials (`unauthorized`)"),
-    ("403", "Forbidden", "Authenticated but not allowed (`forbidden`, `tenant_suspended`)"),
+    (
+        "403",
+        "Forbidden",
+        "Authenticated but not allowed (`forbidden`, `tenant_suspended`), or a state change by the console's \
+         session cookie without its `X-CSRF-Token` (`csrf_failed`)",
+    ),
     ("404", "NotFound", "No such object, or it belongs to another tenant (`not_found`)"),
     ("413", "PayloadTooLarge", "Request body too large (`payload_too_large`)"),
     ("415", "UnsupportedMediaType", "Body is not application/json (`unsupported_media_type`)"),
@@ -68,7 +85,7 @@ const PROBLEMS: &[(&str, &str, &str)] = &[
 ];
 
 /// Operations throttled per client address (see `rate_limit`): they may answer 429.
-const THROTTLED_OPERATIONS: &[&str] = &["create_token", "register_agent"];
+const THROTTLED_OPERATIONS: &[&str] = &["create_token", "create_console_session", "register_agent"];
 
 /// What every text field of a request accepts: no control characters but tab, line feed and carriage return
 /// (see `extract::is_forbidden_char`). Stated on every request string that has no stricter pattern or format.
@@ -80,6 +97,16 @@ pub fn complete(api: &mut utoipa::openapi::OpenApi) {
     components.add_security_scheme(
         BEARER,
         SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+    );
+    components.add_security_scheme(
+        CONSOLE_SESSION,
+        SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+            crate::auth::cookie::SESSION_COOKIE,
+            "The web console's session: the access token in an HttpOnly, SameSite=Strict cookie set by \
+             `POST /v1/console/session`. Every POST, PUT, PATCH and DELETE authenticated by it must echo the \
+             session's CSRF token (the sign-in response's `csrf_token`, also the `gp_csrf` cookie) in the \
+             `X-CSRF-Token` header, or it is refused with 403 `csrf_failed`.",
+        ))),
     );
     for (_, name, description) in PROBLEMS {
         components.responses.insert(
@@ -98,22 +125,28 @@ pub fn complete(api: &mut utoipa::openapi::OpenApi) {
     state_text_rules(api);
     for (path, item) in api.paths.paths.iter_mut() {
         let has_path_params = path.contains('{');
+        // Agent endpoints take an agent credential only: the console's cookie is a user's.
+        let user = !path.starts_with("/v1/agent/");
         for op in
             [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten()
         {
-            complete_operation(op, has_path_params);
+            complete_operation(op, has_path_params, user);
         }
     }
 }
 
-fn complete_operation(op: &mut Operation, has_path_params: bool) {
+fn complete_operation(op: &mut Operation, has_path_params: bool, user: bool) {
     let public = op.operation_id.as_deref().is_some_and(|id| PUBLIC_OPERATIONS.contains(&id));
     let has_body = op.request_body.is_some();
     let has_query = op.parameters.as_ref().is_some_and(|ps| {
         ps.iter().any(|p| matches!(p, RefOr::T(p) if p.parameter_in == utoipa::openapi::path::ParameterIn::Query))
     });
     if !public {
-        op.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
+        let mut security = vec![SecurityRequirement::new(BEARER, Vec::<String>::new())];
+        if user {
+            security.push(SecurityRequirement::new(CONSOLE_SESSION, Vec::<String>::new()));
+        }
+        op.security = Some(security);
     }
     let mut wanted = vec!["500", "503"];
     if op.operation_id.as_deref().is_some_and(|id| THROTTLED_OPERATIONS.contains(&id)) {

@@ -20,7 +20,7 @@ use crate::config::RateLimitArgs;
 use crate::error::ApiError;
 
 /// The throttled routes (method POST).
-pub const THROTTLED_PATHS: &[&str] = &["/v1/auth/token", "/v1/agent/register"];
+pub const THROTTLED_PATHS: &[&str] = &["/v1/auth/token", "/v1/console/session", "/v1/agent/register"];
 
 /// Addresses tracked before idle ones are forgotten.
 const RETAIN_ABOVE: usize = 10_000;

@@ -7,6 +7,7 @@
 //! Who may call a handler is in its signature: [`OperatorAuth`], [`TenantAuth`], [`TenantAdminAuth`] or
 //! [`AnyAuth`]. Agent credentials (a different audience) can never satisfy these.
 
+pub mod cookie;
 pub mod keys;
 pub mod lifecycle;
 pub mod routes;
@@ -171,6 +172,17 @@ pub struct Principal {
     pub role: Role,
 }
 
+/// The user token of a request: the `Authorization: Bearer` header, or else the console's session cookie (with
+/// its CSRF check, see [`cookie`]). Both are verified the same way by the caller.
+pub fn user_token(parts: &Parts) -> Result<&str, ApiError> {
+    if !parts.headers.contains_key(AUTHORIZATION)
+        && let Some(token) = cookie::session_token(parts)?
+    {
+        return Ok(token);
+    }
+    bearer_token(parts)
+}
+
 /// Read the bearer token from the `Authorization` header.
 pub fn bearer_token(parts: &Parts) -> Result<&str, ApiError> {
     let value = parts
@@ -191,7 +203,7 @@ impl FromRequestParts<AppState> for Principal {
         if let Some(principal) = parts.extensions.get::<Principal>() {
             return Ok(*principal);
         }
-        let claims = state.tokens.verify(bearer_token(parts)?)?;
+        let claims = state.tokens.verify(user_token(parts)?)?;
         check_key(&state.db, claims.sub).await?;
         let principal = Principal { key_id: claims.sub, tenant_id: claims.tenant_id, role: claims.role };
         parts.extensions.insert(principal);
@@ -304,7 +316,7 @@ pub struct TenantAdminToken {
 impl FromRequestParts<AppState> for TenantAdminToken {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let claims = state.tokens.verify(bearer_token(parts)?)?;
+        let claims = state.tokens.verify(user_token(parts)?)?;
         match (claims.role, claims.tenant_id) {
             (Role::TenantAdmin, Some(tenant_id)) => {
                 tracing::Span::current().record("tenant.id", tracing::field::display(tenant_id));

@@ -62,7 +62,14 @@ pub async fn create_token(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<TokenRequest>,
 ) -> ApiResult<(NoStore, Json<TokenResponse>)> {
-    if !keys::looks_like_key(&req.api_key) {
+    let access_token = exchange_api_key(&state, &req.api_key).await?;
+    Ok((NO_STORE, Json(TokenResponse { access_token, token_type: "Bearer".into(), expires_in: state.tokens.ttl_secs })))
+}
+
+/// The one key -> token exchange, shared by `POST /v1/auth/token` and the console's sign-in: a known, unrevoked,
+/// unexpired key of an active tenant (or an operator key) gets a short-lived access token for its principal.
+pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<String> {
+    if !keys::looks_like_key(api_key) {
         return Err(ApiError::unauthorized("invalid API key"));
     }
     let row: Option<(Uuid, Option<Uuid>, Role, Option<String>)> = sqlx::query_as(
@@ -73,7 +80,7 @@ pub async fn create_token(
          WHERE k.id = found.id \
          RETURNING k.id, k.tenant_id, k.role, found.status",
     )
-    .bind(keys::hash(&req.api_key))
+    .bind(keys::hash(api_key))
     .fetch_optional(&state.db)
     .await?;
     let Some((key_id, tenant_id, role, tenant_status)) = row else {
@@ -82,8 +89,7 @@ pub async fn create_token(
     if tenant_status.as_deref() == Some("suspended") {
         return Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() });
     }
-    let access_token = state.tokens.issue(key_id, tenant_id, role)?;
-    Ok((NO_STORE, Json(TokenResponse { access_token, token_type: "Bearer".into(), expires_in: state.tokens.ttl_secs })))
+    Ok(state.tokens.issue(key_id, tenant_id, role)?)
 }
 
 /// Headers of a response that carries a secret: no cache (browser, proxy) may keep it (RFC 6749 section 5.1).

@@ -8,6 +8,7 @@ mod agents;
 mod auth;
 mod billing;
 mod binary;
+mod console;
 mod contract;
 mod demo;
 mod deploy;

@@ -23,6 +23,11 @@ fn every_operation_is_described_for_client_generators() {
     let doc: Value = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    let cookie = &doc["components"]["securitySchemes"]["console_session"];
+    assert_eq!(
+        (&cookie["type"], &cookie["in"], &cookie["name"]),
+        (&"apiKey".into(), &"cookie".into(), &"gp_session".into())
+    );
     let mut ids = std::collections::HashSet::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {
@@ -35,12 +40,27 @@ fn every_operation_is_described_for_client_generators() {
                 let described = response.get("description").is_some() || response.get("$ref").is_some();
                 assert!(described, "{id} {status} has a description");
             }
-            let public = ["create_token", "get_healthz", "get_readyz", "get_metrics", "register_agent"].contains(&id);
+            let public = [
+                "create_token",
+                "create_console_session",
+                "delete_console_session",
+                "get_healthz",
+                "get_readyz",
+                "get_metrics",
+                "register_agent",
+            ]
+            .contains(&id);
             if id == "register_agent" {
                 // Anonymous (a join token in the body), or the node's own credential as proof of identity.
                 assert_eq!(op["security"], serde_json::json!([{}, { "bearer": [] }]), "{id} security");
+            } else if public {
+                assert!(op.get("security").is_none(), "{id} security");
+            } else if path.starts_with("/v1/agent/") {
+                // Agent credentials only: the console's session cookie is a user's.
+                assert_eq!(op["security"], serde_json::json!([{ "bearer": [] }]), "{id} security");
             } else {
-                assert_eq!(op.get("security").is_some(), !public, "{id} security");
+                let security = serde_json::json!([{ "bearer": [] }, { "console_session": [] }]);
+                assert_eq!(op["security"], security, "{id} security: a bearer token or the console's cookie");
             }
             if !public {
                 assert!(responses.contains_key("401") && responses.contains_key("403"), "{id} documents auth errors");

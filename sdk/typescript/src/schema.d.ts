@@ -905,6 +905,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/console/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in principal (cookie or bearer): role and tenant, for the console to choose its views. */
+        get: operations["get_console_session"];
+        put?: never;
+        /**
+         * Sign in to the console: exchange an API key for a session cookie.
+         * @description Sets `gp_session` (HttpOnly, SameSite=Strict, Path=/, Secure over TLS), holding a short-lived access token,
+         *     and `gp_csrf` (readable by the page), whose value must be echoed in `X-CSRF-Token` on state changes.
+         */
+        post: operations["create_console_session"];
+        /** Sign out of the console: both cookies are cleared. Harmless without a session. */
+        delete: operations["delete_console_session"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/gpu-models": {
         parameters: {
             query?: never;
@@ -1567,6 +1590,22 @@ export interface components {
             inter_node_gbps?: number | null;
             /** @description RDMA (InfiniBand/RoCE) between nodes; otherwise TCP. Default true. */
             rdma?: boolean | null;
+        };
+        /** @description A console session: who is signed in and the CSRF token to echo in `X-CSRF-Token` on state changes. */
+        ConsoleSession: {
+            /**
+             * @description Echo it in the `X-CSRF-Token` header of every POST, PUT, PATCH and DELETE authenticated by the cookie.
+             *     Absent when the caller authenticated with a bearer token (which needs none).
+             */
+            csrf_token?: string | null;
+            /** @description Seconds the session lasts from sign-in. */
+            expires_in: number;
+            role: components["schemas"]["Role"];
+            /**
+             * Format: uuid
+             * @description The caller's tenant; absent for operators.
+             */
+            tenant_id?: string | null;
         };
         /**
          * @example {
@@ -3441,7 +3480,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Authenticated but not allowed (`forbidden`, `tenant_suspended`) */
+        /** @description Authenticated but not allowed (`forbidden`, `tenant_suspended`), or a state change by the console's session cookie without its `X-CSRF-Token` (`csrf_failed`) */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -5455,6 +5494,103 @@ export interface operations {
                 };
             };
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_console_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Who is signed in */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_console_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TokenRequest"];
+            };
+        };
+        responses: {
+            /** @description Signed in; the cookies are set */
+            200: {
+                headers: {
+                    /** @description `gp_session` (HttpOnly) and `gp_csrf` */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleSession"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            /** @description Unknown, malformed or revoked key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The key's tenant is suspended (`tenant_suspended`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    delete_console_session: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out; the cookies are cleared */
+            204: {
+                headers: {
+                    /** @description `gp_session` and `gp_csrf`, expired */
+                    "Set-Cookie"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

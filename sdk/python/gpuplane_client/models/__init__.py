@@ -16,6 +16,7 @@ from .audit_event_detail import AuditEventDetail
 from .audit_event_page import AuditEventPage
 from .balance import Balance
 from .cluster_fields import ClusterFields
+from .console_session import ConsoleSession
 from .create_api_key_request import CreateApiKeyRequest
 from .create_job_request import CreateJobRequest
 from .create_job_request_env import CreateJobRequestEnv
@@ -156,6 +157,7 @@ __all__ = (
     "AuditEventPage",
     "Balance",
     "ClusterFields",
+    "ConsoleSession",
     "CreateApiKeyRequest",
     "CreateJobRequest",
     "CreateJobRequestEnv",

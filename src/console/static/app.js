@@ -1,0 +1,380 @@
+// gpuplane console: a small single-page app over the public /v1 API, signed in by an HttpOnly session cookie.
+// No framework, no build step: every node is built with h() from text (never innerHTML), so API data cannot
+// inject markup, and the page runs under `Content-Security-Policy: default-src 'self'`.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const SVG = "http://www.w3.org/2000/svg";
+let session = null; // {role, tenant_id, csrf_token}
+let poolsById = {};
+
+// ---- DOM helpers ------------------------------------------------------------------------------------------
+function h(tag, attrs, ...kids) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "text") el.textContent = v;
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const kid of kids.flat()) {
+    if (kid === null || kid === undefined || kid === false) continue;
+    el.append(kid instanceof Node ? kid : String(kid));
+  }
+  return el;
+}
+function s(tag, attrs, ...kids) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) el.setAttribute(k, v);
+  for (const kid of kids.flat()) if (kid) el.append(kid instanceof Node ? kid : document.createTextNode(kid));
+  return el;
+}
+function table(headers, rows, cls) {
+  return h("table", { class: cls || "wide" },
+    h("thead", {}, h("tr", {}, headers.map((x) => h("th", { scope: "col" }, x)))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((c, i) => h("td", { "data-label": headers[i] }, c))))));
+}
+function field(label, input) { return h("label", {}, label, input); }
+function flash(msg, ok) { const f = $("#flash"); f.className = ok ? "ok" : ""; f.textContent = msg || ""; }
+// Views return their nodes; only the latest navigation's view is shown (a slow earlier one is dropped).
+function show(...nodes) { $("#main").replaceChildren(...nodes.flat().filter((n) => n !== null && n !== undefined && n !== false)); }
+let routeSeq = 0;
+function stateTag(st) { return h("span", { class: `state state-${st}` }, st); }
+function money(minor, cur) { return `${(minor / 100).toFixed(2)} ${cur || ""}`.trim(); }
+function short(id) { return String(id).slice(0, 8); }
+function ago(ts) { return ts ? new Date(ts).toISOString().replace("T", " ").slice(0, 16) + " UTC" : "-"; }
+function left(ts) {
+  if (!ts) return "-";
+  const s = Math.round((new Date(ts) - Date.now()) / 1000);
+  if (s <= 0) return "ended";
+  return s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : `${Math.floor(s / 60)} min`;
+}
+const isAdmin = () => session && session.role === "tenant_admin";
+const isOperator = () => session && session.role === "operator";
+
+// ---- API ----------------------------------------------------------------------------------------------------
+class Problem extends Error {
+  constructor(status, body) {
+    super(body && body.detail ? body.detail : `HTTP ${status}`);
+    this.status = status; this.body = body || {};
+  }
+  // In words: what happened, and the fields that were wrong.
+  words() {
+    const b = this.body;
+    const lead = { 402: "Not enough balance", 409: "Conflict", 422: "Some values are not valid", 403: "Not allowed", 404: "Not found" }[this.status];
+    const fields = (b.errors || []).map((e) => `${e.field}: ${e.message}`).join("; ");
+    return [lead, b.detail, fields].filter(Boolean).join(". ") + (b.code ? ` (${b.code})` : "");
+  }
+}
+function csrf() {
+  if (session && session.csrf_token) return session.csrf_token;
+  const m = document.cookie.match(/(?:^|; )gp_csrf=([^;]+)/);
+  return m ? m[1] : "";
+}
+async function api(method, path, body, extraHeaders) {
+  const headers = Object.assign({ Accept: "application/json" }, extraHeaders || {});
+  if (method !== "GET") headers["X-CSRF-Token"] = csrf();
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.status === 204) return null;
+  const type = res.headers.get("content-type") || "";
+  const data = type.includes("json") ? await res.json() : await res.text();
+  if (!res.ok) {
+    if (res.status === 401 && path !== "/v1/console/session") { session = null; location.hash = "#/signin"; }
+    throw new Problem(res.status, typeof data === "object" ? data : { detail: data });
+  }
+  return data;
+}
+// Runs an action from a button; shows the problem in words, refreshes the view on success.
+function act(fn, okMsg) {
+  return async (ev) => {
+    if (ev) ev.preventDefault();
+    flash("");
+    try { await fn(ev); if (okMsg) flash(okMsg, true); route(); }
+    catch (e) { flash(e instanceof Problem ? e.words() : String(e)); }
+  };
+}
+
+// ---- charts (inline SVG) -----------------------------------------------------------------------------------
+const COLORS = ["#0b57d0", "#b3261e", "#146c2e", "#8a5300", "#6a1b9a", "#00695c", "#ad1457", "#37474f"];
+// A line chart of series [{label, points:[[t, v]]}], with a y axis from 0 to max.
+function lineChart(title, unit, series, fixedMax, days) {
+  const W = 640, H = 200, L = 46, B = 22, T = 8, R = 8;
+  const all = series.flatMap((x) => x.points);
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title} chart` }, s("title", {}, title));
+  if (!all.length) { svg.append(s("text", { x: L, y: H / 2 }, "no samples yet")); return svg; }
+  const t0 = Math.min(...all.map((p) => p[0])), t1 = Math.max(...all.map((p) => p[0]));
+  const ymax = fixedMax || Math.max(1, ...all.map((p) => p[1])) * 1.1;
+  const x = (t) => L + (t1 === t0 ? 0.5 : (t - t0) / (t1 - t0)) * (W - L - R);
+  const y = (v) => H - B - (v / ymax) * (H - B - T);
+  svg.append(s("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }), s("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
+  for (const f of [0, 0.5, 1]) svg.append(s("text", { x: 2, y: y(ymax * f) + 4 }, `${Math.round(ymax * f)}${unit}`));
+  const tick = (t) => (days ? new Date(t).toISOString().slice(0, 10) : new Date(t).toISOString().slice(11, 19));
+  svg.append(s("text", { x: L, y: H - 6 }, tick(t0)), s("text", { x: W - R - 70, y: H - 6 }, tick(t1)));
+  series.forEach((ser, i) => {
+    const d = ser.points.map((p, j) => `${j ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join("");
+    const color = COLORS[i % COLORS.length];
+    svg.append(s("path", { d, fill: "none", stroke: color, "stroke-width": 2, "data-points": ser.points.length }, s("title", {}, ser.label)));
+    if (ser.points.length < 3) for (const p of ser.points) svg.append(s("circle", { cx: x(p[0]), cy: y(p[1]), r: 3, fill: color }));
+  });
+  return svg;
+}
+function legend(series) {
+  return h("div", { class: "legend" }, series.map((ser, i) => h("span", {},
+    s("svg", { width: 10, height: 10, "aria-hidden": "true" }, s("rect", { width: 10, height: 10, fill: COLORS[i % COLORS.length] })), ` ${ser.label}`)));
+}
+// A horizontal stacked bar of [{label, value, color}].
+function stackBar(label, parts) {
+  const total = parts.reduce((a, p) => a + p.value, 0) || 1;
+  const svg = s("svg", { class: "chart", viewBox: "0 0 300 18", role: "img", "aria-label": `${label}: ${parts.map((p) => `${p.value} ${p.label}`).join(", ")}` });
+  let at = 0;
+  for (const p of parts) {
+    const w = (p.value / total) * 300;
+    svg.append(s("rect", { x: at, y: 0, width: w, height: 18, fill: p.color }, s("title", {}, `${p.value} ${p.label}`)));
+    at += w;
+  }
+  return svg;
+}
+
+// ---- sign in -----------------------------------------------------------------------------------------------
+function viewSignIn() {
+  $("#nav").replaceChildren(); $("#who").textContent = ""; $("#signout").hidden = true;
+  const key = h("input", { id: "api-key", name: "api_key", type: "password", autocomplete: "off", required: true, placeholder: "gpk_...", "aria-describedby": "key-help" });
+  show(h("section", { class: "signin" },
+    h("h1", {}, "Sign in to gpuplane"),
+    h("form", { class: "inline", id: "signin-form", onsubmit: async (ev) => {
+      ev.preventDefault(); flash("");
+      try {
+        session = await api("POST", "/v1/console/session", { api_key: key.value.trim() });
+        key.value = "";
+        location.hash = isOperator() ? "#/fleet" : "#/pools";
+        route();
+      } catch (e) { flash(e instanceof Problem ? e.words() : String(e)); }
+    } },
+      field("API key", key),
+      h("p", { id: "key-help", class: "muted" }, "Your key is exchanged for a short-lived session; it is not stored in the browser."),
+      h("button", { type: "submit" }, "Sign in"))));
+  key.focus();
+}
+
+// ---- tenant views ------------------------------------------------------------------------------------------
+async function loadPools() {
+  const pools = await api("GET", "/v1/pools");
+  poolsById = Object.fromEntries(pools.map((p) => [p.id, p]));
+  return pools;
+}
+function leaseForm(pools, preset) {
+  const pool = h("select", { id: "lease-pool", name: "pool_id" }, pools.map((p) => h("option", { value: p.id, selected: preset && preset.pool_id === p.id }, `${p.name} (${p.gpu_model.key}, ${p.free_gpus} free)`)));
+  const gpus = h("input", { id: "lease-gpus", name: "gpu_count", type: "number", min: 1, max: 4096, value: (preset && preset.gpu_count) || 1, required: true });
+  const placement = h("select", { id: "lease-placement", name: "placement" }, ["pack", "single_node", "spread"].map((p) => h("option", { value: p }, p)));
+  const hours = h("input", { id: "lease-hours", name: "duration_hours", type: "number", min: 1, max: 8760, value: (preset && preset.hours) || 1, required: true });
+  return h("form", { class: "inline", id: "lease-form", "aria-label": "Create a lease", onsubmit: act(async () => {
+    const lease = await api("POST", "/v1/leases", { pool_id: pool.value, gpu_count: Number(gpus.value), placement: placement.value, duration_hours: Number(hours.value) },
+      { "Idempotency-Key": `console-${Date.now()}-${Math.random().toString(36).slice(2)}` });
+    location.hash = `#/lease/${lease.id}`;
+  }, "Lease created") },
+    field("Pool", pool), field("GPUs", gpus), field("Placement", placement), field("Hours", hours),
+    h("button", { type: "submit", id: "create-lease" }, "Create lease"));
+}
+async function viewPools() {
+  const pools = await loadPools();
+  return [h("h1", {}, "GPU pools"),
+    table(["Pool", "GPU", "Region", "Free / total", "Largest block", "Price per GPU-hour"],
+      pools.map((p) => [p.name, p.gpu_model.key, p.region, `${p.free_gpus} / ${p.total_gpus}`, String(p.largest_free_block), money(p.price_per_gpu_hour_minor, p.currency)])),
+    isAdmin() ? [h("h2", {}, "Rent GPUs"), leaseForm(pools)] : h("p", { class: "muted" }, "Members can view pools; a tenant admin creates leases.")];
+}
+async function ledgerByLease() {
+  const page = await api("GET", "/v1/billing/ledger?limit=200");
+  const sums = {};
+  for (const e of page.items) if (e.lease_id && e.kind === "usage") sums[e.lease_id] = (sums[e.lease_id] || 0) - e.amount_minor;
+  return sums;
+}
+async function viewLeases() {
+  const [page, , cost] = await Promise.all([api("GET", "/v1/leases?limit=100"), loadPools(), ledgerByLease()]);
+  return [h("h1", {}, "Leases"),
+    page.items.length ? table(["Lease", "State", "Pool", "GPUs", "Nodes", "Time left", "Charged so far"], page.items.map((l) => {
+      const p = poolsById[l.pool_id];
+      return [h("a", { href: `#/lease/${l.id}` }, short(l.id)), stateTag(l.state), p ? p.name : short(l.pool_id), String(l.gpu_count),
+        [...new Set(l.gpus.map((g) => g.hostname))].join(", ") || "-", l.state === "active" ? left(l.ends_at) : "-", money(cost[l.id] || 0, p && p.currency)];
+    })) : h("p", {}, "No leases yet. ", h("a", { href: "#/pools" }, "Rent GPUs"), " or ", h("a", { href: "#/advice" }, "ask what to rent"), ".")];
+}
+async function viewLease(id) {
+  const lease = await api("GET", `/v1/leases/${id}`);
+  // The lease's last hour at most, in about 120 buckets (so a young lease shows seconds, not one minute).
+  const to = lease.ended_at ? Date.parse(lease.ended_at) : Date.now();
+  const from = Math.max(Date.parse(lease.starts_at || lease.created_at), to - 3600 * 1000);
+  const step = Math.max(1, Math.ceil((to - from) / 1000 / 120));
+  const range = `from=${encodeURIComponent(new Date(from).toISOString())}&to=${encodeURIComponent(new Date(to).toISOString())}&step_s=${step}`;
+  const [tele, insights, cost, jobs] = await Promise.all([
+    api("GET", `/v1/leases/${id}/telemetry?${range}`).catch(() => ({ gpus: [] })),
+    api("GET", `/v1/leases/${id}/insights`).catch(() => ({ insights: [] })), ledgerByLease(), api("GET", `/v1/leases/${id}/jobs`).catch(() => ({ items: [] }))]);
+  const series = (metric) => tele.gpus.map((g) => ({ label: `${g.hostname} GPU ${g.index}`, points: g.points.map((p) => [Date.parse(p.t), p[metric]]) }));
+  const live = ["active", "queued"].includes(lease.state);
+  const hours = h("input", { id: "extend-hours", type: "number", min: 1, max: 8760, value: 1 });
+  return [h("h1", {}, `Lease ${short(lease.id)} `, stateTag(lease.state)),
+    h("p", {}, `${lease.gpu_count} GPUs, ${lease.placement}; ends ${ago(lease.ends_at)} (${live ? left(lease.ends_at) + " left" : lease.end_reason || "ended"}); charged so far `,
+      h("strong", { id: "lease-charge" }, money(cost[lease.id] || 0, "USD"))),
+    isAdmin() && live ? h("form", { class: "inline", "aria-label": "Lease actions", onsubmit: act(() => api("POST", `/v1/leases/${id}/extend`, { hours: Number(hours.value) }), "Lease extended") },
+      field("Extend by hours", hours), h("button", { type: "submit", class: "secondary" }, "Extend"),
+      h("button", { type: "button", id: "release-lease", class: "danger", onclick: act(() => api("POST", `/v1/leases/${id}/release`), "Lease released") }, "Release")) : null,
+    h("h2", {}, "GPU utilization"), lineChart("GPU utilization", "%", series("gpu_util"), 100), legend(series("gpu_util")),
+    h("h2", {}, "Memory used"), lineChart("Memory used", " MiB", series("fb_used_mib")),
+    h("h2", {}, "Power"), lineChart("Power", " W", series("power_w")),
+    h("h2", {}, "Insights"), insights.insights.length ? h("ul", {}, insights.insights.map((i) => h("li", {}, h("strong", {}, i.message), " ", i.suggestion))) : h("p", { class: "muted" }, "No findings."),
+    h("h2", {}, "GPUs"), table(["Node", "GPU", "UUID"], lease.gpus.map((g) => [g.hostname, String(g.index), g.uuid])),
+    h("h2", {}, "Jobs"), jobsTable(jobs.items)];
+}
+function jobsTable(jobs) {
+  if (!jobs.length) return h("p", { class: "muted" }, "No jobs on this lease.");
+  return h("div", {}, jobs.map((j) => h("section", { class: "card" },
+    h("h3", {}, `Job ${short(j.id)} (${j.template}) `, stateTag(j.state)),
+    isAdmin() && !["succeeded", "failed", "cancelled"].includes(j.state) && !j.cancel_requested
+      ? h("button", { type: "button", class: "danger", onclick: act(() => api("POST", `/v1/jobs/${j.id}/cancel`), "Cancel requested") }, "Cancel job") : null,
+    table(["Node", "Rank", "State", "Exit"], j.nodes.map((n) => [n.hostname, String(n.node_rank), stateTag(n.state), n.exit_code === null || n.exit_code === undefined ? "-" : String(n.exit_code)])),
+    j.nodes.map((n) => h("details", {}, h("summary", {}, `Output of ${n.hostname}`), h("pre", {}, (n.output_tail || []).join("\n") || "(no output yet)"))))));
+}
+async function viewAdvice() {
+  const pools = await loadPools();
+  const model = h("input", { id: "advice-model", name: "preset", value: "llama2-7b", required: true });
+  const kind = h("select", { id: "advice-kind", name: "kind" }, ["lora", "train", "inference"].map((k) => h("option", { value: k }, k)));
+  const tokens = h("input", { id: "advice-tokens", type: "number", min: 1, value: 100000000 });
+  const out = h("div", { id: "advice-results" });
+  return [h("h1", {}, "What should I rent?"),
+    h("form", { class: "inline", id: "advice-form", "aria-label": "Advice", onsubmit: async (ev) => {
+      ev.preventDefault(); flash(""); out.replaceChildren(h("p", {}, "Planning..."));
+      try {
+        const workload = { kind: kind.value };
+        const target = kind.value === "inference" ? { serving_tokens_per_s: 1000 } : { training_tokens: Number(tokens.value) };
+        const r = await api("POST", "/v1/advice", { model: { preset: model.value.trim() }, workload, target });
+        out.replaceChildren(...[r.options.length ? table(["#", "Pool", "GPUs", "Layout", "Hours", "Cost", "", ""], r.options.map((o, i) => [
+          String(i + 1), (poolsById[o.pool_id] || {}).name || short(o.pool_id), `${o.gpu_count} x ${o.gpu_key}`, `tp ${o.plan.tp} pp ${o.plan.pp} dp ${o.plan.dp}`,
+          o.hours.toFixed(2), money(o.cost_minor, o.currency), [o.cheapest ? "cheapest " : "", o.fastest ? "fastest" : ""].join(""),
+          isAdmin() ? h("button", { type: "button", class: "secondary", "data-pool": o.pool_id, onclick: () => show(h("h1", {}, "Lease this option"), leaseForm(pools, { pool_id: o.pool_id, gpu_count: o.gpu_count, hours: Math.max(1, Math.ceil(o.hours)) })) }, "Lease this") : ""]))
+          : h("p", {}, "No pool can run this."),
+        r.skipped.length ? h("p", { class: "muted" }, "Skipped: " + r.skipped.map((x) => `${(poolsById[x.pool_id] || {}).name || x.pool_id}: ${x.reason}`).join("; ")) : null].filter(Boolean));
+      } catch (e) { out.replaceChildren(); flash(e instanceof Problem ? e.words() : String(e)); }
+    } }, field("Model preset", model), field("Workload", kind), field("Training tokens", tokens), h("button", { type: "submit" }, "Get advice")),
+    out];
+}
+async function viewBilling() {
+  const [bal, inv, ledger] = await Promise.all([api("GET", "/v1/billing/balance"), api("GET", "/v1/billing/invoices"), api("GET", "/v1/billing/ledger?limit=200")]);
+  const byDay = {};
+  for (const e of ledger.items) if (e.kind === "usage") { const d = e.period_at.slice(0, 10); byDay[d] = (byDay[d] || 0) - e.amount_minor; }
+  const days = Object.keys(byDay).sort();
+  return [h("h1", {}, "Billing"),
+    h("div", { class: "cards" }, bal.map((b) => h("div", { class: "card" }, h("h3", {}, "Balance"), h("strong", { id: `balance-${b.currency}` }, money(b.balance_minor, b.currency))))),
+    h("h2", {}, "Spend per day"), lineChart("Spend per day", "", [{ label: "spend", points: days.map((d) => [Date.parse(d), byDay[d] / 100]) }], null, true),
+    h("h2", {}, "Ledger"), table(["When", "Kind", "Amount", "Lease"], ledger.items.slice(0, 50).map((e) => [ago(e.created_at), e.kind, money(e.amount_minor, e.currency), e.lease_id ? h("a", { href: `#/lease/${e.lease_id}` }, short(e.lease_id)) : "-"])),
+    h("h2", {}, "Invoices"), inv.length ? table(["Month", "State", "Usage", "Credits", "Total"], inv.map((i) => [i.month, i.state, money(i.usage_minor, i.currency), money(i.credits_minor, i.currency), money(i.total_minor, i.currency)])) : h("p", { class: "muted" }, "No invoices yet."),
+    h("p", {}, h("a", { class: "button", href: "/v1/billing/usage/export?format=csv", download: "usage.csv" }, "Download usage (CSV)"))];
+}
+async function viewKeys() {
+  const keys = await api("GET", "/v1/tenant/api-keys");
+  const name = h("input", { id: "key-name", required: true, maxlength: 100 });
+  const role = h("select", { id: "key-role" }, h("option", { value: "tenant_member" }, "tenant_member"), h("option", { value: "tenant_admin" }, "tenant_admin"));
+  const created = h("div", { id: "key-created", "aria-live": "polite" });
+  return [h("h1", {}, "API keys"),
+    table(["Name", "Role", "Prefix", "Created", "Last used", "State", ""], keys.map((k) => [k.name, k.role, k.prefix, ago(k.created_at), ago(k.last_used_at),
+      k.revoked_at ? "revoked" : "active", k.revoked_at ? "" : h("button", { type: "button", class: "danger", onclick: act(() => api("DELETE", `/v1/tenant/api-keys/${k.id}`), "Key revoked") }, "Revoke")])),
+    h("h2", {}, "New key"),
+    h("form", { class: "inline", onsubmit: async (ev) => {
+      ev.preventDefault(); flash("");
+      try {
+        const k = await api("POST", "/v1/tenant/api-keys", { name: name.value, role: role.value });
+        created.replaceChildren(h("p", {}, "Copy this key now; it is never shown again:"), h("p", { class: "secret" }, k.api_key));
+      } catch (e) { flash(e instanceof Problem ? e.words() : String(e)); }
+    } }, field("Name", name), field("Role", role), h("button", { type: "submit" }, "Create key")), created];
+}
+
+// ---- operator views ----------------------------------------------------------------------------------------
+async function allPages(path) {
+  let items = [], after = null;
+  for (let i = 0; i < 20; i++) {
+    const page = await api("GET", `${path}${path.includes("?") ? "&" : "?"}limit=200${after ? `&after=${after}` : ""}`);
+    items = items.concat(page.items);
+    if (!page.next_after) break;
+    after = page.next_after;
+  }
+  return items;
+}
+async function viewFleet() {
+  const [pools, nodes] = await Promise.all([loadPools(), allPages("/v1/admin/nodes")]);
+  const utils = await Promise.all(pools.map((p) => api("GET", `/v1/admin/pools/${p.id}/utilization`).catch(() => ({}))));
+  // Revenue today (UTC), per pool.
+  const midnight = new Date(new Date().toISOString().slice(0, 10) + "T00:00:00Z");
+  const revenue = await api("GET", `/v1/admin/billing/revenue?from=${encodeURIComponent(midnight.toISOString())}&to=${encodeURIComponent(new Date(Date.now() + 1000).toISOString())}`).catch(() => ({ pools: [] }));
+  const earned = Object.fromEntries(revenue.pools.map((r) => [r.pool_id, r]));
+  return [h("h1", {}, "Fleet"), h("div", { class: "cards", id: "fleet" }, pools.map((p, i) => {
+    const mine = nodes.filter((n) => n.pool_id === p.id);
+    const unhealthy = mine.reduce((a, n) => a + n.gpus.filter((g) => !g.healthy).length, 0);
+    const leased = p.total_gpus - p.free_gpus;
+    const free = Math.max(0, p.free_gpus - unhealthy);
+    const u = utils[i].avg_gpu_util;
+    return h("section", { class: "card", "data-pool": p.id },
+      h("h3", {}, `${p.name} (${p.gpu_model.key})`),
+      stackBar(`${p.name} GPUs`, [{ label: "leased", value: leased, color: "#0b57d0" }, { label: "free", value: free, color: "#8bc34a" }, { label: "unhealthy", value: unhealthy, color: "#b3261e" }]),
+      h("p", {}, `${free} free, ${leased} leased, ${unhealthy} unhealthy of ${p.total_gpus} GPUs`),
+      h("p", {}, `${mine.length} nodes (${mine.filter((n) => n.state === "ready").length} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`),
+      h("p", {}, `Revenue today: ${money((earned[p.id] || {}).amount_minor || 0, (earned[p.id] || {}).currency || p.currency)}`));
+  }))];
+}
+async function viewNodes() {
+  const [nodes] = await Promise.all([allPages("/v1/admin/nodes"), loadPools()]);
+  const action = (n, what, label, cls) => h("button", { type: "button", class: cls || "secondary", "data-action": what, "data-node": n.hostname,
+    onclick: act(() => api("POST", `/v1/admin/nodes/${n.id}/${what}`, what === "maintenance" ? { enabled: true } : undefined), `${n.hostname}: ${label.toLowerCase()} done`) }, label);
+  return [h("h1", {}, "Nodes"), table(["Host", "Pool", "State", "GPUs", "Last heartbeat", "Actions"], nodes.map((n) => [n.hostname, (poolsById[n.pool_id] || {}).name || short(n.pool_id), stateTag(n.state),
+    `${n.gpus.length} (${n.gpus.filter((g) => !g.healthy).length} unhealthy)`, ago(n.last_heartbeat_at),
+    h("span", {}, n.state === "ready" ? [action(n, "cordon", "Cordon"), " ", action(n, "drain", "Drain")] : action(n, "uncordon", "Uncordon"))]))];
+}
+async function viewAllLeases() {
+  const [leases] = await Promise.all([allPages("/v1/admin/leases?state=active"), loadPools()]);
+  return [h("h1", {}, "Active leases, all tenants"), leases.length ? table(["Lease", "Tenant", "Pool", "GPUs", "Time left", ""], leases.map((l) => [short(l.id), short(l.tenant_id),
+    (poolsById[l.pool_id] || {}).name || short(l.pool_id), String(l.gpu_count), left(l.ends_at),
+    h("button", { type: "button", class: "danger", onclick: act(() => {
+      const reason = prompt("Reason for terminating this lease (shown to the tenant):");
+      if (!reason) throw new Error("A reason is needed to terminate a lease.");
+      return api("POST", `/v1/admin/leases/${l.id}/terminate`, { reason });
+    }, "Lease terminated") }, "Terminate")])) : h("p", {}, "No active leases.")];
+}
+async function viewTenants() {
+  const tenants = await allPages("/v1/admin/tenants");
+  return [h("h1", {}, "Tenants"), table(["Tenant", "Status", "Top up (USD)", ""], tenants.map((t) => {
+    const amount = h("input", { type: "number", min: 1, step: "0.01", "aria-label": `Top-up amount for ${t.name}`, value: 100 });
+    return [t.name, stateTag(t.status),
+      h("form", { class: "inline", onsubmit: act(() => api("POST", `/v1/admin/tenants/${t.id}/ledger`, { kind: "topup", amount_minor: Math.round(Number(amount.value) * 100), currency: "USD", reason: "console top-up" },
+        { "Idempotency-Key": `console-${Date.now()}-${Math.random().toString(36).slice(2)}` }), `${t.name} topped up`) }, amount, h("button", { type: "submit", class: "secondary" }, "Top up")),
+      h("button", { type: "button", class: t.status === "active" ? "danger" : "secondary", onclick: act(() => api("PATCH", `/v1/admin/tenants/${t.id}`, { status: t.status === "active" ? "suspended" : "active" }), "Tenant updated") },
+        t.status === "active" ? "Suspend" : "Reactivate")];
+  }))];
+}
+
+// ---- routing -----------------------------------------------------------------------------------------------
+const TENANT_NAV = [["#/pools", "Pools"], ["#/leases", "Leases"], ["#/advice", "What to rent"], ["#/billing", "Billing"], ["#/keys", "API keys", "admin"]];
+const OPERATOR_NAV = [["#/fleet", "Fleet"], ["#/nodes", "Nodes"], ["#/all-leases", "Leases"], ["#/tenants", "Tenants"]];
+const VIEWS = { pools: viewPools, leases: viewLeases, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants };
+
+async function route() {
+  const [, name, arg] = (location.hash || "#/").split("/");
+  if (!session) {
+    try { session = await api("GET", "/v1/console/session"); } catch { session = null; }
+  }
+  if (!session || name === "signin") return viewSignIn();
+  const nav = (isOperator() ? OPERATOR_NAV : TENANT_NAV).filter((n) => !n[2] || isAdmin());
+  const current = name || nav[0][0].slice(2);
+  $("#nav").replaceChildren(...nav.map(([href, label]) => h("a", { href, "aria-current": href === `#/${current}` ? "page" : null }, label)));
+  $("#who").textContent = session.role.replace("_", " ");
+  $("#signout").hidden = false;
+  const view = VIEWS[current] || VIEWS[nav[0][0].slice(2)];
+  const seq = ++routeSeq;
+  try { const nodes = await view(arg); if (seq === routeSeq) show(...nodes); }
+  catch (e) { if (seq === routeSeq) show(h("h1", {}, "Something went wrong"), h("p", {}, e instanceof Problem ? e.words() : String(e))); }
+  document.title = `gpuplane: ${current}`;
+}
+window.addEventListener("hashchange", () => { flash(""); route(); });
+document.addEventListener("DOMContentLoaded", () => {
+  $("#signout").addEventListener("click", async () => {
+    await api("DELETE", "/v1/console/session").catch(() => {});
+    session = null; location.hash = "#/signin"; route();
+  });
+  route();
+});
