@@ -22,6 +22,7 @@ pub mod backoff;
 pub mod buffer;
 pub mod client;
 pub mod credential;
+pub mod echo;
 pub mod environments;
 pub mod exporter;
 pub mod gpu_source;
@@ -52,14 +53,17 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    let facts = node_facts(&args, &hostname, source.as_mut())?;
+    let mut facts = node_facts(&args, &hostname, source.as_mut())?;
+    let shutdown = CancellationToken::new();
+    crate::app::cancel_on_signal(shutdown.clone());
+    let echo_delay = std::time::Duration::from_millis(args.simulate_echo_delay_ms);
+    let echo_bind = std::net::SocketAddr::from(([0, 0, 0, 0], args.echo_port));
+    facts.echo_port = Some(echo::serve(echo_bind, echo_delay, shutdown.clone()).await?.into());
     let server = args.server.as_deref().context("--server (or GPUPLANE_SERVER) is required")?;
     let server = credential::normalize_server(server);
     check_server_url(&server, args.insecure_http)?;
     let join_token = join_token(&args)?;
     let job_host = job_host(&args, source.as_mut())?;
-    let shutdown = CancellationToken::new();
-    crate::app::cancel_on_signal(shutdown.clone());
     let agent = heartbeat::Agent {
         client: client::ServiceClient::new(&server, args.ca_cert.as_deref())?,
         store: credential::CredentialStore::new(&args.state_dir),
@@ -67,6 +71,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         join_token,
         facts,
         job_host: Some(job_host),
+        prober: echo::Prober::default(),
     };
     let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     let exporter = match args.metrics_listen {
@@ -112,6 +117,7 @@ pub fn node_facts(args: &AgentArgs, hostname: &str, source: &mut dyn GpuSource) 
         cuda_version: gpus.cuda_version,
         network_gbps: args.network_gbps,
         rdma: args.rdma,
+        echo_port: None,
     })
 }
 

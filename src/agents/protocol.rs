@@ -59,6 +59,10 @@ pub struct NodeFacts {
     /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
     #[serde(default)]
     pub rdma: bool,
+    /// UDP port of the agent's echo listener at `address`: the lease's other nodes probe round trips to it.
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 65535)]
+    pub echo_port: Option<i32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -139,6 +143,40 @@ pub struct HeartbeatRequest {
     /// Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first).
     #[schema(max_items = 4096)]
     pub samples: Vec<GpuSample>,
+    /// The NVIDIA driver version now (an upgraded host says so here without registering again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 64)]
+    pub driver_version: Option<String>,
+    /// The CUDA version now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(min_length = 1, max_length = 64)]
+    pub cuda_version: Option<String>,
+    /// Round trips measured since the last heartbeat to the other nodes of this node's multi-node leases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(max_items = 1024)]
+    pub latency: Vec<PeerLatency>,
+}
+
+/// Round trips from this node to one other node of a lease (UDP echo probes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PeerLatency {
+    pub lease_id: Uuid,
+    /// The other node.
+    pub peer_node_id: Uuid,
+    /// Median round trip, microseconds.
+    #[schema(minimum = 0, maximum = 60000000)]
+    pub p50_us: i32,
+    /// 99th percentile round trip, microseconds (at least `p50_us`).
+    #[schema(minimum = 0, maximum = 60000000)]
+    pub p99_us: i32,
+    /// Probes answered.
+    #[schema(minimum = 1, maximum = 100000)]
+    pub probes: i32,
+    /// Probes without an answer in time.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 100000)]
+    pub lost: i32,
 }
 
 /// What the service wants the node to do.

@@ -1,0 +1,294 @@
+//! Driver/CUDA readiness: a node whose agent reports an NVIDIA driver or CUDA version below the minimum is
+//! `not_ready`, with the reason, and is never allocated (allocation takes only `liveness = 'ready'` nodes).
+//!
+//! The minimums are the service's flags (`--min-driver-version`, `--min-cuda-version`; defaults 525.60.13 and
+//! 11.8, what NCCL-based parallel frameworks need) unless the node's pool overrides them
+//! (`PATCH /v1/admin/pools/{id}`). A node is evaluated when it registers, when a heartbeat reports other
+//! versions than it had, and for a whole pool when the pool's minimums change. A node that reports no version
+//! (an operator-created node, an agent that cannot read NVML's) is not judged.
+//!
+//! [`compare_versions`] is the one version comparison; [`not_ready_reason`] the one rule.
+
+use std::cmp::Ordering;
+
+use serde_json::json;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::config::Settings;
+use crate::leases::store::{NewEvent, record_event};
+use crate::leases::{Actor, LeaseState};
+
+/// Most dotted components a version may have (`525.60.13` has 3).
+pub const MAX_COMPONENTS: usize = 4;
+/// JSON-schema pattern of a minimum version an operator may set (what [`parse_version`] accepts).
+pub const VERSION_PATTERN: &str = r"^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$";
+
+/// `525.60.13` as numbers; `None` unless 1 to 4 dot-separated components of 1-6 digits each.
+pub fn parse_version(text: &str) -> Option<Vec<u32>> {
+    let parts: Vec<&str> = text.split('.').collect();
+    if parts.len() > MAX_COMPONENTS {
+        return None;
+    }
+    parts
+        .iter()
+        .map(
+            |p| if (1..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) { p.parse().ok() } else { None },
+        )
+        .collect()
+}
+
+/// Numeric comparison per dotted component, a missing component counting as 0 (`11.8` == `11.8.0`,
+/// `525.60.13` > `525.8.2`, `10.0` < `9.0` is false).
+pub fn compare_versions(a: &[u32], b: &[u32]) -> Ordering {
+    let len = a.len().max(b.len());
+    (0..len)
+        .map(|i| a.get(i).copied().unwrap_or(0).cmp(&b.get(i).copied().unwrap_or(0)))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// The minimum versions that apply to a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Minimums {
+    pub driver: String,
+    pub cuda: String,
+}
+
+/// Why a node with these reported versions is not ready, or `None` when it is (or reports nothing to judge).
+/// E.g. `driver 470.57.02 < 525.60.13`; both shortfalls are named, separated by `; `.
+pub fn not_ready_reason(driver: Option<&str>, cuda: Option<&str>, min: &Minimums) -> Option<String> {
+    let check = |what: &str, reported: Option<&str>, minimum: &str| -> Option<String> {
+        let reported = reported?.trim();
+        let min_parsed = parse_version(minimum)?;
+        match parse_version(reported) {
+            None => Some(format!("{what} version `{reported}` is unreadable (need >= {minimum})")),
+            Some(v) if compare_versions(&v, &min_parsed) == Ordering::Less => {
+                Some(format!("{what} {reported} < {minimum}"))
+            }
+            Some(_) => None,
+        }
+    };
+    let reasons: Vec<String> =
+        [check("driver", driver, &min.driver), check("CUDA", cuda, &min.cuda)].into_iter().flatten().collect();
+    if reasons.is_empty() { None } else { Some(reasons.join("; ")) }
+}
+
+/// Who an announcement is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    Tenant(Uuid),
+    Operators,
+}
+
+/// Tell the audience that something happened. Until the webhook outbox lands this records it where it can
+/// already be seen: a lease event when `lease_id` is given (the tenant reads it in the lease's events), and a
+/// log line. Runs in the caller's transaction, so the record commits with the change it reports.
+pub async fn announce(
+    conn: &mut PgConnection,
+    audience: Audience,
+    event_type: &str,
+    lease_id: Option<Uuid>,
+    data: serde_json::Value,
+) -> Result<(), sqlx::Error> {
+    // wired to webhooks::emit at merge: crate::webhooks::emit(conn, audience, event_type, data)
+    match audience {
+        Audience::Tenant(tenant_id) => tracing::warn!(tenant.id = %tenant_id, event = event_type, %data, "announce"),
+        Audience::Operators => tracing::warn!(event = event_type, %data, "announce to operators"),
+    }
+    if let Some(lease_id) = lease_id {
+        let reason = data.get("message").and_then(|m| m.as_str()).map(str::to_owned);
+        let mut event = NewEvent::new(event_type, Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+            .detail(data.clone());
+        if let Some(reason) = reason.as_deref() {
+            event = event.reason(reason);
+        }
+        record_event(conn, lease_id, event).await?;
+    }
+    Ok(())
+}
+
+/// The minimums for nodes of `pool_id`: the pool's overrides, else the service's.
+pub async fn minimums_for_pool(
+    conn: &mut PgConnection,
+    pool_id: Uuid,
+    settings: &Settings,
+) -> Result<Minimums, sqlx::Error> {
+    let row: Option<(Option<String>, Option<String>)> =
+        sqlx::query_as("SELECT min_driver_version, min_cuda_version FROM pools WHERE id = $1")
+            .bind(pool_id)
+            .fetch_optional(conn)
+            .await?;
+    let (driver, cuda) = row.unwrap_or_default();
+    Ok(Minimums {
+        driver: driver.unwrap_or_else(|| settings.min_driver_version.clone()),
+        cuda: cuda.unwrap_or_else(|| settings.min_cuda_version.clone()),
+    })
+}
+
+/// Judge the node by the versions in its facts and set its readiness: `ready` <-> `not_ready` (a silent node
+/// keeps `unreachable`/`offline`, with the reason for when it is back). A change is announced to operators
+/// (`node.ready` / `node.not_ready`) and to the tenants of leases on the node. Returns the reason.
+pub async fn evaluate_node(
+    conn: &mut PgConnection,
+    node_id: Uuid,
+    settings: &Settings,
+) -> Result<Option<String>, sqlx::Error> {
+    let row: Option<(Uuid, String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT pool_id, hostname, facts->>'driver_version', facts->>'cuda_version' FROM nodes WHERE id = $1 FOR UPDATE",
+    )
+    .bind(node_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((pool_id, hostname, driver, cuda)) = row else { return Ok(None) };
+    let minimums = minimums_for_pool(conn, pool_id, settings).await?;
+    let reason = not_ready_reason(driver.as_deref(), cuda.as_deref(), &minimums);
+    set_readiness(conn, node_id, &hostname, reason.as_deref(), &minimums, driver.as_deref(), cuda.as_deref()).await?;
+    Ok(reason)
+}
+
+/// Store the verdict; announce a transition between `ready` and `not_ready`.
+async fn set_readiness(
+    conn: &mut PgConnection,
+    node_id: Uuid,
+    hostname: &str,
+    reason: Option<&str>,
+    minimums: &Minimums,
+    driver: Option<&str>,
+    cuda: Option<&str>,
+) -> Result<(), sqlx::Error> {
+    let changed: Option<(String,)> = sqlx::query_as(
+        "WITH prev AS (SELECT liveness FROM nodes WHERE id = $1) \
+         UPDATE nodes SET not_ready_reason = $2, updated_at = now(), \
+             liveness = CASE WHEN liveness IN ('ready', 'not_ready') \
+                 THEN (CASE WHEN $2::text IS NULL THEN 'ready' ELSE 'not_ready' END) ELSE liveness END \
+         WHERE id = $1 AND not_ready_reason IS DISTINCT FROM $2 \
+         RETURNING (SELECT liveness FROM prev)",
+    )
+    .bind(node_id)
+    .bind(reason)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((was,)) = changed else { return Ok(()) };
+    if !matches!(was.as_str(), "ready" | "not_ready") {
+        // A silent node keeps the reason for when it is back; its silence is what operators hear about now.
+        return Ok(());
+    }
+    let event_type = if reason.is_some() { "node.not_ready" } else { "node.ready" };
+    let data = json!({
+        "node_id": node_id, "hostname": hostname, "reason": reason,
+        "driver_version": driver, "cuda_version": cuda,
+        "min_driver_version": minimums.driver, "min_cuda_version": minimums.cuda,
+        "message": match reason {
+            Some(r) => format!("node {hostname} is not ready: {r}"),
+            None => format!("node {hostname} is ready: driver and CUDA meet the minimums"),
+        },
+    });
+    announce(conn, Audience::Operators, event_type, None, data.clone()).await?;
+    // Leases already on the node keep running; their tenants learn why the node takes no new work.
+    let leases: Vec<(Uuid, Uuid)> = sqlx::query_as(
+        "SELECT DISTINCT l.id, l.tenant_id FROM leases l JOIN lease_gpus lg ON lg.lease_id = l.id \
+         WHERE lg.node_id = $1 AND lg.released_at IS NULL AND l.state = 'active' ORDER BY l.id",
+    )
+    .bind(node_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    for (lease_id, tenant_id) in leases {
+        announce(conn, Audience::Tenant(tenant_id), event_type, Some(lease_id), data.clone()).await?;
+    }
+    Ok(())
+}
+
+/// Re-judge every agent node of a pool (its minimums changed). Returns how many are not ready.
+pub async fn evaluate_pool(conn: &mut PgConnection, pool_id: Uuid, settings: &Settings) -> Result<u64, sqlx::Error> {
+    let nodes: Vec<(Uuid,)> = sqlx::query_as("SELECT id FROM nodes WHERE pool_id = $1 ORDER BY id")
+        .bind(pool_id)
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut not_ready = 0;
+    for (node_id,) in nodes {
+        if evaluate_node(conn, node_id, settings).await?.is_some() {
+            not_ready += 1;
+        }
+    }
+    Ok(not_ready)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn v(text: &str) -> Vec<u32> {
+        parse_version(text).unwrap()
+    }
+
+    fn defaults() -> Minimums {
+        Minimums { driver: "525.60.13".into(), cuda: "11.8".into() }
+    }
+
+    #[test]
+    fn components_compare_as_numbers_not_text() {
+        assert_eq!(compare_versions(&v("525.60.13"), &v("525.8.99")), Ordering::Greater);
+        assert_eq!(compare_versions(&v("470.57.02"), &v("525.60.13")), Ordering::Less);
+        assert_eq!(compare_versions(&v("11.8"), &v("11.8.0")), Ordering::Equal);
+        assert_eq!(compare_versions(&v("12.0"), &v("11.8")), Ordering::Greater);
+        assert_eq!(compare_versions(&v("10.0"), &v("9.2")), Ordering::Greater);
+        assert_eq!(compare_versions(&v("535"), &v("525.60.13")), Ordering::Greater);
+    }
+
+    #[test]
+    fn only_dotted_numbers_parse() {
+        for bad in ["", "1..2", "a.1", "1.2.3.4.5", "-1", "1.2 ", " 1", "1234567", "1.x"] {
+            assert_eq!(parse_version(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_version("470.57.02"), Some(vec![470, 57, 2]));
+    }
+
+    #[test]
+    fn reasons_name_what_is_short_and_of_what() {
+        assert_eq!(not_ready_reason(Some("550.54.15"), Some("12.4"), &defaults()), None);
+        assert_eq!(
+            not_ready_reason(Some("525.60.13"), Some("11.8"), &defaults()),
+            None,
+            "the minimum itself is enough"
+        );
+        assert_eq!(
+            not_ready_reason(Some("470.57.02"), Some("12.4"), &defaults()).as_deref(),
+            Some("driver 470.57.02 < 525.60.13")
+        );
+        assert_eq!(
+            not_ready_reason(Some("470.57.02"), Some("11.4"), &defaults()).as_deref(),
+            Some("driver 470.57.02 < 525.60.13; CUDA 11.4 < 11.8")
+        );
+        assert_eq!(not_ready_reason(None, None, &defaults()), None, "nothing reported, nothing judged");
+        let unreadable = not_ready_reason(Some("banana"), None, &defaults()).unwrap();
+        assert!(unreadable.contains("unreadable"), "{unreadable}");
+    }
+
+    proptest! {
+        #[test]
+        fn comparison_is_a_total_order(a in prop::collection::vec(0u32..1000, 1..=4),
+                                        b in prop::collection::vec(0u32..1000, 1..=4),
+                                        c in prop::collection::vec(0u32..1000, 1..=4)) {
+            prop_assert_eq!(compare_versions(&a, &b), compare_versions(&b, &a).reverse());
+            if compare_versions(&a, &b).is_le() && compare_versions(&b, &c).is_le() {
+                prop_assert!(compare_versions(&a, &c).is_le());
+            }
+            let mut padded = a.clone();
+            padded.resize(4, 0);
+            prop_assert_eq!(compare_versions(&a, &padded), Ordering::Equal);
+        }
+
+        #[test]
+        fn text_round_trips_and_agrees_with_the_numbers(a in prop::collection::vec(0u32..100000, 1..=4),
+                                                         b in prop::collection::vec(0u32..100000, 1..=4)) {
+            let text = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(".");
+            prop_assert_eq!(parse_version(&text(&a)), Some(a.clone()));
+            let min = Minimums { driver: text(&b), cuda: "0".into() };
+            let reason = not_ready_reason(Some(&text(&a)), None, &min);
+            prop_assert_eq!(reason.is_some(), compare_versions(&a, &b).is_lt());
+        }
+    }
+}
