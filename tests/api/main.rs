@@ -23,4 +23,5 @@ mod migrations;
 mod openapi;
 mod outage_e2e;
 mod planning;
+mod readiness;
 mod tenants;
