@@ -24,4 +24,5 @@ mod openapi;
 mod outage_e2e;
 mod planning;
 mod readiness;
+mod readiness_e2e;
 mod tenants;
