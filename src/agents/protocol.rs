@@ -49,9 +49,13 @@ pub struct NodeFacts {
     /// row and column i being GPU index i.
     #[serde(default)]
     pub topology: Option<Vec<Vec<String>>>,
+    /// NVIDIA driver version, e.g. `550.54.15` (judged against the minimum: see `GET /v1/admin/nodes/{id}`).
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")]
     pub driver_version: Option<String>,
+    /// CUDA version, e.g. `12.4`.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")]
     pub cuda_version: Option<String>,
     /// Inter-node network bandwidth, Gbit/s.
     #[schema(minimum = 0, maximum = 100000)]
@@ -145,11 +149,11 @@ pub struct HeartbeatRequest {
     pub samples: Vec<GpuSample>,
     /// The NVIDIA driver version now (an upgraded host says so here without registering again).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")]
     pub driver_version: Option<String>,
     /// The CUDA version now.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(min_length = 1, max_length = 64)]
+    #[schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")]
     pub cuda_version: Option<String>,
     /// Round trips measured since the last heartbeat to the other nodes of this node's multi-node leases.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -193,7 +193,7 @@ pub async fn register_agent(
 
 /// A reported version is free text from the host (judged by `readiness`), but bounded and printable.
 fn check_version_text(field: &str, version: Option<&str>, errors: &mut Vec<FieldError>) {
-    if version.is_some_and(|v| v.is_empty() || v.len() > 64 || v.chars().any(char::is_control)) {
+    if version.is_some_and(|v| v.is_empty() || v.chars().count() > 64 || v.chars().any(char::is_control)) {
         errors.push(FieldError::new(field, "1-64 printable characters"));
     }
 }
