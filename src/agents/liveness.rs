@@ -178,6 +178,12 @@ pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::Cancel
     let mut timer = tokio::time::interval(std::time::Duration::from_secs(1));
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut ticks: u64 = 0;
+    // The minimum driver/CUDA versions may have changed since the last start: judge the fleet again.
+    match crate::inventory::readiness::evaluate_all(&state.db, &state.settings).await {
+        Ok(0) => {}
+        Ok(not_ready) => tracing::warn!(not_ready, "nodes below the minimum driver/CUDA versions are not ready"),
+        Err(err) => tracing::warn!(error = %err, "judging the nodes' driver/CUDA versions failed"),
+    }
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,

@@ -21,8 +21,6 @@ use crate::leases::{Actor, LeaseState};
 
 /// Most dotted components a version may have (`525.60.13` has 3).
 pub const MAX_COMPONENTS: usize = 4;
-/// JSON-schema pattern of a minimum version an operator may set (what [`parse_version`] accepts).
-pub const VERSION_PATTERN: &str = r"^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$";
 
 /// `525.60.13` as numbers; `None` unless 1 to 4 dot-separated components of 1-6 digits each.
 pub fn parse_version(text: &str) -> Option<Vec<u32>> {
@@ -197,6 +195,23 @@ async fn set_readiness(
         announce(conn, Audience::Tenant(tenant_id), event_type, Some(lease_id), data.clone()).await?;
     }
     Ok(())
+}
+
+/// Re-judge every node that reports versions, e.g. at start-up, when the service's minimums may have changed
+/// since the nodes were last judged. Returns how many are not ready.
+pub async fn evaluate_all(db: &sqlx::PgPool, settings: &Settings) -> Result<u64, sqlx::Error> {
+    let pools: Vec<(Uuid,)> = sqlx::query_as(
+        "SELECT DISTINCT pool_id FROM nodes WHERE facts ?| array['driver_version', 'cuda_version'] ORDER BY pool_id",
+    )
+    .fetch_all(db)
+    .await?;
+    let mut not_ready = 0;
+    for (pool_id,) in pools {
+        let mut tx = db.begin().await?;
+        not_ready += evaluate_pool(&mut tx, pool_id, settings).await?;
+        tx.commit().await?;
+    }
+    Ok(not_ready)
 }
 
 /// Re-judge every agent node of a pool (its minimums changed). Returns how many are not ready.

@@ -234,3 +234,20 @@ async fn latency_reports_are_kept_per_pair_and_alert_once_until_they_clear(db: P
         ["latency[0].p99_us"]
     );
 }
+
+#[sqlx::test]
+async fn a_raised_service_minimum_applies_to_registered_nodes_when_the_service_starts(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let pool = app.pool(&op, "h100-start", "h100").await;
+    let (n, _) = register(&app, &op, &pool, "n-start", "535.54.03", "12.2", None).await;
+    let manual = app.node(&op, &pool, "no-agent", 1).await;
+    assert_eq!(node(&app, &op, &n).await["state"], "ready");
+    // What the liveness loop runs first on start-up, under a service started with a higher minimum.
+    let mut settings = (*app.state.settings).clone();
+    settings.min_driver_version = "550".into();
+    let not_ready = gpuplane::inventory::readiness::evaluate_all(&app.db, &settings).await.unwrap();
+    assert_eq!(not_ready, 1);
+    assert_eq!(node(&app, &op, &n).await["not_ready_reason"], "driver 535.54.03 < 550");
+    assert_eq!(node(&app, &op, &manual).await["state"], "ready", "a node that reports no versions is not judged");
+}
