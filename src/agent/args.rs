@@ -105,7 +105,7 @@ pub struct AgentArgs {
 
 /// `--driver-version` / `--cuda-version`: dotted numbers, as NVML prints them.
 fn parse_version_arg(text: &str) -> Result<String, String> {
-    crate::inventory::readiness::parse_version(text)
+    crate::agents::versions::parse_version(text)
         .map(|_| text.to_owned())
         .ok_or_else(|| format!("expected 1-4 dot-separated numbers, e.g. 470.57.02, got `{text}`"))
 }

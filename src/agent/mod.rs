@@ -282,6 +282,18 @@ mod tests {
     }
 
     #[test]
+    fn simulated_hosts_report_the_driver_and_cuda_versions_they_are_given() {
+        let args = parse(&["--probe", "--simulate", "h100:1", "--driver-version", "470.57.02"]).unwrap();
+        let mut source = open_gpu_source(&args, "old-host").unwrap();
+        let facts = probe_report(&args, "old-host", source.as_mut()).unwrap().facts;
+        assert_eq!((facts.driver_version.as_deref(), facts.cuda_version.as_deref()), (Some("470.57.02"), Some("12.4")));
+        let err = parse(&["--probe", "--simulate", "h100:1", "--cuda-version", "twelve"]).err().unwrap().to_string();
+        assert!(err.contains("dot-separated numbers"), "{err}");
+        assert!(parse(&["--probe", "--driver-version", "470.57.02"]).is_err(), "simulation only");
+        assert!(parse(&["--probe", "--simulate-echo-delay-ms", "25"]).is_err(), "simulation only");
+    }
+
+    #[test]
     fn plain_http_only_on_loopback_or_when_asked_for() {
         assert!(check_server_url("https://gpuplane.example.com", false).is_ok());
         for local in ["http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "http://127.8.0.1"] {

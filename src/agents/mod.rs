@@ -9,6 +9,7 @@ pub mod rollups;
 pub mod routes;
 pub mod telemetry;
 pub mod tokens;
+pub mod versions;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

@@ -7,7 +7,8 @@
 //! versions than it had, and for a whole pool when the pool's minimums change. A node that reports no version
 //! (an operator-created node, an agent that cannot read NVML's) is not judged.
 //!
-//! [`compare_versions`] is the one version comparison; [`not_ready_reason`] the one rule.
+//! [`not_ready_reason`] is the one rule; the version syntax and order it uses are `agents::versions` (shared with
+//! the agent, which checks its `--driver-version` flag with them).
 
 use std::cmp::Ordering;
 
@@ -15,36 +16,10 @@ use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use crate::agents::versions::{compare_versions, parse_version};
 use crate::config::Settings;
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
-
-/// Most dotted components a version may have (`525.60.13` has 3).
-pub const MAX_COMPONENTS: usize = 4;
-
-/// `525.60.13` as numbers; `None` unless 1 to 4 dot-separated components of 1-6 digits each.
-pub fn parse_version(text: &str) -> Option<Vec<u32>> {
-    let parts: Vec<&str> = text.split('.').collect();
-    if parts.len() > MAX_COMPONENTS {
-        return None;
-    }
-    parts
-        .iter()
-        .map(
-            |p| if (1..=6).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) { p.parse().ok() } else { None },
-        )
-        .collect()
-}
-
-/// Numeric comparison per dotted component, a missing component counting as 0 (`11.8` == `11.8.0`,
-/// `525.60.13` > `525.8.2`, `10.0` < `9.0` is false).
-pub fn compare_versions(a: &[u32], b: &[u32]) -> Ordering {
-    let len = a.len().max(b.len());
-    (0..len)
-        .map(|i| a.get(i).copied().unwrap_or(0).cmp(&b.get(i).copied().unwrap_or(0)))
-        .find(|o| o.is_ne())
-        .unwrap_or(Ordering::Equal)
-}
 
 /// The minimum versions that apply to a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -235,30 +210,8 @@ mod tests {
 
     use super::*;
 
-    fn v(text: &str) -> Vec<u32> {
-        parse_version(text).unwrap()
-    }
-
     fn defaults() -> Minimums {
         Minimums { driver: "525.60.13".into(), cuda: "11.8".into() }
-    }
-
-    #[test]
-    fn components_compare_as_numbers_not_text() {
-        assert_eq!(compare_versions(&v("525.60.13"), &v("525.8.99")), Ordering::Greater);
-        assert_eq!(compare_versions(&v("470.57.02"), &v("525.60.13")), Ordering::Less);
-        assert_eq!(compare_versions(&v("11.8"), &v("11.8.0")), Ordering::Equal);
-        assert_eq!(compare_versions(&v("12.0"), &v("11.8")), Ordering::Greater);
-        assert_eq!(compare_versions(&v("10.0"), &v("9.2")), Ordering::Greater);
-        assert_eq!(compare_versions(&v("535"), &v("525.60.13")), Ordering::Greater);
-    }
-
-    #[test]
-    fn only_dotted_numbers_parse() {
-        for bad in ["", "1..2", "a.1", "1.2.3.4.5", "-1", "1.2 ", " 1", "1234567", "1.x"] {
-            assert_eq!(parse_version(bad), None, "{bad:?}");
-        }
-        assert_eq!(parse_version("470.57.02"), Some(vec![470, 57, 2]));
     }
 
     #[test]
@@ -283,19 +236,6 @@ mod tests {
     }
 
     proptest! {
-        #[test]
-        fn comparison_is_a_total_order(a in prop::collection::vec(0u32..1000, 1..=4),
-                                        b in prop::collection::vec(0u32..1000, 1..=4),
-                                        c in prop::collection::vec(0u32..1000, 1..=4)) {
-            prop_assert_eq!(compare_versions(&a, &b), compare_versions(&b, &a).reverse());
-            if compare_versions(&a, &b).is_le() && compare_versions(&b, &c).is_le() {
-                prop_assert!(compare_versions(&a, &c).is_le());
-            }
-            let mut padded = a.clone();
-            padded.resize(4, 0);
-            prop_assert_eq!(compare_versions(&a, &padded), Ordering::Equal);
-        }
-
         #[test]
         fn text_round_trips_and_agrees_with_the_numbers(a in prop::collection::vec(0u32..100000, 1..=4),
                                                          b in prop::collection::vec(0u32..100000, 1..=4)) {
