@@ -172,7 +172,7 @@ impl SimNode {
                 }
             })
             .collect();
-        HeartbeatRequest { samples }
+        HeartbeatRequest { samples, driver_version: None, cuda_version: None, latency: Vec::new() }
     }
 }
 

@@ -106,7 +106,20 @@ pub struct AgentArgs {
     /// ... and at least this many of them.
     #[arg(long, env = "GPUPLANE_FLEET_SILENCE_MIN_NODES", default_value_t = 3)]
     pub fleet_silence_min_nodes: u32,
+    /// Lowest NVIDIA driver version a node may report and still take leases (a pool may override it).
+    #[arg(long, env = "GPUPLANE_MIN_DRIVER_VERSION", default_value = DEFAULT_MIN_DRIVER_VERSION)]
+    pub min_driver_version: String,
+    /// Lowest CUDA version a node may report and still take leases (a pool may override it).
+    #[arg(long, env = "GPUPLANE_MIN_CUDA_VERSION", default_value = DEFAULT_MIN_CUDA_VERSION)]
+    pub min_cuda_version: String,
+    /// Round-trip p99 between two nodes of a lease, milliseconds, above which `comm.latency_high` is raised.
+    #[arg(long, env = "GPUPLANE_COMM_LATENCY_P99_MS", default_value_t = 20.0)]
+    pub comm_latency_p99_ms: f64,
 }
+
+/// What NCCL-based parallel frameworks need at least.
+pub const DEFAULT_MIN_DRIVER_VERSION: &str = "525.60.13";
+pub const DEFAULT_MIN_CUDA_VERSION: &str = "11.8";
 
 impl Default for AgentArgs {
     fn default() -> Self {
@@ -119,6 +132,9 @@ impl Default for AgentArgs {
             telemetry_hour_retention_days: 365,
             fleet_silence_threshold: 0.55,
             fleet_silence_min_nodes: 3,
+            min_driver_version: DEFAULT_MIN_DRIVER_VERSION.to_owned(),
+            min_cuda_version: DEFAULT_MIN_CUDA_VERSION.to_owned(),
+            comm_latency_p99_ms: 20.0,
         }
     }
 }
@@ -160,6 +176,12 @@ pub struct Settings {
     pub fleet_silence_threshold: f64,
     /// Fewest silent nodes that open a liveness hold.
     pub fleet_silence_min_nodes: u32,
+    /// Minimum NVIDIA driver version of a ready node, unless its pool overrides it.
+    pub min_driver_version: String,
+    /// Minimum CUDA version of a ready node, unless its pool overrides it.
+    pub min_cuda_version: String,
+    /// p99 round trip between a lease's nodes above which `comm.latency_high` is raised.
+    pub comm_latency_p99: Duration,
     pub rate_limit: RateLimitArgs,
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
@@ -183,6 +205,9 @@ impl Settings {
             telemetry_hour_retention: Duration::from_secs(agents.telemetry_hour_retention_days * 86_400),
             fleet_silence_threshold: agents.fleet_silence_threshold,
             fleet_silence_min_nodes: agents.fleet_silence_min_nodes,
+            min_driver_version: agents.min_driver_version.clone(),
+            min_cuda_version: agents.min_cuda_version.clone(),
+            comm_latency_p99: Duration::from_secs_f64(agents.comm_latency_p99_ms / 1000.0),
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
         }
@@ -224,6 +249,16 @@ impl ServeArgs {
         }
         if a.fleet_silence_min_nodes == 0 {
             anyhow::bail!("--fleet-silence-min-nodes must be at least 1");
+        }
+        for (flag, version) in
+            [("--min-driver-version", &a.min_driver_version), ("--min-cuda-version", &a.min_cuda_version)]
+        {
+            if crate::agents::versions::parse_version(version).is_none() {
+                anyhow::bail!("{flag} `{version}` is not a version: 1-4 dot-separated numbers, e.g. 525.60.13");
+            }
+        }
+        if !(a.comm_latency_p99_ms > 0.0 && a.comm_latency_p99_ms <= 60_000.0) {
+            anyhow::bail!("--comm-latency-p99-ms must be in (0, 60000]");
         }
         if a.telemetry_retention_hours == 0 {
             anyhow::bail!("--telemetry-retention-hours must be at least 1");
@@ -269,6 +304,23 @@ mod tests {
             ["--fleet-silence-threshold", "0"],
             ["--fleet-silence-threshold", "1.5"],
             ["--fleet-silence-min-nodes", "0"],
+        ] {
+            assert!(settings(&bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn readiness_minimums_and_latency_threshold_default_and_are_checked() {
+        let s = settings(&[]).unwrap();
+        assert_eq!((s.min_driver_version.as_str(), s.min_cuda_version.as_str()), ("525.60.13", "11.8"));
+        assert_eq!(s.comm_latency_p99.as_millis(), 20);
+        let s = settings(&["--min-driver-version", "535.104", "--comm-latency-p99-ms", "5"]).unwrap();
+        assert_eq!((s.min_driver_version.as_str(), s.comm_latency_p99.as_millis()), ("535.104", 5));
+        for bad in [
+            ["--min-driver-version", "latest"],
+            ["--min-cuda-version", "12..1"],
+            ["--comm-latency-p99-ms", "0"],
+            ["--comm-latency-p99-ms", "NaN"],
         ] {
             assert!(settings(&bad).is_err(), "{bad:?}");
         }

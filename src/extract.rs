@@ -402,3 +402,13 @@ macro_rules! page_schema {
 pub fn new_id() -> Uuid {
     Uuid::now_v7()
 }
+
+/// For a PATCH field where `null` means "clear it": absent -> `None` (with `#[serde(default)]`), `null` ->
+/// `Some(None)`, a value -> `Some(Some(value))`.
+pub fn double_option<'de, T, D>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    T: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
+    <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
+}

@@ -49,7 +49,7 @@ pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::
     let mut tx = db.begin().await?;
     let unreachable: Vec<(Uuid, String, DateTime<Utc>)> = sqlx::query_as(
         "UPDATE nodes SET liveness = 'unreachable', updated_at = now() \
-         WHERE agent_managed AND liveness = 'ready' \
+         WHERE agent_managed AND liveness IN ('ready', 'not_ready') \
              AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1) \
          RETURNING id, hostname, last_heartbeat_at",
     )
@@ -108,7 +108,7 @@ pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::
 async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Result<(), sqlx::Error> {
     let opened: Vec<(Uuid, i32, i32)> = sqlx::query_as(
         "WITH silence AS ( \
-             SELECT pool_id, count(*) FILTER (WHERE liveness <> 'ready')::int AS silent, count(*)::int AS total \
+             SELECT pool_id, count(*) FILTER (WHERE liveness IN ('unreachable', 'offline'))::int AS silent, count(*)::int AS total \
              FROM nodes WHERE agent_managed GROUP BY pool_id), \
          cleared AS ( \
              UPDATE liveness_holds h SET cleared_at = now(), released_at = COALESCE(h.released_at, now()), \
@@ -178,6 +178,12 @@ pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::Cancel
     let mut timer = tokio::time::interval(std::time::Duration::from_secs(1));
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut ticks: u64 = 0;
+    // The minimum driver/CUDA versions may have changed since the last start: judge the fleet again.
+    match crate::inventory::readiness::evaluate_all(&state.db, &state.settings).await {
+        Ok(0) => {}
+        Ok(not_ready) => tracing::warn!(not_ready, "nodes below the minimum driver/CUDA versions are not ready"),
+        Err(err) => tracing::warn!(error = %err, "judging the nodes' driver/CUDA versions failed"),
+    }
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,

@@ -53,3 +53,5 @@ impl GpuMapCache {
         map.remove(&node_id);
     }
 }
+/// Driver and CUDA version syntax and order (crate `gpuplane-protocol`): the agent checks its flags with it too.
+pub use gpuplane_protocol::versions;

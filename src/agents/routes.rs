@@ -61,6 +61,15 @@ pub async fn register_agent(
         gpus: facts.gpus.iter().map(|g| NewGpu { index: g.index, uuid: g.uuid.clone() }).collect(),
     };
     node_request.validate().map_err(|err| prefix_fields(err, "node."))?;
+    let mut errors = Vec::new();
+    if facts.echo_port.is_some_and(|p| !(1..=65535).contains(&p)) {
+        errors.push(FieldError::new("node.echo_port", "a port, 1-65535"));
+    }
+    check_version_text("node.driver_version", facts.driver_version.as_deref(), &mut errors);
+    check_version_text("node.cuda_version", facts.cuda_version.as_deref(), &mut errors);
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
     if !keys::looks_like_secret(&req.join_token, keys::JOIN_TOKEN_PREFIX) {
         return Err(invalid_join_token());
     }
@@ -148,16 +157,20 @@ pub async fn register_agent(
             (insert_node(&mut tx, &request).await?, StatusCode::CREATED)
         }
     };
+    // Alive again with the verdict it had; `readiness::evaluate_node` then judges the versions just reported.
     let (generation,): (i64,) = sqlx::query_as(
         "UPDATE nodes SET agent_managed = true, agent_generation = agent_generation + 1, facts = $2, \
-             liveness = 'ready', last_heartbeat_at = now(), generation = generation + 1, \
-             reregistration_allowed_until = NULL \
+             liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END, \
+             last_heartbeat_at = now(), generation = generation + 1, reregistration_allowed_until = NULL, \
+             echo_port = $3 \
          WHERE id = $1 RETURNING agent_generation",
     )
     .bind(node_id)
     .bind(facts_json)
+    .bind(facts.echo_port)
     .fetch_one(&mut *tx)
     .await?;
+    crate::inventory::readiness::evaluate_node(&mut tx, node_id, &state.settings).await?;
     let indices: Vec<i32> = facts.gpus.iter().map(|g| g.index).collect();
     let names: Vec<&str> = facts.gpus.iter().map(|g| g.name.as_str()).collect();
     let memory: Vec<i64> = facts.gpus.iter().map(|g| g.memory_bytes).collect();
@@ -176,6 +189,13 @@ pub async fn register_agent(
     tracing::info!(node.id = %node_id, hostname = %facts.hostname, attached = (status == StatusCode::OK), "agent registered");
     let interval = state.settings.heartbeat_interval.as_secs() as u32;
     Ok((status, Json(RegisterResponse { node_id, pool_id, agent_token, heartbeat_interval_s: interval })))
+}
+
+/// A reported version is free text from the host (judged by `readiness`), but bounded and printable.
+fn check_version_text(field: &str, version: Option<&str>, errors: &mut Vec<FieldError>) {
+    if version.is_some_and(|v| v.is_empty() || v.chars().count() > 64 || v.chars().any(char::is_control)) {
+        errors.push(FieldError::new(field, "1-64 printable characters"));
+    }
 }
 
 fn invalid_join_token() -> ApiError {
@@ -285,15 +305,26 @@ pub async fn post_heartbeat(
         }
         validate_sample(i, s, &mut errors);
     }
+    check_version_text("driver_version", req.driver_version.as_deref(), &mut errors);
+    check_version_text("cuda_version", req.cuda_version.as_deref(), &mut errors);
+    crate::leases::network::validate(&req.latency, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    let stored = store_heartbeat(&state, &agent, &gpu_indexes, &req.samples).await?;
     let (admin_state, was, accepted, assignments_pending) =
-        store_heartbeat(&state, &agent, &gpu_indexes, &req.samples).await?;
+        (stored.admin_state, stored.was, stored.accepted, stored.assignments_pending);
     metrics::counter!("gpuplane_heartbeats_total").increment(1);
     metrics::counter!("gpuplane_heartbeat_samples_total").increment(accepted);
-    if was != "ready" {
+    if was != "ready" && was != "not_ready" {
         tracing::info!(node.id = %agent.node_id, was = %was, "node is back");
+    }
+    let reported = |now: &Option<String>, before: &Option<String>| now.is_some() && now != before;
+    if reported(&req.driver_version, &stored.driver_version) || reported(&req.cuda_version, &stored.cuda_version) {
+        update_versions(&state, agent.node_id, req.driver_version.as_deref(), req.cuda_version.as_deref()).await?;
+    }
+    if !req.latency.is_empty() {
+        crate::leases::network::record(&state, agent.node_id, &req.latency).await?;
     }
     let fatal: Vec<(i32, Vec<i32>)> = req
         .samples
@@ -320,9 +351,11 @@ pub async fn post_heartbeat(
 /// The heartbeat statement (see `store_heartbeat`), built once.
 static HEARTBEAT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
-        "WITH prev AS (SELECT liveness FROM nodes WHERE id = $1 AND agent_generation = $2), \
+        "WITH prev AS (SELECT liveness, facts->>'driver_version' AS driver, facts->>'cuda_version' AS cuda \
+             FROM nodes WHERE id = $1 AND agent_generation = $2), \
          touched AS ( \
-             UPDATE nodes SET last_heartbeat_at = now(), liveness = 'ready' \
+             UPDATE nodes SET last_heartbeat_at = now(), \
+                 liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END \
              WHERE id = $1 AND agent_generation = $2 RETURNING admin_state), \
          inserted AS ( \
              INSERT INTO telemetry_raw (node_id, at, small, big, xids) \
@@ -338,7 +371,8 @@ static HEARTBEAT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
              GROUP BY u.at \
              ON CONFLICT (node_id, at) DO NOTHING RETURNING array_length(small, 1) AS gpus) \
          SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), \
-             (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted), {}",
+             (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted), {}, \
+             (SELECT driver FROM prev), (SELECT cuda FROM prev)",
         crate::jobs::store::ASSIGNMENTS_PENDING_SQL
     )
 });
@@ -346,6 +380,37 @@ static HEARTBEAT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
 /// The narrow integers raw telemetry is stored in (see `migrations/0011_telemetry_partitions.sql`).
 fn scaled(v: f32, scale: f32) -> i16 {
     (v * scale).round() as i16 // `as` saturates: values beyond the column's range are capped
+}
+
+/// What one heartbeat's statement found and did.
+struct StoredHeartbeat {
+    admin_state: String,
+    /// Liveness before this heartbeat.
+    was: String,
+    accepted: u64,
+    assignments_pending: bool,
+    /// The versions on record before this heartbeat.
+    driver_version: Option<String>,
+    cuda_version: Option<String>,
+}
+
+/// The host reports other driver/CUDA versions than on record (upgraded in place): record them and judge the
+/// node again (a `not_ready` node becomes ready here once they suffice).
+async fn update_versions(state: &AppState, node_id: Uuid, driver: Option<&str>, cuda: Option<&str>) -> ApiResult<()> {
+    let mut tx = state.db.begin().await?;
+    sqlx::query(
+        "UPDATE nodes SET facts = COALESCE(facts, '{}'::jsonb) \
+             || jsonb_strip_nulls(jsonb_build_object('driver_version', $2::text, 'cuda_version', $3::text)) \
+         WHERE id = $1",
+    )
+    .bind(node_id)
+    .bind(driver)
+    .bind(cuda)
+    .execute(&mut *tx)
+    .await?;
+    crate::inventory::readiness::evaluate_node(&mut tx, node_id, &state.settings).await?;
+    tx.commit().await?;
+    Ok(())
 }
 
 /// One statement: touch the node (only with the current credential generation) and insert the samples, one
@@ -358,7 +423,7 @@ async fn store_heartbeat(
     agent: &AgentAuth,
     gpu_indexes: &[i32],
     samples: &[GpuSample],
-) -> ApiResult<(String, String, u64, bool)> {
+) -> ApiResult<StoredHeartbeat> {
     let horizon = Utc::now() - chrono::Duration::from_std(state.settings.telemetry_retention).unwrap_or_default();
     let mut seen = std::collections::HashSet::new();
     let kept: Vec<(i32, &GpuSample)> = gpu_indexes
@@ -369,7 +434,7 @@ async fn store_heartbeat(
         .collect();
     let small = |f: fn(&GpuSample) -> i16| kept.iter().map(|(_, s)| f(s)).collect::<Vec<i16>>();
     let int = |f: fn(&GpuSample) -> i32| kept.iter().map(|(_, s)| f(s)).collect::<Vec<i32>>();
-    type Row = (Option<String>, Option<String>, i64, bool);
+    type Row = (Option<String>, Option<String>, i64, bool, Option<String>, Option<String>);
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(HEARTBEAT_SQL.as_str()))
         .bind(agent.node_id)
         .bind(agent.generation)
@@ -391,8 +456,15 @@ async fn store_heartbeat(
         .fetch_optional(&state.db)
         .await?;
     match row {
-        Some((Some(admin_state), Some(was), accepted, pending)) => {
-            Ok((admin_state, was, accepted.max(0) as u64, pending))
+        Some((Some(admin_state), Some(was), accepted, assignments_pending, driver_version, cuda_version)) => {
+            Ok(StoredHeartbeat {
+                admin_state,
+                was,
+                accepted: accepted.max(0) as u64,
+                assignments_pending,
+                driver_version,
+                cuda_version,
+            })
         }
         _ => {
             state.agent_gpus.forget(agent.node_id);

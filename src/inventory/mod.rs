@@ -3,6 +3,7 @@
 pub mod gpu_models;
 pub mod nodes;
 pub mod pools;
+pub mod readiness;
 
 use utoipa_axum::router::OpenApiRouter;
 

@@ -46,6 +46,9 @@ pub enum NodeState {
     Drained,
     /// Out of service for maintenance.
     Maintenance,
+    /// Its agent reports a driver or CUDA version below the minimum (see `not_ready_reason`): takes no new
+    /// leases until the agent reports a sufficient one.
+    NotReady,
     /// Missed heartbeats for the unreachable timeout.
     Unreachable,
     /// Missed heartbeats for the offline timeout; its leases were interrupted.
@@ -86,6 +89,14 @@ pub struct Node {
     /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
     pub rdma: bool,
     pub gpus: Vec<Gpu>,
+    /// NVIDIA driver version the agent reports, e.g. `550.54.15`.
+    pub driver_version: Option<String>,
+    /// CUDA version the agent reports, e.g. `12.4`.
+    pub cuda_version: Option<String>,
+    /// Why the node is (or, once back, will be) `not_ready`, e.g. `driver 470.57.02 < 525.60.13`.
+    pub not_ready_reason: Option<String>,
+    /// UDP port of the agent's echo listener at `address` (round-trip probes between a lease's nodes).
+    pub echo_port: Option<i32>,
     pub last_heartbeat_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -102,6 +113,10 @@ struct NodeRow {
     intra_link_gbps: i32,
     network_gbps: i32,
     rdma: bool,
+    driver_version: Option<String>,
+    cuda_version: Option<String>,
+    not_ready_reason: Option<String>,
+    echo_port: Option<i32>,
     last_heartbeat_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -110,7 +125,9 @@ struct NodeRow {
 fn node_select() -> String {
     format!(
         "SELECT n.id, n.pool_id, n.hostname, n.address, ({NODE_STATE_SQL}) AS state, n.intra_link, n.intra_link_gbps, \
-         n.network_gbps, n.rdma, n.last_heartbeat_at, n.created_at, n.updated_at FROM nodes n"
+         n.network_gbps, n.rdma, n.facts->>'driver_version' AS driver_version, \
+         n.facts->>'cuda_version' AS cuda_version, n.not_ready_reason, n.echo_port, n.last_heartbeat_at, \
+         n.created_at, n.updated_at FROM nodes n"
     )
 }
 
@@ -139,6 +156,10 @@ async fn attach_gpus(conn: &mut PgConnection, rows: Vec<NodeRow>) -> Result<Vec<
             intra_link_gbps: r.intra_link_gbps,
             network_gbps: r.network_gbps,
             rdma: r.rdma,
+            driver_version: r.driver_version,
+            cuda_version: r.cuda_version,
+            not_ready_reason: r.not_ready_reason,
+            echo_port: r.echo_port,
             last_heartbeat_at: r.last_heartbeat_at,
             created_at: r.created_at,
             updated_at: r.updated_at,

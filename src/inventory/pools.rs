@@ -45,6 +45,10 @@ pub struct Pool {
     pub free_gpus: i64,
     /// The most free GPUs on any single node: the largest `single_node` lease possible now.
     pub largest_free_block: i64,
+    /// This pool's minimum NVIDIA driver version, overriding the service's (absent: the service's applies).
+    pub min_driver_version: Option<String>,
+    /// This pool's minimum CUDA version, overriding the service's (absent: the service's applies).
+    pub min_cuda_version: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -59,6 +63,8 @@ struct PoolRow {
     total_gpus: i64,
     free_gpus: i64,
     largest_free_block: i64,
+    min_driver_version: Option<String>,
+    min_cuda_version: Option<String>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     gpu_model: sqlx::types::Json<GpuModel>,
@@ -76,6 +82,8 @@ impl From<PoolRow> for Pool {
             total_gpus: r.total_gpus,
             free_gpus: r.free_gpus,
             largest_free_block: r.largest_free_block,
+            min_driver_version: r.min_driver_version,
+            min_cuda_version: r.min_cuda_version,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -93,7 +101,7 @@ fn pools_query() -> String {
          SELECT p.id, p.name, p.region, \
                 COALESCE((SELECT cp.price_per_gpu_hour_minor FROM pool_current_prices cp WHERE cp.pool_id = p.id), \
                     p.price_per_gpu_hour_minor) AS price_per_gpu_hour_minor, \
-                p.currency, p.created_at, p.updated_at, \
+                p.currency, p.min_driver_version, p.min_cuda_version, p.created_at, p.updated_at, \
                 COALESCE(sum(c.total), 0)::bigint AS total_gpus, COALESCE(sum(c.free), 0)::bigint AS free_gpus, \
                 COALESCE(max(c.free), 0)::bigint AS largest_free_block, json_build_object({}) AS gpu_model \
          FROM pools p JOIN gpu_models m ON m.key = p.gpu_model LEFT JOIN node_capacity c ON c.pool_id = p.id \
@@ -243,16 +251,28 @@ pub struct UpdatePoolRequest {
     pub price_per_gpu_hour_minor: Option<i64>,
     #[schema(pattern = r"^[A-Z]{3}$")]
     pub currency: Option<String>,
+    /// Minimum NVIDIA driver version for this pool's nodes, e.g. `535.104.05`; `null` returns to the service's
+    /// (`--min-driver-version`). Nodes below it become `not_ready` at once.
+    #[serde(default, deserialize_with = "crate::extract::double_option")]
+    #[schema(value_type = Option<String>, pattern = r"^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$")]
+    pub min_driver_version: Option<Option<String>>,
+    /// Minimum CUDA version for this pool's nodes, e.g. `12.2`; `null` returns to the service's
+    /// (`--min-cuda-version`).
+    #[serde(default, deserialize_with = "crate::extract::double_option")]
+    #[schema(value_type = Option<String>, pattern = r"^[0-9]{1,6}(\.[0-9]{1,6}){0,3}$")]
+    pub min_cuda_version: Option<Option<String>>,
 }
 
-/// Update a pool's name, region or price.
+/// Update a pool's name, region, price or minimum driver/CUDA versions.
 #[utoipa::path(
     patch, path = "/v1/admin/pools/{pool_id}", tag = "admin", operation_id = "update_pool",
     params(("pool_id" = Uuid, Path, description = "Pool id")),
     request_body = UpdatePoolRequest,
     responses(
         (status = 200, description = "The updated pool", body = Pool),
+        (status = 404, description = "No such pool (`not_found`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "Name taken (`pool_name_taken`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A field is out of range or malformed, e.g. a minimum version that is not dotted numbers (`validation_failed`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn update_pool(
@@ -261,12 +281,27 @@ pub async fn update_pool(
     ApiPath(pool_id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<UpdatePoolRequest>,
 ) -> ApiResult<Json<Pool>> {
-    validate_pool_fields(
+    let mut errors = match validate_pool_fields(
         req.name.as_deref(),
         req.region.as_deref(),
         req.price_per_gpu_hour_minor,
         req.currency.as_deref(),
-    )?;
+    ) {
+        Err(ApiError::Validation(errors)) => errors,
+        Err(other) => return Err(other),
+        Ok(()) => Vec::new(),
+    };
+    for (field, value) in [("min_driver_version", &req.min_driver_version), ("min_cuda_version", &req.min_cuda_version)]
+    {
+        if let Some(Some(version)) = value
+            && crate::agents::versions::parse_version(version).is_none()
+        {
+            errors.push(FieldError::new(field, "1-4 dot-separated numbers of up to 6 digits, e.g. 525.60.13"));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
     let mut tx = state.db.begin().await?;
     let updated = sqlx::query(
         "UPDATE pools SET name = COALESCE($2, name), region = COALESCE($3, region), \
@@ -283,6 +318,22 @@ pub async fn update_pool(
     .map_err(pool_write_error)?;
     if updated.rows_affected() == 0 {
         return Err(ApiError::NotFound("pool"));
+    }
+    if req.min_driver_version.is_some() || req.min_cuda_version.is_some() {
+        sqlx::query(
+            "UPDATE pools SET \
+                 min_driver_version = CASE WHEN $2 THEN $3 ELSE min_driver_version END, \
+                 min_cuda_version = CASE WHEN $4 THEN $5 ELSE min_cuda_version END WHERE id = $1",
+        )
+        .bind(pool_id)
+        .bind(req.min_driver_version.is_some())
+        .bind(req.min_driver_version.clone().flatten())
+        .bind(req.min_cuda_version.is_some())
+        .bind(req.min_cuda_version.clone().flatten())
+        .execute(&mut *tx)
+        .await?;
+        // The pool's nodes are judged by the new minimums at once, in the same transaction.
+        super::readiness::evaluate_pool(&mut tx, pool_id, &state.settings).await?;
     }
     // A new price takes effect now; what was metered at the old price stays as it was.
     if let Some(price) = req.price_per_gpu_hour_minor {

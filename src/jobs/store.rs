@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::protocol::{Assignment, AssignmentList, AssignmentStatus, NodeLease, clamp_tail};
+use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, clamp_tail};
 use super::render::LaunchSpec;
 use super::{Desired, Job, JobNode, JobState, StateChange, aggregate};
 use crate::extract::new_id;
@@ -420,7 +420,27 @@ pub async fn fetch_assignments(
     .bind(node_id)
     .fetch_all(&mut *conn)
     .await?;
-    let leases = leases.into_iter().map(|(lease_id, gpu_indices)| NodeLease { lease_id, gpu_indices }).collect();
+    let lease_ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
+    let peers: Vec<(Uuid, Uuid, String, Option<i32>)> = sqlx::query_as(
+        "SELECT DISTINCT lg.lease_id, n.id, n.address, n.echo_port FROM lease_gpus lg JOIN nodes n ON n.id = lg.node_id \
+         WHERE lg.lease_id = ANY($1) AND lg.released_at IS NULL AND lg.node_id <> $2 ORDER BY lg.lease_id, n.id",
+    )
+    .bind(&lease_ids)
+    .bind(node_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let leases = leases
+        .into_iter()
+        .map(|(lease_id, gpu_indices)| NodeLease {
+            lease_id,
+            gpu_indices,
+            peers: peers
+                .iter()
+                .filter(|p| p.0 == lease_id)
+                .map(|p| LeasePeer { node_id: p.1, address: p.2.clone(), echo_port: p.3 })
+                .collect(),
+        })
+        .collect();
     let environments = crate::environments::routes::node_environments(conn, node_id).await?;
     Ok(Some(AssignmentList { assignments, leases, environments }))
 }

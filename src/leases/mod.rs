@@ -2,6 +2,7 @@
 //! node free counters under row locks, and backed by a unique index that makes a double-booked GPU impossible.
 
 pub mod lifecycle;
+pub mod network;
 pub mod placement;
 pub mod routes;
 pub mod store;
@@ -11,7 +12,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-pub use routes::router;
+/// The lease routes, with the lease's network view.
+pub fn router() -> utoipa_axum::router::OpenApiRouter<crate::app::AppState> {
+    routes::router().merge(network::router())
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
 #[serde(rename_all = "snake_case")]

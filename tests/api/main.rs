@@ -24,4 +24,6 @@ mod migrations;
 mod openapi;
 mod outage_e2e;
 mod planning;
+mod readiness;
+mod readiness_e2e;
 mod tenants;

@@ -84,9 +84,30 @@ pub struct AgentArgs {
     /// Simulation only: report XID CODE on GPU GPU_INDEX once, in the second sampling round.
     #[arg(long, value_name = "GPU_INDEX:CODE", value_parser = InjectXid::parse, requires = "simulate")]
     pub inject_xid: Option<InjectXid>,
+    /// Simulation only: the NVIDIA driver version the host reports (default 550.54.15).
+    #[arg(long, value_name = "VERSION", requires = "simulate", value_parser = parse_version_arg)]
+    pub driver_version: Option<String>,
+    /// Simulation only: the CUDA version the host reports (default 12.4).
+    #[arg(long, value_name = "VERSION", requires = "simulate", value_parser = parse_version_arg)]
+    pub cuda_version: Option<String>,
+    /// UDP port of the echo listener the lease's other nodes probe round trips against (0: any free port,
+    /// registered with the node). Open it in the host's firewall between GPU hosts.
+    #[arg(long, env = "GPUPLANE_AGENT_ECHO_PORT", default_value_t = 0)]
+    pub echo_port: u16,
+    /// Simulation only: answer echo probes this many milliseconds late (to exercise the latency alert).
+    #[arg(long, value_name = "MS", default_value_t = 0, requires = "simulate",
+          value_parser = clap::value_parser!(u64).range(0..=10_000))]
+    pub simulate_echo_delay_ms: u64,
     /// Samples kept while the service is unreachable; beyond it the oldest are dropped.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_buffered_samples: u32,
+}
+
+/// `--driver-version` / `--cuda-version`: dotted numbers, as NVML prints them.
+fn parse_version_arg(text: &str) -> Result<String, String> {
+    gpuplane_protocol::versions::parse_version(text)
+        .map(|_| text.to_owned())
+        .ok_or_else(|| format!("expected 1-4 dot-separated numbers, e.g. 470.57.02, got `{text}`"))
 }
 
 /// `--container-runtime`.

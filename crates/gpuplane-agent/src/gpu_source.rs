@@ -44,7 +44,9 @@ pub trait GpuSource: Send {
 pub fn open_gpu_source(args: &AgentArgs, hostname: &str) -> anyhow::Result<Box<dyn GpuSource>> {
     match args.simulate {
         Some(spec) => {
-            Ok(Box::new(SimulatedGpus::new(spec, hostname, args.inject_xid, args.state_dir.join("devices"))?))
+            let gpus = SimulatedGpus::new(spec, hostname, args.inject_xid, args.state_dir.join("devices"))?
+                .with_versions(args.driver_version.as_deref(), args.cuda_version.as_deref());
+            Ok(Box::new(gpus))
         }
         None => Ok(Box::new(NvmlGpus::open()?)),
     }

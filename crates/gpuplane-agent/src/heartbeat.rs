@@ -87,6 +87,8 @@ pub struct Agent {
     pub facts: NodeFacts,
     /// How this host runs jobs; handed to the job runner once attached.
     pub job_host: Option<super::launch::JobHost>,
+    /// Measures round trips to the other nodes of this node's leases.
+    pub prober: super::echo::Prober,
 }
 
 impl Agent {
@@ -113,6 +115,7 @@ impl Agent {
         // Jobs this agent started before a restart are reported, never started again.
         let job_host = self.job_host.take().context("the agent runs once")?;
         let mut jobs = JobRunner::open(self.store.dir(), job_host)?;
+        tokio::spawn(self.prober.clone().run(interval, shutdown.clone()));
         let mut heartbeats: u64 = 0;
 
         let now = Instant::now();
@@ -159,7 +162,12 @@ impl Agent {
             }
             probe_at = None;
 
-            let request = HeartbeatRequest { samples: sampler.buffer.oldest(MAX_SAMPLES_PER_HEARTBEAT) };
+            let request = HeartbeatRequest {
+                samples: sampler.buffer.oldest(MAX_SAMPLES_PER_HEARTBEAT),
+                driver_version: self.facts.driver_version.clone(),
+                cuda_version: self.facts.cuda_version.clone(),
+                latency: self.prober.take_report(),
+            };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();
             // Keep sampling on schedule while the request is in flight (it may take up to the client timeout).
@@ -204,8 +212,10 @@ impl Agent {
                     heartbeats += 1;
                     if answer.assignments_pending || jobs.busy() || heartbeats % ASSIGNMENT_BACKSTOP_HEARTBEATS == 1 {
                         jobs.sync(&self.client, &credential.agent_token).await;
+                        self.prober.set_leases(jobs.leases());
                     }
                     schedule.interval = Duration::from_secs(u64::from(answer.heartbeat_interval_s.max(1)));
+                    self.prober.set_heartbeat_interval(schedule.interval);
                     next_send = if sampler.buffer.is_empty() { schedule.next() } else { Instant::now() };
                 }
                 Err(CallError::Transient(reason)) => {

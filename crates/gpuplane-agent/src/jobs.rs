@@ -138,6 +138,8 @@ pub struct JobRunner {
     outbox: Vec<(Uuid, AssignmentStatus)>,
     environments: Environments,
     grace: Duration,
+    /// The leases on this node as the last successful sync listed them (with their other nodes, for probes).
+    leases: Vec<NodeLease>,
 }
 
 impl JobRunner {
@@ -194,6 +196,7 @@ impl JobRunner {
             exits_rx,
             outbox,
             grace: STOP_GRACE,
+            leases: Vec::new(),
         };
         runner.persist()?;
         Ok(runner)
@@ -351,8 +354,14 @@ impl JobRunner {
         }
         self.sync_environments(&environments, &leases);
         self.remove_ended_leases(&leases);
+        self.leases = leases;
         self.flush(client, token).await;
         self.environments.flush(client, token).await;
+    }
+
+    /// The leases on this node as last listed by the service.
+    pub fn leases(&self) -> &[NodeLease] {
+        &self.leases
     }
 
     fn sync_environments(&mut self, specs: &[gpuplane_protocol::environments::EnvironmentSpec], leases: &[NodeLease]) {

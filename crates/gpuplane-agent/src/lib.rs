@@ -22,6 +22,7 @@ pub mod backoff;
 pub mod buffer;
 pub mod client;
 pub mod credential;
+pub mod echo;
 pub mod environments;
 pub mod exporter;
 pub mod gpu_source;
@@ -52,14 +53,17 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&report)?);
         return Ok(());
     }
-    let facts = node_facts(&args, &hostname, source.as_mut())?;
+    let mut facts = node_facts(&args, &hostname, source.as_mut())?;
+    let shutdown = CancellationToken::new();
+    crate::signals::cancel_on_signal(shutdown.clone());
+    let echo_delay = std::time::Duration::from_millis(args.simulate_echo_delay_ms);
+    let echo_bind = std::net::SocketAddr::from(([0, 0, 0, 0], args.echo_port));
+    facts.echo_port = Some(echo::serve(echo_bind, echo_delay, shutdown.clone()).await?.into());
     let server = args.server.as_deref().context("--server (or GPUPLANE_SERVER) is required")?;
     let server = credential::normalize_server(server);
     check_server_url(&server, args.insecure_http)?;
     let join_token = join_token(&args)?;
     let job_host = job_host(&args, source.as_mut())?;
-    let shutdown = CancellationToken::new();
-    crate::signals::cancel_on_signal(shutdown.clone());
     let agent = heartbeat::Agent {
         client: client::ServiceClient::new(&server, args.ca_cert.as_deref())?,
         store: credential::CredentialStore::new(&args.state_dir),
@@ -67,6 +71,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         join_token,
         facts,
         job_host: Some(job_host),
+        prober: echo::Prober::default(),
     };
     let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     let exporter = match args.metrics_listen {
@@ -119,6 +124,7 @@ pub fn node_facts(args: &AgentArgs, hostname: &str, source: &mut dyn GpuSource) 
         cuda_version: gpus.cuda_version,
         network_gbps: args.network_gbps,
         rdma: args.rdma,
+        echo_port: None,
     })
 }
 
@@ -280,6 +286,18 @@ mod tests {
         let args = parse(&["--server", "http://s:8080", "--simulate", "a10:1", "--inject-xid", "0:79"]).unwrap();
         assert_eq!(args.inject_xid, Some(InjectXid { gpu_index: 0, code: 79 }));
         assert_eq!(args.max_buffered_samples, 100_000);
+    }
+
+    #[test]
+    fn simulated_hosts_report_the_driver_and_cuda_versions_they_are_given() {
+        let args = parse(&["--probe", "--simulate", "h100:1", "--driver-version", "470.57.02"]).unwrap();
+        let mut source = open_gpu_source(&args, "old-host").unwrap();
+        let facts = probe_report(&args, "old-host", source.as_mut()).unwrap().facts;
+        assert_eq!((facts.driver_version.as_deref(), facts.cuda_version.as_deref()), (Some("470.57.02"), Some("12.4")));
+        let err = parse(&["--probe", "--simulate", "h100:1", "--cuda-version", "twelve"]).err().unwrap().to_string();
+        assert!(err.contains("dot-separated numbers"), "{err}");
+        assert!(parse(&["--probe", "--driver-version", "470.57.02"]).is_err(), "simulation only");
+        assert!(parse(&["--probe", "--simulate-echo-delay-ms", "25"]).is_err(), "simulation only");
     }
 
     #[test]

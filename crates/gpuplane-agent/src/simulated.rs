@@ -201,7 +201,14 @@ pub struct SimulatedGpus {
     rng: StdRng,
     /// Where the stand-in device files are made (the agent's state directory's `devices/`).
     device_dir: PathBuf,
+    /// The NVIDIA driver and CUDA versions the simulated host reports.
+    driver_version: String,
+    cuda_version: String,
 }
+
+/// What a simulated host reports unless `--driver-version` / `--cuda-version` say otherwise.
+pub const DEFAULT_DRIVER_VERSION: &str = "550.54.15";
+pub const DEFAULT_CUDA_VERSION: &str = "12.4";
 
 impl SimulatedGpus {
     pub fn new(
@@ -225,7 +232,20 @@ impl SimulatedGpus {
             inject_xid,
             rng: StdRng::from_os_rng(),
             device_dir,
+            driver_version: DEFAULT_DRIVER_VERSION.to_owned(),
+            cuda_version: DEFAULT_CUDA_VERSION.to_owned(),
         })
+    }
+
+    /// Report these driver/CUDA versions (`None`: the defaults).
+    pub fn with_versions(mut self, driver: Option<&str>, cuda: Option<&str>) -> Self {
+        if let Some(driver) = driver {
+            self.driver_version = driver.to_owned();
+        }
+        if let Some(cuda) = cuda {
+            self.cuda_version = cuda.to_owned();
+        }
+        self
     }
 }
 
@@ -274,8 +294,8 @@ impl GpuSource for SimulatedGpus {
                 .collect(),
             intra_link: if self.model.nvlink { IntraLink::Nvlink } else { IntraLink::Pcie },
             topology: None,
-            driver_version: Some("550.54.15".to_owned()),
-            cuda_version: Some("12.4".to_owned()),
+            driver_version: Some(self.driver_version.clone()),
+            cuda_version: Some(self.cuda_version.clone()),
         })
     }
 

@@ -54,9 +54,19 @@ pub struct NodeFacts {
     /// row and column i being GPU index i.
     #[serde(default)]
     pub topology: Option<Vec<Vec<String>>>,
+    /// NVIDIA driver version, e.g. `550.54.15` (judged against the minimum: see `GET /v1/admin/nodes/{id}`).
     #[serde(default)]
+    #[cfg_attr(
+        feature = "server",
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")
+    )]
     pub driver_version: Option<String>,
+    /// CUDA version, e.g. `12.4`.
     #[serde(default)]
+    #[cfg_attr(
+        feature = "server",
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")
+    )]
     pub cuda_version: Option<String>,
     /// Inter-node network bandwidth, Gbit/s.
     #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100000))]
@@ -64,6 +74,10 @@ pub struct NodeFacts {
     /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
     #[serde(default)]
     pub rdma: bool,
+    /// UDP port of the agent's echo listener at `address`: the lease's other nodes probe round trips to it.
+    #[serde(default)]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 65535))]
+    pub echo_port: Option<i32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -148,6 +162,47 @@ pub struct HeartbeatRequest {
     /// Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first).
     #[cfg_attr(feature = "server", schema(max_items = 4096))]
     pub samples: Vec<GpuSample>,
+    /// The NVIDIA driver version now (an upgraded host says so here without registering again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "server",
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")
+    )]
+    pub driver_version: Option<String>,
+    /// The CUDA version now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "server",
+        schema(min_length = 1, max_length = 64, pattern = r"^[^\u0000-\u001f\u007f-\u009f]+$")
+    )]
+    pub cuda_version: Option<String>,
+    /// Round trips measured since the last heartbeat to the other nodes of this node's multi-node leases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "server", schema(max_items = 1024))]
+    pub latency: Vec<PeerLatency>,
+}
+
+/// Round trips from this node to one other node of a lease (UDP echo probes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PeerLatency {
+    pub lease_id: Uuid,
+    /// The other node.
+    pub peer_node_id: Uuid,
+    /// Median round trip, microseconds.
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 60000000))]
+    pub p50_us: i32,
+    /// 99th percentile round trip, microseconds (at least `p50_us`).
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 60000000))]
+    pub p99_us: i32,
+    /// Probes answered.
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 100000))]
+    pub probes: i32,
+    /// Probes without an answer in time.
+    #[serde(default)]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100000))]
+    pub lost: i32,
 }
 
 /// What the service wants the node to do.

@@ -45,6 +45,19 @@ pub struct NodeLease {
     pub lease_id: Uuid,
     /// The node's GPU indices the lease holds, ascending.
     pub gpu_indices: Vec<i32>,
+    /// The lease's other nodes, whose round trips this node measures (empty for a single-node lease).
+    #[serde(default)]
+    pub peers: Vec<LeasePeer>,
+}
+
+/// Another node of the same lease, and where its agent answers echo probes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct LeasePeer {
+    pub node_id: Uuid,
+    pub address: String,
+    /// UDP echo port; absent when that node's agent runs no echo listener.
+    pub echo_port: Option<i32>,
 }
 
 /// A state an agent reports.

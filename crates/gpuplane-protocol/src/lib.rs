@@ -10,3 +10,4 @@ pub mod environments;
 pub mod jobs;
 pub mod ssh_keys;
 pub mod time;
+pub mod versions;

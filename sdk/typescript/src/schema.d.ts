@@ -486,7 +486,7 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a pool's name, region or price. */
+        /** Update a pool's name, region, price or minimum driver/CUDA versions. */
         patch: operations["update_pool"];
         trace?: never;
     };
@@ -1112,6 +1112,26 @@ export interface paths {
          *     each node's rendered launch spec. The nodes' agents fetch and start it.
          */
         post: operations["create_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{lease_id}/network": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Round trips between the lease's nodes (p50/p99 per pair, as their agents measure them), and an insight when
+         *     they are too slow for data-parallel training.
+         */
+        get: operations["get_lease_network"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2185,6 +2205,12 @@ export interface components {
             status: string;
         };
         HeartbeatRequest: {
+            /** @description The CUDA version now. */
+            cuda_version?: string | null;
+            /** @description The NVIDIA driver version now (an upgraded host says so here without registering again). */
+            driver_version?: string | null;
+            /** @description Round trips measured since the last heartbeat to the other nodes of this node's multi-node leases. */
+            latency?: components["schemas"]["PeerLatency"][];
             /** @description Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first). */
             samples: components["schemas"]["GpuSample"][];
         };
@@ -2453,6 +2479,25 @@ export interface components {
             measured?: components["schemas"]["Measured"] | null;
             plan?: components["schemas"]["Plan"] | null;
         };
+        /** @description A lease's network: round trips between its nodes and what they mean. */
+        LeaseNetwork: {
+            /**
+             * Format: date-time
+             * @description Since when the `comm.latency_high` alert has been open (absent when it is not).
+             */
+            alert_raised_at?: string | null;
+            /** @description `comm_latency_high` when the worst p99 is over the threshold, with the numbers and what to change. */
+            insights: components["schemas"]["Insight"][];
+            /** Format: uuid */
+            lease_id: string;
+            /** @description The latest measurement of each ordered pair of the lease's nodes (empty for a single-node lease). */
+            pairs: components["schemas"]["PairLatency"][];
+            /**
+             * Format: double
+             * @description p99 above which `comm.latency_high` is raised, milliseconds.
+             */
+            threshold_ms: number;
+        };
         LeasePage: {
             items: components["schemas"]["Lease"][];
             /**
@@ -2460,6 +2505,17 @@ export interface components {
              * @description Pass as `after` to get the next page; absent on the last page.
              */
             next_after?: string | null;
+        };
+        /** @description Another node of the same lease, and where its agent answers echo probes. */
+        LeasePeer: {
+            address: string;
+            /**
+             * Format: int32
+             * @description UDP echo port; absent when that node's agent runs no echo listener.
+             */
+            echo_port?: number | null;
+            /** Format: uuid */
+            node_id: string;
         };
         /** @enum {string} */
         LeaseState: "queued" | "active" | "released" | "expired" | "terminated" | "interrupted";
@@ -2655,6 +2711,15 @@ export interface components {
             address: string;
             /** Format: date-time */
             created_at: string;
+            /** @description CUDA version the agent reports, e.g. `12.4`. */
+            cuda_version?: string | null;
+            /** @description NVIDIA driver version the agent reports, e.g. `550.54.15`. */
+            driver_version?: string | null;
+            /**
+             * Format: int32
+             * @description UDP port of the agent's echo listener at `address` (round-trip probes between a lease's nodes).
+             */
+            echo_port?: number | null;
             gpus: components["schemas"]["Gpu"][];
             hostname: string;
             /** Format: uuid */
@@ -2672,6 +2737,8 @@ export interface components {
              * @description Inter-node network bandwidth, Gbit/s.
              */
             network_gbps: number;
+            /** @description Why the node is (or, once back, will be) `not_ready`, e.g. `driver 470.57.02 < 525.60.13`. */
+            not_ready_reason?: string | null;
             /** Format: uuid */
             pool_id: string;
             /** @description Whether the inter-node network supports RDMA (InfiniBand/RoCE). */
@@ -2684,8 +2751,15 @@ export interface components {
         NodeFacts: {
             /** @description Address other nodes and tenants reach this host at. */
             address: string;
+            /** @description CUDA version, e.g. `12.4`. */
             cuda_version?: string | null;
+            /** @description NVIDIA driver version, e.g. `550.54.15` (judged against the minimum: see `GET /v1/admin/nodes/{id}`). */
             driver_version?: string | null;
+            /**
+             * Format: int32
+             * @description UDP port of the agent's echo listener at `address`: the lease's other nodes probe round trips to it.
+             */
+            echo_port?: number | null;
             gpus: components["schemas"]["GpuFacts"][];
             hostname: string;
             /** @description `nvlink` when the GPUs are connected by NVLink, else `pcie`. */
@@ -2714,6 +2788,8 @@ export interface components {
             gpu_indices: number[];
             /** Format: uuid */
             lease_id: string;
+            /** @description The lease's other nodes, whose round trips this node measures (empty for a single-node lease). */
+            peers?: components["schemas"]["LeasePeer"][];
         };
         NodePage: {
             items: components["schemas"]["Node"][];
@@ -2727,7 +2803,7 @@ export interface components {
          * @description What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
          * @enum {string}
          */
-        NodeState: "ready" | "cordoned" | "draining" | "drained" | "maintenance" | "unreachable" | "offline";
+        NodeState: "ready" | "cordoned" | "draining" | "drained" | "maintenance" | "not_ready" | "unreachable" | "offline";
         NodeUtilization: {
             /** Format: double */
             avg_gpu_util?: number | null;
@@ -2744,11 +2820,78 @@ export interface components {
          * @enum {string}
          */
         Offload: "none" | "optimizer" | "optimizer_and_params";
+        /** @description The latest round trips from one node of a lease to another. */
+        PairLatency: {
+            /**
+             * Format: int32
+             * @description Probes lost in the reporting period.
+             */
+            lost: number;
+            /** Format: date-time */
+            measured_at: string;
+            node_hostname: string;
+            /**
+             * Format: uuid
+             * @description The node that measured.
+             */
+            node_id: string;
+            /**
+             * Format: int32
+             * @description Median round trip, microseconds.
+             */
+            p50_us: number;
+            /**
+             * Format: int32
+             * @description 99th percentile round trip, microseconds.
+             */
+            p99_us: number;
+            peer_hostname: string;
+            /**
+             * Format: uuid
+             * @description The node it measured to.
+             */
+            peer_node_id: string;
+            /**
+             * Format: int32
+             * @description Probes answered in the reporting period.
+             */
+            probes: number;
+        };
         /**
          * @description A parameter's type.
          * @enum {string}
          */
         ParamType: "string" | "int" | "float" | "bool" | "enum";
+        /** @description Round trips from this node to one other node of a lease (UDP echo probes). */
+        PeerLatency: {
+            /** Format: uuid */
+            lease_id: string;
+            /**
+             * Format: int32
+             * @description Probes without an answer in time.
+             */
+            lost?: number;
+            /**
+             * Format: int32
+             * @description Median round trip, microseconds.
+             */
+            p50_us: number;
+            /**
+             * Format: int32
+             * @description 99th percentile round trip, microseconds (at least `p50_us`).
+             */
+            p99_us: number;
+            /**
+             * Format: uuid
+             * @description The other node.
+             */
+            peer_node_id: string;
+            /**
+             * Format: int32
+             * @description Probes answered.
+             */
+            probes: number;
+        };
         /** @description Optional pins: a `Some` fixes that knob, `None` lets the search choose. */
         Pins: {
             /**
@@ -2931,6 +3074,10 @@ export interface components {
              * @description The most free GPUs on any single node: the largest `single_node` lease possible now.
              */
             largest_free_block: number;
+            /** @description This pool's minimum CUDA version, overriding the service's (absent: the service's applies). */
+            min_cuda_version?: string | null;
+            /** @description This pool's minimum NVIDIA driver version, overriding the service's (absent: the service's applies). */
+            min_driver_version?: string | null;
             /** @description Unique slug, e.g. `h100-us-east`. */
             name: string;
             /**
@@ -3386,6 +3533,16 @@ export interface components {
          */
         UpdatePoolRequest: {
             currency?: string | null;
+            /**
+             * @description Minimum CUDA version for this pool's nodes, e.g. `12.2`; `null` returns to the service's
+             *     (`--min-cuda-version`).
+             */
+            min_cuda_version?: string | null;
+            /**
+             * @description Minimum NVIDIA driver version for this pool's nodes, e.g. `535.104.05`; `null` returns to the service's
+             *     (`--min-driver-version`). Nodes below it become `not_ready` at once.
+             */
+            min_driver_version?: string | null;
             name?: string | null;
             /** Format: int64 */
             price_per_gpu_hour_minor?: number | null;
@@ -4543,7 +4700,15 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
-            404: components["responses"]["NotFound"];
+            /** @description No such pool (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Name taken (`pool_name_taken`) */
             409: {
                 headers: {
@@ -4555,7 +4720,15 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            /** @description A field is out of range or malformed, e.g. a minimum version that is not dotted numbers (`validation_failed`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -6083,6 +6256,42 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Invalid values (`validation_failed`) or nothing fits the lease's GPUs (`plan_infeasible`) */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_lease_network: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The lease's node-to-node latency */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LeaseNetwork"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such lease of this tenant (`not_found`) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -71,7 +71,9 @@ from .lease_event import LeaseEvent
 from .lease_event_detail_type_0 import LeaseEventDetailType0
 from .lease_gpu import LeaseGpu
 from .lease_insights import LeaseInsights
+from .lease_network import LeaseNetwork
 from .lease_page import LeasePage
+from .lease_peer import LeasePeer
 from .lease_state import LeaseState
 from .ledger_entry import LedgerEntry
 from .ledger_entry_page import LedgerEntryPage
@@ -90,7 +92,9 @@ from .node_page import NodePage
 from .node_state import NodeState
 from .node_utilization import NodeUtilization
 from .offload import Offload
+from .pair_latency import PairLatency
 from .param_type import ParamType
+from .peer_latency import PeerLatency
 from .pins import Pins
 from .placement import Placement
 from .plan import Plan
@@ -212,7 +216,9 @@ __all__ = (
     "LeaseEventDetailType0",
     "LeaseGpu",
     "LeaseInsights",
+    "LeaseNetwork",
     "LeasePage",
+    "LeasePeer",
     "LeaseState",
     "LedgerEntry",
     "LedgerEntryPage",
@@ -231,7 +237,9 @@ __all__ = (
     "NodeState",
     "NodeUtilization",
     "Offload",
+    "PairLatency",
     "ParamType",
+    "PeerLatency",
     "Pins",
     "Placement",
     "Plan",

@@ -35,7 +35,13 @@ class Node:
         rdma (bool): Whether the inter-node network supports RDMA (InfiniBand/RoCE).
         state (NodeState): What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
         updated_at (datetime.datetime):
+        cuda_version (None | str | Unset): CUDA version the agent reports, e.g. `12.4`.
+        driver_version (None | str | Unset): NVIDIA driver version the agent reports, e.g. `550.54.15`.
+        echo_port (int | None | Unset): UDP port of the agent's echo listener at `address` (round-trip probes between a
+            lease's nodes).
         last_heartbeat_at (datetime.datetime | None | Unset):
+        not_ready_reason (None | str | Unset): Why the node is (or, once back, will be) `not_ready`, e.g. `driver
+            470.57.02 < 525.60.13`.
     """
 
     address: str
@@ -50,7 +56,11 @@ class Node:
     rdma: bool
     state: NodeState
     updated_at: datetime.datetime
+    cuda_version: None | str | Unset = UNSET
+    driver_version: None | str | Unset = UNSET
+    echo_port: int | None | Unset = UNSET
     last_heartbeat_at: datetime.datetime | None | Unset = UNSET
+    not_ready_reason: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +91,24 @@ class Node:
 
         updated_at = self.updated_at.isoformat()
 
+        cuda_version: None | str | Unset
+        if isinstance(self.cuda_version, Unset):
+            cuda_version = UNSET
+        else:
+            cuda_version = self.cuda_version
+
+        driver_version: None | str | Unset
+        if isinstance(self.driver_version, Unset):
+            driver_version = UNSET
+        else:
+            driver_version = self.driver_version
+
+        echo_port: int | None | Unset
+        if isinstance(self.echo_port, Unset):
+            echo_port = UNSET
+        else:
+            echo_port = self.echo_port
+
         last_heartbeat_at: None | str | Unset
         if isinstance(self.last_heartbeat_at, Unset):
             last_heartbeat_at = UNSET
@@ -88,6 +116,12 @@ class Node:
             last_heartbeat_at = self.last_heartbeat_at.isoformat()
         else:
             last_heartbeat_at = self.last_heartbeat_at
+
+        not_ready_reason: None | str | Unset
+        if isinstance(self.not_ready_reason, Unset):
+            not_ready_reason = UNSET
+        else:
+            not_ready_reason = self.not_ready_reason
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -107,8 +141,16 @@ class Node:
                 "updated_at": updated_at,
             }
         )
+        if cuda_version is not UNSET:
+            field_dict["cuda_version"] = cuda_version
+        if driver_version is not UNSET:
+            field_dict["driver_version"] = driver_version
+        if echo_port is not UNSET:
+            field_dict["echo_port"] = echo_port
         if last_heartbeat_at is not UNSET:
             field_dict["last_heartbeat_at"] = last_heartbeat_at
+        if not_ready_reason is not UNSET:
+            field_dict["not_ready_reason"] = not_ready_reason
 
         return field_dict
 
@@ -146,6 +188,33 @@ class Node:
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
+        def _parse_cuda_version(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        cuda_version = _parse_cuda_version(d.pop("cuda_version", UNSET))
+
+        def _parse_driver_version(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        driver_version = _parse_driver_version(d.pop("driver_version", UNSET))
+
+        def _parse_echo_port(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        echo_port = _parse_echo_port(d.pop("echo_port", UNSET))
+
         def _parse_last_heartbeat_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
@@ -163,6 +232,15 @@ class Node:
 
         last_heartbeat_at = _parse_last_heartbeat_at(d.pop("last_heartbeat_at", UNSET))
 
+        def _parse_not_ready_reason(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        not_ready_reason = _parse_not_ready_reason(d.pop("not_ready_reason", UNSET))
+
         node = cls(
             address=address,
             created_at=created_at,
@@ -176,7 +254,11 @@ class Node:
             rdma=rdma,
             state=state,
             updated_at=updated_at,
+            cuda_version=cuda_version,
+            driver_version=driver_version,
+            echo_port=echo_port,
             last_heartbeat_at=last_heartbeat_at,
+            not_ready_reason=not_ready_reason,
         )
 
         node.additional_properties = d

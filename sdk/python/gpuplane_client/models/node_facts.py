@@ -25,8 +25,11 @@ class NodeFacts:
         hostname (str):
         intra_link (IntraLink): Link between the GPUs inside a node.
         network_gbps (int): Inter-node network bandwidth, Gbit/s.
-        cuda_version (None | str | Unset):
-        driver_version (None | str | Unset):
+        cuda_version (None | str | Unset): CUDA version, e.g. `12.4`.
+        driver_version (None | str | Unset): NVIDIA driver version, e.g. `550.54.15` (judged against the minimum: see
+            `GET /v1/admin/nodes/{id}`).
+        echo_port (int | None | Unset): UDP port of the agent's echo listener at `address`: the lease's other nodes
+            probe round trips to it.
         intra_link_gbps (int | None | Unset): GPU-to-GPU bandwidth, GB/s, when known.
         rdma (bool | Unset): Whether the inter-node network supports RDMA (InfiniBand/RoCE).
         topology (list[list[str]] | None | Unset): GPU-to-GPU topology matrix as `nvidia-smi topo -m` prints it (`X`,
@@ -41,6 +44,7 @@ class NodeFacts:
     network_gbps: int
     cuda_version: None | str | Unset = UNSET
     driver_version: None | str | Unset = UNSET
+    echo_port: int | None | Unset = UNSET
     intra_link_gbps: int | None | Unset = UNSET
     rdma: bool | Unset = UNSET
     topology: list[list[str]] | None | Unset = UNSET
@@ -70,6 +74,12 @@ class NodeFacts:
             driver_version = UNSET
         else:
             driver_version = self.driver_version
+
+        echo_port: int | None | Unset
+        if isinstance(self.echo_port, Unset):
+            echo_port = UNSET
+        else:
+            echo_port = self.echo_port
 
         intra_link_gbps: int | None | Unset
         if isinstance(self.intra_link_gbps, Unset):
@@ -107,6 +117,8 @@ class NodeFacts:
             field_dict["cuda_version"] = cuda_version
         if driver_version is not UNSET:
             field_dict["driver_version"] = driver_version
+        if echo_port is not UNSET:
+            field_dict["echo_port"] = echo_port
         if intra_link_gbps is not UNSET:
             field_dict["intra_link_gbps"] = intra_link_gbps
         if rdma is not UNSET:
@@ -154,6 +166,15 @@ class NodeFacts:
 
         driver_version = _parse_driver_version(d.pop("driver_version", UNSET))
 
+        def _parse_echo_port(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        echo_port = _parse_echo_port(d.pop("echo_port", UNSET))
+
         def _parse_intra_link_gbps(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -195,6 +216,7 @@ class NodeFacts:
             network_gbps=network_gbps,
             cuda_version=cuda_version,
             driver_version=driver_version,
+            echo_port=echo_port,
             intra_link_gbps=intra_link_gbps,
             rdma=rdma,
             topology=topology,

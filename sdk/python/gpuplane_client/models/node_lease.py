@@ -1,11 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.lease_peer import LeasePeer
+
 
 T = TypeVar("T", bound="NodeLease")
 
@@ -17,16 +23,26 @@ class NodeLease:
     Attributes:
         gpu_indices (list[int]): The node's GPU indices the lease holds, ascending.
         lease_id (UUID):
+        peers (list[LeasePeer] | Unset): The lease's other nodes, whose round trips this node measures (empty for a
+            single-node lease).
     """
 
     gpu_indices: list[int]
     lease_id: UUID
+    peers: list[LeasePeer] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         gpu_indices = self.gpu_indices
 
         lease_id = str(self.lease_id)
+
+        peers: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.peers, Unset):
+            peers = []
+            for peers_item_data in self.peers:
+                peers_item = peers_item_data.to_dict()
+                peers.append(peers_item)
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -36,19 +52,33 @@ class NodeLease:
                 "lease_id": lease_id,
             }
         )
+        if peers is not UNSET:
+            field_dict["peers"] = peers
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.lease_peer import LeasePeer
+
         d = dict(src_dict)
         gpu_indices = cast(list[int], d.pop("gpu_indices"))
 
         lease_id = UUID(d.pop("lease_id"))
 
+        _peers = d.pop("peers", UNSET)
+        peers: list[LeasePeer] | Unset = UNSET
+        if _peers is not UNSET:
+            peers = []
+            for peers_item_data in _peers:
+                peers_item = LeasePeer.from_dict(peers_item_data)
+
+                peers.append(peers_item)
+
         node_lease = cls(
             gpu_indices=gpu_indices,
             lease_id=lease_id,
+            peers=peers,
         )
 
         node_lease.additional_properties = d

@@ -6,6 +6,7 @@ class NodeState(StrEnum):
     DRAINED = "drained"
     DRAINING = "draining"
     MAINTENANCE = "maintenance"
+    NOT_READY = "not_ready"
     OFFLINE = "offline"
     READY = "ready"
     UNREACHABLE = "unreachable"

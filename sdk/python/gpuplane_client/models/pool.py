@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.gpu_model import GpuModel
@@ -33,6 +35,10 @@ class Pool:
         region (str):
         total_gpus (int): Every GPU in the pool, whatever its state.
         updated_at (datetime.datetime):
+        min_cuda_version (None | str | Unset): This pool's minimum CUDA version, overriding the service's (absent: the
+            service's applies).
+        min_driver_version (None | str | Unset): This pool's minimum NVIDIA driver version, overriding the service's
+            (absent: the service's applies).
     """
 
     created_at: datetime.datetime
@@ -46,6 +52,8 @@ class Pool:
     region: str
     total_gpus: int
     updated_at: datetime.datetime
+    min_cuda_version: None | str | Unset = UNSET
+    min_driver_version: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,6 +79,18 @@ class Pool:
 
         updated_at = self.updated_at.isoformat()
 
+        min_cuda_version: None | str | Unset
+        if isinstance(self.min_cuda_version, Unset):
+            min_cuda_version = UNSET
+        else:
+            min_cuda_version = self.min_cuda_version
+
+        min_driver_version: None | str | Unset
+        if isinstance(self.min_driver_version, Unset):
+            min_driver_version = UNSET
+        else:
+            min_driver_version = self.min_driver_version
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -88,6 +108,10 @@ class Pool:
                 "updated_at": updated_at,
             }
         )
+        if min_cuda_version is not UNSET:
+            field_dict["min_cuda_version"] = min_cuda_version
+        if min_driver_version is not UNSET:
+            field_dict["min_driver_version"] = min_driver_version
 
         return field_dict
 
@@ -118,6 +142,26 @@ class Pool:
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
+        def _parse_min_cuda_version(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        min_cuda_version = _parse_min_cuda_version(d.pop("min_cuda_version", UNSET))
+
+        def _parse_min_driver_version(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        min_driver_version = _parse_min_driver_version(
+            d.pop("min_driver_version", UNSET)
+        )
+
         pool = cls(
             created_at=created_at,
             currency=currency,
@@ -130,6 +174,8 @@ class Pool:
             region=region,
             total_gpus=total_gpus,
             updated_at=updated_at,
+            min_cuda_version=min_cuda_version,
+            min_driver_version=min_driver_version,
         )
 
         pool.additional_properties = d

@@ -18,12 +18,20 @@ class UpdatePoolRequest:
 
     Attributes:
         currency (None | str | Unset):
+        min_cuda_version (None | str | Unset): Minimum CUDA version for this pool's nodes, e.g. `12.2`; `null` returns
+            to the service's
+            (`--min-cuda-version`).
+        min_driver_version (None | str | Unset): Minimum NVIDIA driver version for this pool's nodes, e.g. `535.104.05`;
+            `null` returns to the service's
+            (`--min-driver-version`). Nodes below it become `not_ready` at once.
         name (None | str | Unset):
         price_per_gpu_hour_minor (int | None | Unset):
         region (None | str | Unset):
     """
 
     currency: None | str | Unset = UNSET
+    min_cuda_version: None | str | Unset = UNSET
+    min_driver_version: None | str | Unset = UNSET
     name: None | str | Unset = UNSET
     price_per_gpu_hour_minor: int | None | Unset = UNSET
     region: None | str | Unset = UNSET
@@ -34,6 +42,18 @@ class UpdatePoolRequest:
             currency = UNSET
         else:
             currency = self.currency
+
+        min_cuda_version: None | str | Unset
+        if isinstance(self.min_cuda_version, Unset):
+            min_cuda_version = UNSET
+        else:
+            min_cuda_version = self.min_cuda_version
+
+        min_driver_version: None | str | Unset
+        if isinstance(self.min_driver_version, Unset):
+            min_driver_version = UNSET
+        else:
+            min_driver_version = self.min_driver_version
 
         name: None | str | Unset
         if isinstance(self.name, Unset):
@@ -58,6 +78,10 @@ class UpdatePoolRequest:
         field_dict.update({})
         if currency is not UNSET:
             field_dict["currency"] = currency
+        if min_cuda_version is not UNSET:
+            field_dict["min_cuda_version"] = min_cuda_version
+        if min_driver_version is not UNSET:
+            field_dict["min_driver_version"] = min_driver_version
         if name is not UNSET:
             field_dict["name"] = name
         if price_per_gpu_hour_minor is not UNSET:
@@ -79,6 +103,26 @@ class UpdatePoolRequest:
             return cast(None | str | Unset, data)
 
         currency = _parse_currency(d.pop("currency", UNSET))
+
+        def _parse_min_cuda_version(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        min_cuda_version = _parse_min_cuda_version(d.pop("min_cuda_version", UNSET))
+
+        def _parse_min_driver_version(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        min_driver_version = _parse_min_driver_version(
+            d.pop("min_driver_version", UNSET)
+        )
 
         def _parse_name(data: object) -> None | str | Unset:
             if data is None:
@@ -111,6 +155,8 @@ class UpdatePoolRequest:
 
         update_pool_request = cls(
             currency=currency,
+            min_cuda_version=min_cuda_version,
+            min_driver_version=min_driver_version,
             name=name,
             price_per_gpu_hour_minor=price_per_gpu_hour_minor,
             region=region,

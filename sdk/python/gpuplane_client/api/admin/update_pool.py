@@ -116,7 +116,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: UpdatePoolRequest,
 ) -> Response[Pool | Problem]:
-    """Update a pool's name, region or price.
+    """Update a pool's name, region, price or minimum driver/CUDA versions.
 
     Args:
         pool_id (UUID):
@@ -148,7 +148,7 @@ def sync(
     client: AuthenticatedClient,
     body: UpdatePoolRequest,
 ) -> Pool | Problem | None:
-    """Update a pool's name, region or price.
+    """Update a pool's name, region, price or minimum driver/CUDA versions.
 
     Args:
         pool_id (UUID):
@@ -175,7 +175,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: UpdatePoolRequest,
 ) -> Response[Pool | Problem]:
-    """Update a pool's name, region or price.
+    """Update a pool's name, region, price or minimum driver/CUDA versions.
 
     Args:
         pool_id (UUID):
@@ -205,7 +205,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: UpdatePoolRequest,
 ) -> Pool | Problem | None:
-    """Update a pool's name, region or price.
+    """Update a pool's name, region, price or minimum driver/CUDA versions.
 
     Args:
         pool_id (UUID):

@@ -1,0 +1,253 @@
+//! Driver/CUDA readiness (a node below the minimums is `not_ready` and never allocated) and the latency
+//! between a lease's nodes (reported with heartbeats, shown with the lease, alerted once until it clears).
+
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::common::TestApp;
+
+/// Register an agent node of `gpus` H100s reporting these versions (and echo port); (node id, agent token).
+async fn register(
+    app: &TestApp,
+    op: &str,
+    pool: &str,
+    hostname: &str,
+    driver: &str,
+    cuda: &str,
+    echo_port: Option<i32>,
+) -> (String, String) {
+    let token = app
+        .post(&format!("/v1/admin/pools/{pool}/join-tokens"), op, json!({ "max_uses": 1 }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body["join_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let gpus: Vec<Value> = (0..2)
+        .map(|i| {
+            json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}"), "name": "NVIDIA H100 80GB HBM3",
+                    "memory_bytes": 85_520_809_984i64 })
+        })
+        .collect();
+    let node = json!({ "hostname": hostname, "address": "127.0.0.1", "gpus": gpus, "intra_link": "nvlink",
+        "network_gbps": 400, "driver_version": driver, "cuda_version": cuda, "echo_port": echo_port });
+    let res = app
+        .call(Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": token, "node": node })))
+        .await
+        .expect(StatusCode::CREATED);
+    (res.body["node_id"].as_str().unwrap().to_string(), res.body["agent_token"].as_str().unwrap().to_string())
+}
+
+async fn node(app: &TestApp, op: &str, node_id: &str) -> Value {
+    app.get(&format!("/v1/admin/nodes/{node_id}"), op).await.expect(StatusCode::OK).body
+}
+
+fn lease_body(pool: &str, gpus: i32) -> Value {
+    json!({ "pool_id": pool, "gpu_count": gpus, "duration_hours": 1, "placement": "spread" })
+}
+
+#[sqlx::test]
+async fn an_old_driver_registers_not_ready_is_never_allocated_and_an_upgrade_makes_it_ready(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-ready", "h100").await;
+    let (old, old_token) = register(&app, &op, &pool, "old-driver", "470.57.02", "11.4", None).await;
+
+    let n = node(&app, &op, &old).await;
+    assert_eq!(n["state"], "not_ready");
+    assert_eq!(n["not_ready_reason"], "driver 470.57.02 < 525.60.13; CUDA 11.4 < 11.8");
+    assert_eq!((n["driver_version"].as_str(), n["cuda_version"].as_str()), (Some("470.57.02"), Some("11.4")));
+    let pools = app.get(&format!("/v1/pools/{pool}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!((pools["total_gpus"].as_i64(), pools["free_gpus"].as_i64()), (Some(2), Some(0)));
+    // Heartbeats keep it alive but not ready; no lease ever lands on it.
+    app.post("/v1/agent/heartbeat", &old_token, json!({ "samples": [] })).await.expect(StatusCode::OK);
+    assert_eq!(node(&app, &op, &old).await["state"], "not_ready");
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    let held: (i64,) = sqlx::query_as("SELECT count(*) FROM lease_gpus WHERE node_id = $1::uuid")
+        .bind(&old)
+        .fetch_one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(held.0, 0);
+
+    // A sufficient node next to it takes the lease.
+    let (good, _) = register(&app, &op, &pool, "new-driver", "550.54.15", "12.4", None).await;
+    assert_eq!(node(&app, &op, &good).await["state"], "ready");
+    assert_eq!(node(&app, &op, &good).await["not_ready_reason"], Value::Null);
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    assert!(lease.body["gpus"].as_array().unwrap().iter().all(|g| g["node_id"] == good.as_str()));
+
+    // Bad version text in a heartbeat is a field error, not a verdict.
+    let bad = app.post("/v1/agent/heartbeat", &old_token, json!({ "samples": [], "driver_version": "" })).await;
+    assert_eq!(
+        bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(),
+        ["driver_version"]
+    );
+
+    // The host is upgraded in place: its next heartbeat says so, and it is ready and allocatable.
+    let upgraded = json!({ "samples": [], "driver_version": "535.104.05", "cuda_version": "12.2" });
+    app.post("/v1/agent/heartbeat", &old_token, upgraded).await.expect(StatusCode::OK);
+    let n = node(&app, &op, &old).await;
+    assert_eq!((n["state"].as_str(), n["not_ready_reason"].clone()), (Some("ready"), Value::Null));
+    assert_eq!(n["driver_version"], "535.104.05");
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    assert_eq!(lease.body["gpus"][0]["node_id"], old.as_str());
+}
+
+#[sqlx::test]
+async fn a_pools_minimum_overrides_the_services_and_reevaluates_its_nodes(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-strict", "h100").await;
+    let other = app.pool(&op, "h100-other", "h100").await;
+    let (n1, _) = register(&app, &op, &pool, "n-535", "535.54.03", "12.2", None).await;
+    let (n2, _) = register(&app, &op, &other, "n-535-b", "535.54.03", "12.2", None).await;
+    assert_eq!(node(&app, &op, &n1).await["state"], "ready");
+
+    // Validation: dotted numbers only, operators only.
+    let bad = app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "min_driver_version": "550.x" })).await;
+    let bad = bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(bad.error_fields(), ["min_driver_version"]);
+    let two = app
+        .patch(
+            &format!("/v1/admin/pools/{pool}"),
+            &op,
+            json!({ "min_driver_version": "", "min_cuda_version": "1.2.3.4.5" }),
+        )
+        .await;
+    assert_eq!(
+        two.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(),
+        ["min_driver_version", "min_cuda_version"]
+    );
+    app.patch(&format!("/v1/admin/pools/{pool}"), &tenant, json!({ "min_driver_version": "550" }))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+
+    // Raising the pool's minimum turns its node not ready at once; the other pool's node is untouched.
+    let patched = app
+        .patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "min_driver_version": "550.54" }))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!(
+        (patched.body["min_driver_version"].as_str(), patched.body["min_cuda_version"].clone()),
+        (Some("550.54"), Value::Null)
+    );
+    let n = node(&app, &op, &n1).await;
+    assert_eq!(
+        (n["state"].as_str(), n["not_ready_reason"].as_str()),
+        (Some("not_ready"), Some("driver 535.54.03 < 550.54"))
+    );
+    assert_eq!(node(&app, &op, &n2).await["state"], "ready");
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+
+    // Another field's PATCH leaves the minimum alone; `null` returns to the service's, and the node is ready.
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "region": "eu-1" })).await.expect(StatusCode::OK);
+    assert_eq!(node(&app, &op, &n1).await["state"], "not_ready");
+    let reset = app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "min_driver_version": null })).await;
+    assert_eq!(reset.expect(StatusCode::OK).body["min_driver_version"], Value::Null);
+    assert_eq!(node(&app, &op, &n1).await["state"], "ready");
+    app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+}
+
+fn report(lease: &str, peer: &str, p50_us: i32, p99_us: i32) -> Value {
+    json!({ "samples": [], "latency": [{ "lease_id": lease, "peer_node_id": peer, "p50_us": p50_us, "p99_us": p99_us,
+        "probes": 8, "lost": 0 }] })
+}
+
+async fn latency_events(app: &TestApp, tenant: &str, lease: &str) -> Vec<String> {
+    let events = app.get(&format!("/v1/leases/{lease}/events"), tenant).await.expect(StatusCode::OK).body;
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["kind"].as_str().filter(|k| k.starts_with("comm.")).map(str::to_owned))
+        .collect()
+}
+
+#[sqlx::test]
+async fn latency_reports_are_kept_per_pair_and_alert_once_until_they_clear(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, other_tenant) = app.tenant_admin(&op, "globex").await;
+    let pool = app.pool(&op, "h100-net", "h100").await;
+    let (a, a_token) = register(&app, &op, &pool, "net-a", "550.54.15", "12.4", Some(40001)).await;
+    let (b, _) = register(&app, &op, &pool, "net-b", "550.54.15", "12.4", Some(40002)).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    let lease = lease.body["id"].as_str().unwrap().to_string();
+
+    // The assignments tell each node its lease's other nodes and their echo ports.
+    let list = app.get("/v1/agent/assignments", &a_token).await.expect(StatusCode::OK).body;
+    assert_eq!(list["leases"][0]["peers"], json!([{ "node_id": b, "address": "127.0.0.1", "echo_port": 40002 }]));
+
+    let network = format!("/v1/leases/{lease}/network");
+    let empty = app.get(&network, &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!((empty["pairs"].as_array().unwrap().len(), empty["threshold_ms"].as_f64()), (0, Some(20.0)));
+    app.get(&network, &other_tenant).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+
+    // Within the threshold: kept, no insight, no alert.
+    app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 300, 900)).await.expect(StatusCode::OK);
+    let view = app.get(&network, &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(view["pairs"][0]["node_id"], a.as_str());
+    assert_eq!((view["pairs"][0]["p50_us"].as_i64(), view["pairs"][0]["p99_us"].as_i64()), (Some(300), Some(900)));
+    assert!(view["insights"].as_array().unwrap().is_empty());
+    assert!(latency_events(&app, &tenant, &lease).await.is_empty());
+
+    // Over it: the insight with its numbers and the changes to make; raised once however often it repeats.
+    for _ in 0..3 {
+        app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 21_000, 25_000)).await.expect(StatusCode::OK);
+    }
+    let view = app.get(&network, &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(view["pairs"].as_array().unwrap().len(), 1, "the latest per pair only");
+    let insight = &view["insights"][0];
+    assert_eq!(insight["kind"], "comm_latency_high");
+    assert_eq!(insight["figures"]["worst"]["p99_ms"], 25.0);
+    assert!(insight["suggestion"].as_str().unwrap().contains("RDMA"));
+    assert!(view["alert_raised_at"].is_string());
+    assert_eq!(latency_events(&app, &tenant, &lease).await, ["comm.latency_high"]);
+
+    // Back within: cleared; passing it again raises again.
+    app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 300, 900)).await.expect(StatusCode::OK);
+    assert_eq!(app.get(&network, &tenant).await.body["alert_raised_at"], Value::Null);
+    app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 21_000, 30_000)).await.expect(StatusCode::OK);
+    assert_eq!(
+        latency_events(&app, &tenant, &lease).await,
+        ["comm.latency_high", "comm.latency_cleared", "comm.latency_high"]
+    );
+
+    // A report about a lease the node does not hold, or nonsense figures.
+    let stranger = uuid::Uuid::new_v4().to_string();
+    app.post("/v1/agent/heartbeat", &a_token, report(&stranger, &b, 1, 2)).await.expect(StatusCode::OK);
+    let rows: (i64,) = sqlx::query_as("SELECT count(*) FROM lease_latency").fetch_one(&app.db).await.unwrap();
+    assert_eq!(rows.0, 1, "only the lease's own pair is kept");
+    let bad = app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 900, 300)).await;
+    assert_eq!(
+        bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(),
+        ["latency[0].p99_us"]
+    );
+}
+
+#[sqlx::test]
+async fn a_raised_service_minimum_applies_to_registered_nodes_when_the_service_starts(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let pool = app.pool(&op, "h100-start", "h100").await;
+    let (n, _) = register(&app, &op, &pool, "n-start", "535.54.03", "12.2", None).await;
+    let manual = app.node(&op, &pool, "no-agent", 1).await;
+    assert_eq!(node(&app, &op, &n).await["state"], "ready");
+    // What the liveness loop runs first on start-up, under a service started with a higher minimum.
+    let mut settings = (*app.state.settings).clone();
+    settings.min_driver_version = "550".into();
+    let not_ready = gpuplane::inventory::readiness::evaluate_all(&app.db, &settings).await.unwrap();
+    assert_eq!(not_ready, 1);
+    assert_eq!(node(&app, &op, &n).await["not_ready_reason"], "driver 535.54.03 < 550");
+    assert_eq!(node(&app, &op, &manual).await["state"], "ready", "a node that reports no versions is not judged");
+}
