@@ -322,8 +322,6 @@ struct SizeResult {
     release_p50: f64,
     release_p99: f64,
     first_error: Option<String>,
-    /// Allocations/s of the database alone: pgbench calling the two one-round-trip functions directly.
-    db_alone: Option<f64>,
 }
 
 impl SizeResult {
@@ -389,15 +387,6 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
     if held != 0 {
         eprintln!("  warning: {held} GPUs still held after the run");
     }
-    let db_alone = match (&cfg.pgbench, nodes == REFERENCE_NODES) {
-        (Some(pgbench), true) => {
-            eprintln!("  the database alone: pgbench calling allocate/release_lease_fast ({} s)...", cfg.seconds);
-            let rate = run_database_alone(cfg, pgbench, &db, pool_id).await?;
-            eprintln!("  {rate:.0} allocations/s");
-            Some(rate)
-        }
-        _ => None,
-    };
     db.close().await;
 
     all.create.sort_unstable();
@@ -414,48 +403,7 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
         release_p50: percentile_ms(&all.release, 50.0),
         release_p99: percentile_ms(&all.release, 99.0),
         first_error: all.first_error,
-        db_alone,
     })
-}
-
-/// The same cycle without HTTP and without the service: as many pgbench clients as the service has connections
-/// run `benches/allocation_cycle.sql` (`allocate_lease_fast` and `release_lease_fast`, the one statement each
-/// that the service sends) on the bench database, while the nodes table is vacuumed every few seconds as the
-/// service does. Leases created per second, counted in the database.
-async fn run_database_alone(cfg: &Config, pgbench: &str, db: &sqlx::PgPool, pool_id: Uuid) -> anyhow::Result<f64> {
-    let (key_id, tenant_id): (Uuid, Uuid) =
-        sqlx::query_as("SELECT id, tenant_id FROM api_keys ORDER BY id LIMIT 1").fetch_one(db).await?;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/allocation_cycle.sql");
-    let count = || async {
-        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM leases").fetch_one(db).await.map_err(anyhow::Error::from)
-    };
-    let before = count().await?;
-    let vacuum = {
-        let db = db.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(gpuplane::leases::lifecycle::NODE_VACUUM_INTERVAL).await;
-                let _ = gpuplane::leases::lifecycle::vacuum_nodes(&db).await;
-            }
-        })
-    };
-    let started = Instant::now();
-    let run = tokio::process::Command::new(pgbench)
-        .args(["-n", "-M", "prepared", "-c", &cfg.db_connections.to_string(), "-j", "2"])
-        .args(["-T", &cfg.seconds.to_string()])
-        .args(["-D", &format!("key_id={key_id}"), "-D", &format!("tenant_id={tenant_id}")])
-        .args(["-D", &format!("pool_id={pool_id}"), "-D", &format!("gpus={GPUS_PER_NODE}"), "-f"])
-        .arg(&script)
-        .arg(cfg.libpq_url(ALLOC_DB))
-        .output()
-        .await
-        .with_context(|| format!("running {pgbench}"))?;
-    let seconds = started.elapsed().as_secs_f64();
-    vacuum.abort();
-    if !run.status.success() {
-        bail!("pgbench (database alone) failed: {}", String::from_utf8_lossy(&run.stderr));
-    }
-    Ok((count().await? - before) as f64 / seconds)
 }
 
 /// pgbench's built-in simple-update script with the same client count: the ceiling.
@@ -540,15 +488,6 @@ fn verdict(results: &[SizeResult], ceiling: Option<f64>) -> String {
             share * 100.0,
             if share >= TARGET_SHARE_OF_CEILING { "met" } else { "NOT met" }
         );
-        if let Some(alone) = reference.db_alone {
-            let _ = writeln!(
-                out,
-                "- The database alone (pgbench calling the two functions the service sends, no HTTP, no service) at {} \
-                 nodes: {alone:.0} allocations/s = {:.1}% of the ceiling",
-                with_thousands(reference.nodes),
-                100.0 * alone / c
-            );
-        }
     }
     for r in results.iter().filter(|r| r.nodes != reference.nodes) {
         let ratio = r.per_second() / reference.per_second();
@@ -619,8 +558,11 @@ pool of H100 nodes with 8 GPUs each (every GPU free, nodes active and ready) and
 then starts the real service in-process (the full router and middleware, bound to 127.0.0.1:0), exchanges a \
 tenant-admin API key for an access token, and runs the clients over HTTP/1.1 keep-alive connections. Each client \
 loops: `POST /v1/leases` for a random 1-8 GPUs (`pack` placement, 1 hour), then `POST /v1/leases/{id}/release` \
-when it got one. Without an `Idempotency-Key` each of these is one statement to PostgreSQL (`allocate_lease_fast`, \
-`release_lease_fast`: key check, balance, best fit, GPUs, counters and event in one call; migration 0006). The \
+when it got one. Both run the service's one allocation path (src/leases/store.rs). A create is one transaction \
+of three statements: admission (API key, tenant, quotas, the up-front amount against the balance, the pool's queue) \
+together with the best-fit node locked `FOR UPDATE SKIP LOCKED`; that node's free GPUs; one write of the lease, its \
+GPUs, the node's counter and the event. A release is one transaction of two: the lease ended with its jobs, its \
+nodes locked in id order and the key checked; its GPUs released with the counters and the event. The \
 service vacuums the `nodes` table every 5 s, as it does in production. The measured period follows a warm-up at the \
 same load and an `ANALYZE`, so the planner works from statistics of a running service rather than of the freshly \
 seeded, lease-less tables.\n\n\
@@ -636,10 +578,7 @@ including HTTP and JSON on both ends.\n\
 - **409 no capacity**: creates answered `insufficient_capacity`. At 10 nodes (80 GPUs) 64 clients holding up to \
 8 GPUs each exceed the pool, so many requests are refused there; those are not counted as allocations.\n\
 - **errors**: any other answer or transport error (expected 0).\n\
-- **the database alone** (1,000 nodes, when pgbench is available): after the HTTP run, as many pgbench clients as \
-the service has connections call the same two functions directly on the same database for the same time (no HTTP, no service, nodes vacuumed as the \
-service does), counted as leases created per second. It is what PostgreSQL itself sustains for this cycle here, \
-so it bounds what any service in front of it can reach.\n\n",
+\n",
     );
     let _ = writeln!(out, "## How to run\n");
     out.push_str(

@@ -212,21 +212,56 @@ impl FromRequestParts<AppState> for Principal {
     }
 }
 
+/// The CTE `key_check`: the state of the API key whose id is the parameter `key_param` (e.g. `"$1"`), as one
+/// row (none: no such key). With [`KeyCheck::verdict`] the one definition of "this key may act now" (not
+/// revoked, not expired, its tenant not suspended), embedded by statements that verify the key together with
+/// their own work (lease creation and release), and run alone by [`check_key`].
+pub fn key_check_cte(key_param: &str) -> String {
+    format!(
+        "key_check AS ( \
+         SELECT k.id AS checked_key_id, k.tenant_id AS checked_tenant_id, \
+                k.revoked_at IS NOT NULL OR COALESCE(k.expires_at <= now(), false) AS key_revoked, \
+                t.status AS tenant_status \
+         FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id WHERE k.id = {key_param}::uuid)"
+    )
+}
+
+/// What [`key_check_cte`] found, read by a statement that embeds it (select `key_check.*` from a LEFT JOIN:
+/// every column is NULL when there is no such key).
+/// Its fields are private: it only turns into a [`TenantAdminAuth`] through [`TenantAdminToken::accept`].
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct KeyCheck {
+    checked_key_id: Option<Uuid>,
+    checked_tenant_id: Option<Uuid>,
+    key_revoked: Option<bool>,
+    tenant_status: Option<String>,
+}
+
+impl KeyCheck {
+    /// 401 for a missing, revoked or expired key; 403 for a suspended tenant.
+    fn verdict(&self, key_id: Uuid) -> Result<(), ApiError> {
+        match (self.checked_key_id, self.key_revoked, self.tenant_status.as_deref()) {
+            (Some(id), Some(false), status) if id == key_id => match status {
+                Some("suspended") => {
+                    Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() })
+                }
+                _ => Ok(()),
+            },
+            _ => Err(ApiError::unauthorized("the API key behind this token is revoked")),
+        }
+    }
+}
+
 /// The key behind a verified token must not be revoked, and its tenant (if any) not suspended.
 pub async fn check_key(db: &sqlx::PgPool, key_id: Uuid) -> Result<(), ApiError> {
-    let row: Option<(bool, Option<String>)> = sqlx::query_as(
-        "SELECT k.revoked_at IS NOT NULL OR COALESCE(k.expires_at <= now(), false), t.status \
-         FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id WHERE k.id = $1",
-    )
-    .bind(key_id)
-    .fetch_optional(db)
-    .await?;
-    match row {
-        None | Some((true, _)) => Err(ApiError::unauthorized("the API key behind this token is revoked")),
-        Some((false, Some(status))) if status == "suspended" => {
-            Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() })
-        }
-        Some(_) => Ok(()),
+    let check: Option<KeyCheck> =
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("WITH {} SELECT * FROM key_check", key_check_cte("$1"))))
+            .bind(key_id)
+            .fetch_optional(db)
+            .await?;
+    match check {
+        Some(check) => check.verdict(key_id),
+        None => Err(ApiError::unauthorized("the API key behind this token is revoked")),
     }
 }
 
@@ -239,6 +274,11 @@ impl std::fmt::Display for OptionalId {
         }
     }
 }
+
+/// Proof that this module made a caller type after checking its key: a private field of that type means no
+/// other module can make one (there is no way around [`TenantAdminToken::check`] / `accept`).
+#[derive(Debug, Clone, Copy)]
+struct Checked;
 
 /// Any authenticated operator or tenant user.
 pub struct AnyAuth(pub Principal);
@@ -253,6 +293,7 @@ impl FromRequestParts<AppState> for AnyAuth {
 /// A platform operator.
 pub struct OperatorAuth {
     pub key_id: Uuid,
+    _checked: Checked,
 }
 
 impl FromRequestParts<AppState> for OperatorAuth {
@@ -260,7 +301,7 @@ impl FromRequestParts<AppState> for OperatorAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let p = Principal::from_request_parts(parts, state).await?;
         match p.role {
-            Role::Operator => Ok(OperatorAuth { key_id: p.key_id }),
+            Role::Operator => Ok(OperatorAuth { key_id: p.key_id, _checked: Checked }),
             _ => Err(ApiError::forbidden("this endpoint is for platform operators")),
         }
     }
@@ -271,6 +312,7 @@ pub struct TenantAuth {
     pub tenant_id: Uuid,
     pub key_id: Uuid,
     pub role: Role,
+    _checked: Checked,
 }
 
 impl FromRequestParts<AppState> for TenantAuth {
@@ -279,17 +321,19 @@ impl FromRequestParts<AppState> for TenantAuth {
         let p = Principal::from_request_parts(parts, state).await?;
         match (p.role, p.tenant_id) {
             (Role::TenantAdmin | Role::TenantMember, Some(tenant_id)) => {
-                Ok(TenantAuth { tenant_id, key_id: p.key_id, role: p.role })
+                Ok(TenantAuth { tenant_id, key_id: p.key_id, role: p.role, _checked: Checked })
             }
             _ => Err(ApiError::forbidden("this endpoint is for tenant users")),
         }
     }
 }
 
-/// A tenant administrator.
+/// A tenant administrator whose key was checked against the database. Only this module makes one (the
+/// private field): from the extractor, or from a [`TenantAdminToken`] through its check.
 pub struct TenantAdminAuth {
     pub tenant_id: Uuid,
     pub key_id: Uuid,
+    _checked: Checked,
 }
 
 impl FromRequestParts<AppState> for TenantAdminAuth {
@@ -297,20 +341,20 @@ impl FromRequestParts<AppState> for TenantAdminAuth {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let t = TenantAuth::from_request_parts(parts, state).await?;
         match t.role {
-            Role::TenantAdmin => Ok(TenantAdminAuth { tenant_id: t.tenant_id, key_id: t.key_id }),
+            Role::TenantAdmin => Ok(TenantAdminAuth { tenant_id: t.tenant_id, key_id: t.key_id, _checked: Checked }),
             _ => Err(ApiError::forbidden("this endpoint needs the tenant_admin role")),
         }
     }
 }
 
 /// A tenant administrator whose token is verified (signature, expiry, audience, role) but whose key has NOT
-/// yet been checked against the database. For the hot lease endpoints only: the handler's first statement
-/// requires a valid key and an active tenant itself (`allocate_lease_fast` / `release_lease_fast` do nothing
-/// otherwise), and [`TenantAdminToken::check`] runs before anything else is done. Revocation and suspension
-/// still take effect at once; the request just saves a query.
+/// yet been checked against the database. It holds no tenant id a handler could use: the only ways to a
+/// [`TenantAdminAuth`] are [`TenantAdminToken::check`] (one query) and [`TenantAdminToken::accept`] with the
+/// [`KeyCheck`] of a statement that embedded [`key_check_cte`] (lease creation and release verify the key in
+/// their first statement). Revocation and suspension take effect at once either way.
 pub struct TenantAdminToken {
-    pub tenant_id: Uuid,
-    pub key_id: Uuid,
+    tenant_id: Uuid,
+    key_id: Uuid,
 }
 
 impl FromRequestParts<AppState> for TenantAdminToken {
@@ -329,10 +373,25 @@ impl FromRequestParts<AppState> for TenantAdminToken {
 }
 
 impl TenantAdminToken {
-    /// Check the key now (for handlers that do not check it in their own first statement).
+    /// The key to bind as `$1` of a statement that embeds [`key_check_cte`]. Not tenant data: the statement
+    /// must take the tenant from `key_check.checked_tenant_id`, which only a valid key yields.
+    pub fn key_id(&self) -> Uuid {
+        self.key_id
+    }
+
+    /// Check the key now, in a query of its own.
     pub async fn check(&self, db: &sqlx::PgPool) -> Result<TenantAdminAuth, ApiError> {
         check_key(db, self.key_id).await?;
-        Ok(TenantAdminAuth { tenant_id: self.tenant_id, key_id: self.key_id })
+        Ok(TenantAdminAuth { tenant_id: self.tenant_id, key_id: self.key_id, _checked: Checked })
+    }
+
+    /// The caller, given what [`key_check_cte`] found for this token's key in the caller's own statement.
+    pub fn accept(&self, check: &KeyCheck) -> Result<TenantAdminAuth, ApiError> {
+        check.verdict(self.key_id)?;
+        if check.checked_tenant_id != Some(self.tenant_id) {
+            return Err(ApiError::unauthorized("the API key behind this token is revoked"));
+        }
+        Ok(TenantAdminAuth { tenant_id: self.tenant_id, key_id: self.key_id, _checked: Checked })
     }
 }
 

@@ -30,8 +30,8 @@ pub async fn require_balance(
     term: Term,
     months: i32,
 ) -> Result<(), ApiError> {
-    // The amount is computed by lease_upfront_minor() (migration 0006), the one definition the one-round-trip
-    // allocation uses too.
+    // The amount is computed by lease_upfront_minor() (migration 0006), the one definition; lease creation's
+    // admission statement (leases::store::admit) asks it too and compares with check_balance.
     let row: Option<(String, i64, i64)> = sqlx::query_as(
         "SELECT p.currency, lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor), \
                 COALESCE(b.balance_minor, 0) \
@@ -47,6 +47,11 @@ pub async fn require_balance(
     .fetch_optional(conn)
     .await?;
     let Some((currency, required, balance)) = row else { return Ok(()) };
+    check_balance(&currency, required, balance, term)
+}
+
+/// 402 `insufficient_balance` unless `balance` covers `required` (`lease_upfront_minor`), both in `currency`.
+pub fn check_balance(currency: &str, required: i64, balance: i64, term: Term) -> Result<(), ApiError> {
     if balance >= required {
         return Ok(());
     }

@@ -11,7 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::store::{self, FastOutcome, LeaseFilter, NewEvent};
+use super::store::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term};
 use crate::app::AppState;
 use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};
@@ -144,148 +144,137 @@ pub async fn create_lease(
     ApiJson(req): ApiJson<CreateLeaseRequest>,
 ) -> ApiResult<Response> {
     let term = req.validate()?;
-    let idem = IdempotencyKey::from_headers(&headers, token.tenant_id, "create_lease", &req)?;
-    // The common case in one round trip (which also requires a valid key); requests with an Idempotency-Key
-    // take the general path, whose transaction also holds the key's record, as do those with an environment.
-    let plain = idem.is_none() && req.environment.is_none();
-    if let (true, Some(pool_id), Placement::Pack | Placement::SingleNode) = (plain, req.pool_id, req.placement) {
-        let lease_id = new_id();
-        let outcome = retry_deadlocks(|| async {
-            Ok(store::allocate_fast(
-                &state.db,
-                lease_id,
-                token.key_id,
-                token.tenant_id,
-                pool_id,
-                req.gpu_count,
-                req.placement,
-                term,
-                req.duration_hours,
-                req.months,
-            )
-            .await?)
-        })
-        .await?;
-        match outcome {
-            FastOutcome::Done(lease, _) => {
-                tracing::info!(lease.id = %lease_id, tenant.id = %token.tenant_id, state = "active", gpus = req.gpu_count, "lease created");
-                return Ok((StatusCode::CREATED, Json(lease)).into_response());
-            }
-            // Refused without touching anything; with `queue` the general path queues the lease.
-            FastOutcome::Insufficient(capacity) if !req.queue => return Err(capacity.into_error()),
-            FastOutcome::Insufficient(_) | FastOutcome::Fallback => {}
+    // The header's shape is checked now; the key is scoped to the tenant once the key is checked.
+    let idempotent = IdempotencyKey::from_headers(&headers, Uuid::nil(), "create_lease", &req)?.is_some();
+    let mut search = NodeSearch::SkipLocked;
+    let result = loop {
+        match retry_deadlocks(|| try_create_lease(&state, &token, &headers, &req, term, search)).await {
+            Ok(Attempt::Created(response)) => break Ok(response),
+            Ok(Attempt::WaitForNodes) => search = NodeSearch::Wait,
+            Err(err) => break Err(err),
         }
-    }
-    let auth = token.check(&state.db).await?;
-    let result = retry_deadlocks(|| try_create_lease(&state, &auth, &req, term, idem.as_ref())).await;
-    if let (Err(err), Some(key)) = (&result, &idem) {
-        idempotency::record_error(&state.db, key, err).await?;
+    };
+    if let Err(err) = &result
+        && idempotent
+        && let Ok(auth) = token.check(&state.db).await
+        && let Some(key) = IdempotencyKey::from_headers(&headers, auth.tenant_id, "create_lease", &req)?
+    {
+        idempotency::record_error(&state.db, &key, err).await?;
     }
     result
 }
 
+/// How a create looks for its single node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeSearch {
+    /// In the admission statement, skipping held nodes.
+    SkipLocked,
+    /// Every fitting node was held: wait for them, one at a time (`store::place` with `BestFit::Search`).
+    Wait,
+}
+
+enum Attempt {
+    Created(Response),
+    /// Every node that fits was held by others (and a stray lock may be held): the transaction was rolled
+    /// back; run it again in wait mode.
+    WaitForNodes,
+}
+
+/// One transaction. The common case is BEGIN; admission with the best-fit node locked (one statement);
+/// the node's free GPUs (a new snapshot, after the lock); lease, GPUs, counter and event written; COMMIT.
 async fn try_create_lease(
     state: &AppState,
-    auth: &TenantAdminAuth,
+    token: &TenantAdminToken,
+    headers: &HeaderMap,
     req: &CreateLeaseRequest,
     term: Term,
-    idem: Option<&IdempotencyKey>,
-) -> ApiResult<Response> {
+    search: NodeSearch,
+) -> ApiResult<Attempt> {
     let mut tx = state.db.begin().await?;
-    if let Some(key) = idem
+    let pool = match (req.pool_id, &req.gpu_model) {
+        (Some(id), _) => Ok(id),
+        (None, Some(model)) => resolve_pool_by_model(&mut tx, model).await,
+        (None, None) => Err(ApiError::field("pool_id", "give exactly one of pool_id and gpu_model")),
+    };
+    // With an Idempotency-Key the key's record is claimed first, and no node is locked before the claim
+    // (which may wait for a concurrent request with the same key).
+    let try_lock = search == NodeSearch::SkipLocked
+        && req.placement != Placement::Spread
+        && !headers.contains_key(idempotency::HEADER);
+    let pool_id = pool.as_ref().ok().copied();
+    let admission = store::admit(&mut tx, token.key_id(), pool_id, req.gpu_count, term, req.months, try_lock).await?;
+    let auth = token.accept(&admission.key)?;
+    let pool_id = pool?;
+    let idem = IdempotencyKey::from_headers(headers, auth.tenant_id, "create_lease", req)?;
+    if let Some(key) = &idem
         && let Claim::Replay(response) = idempotency::claim(&mut tx, key).await?
     {
-        return Ok(response);
+        return Ok(Attempt::Created(response));
     }
-    let pool_id = match (req.pool_id, &req.gpu_model) {
-        (Some(id), _) => id,
-        (None, Some(model)) => resolve_pool_by_model(&mut tx, model).await?,
-        (None, None) => return Err(ApiError::field("pool_id", "give exactly one of pool_id and gpu_model")),
+    let Some(currency) = &admission.pool_currency else { return Err(ApiError::field("pool_id", "no such pool")) };
+    if let (Some(required), Some(balance)) = (admission.required_minor, admission.balance_minor) {
+        crate::billing::check_balance(currency, required, balance, term)?;
+    }
+    if admission.tenant_has_quotas == Some(true) {
+        check_quotas(&mut tx, auth.tenant_id, pool_id, req.gpu_count).await?;
+    }
+    let Some(best_fit) = admission.best_fit() else {
+        tx.rollback().await?;
+        return Ok(Attempt::WaitForNodes);
     };
-    check_quotas(&mut tx, auth.tenant_id, pool_id, req.gpu_count).await?;
-    crate::billing::require_balance(&mut tx, auth.tenant_id, pool_id, req.gpu_count, term, req.months.unwrap_or(0))
-        .await?;
-
-    let lease_id = new_id();
-    let actor = Actor::Tenant(auth.key_id);
-    // Insert the lease as active; `queued_ahead` tells whether others wait in this pool's queue, in which case
-    // a new request does not jump it (first come, first served).
-    let (row, queued_ahead): (store::LeaseRow, bool) = {
-        #[derive(sqlx::FromRow)]
-        struct Inserted {
-            #[sqlx(flatten)]
-            row: store::LeaseRow,
-            queued_ahead: bool,
-        }
-        let inserted: Inserted = sqlx::query_as(
-            "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
-                 starts_at, ends_at, created_by, metered_until, currency) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'active', now(), \
-                 now() + make_interval(months => COALESCE($8, 0), hours => COALESCE($7, 0)), $9, now(), \
-                 (SELECT currency FROM pools WHERE id = $3)) \
-             RETURNING id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, starts_at, \
-                 ends_at, ended_at, end_reason, generation, created_at, updated_at, \
-                 EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = $3 AND q.state = 'queued') AS queued_ahead",
-        )
-        .bind(lease_id)
-        .bind(auth.tenant_id)
-        .bind(pool_id)
-        .bind(req.gpu_count)
-        .bind(req.placement)
-        .bind(term)
-        .bind(req.duration_hours)
-        .bind(req.months)
-        .bind(auth.key_id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(|err| match crate::error::constraint_name(&err) {
-            Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
-            _ => err.into(),
-        })?;
-        (inserted.row, inserted.queued_ahead)
-    };
-    let allocated = if queued_ahead {
+    // A new request does not jump the pool's queue (first come, first served).
+    let placed = if admission.queued_ahead {
         None
     } else {
-        let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
-        store::allocate_gpus(&mut tx, lease_id, pool_id, req.gpu_count, req.placement, event).await?
+        store::place(&mut tx, pool_id, req.gpu_count, req.placement, best_fit).await?
     };
-    let lease = match allocated {
-        Some(gpus) => row.into_lease(gpus),
-        None => {
-            let (total, largest_node) = store::pool_size(&mut tx, pool_id).await?;
-            if req.gpu_count as i64 > total {
-                return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
-            }
-            if req.placement == Placement::SingleNode && req.gpu_count as i64 > largest_node {
-                return Err(ApiError::field(
-                    "gpu_count",
-                    format!("single_node: the largest node in the pool has {largest_node} GPUs"),
-                ));
-            }
-            if !req.queue {
-                let capacity = store::capacity(&mut tx, pool_id, req.gpu_count).await?;
-                return Err(capacity.into_error());
-            }
-            sqlx::query("UPDATE leases SET state = 'queued', starts_at = NULL, ends_at = NULL, metered_until = NULL WHERE id = $1")
-                .bind(lease_id)
-                .execute(&mut *tx)
-                .await?;
-            let event = NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short");
-            store::record_event(&mut tx, lease_id, event).await?;
-            store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?
+    if placed.is_none() {
+        let (total, largest_node) = store::pool_size(&mut tx, pool_id).await?;
+        if req.gpu_count as i64 > total {
+            return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
         }
+        if req.placement == Placement::SingleNode && req.gpu_count as i64 > largest_node {
+            return Err(ApiError::field(
+                "gpu_count",
+                format!("single_node: the largest node in the pool has {largest_node} GPUs"),
+            ));
+        }
+        if !req.queue {
+            return Err(store::capacity(&mut tx, pool_id, req.gpu_count).await?.into_error());
+        }
+    }
+    let new = NewLease {
+        id: new_id(),
+        tenant_id: auth.tenant_id,
+        pool_id,
+        gpu_count: req.gpu_count,
+        placement: req.placement,
+        term,
+        duration_hours: req.duration_hours,
+        months: req.months,
+        created_by: auth.key_id,
     };
+    let actor = Actor::Tenant(auth.key_id);
+    let event = match placed {
+        Some(_) => NewEvent::new("allocated", None, Some(LeaseState::Active), &actor),
+        None => NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short"),
+    };
+    let lease = store::write_lease(&mut tx, LeaseWrite::Create(&new), placed.as_ref(), event).await.map_err(|err| {
+        match crate::error::constraint_name(&err) {
+            Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
+            _ => err.into(),
+        }
+    })?;
     if let Some(environment) = &req.environment {
         // Started by the nodes once the lease is active (a queued lease's, when it starts).
-        crate::environments::routes::request_environment(&mut tx, auth.tenant_id, lease_id, environment).await?;
+        crate::environments::routes::request_environment(&mut tx, auth.tenant_id, new.id, environment).await?;
     }
-    if let Some(key) = idem {
+    if let Some(key) = &idem {
         idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
     }
     tx.commit().await?;
-    tracing::info!(lease.id = %lease_id, tenant.id = %auth.tenant_id, state = lease.state.as_str(), gpus = req.gpu_count, "lease created");
-    Ok((StatusCode::CREATED, Json(lease)).into_response())
+    tracing::info!(lease.id = %new.id, tenant.id = %auth.tenant_id, state = lease.state.as_str(), gpus = req.gpu_count, "lease created");
+    Ok(Attempt::Created((StatusCode::CREATED, Json(lease)).into_response()))
 }
 
 async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {
@@ -300,17 +289,13 @@ async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResul
 }
 
 /// Enforce the tenant's quotas. The tenant row is locked for the rest of the transaction, so concurrent
-/// requests of one tenant are checked one after another and cannot jointly exceed a quota.
+/// requests of one tenant are checked one after another and cannot jointly exceed a quota. Called only for
+/// tenants the admission statement found to have a quota: the others' requests lock nothing and run in parallel.
 async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, gpu_count: i32) -> ApiResult<()> {
     const QUOTAS: &str = "SELECT t.max_concurrent_leases, t.max_gpus_per_pool, \
             (SELECT q.max_gpus FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) \
          FROM tenants t WHERE t.id = $1";
     type Limits = (Option<i32>, Option<i32>, Option<i32>);
-    // Most tenants have no quota: then nothing is locked and their requests run in parallel.
-    let unlocked: Limits = sqlx::query_as(QUOTAS).bind(tenant_id).bind(pool_id).fetch_one(&mut *conn).await?;
-    if unlocked == (None, None, None) {
-        return Ok(());
-    }
     let (max_leases, max_gpus_default, max_gpus_pool): Limits =
         sqlx::query_as(sqlx::AssertSqlSafe(format!("{QUOTAS} FOR UPDATE OF t")))
             .bind(tenant_id)
@@ -529,34 +514,28 @@ pub async fn release_lease(
     token: TenantAdminToken,
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Lease>> {
-    // The common case (an active lease without open jobs) in one round trip that also requires a valid key.
-    let fast = retry_deadlocks(|| async {
-        Ok(store::release_fast(&state.db, lease_id, token.key_id, token.tenant_id).await?)
-    })
-    .await?;
-    if let FastOutcome::Done(lease, queue_waiting) = fast {
-        if queue_waiting {
-            super::lifecycle::kick_queue(&state, lease.pool_id);
-        }
-        return Ok(Json(lease));
-    }
-    let auth = token.check(&state.db).await?;
-    retry_deadlocks(|| try_release(&state, &auth, lease_id)).await
+    retry_deadlocks(|| try_release(&state, &token, lease_id)).await
 }
 
-async fn try_release(state: &AppState, auth: &TenantAdminAuth, lease_id: Uuid) -> ApiResult<Json<Lease>> {
+/// BEGIN; the lease ended with its jobs, its nodes locked and the key checked (one statement); its GPUs
+/// released with the counters and the event (one statement); COMMIT.
+async fn try_release(state: &AppState, token: &TenantAdminToken, lease_id: Uuid) -> ApiResult<Json<Lease>> {
     let mut tx = state.db.begin().await?;
-    let actor = Actor::Tenant(auth.key_id);
+    let actor = Actor::Tenant(token.key_id());
     let reason = "released by the tenant";
-    let ended =
-        store::end_lease(&mut tx, lease_id, Some(auth.tenant_id), LeaseState::Released, reason, &actor, None).await?;
+    let (key, ended) =
+        store::end_lease_for_key(&mut tx, lease_id, token.key_id(), LeaseState::Released, reason, &actor).await?;
+    let auth = match token.accept(&key) {
+        Ok(auth) => auth,
+        Err(err) => {
+            tx.rollback().await?;
+            return Err(err);
+        }
+    };
     let (lease, wake_queue) = match ended {
         Some(ended) => {
-            let gpus = store::lease_gpus(&mut tx, lease_id).await?;
-            {
-                let pool_id = ended.lease.pool_id;
-                (ended.lease.into_lease(gpus), ended.queue_waiting.then_some(pool_id))
-            }
+            let pool_id = ended.lease.pool_id;
+            (ended.lease, ended.queue_waiting.then_some(pool_id))
         }
         // Not live (or not the tenant's): return it as it is, or 404.
         None => {
@@ -655,12 +634,16 @@ pub async fn terminate_lease(
     let ended =
         store::end_lease(&mut tx, lease_id, None, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None)
             .await?;
-    let lease = store::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    let (lease, wake_queue) = match ended {
+        Some(ended) => {
+            let pool_id = ended.lease.pool_id;
+            (ended.lease, ended.queue_waiting.then_some(pool_id))
+        }
+        None => (store::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?, None),
+    };
     tx.commit().await?;
-    if let Some(ended) = ended
-        && ended.queue_waiting
-    {
-        super::lifecycle::kick_queue(&state, ended.lease.pool_id);
+    if let Some(pool_id) = wake_queue {
+        super::lifecycle::kick_queue(&state, pool_id);
     }
     Ok(Json(lease))
 }

@@ -40,66 +40,172 @@ impl Capacity {
     }
 }
 
-/// The best-fit node: the smallest sufficient free block among allocatable nodes of the pool, skipping nodes
-/// other allocations hold.
-const BEST_FIT_SKIP_LOCKED: &str = "SELECT id FROM nodes \
-    WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 \
-    ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED";
+/// Nodes of pool `pool` that may take `need` GPUs on their own, best fit first: allocatable (active and
+/// ready), and of those the smallest sufficient free block, then the lowest id. The one statement of the rule,
+/// used by the admission statement and by the wait mode; `and` adds conditions, `tail` a limit and locking.
+fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str) -> String {
+    format!(
+        "SELECT id FROM nodes WHERE pool_id = {pool} AND admin_state = 'active' AND liveness = 'ready' \
+         AND free_gpus >= {need} {and} ORDER BY free_gpus, id {tail}"
+    )
+}
 
-/// Best-fit candidates in order, read without locks.
-const BEST_FIT_CANDIDATES: &str = "SELECT id FROM nodes \
-    WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 \
-    ORDER BY free_gpus, id LIMIT 32";
-
-/// Free GPUs of the given (already locked) nodes.
-const FREE_GPUS_OF: &str = "SELECT n.id, n.hostname, n.address, g.id, g.idx, g.uuid FROM nodes n JOIN gpus g ON g.node_id = n.id \
+/// Free GPUs of the given (already locked) nodes, as lease GPUs.
+const FREE_GPUS_OF: &str = "SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+    FROM nodes n JOIN gpus g ON g.node_id = n.id \
     WHERE n.id = ANY($1) AND g.healthy AND NOT EXISTS \
         (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) \
     ORDER BY n.id, g.idx";
 
-/// A free GPU as allocation sees it: (node id, hostname, address, gpu id, index, uuid).
-type FreeGpu = (Uuid, String, String, Uuid, i32, String);
-
 /// How many times a multi-node plan is re-made when its nodes changed between planning and locking.
 const PLAN_ATTEMPTS: usize = 3;
 
-/// Lock the best-fit node for `need` GPUs and return its free GPUs. Nodes locked by concurrent allocations
-/// are skipped first (so allocations spread over nodes instead of queueing on one); only if none is found
-/// does it wait for locked ones, so "no capacity" is never an artefact of a lock. It holds no other node
+/// What the admission statement of a new lease found: one row whatever it found.
+#[derive(sqlx::FromRow)]
+pub struct Admission {
+    /// The caller's key, for [`crate::auth::TenantAdminToken::accept`].
+    #[sqlx(flatten)]
+    pub key: crate::auth::KeyCheck,
+    /// The key's tenant has a quota (None: no such tenant); only then is the tenant row locked, later.
+    pub tenant_has_quotas: Option<bool>,
+    /// The pool's currency; None: no such pool.
+    pub pool_currency: Option<String>,
+    /// `lease_upfront_minor` for the request at the pool's current price (None: the pool has no price).
+    pub required_minor: Option<i64>,
+    /// The tenant's balance in the pool's currency.
+    pub balance_minor: Option<i64>,
+    /// Leases wait in the pool's queue: a new request does not jump it.
+    pub queued_ahead: bool,
+    /// Whether the statement tried to lock the best-fit node (asked to, no quota, no queue).
+    pub lock_tried: bool,
+    /// The best-fit node it locked (SKIP LOCKED).
+    pub locked_node: Option<Uuid>,
+    /// Some allocatable node has room for the request on its own, by this statement's snapshot.
+    pub node_fits: bool,
+}
+
+/// The first statement of a new lease: everything admission needs (the caller's key and tenant, quotas or not,
+/// the up-front amount and the balance, a queue in the pool) and, with `try_lock` when nothing in that stops it,
+/// the best-fit node locked with SKIP LOCKED. A SKIP LOCKED miss can keep a stray lock (a row updated under it
+/// that then failed the recheck); such a row was a candidate in the statement's snapshot, so `node_fits` is
+/// true whenever one may be held: the caller then rolls the transaction back and retries in wait mode
+/// instead of waiting for anything while it may hold a node. `pool_id` None: the pool is unknown.
+pub async fn admit(
+    conn: &mut PgConnection,
+    key_id: Uuid,
+    pool_id: Option<Uuid>,
+    gpu_count: i32,
+    term: Term,
+    months: Option<i32>,
+    try_lock: bool,
+) -> Result<Admission, sqlx::Error> {
+    let sql = format!(
+        "WITH {key_check}, \
+         tenant AS ( \
+             SELECT t.id, t.max_concurrent_leases IS NOT NULL OR t.max_gpus_per_pool IS NOT NULL \
+                 OR EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) AS has_quotas \
+             FROM tenants t WHERE t.id = (SELECT checked_tenant_id FROM key_check)), \
+         pool AS ( \
+             SELECT p.id, p.currency, \
+                 lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor) AS required_minor, \
+                 COALESCE(b.balance_minor, 0) AS balance_minor, \
+                 EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p.id AND q.state = 'queued') AS queued_ahead \
+             FROM pools p LEFT JOIN pool_current_prices cp ON cp.pool_id = p.id \
+             LEFT JOIN tenant_balances b ON b.tenant_id = (SELECT id FROM tenant) AND b.currency = p.currency \
+             WHERE p.id = $2), \
+         gate AS (SELECT $6 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
+                      AND NOT COALESCE((SELECT queued_ahead FROM pool), true) AS lock_tried), \
+         best_fit AS ({best_fit}) \
+         SELECT key_check.*, tenant.has_quotas AS tenant_has_quotas, pool.currency AS pool_currency, \
+             pool.required_minor, pool.balance_minor, COALESCE(pool.queued_ahead, false) AS queued_ahead, \
+             gate.lock_tried, (SELECT id FROM best_fit) AS locked_node, EXISTS ({fits}) AS node_fits \
+         FROM gate LEFT JOIN key_check ON true LEFT JOIN tenant ON true LEFT JOIN pool ON true",
+        key_check = crate::auth::key_check_cte("$1"),
+        best_fit = best_fit_sql("$2", "$3", "AND (SELECT lock_tried FROM gate)", "LIMIT 1 FOR UPDATE SKIP LOCKED"),
+        fits = best_fit_sql("$2", "$3", "", ""),
+    );
+    sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(key_id)
+        .bind(pool_id)
+        .bind(gpu_count)
+        .bind(term)
+        .bind(months.unwrap_or(0))
+        .bind(try_lock)
+        .fetch_one(conn)
+        .await
+}
+
+impl Admission {
+    /// Where allocation starts. None: every node that fits was held by others and a stray lock may be held
+    /// (see [`admit`]): roll the transaction back and run it again without `try_lock`, in wait mode.
+    pub fn best_fit(&self) -> Option<BestFit> {
+        match self.locked_node {
+            Some(node) => Some(BestFit::Locked(node)),
+            None if self.lock_tried && self.node_fits => None,
+            None if self.lock_tried => Some(BestFit::NoneFits),
+            None => Some(BestFit::Search),
+        }
+    }
+}
+
+/// Where allocation starts looking for a single node.
+#[derive(Debug, Clone, Copy)]
+pub enum BestFit {
+    /// The admission statement locked this best-fit node.
+    Locked(Uuid),
+    /// The admission statement looked: no allocatable node has room on its own, and nothing was locked.
+    NoneFits,
+    /// Nothing looked yet: skip held nodes, then wait for them one at a time ([`lock_best_fit`]).
+    Search,
+}
+
+/// Lock the best-fit node for `need` GPUs and return its free GPUs (empty: none). Nodes locked by concurrent
+/// allocations are skipped first (so allocations spread over nodes instead of queueing on one); only if none is
+/// found does it wait for locked ones, so "no capacity" is never an artefact of a lock. It holds no other node
 /// lock while it waits, so it cannot deadlock. The GPUs are read by a second statement on purpose: its
 /// snapshot is taken after the lock, so it sees every allocation committed on the node before.
-async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Vec<FreeGpu>, sqlx::Error> {
+async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Vec<LeaseGpu>, sqlx::Error> {
     // Even SKIP LOCKED can keep a stray lock (a row updated under it that then fails the recheck), so the
     // attempt runs in a savepoint that a miss rolls back before any waiting starts.
     sqlx::query("SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
     let node: Option<(Uuid,)> =
-        sqlx::query_as(BEST_FIT_SKIP_LOCKED).bind(pool_id).bind(need).fetch_optional(&mut *conn).await?;
+        sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 1 FOR UPDATE SKIP LOCKED")))
+            .bind(pool_id)
+            .bind(need)
+            .fetch_optional(&mut *conn)
+            .await?;
     if let Some((node_id,)) = node {
-        return sqlx::query_as(FREE_GPUS_OF).bind(vec![node_id]).fetch_all(&mut *conn).await;
+        return free_gpus_of(conn, &[node_id]).await;
     }
     sqlx::query("ROLLBACK TO SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
     // Every node with room is held by someone. Wait for them one at a time, best fit first: a waiting
     // `FOR UPDATE` keeps the lock of a row it waited for even when the row no longer qualifies, so each wait
     // locks a single named node inside a savepoint, and a miss gives that lock back before the next. The
     // transaction therefore never waits while holding a node, and cannot deadlock with id-ordered lockers.
-    let candidates: Vec<(Uuid,)> =
-        sqlx::query_as(BEST_FIT_CANDIDATES).bind(pool_id).bind(need).fetch_all(&mut *conn).await?;
+    let candidates: Vec<(Uuid,)> = sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 32")))
+        .bind(pool_id)
+        .bind(need)
+        .fetch_all(&mut *conn)
+        .await?;
     for (candidate,) in candidates {
         sqlx::query("SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
-        let locked: Option<(Uuid,)> = sqlx::query_as(
-            "SELECT id FROM nodes WHERE id = $1 AND admin_state = 'active' AND liveness = 'ready' AND free_gpus >= $2 \
-             FOR UPDATE",
-        )
-        .bind(candidate)
-        .bind(need)
-        .fetch_optional(&mut *conn)
-        .await?;
+        let locked: Option<(Uuid,)> =
+            sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "AND id = $3", "FOR UPDATE")))
+                .bind(pool_id)
+                .bind(need)
+                .bind(candidate)
+                .fetch_optional(&mut *conn)
+                .await?;
         if locked.is_some() {
-            return sqlx::query_as(FREE_GPUS_OF).bind(vec![candidate]).fetch_all(&mut *conn).await;
+            return free_gpus_of(conn, &[candidate]).await;
         }
         sqlx::query("ROLLBACK TO SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
     }
     Ok(Vec::new())
+}
+
+async fn free_gpus_of(conn: &mut PgConnection, nodes: &[Uuid]) -> Result<Vec<LeaseGpu>, sqlx::Error> {
+    sqlx::query_as(FREE_GPUS_OF).bind(nodes).fetch_all(conn).await
 }
 
 /// Several nodes: plan from the free counters without locks, then lock the chosen nodes in id order (so two
@@ -110,7 +216,7 @@ async fn lock_multi_node(
     pool_id: Uuid,
     gpu_count: i32,
     placement: Placement,
-) -> Result<Option<(Vec<FreeGpu>, Vec<(Uuid, i32)>)>, sqlx::Error> {
+) -> Result<Option<(Vec<LeaseGpu>, Vec<(Uuid, i32)>)>, sqlx::Error> {
     for _ in 0..PLAN_ATTEMPTS {
         let candidates: Vec<(Uuid, i32)> = sqlx::query_as(
             "SELECT id, free_gpus FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' \
@@ -145,29 +251,39 @@ async fn lock_multi_node(
             sqlx::query("ROLLBACK TO SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
             continue;
         }
-        let gpus: Vec<FreeGpu> = sqlx::query_as(FREE_GPUS_OF).bind(&ids).fetch_all(&mut *conn).await?;
+        let gpus = free_gpus_of(conn, &ids).await?;
         return Ok(Some((gpus, plan)));
     }
     Ok(None)
 }
 
-/// Allocate `gpu_count` GPUs of `pool_id` to `lease_id`, all or nothing, and record `event`. Returns the GPUs,
-/// or None (having written nothing) when the pool cannot fit the request now. Runs inside the caller's
-/// transaction, which holds the node locks until it commits.
-pub async fn allocate_gpus(
+/// GPUs chosen for a lease, their nodes locked by the caller's transaction until it commits.
+#[derive(Debug)]
+pub struct Placed {
+    /// The GPUs, by hostname and index.
+    pub gpus: Vec<LeaseGpu>,
+    /// How many GPUs each node gives, by node id.
+    pub plan: Vec<(Uuid, i32)>,
+}
+
+/// Choose `gpu_count` GPUs of `pool_id`, all or nothing, and lock their nodes: one node, best fit, when one
+/// fits (not for `spread`); else, for `pack` and `spread`, several nodes planned from the counters; inside each
+/// node the tightest index window ([`pick_compact`]). Returns None when the pool cannot fit the request now.
+/// Writes nothing: [`write_lease`] does.
+pub async fn place(
     conn: &mut PgConnection,
-    lease_id: Uuid,
     pool_id: Uuid,
     gpu_count: i32,
     placement: Placement,
-    event: NewEvent<'_>,
-) -> Result<Option<Vec<LeaseGpu>>, sqlx::Error> {
-    let mut single = Vec::new();
-    if placement != Placement::Spread {
-        single = lock_best_fit(conn, pool_id, gpu_count).await?;
-    }
-    let (free, plan) = if !single.is_empty() {
-        let node = single[0].0;
+    best_fit: BestFit,
+) -> Result<Option<Placed>, sqlx::Error> {
+    let single = match (placement, best_fit) {
+        (Placement::Spread, _) | (_, BestFit::NoneFits) => Vec::new(),
+        (_, BestFit::Locked(node)) => free_gpus_of(conn, &[node]).await?,
+        (_, BestFit::Search) => lock_best_fit(conn, pool_id, gpu_count).await?,
+    };
+    let (free, plan) = if let Some(first) = single.first() {
+        let node = first.node_id;
         (single, vec![(node, gpu_count)])
     } else if placement == Placement::SingleNode {
         return Ok(None);
@@ -177,182 +293,120 @@ pub async fn allocate_gpus(
             None => return Ok(None),
         }
     };
-    // Pick the GPUs first, write after: a shortfall on any node leaves nothing to undo.
-    let mut chosen: Vec<&FreeGpu> = Vec::with_capacity(gpu_count as usize);
+    let mut gpus: Vec<LeaseGpu> = Vec::with_capacity(gpu_count as usize);
     for (node_id, take) in &plan {
-        let on_node: Vec<&FreeGpu> = free.iter().filter(|g| g.0 == *node_id).collect();
-        let indices: Vec<i32> = on_node.iter().map(|g| g.4).collect();
+        let on_node: Vec<&LeaseGpu> = free.iter().filter(|g| g.node_id == *node_id).collect();
+        let indices: Vec<i32> = on_node.iter().map(|g| g.index).collect();
         let Some(picked) = pick_compact(&indices, *take as usize) else {
             tracing::warn!(node.id = %node_id, "free_gpus counter disagrees with the GPUs free on the node");
             return Ok(None);
         };
-        chosen.extend(on_node.into_iter().filter(|g| picked.contains(&g.4)));
+        gpus.extend(on_node.into_iter().filter(|g| picked.contains(&g.index)).cloned());
     }
-    let gpu_ids: Vec<Uuid> = chosen.iter().map(|g| g.3).collect();
-    let node_ids: Vec<Uuid> = chosen.iter().map(|g| g.0).collect();
-    let plan_nodes: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
-    let plan_takes: Vec<i32> = plan.iter().map(|p| p.1).collect();
-    // One statement: hold the GPUs, decrement the counters, record the event.
-    sqlx::query(
-        "WITH held AS ( \
+    gpus.sort_by(|a, b| (&a.hostname, a.index).cmp(&(&b.hostname, b.index)));
+    Ok(Some(Placed { gpus, plan }))
+}
+
+/// A lease about to be created.
+pub struct NewLease {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub pool_id: Uuid,
+    pub gpu_count: i32,
+    pub placement: Placement,
+    pub term: Term,
+    pub duration_hours: Option<i32>,
+    pub months: Option<i32>,
+    /// The API key that asked for it.
+    pub created_by: Uuid,
+}
+
+/// What [`write_lease`] does to the lease row.
+pub enum LeaseWrite<'a> {
+    /// Insert it: active with the placed GPUs, or queued without.
+    Create(&'a NewLease),
+    /// Activate this queued lease with the placed GPUs.
+    Activate(Uuid),
+}
+
+/// Write a lease, its GPUs, the nodes' free counters and `event` in one statement (the foreign keys of
+/// `lease_gpus` and `lease_events` are checked at its end, when the lease row exists), and return the lease.
+pub async fn write_lease(
+    conn: &mut PgConnection,
+    lease: LeaseWrite<'_>,
+    placed: Option<&Placed>,
+    event: NewEvent<'_>,
+) -> Result<Lease, sqlx::Error> {
+    let lease_cte = match lease {
+        LeaseWrite::Create(_) => {
+            "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
+                 starts_at, ends_at, created_by, metered_until, currency) \
+             SELECT $1, $13, $14, $15, $16, $17, $18, $19, a.state, a.at, \
+                 a.at + make_interval(months => COALESCE($19, 0), hours => COALESCE($18, 0)), $20, a.at, \
+                 (SELECT currency FROM pools WHERE id = $14) \
+             FROM (SELECT CASE WHEN $21 THEN 'active' ELSE 'queued' END AS state, \
+                          CASE WHEN $21 THEN now() END AS at) a \
+             RETURNING *"
+        }
+        LeaseWrite::Activate(_) => {
+            "UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
+                 ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
+                 generation = generation + 1, updated_at = now() \
+             WHERE id = $1 AND state = 'queued' RETURNING *"
+        }
+    };
+    let sql = format!(
+        "WITH lease AS ({lease_cte}), \
+         held AS ( \
              INSERT INTO lease_gpus (lease_id, gpu_id, node_id) \
              SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)), \
          counted AS ( \
              UPDATE nodes n SET free_gpus = n.free_gpus - u.take \
-             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id) \
-         INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
-         VALUES ($6, $1, $7, $8, $9, $10, $11, $12)",
-    )
-    .bind(lease_id)
-    .bind(&gpu_ids)
-    .bind(&node_ids)
-    .bind(&plan_nodes)
-    .bind(&plan_takes)
-    .bind(new_id())
-    .bind(event.kind)
-    .bind(event.from.map(LeaseState::as_str))
-    .bind(event.to.map(LeaseState::as_str))
-    .bind(event.actor.label())
-    .bind(event.reason)
-    .bind(event.detail)
-    .execute(&mut *conn)
-    .await?;
-    let mut gpus: Vec<LeaseGpu> = chosen
-        .into_iter()
-        .map(|g| LeaseGpu {
-            gpu_id: g.3,
-            node_id: g.0,
-            hostname: g.1.clone(),
-            address: g.2.clone(),
-            index: g.4,
-            uuid: g.5.clone(),
-        })
-        .collect();
-    gpus.sort_by(|a, b| (&a.hostname, a.index).cmp(&(&b.hostname, b.index)));
-    Ok(Some(gpus))
-}
-
-/// What a one-round-trip call (`allocate_lease_fast` / `release_lease_fast`, migration 0006) did.
-pub enum FastOutcome {
-    /// Done: the lease as it is now; for a release, whether leases wait in the pool's queue.
-    Done(Lease, bool),
-    /// An allocation the pool cannot hold now by its committed counters (nothing written): 409, or queue it.
-    Insufficient(Capacity),
-    /// Not the common case (a key or tenant not in order, quotas, a queue, spread, every fitting node held, a
-    /// balance too small, open jobs, a lease not active ...): nothing was written. Check the key, then run the
-    /// general path.
-    Fallback,
-}
-
-#[derive(sqlx::FromRow)]
-struct FastRow {
-    outcome: String,
-    lease: Option<sqlx::types::Json<Lease>>,
-    queue_waiting: Option<bool>,
-    capacity: Option<sqlx::types::Json<Capacity>>,
-}
-
-impl FastRow {
-    fn into_outcome(self, done: &str) -> FastOutcome {
-        match (self.outcome.as_str(), self.lease) {
-            (outcome, Some(lease)) if outcome == done => {
-                FastOutcome::Done(lease.0, self.queue_waiting.unwrap_or(false))
-            }
-            ("insufficient", _) => match self.capacity {
-                Some(capacity) => FastOutcome::Insufficient(capacity.0),
-                None => FastOutcome::Fallback,
-            },
-            _ => FastOutcome::Fallback,
-        }
+             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id), \
+         recorded AS ( \
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
+             VALUES ($6, $1, $7, $8, $9, $10, $11, $12)) \
+         SELECT {LEASE_COLUMNS} FROM lease"
+    );
+    let (gpus, plan) = match placed {
+        Some(p) => (p.gpus.clone(), p.plan.clone()),
+        None => (Vec::new(), Vec::new()),
+    };
+    let lease_id = match &lease {
+        LeaseWrite::Create(new) => new.id,
+        LeaseWrite::Activate(id) => *id,
+    };
+    let gpu_ids: Vec<Uuid> = gpus.iter().map(|g| g.gpu_id).collect();
+    let node_ids: Vec<Uuid> = gpus.iter().map(|g| g.node_id).collect();
+    let plan_nodes: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
+    let plan_takes: Vec<i32> = plan.iter().map(|p| p.1).collect();
+    let mut query = sqlx::query_as::<_, LeaseRow>(sqlx::AssertSqlSafe(sql))
+        .bind(lease_id)
+        .bind(gpu_ids)
+        .bind(node_ids)
+        .bind(plan_nodes)
+        .bind(plan_takes)
+        .bind(new_id())
+        .bind(event.kind)
+        .bind(event.from.map(LeaseState::as_str))
+        .bind(event.to.map(LeaseState::as_str))
+        .bind(event.actor.label())
+        .bind(event.reason)
+        .bind(event.detail);
+    if let LeaseWrite::Create(new) = lease {
+        query = query
+            .bind(new.tenant_id)
+            .bind(new.pool_id)
+            .bind(new.gpu_count)
+            .bind(new.placement)
+            .bind(new.term)
+            .bind(new.duration_hours)
+            .bind(new.months)
+            .bind(new.created_by)
+            .bind(placed.is_some());
     }
-}
-
-/// A new active lease on one node (pack or single-node placement), best fit, in one statement that also
-/// requires the caller's key to be valid, the tenant active and without quotas, and the balance sufficient.
-/// Runs in its own transaction: give it the pool, not a transaction.
-#[allow(clippy::too_many_arguments)]
-pub async fn allocate_fast(
-    db: &PgPool,
-    lease_id: Uuid,
-    key_id: Uuid,
-    tenant_id: Uuid,
-    pool_id: Uuid,
-    gpu_count: i32,
-    placement: Placement,
-    term: Term,
-    duration_hours: Option<i32>,
-    months: Option<i32>,
-) -> Result<FastOutcome, sqlx::Error> {
-    let row: FastRow = sqlx::query_as(
-        "SELECT outcome, lease, NULL::boolean AS queue_waiting, capacity \
-         FROM allocate_lease_fast($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-    )
-    .bind(lease_id)
-    .bind(new_id())
-    .bind(key_id)
-    .bind(tenant_id)
-    .bind(pool_id)
-    .bind(gpu_count)
-    .bind(placement)
-    .bind(term)
-    .bind(duration_hours)
-    .bind(months)
-    .fetch_one(db)
-    .await?;
-    Ok(row.into_outcome("allocated"))
-}
-
-/// Release an active lease of the tenant in one statement that also requires the caller's key to be valid.
-/// Falls back when it is not, or the lease is not active, not the tenant's, or has open jobs.
-pub async fn release_fast(
-    db: &PgPool,
-    lease_id: Uuid,
-    key_id: Uuid,
-    tenant_id: Uuid,
-) -> Result<FastOutcome, sqlx::Error> {
-    let row: FastRow = sqlx::query_as(
-        "SELECT outcome, lease, queue_waiting, NULL::jsonb AS capacity FROM release_lease_fast($1, $2, $3, $4)",
-    )
-    .bind(lease_id)
-    .bind(new_id())
-    .bind(key_id)
-    .bind(tenant_id)
-    .fetch_one(db)
-    .await?;
-    Ok(row.into_outcome("released"))
-}
-
-/// Return a lease's GPUs to their nodes (healthy ones become free again) and record `event`. The nodes are
-/// locked in id order first, the same order multi-node allocation locks them in.
-pub async fn release_gpus(conn: &mut PgConnection, lease_id: Uuid, event: NewEvent<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "SELECT 1 FROM nodes WHERE id IN (SELECT node_id FROM lease_gpus WHERE lease_id = $1 AND released_at IS NULL) \
-         ORDER BY id FOR UPDATE",
-    )
-    .bind(lease_id)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "WITH released AS ( \
-             UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1 AND released_at IS NULL RETURNING gpu_id, node_id), \
-         freed AS ( \
-             SELECT r.node_id, count(*) FILTER (WHERE g.healthy) AS n FROM released r JOIN gpus g ON g.id = r.gpu_id \
-             GROUP BY r.node_id), \
-         counted AS (UPDATE nodes SET free_gpus = nodes.free_gpus + freed.n FROM freed WHERE nodes.id = freed.node_id) \
-         INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
-         VALUES ($2, $1, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(lease_id)
-    .bind(new_id())
-    .bind(event.kind)
-    .bind(event.from.map(LeaseState::as_str))
-    .bind(event.to.map(LeaseState::as_str))
-    .bind(event.actor.label())
-    .bind(event.reason)
-    .bind(event.detail)
-    .execute(conn)
-    .await?;
-    Ok(())
+    let row = query.fetch_one(conn).await?;
+    Ok(row.into_lease(gpus))
 }
 
 /// Capacity figures for an error message (only computed when a request did not fit).
@@ -580,14 +634,15 @@ pub struct Ended {
     pub from: LeaseState,
     /// Leases wait in the pool's queue: the freed GPUs may start one.
     pub queue_waiting: bool,
-    /// The lease as it is now (without its GPUs).
-    pub lease: LeaseRow,
+    /// The lease as it is now, with the GPUs it held.
+    pub lease: Lease,
 }
 
-/// End a live lease (queued or active): set its final state, free its GPUs, record the event. With
-/// `tenant_id`, only that tenant's lease. Returns None when no such live lease exists (ending twice is
-/// harmless). `ended_at` defaults to now; expiry passes the scheduled end, interruption the node's last
-/// heartbeat; it is never before the lease started.
+/// End a live lease (queued or active): set its final state, end its open jobs, free its GPUs, record the
+/// event. With `tenant_id`, only that tenant's lease. Returns None when no such live lease exists (ending
+/// twice is harmless). `ended_at` defaults to now; expiry passes the scheduled end, interruption the node's
+/// last heartbeat; it is never before the lease started. Every way a lease ends (release, termination,
+/// expiry, interruption, an exhausted balance) comes through here.
 pub async fn end_lease(
     conn: &mut PgConnection,
     lease_id: Uuid,
@@ -597,51 +652,124 @@ pub async fn end_lease(
     actor: &Actor,
     ended_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Ended>, sqlx::Error> {
+    Ok(end_lease_scoped(conn, lease_id, tenant_id, None, to, reason, actor, ended_at).await?.1)
+}
+
+/// [`end_lease`] for the tenant of API key `key_id`, which the same statement checks: give the returned
+/// [`crate::auth::KeyCheck`] to [`crate::auth::TenantAdminToken::accept`] before committing (an error rolls
+/// everything back).
+pub async fn end_lease_for_key(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    key_id: Uuid,
+    to: LeaseState,
+    reason: &str,
+    actor: &Actor,
+) -> Result<(crate::auth::KeyCheck, Option<Ended>), sqlx::Error> {
+    end_lease_scoped(conn, lease_id, None, Some(key_id), to, reason, actor, None).await
+}
+
+/// Two statements: (1) the lease row locked and ended, its open jobs ended, its nodes locked in id order (the
+/// order multi-node allocation locks them in), and with `key_id` the key checked and the tenant taken from it;
+/// (2) in a new snapshot, after those locks: its GPUs released, the counters of their nodes raised by the
+/// healthy ones, the event recorded.
+#[allow(clippy::too_many_arguments)]
+async fn end_lease_scoped(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    tenant_id: Option<Uuid>,
+    key_id: Option<Uuid>,
+    to: LeaseState,
+    reason: &str,
+    actor: &Actor,
+    ended_at: Option<DateTime<Utc>>,
+) -> Result<(crate::auth::KeyCheck, Option<Ended>), sqlx::Error> {
     #[derive(sqlx::FromRow)]
     struct Row {
         #[sqlx(flatten)]
-        lease: LeaseRow,
-        old_state: LeaseState,
-        queue_waiting: bool,
+        key: crate::auth::KeyCheck,
+        lease: Option<sqlx::types::Json<Lease>>,
+        old_state: Option<LeaseState>,
+        queue_waiting: Option<bool>,
     }
-    let ended: Option<Row> = sqlx::query_as(
-        "UPDATE leases l SET state = $2, \
-             ended_at = GREATEST(LEAST(COALESCE($3, now()), now()), COALESCE(l.starts_at, now())), end_reason = $4, \
-             generation = l.generation + 1, updated_at = now() \
-         FROM (SELECT id, state AS old_state FROM leases WHERE id = $1 AND ($5::uuid IS NULL OR tenant_id = $5) \
-               FOR UPDATE) old \
-         WHERE l.id = old.id AND old.old_state IN ('queued', 'active') \
-         RETURNING l.id, l.tenant_id, l.pool_id, l.gpu_count, l.placement, l.term, l.duration_hours, l.months, l.state, \
-             l.starts_at, l.ends_at, l.ended_at, l.end_reason, l.generation, l.created_at, l.updated_at, old.old_state, \
-             EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id) \
-                 AS queue_waiting",
-    )
-    .bind(lease_id)
-    .bind(to)
-    .bind(ended_at)
-    .bind(reason)
-    .bind(tenant_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some(Row { lease, old_state: from, queue_waiting }) = ended else { return Ok(None) };
-    crate::jobs::store::end_jobs_of_lease(conn, lease_id, to, reason).await?;
+    let sql = format!(
+        "WITH {key_check}, \
+         old AS ( \
+             SELECT id, state AS old_state FROM leases WHERE id = $1 AND ($5::uuid IS NULL OR tenant_id = $5) \
+                 AND ($8::uuid IS NULL OR tenant_id = (SELECT checked_tenant_id FROM key_check)) \
+             FOR UPDATE), \
+         ended AS ( \
+             UPDATE leases l SET state = $2, \
+                 ended_at = GREATEST(LEAST(COALESCE($3, now()), now()), COALESCE(l.starts_at, now())), \
+                 end_reason = $4, generation = l.generation + 1, updated_at = now() \
+             FROM old WHERE l.id = old.id AND old.old_state IN ('queued', 'active') \
+             RETURNING l.*, old.old_state, \
+                 EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id) \
+                     AS queue_waiting), \
+         {jobs}, \
+         locked AS ( \
+             SELECT id FROM nodes WHERE id IN \
+                 (SELECT node_id FROM lease_gpus WHERE lease_id IN (SELECT id FROM ended) AND released_at IS NULL) \
+             ORDER BY id FOR UPDATE) \
+         SELECT key_check.*, \
+             (to_jsonb(ended) - 'old_state' - 'queue_waiting') || jsonb_build_object('gpus', '[]'::jsonb) AS lease, \
+             ended.old_state, ended.queue_waiting, (SELECT count(*) FROM locked) AS nodes_locked \
+         FROM (SELECT 1) one LEFT JOIN key_check ON true LEFT JOIN ended ON true",
+        key_check = crate::auth::key_check_cte("$8"),
+        jobs = crate::jobs::store::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
+    );
+    let (job_state, job_reason) = crate::jobs::store::job_end_for_lease(to, reason);
+    let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(lease_id)
+        .bind(to)
+        .bind(ended_at)
+        .bind(reason)
+        .bind(tenant_id)
+        .bind(job_state)
+        .bind(job_reason)
+        .bind(key_id)
+        .fetch_one(&mut *conn)
+        .await?;
+    let (Some(lease), Some(from)) = (row.lease, row.old_state) else { return Ok((row.key, None)) };
     let event = NewEvent::new(to.as_str(), Some(from), Some(to), actor).reason(reason);
-    if from == LeaseState::Active {
-        release_gpus(conn, lease_id, event).await?;
-    } else {
-        record_event(conn, lease_id, event).await?;
-    }
-    Ok(Some(Ended { from, queue_waiting, lease }))
+    let gpus = release_gpus(conn, lease_id, event).await?;
+    let lease = Lease { gpus, ..lease.0 };
+    Ok((row.key, Some(Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease })))
 }
 
-/// The GPUs a lease holds or held, for a lease loaded without them.
-pub async fn lease_gpus(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<LeaseGpu>, sqlx::Error> {
-    let held: Vec<HeldGpu> =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("{LEASE_GPUS} WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx")))
-            .bind(lease_id)
-            .fetch_all(conn)
-            .await?;
-    Ok(held.into_iter().map(|h| h.gpu).collect())
+/// Release the GPUs a lease holds (healthy ones become free again: their nodes' counters rise) and record
+/// `event`, in one statement; the caller has locked the nodes in id order. Returns the GPUs released.
+pub async fn release_gpus(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    event: NewEvent<'_>,
+) -> Result<Vec<LeaseGpu>, sqlx::Error> {
+    sqlx::query_as(
+        "WITH released AS ( \
+             UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1 AND released_at IS NULL \
+             RETURNING gpu_id, node_id), \
+         held AS ( \
+             SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid, g.healthy \
+             FROM released r JOIN gpus g ON g.id = r.gpu_id JOIN nodes n ON n.id = r.node_id), \
+         counted AS ( \
+             UPDATE nodes SET free_gpus = nodes.free_gpus + f.n \
+             FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f \
+             WHERE nodes.id = f.node_id), \
+         recorded AS ( \
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
+             VALUES ($2, $1, $3, $4, $5, $6, $7, $8)) \
+         SELECT gpu_id, node_id, hostname, address, index, uuid FROM held ORDER BY hostname, index",
+    )
+    .bind(lease_id)
+    .bind(new_id())
+    .bind(event.kind)
+    .bind(event.from.map(LeaseState::as_str))
+    .bind(event.to.map(LeaseState::as_str))
+    .bind(event.actor.label())
+    .bind(event.reason)
+    .bind(event.detail)
+    .fetch_all(conn)
+    .await
 }
 
 /// Start queued leases of a pool in arrival order while they fit (strict FIFO: a head that does not fit
@@ -665,19 +793,10 @@ pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error
         .fetch_optional(&mut *tx)
         .await?;
         let Some((lease_id, gpu_count, placement)) = head else { break };
+        let Some(placed) = place(&mut tx, pool_id, gpu_count, placement, BestFit::Search).await? else { break };
         let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System)
             .reason("capacity freed");
-        if allocate_gpus(&mut tx, lease_id, pool_id, gpu_count, placement, event).await?.is_none() {
-            break;
-        }
-        sqlx::query(
-            "UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
-                 ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
-                 generation = generation + 1, updated_at = now() WHERE id = $1",
-        )
-        .bind(lease_id)
-        .execute(&mut *tx)
-        .await?;
+        write_lease(&mut tx, LeaseWrite::Activate(lease_id), Some(&placed), event).await?;
         started += 1;
     }
     tx.commit().await?;

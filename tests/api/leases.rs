@@ -557,21 +557,6 @@ async fn key_of(db: &PgPool, tenant_id: &str) -> uuid::Uuid {
         .unwrap()
 }
 
-/// The one-round-trip allocation called directly: an hourly lease of 2 hours.
-async fn allocate_directly(
-    db: &PgPool,
-    key: uuid::Uuid,
-    tenant: uuid::Uuid,
-    pool: uuid::Uuid,
-    gpus: i32,
-    placement: gpuplane::leases::Placement,
-) -> gpuplane::leases::store::FastOutcome {
-    let (id, term) = (gpuplane::extract::new_id(), gpuplane::leases::Term::Hourly);
-    gpuplane::leases::store::allocate_fast(db, id, key, tenant, pool, gpus, placement, term, Some(2), None)
-        .await
-        .unwrap()
-}
-
 fn placement_of(lease: &Value) -> Vec<(String, i64)> {
     lease["gpus"]
         .as_array()
@@ -581,22 +566,22 @@ fn placement_of(lease: &Value) -> Vec<(String, i64)> {
         .collect()
 }
 
-/// The one-round-trip allocation (`allocate_lease_fast`, taken by requests without an Idempotency-Key) and
-/// the general path (taken with one) follow one rule: on the same inventory they choose the same node and the
-/// same GPUs, best fit across nodes and the tightest index window inside one.
+fn create_with_idempotency_key(token: &str, key: &str, body: &Value) -> Request<Body> {
+    Request::post("/v1/leases")
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", "application/json")
+        .header("idempotency-key", key)
+        .body(Body::from(body.to_string()))
+        .unwrap()
+}
+
+/// A plain request (best-fit node locked by its admission statement) and one with an Idempotency-Key (node
+/// searched after the key's record is claimed) take the one allocation path and choose the same GPUs: best
+/// fit across nodes and the tightest index window inside one, lowest on ties.
 #[sqlx::test]
-async fn the_one_round_trip_and_general_paths_choose_the_same_gpus(db: PgPool) {
-    use gpuplane::leases::Placement;
-    use gpuplane::leases::store::FastOutcome;
+async fn plain_and_idempotent_requests_choose_the_same_gpus(db: PgPool) {
     let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 8, 4, 2]).await;
-    let (tenant_id, key_id) = {
-        let me = app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK);
-        let id = me.body["id"].as_str().unwrap().to_string();
-        let key = key_of(&db, &id).await;
-        (uuid::Uuid::parse_str(&id).unwrap(), key)
-    };
-    let pool_id = uuid::Uuid::parse_str(&pool).unwrap();
     // node-3 full (2), node-2 with index 3 free (3), node-0 with a hole: 0-1 released, 2-4 held, 5-7 free.
     let mut made = Vec::new();
     for gpus in [2, 3, 2, 3] {
@@ -609,39 +594,22 @@ async fn the_one_round_trip_and_general_paths_choose_the_same_gpus(db: PgPool) {
     assert_eq!(placement_of(&made[3]), node_0(&[2, 3, 4]));
     assert_eq!(allocation_invariants(&db).await, (8, 8, true));
 
-    let mut idempotency = 0;
     let mut seen = Vec::new();
     for gpus in 1..=9 {
-        let fast = allocate_directly(&db, key_id, tenant_id, pool_id, gpus, Placement::Pack).await;
-        let fast = match fast {
-            FastOutcome::Done(lease, _) => serde_json::to_value(lease).unwrap(),
-            FastOutcome::Fallback if gpus == 9 => Value::Null, // no node has 9: multi-node, the general path's
-            _ => panic!("{gpus} GPUs: the one-round-trip path should have allocated"),
-        };
-        if !fast.is_null() {
-            app.post(&format!("/v1/leases/{}/release", fast["id"].as_str().unwrap()), &tenant, json!({}))
-                .await
-                .expect(StatusCode::OK);
-        }
-        idempotency += 1;
-        let general = app
-            .send(
-                Request::post("/v1/leases")
-                    .header("authorization", format!("Bearer {tenant}"))
-                    .header("content-type", "application/json")
-                    .header("idempotency-key", format!("same-{idempotency}"))
-                    .body(Body::from(lease_body(&pool, gpus as i64).to_string()))
-                    .unwrap(),
-            )
+        let plain = app.post("/v1/leases", &tenant, lease_body(&pool, gpus)).await.expect(StatusCode::CREATED).body;
+        app.post(&format!("/v1/leases/{}/release", plain["id"].as_str().unwrap()), &tenant, json!({}))
             .await
-            .expect(StatusCode::CREATED);
-        if !fast.is_null() {
-            assert_eq!(placement_of(&fast), placement_of(&general.body), "{gpus} GPUs");
-            assert_eq!(fast["state"], "active");
-            assert_eq!(fast["generation"], general.body["generation"]);
-        }
-        seen.push(placement_of(&general.body));
-        app.post(&format!("/v1/leases/{}/release", general.body["id"].as_str().unwrap()), &tenant, json!({}))
+            .expect(StatusCode::OK);
+        let idempotent = app
+            .send(create_with_idempotency_key(&tenant, &format!("same-{gpus}"), &lease_body(&pool, gpus)))
+            .await
+            .expect(StatusCode::CREATED)
+            .body;
+        assert_eq!(placement_of(&plain), placement_of(&idempotent), "{gpus} GPUs");
+        assert_eq!(plain["state"], "active");
+        assert_eq!(plain["generation"], idempotent["generation"]);
+        seen.push(placement_of(&idempotent));
+        app.post(&format!("/v1/leases/{}/release", idempotent["id"].as_str().unwrap()), &tenant, json!({}))
             .await
             .expect(StatusCode::OK);
         assert_eq!(allocation_invariants(&db).await, (8, 8, true), "{gpus} GPUs");
@@ -656,53 +624,57 @@ async fn the_one_round_trip_and_general_paths_choose_the_same_gpus(db: PgPool) {
     assert_eq!(seen[8].len(), 9);
 }
 
-/// What the one-round-trip allocation does not handle it declines having written nothing, and the request
-/// takes the general path, which answers exactly as before.
+/// The admission statement's findings become the right answers: a balance too small (402), a quota (409,
+/// the tenant row locked), a queue nobody jumps, an unknown pool (422 on `pool_id`), spread and multi-node
+/// requests; a refused request writes nothing.
 #[sqlx::test]
-async fn the_one_round_trip_allocation_declines_the_uncommon_cases(db: PgPool) {
-    use gpuplane::leases::Placement;
-    use gpuplane::leases::store::FastOutcome;
+async fn admission_answers_the_uncommon_cases(db: PgPool) {
     let app = TestApp::new(db.clone());
     let (op, tenant, pool, _) = setup(&app, &[8, 8]).await;
-    let pool_id = uuid::Uuid::parse_str(&pool).unwrap();
     let tenant_id =
         app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
-    let key_id = key_of(&db, &tenant_id).await;
-    let tenant_uuid = uuid::Uuid::parse_str(&tenant_id).unwrap();
-    let fast = |key, tenant, gpus, placement| allocate_directly(&db, key, tenant, pool_id, gpus, placement);
     let leases = || async { sqlx::query_scalar::<_, i64>("SELECT count(*) FROM leases").fetch_one(&db).await.unwrap() };
-    // More than one node holds, and spread placement: the general path's.
-    assert!(matches!(fast(key_id, tenant_uuid, 9, Placement::Pack).await, FastOutcome::Fallback));
-    assert!(matches!(fast(key_id, tenant_uuid, 1, Placement::Spread).await, FastOutcome::Fallback));
     // A tenant without the balance for the first hour.
-    let (poor_id, poor_key) = app.tenant_key_without_balance(&op, "poor", gpuplane::auth::Role::TenantAdmin).await;
-    let poor_key_id = key_of(&db, &poor_id).await;
-    let poor_uuid = uuid::Uuid::parse_str(&poor_id).unwrap();
-    assert!(matches!(fast(poor_key_id, poor_uuid, 1, Placement::Pack).await, FastOutcome::Fallback));
+    let (_, poor_key) = app.tenant_key_without_balance(&op, "poor", gpuplane::auth::Role::TenantAdmin).await;
     let poor = app.token_for(&poor_key).await;
     app.post("/v1/leases", &poor, lease_body(&pool, 1))
         .await
         .expect_problem(StatusCode::PAYMENT_REQUIRED, "insufficient_balance");
+    // An unknown pool.
+    let unknown = json!({ "pool_id": uuid::Uuid::nil(), "gpu_count": 1, "duration_hours": 1 });
+    let res = app.post("/v1/leases", &tenant, unknown).await;
+    assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["pool_id"]);
+    assert_eq!(leases().await, 0);
+    // Multi-node pack and spread.
+    let nine = app.post("/v1/leases", &tenant, lease_body(&pool, 9)).await.expect(StatusCode::CREATED);
+    assert_eq!(nodes_of(&nine.body).len(), 2);
+    app.post(&format!("/v1/leases/{}/release", nine.body["id"].as_str().unwrap()), &tenant, json!({}))
+        .await
+        .expect(StatusCode::OK);
+    let spread = json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "placement": "spread" });
+    let spread = app.post("/v1/leases", &tenant, spread).await.expect(StatusCode::CREATED);
+    assert_eq!(nodes_of(&spread.body).len(), 2);
+    app.post(&format!("/v1/leases/{}/release", spread.body["id"].as_str().unwrap()), &tenant, json!({}))
+        .await
+        .expect(StatusCode::OK);
     // A tenant with a quota.
     app.put(&format!("/v1/admin/tenants/{tenant_id}/quotas"), &op, json!({ "max_concurrent_leases": 1 }))
         .await
         .expect(StatusCode::OK);
-    assert!(matches!(fast(key_id, tenant_uuid, 1, Placement::Pack).await, FastOutcome::Fallback));
     app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
     app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect_problem(StatusCode::CONFLICT, "quota_exceeded");
     app.put(&format!("/v1/admin/tenants/{tenant_id}/quotas"), &op, json!({})).await.expect(StatusCode::OK);
-    // A queue in the pool: nobody jumps it.
+    // A queue in the pool: nobody jumps it, though a GPU is free.
     let queued = app
         .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 16, "duration_hours": 1, "queue": true }))
         .await
         .expect(StatusCode::CREATED);
     assert_eq!(queued.body["state"], "queued");
-    assert!(matches!(fast(key_id, tenant_uuid, 1, Placement::Pack).await, FastOutcome::Fallback));
-    // An unknown pool.
-    let unknown = allocate_directly(&db, key_id, tenant_uuid, uuid::Uuid::nil(), 1, Placement::Pack).await;
-    assert!(matches!(unknown, FastOutcome::Fallback));
-    // None of the declined calls wrote anything: the leases are the two made over HTTP.
-    assert_eq!(leases().await, 2);
+    let refused = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await;
+    let refused = refused.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    assert_eq!(refused.body["context"]["queued_ahead"], 1);
+    assert_eq!(leases().await, 4);
+    assert_eq!(allocation_invariants(&db).await, (1, 1, true));
 }
 
 /// The hot lease endpoints check the key in their own statement: revocation and suspension still stop them
@@ -763,50 +735,33 @@ async fn the_service_vacuums_the_node_table(db: PgPool) {
     assert_eq!(vacuums().await, before + 1);
 }
 
-/// A pool that cannot hold a request by its committed counters is refused by the one-round-trip call itself,
-/// with the same answer the general path gives; requests that can never fit (422) and queueing requests still
-/// go to the general path.
+/// A pool that cannot hold a request now is refused with its figures, the same with or without an
+/// Idempotency-Key; requests that can never fit are 422; asked to queue, the lease is queued.
 #[sqlx::test]
-async fn a_full_pool_is_refused_in_one_round_trip_with_the_general_answer(db: PgPool) {
-    use gpuplane::leases::Placement;
-    use gpuplane::leases::store::FastOutcome;
+async fn a_full_pool_is_refused_with_its_figures(db: PgPool) {
     let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 4]).await;
-    let tenant_id =
-        app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
-    let key_id = key_of(&db, &tenant_id).await;
-    let (tenant_uuid, pool_id) = (uuid::Uuid::parse_str(&tenant_id).unwrap(), uuid::Uuid::parse_str(&pool).unwrap());
     app.post("/v1/leases", &tenant, lease_body(&pool, 8)).await.expect(StatusCode::CREATED);
     app.post("/v1/leases", &tenant, lease_body(&pool, 3)).await.expect(StatusCode::CREATED);
-    let fast = |gpus, placement| allocate_directly(&db, key_id, tenant_uuid, pool_id, gpus, placement);
-    match fast(2, Placement::Pack).await {
-        FastOutcome::Insufficient(c) => {
-            assert_eq!((c.requested, c.free_gpus, c.largest_free_block, c.queued_ahead), (2, 1, 1, 0));
-        }
-        _ => panic!("a full pool should be refused by the one-round-trip call"),
-    }
-    // Over HTTP: the same 409 as the general path (forced with an Idempotency-Key) gives.
-    let fast_409 = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await;
-    let fast_409 = fast_409.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
-    let general_409 = app
-        .send(
-            Request::post("/v1/leases")
-                .header("authorization", format!("Bearer {tenant}"))
-                .header("content-type", "application/json")
-                .header("idempotency-key", "general-409")
-                .body(Body::from(lease_body(&pool, 2).to_string()))
-                .unwrap(),
-        )
+    let plain = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await;
+    let plain = plain.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    assert_eq!(
+        plain.body["context"],
+        json!({ "requested": 2, "free_gpus": 1, "largest_free_block": 1, "queued_ahead": 0 })
+    );
+    let idempotent = app
+        .send(create_with_idempotency_key(&tenant, "full-409", &lease_body(&pool, 2)))
         .await
         .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
-    assert_eq!(fast_409.body["detail"], general_409.body["detail"]);
-    assert_eq!(fast_409.body["context"], general_409.body["context"]);
-    // Never fits: the general path's 422.
-    assert!(matches!(fast(9, Placement::SingleNode).await, FastOutcome::Fallback));
-    assert!(matches!(fast(13, Placement::Pack).await, FastOutcome::Fallback));
+    assert_eq!(plain.body["detail"], idempotent.body["detail"]);
+    assert_eq!(plain.body["context"], idempotent.body["context"]);
+    // Never fits: 422.
+    let single = json!({ "pool_id": pool, "gpu_count": 9, "duration_hours": 1, "placement": "single_node" });
+    let res = app.post("/v1/leases", &tenant, single).await;
+    assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["gpu_count"]);
     let res = app.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 13, "duration_hours": 1 })).await;
     assert_eq!(res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["gpu_count"]);
-    // Asked to queue: queued, by the general path.
+    // Asked to queue: queued.
     let queued = app
         .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "queue": true }))
         .await

@@ -5,6 +5,7 @@ mod common;
 
 mod agent_e2e;
 mod agents;
+mod allocation_model;
 mod auth;
 mod billing;
 mod binary;
