@@ -60,45 +60,45 @@ pub enum Claim {
 /// Claim the key inside the caller's transaction. Blocks while another transaction holds the same key.
 pub async fn claim(conn: &mut PgConnection, key: &IdempotencyKey) -> Result<Claim, ApiError> {
     // An expired record no longer counts.
-    sqlx::query(
+    sqlx::query!(
         "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND scope = $2 AND key = $3 \
          AND created_at < now() - make_interval(hours => $4)",
+        key.tenant_id,
+        key.scope,
+        &key.key,
+        RETENTION_HOURS as i32
     )
-    .bind(key.tenant_id)
-    .bind(key.scope)
-    .bind(&key.key)
-    .bind(RETENTION_HOURS as i32)
     .execute(&mut *conn)
     .await?;
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "INSERT INTO idempotency_keys (tenant_id, scope, key, request_hash, status_code, response_body) \
          VALUES ($1, $2, $3, $4, 0, 'null') ON CONFLICT DO NOTHING",
+        key.tenant_id,
+        key.scope,
+        &key.key,
+        &key.request_hash
     )
-    .bind(key.tenant_id)
-    .bind(key.scope)
-    .bind(&key.key)
-    .bind(&key.request_hash)
     .execute(&mut *conn)
     .await?;
     if inserted.rows_affected() == 1 {
         return Ok(Claim::Fresh);
     }
-    let (hash, status, body): (Vec<u8>, i32, serde_json::Value) = sqlx::query_as(
+    let stored = sqlx::query!(
         "SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE tenant_id = $1 AND scope = $2 AND key = $3",
+        key.tenant_id,
+        key.scope,
+        &key.key
     )
-    .bind(key.tenant_id)
-    .bind(key.scope)
-    .bind(&key.key)
     .fetch_one(&mut *conn)
     .await?;
-    if hash != key.request_hash {
+    if stored.request_hash != key.request_hash {
         return Err(ApiError::Unprocessable {
             code: "idempotency_key_reused",
             message: "this Idempotency-Key was used with a different request body".into(),
             context: None,
         });
     }
-    Ok(Claim::Replay(replay(status, body)))
+    Ok(Claim::Replay(replay(stored.status_code, stored.response_body)))
 }
 
 fn replay(status: i32, body: serde_json::Value) -> Response {
@@ -121,14 +121,14 @@ pub async fn complete(
     status: StatusCode,
     body: &impl Serialize,
 ) -> Result<(), ApiError> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE idempotency_keys SET status_code = $4, response_body = $5 WHERE tenant_id = $1 AND scope = $2 AND key = $3",
+        key.tenant_id,
+        key.scope,
+        &key.key,
+        status.as_u16() as i32,
+        serde_json::to_value(body).map_err(|e| ApiError::Internal(e.into()))?
     )
-    .bind(key.tenant_id)
-    .bind(key.scope)
-    .bind(&key.key)
-    .bind(status.as_u16() as i32)
-    .bind(serde_json::to_value(body).map_err(|e| ApiError::Internal(e.into()))?)
     .execute(conn)
     .await?;
     Ok(())
@@ -141,16 +141,16 @@ pub async fn record_error(db: &sqlx::PgPool, key: &IdempotencyKey, error: &ApiEr
         return Ok(());
     }
     let body = serde_json::to_value(error.problem()).unwrap_or(serde_json::Value::Null);
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO idempotency_keys (tenant_id, scope, key, request_hash, status_code, response_body) \
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        key.tenant_id,
+        key.scope,
+        &key.key,
+        &key.request_hash,
+        error.status().as_u16() as i32,
+        body
     )
-    .bind(key.tenant_id)
-    .bind(key.scope)
-    .bind(&key.key)
-    .bind(&key.request_hash)
-    .bind(error.status().as_u16() as i32)
-    .bind(body)
     .execute(db)
     .await?;
     Ok(())
@@ -158,9 +158,11 @@ pub async fn record_error(db: &sqlx::PgPool, key: &IdempotencyKey, error: &ApiEr
 
 /// Forget records older than the retention (run by the background sweeper).
 pub async fn purge_expired(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query("DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)")
-        .bind(RETENTION_HOURS as i32)
-        .execute(db)
-        .await?;
+    let done = sqlx::query!(
+        "DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)",
+        RETENTION_HOURS as i32
+    )
+    .execute(db)
+    .await?;
     Ok(done.rows_affected())
 }

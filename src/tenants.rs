@@ -5,7 +5,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::AssertSqlSafe;
 use sqlx::PgConnection;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
@@ -69,7 +68,6 @@ pub struct Tenant {
     pub updated_at: DateTime<Utc>,
 }
 
-#[derive(sqlx::FromRow)]
 struct TenantRow {
     id: Uuid,
     name: String,
@@ -79,8 +77,6 @@ struct TenantRow {
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
-
-const TENANT_COLUMNS: &str = "id, name, status, max_concurrent_leases, max_gpus_per_pool, created_at, updated_at";
 
 impl TenantRow {
     fn into_tenant(self, pools: Vec<PoolQuota>) -> Tenant {
@@ -101,24 +97,28 @@ impl TenantRow {
 
 /// Load one tenant with its per-pool quotas.
 pub async fn load_tenant(conn: &mut PgConnection, id: Uuid) -> Result<Option<Tenant>, sqlx::Error> {
-    let row: Option<TenantRow> =
-        sqlx::query_as(AssertSqlSafe(format!("SELECT {TENANT_COLUMNS} FROM tenants WHERE id = $1")))
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let row = sqlx::query_as!(
+        TenantRow,
+        r#"SELECT id, name, status AS "status: TenantStatus", max_concurrent_leases, max_gpus_per_pool, created_at,
+               updated_at
+           FROM tenants WHERE id = $1"#,
+        id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
     let Some(row) = row else { return Ok(None) };
     let pools = load_pool_quotas(conn, &[id]).await?.into_iter().map(|(_, q)| q).collect();
     Ok(Some(row.into_tenant(pools)))
 }
 
 async fn load_pool_quotas(conn: &mut PgConnection, tenant_ids: &[Uuid]) -> Result<Vec<(Uuid, PoolQuota)>, sqlx::Error> {
-    let rows: Vec<(Uuid, Uuid, i32)> = sqlx::query_as(
+    let rows = sqlx::query!(
         "SELECT tenant_id, pool_id, max_gpus FROM tenant_pool_quotas WHERE tenant_id = ANY($1) ORDER BY pool_id",
+        tenant_ids
     )
-    .bind(tenant_ids)
     .fetch_all(conn)
     .await?;
-    Ok(rows.into_iter().map(|(t, pool_id, max_gpus)| (t, PoolQuota { pool_id, max_gpus })).collect())
+    Ok(rows.into_iter().map(|r| (r.tenant_id, PoolQuota { pool_id: r.pool_id, max_gpus: r.max_gpus })).collect())
 }
 
 fn validate_name(name: &str, errors: &mut Vec<FieldError>) {
@@ -187,14 +187,16 @@ pub async fn create_tenant(
     }
     let mut tx = state.db.begin().await?;
     let id = new_id();
-    sqlx::query("INSERT INTO tenants (id, name, max_concurrent_leases, max_gpus_per_pool) VALUES ($1, $2, $3, $4)")
-        .bind(id)
-        .bind(req.name.trim())
-        .bind(quotas.max_concurrent_leases)
-        .bind(quotas.max_gpus_per_pool)
-        .execute(&mut *tx)
-        .await
-        .map_err(name_conflict)?;
+    sqlx::query!(
+        "INSERT INTO tenants (id, name, max_concurrent_leases, max_gpus_per_pool) VALUES ($1, $2, $3, $4)",
+        id,
+        req.name.trim(),
+        quotas.max_concurrent_leases,
+        quotas.max_gpus_per_pool
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(name_conflict)?;
     write_pool_quotas(&mut tx, id, &quotas.pools).await?;
     let tenant = load_tenant(&mut tx, id).await?.ok_or(ApiError::NotFound("tenant"))?;
     tx.commit().await?;
@@ -214,20 +216,22 @@ fn validate_quotas(quotas: &Quotas, errors: &mut Vec<FieldError>) {
 }
 
 async fn write_pool_quotas(conn: &mut PgConnection, tenant_id: Uuid, pools: &[PoolQuota]) -> ApiResult<()> {
-    sqlx::query("DELETE FROM tenant_pool_quotas WHERE tenant_id = $1").bind(tenant_id).execute(&mut *conn).await?;
+    sqlx::query!("DELETE FROM tenant_pool_quotas WHERE tenant_id = $1", tenant_id).execute(&mut *conn).await?;
     for (i, q) in pools.iter().enumerate() {
-        sqlx::query("INSERT INTO tenant_pool_quotas (tenant_id, pool_id, max_gpus) VALUES ($1, $2, $3)")
-            .bind(tenant_id)
-            .bind(q.pool_id)
-            .bind(q.max_gpus)
-            .execute(&mut *conn)
-            .await
-            .map_err(|err| match constraint_name(&err) {
-                Some("tenant_pool_quotas_pool_id_fkey") => {
-                    ApiError::field(format!("quotas.pools[{i}].pool_id"), "no such pool")
-                }
-                _ => err.into(),
-            })?;
+        sqlx::query!(
+            "INSERT INTO tenant_pool_quotas (tenant_id, pool_id, max_gpus) VALUES ($1, $2, $3)",
+            tenant_id,
+            q.pool_id,
+            q.max_gpus
+        )
+        .execute(&mut *conn)
+        .await
+        .map_err(|err| match constraint_name(&err) {
+            Some("tenant_pool_quotas_pool_id_fkey") => {
+                ApiError::field(format!("quotas.pools[{i}].pool_id"), "no such pool")
+            }
+            _ => err.into(),
+        })?;
     }
     Ok(())
 }
@@ -245,11 +249,14 @@ pub async fn list_tenants(
 ) -> ApiResult<Json<Page<Tenant>>> {
     let limit = page.fetch_limit()?;
     let mut conn = state.db.acquire().await?;
-    let rows: Vec<TenantRow> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {TENANT_COLUMNS} FROM tenants WHERE id > $1 ORDER BY id LIMIT $2"
-    )))
-    .bind(page.after())
-    .bind(limit)
+    let rows = sqlx::query_as!(
+        TenantRow,
+        r#"SELECT id, name, status AS "status: TenantStatus", max_concurrent_leases, max_gpus_per_pool, created_at,
+               updated_at
+           FROM tenants WHERE id > $1 ORDER BY id LIMIT $2"#,
+        page.after(),
+        limit
+    )
     .fetch_all(&mut *conn)
     .await?;
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
@@ -317,12 +324,12 @@ pub async fn update_tenant(
         return Err(ApiError::Validation(errors));
     }
     let mut tx = state.db.begin().await?;
-    let updated = sqlx::query(
+    let updated = sqlx::query!(
         "UPDATE tenants SET name = COALESCE($2, name), status = COALESCE($3, status), updated_at = now() WHERE id = $1",
+        tenant_id,
+        req.name.as_deref().map(str::trim),
+        req.status as Option<TenantStatus>
     )
-    .bind(tenant_id)
-    .bind(req.name.as_deref().map(str::trim))
-    .bind(req.status)
     .execute(&mut *tx)
     .await
     .map_err(name_conflict)?;
@@ -353,12 +360,12 @@ pub async fn set_tenant_quotas(
         return Err(ApiError::Validation(errors));
     }
     let mut tx = state.db.begin().await?;
-    let updated = sqlx::query(
+    let updated = sqlx::query!(
         "UPDATE tenants SET max_concurrent_leases = $2, max_gpus_per_pool = $3, updated_at = now() WHERE id = $1",
+        tenant_id,
+        quotas.max_concurrent_leases,
+        quotas.max_gpus_per_pool
     )
-    .bind(tenant_id)
-    .bind(quotas.max_concurrent_leases)
-    .bind(quotas.max_gpus_per_pool)
     .execute(&mut *tx)
     .await?;
     if updated.rows_affected() == 0 {
@@ -385,8 +392,8 @@ pub async fn create_api_key_for_tenant(
 ) -> ApiResult<(StatusCode, NoStore, Json<CreatedApiKey>)> {
     req.validate_for_tenant()?;
     let mut tx = state.db.begin().await?;
-    let exists: Option<(Uuid,)> =
-        sqlx::query_as("SELECT id FROM tenants WHERE id = $1").bind(tenant_id).fetch_optional(&mut *tx).await?;
+    let exists =
+        sqlx::query_scalar!("SELECT id FROM tenants WHERE id = $1", tenant_id).fetch_optional(&mut *tx).await?;
     if exists.is_none() {
         return Err(ApiError::NotFound("tenant"));
     }

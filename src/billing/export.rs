@@ -49,7 +49,7 @@ pub struct ExportParams {
 }
 
 /// One exported usage record. Column order of the CSV is the field order here.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct UsageRow {
     pub record_id: Uuid,
     pub tenant_id: Uuid,
@@ -72,12 +72,6 @@ pub struct UsageRow {
 
 pub const CSV_HEADER: &str = "record_id,tenant_id,lease_id,pool_id,pool_name,gpu_model,term,period_start,period_end,\
 gpu_count,gpu_seconds,unit_price_minor,currency,amount_minor\n";
-
-const EXPORT_SQL: &str = "SELECT r.id AS record_id, r.tenant_id, r.lease_id, r.pool_id, p.name AS pool_name, \
-    p.gpu_model, r.term, r.period_start, r.period_end, r.gpu_count, r.gpu_seconds, r.unit_price_minor, r.currency, \
-    r.amount_minor FROM usage_records r JOIN pools p ON p.id = r.pool_id \
-    WHERE ($1::uuid IS NULL OR r.tenant_id = $1) AND r.period_start >= $2 AND r.period_start < $3 \
-    ORDER BY r.period_start, r.id";
 
 /// CSV field: quoted only when it needs to be.
 fn csv_field(out: &mut String, value: &str) {
@@ -137,7 +131,18 @@ async fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: Export
         if format == ExportFormat::Csv {
             buf.push_str(CSV_HEADER);
         }
-        let mut rows = sqlx::query_as::<_, UsageRow>(EXPORT_SQL).bind(tenant_id).bind(from).bind(to).fetch(&db);
+        let mut rows = sqlx::query_as!(
+            UsageRow,
+            "SELECT r.id AS record_id, r.tenant_id, r.lease_id, r.pool_id, p.name AS pool_name, \
+                 p.gpu_model, r.term, r.period_start, r.period_end, r.gpu_count, r.gpu_seconds, r.unit_price_minor, \
+                 r.currency, r.amount_minor FROM usage_records r JOIN pools p ON p.id = r.pool_id \
+             WHERE ($1::uuid IS NULL OR r.tenant_id = $1) AND r.period_start >= $2 AND r.period_start < $3 \
+             ORDER BY r.period_start, r.id",
+            tenant_id,
+            from,
+            to
+        )
+        .fetch(&db);
         loop {
             match rows.try_next().await {
                 Ok(Some(row)) => {

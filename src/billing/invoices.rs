@@ -7,6 +7,7 @@ use axum::extract::State;
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
+use sqlx::types::Json as DbJson;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -43,7 +44,7 @@ pub struct InvoiceLine {
     pub amount_minor: i64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Invoice {
     pub id: Uuid,
     pub tenant_id: Uuid,
@@ -58,15 +59,46 @@ pub struct Invoice {
     pub credits_minor: i64,
     /// usage - credits.
     pub total_minor: i64,
-    #[sqlx(json)]
     pub lines: Vec<InvoiceLine>,
     pub created_at: DateTime<Utc>,
     pub issued_at: Option<DateTime<Utc>>,
     pub paid_at: Option<DateTime<Utc>>,
 }
 
-const INVOICE_COLUMNS: &str = "id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor, lines, \
-    created_at, issued_at, paid_at";
+/// An invoice as stored: `lines` is JSON in the row and decodes through `Json`.
+struct InvoiceRow {
+    id: Uuid,
+    tenant_id: Uuid,
+    month: NaiveDate,
+    currency: String,
+    state: String,
+    usage_minor: i64,
+    credits_minor: i64,
+    total_minor: i64,
+    lines: DbJson<Vec<InvoiceLine>>,
+    created_at: DateTime<Utc>,
+    issued_at: Option<DateTime<Utc>>,
+    paid_at: Option<DateTime<Utc>>,
+}
+
+impl From<InvoiceRow> for Invoice {
+    fn from(row: InvoiceRow) -> Self {
+        Invoice {
+            id: row.id,
+            tenant_id: row.tenant_id,
+            month: row.month,
+            currency: row.currency,
+            state: row.state,
+            usage_minor: row.usage_minor,
+            credits_minor: row.credits_minor,
+            total_minor: row.total_minor,
+            lines: row.lines.0,
+            created_at: row.created_at,
+            issued_at: row.issued_at,
+            paid_at: row.paid_at,
+        }
+    }
+}
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -107,29 +139,31 @@ async fn post_sla_credits(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    type Due = (Uuid, Uuid, String, i32, i32, i64, i64, i64);
-    let due: Vec<Due> = sqlx::query_as(
-        "WITH m AS (SELECT l.id, l.tenant_id, l.currency, p.sla_target_ppm, p.sla_credit_percent, \
-                 EXTRACT(EPOCH FROM LEAST(l.ends_at, $2) - GREATEST(l.starts_at, $1))::bigint AS due_s \
-             FROM leases l JOIN pools p ON p.id = l.pool_id \
-             WHERE l.term = 'monthly' AND p.sla_target_ppm IS NOT NULL AND l.state = 'interrupted' \
-                 AND l.starts_at < $2 AND l.ends_at > $1) \
-         SELECT m.id, m.tenant_id, m.currency, m.sla_target_ppm, m.sla_credit_percent, m.due_s, \
-             COALESCE(sum(r.gpu_seconds / r.gpu_count), 0)::bigint, COALESCE(sum(r.amount_minor), 0)::bigint \
-         FROM m LEFT JOIN usage_records r ON r.lease_id = m.id AND r.period_start >= $1 AND r.period_start < $2 \
-         WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.lease_id = m.id AND e.kind = 'credit' AND e.period_at = $1) \
-         GROUP BY m.id, m.tenant_id, m.currency, m.sla_target_ppm, m.sla_credit_percent, m.due_s",
+    let due = sqlx::query!(
+        r#"WITH m AS (SELECT l.id, l.tenant_id, l.currency, p.sla_target_ppm, p.sla_credit_percent,
+                 EXTRACT(EPOCH FROM LEAST(l.ends_at, $2) - GREATEST(l.starts_at, $1))::bigint AS due_s
+             FROM leases l JOIN pools p ON p.id = l.pool_id
+             WHERE l.term = 'monthly' AND p.sla_target_ppm IS NOT NULL AND l.state = 'interrupted'
+                 AND l.starts_at < $2 AND l.ends_at > $1)
+         SELECT m.id AS "lease_id!", m.tenant_id AS "tenant_id!", m.currency AS "currency!",
+             m.sla_target_ppm AS "target_ppm!", m.sla_credit_percent AS "percent!", m.due_s AS "due_s!",
+             COALESCE(sum(r.gpu_seconds / r.gpu_count), 0)::bigint AS "up_s!",
+             COALESCE(sum(r.amount_minor), 0)::bigint AS "charged!"
+         FROM m LEFT JOIN usage_records r ON r.lease_id = m.id AND r.period_start >= $1 AND r.period_start < $2
+         WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.lease_id = m.id AND e.kind = 'credit' AND e.period_at = $1)
+         GROUP BY m.id, m.tenant_id, m.currency, m.sla_target_ppm, m.sla_credit_percent, m.due_s"#,
+        start,
+        end
     )
-    .bind(start)
-    .bind(end)
     .fetch_all(&mut *conn)
     .await?;
-    for (lease_id, tenant_id, currency, target_ppm, percent, due_s, up_s, charged) in due {
+    for row in due {
+        let (due_s, percent, target_ppm) = (row.due_s, row.percent, row.target_ppm);
         if due_s <= 0 {
             continue;
         }
-        let availability_ppm = up_s.min(due_s) * 1_000_000 / due_s;
-        let credit = charged * percent as i64 / 100;
+        let availability_ppm = row.up_s.min(due_s) * 1_000_000 / due_s;
+        let credit = row.charged * percent as i64 / 100;
         if availability_ppm >= target_ppm as i64 || credit <= 0 {
             continue;
         }
@@ -141,11 +175,11 @@ async fn post_sla_credits(
         ledger::append(
             conn,
             NewEntry {
-                tenant_id,
+                tenant_id: row.tenant_id,
                 kind: EntryKind::Credit,
                 amount_minor: credit,
-                currency: &currency,
-                lease_id: Some(lease_id),
+                currency: &row.currency,
+                lease_id: Some(row.lease_id),
                 usage_record_id: None,
                 period_at: Some(start),
                 reason: Some(&reason),
@@ -174,74 +208,78 @@ pub async fn generate_invoices(
     }
     let mut tx = state.db.begin().await?;
     // One generation at a time, so two operators clicking at once do not double the SLA credits.
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('gpuplane.invoices'))").execute(&mut *tx).await?;
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtext('gpuplane.invoices'))").execute(&mut *tx).await?;
     post_sla_credits(&mut tx, start, end).await?;
-    type Line = (Uuid, String, Uuid, Uuid, String, String, i64, i64, i64);
-    let lines: Vec<Line> = sqlx::query_as(
-        "SELECT r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name, r.term, r.unit_price_minor, \
-             sum(r.gpu_seconds)::bigint, sum(r.amount_minor)::bigint \
-         FROM usage_records r JOIN pools p ON p.id = r.pool_id \
-         WHERE r.period_start >= $1 AND r.period_start < $2 \
-         GROUP BY r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name, r.term, r.unit_price_minor \
-         ORDER BY r.tenant_id, r.currency, r.lease_id, r.unit_price_minor",
+    let lines = sqlx::query!(
+        r#"SELECT r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name AS pool_name, r.term, r.unit_price_minor,
+             sum(r.gpu_seconds)::bigint AS "gpu_seconds!", sum(r.amount_minor)::bigint AS "amount_minor!"
+         FROM usage_records r JOIN pools p ON p.id = r.pool_id
+         WHERE r.period_start >= $1 AND r.period_start < $2
+         GROUP BY r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name, r.term, r.unit_price_minor
+         ORDER BY r.tenant_id, r.currency, r.lease_id, r.unit_price_minor"#,
+        start,
+        end
     )
-    .bind(start)
-    .bind(end)
     .fetch_all(&mut *tx)
     .await?;
-    let credits: Vec<(Uuid, String, i64)> = sqlx::query_as(
-        "SELECT tenant_id, currency, sum(amount_minor)::bigint FROM ledger_entries \
-         WHERE kind = 'credit' AND period_at >= $1 AND period_at < $2 GROUP BY tenant_id, currency",
+    let credits = sqlx::query!(
+        r#"SELECT tenant_id, currency, sum(amount_minor)::bigint AS "amount_minor!" FROM ledger_entries
+         WHERE kind = 'credit' AND period_at >= $1 AND period_at < $2 GROUP BY tenant_id, currency"#,
+        start,
+        end
     )
-    .bind(start)
-    .bind(end)
     .fetch_all(&mut *tx)
     .await?;
-    let mut keys: Vec<(Uuid, String)> = lines.iter().map(|l| (l.0, l.1.clone())).collect();
-    keys.extend(credits.iter().map(|c| (c.0, c.1.clone())));
+    let mut keys: Vec<(Uuid, String)> = lines.iter().map(|l| (l.tenant_id, l.currency.clone())).collect();
+    keys.extend(credits.iter().map(|c| (c.tenant_id, c.currency.clone())));
     keys.sort();
     keys.dedup();
     for (tenant_id, currency) in keys {
         let invoice_lines: Vec<InvoiceLine> = lines
             .iter()
-            .filter(|l| l.0 == tenant_id && l.1 == currency)
+            .filter(|l| l.tenant_id == tenant_id && l.currency == currency)
             .map(|l| InvoiceLine {
-                lease_id: l.2,
-                pool_id: l.3,
-                pool_name: l.4.clone(),
-                term: l.5.clone(),
-                unit_price_minor: l.6,
-                gpu_seconds: l.7,
-                gpu_hours: gpu_hours(l.7),
-                amount_minor: l.8,
+                lease_id: l.lease_id,
+                pool_id: l.pool_id,
+                pool_name: l.pool_name.clone(),
+                term: l.term.clone(),
+                unit_price_minor: l.unit_price_minor,
+                gpu_seconds: l.gpu_seconds,
+                gpu_hours: gpu_hours(l.gpu_seconds),
+                amount_minor: l.amount_minor,
             })
             .collect();
         let usage: i64 = invoice_lines.iter().map(|l| l.amount_minor).sum();
-        let credit: i64 = credits.iter().filter(|c| c.0 == tenant_id && c.1 == currency).map(|c| c.2).sum();
-        sqlx::query(
+        let credit: i64 =
+            credits.iter().filter(|c| c.tenant_id == tenant_id && c.currency == currency).map(|c| c.amount_minor).sum();
+        sqlx::query!(
             "INSERT INTO invoices (id, tenant_id, month, currency, usage_minor, credits_minor, total_minor, lines) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
              ON CONFLICT (tenant_id, month, currency) DO UPDATE SET usage_minor = EXCLUDED.usage_minor, \
                  credits_minor = EXCLUDED.credits_minor, total_minor = EXCLUDED.total_minor, lines = EXCLUDED.lines \
              WHERE invoices.state = 'draft'",
+            new_id(),
+            tenant_id,
+            month,
+            &currency,
+            usage,
+            credit,
+            usage - credit,
+            DbJson(&invoice_lines) as _
         )
-        .bind(new_id())
-        .bind(tenant_id)
-        .bind(month)
-        .bind(&currency)
-        .bind(usage)
-        .bind(credit)
-        .bind(usage - credit)
-        .bind(sqlx::types::Json(&invoice_lines))
         .execute(&mut *tx)
         .await?;
     }
-    let invoices: Vec<Invoice> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {INVOICE_COLUMNS} FROM invoices WHERE month = $1 ORDER BY id"
-    )))
-    .bind(month)
+    let invoices = sqlx::query_as!(
+        InvoiceRow,
+        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
+               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
+           FROM invoices WHERE month = $1 ORDER BY id"#,
+        month
+    )
     .fetch_all(&mut *tx)
     .await?;
+    let invoices = invoices.into_iter().map(Invoice::from).collect();
     tx.commit().await?;
     Ok(Json(invoices))
 }
@@ -267,34 +305,43 @@ pub async fn admin_list_invoices(
     ApiQuery(filter): ApiQuery<InvoiceFilter>,
 ) -> ApiResult<Json<Vec<Invoice>>> {
     let month = filter.month.as_deref().map(parse_month).transpose()?.map(|m| m.0);
-    let invoices = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {INVOICE_COLUMNS} FROM invoices WHERE ($1::date IS NULL OR month = $1) \
-         AND ($2::uuid IS NULL OR tenant_id = $2) ORDER BY month, id"
-    )))
-    .bind(month)
-    .bind(filter.tenant_id)
+    let invoices = sqlx::query_as!(
+        InvoiceRow,
+        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
+               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
+           FROM invoices WHERE ($1::date IS NULL OR month = $1)
+           AND ($2::uuid IS NULL OR tenant_id = $2) ORDER BY month, id"#,
+        month,
+        filter.tenant_id
+    )
     .fetch_all(&state.db)
     .await?;
-    Ok(Json(invoices))
+    Ok(Json(invoices.into_iter().map(Invoice::from).collect()))
 }
 
-async fn transition(state: &AppState, id: Uuid, from: &str, to: &str, column: &str) -> ApiResult<Json<Invoice>> {
-    let updated: Option<Invoice> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "UPDATE invoices SET state = $3, {column} = now() WHERE id = $1 AND state = $2 RETURNING {INVOICE_COLUMNS}"
-    )))
-    .bind(id)
-    .bind(from)
-    .bind(to)
+/// Move an invoice from `from` to `to`, stamping the column of the new state (`issued_at` or `paid_at`).
+async fn transition(state: &AppState, id: Uuid, from: &str, to: &str) -> ApiResult<Json<Invoice>> {
+    let updated = sqlx::query_as!(
+        InvoiceRow,
+        r#"UPDATE invoices SET state = $3,
+               issued_at = CASE WHEN $3 = 'issued' THEN now() ELSE issued_at END,
+               paid_at = CASE WHEN $3 = 'paid' THEN now() ELSE paid_at END
+           WHERE id = $1 AND state = $2
+           RETURNING id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
+               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at"#,
+        id,
+        from,
+        to
+    )
     .fetch_optional(&state.db)
     .await?;
     if let Some(invoice) = updated {
-        return Ok(Json(invoice));
+        return Ok(Json(invoice.into()));
     }
-    let current: Option<(String,)> =
-        sqlx::query_as("SELECT state FROM invoices WHERE id = $1").bind(id).fetch_optional(&state.db).await?;
+    let current = sqlx::query_scalar!("SELECT state FROM invoices WHERE id = $1", id).fetch_optional(&state.db).await?;
     match current {
         None => Err(ApiError::NotFound("invoice")),
-        Some((state,)) => Err(ApiError::conflict("invoice_state", format!("the invoice is {state}, not {from}"))),
+        Some(state) => Err(ApiError::conflict("invoice_state", format!("the invoice is {state}, not {from}"))),
     }
 }
 
@@ -312,7 +359,7 @@ pub async fn issue_invoice(
     _op: OperatorAuth,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Invoice>> {
-    transition(&state, id, "draft", "issued", "issued_at").await
+    transition(&state, id, "draft", "issued").await
 }
 
 /// Mark an issued invoice paid.
@@ -329,7 +376,7 @@ pub async fn pay_invoice(
     _op: OperatorAuth,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Invoice>> {
-    transition(&state, id, "issued", "paid", "paid_at").await
+    transition(&state, id, "issued", "paid").await
 }
 
 /// The caller's invoices.
@@ -338,13 +385,16 @@ pub async fn pay_invoice(
     responses((status = 200, description = "The tenant's invoices, oldest month first", body = Vec<Invoice>))
 )]
 pub async fn list_invoices(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Vec<Invoice>>> {
-    let invoices = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {INVOICE_COLUMNS} FROM invoices WHERE tenant_id = $1 ORDER BY month, id"
-    )))
-    .bind(auth.tenant_id)
+    let invoices = sqlx::query_as!(
+        InvoiceRow,
+        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
+               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
+           FROM invoices WHERE tenant_id = $1 ORDER BY month, id"#,
+        auth.tenant_id
+    )
     .fetch_all(&state.db)
     .await?;
-    Ok(Json(invoices))
+    Ok(Json(invoices.into_iter().map(Invoice::from).collect()))
 }
 
 /// One of the caller's invoices.
@@ -358,14 +408,17 @@ pub async fn get_invoice(
     auth: TenantAuth,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Invoice>> {
-    let invoice: Option<Invoice> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {INVOICE_COLUMNS} FROM invoices WHERE id = $1 AND tenant_id = $2"
-    )))
-    .bind(id)
-    .bind(auth.tenant_id)
+    let invoice = sqlx::query_as!(
+        InvoiceRow,
+        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
+               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
+           FROM invoices WHERE id = $1 AND tenant_id = $2"#,
+        id,
+        auth.tenant_id
+    )
     .fetch_optional(&state.db)
     .await?;
-    invoice.map(Json).ok_or(ApiError::NotFound("invoice"))
+    invoice.map(|row| Json(row.into())).ok_or(ApiError::NotFound("invoice"))
 }
 
 /// The first day of `t`'s month.

@@ -41,7 +41,7 @@ pub enum EntryKind {
     Credit,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LedgerEntry {
     pub id: Uuid,
     pub tenant_id: Uuid,
@@ -56,9 +56,6 @@ pub struct LedgerEntry {
     pub created_by: String,
     pub created_at: DateTime<Utc>,
 }
-
-const ENTRY_COLUMNS: &str =
-    "id, tenant_id, kind, amount_minor, currency, lease_id, usage_record_id, period_at, reason, created_by, created_at";
 
 /// An entry to append.
 pub struct NewEntry<'a> {
@@ -75,20 +72,23 @@ pub struct NewEntry<'a> {
 
 /// Append an entry and move the balance by its amount, in the caller's transaction. Returns the new balance.
 pub async fn append(conn: &mut PgConnection, entry: NewEntry<'_>) -> Result<(LedgerEntry, i64), sqlx::Error> {
-    let row: LedgerEntry = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO ledger_entries (id, tenant_id, kind, amount_minor, currency, lease_id, usage_record_id, period_at, \
-             reason, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, now()), $9, $10) RETURNING {ENTRY_COLUMNS}"
-    )))
-    .bind(new_id())
-    .bind(entry.tenant_id)
-    .bind(entry.kind)
-    .bind(entry.amount_minor)
-    .bind(entry.currency)
-    .bind(entry.lease_id)
-    .bind(entry.usage_record_id)
-    .bind(entry.period_at)
-    .bind(entry.reason)
-    .bind(entry.created_by)
+    let row = sqlx::query_as!(
+        LedgerEntry,
+        r#"INSERT INTO ledger_entries (id, tenant_id, kind, amount_minor, currency, lease_id, usage_record_id, period_at,
+               reason, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, now()), $9, $10)
+           RETURNING id, tenant_id, kind AS "kind: EntryKind", amount_minor, currency, lease_id, usage_record_id,
+               period_at, reason, created_by, created_at"#,
+        new_id(),
+        entry.tenant_id,
+        entry.kind as EntryKind,
+        entry.amount_minor,
+        entry.currency,
+        entry.lease_id,
+        entry.usage_record_id,
+        entry.period_at,
+        entry.reason,
+        entry.created_by,
+    )
     .fetch_one(&mut *conn)
     .await?;
     let balance = move_balance(conn, entry.tenant_id, entry.currency, entry.amount_minor).await?;
@@ -102,17 +102,16 @@ pub async fn move_balance(
     currency: &str,
     delta: i64,
 ) -> Result<i64, sqlx::Error> {
-    let (balance,): (i64,) = sqlx::query_as(
+    sqlx::query_scalar!(
         "INSERT INTO tenant_balances (tenant_id, currency, balance_minor) VALUES ($1, $2, $3) \
          ON CONFLICT (tenant_id, currency) DO UPDATE SET balance_minor = tenant_balances.balance_minor + EXCLUDED.balance_minor \
          RETURNING balance_minor",
+        tenant_id,
+        currency,
+        delta
     )
-    .bind(tenant_id)
-    .bind(currency)
-    .bind(delta)
     .fetch_one(conn)
-    .await?;
-    Ok(balance)
+    .await
 }
 
 /// The tenant's balance in one currency (0 without entries).
@@ -193,8 +192,7 @@ pub async fn create_ledger_entry(
 ) -> ApiResult<Response> {
     req.validate()?;
     let mut tx = state.db.begin().await?;
-    let (exists,): (bool,) = sqlx::query_as("SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1)")
-        .bind(tenant_id)
+    let exists = sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1) AS "exists!""#, tenant_id)
         .fetch_one(&mut *tx)
         .await?;
     if !exists {
@@ -229,7 +227,7 @@ pub async fn create_ledger_entry(
     Ok((StatusCode::CREATED, Json(entry)).into_response())
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Balance {
     pub currency: String,
     /// The sum of the tenant's ledger entries in this currency, minor units.
@@ -242,11 +240,13 @@ pub struct Balance {
     responses((status = 200, description = "Balances by currency", body = Vec<Balance>))
 )]
 pub async fn get_balance(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Vec<Balance>>> {
-    let balances =
-        sqlx::query_as("SELECT currency, balance_minor FROM tenant_balances WHERE tenant_id = $1 ORDER BY currency")
-            .bind(auth.tenant_id)
-            .fetch_all(&state.db)
-            .await?;
+    let balances = sqlx::query_as!(
+        Balance,
+        "SELECT currency, balance_minor FROM tenant_balances WHERE tenant_id = $1 ORDER BY currency",
+        auth.tenant_id
+    )
+    .fetch_all(&state.db)
+    .await?;
     Ok(Json(balances))
 }
 
@@ -262,12 +262,15 @@ pub async fn list_ledger(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<Page<LedgerEntry>>> {
     let limit = page.fetch_limit()?;
-    let rows: Vec<LedgerEntry> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {ENTRY_COLUMNS} FROM ledger_entries WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"
-    )))
-    .bind(auth.tenant_id)
-    .bind(page.after())
-    .bind(limit)
+    let rows = sqlx::query_as!(
+        LedgerEntry,
+        r#"SELECT id, tenant_id, kind AS "kind: EntryKind", amount_minor, currency, lease_id, usage_record_id, period_at,
+               reason, created_by, created_at
+           FROM ledger_entries WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"#,
+        auth.tenant_id,
+        page.after(),
+        limit
+    )
     .fetch_all(&state.db)
     .await?;
     Ok(Json(Page::from_rows(rows, limit, |e| e.id)))

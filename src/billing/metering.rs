@@ -20,7 +20,6 @@ use crate::leases::{Actor, LeaseState, Term};
 /// Leases metered per transaction.
 const BATCH: i64 = 200;
 
-#[derive(sqlx::FromRow)]
 struct Due {
     id: Uuid,
     tenant_id: Uuid,
@@ -48,19 +47,21 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
         // A running lease is metered up to now, its end, and the last heartbeat of every agent node holding its
         // GPUs: a silent node's time is not charged unless the node proves it was alive (then the next step
         // catches up); if it goes offline, the lease ends at that same last heartbeat.
-        let due: Vec<Due> = sqlx::query_as(
-            "SELECT l.id, l.tenant_id, l.pool_id, l.gpu_count, l.term, l.metered_until, \
-                 COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at)) AS meter_to, l.ended_at IS NOT NULL AS ended, \
-                 l.cost_units::text AS cost_units, l.charged_minor, l.currency \
-             FROM leases l \
-             LEFT JOIN LATERAL (SELECT min(COALESCE(n.last_heartbeat_at, '-infinity')) AS at \
-                 FROM lease_gpus lg JOIN nodes n ON n.id = lg.node_id \
-                 WHERE lg.lease_id = l.id AND lg.released_at IS NULL AND n.agent_managed) heard ON l.ended_at IS NULL \
-             WHERE l.metered_until IS NOT NULL \
-                 AND l.metered_until < COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at) - interval '1 second') \
-             ORDER BY l.metered_until LIMIT $1 FOR UPDATE OF l SKIP LOCKED",
+        let due = sqlx::query_as!(
+            Due,
+            r#"SELECT l.id, l.tenant_id, l.pool_id, l.gpu_count, l.term AS "term: Term", l.metered_until AS "metered_until!",
+                 COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at)) AS "meter_to!",
+                 l.ended_at IS NOT NULL AS "ended!",
+                 l.cost_units::text AS "cost_units!", l.charged_minor, l.currency AS "currency!"
+             FROM leases l
+             LEFT JOIN LATERAL (SELECT min(COALESCE(n.last_heartbeat_at, '-infinity')) AS at
+                 FROM lease_gpus lg JOIN nodes n ON n.id = lg.node_id
+                 WHERE lg.lease_id = l.id AND lg.released_at IS NULL AND n.agent_managed) heard ON l.ended_at IS NULL
+             WHERE l.metered_until IS NOT NULL
+                 AND l.metered_until < COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at) - interval '1 second')
+             ORDER BY l.metered_until LIMIT $1 FOR UPDATE OF l SKIP LOCKED"#,
+            BATCH
         )
-        .bind(BATCH)
         .fetch_all(&mut *tx)
         .await?;
         let count = due.len();
@@ -81,22 +82,16 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
 
 /// Meter one locked lease up to its last whole second (or its end). Returns whether money moved.
 async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool, sqlx::Error> {
-    let prices: Vec<(DateTime<Utc>, i64, Option<i64>)> = sqlx::query_as(
-        "SELECT effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor FROM pool_prices \
+    let prices = sqlx::query_as!(
+        Price,
+        "SELECT effective_from, price_per_gpu_hour_minor AS per_gpu_hour_minor, \
+             price_per_gpu_month_minor AS per_gpu_month_minor FROM pool_prices \
          WHERE pool_id = $1 AND effective_from < $2 ORDER BY effective_from",
+        lease.pool_id,
+        lease.meter_to.max(lease.metered_until + chrono::Duration::seconds(1))
     )
-    .bind(lease.pool_id)
-    .bind(lease.meter_to.max(lease.metered_until + chrono::Duration::seconds(1)))
     .fetch_all(&mut *conn)
     .await?;
-    let prices: Vec<Price> = prices
-        .into_iter()
-        .map(|(effective_from, hour, month)| Price {
-            effective_from,
-            per_gpu_hour_minor: hour,
-            per_gpu_month_minor: month,
-        })
-        .collect();
     let before = Metered {
         metered_until: lease.metered_until,
         cost_units: to_i128(&lease.cost_units),
@@ -106,24 +101,25 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
     let mut moved = false;
     for Charge { piece, amount_minor: amount } in charges {
         let record_id = new_id();
-        sqlx::query(
+        // The exact cost is numeric (it can exceed 64 bits): it travels as text.
+        sqlx::query!(
             "INSERT INTO usage_records (id, tenant_id, lease_id, pool_id, period_start, period_end, gpu_count, gpu_seconds, \
                  term, unit_price_minor, currency, cost_units, amount_minor) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::numeric, $13)",
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::numeric, $13)",
+            record_id,
+            lease.tenant_id,
+            lease.id,
+            lease.pool_id,
+            piece.start,
+            piece.end,
+            lease.gpu_count,
+            piece.seconds * lease.gpu_count as i64,
+            lease.term as Term,
+            piece.unit_price_minor,
+            &lease.currency,
+            piece.cost_units.to_string(),
+            amount
         )
-        .bind(record_id)
-        .bind(lease.tenant_id)
-        .bind(lease.id)
-        .bind(lease.pool_id)
-        .bind(piece.start)
-        .bind(piece.end)
-        .bind(lease.gpu_count)
-        .bind(piece.seconds * lease.gpu_count as i64)
-        .bind(lease.term)
-        .bind(piece.unit_price_minor)
-        .bind(&lease.currency)
-        .bind(piece.cost_units.to_string())
-        .bind(amount)
         .execute(&mut *conn)
         .await?;
         if amount > 0 {
@@ -145,13 +141,15 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
             moved = true;
         }
     }
-    sqlx::query("UPDATE leases SET metered_until = $2, cost_units = $3::numeric, charged_minor = $4 WHERE id = $1")
-        .bind(lease.id)
-        .bind(after.metered_until)
-        .bind(after.cost_units.to_string())
-        .bind(after.charged_minor)
-        .execute(conn)
-        .await?;
+    sqlx::query!(
+        "UPDATE leases SET metered_until = $2, cost_units = $3::text::numeric, charged_minor = $4 WHERE id = $1",
+        lease.id,
+        after.metered_until,
+        after.cost_units.to_string(),
+        after.charged_minor
+    )
+    .execute(conn)
+    .await?;
     Ok(moved)
 }
 
@@ -162,17 +160,19 @@ pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result
         let mut tx = db.begin().await?;
         let balance = ledger::balance(&mut tx, *tenant_id, currency).await?;
         // The tenant's hourly burn: its active hourly leases at the current prices.
-        let leases: Vec<(Uuid, i64, Option<DateTime<Utc>>)> = sqlx::query_as(
-            "SELECT l.id, l.gpu_count::bigint * cp.price_per_gpu_hour_minor, l.balance_warned_at FROM leases l \
-             JOIN pool_current_prices cp ON cp.pool_id = l.pool_id \
-             WHERE l.tenant_id = $1 AND l.currency = $2 AND l.state = 'active' AND l.term = 'hourly' ORDER BY l.id FOR UPDATE OF l",
+        let leases = sqlx::query!(
+            r#"SELECT l.id, l.gpu_count::bigint * cp.price_per_gpu_hour_minor AS "burn_per_hour!", l.balance_warned_at
+             FROM leases l
+             JOIN pool_current_prices cp ON cp.pool_id = l.pool_id
+             WHERE l.tenant_id = $1 AND l.currency = $2 AND l.state = 'active' AND l.term = 'hourly' ORDER BY l.id FOR UPDATE OF l"#,
+            tenant_id,
+            currency
         )
-        .bind(tenant_id)
-        .bind(currency)
         .fetch_all(&mut *tx)
         .await?;
-        let burn_per_hour: i64 = leases.iter().map(|l| l.1).sum();
-        for (lease_id, _, warned) in &leases {
+        let burn_per_hour: i64 = leases.iter().map(|l| l.burn_per_hour).sum();
+        for lease in &leases {
+            let (lease_id, warned) = (&lease.id, lease.balance_warned_at);
             if balance <= 0 {
                 let reason = format!("balance exhausted ({balance} {currency} minor units)");
                 if let Some(ended) =
@@ -189,8 +189,7 @@ pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result
                     NewEvent::new("balance_low", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
                         .reason(&reason);
                 record_event(&mut tx, *lease_id, event).await?;
-                sqlx::query("UPDATE leases SET balance_warned_at = now() WHERE id = $1")
-                    .bind(lease_id)
+                sqlx::query!("UPDATE leases SET balance_warned_at = now() WHERE id = $1", lease_id)
                     .execute(&mut *tx)
                     .await?;
             }

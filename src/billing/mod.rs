@@ -32,22 +32,23 @@ pub async fn require_balance(
 ) -> Result<(), ApiError> {
     // The amount is computed by lease_upfront_minor() (migration 0006), the one definition; lease creation's
     // admission statement (leases::store::admit) asks it too and compares with check_balance.
-    let row: Option<(String, i64, i64)> = sqlx::query_as(
-        "SELECT p.currency, lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor), \
-                COALESCE(b.balance_minor, 0) \
-         FROM pools p \
-         JOIN pool_current_prices cp ON cp.pool_id = p.id \
-         LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = p.currency WHERE p.id = $2",
+    let row = sqlx::query!(
+        r#"SELECT p.currency,
+                lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor) AS "required!",
+                COALESCE(b.balance_minor, 0) AS "balance!"
+         FROM pools p
+         JOIN pool_current_prices cp ON cp.pool_id = p.id
+         LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = p.currency WHERE p.id = $2"#,
+        tenant_id,
+        pool_id,
+        gpu_count,
+        term as Term,
+        months
     )
-    .bind(tenant_id)
-    .bind(pool_id)
-    .bind(gpu_count)
-    .bind(term)
-    .bind(months)
     .fetch_optional(conn)
     .await?;
-    let Some((currency, required, balance)) = row else { return Ok(()) };
-    check_balance(&currency, required, balance, term)
+    let Some(row) = row else { return Ok(()) };
+    check_balance(&row.currency, row.required, row.balance, term)
 }
 
 /// 402 `insufficient_balance` unless `balance` covers `required` (`lease_upfront_minor`), both in `currency`.

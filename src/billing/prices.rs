@@ -23,7 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_revenue))
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PoolPrice {
     pub id: Uuid,
     pub pool_id: Uuid,
@@ -55,18 +55,19 @@ pub async fn insert_price(
     month: Option<i64>,
     effective_from: Option<DateTime<Utc>>,
 ) -> Result<PoolPrice, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        PoolPrice,
         "INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor) \
          VALUES ($1, $2, COALESCE($3, now()), $4, $5) \
          ON CONFLICT (pool_id, effective_from) DO UPDATE SET price_per_gpu_hour_minor = EXCLUDED.price_per_gpu_hour_minor, \
              price_per_gpu_month_minor = EXCLUDED.price_per_gpu_month_minor \
          RETURNING id, pool_id, effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor",
+        new_id(),
+        pool_id,
+        effective_from,
+        hour,
+        month
     )
-    .bind(new_id())
-    .bind(pool_id)
-    .bind(effective_from)
-    .bind(hour)
-    .bind(month)
     .fetch_one(conn)
     .await
 }
@@ -98,8 +99,9 @@ pub async fn create_pool_price(
         return Err(ApiError::Validation(errors));
     }
     let mut tx = state.db.begin().await?;
-    let (exists,): (bool,) =
-        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM pools WHERE id = $1)").bind(pool_id).fetch_one(&mut *tx).await?;
+    let exists = sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM pools WHERE id = $1) AS "exists!""#, pool_id)
+        .fetch_one(&mut *tx)
+        .await?;
     if !exists {
         return Err(ApiError::NotFound("pool"));
     }
@@ -121,11 +123,12 @@ pub async fn list_pool_prices(
     _op: OperatorAuth,
     ApiPath(pool_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<PoolPrice>>> {
-    let prices = sqlx::query_as(
+    let prices = sqlx::query_as!(
+        PoolPrice,
         "SELECT id, pool_id, effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor FROM pool_prices \
          WHERE pool_id = $1 ORDER BY effective_from",
+        pool_id
     )
-    .bind(pool_id)
     .fetch_all(&state.db)
     .await?;
     Ok(Json(prices))
@@ -166,12 +169,14 @@ pub async fn set_pool_sla(
     {
         return Err(ApiError::field("credit_percent", "0-100, given exactly when target_percent is"));
     }
-    let done = sqlx::query("UPDATE pools SET sla_target_ppm = $2, sla_credit_percent = $3 WHERE id = $1")
-        .bind(pool_id)
-        .bind(target_ppm)
-        .bind(sla.credit_percent)
-        .execute(&state.db)
-        .await?;
+    let done = sqlx::query!(
+        "UPDATE pools SET sla_target_ppm = $2, sla_credit_percent = $3 WHERE id = $1",
+        pool_id,
+        target_ppm,
+        sla.credit_percent
+    )
+    .execute(&state.db)
+    .await?;
     if done.rows_affected() == 0 {
         return Err(ApiError::NotFound("pool"));
     }
@@ -191,7 +196,7 @@ pub struct PeriodParams {
     pub to: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PoolRevenue {
     pub pool_id: Uuid,
     pub pool_name: String,
@@ -204,7 +209,7 @@ pub struct PoolRevenue {
     pub avg_gpu_util: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct TenantRevenue {
     pub tenant_id: Uuid,
     pub tenant_name: String,
@@ -235,28 +240,30 @@ pub async fn get_revenue(
     if period.from >= period.to {
         return Err(ApiError::field("from", "must be before `to`"));
     }
-    let pools: Vec<PoolRevenue> = sqlx::query_as(
-        "SELECT p.id AS pool_id, p.name AS pool_name, p.currency, \
-             COALESCE((SELECT sum(amount_minor) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2), 0)::bigint AS amount_minor, \
-             COALESCE((SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2), 0)::bigint AS gpu_seconds, \
-             (SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2)::float8 \
-                 / NULLIF((SELECT sum(n.gpu_count) FROM nodes n WHERE n.pool_id = p.id) * EXTRACT(EPOCH FROM $2 - $1), 0) AS sold_fraction, \
-             (SELECT (sum(h.gpu_util_sum) / sum(h.samples))::float8 FROM node_hours h \
-                 WHERE h.pool_id = p.id AND h.hour >= date_trunc('hour', $1) AND h.hour < $2) AS avg_gpu_util \
-         FROM pools p ORDER BY p.name",
+    let pools = sqlx::query_as!(
+        PoolRevenue,
+        r#"SELECT p.id AS pool_id, p.name AS pool_name, p.currency,
+             COALESCE((SELECT sum(amount_minor) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2), 0)::bigint AS "amount_minor!",
+             COALESCE((SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2), 0)::bigint AS "gpu_seconds!",
+             (SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2)::float8
+                 / NULLIF((SELECT sum(n.gpu_count) FROM nodes n WHERE n.pool_id = p.id) * EXTRACT(EPOCH FROM $2 - $1), 0) AS sold_fraction,
+             (SELECT (sum(h.gpu_util_sum) / sum(h.samples))::float8 FROM node_hours h
+                 WHERE h.pool_id = p.id AND h.hour >= date_trunc('hour', $1) AND h.hour < $2) AS avg_gpu_util
+         FROM pools p ORDER BY p.name"#,
+        period.from,
+        period.to
     )
-    .bind(period.from)
-    .bind(period.to)
     .fetch_all(&state.db)
     .await?;
-    let tenants: Vec<TenantRevenue> = sqlx::query_as(
-        "SELECT t.id AS tenant_id, t.name AS tenant_name, r.currency, sum(r.amount_minor)::bigint AS amount_minor, \
-             sum(r.gpu_seconds)::bigint AS gpu_seconds \
-         FROM usage_records r JOIN tenants t ON t.id = r.tenant_id \
-         WHERE r.period_start >= $1 AND r.period_start < $2 GROUP BY t.id, t.name, r.currency ORDER BY t.name",
+    let tenants = sqlx::query_as!(
+        TenantRevenue,
+        r#"SELECT t.id AS tenant_id, t.name AS tenant_name, r.currency, sum(r.amount_minor)::bigint AS "amount_minor!",
+             sum(r.gpu_seconds)::bigint AS "gpu_seconds!"
+         FROM usage_records r JOIN tenants t ON t.id = r.tenant_id
+         WHERE r.period_start >= $1 AND r.period_start < $2 GROUP BY t.id, t.name, r.currency ORDER BY t.name"#,
+        period.from,
+        period.to
     )
-    .bind(period.from)
-    .bind(period.to)
     .fetch_all(&state.db)
     .await?;
     Ok(Json(Revenue { from: period.from, to: period.to, pools, tenants }))

@@ -304,9 +304,16 @@ async fn export_invoice_and_ledger_reconcile_to_the_minor_unit(db: PgPool) {
     app.post(&format!("/v1/admin/invoices/{invoice_id}/pay"), &op, json!({}))
         .await
         .expect_problem(StatusCode::CONFLICT, "invoice_state");
-    app.post(&format!("/v1/admin/invoices/{invoice_id}/issue"), &op, json!({})).await.expect(StatusCode::OK);
+    assert!(tenant_invoice["issued_at"].is_null() && tenant_invoice["paid_at"].is_null());
+    let issued =
+        app.post(&format!("/v1/admin/invoices/{invoice_id}/issue"), &op, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(issued.body["state"], "issued");
+    // Each transition stamps its own column and leaves the other as it was.
+    assert!(issued.body["issued_at"].is_string() && issued.body["paid_at"].is_null(), "{}", issued.body);
     let paid = app.post(&format!("/v1/admin/invoices/{invoice_id}/pay"), &op, json!({})).await.expect(StatusCode::OK);
     assert_eq!(paid.body["state"], "paid");
+    assert_eq!(paid.body["issued_at"], issued.body["issued_at"]);
+    assert!(paid.body["paid_at"].is_string(), "{}", paid.body);
     let revenue = app.get(&format!("/v1/admin/billing/revenue?from={from}&to={to}"), &op).await.expect(StatusCode::OK);
     let revenue_total: i64 =
         revenue.body["tenants"].as_array().unwrap().iter().map(|t| t["amount_minor"].as_i64().unwrap()).sum();
