@@ -196,23 +196,22 @@ pub async fn get_lease_telemetry(
     ApiQuery(range): ApiQuery<TelemetryRange>,
 ) -> ApiResult<Json<Telemetry>> {
     let mut conn = state.db.acquire().await?;
-    type Period = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-    let lease: Option<Period> =
-        sqlx::query_as("SELECT starts_at, ended_at FROM leases WHERE id = $1 AND tenant_id = $2")
-            .bind(lease_id)
-            .bind(auth.tenant_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let Some((starts_at, ended_at)) = lease else { return Err(ApiError::NotFound("lease")) };
-    let now = Utc::now();
-    let (from, to, step) = range.resolve(Some(starts_at.unwrap_or(now)), ended_at.unwrap_or(now))?;
-    let gpus: Vec<(Uuid, Uuid, String, i32)> = sqlx::query_as(
-        "SELECT g.id, n.id, n.hostname, g.idx FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id \
-         JOIN nodes n ON n.id = lg.node_id WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx",
+    // The lease (only the tenant's own) and its GPUs in one round trip: a row per GPU, one without GPUs.
+    type Row = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<Uuid>, Option<Uuid>, Option<String>, Option<i32>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT l.starts_at, l.ended_at, g.id, n.id, n.hostname, g.idx FROM leases l \
+         LEFT JOIN lease_gpus lg ON lg.lease_id = l.id LEFT JOIN gpus g ON g.id = lg.gpu_id \
+         LEFT JOIN nodes n ON n.id = lg.node_id WHERE l.id = $1 AND l.tenant_id = $2 ORDER BY n.hostname, g.idx",
     )
     .bind(lease_id)
+    .bind(auth.tenant_id)
     .fetch_all(&mut *conn)
     .await?;
+    let Some(&(starts_at, ended_at, ..)) = rows.first() else { return Err(ApiError::NotFound("lease")) };
+    let now = Utc::now();
+    let (from, to, step) = range.resolve(Some(starts_at.unwrap_or(now)), ended_at.unwrap_or(now))?;
+    let gpus: Vec<(Uuid, Uuid, String, i32)> =
+        rows.into_iter().filter_map(|(_, _, gpu, node, hostname, idx)| Some((gpu?, node?, hostname?, idx?))).collect();
     Ok(Json(series(&state, &mut conn, gpus, from, to, step).await?))
 }
 
