@@ -108,9 +108,11 @@ SELECT r.at, r.ingested_at, n.telemetry_key,
             || pg_temp.le(LEAST(GREATEST(round(r.big[i][3] / 10.0), 0), 65535)::bigint, 2)
             || pg_temp.le(r.big[i][4]::bigint & 4294967295, 4)
             || pg_temp.le(LEAST(GREATEST(round(r.small[i][4] / 10.0) + 40, 0), 254)::bigint, 1)
-            || pg_temp.le(COALESCE(LEAST(GREATEST(round(r.small[i][5] / 10.0) + 40, 0), 254)::bigint, 255), 1)
+            -- GREATEST and LEAST skip NULLs: "not reported" is tested first.
+            || pg_temp.le(CASE WHEN r.small[i][5] IS NULL THEN 255
+                          ELSE LEAST(GREATEST(round(r.small[i][5] / 10.0) + 40, 0), 254)::bigint END, 1)
             || pg_temp.le(GREATEST(r.small[i][6], 0), 2)
-            || pg_temp.le(COALESCE(GREATEST(r.small[i][7], 0)::bigint, 65535), 2)
+            || pg_temp.le(CASE WHEN r.small[i][7] IS NULL THEN 65535 ELSE GREATEST(r.small[i][7], 0)::bigint END, 2)
             || pg_temp.le(GREATEST(r.small[i][8], 0), 2),
             ''::bytea ORDER BY r.small[i][1])
         FROM generate_subscripts(r.small, 1) AS i),
