@@ -956,7 +956,12 @@ fn document(cfg: &Config, env: &Environment, r: &BenchResult) -> String {
     out.push_str(
         "\nBefore issue #20 (one `gpu_samples` row per GPU sample, three b-tree indexes, retention by DELETE), the \
          same bench on the same machine measured 2,937 heartbeats/s, p99 33.4 ms, 210 bytes per GPU sample \
-         (134 heap + 76 in three indexes) and 525 MB of WAL per million samples.\n",
+         (134 heap + 76 in three indexes) and 525 MB of WAL per million samples. The first round of #20 (one \
+         `telemetry_raw` row per node per instant keyed by the node's uuid, the GPUs' values in two 2-D \
+         smallint/integer arrays; migration 0011) measured 2,191 heartbeats/s, p99 47.0 ms, 56 bytes per GPU \
+         sample (49 heap + 7 indexes), 99 MB of WAL per million samples, and query p99s of 54.0 ms (lease, last \
+         5 minutes: its first calls on each pooled connection were folded in), 24.4 ms (node, last hour) and \
+         20.1 ms (pool, last 30 days).\n",
     );
     let _ = writeln!(out, "\n## Machine\n");
     let _ = writeln!(
@@ -980,16 +985,17 @@ is answered: this is the sustained maximum, not a paced fleet. The measured peri
 load (which also fills the service's per-node GPU-map cache, as on a running service). The database is dropped \
 at the end.\n\n\
 - **heartbeats/s**: heartbeats answered 200 per second of wall time. Each one is a single SQL statement (touch \
-the node row, insert one `telemetry_raw` row holding the 8 GPUs' samples) in its own transaction.\n\
+the node row, insert one `telemetry_raw` row holding the 8 GPUs' samples packed in one bytea, 25 bytes a GPU: \
+`src/agents/codec.rs`) in its own transaction.\n\
 - **GPU samples/s**: samples the service reported as stored (`accepted_samples` of the answers) per second; \
 8 x heartbeats/s when no sample is a duplicate.\n\
 - **latency p50/p90/p99/max**: client-side time of successful heartbeats, from sending the request to having \
 read the answer, including HTTP and JSON on both ends and the queueing of the closed-loop clients.\n\
 - **errors**: any answer other than 200, or a transport error (expected 0).\n\
-- **GPU samples stored**: the GPU samples in `telemetry_raw` (sum of the rows' array lengths) after the run \
+- **GPU samples stored**: the GPU samples in `telemetry_raw` (the rows' packed bytes over 25 bytes a GPU) after the run \
 minus before it; should equal the samples accepted.\n\
 - **raw telemetry growth per million GPU samples**: the sum over `telemetry_raw`'s partitions of \
-`pg_total_relation_size` (table, TOAST and its indexes: the `(node_id, at)` primary key and a BRIN index on \
+`pg_total_relation_size` (table, TOAST and its indexes: the `(node_key, at)` primary key and a BRIN index on \
 `ingested_at`) after minus before the run, divided by the GPU samples stored, scaled to one million; split into \
 the tables (`pg_table_size`) and the indexes (`pg_indexes_size`). This is what a million samples cost on disk; \
 at one 8-GPU heartbeat per node every 10 s a node stores 69,120 samples a day.\n\
@@ -1016,7 +1022,11 @@ samples, so a full day of raw rows would only lengthen the load), and a month-lo
 hours. Each endpoint is then called 200 times, one request at a time, over HTTP through the full router: a \
 lease's last 5 minutes (`/v1/leases/{id}/telemetry?from=...&step_s=10`, raw samples), a node's last hour \
 (`/v1/admin/nodes/{id}/telemetry`, defaults: raw samples, 60 s buckets), a pool's last 30 days \
-(`/v1/admin/pools/{id}/utilization?from=...`, hourly rollups of its 125 nodes).\n\n",
+(`/v1/admin/pools/{id}/utilization?from=...`, hourly rollups of its 125 nodes). Before the 200 calls of \
+each endpoint, 2 x the pool size calls reach every pooled connection once while it has not yet served that \
+endpoint (its backend loads the catalog entries and parses the statements); the slowest of those first calls \
+is shown in brackets, apart from the p50/p99/max of the 200 that follow, since a running service pays it once per \
+connection, not once per hundred requests.\n\n",
     );
     let _ = writeln!(out, "## How to run\n");
     out.push_str(
@@ -1029,7 +1039,7 @@ BENCH_SECONDS=5 BENCH_DOC= cargo bench --bench heartbeat\n\
 Other settings: `DATABASE_URL` (the server; the bench creates and drops `gpuplane_bench_heartbeat` on it), \
 `BENCH_NODES` (1000), `BENCH_CLIENTS` (64), `BENCH_DB_CONNECTIONS` (16), `BENCH_WARMUP_SECONDS` (5), \
 `BENCH_RAW_HOURS` (6, 1-24: hours of raw samples loaded for the fleet queries), \
-`BENCH_SYNCHRONOUS_COMMIT` (unset: the server's setting; `off` etc. sets it for the bench database only), `BENCH_DOC` (where this page is written; empty for nowhere).\n",
+`BENCH_SYNCHRONOUS_COMMIT` (unset: the server's setting; `off` etc. sets it for the bench database only), `BENCH_DOC` (where this page is written; empty for nowhere), `BENCH_KEEP_DB` (set: keep the database afterwards, to EXPLAIN the queries on the loaded fleet).\n",
     );
     out
 }
