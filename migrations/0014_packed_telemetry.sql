@@ -66,7 +66,9 @@ CREATE TABLE telemetry_raw (
     node_key    integer NOT NULL,
     samples     bytea NOT NULL,
     xids        integer[],
-    CONSTRAINT telemetry_raw_pkey PRIMARY KEY (node_key, at)
+    CONSTRAINT telemetry_raw_pkey PRIMARY KEY (node_key, at),
+    -- Whole 25-byte records of 1 to 64 GPUs: what src/agents/codec.rs writes, and what telemetry_decode reads.
+    CONSTRAINT telemetry_raw_whole_records CHECK (length(samples) BETWEEN 25 AND 1600 AND length(samples) % 25 = 0)
 ) PARTITION BY RANGE (at);
 CREATE INDEX telemetry_raw_ingested_idx ON telemetry_raw USING brin (ingested_at);
 

@@ -688,6 +688,17 @@ async fn heartbeats_are_stored_packed_and_read_back_as_sent(db: PgPool) {
         .collect();
     assert_eq!(view, from_codec);
 
+    // Bytes that are not whole records never get in, whoever writes them.
+    let torn = sqlx::query(
+        "INSERT INTO telemetry_raw (node_key, at, samples) SELECT telemetry_key, now(), $1 FROM nodes WHERE id = $2::uuid",
+    )
+    .bind(vec![0u8; codec::RECORD_LEN + 3])
+    .bind(&node_id)
+    .execute(&db)
+    .await
+    .unwrap_err();
+    assert_eq!(torn.as_database_error().and_then(|e| e.constraint()), Some("telemetry_raw_whole_records"));
+
     // The API serves the stored values (a 10 s bucket holds one sample).
     let path = format!(
         "/v1/admin/nodes/{node_id}/telemetry?from={}&step_s=10",
