@@ -1,6 +1,7 @@
 //! Node agents: join tokens, registration, heartbeats with DCGM-style telemetry, liveness and GPU health.
 //! The agent program itself (the client) is `crate::agent`.
 
+pub mod codec;
 pub mod holds;
 pub mod liveness;
 pub mod matching;

@@ -1,6 +1,6 @@
 //! Telemetry storage upkeep: time partitions created ahead and dropped whole at retention, and the rollups
 //! (per GPU per minute, per node per hour) folded incrementally from raw samples. See
-//! `migrations/0011_telemetry_partitions.sql` for the layout.
+//! `migrations/0011_telemetry_partitions.sql` and `0014_packed_telemetry.sql` for the layout.
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
 use sqlx::{AssertSqlSafe, PgPool};
@@ -176,7 +176,7 @@ pub async fn fold(db: &PgPool, lag: std::time::Duration) -> Result<u64, sqlx::Er
             .await?;
     let folded = sqlx::query(
         "CREATE TEMP TABLE fold_touched ON COMMIT DROP AS \
-         SELECT DISTINCT node_id, date_trunc('minute', at) AS minute FROM telemetry_raw \
+         SELECT DISTINCT node_key, date_trunc('minute', at) AS minute FROM telemetry_raw \
          WHERE ingested_at >= (SELECT folded_until FROM telemetry_rollup_state) AND ingested_at < $1",
     )
     .bind(until)
@@ -187,14 +187,17 @@ pub async fn fold(db: &PgPool, lag: std::time::Duration) -> Result<u64, sqlx::Er
         sqlx::query(
             "INSERT INTO gpu_minutes (gpu_id, minute, node_id, samples, gpu_util_sum, gpu_util_max, mem_copy_sum, \
                  fb_used_max, power_sum, power_max, temp_max, clock_sum, xid_count, energy_j) \
-             SELECT s.gpu_id, t.minute, t.node_id, count(*), sum(s.gpu_util::float8), max(s.gpu_util), \
-                 sum(s.mem_copy_util::float8), max(s.fb_used_mib), sum(s.power_w::float8), max(s.power_w), \
-                 max(s.gpu_temp_c), sum(s.sm_clock_mhz), \
-                 sum(s.xid_count), ((array_agg(s.energy_j ORDER BY s.at DESC))[1] \
-                     - (array_agg(s.energy_j ORDER BY s.at))[1] + 4294967296) % 4294967296 \
-             FROM fold_touched t JOIN gpu_samples s ON s.node_id = t.node_id AND s.at >= t.minute \
-                 AND s.at < t.minute + interval '1 minute' \
-             GROUP BY s.gpu_id, t.minute, t.node_id \
+             SELECT g.id, t.minute, n.id, count(*), sum(d.gpu_util::float8), max(d.gpu_util), \
+                 sum(d.mem_copy_util::float8), max(d.fb_used_mib), sum(d.power_w::float8), max(d.power_w), \
+                 max(d.gpu_temp_c), sum(d.sm_clock_mhz), \
+                 sum(d.xid_count), ((array_agg(d.energy_j ORDER BY r.at DESC))[1] \
+                     - (array_agg(d.energy_j ORDER BY r.at))[1] + 4294967296) % 4294967296 \
+             FROM fold_touched t JOIN telemetry_raw r ON r.node_key = t.node_key AND r.at >= t.minute \
+                 AND r.at < t.minute + interval '1 minute' \
+             JOIN nodes n ON n.telemetry_key = t.node_key \
+             CROSS JOIN LATERAL telemetry_decode(r.samples) d \
+             JOIN gpus g ON g.node_id = n.id AND g.idx = d.idx \
+             GROUP BY g.id, t.minute, n.id \
              ON CONFLICT (gpu_id, minute) DO UPDATE SET samples = EXCLUDED.samples, \
                  gpu_util_sum = EXCLUDED.gpu_util_sum, gpu_util_max = EXCLUDED.gpu_util_max, \
                  mem_copy_sum = EXCLUDED.mem_copy_sum, fb_used_max = EXCLUDED.fb_used_max, \
@@ -209,7 +212,8 @@ pub async fn fold(db: &PgPool, lag: std::time::Duration) -> Result<u64, sqlx::Er
              SELECT m.node_id, h.hour, n.pool_id, sum(m.samples), sum(m.gpu_util_sum), max(m.gpu_util_max), \
                  sum(m.mem_copy_sum), max(m.fb_used_max), sum(m.power_sum), max(m.power_max), sum(m.xid_count), \
                  sum(m.energy_j) \
-             FROM (SELECT DISTINCT node_id, date_trunc('hour', minute) AS hour FROM fold_touched) h \
+             FROM (SELECT DISTINCT n.id AS node_id, date_trunc('hour', t.minute) AS hour \
+                   FROM fold_touched t JOIN nodes n ON n.telemetry_key = t.node_key) h \
              JOIN gpu_minutes m ON m.node_id = h.node_id AND m.minute >= h.hour \
                  AND m.minute < h.hour + interval '1 hour' \
              JOIN nodes n ON n.id = m.node_id \

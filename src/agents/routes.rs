@@ -356,31 +356,18 @@ static HEARTBEAT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| 
          touched AS ( \
              UPDATE nodes SET last_heartbeat_at = now(), \
                  liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END \
-             WHERE id = $1 AND agent_generation = $2 RETURNING admin_state), \
+             WHERE id = $1 AND agent_generation = $2 RETURNING admin_state, telemetry_key), \
          inserted AS ( \
-             INSERT INTO telemetry_raw (node_id, at, small, big, xids) \
-             SELECT $1, u.at, \
-                 array_agg(ARRAY[u.idx, u.util, u.mem, u.temp, u.mem_temp, u.clock, u.nvlink, u.xid_count] ORDER BY u.idx), \
-                 array_agg(ARRAY[u.fb_used, u.fb_free, u.power, u.energy] ORDER BY u.idx), \
-                 ('{{' || string_agg(NULLIF(u.xids, ''), ',') || '}}')::int[] \
-             FROM UNNEST($3::smallint[], $4::timestamptz[], $5::smallint[], $6::smallint[], $7::smallint[], \
-                 $8::smallint[], $9::smallint[], $10::smallint[], $11::smallint[], $12::int[], $13::int[], $14::int[], \
-                 $15::int[], $16::text[]) \
-                 AS u(idx, at, util, mem, temp, mem_temp, clock, nvlink, xid_count, fb_used, fb_free, power, energy, xids) \
-             WHERE EXISTS (SELECT 1 FROM touched) \
-             GROUP BY u.at \
-             ON CONFLICT (node_id, at) DO NOTHING RETURNING array_length(small, 1) AS gpus) \
+             INSERT INTO telemetry_raw (node_key, at, samples, xids) \
+             SELECT t.telemetry_key, u.at, u.samples, u.xids::int[] \
+             FROM touched t, UNNEST($3::timestamptz[], $4::bytea[], $5::text[]) AS u(at, samples, xids) \
+             ON CONFLICT (node_key, at) DO NOTHING RETURNING length(samples) / $6 AS gpus) \
          SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), \
              (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted), {}, \
              (SELECT driver FROM prev), (SELECT cuda FROM prev)",
         crate::jobs::store::ASSIGNMENTS_PENDING_SQL
     )
 });
-
-/// The narrow integers raw telemetry is stored in (see `migrations/0011_telemetry_partitions.sql`).
-fn scaled(v: f32, scale: f32) -> i16 {
-    (v * scale).round() as i16 // `as` saturates: values beyond the column's range are capped
-}
 
 /// What one heartbeat's statement found and did.
 struct StoredHeartbeat {
@@ -414,10 +401,10 @@ async fn update_versions(state: &AppState, node_id: Uuid, driver: Option<&str>, 
 }
 
 /// One statement: touch the node (only with the current credential generation) and insert the samples, one
-/// row per sampling instant with the GPUs' values in arrays (a resent instant is skipped by the primary
-/// key). Samples older than the raw retention are not stored (their partition is gone or going). Returns
-/// the node's admin state, its liveness before this heartbeat, how many samples were new, and whether the
-/// node has assignments to fetch.
+/// row per sampling instant with the GPUs' records packed into one bytea (`super::codec`; a resent instant is
+/// skipped by the primary key). Samples older than the raw retention are not stored (their partition is gone
+/// or going). Returns the node's admin state, its liveness before this heartbeat, how many samples were new,
+/// and whether the node has assignments to fetch.
 async fn store_heartbeat(
     state: &AppState,
     agent: &AgentAuth,
@@ -425,34 +412,31 @@ async fn store_heartbeat(
     samples: &[GpuSample],
 ) -> ApiResult<StoredHeartbeat> {
     let horizon = Utc::now() - chrono::Duration::from_std(state.settings.telemetry_retention).unwrap_or_default();
-    let mut seen = std::collections::HashSet::new();
-    let kept: Vec<(i32, &GpuSample)> = gpu_indexes
-        .iter()
-        .copied()
-        .zip(samples)
-        .filter(|(idx, s)| s.at >= horizon && seen.insert((*idx, s.at)))
-        .collect();
-    let small = |f: fn(&GpuSample) -> i16| kept.iter().map(|(_, s)| f(s)).collect::<Vec<i16>>();
-    let int = |f: fn(&GpuSample) -> i32| kept.iter().map(|(_, s)| f(s)).collect::<Vec<i32>>();
+    // Instant -> that instant's (GPU index, sample), a GPU's repeat of an instant dropped.
+    let mut instants: std::collections::BTreeMap<_, Vec<(i32, &GpuSample)>> = std::collections::BTreeMap::new();
+    for (idx, s) in gpu_indexes.iter().copied().zip(samples).filter(|(_, s)| s.at >= horizon) {
+        let gpus = instants.entry(s.at).or_default();
+        if !gpus.iter().any(|(i, _)| *i == idx) {
+            gpus.push((idx, s));
+        }
+    }
+    let mut ats = Vec::with_capacity(instants.len());
+    let mut packed = Vec::with_capacity(instants.len());
+    let mut xids = Vec::with_capacity(instants.len());
+    for (at, mut gpus) in instants {
+        ats.push(at);
+        packed.push(super::codec::encode_instant(&mut gpus));
+        let pairs: Vec<String> = gpus.iter().filter_map(|(idx, s)| xid_pairs(*idx, &s.xid_codes)).collect();
+        xids.push((!pairs.is_empty()).then(|| format!("{{{}}}", pairs.join(","))));
+    }
     type Row = (Option<String>, Option<String>, i64, bool, Option<String>, Option<String>);
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(HEARTBEAT_SQL.as_str()))
         .bind(agent.node_id)
         .bind(agent.generation)
-        .bind(kept.iter().map(|(idx, _)| *idx as i16).collect::<Vec<_>>())
-        .bind(kept.iter().map(|(_, s)| s.at).collect::<Vec<_>>())
-        .bind(small(|s| scaled(s.gpu_util, 100.0)))
-        .bind(small(|s| scaled(s.mem_copy_util, 100.0)))
-        .bind(small(|s| scaled(s.gpu_temp_c, 10.0)))
-        .bind(kept.iter().map(|(_, s)| s.mem_temp_c.map(|t| scaled(t, 10.0))).collect::<Vec<_>>())
-        .bind(small(|s| s.sm_clock_mhz.min(i16::MAX as i32) as i16))
-        .bind(kept.iter().map(|(_, s)| s.nvlink_bandwidth_gbps.map(|b| scaled(b, 10.0))).collect::<Vec<_>>())
-        .bind(small(|s| s.xid_count.min(i16::MAX as i32) as i16))
-        .bind(int(|s| s.fb_used_mib as i32))
-        .bind(int(|s| s.fb_free_mib as i32))
-        .bind(int(|s| (s.power_w * 100.0).round() as i32))
-        // Joules modulo 2^32: counter differences stay exact through a wrap.
-        .bind(int(|s| (s.energy_mj / 1000) as u64 as u32 as i32))
-        .bind(kept.iter().map(|(idx, s)| xid_pairs(*idx, &s.xid_codes)).collect::<Vec<_>>())
+        .bind(ats)
+        .bind(packed)
+        .bind(xids)
+        .bind(super::codec::RECORD_LEN as i32)
         .fetch_optional(&state.db)
         .await?;
     match row {
@@ -473,10 +457,10 @@ async fn store_heartbeat(
     }
 }
 
-/// `0,48,0,79` (GPU index, XID code pairs) for the row's flat `xids` array; empty for none.
-fn xid_pairs(gpu_index: i32, codes: &[i32]) -> String {
+/// `0,48,0,79` (GPU index, XID code pairs) for the row's flat `xids` array; `None` for none.
+fn xid_pairs(gpu_index: i32, codes: &[i32]) -> Option<String> {
     let pairs: Vec<String> = codes.iter().map(|c| format!("{gpu_index},{c}")).collect();
-    pairs.join(",")
+    (!pairs.is_empty()).then(|| pairs.join(","))
 }
 
 /// A fatal XID takes the GPU out of service: no new allocations, an event on the lease using it.

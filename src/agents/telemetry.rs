@@ -120,19 +120,17 @@ fn from_raw(state: &AppState, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
     from >= raw_since && to - from <= RAW_RANGE_MAX
 }
 
-/// Per-bucket aggregates over raw samples: each node's rows read once and their arrays unnested once (the
-/// `gpu_samples` view joins per GPU, which reads a node's rows once per GPU), in the view's units.
+/// Per-bucket aggregates over raw samples: each node's rows read once (by its primary key: the node's key and
+/// the time range) and their packed records decoded once, in the `gpu_samples` view's units.
 const RAW_SERIES_SQL: &str = "WITH agg AS ( \
-        SELECT r.node_id, u.idx, date_bin(make_interval(secs => $4), r.at, $2) AS t, avg(u.util)::float8 AS gpu_util, \
-            avg(u.mem)::float8 AS mem_copy_util, max(u.fb)::bigint AS fb_used_mib, avg(u.power)::float8 AS power_w, \
-            max(u.temp)::float8 AS gpu_temp_c, avg(u.clock)::float8 AS sm_clock_mhz, sum(u.xid)::bigint AS xid_count, \
-            count(*) AS samples \
-        FROM telemetry_raw r CROSS JOIN LATERAL ( \
-            SELECT r.small[i][1]::integer AS idx, r.small[i][2]::real / 100::real AS util, \
-                r.small[i][3]::real / 100::real AS mem, r.big[i][1] AS fb, r.big[i][3]::real / 100::real AS power, \
-                r.small[i][4]::real / 10::real AS temp, r.small[i][6]::integer AS clock, r.small[i][8]::integer AS xid \
-            FROM generate_subscripts(r.small, 1) AS i) u \
-        WHERE r.node_id = ANY($5) AND r.at >= $2 AND r.at < $3 GROUP BY 1, 2, 3) \
+        SELECT n.id AS node_id, d.idx, date_bin(make_interval(secs => $4), r.at, $2) AS t, \
+            avg(d.gpu_util)::float8 AS gpu_util, avg(d.mem_copy_util)::float8 AS mem_copy_util, \
+            max(d.fb_used_mib)::bigint AS fb_used_mib, avg(d.power_w)::float8 AS power_w, \
+            max(d.gpu_temp_c)::float8 AS gpu_temp_c, avg(d.sm_clock_mhz)::float8 AS sm_clock_mhz, \
+            sum(d.xid_count)::bigint AS xid_count, count(*) AS samples \
+        FROM nodes n JOIN telemetry_raw r ON r.node_key = n.telemetry_key \
+            CROSS JOIN LATERAL telemetry_decode(r.samples) d \
+        WHERE n.id = ANY($5) AND r.at >= $2 AND r.at < $3 GROUP BY 1, 2, 3) \
     SELECT g.id AS gpu_id, agg.t, agg.gpu_util, agg.mem_copy_util, agg.fb_used_mib, agg.power_w, agg.gpu_temp_c, \
         agg.sm_clock_mhz, agg.xid_count, agg.samples \
     FROM agg JOIN gpus g ON g.node_id = agg.node_id AND g.idx = agg.idx WHERE g.id = ANY($1) ORDER BY 1, 2";
@@ -198,23 +196,22 @@ pub async fn get_lease_telemetry(
     ApiQuery(range): ApiQuery<TelemetryRange>,
 ) -> ApiResult<Json<Telemetry>> {
     let mut conn = state.db.acquire().await?;
-    type Period = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-    let lease: Option<Period> =
-        sqlx::query_as("SELECT starts_at, ended_at FROM leases WHERE id = $1 AND tenant_id = $2")
-            .bind(lease_id)
-            .bind(auth.tenant_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let Some((starts_at, ended_at)) = lease else { return Err(ApiError::NotFound("lease")) };
-    let now = Utc::now();
-    let (from, to, step) = range.resolve(Some(starts_at.unwrap_or(now)), ended_at.unwrap_or(now))?;
-    let gpus: Vec<(Uuid, Uuid, String, i32)> = sqlx::query_as(
-        "SELECT g.id, n.id, n.hostname, g.idx FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id \
-         JOIN nodes n ON n.id = lg.node_id WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx",
+    // The lease (only the tenant's own) and its GPUs in one round trip: a row per GPU, one without GPUs.
+    type Row = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<Uuid>, Option<Uuid>, Option<String>, Option<i32>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT l.starts_at, l.ended_at, g.id, n.id, n.hostname, g.idx FROM leases l \
+         LEFT JOIN lease_gpus lg ON lg.lease_id = l.id LEFT JOIN gpus g ON g.id = lg.gpu_id \
+         LEFT JOIN nodes n ON n.id = lg.node_id WHERE l.id = $1 AND l.tenant_id = $2 ORDER BY n.hostname, g.idx",
     )
     .bind(lease_id)
+    .bind(auth.tenant_id)
     .fetch_all(&mut *conn)
     .await?;
+    let Some(&(starts_at, ended_at, ..)) = rows.first() else { return Err(ApiError::NotFound("lease")) };
+    let now = Utc::now();
+    let (from, to, step) = range.resolve(Some(starts_at.unwrap_or(now)), ended_at.unwrap_or(now))?;
+    let gpus: Vec<(Uuid, Uuid, String, i32)> =
+        rows.into_iter().filter_map(|(_, _, gpu, node, hostname, idx)| Some((gpu?, node?, hostname?, idx?))).collect();
     Ok(Json(series(&state, &mut conn, gpus, from, to, step).await?))
 }
 

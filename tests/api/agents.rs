@@ -607,3 +607,108 @@ async fn rollups_equal_the_aggregate_of_raw_samples_and_serve_long_ranges(db: Pg
     assert_eq!((short.body["samples"].as_i64(), long.body["samples"].as_i64()), (Some(36), Some(36)));
     assert!((avg(&short.body) - avg(&long.body)).abs() < 1e-3);
 }
+
+#[sqlx::test]
+async fn heartbeats_are_stored_packed_and_read_back_as_sent(db: PgPool) {
+    use gpuplane::agents::codec;
+    use gpuplane::agents::protocol::GpuSample;
+    let (app, op, _pool, node_id, creds) = telemetry_node(&db).await;
+    let at = chrono::DurationRound::duration_trunc(Utc::now() - Duration::minutes(2), Duration::seconds(1)).unwrap();
+    // Odd values on purpose: fractions the units round, fields not reported, a value beyond its field's range.
+    let mut a = varied_sample(0, at, 7);
+    a["gpu_util"] = json!(33.3);
+    a["power_w"] = json!(612.34);
+    a["mem_temp_c"] = Value::Null;
+    a["nvlink_bandwidth_gbps"] = Value::Null;
+    a["xid_count"] = json!(2);
+    a["xid_codes"] = json!([13, 31]);
+    let mut b = varied_sample(1, at, 8);
+    b["nvlink_bandwidth_gbps"] = json!(100_000.0);
+    b["gpu_temp_c"] = json!(-12.0);
+    let later = varied_sample(1, at + Duration::seconds(10), 9);
+    let sent = vec![b.clone(), a.clone(), later.clone()];
+    let res = heartbeat(&app, &creds, sent.clone()).await.expect(StatusCode::OK);
+    assert_eq!(res.body["accepted_samples"], 3);
+
+    // One row per instant, keyed by the node's 4-byte key, 25 bytes per GPU, XIDs beside.
+    type RawRow = (i32, chrono::DateTime<Utc>, Vec<u8>, Option<Vec<i32>>);
+    let rows: Vec<RawRow> = sqlx::query_as(
+        "SELECT r.node_key, r.at, r.samples, r.xids FROM telemetry_raw r \
+         JOIN nodes n ON n.telemetry_key = r.node_key WHERE n.id = $1::uuid ORDER BY r.at",
+    )
+    .bind(&node_id)
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[0].1, rows[1].1), (at, at + Duration::seconds(10)));
+    assert_eq!((rows[0].2.len(), rows[1].2.len()), (2 * codec::RECORD_LEN, codec::RECORD_LEN));
+    assert_eq!(rows[0].3, Some(vec![0, 13, 0, 31]));
+    assert_eq!(rows[1].3, None);
+
+    // What is stored is what the codec makes of what was sent...
+    let parse = |v: &Value| serde_json::from_value::<GpuSample>(v.clone()).unwrap();
+    let (a, b, later) = (parse(&a), parse(&b), parse(&later));
+    let stored: Vec<codec::StoredSample> = rows.iter().flat_map(|r| codec::decode(&r.2).unwrap()).collect();
+    let expected: Vec<codec::StoredSample> = [vec![(0, &a), (1, &b)], vec![(1, &later)]]
+        .into_iter()
+        .flat_map(|mut gpus| codec::decode(&codec::encode_instant(&mut gpus)).unwrap())
+        .collect();
+    assert_eq!(stored, expected);
+    assert_eq!((stored[0].gpu_util, stored[0].power_w, stored[0].mem_temp_c), (33.5, 612.3, None));
+    assert_eq!((stored[1].nvlink_bandwidth_gbps, stored[1].gpu_temp_c), (Some(6553.4), -12.0));
+    // ...and SQL (`telemetry_decode`, behind the `gpu_samples` view) reads the bytes as the codec does.
+    type ViewRow = (i32, f32, f32, i32, i32, f32, i64, f32, Option<f32>, i32, Option<f32>, i32);
+    let view: Vec<ViewRow> = sqlx::query_as(
+        "SELECT g.idx, s.gpu_util, s.mem_copy_util, s.fb_used_mib, s.fb_free_mib, s.power_w, s.energy_j, \
+             s.gpu_temp_c, s.mem_temp_c, s.sm_clock_mhz, s.nvlink_bandwidth_gbps, s.xid_count \
+         FROM gpu_samples s JOIN gpus g ON g.id = s.gpu_id ORDER BY s.at, g.idx",
+    )
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    let from_codec: Vec<ViewRow> = stored
+        .iter()
+        .map(|s| {
+            (
+                s.gpu_index,
+                s.gpu_util,
+                s.mem_copy_util,
+                s.fb_used_mib as i32,
+                s.fb_free_mib as i32,
+                s.power_w,
+                i64::from(s.energy_j),
+                s.gpu_temp_c,
+                s.mem_temp_c,
+                s.sm_clock_mhz,
+                s.nvlink_bandwidth_gbps,
+                s.xid_count,
+            )
+        })
+        .collect();
+    assert_eq!(view, from_codec);
+
+    // Bytes that are not whole records never get in, whoever writes them.
+    let torn = sqlx::query(
+        "INSERT INTO telemetry_raw (node_key, at, samples) SELECT telemetry_key, now(), $1 FROM nodes WHERE id = $2::uuid",
+    )
+    .bind(vec![0u8; codec::RECORD_LEN + 3])
+    .bind(&node_id)
+    .execute(&db)
+    .await
+    .unwrap_err();
+    assert_eq!(torn.as_database_error().and_then(|e| e.constraint()), Some("telemetry_raw_whole_records"));
+
+    // The API serves the stored values (a 10 s bucket holds one sample).
+    let path = format!(
+        "/v1/admin/nodes/{node_id}/telemetry?from={}&step_s=10",
+        (at - Duration::seconds(30)).to_rfc3339().replace('+', "%2B")
+    );
+    let read = app.get(&path, &op).await.expect(StatusCode::OK).body;
+    let gpu0 = &read["gpus"][0]["points"][0];
+    assert_eq!(gpu0["samples"], 1);
+    assert!((gpu0["gpu_util"].as_f64().unwrap() - 33.5).abs() < 1e-6, "{read}");
+    assert!((gpu0["power_w"].as_f64().unwrap() - 612.3).abs() < 1e-3, "{read}");
+    assert_eq!(gpu0["xid_count"], 2);
+    assert_eq!(read["gpus"][1]["points"].as_array().unwrap().len(), 2);
+}
