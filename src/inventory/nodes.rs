@@ -23,6 +23,7 @@ crate::page_schema!(NodePage, Node);
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_nodes, create_node))
+        .routes(routes!(get_fleet))
         .routes(routes!(get_node))
         .routes(routes!(cordon_node))
         .routes(routes!(uncordon_node))
@@ -371,6 +372,42 @@ pub async fn list_nodes(
     .await?;
     let nodes = attach_gpus(&mut conn, rows).await?;
     Ok(Json(Page::from_rows(nodes, limit, |n| n.id)))
+}
+
+/// One pool's nodes and GPUs, counted (`GET /v1/admin/fleet`). Free and leased GPUs are the pool's own
+/// figures (`GET /v1/pools`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct FleetPool {
+    pub pool_id: Uuid,
+    /// Nodes in the pool, in any state.
+    pub nodes: i64,
+    /// Nodes in state `ready` (taking new leases).
+    pub nodes_ready: i64,
+    /// GPUs on the pool's nodes.
+    pub gpus: i64,
+    /// GPUs marked unhealthy (after a fatal XID, until an operator restores them).
+    pub gpus_unhealthy: i64,
+}
+
+/// The fleet at a glance: per pool, nodes (all and ready) and GPUs (all and unhealthy), counted in one query
+/// so the operator's fleet page does not page through every node.
+#[utoipa::path(
+    get, path = "/v1/admin/fleet", tag = "admin", operation_id = "get_fleet",
+    responses((status = 200, description = "Per pool, by pool id", body = Vec<FleetPool>))
+)]
+pub async fn get_fleet(State(state): State<AppState>, _op: OperatorAuth) -> ApiResult<Json<Vec<FleetPool>>> {
+    let rows: Vec<FleetPool> = sqlx::query_as(AssertSqlSafe(format!(
+        "WITH n AS (SELECT n.id, n.pool_id, ({NODE_STATE_SQL}) AS state FROM nodes n), \
+              g AS (SELECT node_id, count(*) AS gpus, count(*) FILTER (WHERE NOT healthy) AS unhealthy \
+                    FROM gpus GROUP BY node_id) \
+         SELECT p.id AS pool_id, count(n.id) AS nodes, count(n.id) FILTER (WHERE n.state = 'ready') AS nodes_ready, \
+                COALESCE(sum(g.gpus), 0)::bigint AS gpus, COALESCE(sum(g.unhealthy), 0)::bigint AS gpus_unhealthy \
+         FROM pools p LEFT JOIN n ON n.pool_id = p.id LEFT JOIN g ON g.node_id = n.id \
+         GROUP BY p.id ORDER BY p.id"
+    )))
+    .fetch_all(&state.db)
+    .await?;
+    Ok(Json(rows))
 }
 
 /// Get a node with its GPUs.

@@ -278,3 +278,41 @@ async fn the_console_is_served_embedded_with_types_caching_and_csp(db: PgPool) {
     assert_eq!(total, gpuplane::console::assets::first_load_bytes());
     assert!(total < 100 * 1024, "first page is {total} bytes");
 }
+
+/// The fleet page's counts come from `GET /v1/admin/fleet`: per pool, nodes (all, ready) and GPUs (all,
+/// unhealthy), agreeing with the node list, following cordon and a failed GPU; operators only.
+#[sqlx::test]
+async fn the_fleet_counts_nodes_and_gpus_per_pool(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let pool_a = app.pool(&op, "fleet-a", "h100").await;
+    let pool_b = app.pool(&op, "fleet-b", "h100").await;
+    let a0 = app.node(&op, &pool_a, "fleet-a-0", 8).await;
+    app.node(&op, &pool_a, "fleet-a-1", 4).await;
+    let fleet =
+        |body: &Value, pool: &str| body.as_array().unwrap().iter().find(|p| p["pool_id"] == pool).cloned().unwrap();
+
+    let listed = app.get(&format!("/v1/admin/nodes?pool_id={pool_a}"), &op).await.expect(StatusCode::OK);
+    let ready = listed.body["items"].as_array().unwrap().iter().filter(|n| n["state"] == "ready").count() as i64;
+    assert_eq!(ready, 2, "nodes created by an operator start ready");
+    let before = app.get("/v1/admin/fleet", &op).await.expect(StatusCode::OK);
+    let a = fleet(&before.body, &pool_a);
+    assert_eq!((a["nodes"].as_i64(), a["gpus"].as_i64(), a["gpus_unhealthy"].as_i64()), (Some(2), Some(12), Some(0)));
+    assert_eq!(a["nodes_ready"].as_i64(), Some(ready), "the node list's `ready` is the fleet's");
+    let b = fleet(&before.body, &pool_b);
+    assert_eq!((b["nodes"].as_i64(), b["nodes_ready"].as_i64(), b["gpus"].as_i64()), (Some(0), Some(0), Some(0)));
+
+    app.post(&format!("/v1/admin/nodes/{a0}/cordon"), &op, json!({})).await.expect(StatusCode::OK);
+    sqlx::query("UPDATE gpus SET healthy = false WHERE node_id = $1::uuid AND idx < 3")
+        .bind(&a0)
+        .execute(&db)
+        .await
+        .unwrap();
+    let after = app.get("/v1/admin/fleet", &op).await.expect(StatusCode::OK);
+    let a = fleet(&after.body, &pool_a);
+    assert_eq!(a["gpus_unhealthy"].as_i64(), Some(3));
+    assert_eq!(a["nodes_ready"].as_i64(), Some(1), "a cordoned node is not ready");
+
+    let (_, tenant) = app.tenant_admin(&op, "fleet-tenant").await;
+    app.get("/v1/admin/fleet", &tenant).await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
+}

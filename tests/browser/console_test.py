@@ -9,7 +9,8 @@ simulated GPUs over plain HTTP (the public API, standard library only), then dri
                 utilization chart, release it, see the charge on the lease and in billing;
   the session:  the cookie is HttpOnly and SameSite=Strict; a state change without X-CSRF-Token is 403 csrf_failed;
   member:       sees pools and leases, but no create-lease form, no release button and no API keys section;
-  operator:     sees the fleet at a glance and cordons a node.
+  operator:     sees the fleet at a glance and cordons a node; opens the node's per-GPU heatmap and puts it into
+                maintenance and back; sets a tenant's quota; adds a price; generates, issues and pays an invoice.
 
 Screenshots of the main pages go to --screenshots. Prints one line per check; exits 1 on any failure.
 """
@@ -210,6 +211,15 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     c.css("#advice-results table", 30)
     c.shot("advice")
     check("advice ranks the pool for a 7B LoRA fine-tune", "a100-browser" in c.text())
+    c.css("button[data-plan='0']").click()
+    parts = [r.get_attribute("data-part") for r in c.css("#plan-memory").find_elements(By.CSS_SELECTOR, "rect[data-part]")]
+    steps = [r.get_attribute("data-part") for r in c.css("#plan-step").find_elements(By.CSS_SELECTOR, "rect[data-part]")]
+    check("the plan viewer charts the memory per GPU", {"weights", "activations"} <= set(parts) and
+          "usable" in c.css("#plan-view").text, str(parts))  # fmt: skip
+    check("the plan viewer charts the step-time split", "compute" in steps, str(steps))
+    c.d.execute_script("document.getElementById('plan-view').scrollIntoView()")
+    c.shot("plan")
+    c.d.execute_script("window.scrollTo(0, 0)")
     c.d.find_element(By.CSS_SELECTOR, f"button[data-pool='{pool['id']}']").click()
     c.css("#lease-form")
     check(
@@ -269,6 +279,8 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     c.view("#/billing", "Billing")
     c.wait_text("usage")
     check("billing lists the usage charge", "usage" in c.text() and "Balance" in c.text())
+    per_pool = c.css("#spend-per-pool svg").get_attribute("aria-label")
+    check("billing charts spend per pool", "a100-browser" in per_pool and "USD" in per_pool, per_pool)
     c.shot("billing")
 
 
@@ -298,6 +310,50 @@ def operator(c: Console, seeded: dict) -> None:
     check("the operator cordons a node", "cordoned" in c.text())
     c.css("button[data-action=uncordon][data-node=browser-1]")
     c.shot("nodes")
+
+    # The node page: a heatmap of each GPU's utilization over the last hour (the lease above ran on it).
+    c.css("main a[href^='#/node/']").click()
+    c.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main h1").text.startswith("Node browser-1"))
+
+    def heat():
+        cells = c.d.find_elements(By.CSS_SELECTOR, "#heatmap rect[data-util]")
+        if not cells:
+            c.d.refresh()
+        return cells or None
+
+    cells = wait_for("the node's heatmap has cells", 30, heat, 1.0)
+    rows = {r.get_attribute("y") for r in cells}
+    check("the operator sees a node's per-GPU utilization heatmap", len(rows) == GPUS, f"{len(cells)} cells, {len(rows)} GPU rows")
+    c.shot("node")
+    c.css("button[data-action=maintenance][data-node=browser-1]").click()
+    c.wait(lambda d: "maintenance" in d.find_element(By.CSS_SELECTOR, "main h1").text)
+    check("the operator puts the node into maintenance", "maintenance" in c.css("main h1").text)
+    c.css("button[data-action=uncordon][data-node=browser-1]").click()
+    c.wait(lambda d: "ready" in d.find_element(By.CSS_SELECTOR, "main h1").text)
+    check("and returns it to service", "ready" in c.css("main h1").text)
+
+    c.view("#/tenants", "Tenants")
+    box = c.css("input[data-quota=leases]")
+    box.clear()
+    box.send_keys("3")
+    box.find_element(By.XPATH, "./ancestor::form").find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    c.wait(lambda d: "quotas saved" in d.find_element(By.ID, "flash").text)
+    check("the operator sets a tenant's quota", c.css("input[data-quota=leases]").get_attribute("value") == "3")
+
+    c.view("#/prices", "Prices")
+    price = c.css("input[data-price-pool=a100-browser]")
+    price.send_keys("3.10")
+    price.find_element(By.XPATH, "./ancestor::form").find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    c.wait_text("3.10 USD")
+    check("the operator adds a price", "3.10 USD" in c.text())
+
+    c.view("#/invoices", "Invoices")
+    c.css("#generate-invoices").click()
+    c.css("button[data-invoice=issue]").click()
+    c.css("button[data-invoice=pay]").click()
+    c.wait(lambda d: "paid" in d.find_element(By.TAG_NAME, "main").text)
+    check("the operator generates, issues and marks an invoice paid", "browser-ml" in c.text() and "paid" in c.text())
+    c.shot("invoices")
 
 
 def main() -> int:

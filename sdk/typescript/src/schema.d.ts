@@ -161,6 +161,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/fleet": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The fleet at a glance: per pool, nodes (all and ready) and GPUs (all and unhealthy), counted in one query
+         *     so the operator's fleet page does not page through every node.
+         */
+        get: operations["get_fleet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/gpu-models": {
         parameters: {
             query?: never;
@@ -2013,6 +2033,34 @@ export interface components {
             field: string;
             /** @description What is wrong with it, for a person. */
             message: string;
+        };
+        /**
+         * @description One pool's nodes and GPUs, counted (`GET /v1/admin/fleet`). Free and leased GPUs are the pool's own
+         *     figures (`GET /v1/pools`).
+         */
+        FleetPool: {
+            /**
+             * Format: int64
+             * @description GPUs on the pool's nodes.
+             */
+            gpus: number;
+            /**
+             * Format: int64
+             * @description GPUs marked unhealthy (after a fatal XID, until an operator restores them).
+             */
+            gpus_unhealthy: number;
+            /**
+             * Format: int64
+             * @description Nodes in the pool, in any state.
+             */
+            nodes: number;
+            /**
+             * Format: int64
+             * @description Nodes in state `ready` (taking new leases).
+             */
+            nodes_ready: number;
+            /** Format: uuid */
+            pool_id: string;
         };
         /**
          * @example {
@@ -4029,6 +4077,30 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_fleet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Per pool, by pool id */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FleetPool"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -78,7 +78,7 @@ async function api(method, path, body, extraHeaders) {
   const res = await fetch(path, { method, headers, credentials: "same-origin", body: body === undefined ? undefined : JSON.stringify(body) });
   if (res.status === 204) return null;
   const type = res.headers.get("content-type") || "";
-  const data = type.includes("json") ? await res.json() : await res.text();
+  const data = type.includes("json") && !type.includes("ndjson") ? await res.json() : await res.text();
   if (!res.ok) {
     if (res.status === 401 && path !== "/v1/console/session") { session = null; location.hash = "#/signin"; }
     throw new Problem(res.status, typeof data === "object" ? data : { detail: data });
@@ -133,6 +133,65 @@ function stackBar(label, parts) {
     svg.append(s("rect", { x: at, y: 0, width: w, height: 18, fill: p.color }, s("title", {}, `${p.value} ${p.label}`)));
     at += w;
   }
+  return svg;
+}
+
+// Horizontal bars [{label, value, text}], one per row (spend per pool).
+function barChart(title, rows) {
+  const W = 640, row = 22, L = 150, H = rows.length * row + 4;
+  const max = Math.max(1, ...rows.map((r) => r.value));
+  const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title}: ${rows.map((r) => `${r.label} ${r.text}`).join(", ")}` }, s("title", {}, title));
+  rows.forEach((r, i) => svg.append(s("text", { x: 4, y: i * row + 16 }, r.label),
+    s("rect", { x: L, y: i * row + 4, width: Math.max(1, (r.value / max) * (W - L - 110)), height: row - 8, fill: COLORS[i % COLORS.length] }, s("title", {}, `${r.label}: ${r.text}`)),
+    s("text", { x: L + (r.value / max) * (W - L - 110) + 6, y: i * row + 16 }, r.text)));
+  return svg;
+}
+// One stacked bar of parts [{label, value}] against a limit (drawn as a line), with a legend of values.
+function partsChart(id, title, parts, limit, fmt) {
+  const W = 640, H = 40, total = parts.reduce((a, p) => a + p.value, 0), scale = Math.max(total, limit || 0) || 1;
+  const svg = s("svg", { id, class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title}: ${parts.map((p) => `${p.label} ${fmt(p.value)}`).join(", ")}${limit ? `; limit ${fmt(limit)}` : ""}` }, s("title", {}, title));
+  let at = 0;
+  parts.forEach((p, i) => {
+    if (p.value <= 0) return;
+    const w = (p.value / scale) * (W - 2);
+    svg.append(s("rect", { x: 1 + at, y: 6, width: w, height: 22, fill: COLORS[i % COLORS.length], "data-part": p.label }, s("title", {}, `${p.label}: ${fmt(p.value)}`)));
+    at += w;
+  });
+  if (limit) { const x = 1 + (limit / scale) * (W - 2); svg.append(s("line", { class: "limit", x1: x, y1: 0, x2: x, y2: H - 4 }, s("title", {}, `limit ${fmt(limit)}`))); }
+  return [svg, h("div", { class: "legend" }, parts.map((p, i) => h("span", {},
+    s("svg", { width: 10, height: 10, "aria-hidden": "true" }, s("rect", { width: 10, height: 10, fill: COLORS[i % COLORS.length] })), ` ${p.label} ${fmt(p.value)}`)),
+  limit ? h("span", {}, `| limit ${fmt(limit)}`) : null)];
+}
+const gib = (b) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+// The plan viewer: memory per GPU against the GPU's usable memory, and where a step's time goes.
+function planView(plan, heading) {
+  const m = plan.memory;
+  const mem = [["weights", m.weights], ["gradients", m.gradients], ["optimizer", m.optimizer], ["activations", m.activations], ["KV cache", m.kv_cache],
+    ["comm buffers", m.comm_buffers], ["fragmentation", m.fragmentation]].map(([label, value]) => ({ label, value })).filter((p) => p.value > 0);
+  const bubble = plan.bubble_fraction || 0, comm = plan.comm_fraction || 0, compute = Math.max(0, 1 - bubble - comm);
+  const step = [{ label: "compute", value: compute }, { label: "communication", value: comm }, { label: "pipeline bubble", value: bubble }];
+  const secs = (f) => `${(f * plan.step_time_s).toFixed(3)} s (${(f * 100).toFixed(0)} %)`;
+  return h("section", { class: "plan", id: "plan-view", "aria-label": heading },
+    h("h2", {}, heading),
+    h("p", {}, `tp ${plan.tp} x pp ${plan.pp} x dp ${plan.dp}, micro-batch ${plan.micro_batch}, ZeRO ${plan.zero_stage}; ${Math.round(plan.tokens_per_s)} tokens/s, MFU ${(plan.mfu * 100).toFixed(0)} %`),
+    h("h3", {}, `Memory per GPU: ${gib(m.total)} of ${gib(m.usable)} usable`), partsChart("plan-memory", "Memory per GPU", mem, m.usable, gib),
+    h("h3", {}, `Step time: ${plan.step_time_s.toFixed(3)} s`), partsChart("plan-step", "Step time split", step, 0, secs),
+    h("p", { class: "muted" }, plan.explanation), (plan.notes || []).length ? h("ul", {}, plan.notes.map((n) => h("li", {}, n))) : null);
+}
+// Per-GPU heatmap: a row per GPU, a column per bucket, colour by utilization (0 % pale to 100 % dark).
+function heatmap(tele) {
+  const W = 640, L = 60, row = 16, gpus = tele.gpus;
+  const from = Date.parse(tele.from), to = Date.parse(tele.to), cols = Math.max(1, Math.ceil((to - from) / 1000 / tele.step_s)), cw = (W - L) / cols;
+  const svg = s("svg", { id: "heatmap", class: "chart", viewBox: `0 0 ${W} ${gpus.length * row + 20}`, role: "img", "aria-label": `GPU utilization heatmap, ${gpus.length} GPUs, ${ago(tele.from)} to ${ago(tele.to)}` }, s("title", {}, "GPU utilization per GPU"));
+  gpus.forEach((g, i) => {
+    svg.append(s("text", { x: 2, y: i * row + 12 }, `GPU ${g.index}`));
+    for (const p of g.points) {
+      const c = Math.floor((Date.parse(p.t) - from) / 1000 / tele.step_s), u = Math.max(0, Math.min(100, p.gpu_util));
+      svg.append(s("rect", { x: L + c * cw, y: i * row + 1, width: Math.max(1, cw - 0.5), height: row - 2, fill: `hsl(215, 85%, ${92 - u * 0.62}%)`, "data-util": u.toFixed(0) },
+        s("title", {}, `GPU ${g.index} ${new Date(p.t).toISOString().slice(11, 16)}: ${u.toFixed(0)} %`)));
+    }
+  });
+  svg.append(s("text", { x: L, y: gpus.length * row + 14 }, ago(tele.from)), s("text", { x: W - 130, y: gpus.length * row + 14 }, ago(tele.to)));
   return svg;
 }
 
@@ -239,6 +298,7 @@ async function viewAdvice() {
   const kind = h("select", { id: "advice-kind", name: "kind" }, ["lora", "train", "inference"].map((k) => h("option", { value: k }, k)));
   const tokens = h("input", { id: "advice-tokens", type: "number", min: 1, value: 100000000 });
   const out = h("div", { id: "advice-results" });
+  const planOut = h("div", { id: "plan-out" });
   return [h("h1", {}, "What should I rent?"),
     h("form", { class: "inline", id: "advice-form", "aria-label": "Advice", onsubmit: async (ev) => {
       ev.preventDefault(); flash(""); out.replaceChildren(h("p", {}, "Planning..."));
@@ -246,24 +306,39 @@ async function viewAdvice() {
         const workload = { kind: kind.value };
         const target = kind.value === "inference" ? { serving_tokens_per_s: 1000 } : { training_tokens: Number(tokens.value) };
         const r = await api("POST", "/v1/advice", { model: { preset: model.value.trim() }, workload, target });
-        out.replaceChildren(...[r.options.length ? table(["#", "Pool", "GPUs", "Layout", "Hours", "Cost", "", ""], r.options.map((o, i) => [
+        const showPlan = (o, i) => planOut.replaceChildren(planView(o.plan, `Plan of option ${i + 1}: ${(poolsById[o.pool_id] || {}).name || short(o.pool_id)}, ${o.gpu_count} x ${o.gpu_key}`));
+        out.replaceChildren(...[r.options.length ? table(["#", "Pool", "GPUs", "Layout", "Hours", "Cost", "", "", ""], r.options.map((o, i) => [
           String(i + 1), (poolsById[o.pool_id] || {}).name || short(o.pool_id), `${o.gpu_count} x ${o.gpu_key}`, `tp ${o.plan.tp} pp ${o.plan.pp} dp ${o.plan.dp}`,
           o.hours.toFixed(2), money(o.cost_minor, o.currency), [o.cheapest ? "cheapest " : "", o.fastest ? "fastest" : ""].join(""),
+          h("button", { type: "button", class: "secondary", "data-plan": i, onclick: () => showPlan(o, i) }, "Plan"),
           isAdmin() ? h("button", { type: "button", class: "secondary", "data-pool": o.pool_id, onclick: () => show(h("h1", {}, "Lease this option"), leaseForm(pools, { pool_id: o.pool_id, gpu_count: o.gpu_count, hours: Math.max(1, Math.ceil(o.hours)) })) }, "Lease this") : ""]))
           : h("p", {}, "No pool can run this."),
         r.skipped.length ? h("p", { class: "muted" }, "Skipped: " + r.skipped.map((x) => `${(poolsById[x.pool_id] || {}).name || x.pool_id}: ${x.reason}`).join("; ")) : null].filter(Boolean));
+        if (r.options.length) showPlan(r.options[0], 0); else planOut.replaceChildren();
       } catch (e) { out.replaceChildren(); flash(e instanceof Problem ? e.words() : String(e)); }
     } }, field("Model preset", model), field("Workload", kind), field("Training tokens", tokens), h("button", { type: "submit" }, "Get advice")),
-    out];
+    out, planOut];
 }
 async function viewBilling() {
   const [bal, inv, ledger] = await Promise.all([api("GET", "/v1/billing/balance"), api("GET", "/v1/billing/invoices"), api("GET", "/v1/billing/ledger?limit=200")]);
   const byDay = {};
   for (const e of ledger.items) if (e.kind === "usage") { const d = e.period_at.slice(0, 10); byDay[d] = (byDay[d] || 0) - e.amount_minor; }
   const days = Object.keys(byDay).sort();
+  const since = new Date(Date.now() - 30 * 86400 * 1000).toISOString();
+  const usage = await api("GET", `/v1/billing/usage/export?format=jsonl&from=${encodeURIComponent(since)}`).catch(() => "");
+  const perPool = {};
+  for (const line of String(usage).split("\n")) {
+    if (!line.trim()) continue;
+    const u = JSON.parse(line), k = `${u.pool_name} (${u.currency})`;
+    perPool[k] = perPool[k] || { label: u.pool_name, value: 0, currency: u.currency };
+    perPool[k].value += u.amount_minor;
+  }
+  const pools = Object.values(perPool).sort((a, b) => b.value - a.value);
   return [h("h1", {}, "Billing"),
     h("div", { class: "cards" }, bal.map((b) => h("div", { class: "card" }, h("h3", {}, "Balance"), h("strong", { id: `balance-${b.currency}` }, money(b.balance_minor, b.currency))))),
     h("h2", {}, "Spend per day"), lineChart("Spend per day", "", [{ label: "spend", points: days.map((d) => [Date.parse(d), byDay[d] / 100]) }], null, true),
+    h("h2", {}, "Spend per pool, last 30 days"), pools.length ? h("div", { id: "spend-per-pool" }, barChart("Spend per pool", pools.map((p) => ({ label: p.label, value: p.value, text: money(p.value, p.currency) }))))
+      : h("p", { class: "muted", id: "spend-per-pool" }, "No usage in the last 30 days."),
     h("h2", {}, "Ledger"), table(["When", "Kind", "Amount", "Lease"], ledger.items.slice(0, 50).map((e) => [ago(e.created_at), e.kind, money(e.amount_minor, e.currency), e.lease_id ? h("a", { href: `#/lease/${e.lease_id}` }, short(e.lease_id)) : "-"])),
     h("h2", {}, "Invoices"), inv.length ? table(["Month", "State", "Usage", "Credits", "Total"], inv.map((i) => [i.month, i.state, money(i.usage_minor, i.currency), money(i.credits_minor, i.currency), money(i.total_minor, i.currency)])) : h("p", { class: "muted" }, "No invoices yet."),
     h("p", {}, h("a", { class: "button", href: "/v1/billing/usage/export?format=csv", download: "usage.csv" }, "Download usage (CSV)"))];
@@ -298,15 +373,17 @@ async function allPages(path) {
   return items;
 }
 async function viewFleet() {
-  const [pools, nodes] = await Promise.all([loadPools(), allPages("/v1/admin/nodes")]);
+  // Node and GPU counts per pool come counted from the server: paging through 10,000 nodes would take seconds.
+  const [pools, fleet] = await Promise.all([loadPools(), api("GET", "/v1/admin/fleet")]);
+  const counts = Object.fromEntries(fleet.map((f) => [f.pool_id, f]));
   const utils = await Promise.all(pools.map((p) => api("GET", `/v1/admin/pools/${p.id}/utilization`).catch(() => ({}))));
   // Revenue today (UTC), per pool.
   const midnight = new Date(new Date().toISOString().slice(0, 10) + "T00:00:00Z");
   const revenue = await api("GET", `/v1/admin/billing/revenue?from=${encodeURIComponent(midnight.toISOString())}&to=${encodeURIComponent(new Date(Date.now() + 1000).toISOString())}`).catch(() => ({ pools: [] }));
   const earned = Object.fromEntries(revenue.pools.map((r) => [r.pool_id, r]));
   return [h("h1", {}, "Fleet"), h("div", { class: "cards", id: "fleet" }, pools.map((p, i) => {
-    const mine = nodes.filter((n) => n.pool_id === p.id);
-    const unhealthy = mine.reduce((a, n) => a + n.gpus.filter((g) => !g.healthy).length, 0);
+    const c = counts[p.id] || { nodes: 0, nodes_ready: 0, gpus_unhealthy: 0 };
+    const unhealthy = c.gpus_unhealthy;
     const leased = p.total_gpus - p.free_gpus;
     const free = Math.max(0, p.free_gpus - unhealthy);
     const u = utils[i].avg_gpu_util;
@@ -314,17 +391,39 @@ async function viewFleet() {
       h("h3", {}, `${p.name} (${p.gpu_model.key})`),
       stackBar(`${p.name} GPUs`, [{ label: "leased", value: leased, color: "#0b57d0" }, { label: "free", value: free, color: "#8bc34a" }, { label: "unhealthy", value: unhealthy, color: "#b3261e" }]),
       h("p", {}, `${free} free, ${leased} leased, ${unhealthy} unhealthy of ${p.total_gpus} GPUs`),
-      h("p", {}, `${mine.length} nodes (${mine.filter((n) => n.state === "ready").length} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`),
+      h("p", {}, `${c.nodes} nodes (${c.nodes_ready} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`),
       h("p", {}, `Revenue today: ${money((earned[p.id] || {}).amount_minor || 0, (earned[p.id] || {}).currency || p.currency)}`));
   }))];
 }
-async function viewNodes() {
-  const [nodes] = await Promise.all([allPages("/v1/admin/nodes"), loadPools()]);
+// One page of 200 nodes at a time (`#/nodes/<after>` for the next), so the page stays fast with 10,000 nodes.
+async function viewNodes(after) {
+  const [page] = await Promise.all([api("GET", `/v1/admin/nodes?limit=200${after ? `&after=${encodeURIComponent(after)}` : ""}`), loadPools()]);
+  const nodes = page.items;
   const action = (n, what, label, cls) => h("button", { type: "button", class: cls || "secondary", "data-action": what, "data-node": n.hostname,
-    onclick: act(() => api("POST", `/v1/admin/nodes/${n.id}/${what}`, what === "maintenance" ? { enabled: true } : undefined), `${n.hostname}: ${label.toLowerCase()} done`) }, label);
-  return [h("h1", {}, "Nodes"), table(["Host", "Pool", "State", "GPUs", "Last heartbeat", "Actions"], nodes.map((n) => [n.hostname, (poolsById[n.pool_id] || {}).name || short(n.pool_id), stateTag(n.state),
+    onclick: act(() => api("POST", `/v1/admin/nodes/${n.id}/${what}`), `${n.hostname}: ${label.toLowerCase()} done`) }, label);
+  return [h("h1", {}, "Nodes"), table(["Host", "Pool", "State", "GPUs", "Last heartbeat", "Actions"], nodes.map((n) => [h("a", { href: `#/node/${n.id}` }, n.hostname), (poolsById[n.pool_id] || {}).name || short(n.pool_id), stateTag(n.state),
     `${n.gpus.length} (${n.gpus.filter((g) => !g.healthy).length} unhealthy)`, ago(n.last_heartbeat_at),
-    h("span", {}, n.state === "ready" ? [action(n, "cordon", "Cordon"), " ", action(n, "drain", "Drain")] : action(n, "uncordon", "Uncordon"))]))];
+    nodeActions(n, action)])),
+    h("p", {}, after ? h("a", { href: "#/nodes" }, "First page") : null, after && page.next_after ? " | " : null,
+      page.next_after ? h("a", { href: `#/nodes/${page.next_after}`, id: "nodes-next" }, "Next 200 nodes") : null)];
+}
+function nodeActions(n, action) {
+  return h("span", {}, n.state === "ready" ? [action(n, "cordon", "Cordon"), " ", action(n, "drain", "Drain"), " ", action(n, "maintenance", "Maintenance")]
+    : n.state === "maintenance" ? action(n, "uncordon", "Uncordon") : [action(n, "uncordon", "Uncordon"), " ", action(n, "maintenance", "Maintenance")]);
+}
+async function viewNode(id) {
+  const to = new Date(), from = new Date(to - 3600 * 1000);
+  const [n, tele] = await Promise.all([api("GET", `/v1/admin/nodes/${id}`),
+    api("GET", `/v1/admin/nodes/${id}/telemetry?from=${encodeURIComponent(from.toISOString())}&to=${encodeURIComponent(to.toISOString())}&step_s=60`), loadPools()]);
+  const action = (node, what, label) => h("button", { type: "button", class: what === "maintenance" ? "danger" : "secondary", "data-action": what, "data-node": node.hostname,
+    onclick: act(() => api("POST", `/v1/admin/nodes/${node.id}/${what}`), `${node.hostname}: ${label.toLowerCase()} done`) }, label);
+  return [h("h1", {}, `Node ${n.hostname} `, stateTag(n.state)),
+    h("p", {}, `${(poolsById[n.pool_id] || {}).name || short(n.pool_id)}; ${n.gpus.length} GPUs (${n.gpus.filter((g) => !g.healthy).length} unhealthy); ${n.address}; last heartbeat ${ago(n.last_heartbeat_at)}`),
+    nodeActions(n, action),
+    h("h2", {}, `GPU utilization, last hour${tele.avg_gpu_util === null || tele.avg_gpu_util === undefined ? "" : ` (mean ${tele.avg_gpu_util.toFixed(0)} %)`}`),
+    tele.gpus.length ? [heatmap(tele), h("p", { class: "muted" }, "One column a minute; pale: idle, dark blue: 100 % busy, blank: no samples. Hover a cell for its value.")]
+      : h("p", { class: "muted", id: "heatmap-empty" }, "No samples in the last hour."),
+    h("h2", {}, "GPUs"), table(["GPU", "UUID", "Healthy"], n.gpus.map((g) => [String(g.index), g.uuid, g.healthy ? "yes" : "no"]))];
 }
 async function viewAllLeases() {
   const [leases] = await Promise.all([allPages("/v1/admin/leases?state=active"), loadPools()]);
@@ -338,9 +437,17 @@ async function viewAllLeases() {
 }
 async function viewTenants() {
   const tenants = await allPages("/v1/admin/tenants");
-  return [h("h1", {}, "Tenants"), table(["Tenant", "Status", "Top up (USD)", ""], tenants.map((t) => {
+  const limit = (v) => (v === "" ? null : Number(v));
+  return [h("h1", {}, "Tenants"), table(["Tenant", "Status", "Quotas (empty: no limit)", "Top up (USD)", ""], tenants.map((t) => {
     const amount = h("input", { type: "number", min: 1, step: "0.01", "aria-label": `Top-up amount for ${t.name}`, value: 100 });
+    const q = t.quotas || {};
+    const leases = h("input", { type: "number", min: 0, max: 1000000, value: q.max_concurrent_leases ?? "", "data-quota": "leases" });
+    const gpus = h("input", { type: "number", min: 0, max: 1000000, value: q.max_gpus_per_pool ?? "", "data-quota": "gpus" });
     return [t.name, stateTag(t.status),
+      h("form", { class: "inline", "aria-label": `Quotas of ${t.name}`, onsubmit: act(() => api("PUT", `/v1/admin/tenants/${t.id}/quotas`,
+        { max_concurrent_leases: limit(leases.value), max_gpus_per_pool: limit(gpus.value), pools: q.pools || [] }), `${t.name}: quotas saved`) },
+        field("Leases at once", leases), field("GPUs per pool", gpus), (q.pools || []).length ? h("span", { class: "muted" }, `${q.pools.length} pool limits kept`) : null,
+        h("button", { type: "submit", class: "secondary" }, "Save quotas")),
       h("form", { class: "inline", onsubmit: act(() => api("POST", `/v1/admin/tenants/${t.id}/ledger`, { kind: "topup", amount_minor: Math.round(Number(amount.value) * 100), currency: "USD", reason: "console top-up" },
         { "Idempotency-Key": `console-${Date.now()}-${Math.random().toString(36).slice(2)}` }), `${t.name} topped up`) }, amount, h("button", { type: "submit", class: "secondary" }, "Top up")),
       h("button", { type: "button", class: t.status === "active" ? "danger" : "secondary", onclick: act(() => api("PATCH", `/v1/admin/tenants/${t.id}`, { status: t.status === "active" ? "suspended" : "active" }), "Tenant updated") },
@@ -348,10 +455,39 @@ async function viewTenants() {
   }))];
 }
 
+async function viewPrices() {
+  const pools = await loadPools();
+  const prices = await Promise.all(pools.map((p) => api("GET", `/v1/admin/pools/${p.id}/prices`)));
+  return [h("h1", {}, "Prices"), pools.map((p, i) => {
+    const hour = h("input", { type: "number", min: 0, step: "0.01", required: true, "data-price-pool": p.name });
+    const from = h("input", { type: "datetime-local" });
+    return h("section", { class: "card", "data-pool": p.id }, h("h3", {}, `${p.name} (${p.gpu_model.key}): now ${money(p.price_per_gpu_hour_minor, p.currency)} per GPU-hour`),
+      table(["Effective from", "Per GPU-hour", "Per GPU-month"], prices[i].map((x) => [ago(x.effective_from), money(x.price_per_gpu_hour_minor, p.currency),
+        x.price_per_gpu_month_minor === null || x.price_per_gpu_month_minor === undefined ? "-" : money(x.price_per_gpu_month_minor, p.currency)])),
+      h("form", { class: "inline", "aria-label": `New price for ${p.name}`, onsubmit: act(() => api("POST", `/v1/admin/pools/${p.id}/prices`,
+        { price_per_gpu_hour_minor: Math.round(Number(hour.value) * 100), effective_from: from.value ? new Date(from.value).toISOString() : null }), `${p.name}: price added`) },
+        field(`Per GPU-hour (${p.currency})`, hour), field("Effective from (local time; empty: now)", from), h("button", { type: "submit", class: "secondary" }, "Add price")));
+  })];
+}
+async function viewInvoices(month) {
+  month = month || new Date().toISOString().slice(0, 7);
+  const [invoices, tenants] = await Promise.all([api("GET", `/v1/admin/invoices?month=${encodeURIComponent(month)}`), allPages("/v1/admin/tenants")]);
+  const names = Object.fromEntries(tenants.map((t) => [t.id, t.name]));
+  const pick = h("input", { id: "invoice-month", type: "month", value: month, required: true });
+  const step = (i, what, label) => h("button", { type: "button", class: "secondary", "data-invoice": what, onclick: act(() => api("POST", `/v1/admin/invoices/${i.id}/${what}`), `Invoice ${label.toLowerCase()}`) }, label);
+  return [h("h1", {}, `Invoices, ${month}`),
+    h("form", { class: "inline", "aria-label": "Invoice month", onsubmit: (ev) => { ev.preventDefault(); location.hash = `#/invoices/${pick.value}`; } },
+      field("Month", pick), h("button", { type: "submit", class: "secondary" }, "Show"),
+      h("button", { type: "button", id: "generate-invoices", onclick: act(() => api("POST", "/v1/admin/invoices", { month: pick.value }), "Draft invoices generated") }, "Generate drafts")),
+    invoices.length ? table(["Tenant", "State", "Usage", "Credits", "Total", ""], invoices.map((i) => [names[i.tenant_id] || short(i.tenant_id), stateTag(i.state),
+      money(i.usage_minor, i.currency), money(i.credits_minor, i.currency), money(i.total_minor, i.currency),
+      i.state === "draft" ? step(i, "issue", "Issue") : i.state === "issued" ? step(i, "pay", "Mark paid") : ago(i.paid_at)])) : h("p", { class: "muted" }, "No invoices for this month.")];
+}
+
 // ---- routing -----------------------------------------------------------------------------------------------
 const TENANT_NAV = [["#/pools", "Pools"], ["#/leases", "Leases"], ["#/advice", "What to rent"], ["#/billing", "Billing"], ["#/keys", "API keys", "admin"]];
-const OPERATOR_NAV = [["#/fleet", "Fleet"], ["#/nodes", "Nodes"], ["#/all-leases", "Leases"], ["#/tenants", "Tenants"]];
-const VIEWS = { pools: viewPools, leases: viewLeases, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants };
+const OPERATOR_NAV = [["#/fleet", "Fleet"], ["#/nodes", "Nodes"], ["#/all-leases", "Leases"], ["#/tenants", "Tenants"], ["#/prices", "Prices"], ["#/invoices", "Invoices"]];
+const VIEWS = { pools: viewPools, leases: viewLeases, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants, node: viewNode, prices: viewPrices, invoices: viewInvoices };
 
 async function route() {
   const [, name, arg] = (location.hash || "#/").split("/");

@@ -44,6 +44,7 @@ from .environment_status import EnvironmentStatus
 from .export_format import ExportFormat
 from .extend_lease_request import ExtendLeaseRequest
 from .field_error import FieldError
+from .fleet_pool import FleetPool
 from .generate_invoices_request import GenerateInvoicesRequest
 from .gpu import Gpu
 from .gpu_facts import GpuFacts
@@ -189,6 +190,7 @@ __all__ = (
     "ExportFormat",
     "ExtendLeaseRequest",
     "FieldError",
+    "FleetPool",
     "GenerateInvoicesRequest",
     "Gpu",
     "GpuFacts",
