@@ -26,5 +26,6 @@ pub mod planning;
 pub mod rate_limit;
 pub mod telemetry;
 pub mod tenants;
+pub mod webhooks;
 
 pub use app::{AppState, build_router, run};

@@ -18,6 +18,7 @@ use crate::app::AppState;
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
+use crate::webhooks;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -279,17 +280,24 @@ pub async fn admin_list_invoices(
 }
 
 async fn transition(state: &AppState, id: Uuid, from: &str, to: &str, column: &str) -> ApiResult<Json<Invoice>> {
+    let mut tx = state.db.begin().await?;
     let updated: Option<Invoice> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "UPDATE invoices SET state = $3, {column} = now() WHERE id = $1 AND state = $2 RETURNING {INVOICE_COLUMNS}"
     )))
     .bind(id)
     .bind(from)
     .bind(to)
-    .fetch_optional(&state.db)
+    .fetch_optional(&mut *tx)
     .await?;
     if let Some(invoice) = updated {
+        if to == "issued" {
+            let data = serde_json::to_value(&invoice).map_err(anyhow::Error::from)?;
+            webhooks::emit(&mut tx, webhooks::Audience::Tenant(invoice.tenant_id), "invoice.issued", data).await?;
+        }
+        tx.commit().await?;
         return Ok(Json(invoice));
     }
+    drop(tx);
     let current: Option<(String,)> =
         sqlx::query_as("SELECT state FROM invoices WHERE id = $1").bind(id).fetch_optional(&state.db).await?;
     match current {
