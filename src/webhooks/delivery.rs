@@ -216,15 +216,16 @@ impl Worker {
             .execute(&mut *tx)
             .await?;
         } else {
+            // Two statements: one statement cannot update the same row twice.
+            sqlx::query("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = $1")
+                .bind(c.endpoint_id)
+                .execute(&mut *tx)
+                .await?;
             let disabled: Option<(DateTime<Utc>,)> = sqlx::query_as(
-                "WITH failing AS ( \
-                     UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = $1 \
-                     RETURNING failing_since) \
-                 UPDATE webhook_endpoints e SET enabled = false, updated_at = now(), \
-                     disabled_reason = 'every delivery failed since ' || f.failing_since \
-                 FROM failing f \
-                 WHERE e.id = $1 AND e.enabled AND f.failing_since <= now() - make_interval(secs => $2) \
-                 RETURNING f.failing_since",
+                "UPDATE webhook_endpoints SET enabled = false, updated_at = now(), \
+                     disabled_reason = 'every delivery failed since ' || failing_since \
+                 WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $2) \
+                 RETURNING failing_since",
             )
             .bind(c.endpoint_id)
             .bind(self.settings.disable_after.as_secs_f64())

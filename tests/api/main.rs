@@ -24,3 +24,4 @@ mod openapi;
 mod outage_e2e;
 mod planning;
 mod tenants;
+mod webhooks;
