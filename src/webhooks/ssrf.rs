@@ -57,6 +57,10 @@ pub fn check_form(text: &str, allow_private: bool) -> Result<Url, String> {
     if text.len() > 2048 {
         return Err("at most 2048 characters".into());
     }
+    // The URL parser would quietly drop or encode these; the client must see the URL it gave refused instead.
+    if text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must not contain whitespace or control characters".into());
+    }
     let url = Url::parse(text).map_err(|e| format!("not an absolute URL: {e}"))?;
     match url.scheme() {
         "https" => {}
@@ -145,6 +149,8 @@ mod tests {
         assert!(check_form("ftp://hooks.example.com/x", true).is_err());
         assert!(check_form("https://user:pw@hooks.example.com/", false).unwrap_err().contains("credentials"));
         assert!(check_form("/relative", false).is_err());
+        assert!(check_form("https://a.example/x y", false).unwrap_err().contains("whitespace"));
+        assert!(check_form(" https://a.example/", false).is_err());
         assert!(check_form(&format!("https://a.example/{}", "x".repeat(2100)), false).is_err());
     }
 
