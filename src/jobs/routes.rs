@@ -382,7 +382,7 @@ pub async fn create_job(
         return Err(lease_not_active(lease_state));
     }
     req.validate()?;
-    let topology = lease_topology(&mut *conn, lease_id, pool_id).await?;
+    let topology = lease_topology(&mut conn, lease_id, pool_id).await?;
     let gpu: GpuModel = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {GPU_MODEL_COLUMNS} FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)"
     )))
@@ -696,7 +696,7 @@ pub async fn evaluate_lease(
     .bind(insights::WINDOW_S as f64)
     .fetch_one(&mut *conn)
     .await?;
-    let topology = lease_topology(&mut *conn, lease_id, pool_id).await?;
+    let topology = lease_topology(conn, lease_id, pool_id).await?;
     let (gpu_link,): (String,) =
         sqlx::query_as("SELECT m.gpu_link FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")
             .bind(pool_id)
