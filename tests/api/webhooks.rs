@@ -491,3 +491,53 @@ async fn another_tenants_endpoints_deliveries_and_events_are_not_found(db: PgPoo
     assert_eq!(app.get("/v1/events", &b).await.expect(StatusCode::OK).body["items"], json!([]));
     assert_eq!(app.get("/v1/events", &a).await.expect(StatusCode::OK).body["items"].as_array().unwrap().len(), 1);
 }
+
+#[sqlx::test]
+async fn job_state_changes_are_delivered_signed(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["job.*"])).await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let node: uuid::Uuid = app.node(&op, &pool, "node-a", 1).await.parse().unwrap();
+    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id = lease.body["id"].as_str().unwrap();
+    app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "1"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let mut jobs = Vec::new();
+    for outcome in [json!({"state": "succeeded", "exit_code": 0}), json!({"state": "failed", "exit_code": 3})] {
+        let job = app
+            .post(&format!("/v1/leases/{lease_id}/jobs"), &tenant, json!({ "template": "sleeper" }))
+            .await
+            .expect(StatusCode::CREATED);
+        jobs.push(job.body["id"].as_str().unwrap().to_string());
+        let list = app.get("/v1/agent/assignments", &agent).await.expect(StatusCode::OK).body;
+        let jn = list["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
+        let path = format!("/v1/agent/assignments/{jn}/status");
+        app.post(&path, &agent, json!({"state": "running"})).await.expect(StatusCode::OK);
+        app.post(&path, &agent, outcome).await.expect(StatusCode::OK);
+    }
+    deliver_until(&worker, || types_of(&receiver).len() == 4).await;
+    let got: Vec<(String, String)> = receiver
+        .accepted
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| (r.body["type"].as_str().unwrap().to_string(), r.body["data"]["job_id"].as_str().unwrap().to_string()))
+        .collect();
+    for (t, job) in
+        [("job.started", &jobs[0]), ("job.succeeded", &jobs[0]), ("job.started", &jobs[1]), ("job.failed", &jobs[1])]
+    {
+        assert!(got.contains(&(t.to_string(), job.clone())), "{t} {job}: {got:?}");
+    }
+    for (headers, body) in receiver.requests.lock().unwrap().iter() {
+        assert_signed(headers, body, &secret);
+    }
+}
