@@ -541,3 +541,64 @@ async fn job_state_changes_are_delivered_signed(db: PgPool) {
         assert_signed(headers, body, &secret);
     }
 }
+
+#[sqlx::test]
+async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["utilization.low"])).await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let node: uuid::Uuid = app.node(&op, &pool, "node-a", 1).await.parse().unwrap();
+    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id: uuid::Uuid = lease.body["id"].as_str().unwrap().parse().unwrap();
+    app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.post(&format!("/v1/leases/{lease_id}/jobs"), &tenant, json!({ "template": "sleeper" }))
+        .await
+        .expect(StatusCode::CREATED);
+    let jn = app.get("/v1/agent/assignments", &agent).await.body["assignments"][0]["job_node_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.post(&format!("/v1/agent/assignments/{jn}/status"), &agent, json!({"state": "running"}))
+        .await
+        .expect(StatusCode::OK);
+    // Ten minutes running, its GPU at 35% for the last five (the samples as the insights test writes them).
+    sqlx::query("UPDATE jobs SET started_at = now() - interval '10 minutes'").execute(&db).await.unwrap();
+    let samples = |util: i16| {
+        sqlx::query(
+            "INSERT INTO telemetry_raw (node_id, at, small, big) \
+             SELECT lg.node_id, now() - make_interval(secs => s), \
+                 array_agg(ARRAY[g.idx, $2, 1000, 600, NULL, 1800, NULL, 0]::smallint[] ORDER BY g.idx), \
+                 array_agg(ARRAY[1000, 70000, 30000, 0] ORDER BY g.idx) \
+             FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id, generate_series(10, 290, 10) AS s \
+             WHERE lg.lease_id = $1 GROUP BY lg.node_id, s",
+        )
+        .bind(lease_id)
+        .bind(util)
+    };
+    samples(3500).execute(&db).await.unwrap();
+    use gpuplane::webhooks::alerts::check_utilization;
+    assert_eq!(check_utilization(&db).await.unwrap(), 1);
+    assert_eq!(check_utilization(&db).await.unwrap(), 0, "one alert until it clears");
+    deliver_until(&worker, || types_of(&receiver).len() == 1).await;
+    let got = receiver.accepted.lock().unwrap()[0].clone();
+    assert_eq!(got.body["data"]["lease_id"], lease_id.to_string());
+    assert!(got.body["data"]["message"].as_str().unwrap().contains("35%"));
+    let (headers, body) = receiver.requests.lock().unwrap()[0].clone();
+    assert_signed(&headers, &body, &secret);
+    // Busy again: the condition clears; it can be raised anew later.
+    sqlx::query("DELETE FROM telemetry_raw").execute(&db).await.unwrap();
+    samples(9500).execute(&db).await.unwrap();
+    assert_eq!(check_utilization(&db).await.unwrap(), 0);
+    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM webhook_alerts").fetch_one(&db).await.unwrap();
+    assert_eq!(left, 0, "cleared");
+}
