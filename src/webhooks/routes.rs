@@ -547,6 +547,9 @@ pub async fn list_events(
 ) -> ApiResult<Json<Page<WebhookEvent>>> {
     let page = PageParams { limit: params.limit, after: params.after };
     let limit = page.fetch_limit()?;
+    if params.type_.as_ref().is_some_and(|t| t.chars().count() > 200) {
+        return Err(ApiError::field("type", "at most 200 characters"));
+    }
     let audience = match (principal.role, principal.tenant_id) {
         (Role::Operator, _) => Audience::Operators,
         (_, Some(tenant_id)) => Audience::Tenant(tenant_id),
