@@ -65,6 +65,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::jobs::router())
         .merge(crate::environments::router())
         .merge(crate::billing::router())
+        .merge(crate::webhooks::router())
 }
 
 /// The OpenAPI document the server serves at `/openapi.json` (and `gpuplane openapi` prints).
@@ -115,7 +116,8 @@ pub async fn run(listener: TcpListener, state: AppState, shutdown: CancellationT
 /// Cancel `token` on SIGINT or SIGTERM: one definition for the service and the agent.
 pub use gpuplane_agent::signals::cancel_on_signal;
 
-/// Start the background loops (lease expiry and queue, node liveness, telemetry retention); they stop when
+/// Start the background loops (lease expiry and queue, node liveness, telemetry retention, webhook delivery and
+/// alert checks); they stop when
 /// `shutdown` is cancelled.
 pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
@@ -127,5 +129,7 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<t
             Duration::from_secs(30),
             shutdown.clone(),
         )),
+        tokio::spawn(crate::webhooks::delivery::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::webhooks::alerts::run(state.clone(), shutdown.clone())),
     ]
 }

@@ -55,6 +55,79 @@ pub struct ServeArgs {
     /// console is reached over TLS; behind a proxy with --trust-forwarded-for, `X-Forwarded-Proto: https` does too.
     #[arg(long, env = "GPUPLANE_SECURE_COOKIES", default_value_t = false)]
     pub secure_cookies: bool,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
+}
+
+/// Webhook delivery and the alerts the background checks raise.
+#[derive(Debug, Clone, Args)]
+pub struct WebhookArgs {
+    /// Allow webhook URLs over plain http and ones that resolve to loopback, private, link-local or metadata
+    /// addresses. For tests and local demos only: it lets tenants make the service call into its own network.
+    #[arg(long, env = "GPUPLANE_WEBHOOK_ALLOW_PRIVATE", default_value_t = false)]
+    pub webhook_allow_private: bool,
+    /// Seconds to wait before each retry of a failed delivery, comma-separated; after the last the delivery fails.
+    #[arg(
+        long,
+        env = "GPUPLANE_WEBHOOK_RETRY_SCHEDULE_SECS",
+        value_delimiter = ',',
+        default_value = "5,300,1800,7200,18000,36000,36000"
+    )]
+    pub webhook_retry_schedule_secs: Vec<u64>,
+    /// An endpoint whose deliveries have failed without a success for this long is disabled.
+    #[arg(long, env = "GPUPLANE_WEBHOOK_DISABLE_AFTER_HOURS", default_value_t = 120)]
+    pub webhook_disable_after_hours: u64,
+    /// `lease.expiring` is sent this long before a lease's end.
+    #[arg(long, env = "GPUPLANE_LEASE_EXPIRING_LEAD_SECS", default_value_t = 3600)]
+    pub lease_expiring_lead_secs: u64,
+    /// `queue.stalled` is sent when a pool's oldest queued lease has waited this long.
+    #[arg(long, env = "GPUPLANE_QUEUE_STALLED_AFTER_SECS", default_value_t = 900)]
+    pub queue_stalled_after_secs: u64,
+}
+
+impl Default for WebhookArgs {
+    fn default() -> Self {
+        WebhookArgs {
+            webhook_allow_private: false,
+            webhook_retry_schedule_secs: vec![5, 300, 1800, 7200, 18000, 36000, 36000],
+            webhook_disable_after_hours: 120,
+            lease_expiring_lead_secs: 3600,
+            queue_stalled_after_secs: 900,
+        }
+    }
+}
+
+/// Webhook settings the running service holds.
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// See [`WebhookArgs::webhook_allow_private`].
+    pub allow_private: bool,
+    /// Wait before retry n (n = 1, 2, ...); its length is the number of retries.
+    pub retry_schedule: Vec<Duration>,
+    /// Continuous failure after which an endpoint is disabled.
+    pub disable_after: Duration,
+    /// How long before a lease's end `lease.expiring` fires.
+    pub lease_expiring_lead: Duration,
+    /// How long the head of a pool's queue may wait before `queue.stalled` fires.
+    pub queue_stalled_after: Duration,
+    /// How often the delivery worker looks for due deliveries when it found none.
+    pub poll_interval: Duration,
+    /// How often the background alert checks run.
+    pub alert_interval: Duration,
+}
+
+impl From<&WebhookArgs> for WebhookSettings {
+    fn from(a: &WebhookArgs) -> Self {
+        WebhookSettings {
+            allow_private: a.webhook_allow_private,
+            retry_schedule: a.webhook_retry_schedule_secs.iter().map(|s| Duration::from_secs(*s)).collect(),
+            disable_after: Duration::from_secs(a.webhook_disable_after_hours * 3600),
+            lease_expiring_lead: Duration::from_secs(a.lease_expiring_lead_secs),
+            queue_stalled_after: Duration::from_secs(a.queue_stalled_after_secs),
+            poll_interval: Duration::from_millis(500),
+            alert_interval: Duration::from_secs(30),
+        }
+    }
 }
 
 /// Throttling of the credential endpoints (`POST /v1/auth/token`, `POST /v1/agent/register`) per client address.
@@ -185,6 +258,7 @@ pub struct Settings {
     pub rate_limit: RateLimitArgs,
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
+    pub webhooks: WebhookSettings,
 }
 
 impl Settings {
@@ -210,6 +284,7 @@ impl Settings {
             comm_latency_p99: Duration::from_secs_f64(agents.comm_latency_p99_ms / 1000.0),
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
+            webhooks: WebhookSettings::from(&WebhookArgs::default()),
         }
     }
 }
@@ -275,9 +350,19 @@ impl ServeArgs {
         if r.auth_rate_per_minute == 0 || r.auth_rate_burst == 0 {
             anyhow::bail!("--auth-rate-per-minute and --auth-rate-burst must be at least 1");
         }
+        let w = &self.webhooks;
+        if w.webhook_retry_schedule_secs.len() > 20 || w.webhook_retry_schedule_secs.iter().any(|s| *s > 7 * 86_400) {
+            anyhow::bail!("--webhook-retry-schedule-secs takes at most 20 waits of at most 604800 s each");
+        }
+        if w.webhook_disable_after_hours == 0 || w.lease_expiring_lead_secs == 0 || w.queue_stalled_after_secs == 0 {
+            anyhow::bail!(
+                "--webhook-disable-after-hours, --lease-expiring-lead-secs and --queue-stalled-after-secs must be at least 1"
+            );
+        }
         let mut settings = Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a);
         settings.rate_limit = r;
         settings.secure_cookies = self.secure_cookies;
+        settings.webhooks = WebhookSettings::from(w);
         Ok(settings)
     }
 }

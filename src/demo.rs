@@ -221,6 +221,8 @@ fn demo_settings(heartbeat_interval_secs: u32) -> Settings {
     settings.heartbeat_interval = interval;
     settings.unreachable_after = interval * 4;
     settings.offline_after = interval * 30;
+    // A local demo posts webhooks to receivers on this machine (`nc -l`, a local script).
+    settings.webhooks.allow_private = true;
     settings
 }
 

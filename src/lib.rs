@@ -26,6 +26,7 @@ pub mod planning;
 pub mod rate_limit;
 pub mod telemetry;
 pub mod tenants;
+pub mod webhooks;
 
 pub use app::{AppState, build_router, run};
 /// The auto-parallel planner (crate `gpuplane-planner`), pure: the API, the CLI and the benches call it.

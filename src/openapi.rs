@@ -30,6 +30,7 @@ use crate::error::{FieldError, Problem};
         (name = "environments", description = "Interactive access: SSH keys, and SSH into a sandbox holding a lease's GPUs"),
         (name = "agents", description = "Node agents: registration and heartbeats (agent credentials only)"),
         (name = "billing", description = "Prices, prepaid balance, ledger, invoices, usage exports, revenue"),
+        (name = "webhooks", description = "Signed webhooks (Standard Webhooks) for tenant and fleet events, their delivery log, and the event list"),
         (name = "admin", description = "Platform operators: tenants, catalog, pools, nodes"),
         (name = "system", description = "Health, readiness and metrics"),
     ),

@@ -22,6 +22,7 @@ use uuid::Uuid;
 use crate::config::Settings;
 use crate::leases::store::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState};
+use crate::webhooks::{self, Audience};
 
 /// Stamp the control plane's presence; returns since when it has been present without a gap.
 pub async fn stamp_presence(db: &PgPool, outage_gap: std::time::Duration) -> Result<DateTime<Utc>, sqlx::Error> {
@@ -59,6 +60,8 @@ pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::
     .await?;
     for (node_id, hostname, last) in &unreachable {
         tracing::warn!(node.id = %node_id, %hostname, "node unreachable: no heartbeat since {last}");
+        let data = serde_json::json!({ "node_id": node_id, "hostname": hostname, "last_heartbeat_at": last });
+        webhooks::emit(&mut tx, Audience::Operators, "node.unreachable", data).await?;
         let reason = format!("node {hostname} unreachable: no heartbeat since {last}");
         for lease_id in active_leases_on(&mut tx, *node_id).await? {
             let event =
@@ -80,7 +83,12 @@ pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::
     .bind(resumed_at)
     .fetch_all(&mut *tx)
     .await?;
-    for (node_id, _, hostname, last, held) in &offline {
+    for (node_id, pool_id, hostname, last, held) in &offline {
+        let data = serde_json::json!({
+            "node_id": node_id, "pool_id": pool_id, "hostname": hostname, "last_heartbeat_at": last,
+            "interruptions_held": held,
+        });
+        webhooks::emit(&mut tx, Audience::Operators, "node.offline", data).await?;
         if !held {
             tracing::warn!(node.id = %node_id, %hostname, "node offline: interrupting its leases");
             continue;

@@ -482,6 +482,10 @@ async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec
         .await?;
         let Some((gpu_id, lease)) = hit else { continue };
         tracing::warn!(node.id = %node_id, gpu.index = index, %reason, "GPU taken out of service");
+        let data = serde_json::json!({
+            "node_id": node_id, "gpu_id": gpu_id, "index": index, "xid": codes, "reason": reason, "lease_id": lease,
+        });
+        crate::webhooks::emit(&mut tx, crate::webhooks::Audience::Operators, "gpu.unhealthy", data).await?;
         match lease {
             None => {
                 sqlx::query("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1")

@@ -19,6 +19,7 @@ use crate::app::AppState;
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
+use crate::webhooks;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -319,8 +320,10 @@ pub async fn admin_list_invoices(
     Ok(Json(invoices.into_iter().map(Invoice::from).collect()))
 }
 
-/// Move an invoice from `from` to `to`, stamping the column of the new state (`issued_at` or `paid_at`).
+/// Move an invoice from `from` to `to`, stamping the column of the new state (`issued_at` or `paid_at`); an
+/// issued invoice is announced to the tenant (`invoice.issued`) in the same transaction.
 async fn transition(state: &AppState, id: Uuid, from: &str, to: &str) -> ApiResult<Json<Invoice>> {
+    let mut tx = state.db.begin().await?;
     let updated = sqlx::query_as!(
         InvoiceRow,
         r#"UPDATE invoices SET state = $3,
@@ -333,11 +336,18 @@ async fn transition(state: &AppState, id: Uuid, from: &str, to: &str) -> ApiResu
         from,
         to
     )
-    .fetch_optional(&state.db)
+    .fetch_optional(&mut *tx)
     .await?;
     if let Some(invoice) = updated {
-        return Ok(Json(invoice.into()));
+        let invoice = Invoice::from(invoice);
+        if to == "issued" {
+            let data = serde_json::to_value(&invoice).map_err(anyhow::Error::from)?;
+            webhooks::emit(&mut tx, webhooks::Audience::Tenant(invoice.tenant_id), "invoice.issued", data).await?;
+        }
+        tx.commit().await?;
+        return Ok(Json(invoice));
     }
+    drop(tx);
     let current = sqlx::query_scalar!("SELECT state FROM invoices WHERE id = $1", id).fetch_optional(&state.db).await?;
     match current {
         None => Err(ApiError::NotFound("invoice")),

@@ -47,16 +47,11 @@ pub fn not_ready_reason(driver: Option<&str>, cuda: Option<&str>, min: &Minimums
     if reasons.is_empty() { None } else { Some(reasons.join("; ")) }
 }
 
-/// Who an announcement is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Audience {
-    Tenant(Uuid),
-    Operators,
-}
+pub use crate::webhooks::Audience;
 
-/// Tell the audience that something happened. Until the webhook outbox lands this records it where it can
-/// already be seen: a lease event when `lease_id` is given (the tenant reads it in the lease's events), and a
-/// log line. Runs in the caller's transaction, so the record commits with the change it reports.
+/// Tell the audience that something happened: a webhook event (`crate::webhooks::emit`) and, when `lease_id` is
+/// given, a lease event the tenant also reads in the lease's history. Runs in the caller's transaction, so both
+/// commit with the change they report.
 pub async fn announce(
     conn: &mut PgConnection,
     audience: Audience,
@@ -64,11 +59,7 @@ pub async fn announce(
     lease_id: Option<Uuid>,
     data: serde_json::Value,
 ) -> Result<(), sqlx::Error> {
-    // wired to webhooks::emit at merge: crate::webhooks::emit(conn, audience, event_type, data)
-    match audience {
-        Audience::Tenant(tenant_id) => tracing::warn!(tenant.id = %tenant_id, event = event_type, %data, "announce"),
-        Audience::Operators => tracing::warn!(event = event_type, %data, "announce to operators"),
-    }
+    crate::webhooks::emit(conn, audience, event_type, data.clone()).await?;
     if let Some(lease_id) = lease_id {
         let reason = data.get("message").and_then(|m| m.as_str()).map(str::to_owned);
         let mut event = NewEvent::new(event_type, Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)

@@ -663,6 +663,15 @@ pub async fn get_lease_insights(
         .fetch_optional(&mut *conn)
         .await?;
     let Some((pool_id,)) = lease else { return Err(ApiError::NotFound("lease")) };
+    Ok(Json(evaluate_lease(&mut conn, lease_id, pool_id).await?))
+}
+
+/// The insights of a lease's running job now (the handler above, and the `utilization.low` alert check).
+pub async fn evaluate_lease(
+    conn: &mut sqlx::PgConnection,
+    lease_id: Uuid,
+    pool_id: Uuid,
+) -> Result<LeaseInsights, ApiError> {
     type Running = (Uuid, Option<sqlx::types::Json<Plan>>, DateTime<Utc>);
     let job: Option<Running> = sqlx::query_as(
         "SELECT id, plan, started_at FROM jobs WHERE lease_id = $1 AND state = 'running' AND started_at IS NOT NULL \
@@ -672,7 +681,7 @@ pub async fn get_lease_insights(
     .fetch_optional(&mut *conn)
     .await?;
     let Some((job_id, plan, started_at)) = job else {
-        return Ok(Json(LeaseInsights { lease_id, job_id: None, measured: None, plan: None, insights: Vec::new() }));
+        return Ok(LeaseInsights { lease_id, job_id: None, measured: None, plan: None, insights: Vec::new() });
     };
     let plan = plan.map(|p| p.0);
     let (avg, samples, window_s, running_for_s): (Option<f64>, i64, f64, f64) = sqlx::query_as(
@@ -687,7 +696,7 @@ pub async fn get_lease_insights(
     .bind(insights::WINDOW_S as f64)
     .fetch_one(&mut *conn)
     .await?;
-    let topology = lease_topology(&mut conn, lease_id, pool_id).await?;
+    let topology = lease_topology(conn, lease_id, pool_id).await?;
     let (gpu_link,): (String,) =
         sqlx::query_as("SELECT m.gpu_link FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")
             .bind(pool_id)
@@ -705,5 +714,5 @@ pub async fn get_lease_insights(
         pcie_only: gpu_link == "none" || topology.pcie_nodes,
         min_gpus_per_node: topology.nodes.iter().map(|n| n.gpu_indices.len() as u32).min().unwrap_or(0),
     });
-    Ok(Json(LeaseInsights { lease_id, job_id: Some(job_id), measured: Some(measured), plan, insights: found }))
+    Ok(LeaseInsights { lease_id, job_id: Some(job_id), measured: Some(measured), plan, insights: found })
 }

@@ -254,17 +254,27 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         JobState::Cancelled => Some("cancelled by the tenant".to_string()),
         _ => None,
     };
-    sqlx::query(
+    let (tenant_id, lease_id, reason): (Uuid, Uuid, Option<String>) = sqlx::query_as(
         "UPDATE jobs SET state = $2, reason = COALESCE(reason, $3), updated_at = now(), \
              started_at = CASE WHEN $2 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END, \
              finished_at = CASE WHEN $2 IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END \
-         WHERE id = $1",
+         WHERE id = $1 RETURNING tenant_id, lease_id, reason",
     )
     .bind(job_id)
     .bind(next)
     .bind(reason)
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
+    let event_type = match next {
+        JobState::Running => Some("job.started"),
+        JobState::Succeeded => Some("job.succeeded"),
+        JobState::Failed => Some("job.failed"),
+        _ => None,
+    };
+    if let Some(event_type) = event_type {
+        let data = serde_json::json!({ "job_id": job_id, "lease_id": lease_id, "reason": reason });
+        crate::webhooks::emit(conn, crate::webhooks::Audience::Tenant(tenant_id), event_type, data).await?;
+    }
     if next == JobState::Failed {
         stop_nodes(conn, job_id, "another node of the job failed").await?;
     }

@@ -239,3 +239,38 @@ impl TestApp {
         gpuplane::agents::liveness::sweep(&self.db, &self.state.settings).await.unwrap()
     }
 }
+
+/// Telemetry for a lease's GPUs at `gpu_util` percent, every 10 s over the last 5 minutes, packed into
+/// `telemetry_raw` as the heartbeat path packs it.
+pub async fn write_lease_samples(db: &PgPool, lease_id: uuid::Uuid, gpu_util: f64) {
+    let leased: Vec<(i32, i32)> = sqlx::query_as(
+        "SELECT n.telemetry_key, g.idx FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id \
+         JOIN nodes n ON n.id = lg.node_id WHERE lg.lease_id = $1",
+    )
+    .bind(lease_id)
+    .fetch_all(db)
+    .await
+    .unwrap();
+    let sample: gpuplane::agents::protocol::GpuSample = serde_json::from_value(json!({
+        "gpu_index": 0, "at": chrono::Utc::now(), "gpu_util": gpu_util, "mem_copy_util": 10.0, "fb_used_mib": 1000,
+        "fb_free_mib": 70000, "power_w": 300.0, "energy_mj": 0, "gpu_temp_c": 60.0, "sm_clock_mhz": 1800
+    }))
+    .unwrap();
+    let mut by_node: std::collections::BTreeMap<i32, Vec<(i32, &gpuplane::agents::protocol::GpuSample)>> =
+        Default::default();
+    for (key, idx) in &leased {
+        by_node.entry(*key).or_default().push((*idx, &sample));
+    }
+    let (keys, packed): (Vec<i32>, Vec<Vec<u8>>) =
+        by_node.into_iter().map(|(k, mut gpus)| (k, gpuplane::agents::codec::encode_instant(&mut gpus))).unzip();
+    sqlx::query(
+        "INSERT INTO telemetry_raw (node_key, at, samples) \
+         SELECT u.k, now() - make_interval(secs => s), u.b \
+         FROM UNNEST($1::int[], $2::bytea[]) AS u(k, b), generate_series(10, 290, 10) AS s",
+    )
+    .bind(keys)
+    .bind(packed)
+    .execute(db)
+    .await
+    .unwrap();
+}

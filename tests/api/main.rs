@@ -28,3 +28,4 @@ mod planning;
 mod readiness;
 mod readiness_e2e;
 mod tenants;
+mod webhooks;

@@ -948,6 +948,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's events, oldest first: a tenant's events for tenant users, fleet events for operators. */
+        get: operations["list_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/gpu-models": {
         parameters: {
             query?: never;
@@ -1359,6 +1376,97 @@ export interface paths {
         post?: never;
         /** Remove an SSH key (tenant admin): running environments refuse it within a heartbeat. */
         delete: operations["delete_ssh_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's endpoints. */
+        get: operations["list_webhooks"];
+        put?: never;
+        /**
+         * Create an endpoint (tenant admin: tenant events; operator: fleet events). The secret is in this response
+         *     only.
+         */
+        post: operations["create_webhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of the caller's endpoints. */
+        get: operations["get_webhook"];
+        put?: never;
+        post?: never;
+        /** Delete an endpoint and its delivery log. */
+        delete: operations["delete_webhook"];
+        options?: never;
+        head?: never;
+        /** Change an endpoint: its URL, event types, description, or whether it is enabled. */
+        patch: operations["update_webhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An endpoint's deliveries, newest last, each with its attempt log. */
+        get: operations["list_webhook_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Attempt a delivery again now (one more attempt; a failed delivery becomes pending). */
+        post: operations["retry_webhook_delivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a `webhook.test` event to this endpoint only (whatever its event types), to check the receiver. */
+        post: operations["test_webhook"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1893,6 +2001,29 @@ export interface components {
             name: string;
             quotas?: components["schemas"]["Quotas"] | null;
         };
+        /**
+         * @example {
+         *       "description": "on-call",
+         *       "event_types": [
+         *         "lease.*",
+         *         "job.failed"
+         *       ],
+         *       "url": "https://hooks.example.com/gpuplane"
+         *     }
+         */
+        CreateWebhookRequest: {
+            /** @description At most 500 characters. */
+            description?: string | null;
+            /** @description Default true. */
+            enabled?: boolean | null;
+            /** @description 1-50 event type patterns: `*`, `lease.*`, `lease.ended` ... */
+            event_types: components["schemas"]["EventTypePattern"][];
+            /**
+             * @description An https URL whose host resolves only to public addresses (plain http and private addresses only when the
+             *     service runs with `--webhook-allow-private`). No credentials, no fragment.
+             */
+            url: string;
+        };
         /** @description A newly created key. `api_key` is shown only in this response. */
         CreatedApiKey: components["schemas"]["ApiKey"] & {
             /** @description The secret key. Store it now: it is never shown again. */
@@ -1902,6 +2033,16 @@ export interface components {
             /** @description The secret token for `gpuplane agent --join-token`. Shown only now. */
             join_token: string;
         };
+        /** @description A new endpoint, with its signing secret: the only time the secret is shown. */
+        CreatedWebhookEndpoint: components["schemas"]["WebhookEndpoint"] & {
+            /**
+             * @description `whsec_` and the base64 of 32 random bytes: the HMAC-SHA256 key of the `webhook-signature` header
+             *     (Standard Webhooks). Store it now: it is not shown again.
+             */
+            secret: string;
+        };
+        /** @enum {string} */
+        DeliveryState: "pending" | "succeeded" | "failed";
         /**
          * @description What the service wants a node to do with its part of a job.
          * @enum {string}
@@ -2008,6 +2149,8 @@ export interface components {
             reason?: string | null;
             state: components["schemas"]["EnvironmentState"];
         };
+        /** @description `*`, a prefix wildcard such as `lease.*`, or one event type such as `lease.ended` */
+        EventTypePattern: string;
         /** @enum {string} */
         ExportFormat: "csv" | "jsonl";
         /**
@@ -3605,6 +3748,14 @@ export interface components {
             name?: string | null;
             status?: components["schemas"]["TenantStatus"] | null;
         };
+        UpdateWebhookRequest: {
+            description?: string | null;
+            /** @description Enabling an endpoint clears its failure history and the reason it was disabled. */
+            enabled?: boolean | null;
+            event_types?: components["schemas"]["EventTypePattern"][] | null;
+            /** @description As at creation. */
+            url?: string | null;
+        };
         /** @description One exported usage record. Column order of the CSV is the field order here. */
         UsageRow: {
             /**
@@ -3638,6 +3789,101 @@ export interface components {
              * @description Price per GPU-hour (hourly) or per GPU and 30-day month (monthly), minor units.
              */
             unit_price_minor: number;
+        };
+        /** @description One attempt to deliver. */
+        WebhookAttempt: {
+            /** Format: date-time */
+            attempted_at: string;
+            /** @description What went wrong (transport error, or the status and the first bytes of the body). */
+            error?: string | null;
+            /** Format: int32 */
+            latency_ms: number;
+            /**
+             * Format: int32
+             * @description The receiver's HTTP status, when it answered.
+             */
+            response_code?: number | null;
+            succeeded: boolean;
+        };
+        /** @description An event's delivery to one endpoint, with its attempt log. */
+        WebhookDelivery: {
+            /** @description Every attempt, oldest first. */
+            attempt_log: components["schemas"]["WebhookAttempt"][];
+            /** Format: int32 */
+            attempts: number;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: uuid
+             * @description The event id: the `webhook-id` header of every attempt.
+             */
+            event_id: string;
+            event_type: string;
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            last_attempt_at?: string | null;
+            /** Format: int32 */
+            last_status_code?: number | null;
+            /**
+             * Format: date-time
+             * @description When the next attempt is due (pending deliveries).
+             */
+            next_attempt_at?: string | null;
+            state: components["schemas"]["DeliveryState"];
+        };
+        WebhookDeliveryPage: {
+            items: components["schemas"]["WebhookDelivery"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
+        /** @description A webhook endpoint. Its secret is shown once, when it is created. */
+        WebhookEndpoint: {
+            /** Format: date-time */
+            created_at: string;
+            description: string;
+            /** @description Why the service disabled it, if it did. */
+            disabled_reason?: string | null;
+            /** @description Disabled endpoints receive nothing (the service disables one that failed for days). */
+            enabled: boolean;
+            /** @description Event type patterns it receives: `*`, `lease.*`, `lease.ended` ... */
+            event_types: string[];
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
+        WebhookEndpointPage: {
+            items: components["schemas"]["WebhookEndpoint"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
+        /** @description An event, as its webhook body carries it. */
+        WebhookEvent: {
+            data: Record<string, never>;
+            /**
+             * Format: uuid
+             * @description Stable across retries: the `webhook-id` header.
+             */
+            id: string;
+            /** Format: date-time */
+            timestamp: string;
+            type: string;
+        };
+        WebhookEventPage: {
+            items: components["schemas"]["WebhookEvent"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
         };
         /** @description Workload fields as the API/CLI send them; defaults are filled by `resolve`. */
         WorkloadFields: {
@@ -5840,6 +6086,36 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    list_events: {
+        parameters: {
+            query?: {
+                /** @description Only events of this exact type, e.g. `lease.ended`. */
+                type?: string;
+                limit?: number;
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of events */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEventPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     list_gpu_models: {
         parameters: {
             query?: never;
@@ -6814,6 +7090,268 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_webhooks: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-500 (default 50). */
+                limit?: number;
+                /** @description Return items after this id (the `next_after` of the previous page). */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the caller's webhook endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpointPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint and its signing secret (shown once) */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description The caller has 50 endpoints already (`too_many_webhooks`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Endpoint id */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint (without its secret) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    delete_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Endpoint id */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    update_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Endpoint id */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookRequest"];
+            };
+        };
+        responses: {
+            /** @description The endpoint as it is now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookEndpoint"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_webhook_deliveries: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-500 (default 50). */
+                limit?: number;
+                /** @description Return items after this id (the `next_after` of the previous page). */
+                after?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Endpoint id */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the endpoint's deliveries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retry_webhook_delivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Endpoint id */
+                webhook_id: string;
+                /** @description Delivery id */
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery, due now */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    test_webhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Endpoint id */
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test delivery, queued */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDelivery"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The endpoint is disabled (`webhook_disabled`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -30,8 +30,11 @@ from .create_operator_key_request import CreateOperatorKeyRequest
 from .create_pool_price_request import CreatePoolPriceRequest
 from .create_pool_request import CreatePoolRequest
 from .create_tenant_request import CreateTenantRequest
+from .create_webhook_request import CreateWebhookRequest
 from .created_api_key import CreatedApiKey
 from .created_join_token import CreatedJoinToken
+from .created_webhook_endpoint import CreatedWebhookEndpoint
+from .delivery_state import DeliveryState
 from .desired import Desired
 from .desired_state import DesiredState
 from .diffusion_spec import DiffusionSpec
@@ -141,7 +144,16 @@ from .token_request import TokenRequest
 from .token_response import TokenResponse
 from .update_pool_request import UpdatePoolRequest
 from .update_tenant_request import UpdateTenantRequest
+from .update_webhook_request import UpdateWebhookRequest
 from .usage_row import UsageRow
+from .webhook_attempt import WebhookAttempt
+from .webhook_delivery import WebhookDelivery
+from .webhook_delivery_page import WebhookDeliveryPage
+from .webhook_endpoint import WebhookEndpoint
+from .webhook_endpoint_page import WebhookEndpointPage
+from .webhook_event import WebhookEvent
+from .webhook_event_data import WebhookEventData
+from .webhook_event_page import WebhookEventPage
 from .workload_fields import WorkloadFields
 from .workload_kind import WorkloadKind
 
@@ -176,8 +188,11 @@ __all__ = (
     "CreatePoolPriceRequest",
     "CreatePoolRequest",
     "CreateTenantRequest",
+    "CreateWebhookRequest",
     "CreatedApiKey",
     "CreatedJoinToken",
+    "CreatedWebhookEndpoint",
+    "DeliveryState",
     "Desired",
     "DesiredState",
     "DiffusionSpec",
@@ -287,7 +302,16 @@ __all__ = (
     "TokenResponse",
     "UpdatePoolRequest",
     "UpdateTenantRequest",
+    "UpdateWebhookRequest",
     "UsageRow",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookDeliveryPage",
+    "WebhookEndpoint",
+    "WebhookEndpointPage",
+    "WebhookEvent",
+    "WebhookEventData",
+    "WebhookEventPage",
     "WorkloadFields",
     "WorkloadKind",
 )

@@ -1,0 +1,138 @@
+//! Background checks that raise alerts no single change causes: `lease.expiring` (a lead before a lease's end),
+//! `utilization.low` (the insight of `jobs::insights` on a running job), `queue.stalled` (a pool's queue head
+//! waiting too long). One alert per condition and subject until it clears (`webhook_alerts`): the raise and the
+//! event commit together, so replicas running the same check never raise it twice.
+
+use std::time::Duration;
+
+use sqlx::{PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::{Audience, emit};
+use crate::app::AppState;
+use crate::config::WebhookSettings;
+
+/// Record that `condition` holds for `subject`; true when it was not raised already (then raise it now).
+async fn raise(conn: &mut PgConnection, condition: &str, subject: Uuid) -> Result<bool, sqlx::Error> {
+    let inserted =
+        sqlx::query("INSERT INTO webhook_alerts (condition, subject_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(condition)
+            .bind(subject)
+            .execute(conn)
+            .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// Forget raised alerts of `condition` whose subject is not in `still`: they cleared, and may be raised again.
+async fn clear_except(conn: &mut PgConnection, condition: &str, still: &[Uuid]) -> Result<(), sqlx::Error> {
+    sqlx::query("DELETE FROM webhook_alerts WHERE condition = $1 AND NOT (subject_id = ANY($2))")
+        .bind(condition)
+        .bind(still)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Leases that end within the lead.
+pub async fn check_expiring(db: &PgPool, lead: Duration) -> Result<usize, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let due: Vec<(Uuid, Uuid, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT id, tenant_id, ends_at FROM leases \
+         WHERE state = 'active' AND ends_at > now() AND ends_at <= now() + make_interval(secs => $1) ORDER BY id",
+    )
+    .bind(lead.as_secs_f64())
+    .fetch_all(&mut *tx)
+    .await?;
+    clear_except(&mut tx, "lease.expiring", &due.iter().map(|d| d.0).collect::<Vec<_>>()).await?;
+    let mut raised = 0;
+    for (lease_id, tenant_id, ends_at) in due {
+        if raise(&mut tx, "lease.expiring", lease_id).await? {
+            let data = serde_json::json!({ "lease_id": lease_id, "ends_at": ends_at, "lead_seconds": lead.as_secs() });
+            emit(&mut tx, Audience::Tenant(tenant_id), "lease.expiring", data).await?;
+            raised += 1;
+        }
+    }
+    tx.commit().await?;
+    Ok(raised)
+}
+
+/// Pools whose oldest queued lease has waited longer than `after`.
+pub async fn check_queue_stalled(db: &PgPool, after: Duration) -> Result<usize, sqlx::Error> {
+    let mut tx = db.begin().await?;
+    let stalled: Vec<(Uuid, i64, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        "SELECT pool_id, count(*), min(created_at) FROM leases WHERE state = 'queued' GROUP BY pool_id \
+         HAVING min(created_at) < now() - make_interval(secs => $1) ORDER BY pool_id",
+    )
+    .bind(after.as_secs_f64())
+    .fetch_all(&mut *tx)
+    .await?;
+    clear_except(&mut tx, "queue.stalled", &stalled.iter().map(|s| s.0).collect::<Vec<_>>()).await?;
+    let mut raised = 0;
+    for (pool_id, queued, since) in stalled {
+        if raise(&mut tx, "queue.stalled", pool_id).await? {
+            let data = serde_json::json!({ "pool_id": pool_id, "queued_leases": queued, "oldest_queued_at": since });
+            emit(&mut tx, Audience::Operators, "queue.stalled", data).await?;
+            raised += 1;
+        }
+    }
+    tx.commit().await?;
+    Ok(raised)
+}
+
+/// Active leases whose running job's GPUs are underused (the `low_utilization` insight).
+pub async fn check_utilization(db: &PgPool) -> anyhow::Result<usize> {
+    let mut conn = db.acquire().await?;
+    let running: Vec<(Uuid, Uuid, Uuid)> = sqlx::query_as(
+        "SELECT DISTINCT l.id, l.tenant_id, l.pool_id FROM leases l JOIN jobs j ON j.lease_id = l.id \
+         WHERE l.state = 'active' AND j.state = 'running' ORDER BY l.id",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut low = Vec::new();
+    for (lease_id, tenant_id, pool_id) in running {
+        let found = crate::jobs::routes::evaluate_lease(&mut conn, lease_id, pool_id)
+            .await
+            .map_err(|e| anyhow::anyhow!("insights of lease {lease_id}: {e}"))?;
+        if let Some(insight) = found.insights.into_iter().find(|i| i.kind == "low_utilization") {
+            low.push((lease_id, tenant_id, found.job_id, insight));
+        }
+    }
+    let mut tx = db.begin().await?;
+    clear_except(&mut tx, "utilization.low", &low.iter().map(|l| l.0).collect::<Vec<_>>()).await?;
+    let mut raised = 0;
+    for (lease_id, tenant_id, job_id, insight) in low {
+        if raise(&mut tx, "utilization.low", lease_id).await? {
+            let data = serde_json::json!({
+                "lease_id": lease_id, "job_id": job_id, "message": insight.message,
+                "suggestion": insight.suggestion, "figures": insight.figures,
+            });
+            emit(&mut tx, Audience::Tenant(tenant_id), "utilization.low", data).await?;
+            raised += 1;
+        }
+    }
+    tx.commit().await?;
+    Ok(raised)
+}
+
+/// Every check once.
+pub async fn check_once(db: &PgPool, settings: &WebhookSettings) -> anyhow::Result<()> {
+    check_expiring(db, settings.lease_expiring_lead).await?;
+    check_queue_stalled(db, settings.queue_stalled_after).await?;
+    check_utilization(db).await?;
+    Ok(())
+}
+
+/// Run the checks every `alert_interval` until `shutdown`.
+pub async fn run(state: AppState, shutdown: CancellationToken) {
+    let settings = state.settings.webhooks.clone();
+    loop {
+        if let Err(e) = check_once(&state.db, &settings).await {
+            tracing::warn!(error = %e, "alert checks failed");
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(settings.alert_interval) => {}
+        }
+    }
+}

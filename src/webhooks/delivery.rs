@@ -1,0 +1,279 @@
+//! The delivery worker: claims due deliveries (any replica; `FOR UPDATE SKIP LOCKED`), POSTs them signed, logs
+//! every attempt, retries on the configured schedule, and disables endpoints that keep failing.
+//!
+//! A claim pushes `next_attempt_at` past the longest an attempt can take and stamps a claim id, so no row lock
+//! is held across the HTTP call and no other worker picks the delivery meanwhile. A worker that dies mid-attempt
+//! leaves the delivery due again once its claim lapses: delivery is at-least-once, receivers de-duplicate by
+//! `webhook-id`.
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::signing;
+use super::ssrf;
+use crate::app::AppState;
+use crate::config::WebhookSettings;
+use crate::extract::new_id;
+
+/// Longest an attempt may take, end to end.
+pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A claim lapses after this; longer than any attempt.
+const CLAIM_LAPSE_SECS: f64 = 60.0;
+/// Most of a receiver's response body read (into the attempt's error text on failure).
+pub const RESPONSE_BODY_CAP: usize = 1024;
+/// Deliveries claimed at once, and attempted concurrently.
+pub const BATCH: i64 = 32;
+
+/// A claimed delivery with what it takes to send it.
+#[derive(Debug, sqlx::FromRow)]
+struct Claimed {
+    delivery_id: Uuid,
+    attempts: i32,
+    endpoint_id: Uuid,
+    tenant_id: Option<Uuid>,
+    url: String,
+    secret: String,
+    event_id: Uuid,
+    event_type: String,
+    data: serde_json::Value,
+    created_at: DateTime<Utc>,
+}
+
+/// What one attempt came to.
+#[derive(Debug)]
+struct Outcome {
+    succeeded: bool,
+    response_code: Option<i32>,
+    latency_ms: i32,
+    error: Option<String>,
+}
+
+/// The HTTP client of the worker: short timeouts, no redirects (a redirect could lead past the SSRF guard).
+pub fn client_builder() -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .timeout(ATTEMPT_TIMEOUT)
+        .connect_timeout(Duration::from_secs(5))
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("gpuplane-webhooks/", env!("CARGO_PKG_VERSION")))
+}
+
+/// The worker: shared HTTP client and settings.
+#[derive(Clone)]
+pub struct Worker {
+    db: PgPool,
+    settings: WebhookSettings,
+    client: reqwest::Client,
+}
+
+impl Worker {
+    pub fn new(db: PgPool, settings: WebhookSettings) -> Self {
+        let client = client_builder().build().expect("the HTTP client builds");
+        Worker { db, settings, client }
+    }
+
+    /// Claim up to `batch` due deliveries and attempt them concurrently. Returns how many were attempted.
+    pub async fn deliver_due(&self, batch: i64) -> Result<usize, sqlx::Error> {
+        let claim = new_id();
+        let claimed: Vec<Claimed> = sqlx::query_as(
+            "WITH due AS ( \
+                 SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
+                 WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND e.enabled \
+                 ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED) \
+             UPDATE webhook_deliveries d SET claim = $2, next_attempt_at = now() + make_interval(secs => $3) \
+             FROM due, webhook_endpoints e, webhook_events ev \
+             WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id \
+             RETURNING d.id AS delivery_id, d.attempts, e.id AS endpoint_id, e.tenant_id, e.url, e.secret, \
+                 ev.id AS event_id, ev.type AS event_type, ev.data, ev.created_at",
+        )
+        .bind(batch)
+        .bind(claim)
+        .bind(CLAIM_LAPSE_SECS)
+        .fetch_all(&self.db)
+        .await?;
+        let count = claimed.len();
+        let results = futures_util::future::join_all(claimed.into_iter().map(|c| async move {
+            let outcome = self.attempt(&c).await;
+            self.record(&c, claim, &outcome).await
+        }))
+        .await;
+        for result in results {
+            result?;
+        }
+        Ok(count)
+    }
+
+    /// One signed POST, vetted against SSRF at send time and connected to the address that was vetted.
+    async fn attempt(&self, c: &Claimed) -> Outcome {
+        let started = Instant::now();
+        let failed = |error: String, code: Option<i32>, started: Instant| Outcome {
+            succeeded: false,
+            response_code: code,
+            latency_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
+            error: Some(error),
+        };
+        let vetted = match ssrf::vet(&c.url, self.settings.allow_private).await {
+            Ok(v) => v,
+            Err(e) => return failed(format!("refused: the URL {e}"), None, started),
+        };
+        let client = match vetted.pin {
+            None => self.client.clone(),
+            Some(addr) => match client_builder().resolve(vetted.url.host_str().unwrap_or_default(), addr).build() {
+                Ok(c) => c,
+                Err(e) => return failed(format!("client: {e}"), None, started),
+            },
+        };
+        let Some(key) = signing::secret_key(&c.secret) else {
+            return failed("the endpoint's secret is not a whsec_ secret".into(), None, started);
+        };
+        let body = serde_json::to_vec(&serde_json::json!({
+            "type": c.event_type,
+            "timestamp": c.created_at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            "data": c.data,
+        }))
+        .expect("JSON values serialize");
+        let timestamp = Utc::now().timestamp();
+        let msg_id = c.event_id.to_string();
+        let response = client
+            .post(vetted.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", &msg_id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signing::sign(&key, &msg_id, timestamp, &body))
+            .body(body)
+            .send()
+            .await;
+        let mut response = match response {
+            Ok(r) => r,
+            Err(e) => return failed(describe(&e), None, started),
+        };
+        let code = i32::from(response.status().as_u16());
+        if response.status().is_success() {
+            return Outcome {
+                succeeded: true,
+                response_code: Some(code),
+                latency_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
+                error: None,
+            };
+        }
+        // Read a little of the body for the log, never all of it.
+        let mut text = Vec::new();
+        while text.len() < RESPONSE_BODY_CAP {
+            match tokio::time::timeout(Duration::from_secs(2), response.chunk()).await {
+                Ok(Ok(Some(chunk))) => {
+                    text.extend_from_slice(&chunk[..chunk.len().min(RESPONSE_BODY_CAP - text.len())])
+                }
+                _ => break,
+            }
+        }
+        let text = String::from_utf8_lossy(&text).into_owned();
+        failed(format!("HTTP {code}: {}", text.trim()), Some(code), started)
+    }
+
+    /// Log the attempt and schedule what comes next, under this worker's claim.
+    async fn record(&self, c: &Claimed, claim: Uuid, outcome: &Outcome) -> Result<(), sqlx::Error> {
+        let mut tx = self.db.begin().await?;
+        sqlx::query(
+            "INSERT INTO webhook_attempts (id, delivery_id, succeeded, response_code, latency_ms, error) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(new_id())
+        .bind(c.delivery_id)
+        .bind(outcome.succeeded)
+        .bind(outcome.response_code)
+        .bind(outcome.latency_ms)
+        .bind(&outcome.error)
+        .execute(&mut *tx)
+        .await?;
+        let attempts = c.attempts + 1;
+        let retry_in = self.settings.retry_schedule.get(c.attempts as usize).copied();
+        let state = match (outcome.succeeded, retry_in) {
+            (true, _) => "succeeded",
+            (false, Some(_)) => "pending",
+            (false, None) => "failed",
+        };
+        sqlx::query(
+            "UPDATE webhook_deliveries SET state = $3, attempts = $4, claim = NULL, last_attempt_at = now(), \
+                 last_status_code = $5, next_attempt_at = now() + make_interval(secs => $6) \
+             WHERE id = $1 AND claim = $2",
+        )
+        .bind(c.delivery_id)
+        .bind(claim)
+        .bind(state)
+        .bind(attempts)
+        .bind(outcome.response_code)
+        .bind(retry_in.unwrap_or_default().as_secs_f64())
+        .execute(&mut *tx)
+        .await?;
+        if outcome.succeeded {
+            sqlx::query(
+                "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
+            )
+            .bind(c.endpoint_id)
+            .execute(&mut *tx)
+            .await?;
+        } else {
+            // Two statements: one statement cannot update the same row twice.
+            sqlx::query("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = $1")
+                .bind(c.endpoint_id)
+                .execute(&mut *tx)
+                .await?;
+            let disabled: Option<(DateTime<Utc>,)> = sqlx::query_as(
+                "UPDATE webhook_endpoints SET enabled = false, updated_at = now(), \
+                     disabled_reason = 'every delivery failed since ' || failing_since \
+                 WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $2) \
+                 RETURNING failing_since",
+            )
+            .bind(c.endpoint_id)
+            .bind(self.settings.disable_after.as_secs_f64())
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some((since,)) = disabled {
+                tracing::warn!(endpoint.id = %c.endpoint_id, "webhook endpoint disabled: failing since {since}");
+                let data = serde_json::json!({
+                    "endpoint_id": c.endpoint_id, "tenant_id": c.tenant_id, "url": c.url, "failing_since": since,
+                });
+                super::emit(&mut tx, super::Audience::Operators, "webhook.disabled", data).await?;
+            }
+        }
+        tx.commit().await?;
+        metrics::counter!("gpuplane_webhook_attempts_total", "outcome" => if outcome.succeeded { "succeeded" } else { "failed" })
+            .increment(1);
+        Ok(())
+    }
+}
+
+/// A transport error for the log, with its cause (reqwest's own message names only the outer layer).
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = if e.is_timeout() { "timed out".to_string() } else { e.to_string() };
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Deliver until `shutdown`: straight on while there is work, polling when there is none.
+pub async fn run(state: AppState, shutdown: CancellationToken) {
+    let worker = Worker::new(state.db.clone(), state.settings.webhooks.clone());
+    let idle = state.settings.webhooks.poll_interval;
+    loop {
+        let wait = match worker.deliver_due(BATCH).await {
+            Ok(n) if n > 0 => Duration::ZERO,
+            Ok(_) => idle,
+            Err(e) => {
+                tracing::warn!(error = %e, "webhook delivery round failed");
+                idle
+            }
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}

@@ -1,0 +1,570 @@
+//! `/v1/webhooks` (endpoints, their deliveries, test sends, manual retries) and `/v1/events`.
+//!
+//! Tenant administrators manage their tenant's endpoints and receive tenant events; operators manage operator
+//! endpoints and receive fleet events. Every query is scoped to the caller's audience, so another tenant's
+//! endpoint, delivery or event is a 404.
+
+use axum::Json;
+use axum::extract::{FromRequestParts, State};
+use axum::http::StatusCode;
+use axum::http::request::Parts;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use super::{Audience, signing, ssrf};
+use crate::app::AppState;
+use crate::auth::{Principal, Role};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_text, new_id};
+
+crate::page_schema!(WebhookEndpointPage, WebhookEndpoint);
+crate::page_schema!(WebhookDeliveryPage, WebhookDelivery);
+crate::page_schema!(WebhookEventPage, WebhookEvent);
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list_webhooks, create_webhook))
+        .routes(routes!(get_webhook, update_webhook, delete_webhook))
+        .routes(routes!(list_deliveries))
+        .routes(routes!(test_webhook))
+        .routes(routes!(retry_delivery))
+        .routes(routes!(list_events))
+}
+
+/// Event type patterns: `*`, a prefix wildcard such as `lease.*`, or one type such as `lease.ended`.
+pub const EVENT_TYPE_PATTERN: &str = r"^(\*|[a-z][a-z_]{0,39}(\.[a-z][a-z_]{0,39}){0,3}(\.\*)?)$";
+/// Most event type patterns per endpoint.
+pub const MAX_EVENT_TYPES: usize = 50;
+/// Most endpoints per tenant (or for the operators).
+pub const MAX_ENDPOINTS: i64 = 50;
+
+/// An event type pattern, in the OpenAPI document: `*`, `lease.*`, `lease.ended` ...
+pub struct EventTypePattern;
+
+impl utoipa::PartialSchema for EventTypePattern {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .pattern(Some(EVENT_TYPE_PATTERN))
+            .max_length(Some(170))
+            .description(Some("`*`, a prefix wildcard such as `lease.*`, or one event type such as `lease.ended`"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for EventTypePattern {}
+
+/// Who manages endpoints here: a tenant administrator (tenant events) or an operator (fleet events).
+pub struct WebhookOwner(pub Audience);
+
+impl FromRequestParts<AppState> for WebhookOwner {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let p = Principal::from_request_parts(parts, state).await?;
+        match (p.role, p.tenant_id) {
+            (Role::Operator, _) => Ok(WebhookOwner(Audience::Operators)),
+            (Role::TenantAdmin, Some(tenant_id)) => Ok(WebhookOwner(Audience::Tenant(tenant_id))),
+            _ => Err(ApiError::forbidden("webhooks are managed by tenant admins (tenant events) or operators")),
+        }
+    }
+}
+
+/// A webhook endpoint. Its secret is shown once, when it is created.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct WebhookEndpoint {
+    pub id: Uuid,
+    pub url: String,
+    /// Event type patterns it receives: `*`, `lease.*`, `lease.ended` ...
+    pub event_types: Vec<String>,
+    pub description: String,
+    /// Disabled endpoints receive nothing (the service disables one that failed for days).
+    pub enabled: bool,
+    /// Why the service disabled it, if it did.
+    pub disabled_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A new endpoint, with its signing secret: the only time the secret is shown.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CreatedWebhookEndpoint {
+    #[serde(flatten)]
+    pub endpoint: WebhookEndpoint,
+    /// `whsec_` and the base64 of 32 random bytes: the HMAC-SHA256 key of the `webhook-signature` header
+    /// (Standard Webhooks). Store it now: it is not shown again.
+    pub secret: String,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"url": "https://hooks.example.com/gpuplane", "event_types": ["lease.*", "job.failed"], "description": "on-call"}))]
+pub struct CreateWebhookRequest {
+    /// An https URL whose host resolves only to public addresses (plain http and private addresses only when the
+    /// service runs with `--webhook-allow-private`). No credentials, no fragment.
+    #[schema(min_length = 1, max_length = 2048, pattern = "^[hH][tT][tT][pP][sS]?://[^\\s]+$")]
+    pub url: String,
+    /// 1-50 event type patterns: `*`, `lease.*`, `lease.ended` ...
+    #[schema(min_items = 1, max_items = 50, value_type = Vec<EventTypePattern>)]
+    pub event_types: Vec<String>,
+    /// At most 500 characters.
+    #[schema(max_length = 500)]
+    pub description: Option<String>,
+    /// Default true.
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateWebhookRequest {
+    /// As at creation.
+    #[schema(min_length = 1, max_length = 2048, pattern = "^[hH][tT][tT][pP][sS]?://[^\\s]+$")]
+    pub url: Option<String>,
+    #[schema(min_items = 1, max_items = 50, value_type = Option<Vec<EventTypePattern>>)]
+    pub event_types: Option<Vec<String>>,
+    #[schema(max_length = 500)]
+    pub description: Option<String>,
+    /// Enabling an endpoint clears its failure history and the reason it was disabled.
+    pub enabled: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum DeliveryState {
+    /// Waiting for its first attempt or a retry.
+    Pending,
+    Succeeded,
+    /// Every scheduled attempt failed (a manual retry makes it pending again).
+    Failed,
+}
+
+/// One attempt to deliver.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct WebhookAttempt {
+    pub attempted_at: DateTime<Utc>,
+    pub succeeded: bool,
+    /// The receiver's HTTP status, when it answered.
+    pub response_code: Option<i32>,
+    pub latency_ms: i32,
+    /// What went wrong (transport error, or the status and the first bytes of the body).
+    pub error: Option<String>,
+}
+
+/// An event's delivery to one endpoint, with its attempt log.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct WebhookDelivery {
+    pub id: Uuid,
+    /// The event id: the `webhook-id` header of every attempt.
+    pub event_id: Uuid,
+    pub event_type: String,
+    pub state: DeliveryState,
+    pub attempts: i32,
+    /// When the next attempt is due (pending deliveries).
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    pub last_status_code: Option<i32>,
+    pub created_at: DateTime<Utc>,
+    /// Every attempt, oldest first.
+    #[sqlx(json)]
+    pub attempt_log: Vec<WebhookAttempt>,
+}
+
+/// An event, as its webhook body carries it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+pub struct WebhookEvent {
+    /// Stable across retries: the `webhook-id` header.
+    pub id: Uuid,
+    #[serde(rename = "type")]
+    #[sqlx(rename = "type")]
+    pub type_: String,
+    pub timestamp: DateTime<Utc>,
+    #[schema(value_type = Object)]
+    pub data: serde_json::Value,
+}
+
+const ENDPOINT_COLUMNS: &str = "id, url, event_types, description, enabled, disabled_reason, created_at, updated_at";
+
+const DELIVERY_SELECT: &str = "SELECT d.id, d.event_id, ev.type AS event_type, d.state, d.attempts, \
+     CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.last_attempt_at, \
+     d.last_status_code, d.created_at, \
+     COALESCE((SELECT json_agg(json_build_object('attempted_at', a.attempted_at, 'succeeded', a.succeeded, \
+         'response_code', a.response_code, 'latency_ms', a.latency_ms, 'error', a.error) ORDER BY a.id) \
+         FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]') AS attempt_log \
+     FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id \
+     JOIN webhook_endpoints e ON e.id = d.endpoint_id";
+
+/// Validate the event type patterns (`event_types`).
+fn check_event_types(types: &[String], errors: &mut Vec<FieldError>) {
+    if types.is_empty() || types.len() > MAX_EVENT_TYPES {
+        errors.push(FieldError::new("event_types", format!("give 1-{MAX_EVENT_TYPES} event type patterns")));
+    }
+    let valid = |t: &str| {
+        if t == "*" {
+            return true;
+        }
+        let body = t.strip_suffix(".*").unwrap_or(t);
+        let parts: Vec<&str> = body.split('.').collect();
+        parts.len() <= 4
+            && parts.iter().all(|p| {
+                (1..=40).contains(&p.len())
+                    && p.starts_with(|c: char| c.is_ascii_lowercase())
+                    && p.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+            })
+    };
+    for (i, t) in types.iter().enumerate() {
+        if !valid(t) {
+            errors.push(FieldError::new(
+                format!("event_types[{i}]"),
+                "an event type (`lease.ended`), a prefix wildcard (`lease.*`) or `*`",
+            ));
+        }
+    }
+}
+
+fn check_description(description: &str, errors: &mut Vec<FieldError>) {
+    if description.chars().count() > 500 {
+        errors.push(FieldError::new("description", "at most 500 characters"));
+    } else if let Err(e) = check_text("description", description) {
+        errors.push(e);
+    }
+}
+
+/// Check a URL against the form rules and the SSRF guard.
+async fn check_url(state: &AppState, url: &str, errors: &mut Vec<FieldError>) {
+    if let Err(e) = ssrf::vet(url, state.settings.webhooks.allow_private).await {
+        errors.push(FieldError::new("url", e));
+    }
+}
+
+async fn load_endpoint(
+    conn: &mut sqlx::PgConnection,
+    audience: Audience,
+    id: Uuid,
+) -> Result<WebhookEndpoint, ApiError> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2"
+    )))
+    .bind(id)
+    .bind(audience.tenant_id())
+    .fetch_optional(conn)
+    .await?
+    .ok_or(ApiError::NotFound("webhook endpoint"))
+}
+
+/// The caller's endpoints.
+#[utoipa::path(
+    get, path = "/v1/webhooks", tag = "webhooks", operation_id = "list_webhooks",
+    params(PageParams),
+    responses((status = 200, description = "A page of the caller's webhook endpoints", body = WebhookEndpointPage))
+)]
+pub async fn list_webhooks(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<Page<WebhookEndpoint>>> {
+    let limit = page.fetch_limit()?;
+    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id IS NOT DISTINCT FROM $1 AND id > $2 \
+         ORDER BY id LIMIT $3"
+    )))
+    .bind(audience.tenant_id())
+    .bind(page.after())
+    .bind(limit)
+    .fetch_all(&state.db)
+    .await?;
+    Ok(Json(Page::from_rows(rows, limit, |e: &WebhookEndpoint| e.id)))
+}
+
+/// Create an endpoint (tenant admin: tenant events; operator: fleet events). The secret is in this response
+/// only.
+#[utoipa::path(
+    post, path = "/v1/webhooks", tag = "webhooks", operation_id = "create_webhook",
+    request_body = CreateWebhookRequest,
+    responses(
+        (status = 201, description = "The endpoint and its signing secret (shown once)", body = CreatedWebhookEndpoint),
+        (status = 409, description = "The caller has 50 endpoints already (`too_many_webhooks`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_webhook(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiJson(req): ApiJson<CreateWebhookRequest>,
+) -> ApiResult<(StatusCode, Json<CreatedWebhookEndpoint>)> {
+    let mut errors = Vec::new();
+    let description = req.description.unwrap_or_default();
+    check_event_types(&req.event_types, &mut errors);
+    check_description(&description, &mut errors);
+    check_url(&state, &req.url, &mut errors).await;
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let secret = signing::new_secret();
+    let mut tx = state.db.begin().await?;
+    // Serialize creations per audience so the limit holds under concurrency.
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || COALESCE($1::text, 'operators'), 0))")
+        .bind(audience.tenant_id())
+        .execute(&mut *tx)
+        .await?;
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM webhook_endpoints WHERE tenant_id IS NOT DISTINCT FROM $1")
+            .bind(audience.tenant_id())
+            .fetch_one(&mut *tx)
+            .await?;
+    if count >= MAX_ENDPOINTS {
+        return Err(ApiError::conflict("too_many_webhooks", format!("at most {MAX_ENDPOINTS} webhook endpoints")));
+    }
+    let endpoint: WebhookEndpoint = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, description, enabled, secret) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {ENDPOINT_COLUMNS}"
+    )))
+    .bind(new_id())
+    .bind(audience.tenant_id())
+    .bind(&req.url)
+    .bind(&req.event_types)
+    .bind(&description)
+    .bind(req.enabled.unwrap_or(true))
+    .bind(&secret)
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    tracing::info!(endpoint.id = %endpoint.id, ?audience, "webhook endpoint created");
+    Ok((StatusCode::CREATED, Json(CreatedWebhookEndpoint { endpoint, secret })))
+}
+
+/// One of the caller's endpoints.
+#[utoipa::path(
+    get, path = "/v1/webhooks/{webhook_id}", tag = "webhooks", operation_id = "get_webhook",
+    params(("webhook_id" = Uuid, Path, description = "Endpoint id")),
+    responses((status = 200, description = "The endpoint (without its secret)", body = WebhookEndpoint))
+)]
+pub async fn get_webhook(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<Json<WebhookEndpoint>> {
+    let mut conn = state.db.acquire().await?;
+    Ok(Json(load_endpoint(&mut conn, audience, id).await?))
+}
+
+/// Change an endpoint: its URL, event types, description, or whether it is enabled.
+#[utoipa::path(
+    patch, path = "/v1/webhooks/{webhook_id}", tag = "webhooks", operation_id = "update_webhook",
+    params(("webhook_id" = Uuid, Path, description = "Endpoint id")),
+    request_body = UpdateWebhookRequest,
+    responses((status = 200, description = "The endpoint as it is now", body = WebhookEndpoint))
+)]
+pub async fn update_webhook(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<UpdateWebhookRequest>,
+) -> ApiResult<Json<WebhookEndpoint>> {
+    let mut errors = Vec::new();
+    if let Some(types) = &req.event_types {
+        check_event_types(types, &mut errors);
+    }
+    if let Some(description) = &req.description {
+        check_description(description, &mut errors);
+    }
+    if let Some(url) = &req.url {
+        check_url(&state, url, &mut errors).await;
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    let updated: Option<WebhookEndpoint> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "UPDATE webhook_endpoints SET url = COALESCE($3, url), event_types = COALESCE($4, event_types), \
+             description = COALESCE($5, description), enabled = COALESCE($6, enabled), \
+             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, \
+             failing_since = CASE WHEN $6 THEN NULL ELSE failing_since END, updated_at = now() \
+         WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2 RETURNING {ENDPOINT_COLUMNS}"
+    )))
+    .bind(id)
+    .bind(audience.tenant_id())
+    .bind(&req.url)
+    .bind(&req.event_types)
+    .bind(&req.description)
+    .bind(req.enabled)
+    .fetch_optional(&state.db)
+    .await?;
+    Ok(Json(updated.ok_or(ApiError::NotFound("webhook endpoint"))?))
+}
+
+/// Delete an endpoint and its delivery log.
+#[utoipa::path(
+    delete, path = "/v1/webhooks/{webhook_id}", tag = "webhooks", operation_id = "delete_webhook",
+    params(("webhook_id" = Uuid, Path, description = "Endpoint id")),
+    responses((status = 204, description = "Deleted"))
+)]
+pub async fn delete_webhook(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<StatusCode> {
+    let deleted = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2")
+        .bind(id)
+        .bind(audience.tenant_id())
+        .execute(&state.db)
+        .await?;
+    if deleted.rows_affected() == 0 {
+        return Err(ApiError::NotFound("webhook endpoint"));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// An endpoint's deliveries, newest last, each with its attempt log.
+#[utoipa::path(
+    get, path = "/v1/webhooks/{webhook_id}/deliveries", tag = "webhooks", operation_id = "list_webhook_deliveries",
+    params(("webhook_id" = Uuid, Path, description = "Endpoint id"), PageParams),
+    responses((status = 200, description = "A page of the endpoint's deliveries", body = WebhookDeliveryPage))
+)]
+pub async fn list_deliveries(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(page): ApiQuery<PageParams>,
+) -> ApiResult<Json<Page<WebhookDelivery>>> {
+    let limit = page.fetch_limit()?;
+    let mut conn = state.db.acquire().await?;
+    load_endpoint(&mut conn, audience, id).await?;
+    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "{DELIVERY_SELECT} WHERE d.endpoint_id = $1 AND e.tenant_id IS NOT DISTINCT FROM $2 AND d.id > $3 \
+         ORDER BY d.id LIMIT $4"
+    )))
+    .bind(id)
+    .bind(audience.tenant_id())
+    .bind(page.after())
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(Json(Page::from_rows(rows, limit, |d: &WebhookDelivery| d.id)))
+}
+
+/// Send a `webhook.test` event to this endpoint only (whatever its event types), to check the receiver.
+#[utoipa::path(
+    post, path = "/v1/webhooks/{webhook_id}/test", tag = "webhooks", operation_id = "test_webhook",
+    params(("webhook_id" = Uuid, Path, description = "Endpoint id")),
+    responses(
+        (status = 202, description = "The test delivery, queued", body = WebhookDelivery),
+        (status = 409, description = "The endpoint is disabled (`webhook_disabled`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn test_webhook(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiPath(id): ApiPath<Uuid>,
+) -> ApiResult<(StatusCode, Json<WebhookDelivery>)> {
+    let mut tx = state.db.begin().await?;
+    let endpoint = load_endpoint(&mut tx, audience, id).await?;
+    if !endpoint.enabled {
+        return Err(ApiError::conflict("webhook_disabled", "the endpoint is disabled; enable it first"));
+    }
+    let event_id = new_id();
+    let delivery_id = new_id();
+    // Not through `emit`: a test goes to this endpoint alone, not to every subscriber of its audience.
+    sqlx::query(
+        "WITH ev AS (INSERT INTO webhook_events (id, tenant_id, type, data) VALUES ($1, $2, 'webhook.test', $3)) \
+         INSERT INTO webhook_deliveries (id, endpoint_id, event_id) VALUES ($4, $5, $1)",
+    )
+    .bind(event_id)
+    .bind(audience.tenant_id())
+    .bind(serde_json::json!({ "endpoint_id": id, "message": "a test event sent on request" }))
+    .bind(delivery_id)
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    let delivery = sqlx::query_as(sqlx::AssertSqlSafe(format!("{DELIVERY_SELECT} WHERE d.id = $1")))
+        .bind(delivery_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok((StatusCode::ACCEPTED, Json(delivery)))
+}
+
+/// Attempt a delivery again now (one more attempt; a failed delivery becomes pending).
+#[utoipa::path(
+    post, path = "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", tag = "webhooks",
+    operation_id = "retry_webhook_delivery",
+    params(
+        ("webhook_id" = Uuid, Path, description = "Endpoint id"),
+        ("delivery_id" = Uuid, Path, description = "Delivery id"),
+    ),
+    responses((status = 202, description = "The delivery, due now", body = WebhookDelivery))
+)]
+pub async fn retry_delivery(
+    State(state): State<AppState>,
+    WebhookOwner(audience): WebhookOwner,
+    ApiPath((id, delivery_id)): ApiPath<(Uuid, Uuid)>,
+) -> ApiResult<(StatusCode, Json<WebhookDelivery>)> {
+    let mut tx = state.db.begin().await?;
+    let retried = sqlx::query(
+        "UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = now(), claim = NULL \
+         FROM webhook_endpoints e \
+         WHERE d.id = $1 AND d.endpoint_id = $2 AND e.id = d.endpoint_id AND e.tenant_id IS NOT DISTINCT FROM $3",
+    )
+    .bind(delivery_id)
+    .bind(id)
+    .bind(audience.tenant_id())
+    .execute(&mut *tx)
+    .await?;
+    if retried.rows_affected() == 0 {
+        return Err(ApiError::NotFound("webhook delivery"));
+    }
+    let delivery = sqlx::query_as(sqlx::AssertSqlSafe(format!("{DELIVERY_SELECT} WHERE d.id = $1")))
+        .bind(delivery_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok((StatusCode::ACCEPTED, Json(delivery)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventListParams {
+    /// Only events of this exact type, e.g. `lease.ended`.
+    #[param(max_length = 200)]
+    #[serde(rename = "type")]
+    pub type_: Option<String>,
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<i64>,
+    pub after: Option<Uuid>,
+}
+
+/// The caller's events, oldest first: a tenant's events for tenant users, fleet events for operators.
+#[utoipa::path(
+    get, path = "/v1/events", tag = "webhooks", operation_id = "list_events",
+    params(EventListParams),
+    responses((status = 200, description = "A page of events", body = WebhookEventPage))
+)]
+pub async fn list_events(
+    State(state): State<AppState>,
+    principal: Principal,
+    ApiQuery(params): ApiQuery<EventListParams>,
+) -> ApiResult<Json<Page<WebhookEvent>>> {
+    let page = PageParams { limit: params.limit, after: params.after };
+    let limit = page.fetch_limit()?;
+    if params.type_.as_ref().is_some_and(|t| t.chars().count() > 200) {
+        return Err(ApiError::field("type", "at most 200 characters"));
+    }
+    let audience = match (principal.role, principal.tenant_id) {
+        (Role::Operator, _) => Audience::Operators,
+        (_, Some(tenant_id)) => Audience::Tenant(tenant_id),
+        (_, None) => return Err(ApiError::forbidden("no tenant")),
+    };
+    let rows = sqlx::query_as(
+        "SELECT id, type, created_at AS timestamp, data FROM webhook_events \
+         WHERE tenant_id IS NOT DISTINCT FROM $1 AND id > $2 AND ($3::text IS NULL OR type = $3) \
+         ORDER BY id LIMIT $4",
+    )
+    .bind(audience.tenant_id())
+    .bind(page.after())
+    .bind(params.type_)
+    .bind(limit)
+    .fetch_all(&state.db)
+    .await?;
+    Ok(Json(Page::from_rows(rows, limit, |e: &WebhookEvent| e.id)))
+}

@@ -1,0 +1,592 @@
+//! Webhooks end to end: a real HTTP receiver on 127.0.0.1:0 verifies every Standard Webhooks signature with the
+//! endpoint's secret, while the real delivery worker sends what the service emitted.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use gpuplane::config::{Secret, Settings};
+use gpuplane::webhooks::delivery::Worker;
+use gpuplane::webhooks::{Audience, emit};
+use gpuplane::{AppState, build_router};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::common::{TEST_SECRET, TestApp};
+
+/// One received, verified webhook.
+#[derive(Debug, Clone)]
+struct Received {
+    id: String,
+    body: Value,
+}
+
+/// A receiver that answers 500 to its first `fail` requests, then 204, and keeps what it accepted.
+#[derive(Default)]
+struct Receiver {
+    accepted: Mutex<Vec<Received>>,
+    requests: Mutex<Vec<(HeaderMap, Bytes)>>,
+    fail: AtomicUsize,
+}
+
+async fn spawn_receiver() -> (Arc<Receiver>, String) {
+    let receiver = Arc::new(Receiver::default());
+    let state = receiver.clone();
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
+            let state = state.clone();
+            async move {
+                state.requests.lock().unwrap().push((headers.clone(), body.clone()));
+                if state.fail.load(Ordering::SeqCst) > 0 {
+                    state.fail.fetch_sub(1, Ordering::SeqCst);
+                    return StatusCode::INTERNAL_SERVER_ERROR;
+                }
+                let id = headers["webhook-id"].to_str().unwrap().to_string();
+                state.accepted.lock().unwrap().push(Received { id, body: serde_json::from_slice(&body).unwrap() });
+                StatusCode::NO_CONTENT
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (receiver, url)
+}
+
+/// Check a request's Standard Webhooks headers with the secret, computed independently of the service's code.
+#[track_caller]
+fn assert_signed(headers: &HeaderMap, body: &[u8], secret: &str) {
+    let id = headers["webhook-id"].to_str().unwrap();
+    let ts = headers["webhook-timestamp"].to_str().unwrap();
+    let age = chrono::Utc::now().timestamp() - ts.parse::<i64>().unwrap();
+    assert!(age.abs() < 300, "timestamp {ts} is within 5 minutes of now");
+    let key = STANDARD.decode(secret.strip_prefix("whsec_").unwrap()).unwrap();
+    let mut mac = Hmac::<sha2_for_hmac::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{id}.{ts}.").as_bytes());
+    mac.update(body);
+    let expected = format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()));
+    let sent = headers["webhook-signature"].to_str().unwrap();
+    assert!(sent.split(' ').any(|s| s == expected), "signature {sent} is {expected}");
+}
+
+/// A service that may call private addresses (the receiver is on loopback) and retries at once.
+fn app(db: PgPool) -> TestApp {
+    let mut settings = Settings::new(Secret::new(TEST_SECRET));
+    settings.webhooks.allow_private = true;
+    settings.webhooks.retry_schedule = vec![Duration::ZERO; 3];
+    let state = AppState::new(db.clone(), settings).unwrap();
+    TestApp { router: build_router(state.clone()), db, state }
+}
+
+fn worker(app: &TestApp) -> Worker {
+    Worker::new(app.db.clone(), app.state.settings.webhooks.clone())
+}
+
+/// Run delivery rounds until `done` holds, or fail after a deadline.
+async fn deliver_until(worker: &Worker, mut done: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !done() {
+        assert!(tokio::time::Instant::now() < deadline, "webhooks not delivered in time");
+        if worker.deliver_due(32).await.unwrap() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn create_endpoint(app: &TestApp, token: &str, url: &str, types: Value) -> (String, String) {
+    let res = app
+        .post("/v1/webhooks", token, json!({ "url": url, "event_types": types, "description": "test" }))
+        .await
+        .expect(StatusCode::CREATED);
+    (res.body["id"].as_str().unwrap().to_string(), res.body["secret"].as_str().unwrap().to_string())
+}
+
+fn types_of(receiver: &Receiver) -> Vec<String> {
+    receiver.accepted.lock().unwrap().iter().map(|r| r.body["type"].as_str().unwrap().to_string()).collect()
+}
+
+#[sqlx::test]
+async fn endpoints_are_validated_managed_and_show_their_secret_once(db: PgPool) {
+    let app = app(db);
+    let op = app.operator().await;
+    let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
+    let member = app.add_key(&op, &tenant_id, gpuplane::auth::Role::TenantMember).await;
+    let member = app.token_for(&member).await;
+    let created = app
+        .post("/v1/webhooks", &admin, json!({ "url": "https://hooks.example.com/x", "event_types": ["lease.*"] }))
+        .await
+        .expect(StatusCode::CREATED);
+    let secret = created.body["secret"].as_str().unwrap();
+    assert!(secret.starts_with("whsec_"));
+    assert_eq!(STANDARD.decode(&secret[6..]).unwrap().len(), 32);
+    let id = created.body["id"].as_str().unwrap();
+    let got = app.get(&format!("/v1/webhooks/{id}"), &admin).await.expect(StatusCode::OK);
+    assert!(got.body.get("secret").is_none(), "the secret is shown at creation only");
+    assert_eq!(got.body["enabled"], true);
+    let listed = app.get("/v1/webhooks", &admin).await.expect(StatusCode::OK);
+    assert_eq!(listed.body["items"].as_array().unwrap().len(), 1);
+    let patched = app
+        .patch(&format!("/v1/webhooks/{id}"), &admin, json!({ "event_types": ["*"], "enabled": false }))
+        .await
+        .expect(StatusCode::OK);
+    assert_eq!((patched.body["event_types"].clone(), patched.body["enabled"].clone()), (json!(["*"]), json!(false)));
+
+    let bad = app
+        .post(
+            "/v1/webhooks",
+            &admin,
+            json!({ "url": "ftp://x.example/", "event_types": ["lease.", "Lease.*", "*", "a..b"],
+                    "description": "d".repeat(501) }),
+        )
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let mut fields = bad.error_fields();
+    fields.sort();
+    assert_eq!(fields, ["description", "event_types[0]", "event_types[1]", "event_types[3]", "url"]);
+    app.post("/v1/webhooks", &admin, json!({ "url": "https://x.example/", "event_types": [] }))
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    app.post("/v1/webhooks", &member, json!({ "url": "https://x.example/", "event_types": ["*"] }))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    app.delete(&format!("/v1/webhooks/{id}"), &admin).await.expect(StatusCode::NO_CONTENT);
+    app.get(&format!("/v1/webhooks/{id}"), &admin).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+}
+
+#[sqlx::test]
+async fn private_and_plain_http_urls_are_refused_without_the_flag_also_at_delivery(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
+    for url in [
+        "https://127.0.0.1/hook",
+        "https://localhost:8443/hook",
+        "https://169.254.169.254/latest/meta-data",
+        "https://[fd00:ec2::254]/",
+        "https://10.0.0.7/hook",
+        "http://hooks.example.com/hook",
+    ] {
+        let res = app
+            .post("/v1/webhooks", &admin, json!({ "url": url, "event_types": ["*"] }))
+            .await
+            .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+        assert_eq!(res.error_fields(), ["url"], "{url}");
+    }
+    // An endpoint whose address turned private after it was checked is refused when delivering, not called.
+    let (receiver, url) = spawn_receiver().await;
+    let secret = gpuplane::webhooks::signing::new_secret();
+    sqlx::query(
+        "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret) VALUES ($1, $2::uuid, $3, '{*}', $4)",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .bind(&tenant_id)
+    .bind(url.replace("http://", "https://"))
+    .bind(&secret)
+    .execute(&db)
+    .await
+    .unwrap();
+    let mut tx = db.begin().await.unwrap();
+    emit(&mut tx, Audience::Tenant(tenant_id.parse().unwrap()), "lease.started", json!({})).await.unwrap();
+    tx.commit().await.unwrap();
+    let worker = Worker::new(db.clone(), app.state.settings.webhooks.clone());
+    assert_eq!(worker.deliver_due(32).await.unwrap(), 1);
+    assert!(receiver.requests.lock().unwrap().is_empty(), "nothing was sent to a loopback address");
+    let (error,): (String,) = sqlx::query_as("SELECT error FROM webhook_attempts").fetch_one(&db).await.unwrap();
+    assert!(error.contains("refused"), "{error}");
+}
+
+#[sqlx::test]
+async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, tenant_secret) = create_endpoint(&app, &tenant, &url, json!(["lease.*"])).await;
+    let (_, op_secret) = create_endpoint(&app, &op, &url, json!(["node.*", "queue.stalled", "gpu.*"])).await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let (node_id, _) = app.agent_node(&op, &pool, "node-a", 1).await;
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id = lease.body["id"].as_str().unwrap().to_string();
+    let queued = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1, "queue": true }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(queued.body["state"], "queued");
+    // Expiring within the lead (an hour by default): raised once, however often the check runs.
+    assert_eq!(gpuplane::webhooks::alerts::check_expiring(&db, Duration::from_secs(3600)).await.unwrap(), 1);
+    assert_eq!(gpuplane::webhooks::alerts::check_expiring(&db, Duration::from_secs(3600)).await.unwrap(), 0);
+    sqlx::query("UPDATE leases SET created_at = now() - interval '1 hour' WHERE state = 'queued'")
+        .execute(&db)
+        .await
+        .unwrap();
+    assert_eq!(gpuplane::webhooks::alerts::check_queue_stalled(&db, Duration::from_secs(60)).await.unwrap(), 1);
+    assert_eq!(gpuplane::webhooks::alerts::check_queue_stalled(&db, Duration::from_secs(60)).await.unwrap(), 0);
+    app.post(&format!("/v1/leases/{lease_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    // The queued lease started on the freed GPU; then its node goes silent: unreachable, then offline.
+    gpuplane::leases::lifecycle::sweep_once(&app.state, false).await.unwrap();
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '10 minutes' WHERE id = $1::uuid")
+        .bind(&node_id)
+        .execute(&db)
+        .await
+        .unwrap();
+    app.sweep().await;
+
+    let wanted = [
+        "lease.started",
+        "lease.queued",
+        "lease.expiring",
+        "queue.stalled",
+        "lease.ended",
+        "node.unreachable",
+        "lease.node_unreachable",
+        "node.offline",
+    ];
+    deliver_until(&worker, || {
+        let got = types_of(&receiver);
+        wanted.iter().all(|w| got.iter().any(|g| g == w))
+    })
+    .await;
+    let ended: Vec<Received> =
+        receiver.accepted.lock().unwrap().iter().filter(|r| r.body["type"] == "lease.ended").cloned().collect();
+    assert!(
+        ended.iter().any(|r| r.body["data"]["lease_id"] == lease_id.as_str() && r.body["data"]["reason"] == "released")
+    );
+    assert!(receiver.accepted.lock().unwrap().iter().all(|r| r.body["timestamp"].is_string()));
+    // Every request carries a valid signature: the tenant's or the operators' secret, by type.
+    for (headers, body) in receiver.requests.lock().unwrap().iter() {
+        let value: Value = serde_json::from_slice(body).unwrap();
+        let fleet = ["node.", "queue.", "gpu."].iter().any(|p| value["type"].as_str().unwrap().starts_with(p));
+        assert_signed(headers, body, if fleet { &op_secret } else { &tenant_secret });
+    }
+    // The tenant's event list holds its events, never the fleet's.
+    let events = app.get("/v1/events?limit=500", &tenant).await.expect(StatusCode::OK);
+    let types: Vec<&str> =
+        events.body["items"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert!(types.contains(&"lease.started") && !types.iter().any(|t| t.starts_with("node.")), "{types:?}");
+    let fleet = app.get("/v1/events?type=node.offline", &op).await.expect(StatusCode::OK);
+    assert_eq!(fleet.body["items"].as_array().unwrap().len(), 1);
+}
+
+#[sqlx::test]
+async fn a_fatal_xid_and_an_issued_invoice_are_delivered(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
+    create_endpoint(&app, &tenant, &url, json!(["invoice.issued"])).await;
+    let (_, op_secret) = create_endpoint(&app, &op, &url, json!(["gpu.unhealthy"])).await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let (_, agent) = app.agent_node(&op, &pool, "node-a", 1).await;
+    let sample = json!({ "gpu_index": 0, "at": chrono::Utc::now(), "gpu_util": 0.0, "mem_copy_util": 0.0,
+        "fb_used_mib": 0, "fb_free_mib": 81559, "power_w": 100.0, "energy_mj": 1, "gpu_temp_c": 40.0,
+        "mem_temp_c": 40.0, "sm_clock_mhz": 1980, "nvlink_bandwidth_gbps": 0.0, "xid_count": 1, "xid_codes": [79] });
+    app.post("/v1/agent/heartbeat", &agent, json!({ "samples": [sample] })).await.expect(StatusCode::OK);
+    let invoice_id = uuid::Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO invoices (id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor, lines) \
+         VALUES ($1, $2::uuid, '2026-01-01', 'USD', 'draft', 100, 0, 100, '[]')",
+    )
+    .bind(invoice_id)
+    .bind(&tenant_id)
+    .execute(&db)
+    .await
+    .unwrap();
+    app.post(&format!("/v1/admin/invoices/{invoice_id}/issue"), &op, json!({})).await.expect(StatusCode::OK);
+    deliver_until(&worker, || types_of(&receiver).len() == 2).await;
+    let got = receiver.accepted.lock().unwrap().clone();
+    let xid = got.iter().find(|r| r.body["type"] == "gpu.unhealthy").unwrap();
+    assert_eq!(xid.body["data"]["xid"], json!([79]));
+    let invoice = got.iter().find(|r| r.body["type"] == "invoice.issued").unwrap();
+    assert_eq!(invoice.body["data"]["id"], invoice_id.to_string());
+    let requests = receiver.requests.lock().unwrap();
+    let (headers, body) = requests.iter().find(|(h, _)| h["webhook-id"] == xid.id.as_str()).unwrap();
+    assert_signed(headers, body, &op_secret);
+}
+
+#[sqlx::test]
+async fn a_failing_receiver_gets_retries_with_the_same_id_and_the_log_shows_each_attempt(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    receiver.fail.store(2, Ordering::SeqCst);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (endpoint, secret) = create_endpoint(&app, &tenant, &url, json!(["*"])).await;
+    let test =
+        app.post(&format!("/v1/webhooks/{endpoint}/test"), &tenant, json!({})).await.expect(StatusCode::ACCEPTED);
+    let delivery_id = test.body["id"].as_str().unwrap().to_string();
+    deliver_until(&worker, || !receiver.accepted.lock().unwrap().is_empty()).await;
+    let requests = receiver.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3, "two failures, then the success");
+    let ids: Vec<&str> = requests.iter().map(|(h, _)| h["webhook-id"].to_str().unwrap()).collect();
+    assert!(ids.iter().all(|id| *id == ids[0]), "one webhook-id across retries: {ids:?}");
+    for (headers, body) in &requests {
+        assert_signed(headers, body, &secret);
+    }
+    let deliveries = app.get(&format!("/v1/webhooks/{endpoint}/deliveries"), &tenant).await.expect(StatusCode::OK);
+    let delivery = &deliveries.body["items"][0];
+    assert_eq!((delivery["state"].as_str(), delivery["attempts"].as_i64()), (Some("succeeded"), Some(3)));
+    let log: Vec<(bool, i64)> = delivery["attempt_log"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["succeeded"].as_bool().unwrap(), a["response_code"].as_i64().unwrap()))
+        .collect();
+    assert_eq!(log, [(false, 500), (false, 500), (true, 204)]);
+    // Failing past the schedule: failed; a manual retry sends it once more.
+    receiver.fail.store(10, Ordering::SeqCst);
+    app.post(&format!("/v1/webhooks/{endpoint}/deliveries/{delivery_id}/retry"), &tenant, json!({}))
+        .await
+        .expect(StatusCode::ACCEPTED);
+    let test2 =
+        app.post(&format!("/v1/webhooks/{endpoint}/test"), &tenant, json!({})).await.expect(StatusCode::ACCEPTED);
+    let failing = test2.body["id"].as_str().unwrap().to_string();
+    let db2 = db.clone();
+    let state_of = move |id: String| {
+        let db = db2.clone();
+        async move {
+            let (s,): (String,) = sqlx::query_as("SELECT state FROM webhook_deliveries WHERE id = $1::uuid")
+                .bind(id)
+                .fetch_one(&db)
+                .await
+                .unwrap();
+            s
+        }
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while state_of(failing.clone()).await != "failed" {
+        assert!(tokio::time::Instant::now() < deadline);
+        worker.deliver_due(32).await.unwrap();
+    }
+    let (attempts,): (i32,) = sqlx::query_as("SELECT attempts FROM webhook_deliveries WHERE id = $1::uuid")
+        .bind(&failing)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(attempts, 4, "the first attempt and the three retries of the schedule");
+}
+
+#[sqlx::test]
+async fn an_endpoint_failing_for_days_is_disabled_with_an_operator_event(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    receiver.fail.store(100, Ordering::SeqCst);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (endpoint, _) = create_endpoint(&app, &tenant, &url, json!(["*"])).await;
+    sqlx::query("UPDATE webhook_endpoints SET failing_since = now() - interval '6 days'").execute(&db).await.unwrap();
+    app.post(&format!("/v1/webhooks/{endpoint}/test"), &tenant, json!({})).await.expect(StatusCode::ACCEPTED);
+    worker.deliver_due(32).await.unwrap();
+    let got = app.get(&format!("/v1/webhooks/{endpoint}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(got.body["enabled"], false);
+    assert!(got.body["disabled_reason"].as_str().unwrap().contains("failed"));
+    let events = app.get("/v1/events?type=webhook.disabled", &op).await.expect(StatusCode::OK);
+    assert_eq!(events.body["items"][0]["data"]["endpoint_id"], endpoint.as_str());
+    // Enabling it again clears the failure history.
+    let enabled = app
+        .patch(&format!("/v1/webhooks/{endpoint}"), &tenant, json!({ "enabled": true }))
+        .await
+        .expect(StatusCode::OK);
+    assert!(enabled.body["disabled_reason"].is_null());
+}
+
+#[sqlx::test]
+async fn an_event_committed_while_no_worker_runs_is_delivered_by_a_fresh_one(db: PgPool) {
+    let (receiver, url) = spawn_receiver().await;
+    let (lease_id, secret) = {
+        // The first service: commits a change with its event, and dies before any worker ran.
+        let app = app(db.clone());
+        let op = app.operator().await;
+        let (_, tenant) = app.tenant_admin(&op, "acme").await;
+        let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["lease.started"])).await;
+        let pool = app.pool(&op, "h100-a", "h100").await;
+        app.node(&op, &pool, "node-a", 1).await;
+        let lease = app
+            .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+            .await
+            .expect(StatusCode::CREATED);
+        (lease.body["id"].as_str().unwrap().to_string(), secret)
+    };
+    assert!(receiver.requests.lock().unwrap().is_empty());
+    // A fresh service on the same database (a new state, a new worker) delivers it.
+    let fresh = app(db.clone());
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let background = tokio::spawn(gpuplane::webhooks::delivery::run(fresh.state.clone(), shutdown.clone()));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while receiver.accepted.lock().unwrap().is_empty() {
+        assert!(tokio::time::Instant::now() < deadline, "not delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.cancel();
+    background.await.unwrap();
+    let got = receiver.accepted.lock().unwrap()[0].clone();
+    assert_eq!(got.body["data"]["lease_id"], lease_id.as_str());
+    let (headers, body) = receiver.requests.lock().unwrap()[0].clone();
+    assert_signed(&headers, &body, &secret);
+}
+
+#[sqlx::test]
+async fn two_workers_never_deliver_one_delivery_twice(db: PgPool) {
+    let app = app(db.clone());
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
+    create_endpoint(&app, &tenant, &url, json!(["*"])).await;
+    let mut tx = db.begin().await.unwrap();
+    for i in 0..200 {
+        emit(&mut tx, Audience::Tenant(tenant_id.parse().unwrap()), "lease.started", json!({ "n": i })).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let (a, b) = (worker(&app), worker(&app));
+    let run = |w: Worker| async move { while w.deliver_due(8).await.unwrap() > 0 {} };
+    tokio::join!(run(a), run(b));
+    let ids: Vec<String> =
+        receiver.requests.lock().unwrap().iter().map(|(h, _)| h["webhook-id"].to_str().unwrap().to_string()).collect();
+    let mut unique = ids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!((ids.len(), unique.len()), (200, 200), "each delivered exactly once");
+}
+
+#[sqlx::test]
+async fn another_tenants_endpoints_deliveries_and_events_are_not_found(db: PgPool) {
+    let app = app(db.clone());
+    let op = app.operator().await;
+    let (_, a) = app.tenant_admin(&op, "acme").await;
+    let (_, b) = app.tenant_admin(&op, "globex").await;
+    let (endpoint, _) = create_endpoint(&app, &a, "https://hooks.example.com/a", json!(["*"])).await;
+    let (op_endpoint, _) = create_endpoint(&app, &op, "https://hooks.example.com/ops", json!(["*"])).await;
+    let test = app.post(&format!("/v1/webhooks/{endpoint}/test"), &a, json!({})).await.expect(StatusCode::ACCEPTED);
+    let delivery = test.body["id"].as_str().unwrap();
+    for id in [&endpoint, &op_endpoint] {
+        app.get(&format!("/v1/webhooks/{id}"), &b).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+        app.patch(&format!("/v1/webhooks/{id}"), &b, json!({ "enabled": false }))
+            .await
+            .expect_problem(StatusCode::NOT_FOUND, "not_found");
+        app.get(&format!("/v1/webhooks/{id}/deliveries"), &b).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+        app.post(&format!("/v1/webhooks/{id}/test"), &b, json!({}))
+            .await
+            .expect_problem(StatusCode::NOT_FOUND, "not_found");
+        app.delete(&format!("/v1/webhooks/{id}"), &b).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    }
+    app.post(&format!("/v1/webhooks/{endpoint}/deliveries/{delivery}/retry"), &b, json!({}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.get(&format!("/v1/webhooks/{endpoint}"), &op).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(app.get("/v1/webhooks", &b).await.expect(StatusCode::OK).body["items"], json!([]));
+    let ops = app.get("/v1/webhooks", &op).await.expect(StatusCode::OK);
+    assert_eq!(ops.body["items"].as_array().unwrap().len(), 1);
+    assert_eq!(app.get("/v1/events", &b).await.expect(StatusCode::OK).body["items"], json!([]));
+    assert_eq!(app.get("/v1/events", &a).await.expect(StatusCode::OK).body["items"].as_array().unwrap().len(), 1);
+}
+
+#[sqlx::test]
+async fn job_state_changes_are_delivered_signed(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["job.*"])).await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let node: uuid::Uuid = app.node(&op, &pool, "node-a", 1).await.parse().unwrap();
+    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id = lease.body["id"].as_str().unwrap();
+    app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "1"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let mut jobs = Vec::new();
+    for outcome in [json!({"state": "succeeded", "exit_code": 0}), json!({"state": "failed", "exit_code": 3})] {
+        let job = app
+            .post(&format!("/v1/leases/{lease_id}/jobs"), &tenant, json!({ "template": "sleeper" }))
+            .await
+            .expect(StatusCode::CREATED);
+        jobs.push(job.body["id"].as_str().unwrap().to_string());
+        let list = app.get("/v1/agent/assignments", &agent).await.expect(StatusCode::OK).body;
+        let jn = list["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
+        let path = format!("/v1/agent/assignments/{jn}/status");
+        app.post(&path, &agent, json!({"state": "running"})).await.expect(StatusCode::OK);
+        app.post(&path, &agent, outcome).await.expect(StatusCode::OK);
+    }
+    deliver_until(&worker, || types_of(&receiver).len() == 4).await;
+    let got: Vec<(String, String)> = receiver
+        .accepted
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| (r.body["type"].as_str().unwrap().to_string(), r.body["data"]["job_id"].as_str().unwrap().to_string()))
+        .collect();
+    for (t, job) in
+        [("job.started", &jobs[0]), ("job.succeeded", &jobs[0]), ("job.started", &jobs[1]), ("job.failed", &jobs[1])]
+    {
+        assert!(got.contains(&(t.to_string(), job.clone())), "{t} {job}: {got:?}");
+    }
+    for (headers, body) in receiver.requests.lock().unwrap().iter() {
+        assert_signed(headers, body, &secret);
+    }
+}
+
+#[sqlx::test]
+async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["utilization.low"])).await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let node: uuid::Uuid = app.node(&op, &pool, "node-a", 1).await.parse().unwrap();
+    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id: uuid::Uuid = lease.body["id"].as_str().unwrap().parse().unwrap();
+    app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    app.post(&format!("/v1/leases/{lease_id}/jobs"), &tenant, json!({ "template": "sleeper" }))
+        .await
+        .expect(StatusCode::CREATED);
+    let jn = app.get("/v1/agent/assignments", &agent).await.body["assignments"][0]["job_node_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.post(&format!("/v1/agent/assignments/{jn}/status"), &agent, json!({"state": "running"}))
+        .await
+        .expect(StatusCode::OK);
+    // Ten minutes running, its GPU at 35% for the last five (the samples as the insights test writes them).
+    sqlx::query("UPDATE jobs SET started_at = now() - interval '10 minutes'").execute(&db).await.unwrap();
+    crate::common::write_lease_samples(&db, lease_id, 35.0).await;
+    use gpuplane::webhooks::alerts::check_utilization;
+    assert_eq!(check_utilization(&db).await.unwrap(), 1);
+    assert_eq!(check_utilization(&db).await.unwrap(), 0, "one alert until it clears");
+    deliver_until(&worker, || types_of(&receiver).len() == 1).await;
+    let got = receiver.accepted.lock().unwrap()[0].clone();
+    assert_eq!(got.body["data"]["lease_id"], lease_id.to_string());
+    assert!(got.body["data"]["message"].as_str().unwrap().contains("35%"));
+    let (headers, body) = receiver.requests.lock().unwrap()[0].clone();
+    assert_signed(&headers, &body, &secret);
+    // Busy again: the condition clears; it can be raised anew later.
+    sqlx::query("DELETE FROM telemetry_raw").execute(&db).await.unwrap();
+    crate::common::write_lease_samples(&db, lease_id, 95.0).await;
+    assert_eq!(check_utilization(&db).await.unwrap(), 0);
+    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM webhook_alerts").fetch_one(&db).await.unwrap();
+    assert_eq!(left, 0, "cleared");
+}
