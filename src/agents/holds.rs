@@ -36,8 +36,6 @@ pub struct LivenessHold {
     pub released_by: Option<String>,
 }
 
-const COLUMNS: &str = "id, pool_id, opened_at, silent_nodes, total_nodes, released_at, released_by";
-
 /// Liveness holds of pools that have not recovered yet (open ones, and ones an operator released).
 #[utoipa::path(
     get, path = "/v1/admin/liveness-holds", tag = "admin", operation_id = "list_liveness_holds",
@@ -47,9 +45,11 @@ pub async fn list_liveness_holds(
     State(state): State<AppState>,
     _op: OperatorAuth,
 ) -> ApiResult<Json<Vec<LivenessHold>>> {
-    let holds = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM liveness_holds WHERE cleared_at IS NULL ORDER BY opened_at"
-    )))
+    let holds = sqlx::query_as!(
+        LivenessHold,
+        "SELECT id, pool_id, opened_at, silent_nodes, total_nodes, released_at, released_by \
+         FROM liveness_holds WHERE cleared_at IS NULL ORDER BY opened_at"
+    )
     .fetch_all(&state.db)
     .await?;
     Ok(Json(holds))
@@ -67,12 +67,14 @@ pub async fn release_liveness_hold(
     op: OperatorAuth,
     ApiPath(pool_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<LivenessHold>> {
-    let released: Option<LivenessHold> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "UPDATE liveness_holds SET released_at = now(), released_by = 'operator:' || $2::text \
-         WHERE pool_id = $1 AND released_at IS NULL RETURNING {COLUMNS}"
-    )))
-    .bind(pool_id)
-    .bind(op.key_id)
+    let released = sqlx::query_as!(
+        LivenessHold,
+        "UPDATE liveness_holds SET released_at = now(), released_by = 'operator:' || $2::uuid::text \
+         WHERE pool_id = $1 AND released_at IS NULL \
+         RETURNING id, pool_id, opened_at, silent_nodes, total_nodes, released_at, released_by",
+        pool_id,
+        op.key_id
+    )
     .fetch_optional(&state.db)
     .await?;
     match released {

@@ -26,13 +26,13 @@ use crate::webhooks::{self, Audience};
 
 /// Stamp the control plane's presence; returns since when it has been present without a gap.
 pub async fn stamp_presence(db: &PgPool, outage_gap: std::time::Duration) -> Result<DateTime<Utc>, sqlx::Error> {
-    let (resumed_at,): (DateTime<Utc>,) = sqlx::query_as(
+    let resumed_at = sqlx::query_scalar!(
         "INSERT INTO control_plane_presence AS p (singleton, last_seen_at, resumed_at) VALUES (true, now(), now()) \
          ON CONFLICT (singleton) DO UPDATE SET last_seen_at = GREATEST(p.last_seen_at, now()), \
              resumed_at = CASE WHEN p.last_seen_at < now() - make_interval(secs => $1) THEN now() ELSE p.resumed_at END \
          RETURNING resumed_at",
+        outage_gap.as_secs_f64()
     )
-    .bind(outage_gap.as_secs_f64())
     .fetch_one(db)
     .await?;
     Ok(resumed_at)
@@ -48,17 +48,18 @@ pub fn outage_gap(settings: &Settings) -> std::time::Duration {
 pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::Error> {
     let resumed_at = stamp_presence(db, outage_gap(settings)).await?;
     let mut tx = db.begin().await?;
-    let unreachable: Vec<(Uuid, String, DateTime<Utc>)> = sqlx::query_as(
-        "UPDATE nodes SET liveness = 'unreachable', updated_at = now() \
-         WHERE agent_managed AND liveness IN ('ready', 'not_ready') \
-             AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1) \
-         RETURNING id, hostname, last_heartbeat_at",
+    let unreachable = sqlx::query!(
+        r#"UPDATE nodes SET liveness = 'unreachable', updated_at = now()
+         WHERE agent_managed AND liveness IN ('ready', 'not_ready')
+             AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1)
+         RETURNING id, hostname, last_heartbeat_at AS "last_heartbeat_at!""#,
+        settings.unreachable_after.as_secs_f64(),
+        resumed_at
     )
-    .bind(settings.unreachable_after.as_secs_f64())
-    .bind(resumed_at)
     .fetch_all(&mut *tx)
     .await?;
-    for (node_id, hostname, last) in &unreachable {
+    for node in &unreachable {
+        let (node_id, hostname, last) = (&node.id, &node.hostname, &node.last_heartbeat_at);
         tracing::warn!(node.id = %node_id, %hostname, "node unreachable: no heartbeat since {last}");
         let data = serde_json::json!({ "node_id": node_id, "hostname": hostname, "last_heartbeat_at": last });
         webhooks::emit(&mut tx, Audience::Operators, "node.unreachable", data).await?;
@@ -72,18 +73,20 @@ pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::
         }
     }
     update_holds(&mut tx, settings).await?;
-    let offline: Vec<(Uuid, Uuid, String, DateTime<Utc>, bool)> = sqlx::query_as(
-        "UPDATE nodes n SET liveness = 'offline', updated_at = now() \
-         WHERE agent_managed AND liveness <> 'offline' \
-             AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1) \
-         RETURNING id, pool_id, hostname, last_heartbeat_at, \
-             EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL) AS held",
+    let offline = sqlx::query!(
+        r#"UPDATE nodes n SET liveness = 'offline', updated_at = now()
+         WHERE agent_managed AND liveness <> 'offline'
+             AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1)
+         RETURNING id, pool_id, hostname, last_heartbeat_at AS "last_heartbeat_at!",
+             EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL) AS "held!""#,
+        settings.offline_after.as_secs_f64(),
+        resumed_at
     )
-    .bind(settings.offline_after.as_secs_f64())
-    .bind(resumed_at)
     .fetch_all(&mut *tx)
     .await?;
-    for (node_id, pool_id, hostname, last, held) in &offline {
+    for node in &offline {
+        let (node_id, pool_id, hostname, last, held) =
+            (&node.id, &node.pool_id, &node.hostname, &node.last_heartbeat_at, &node.held);
         let data = serde_json::json!({
             "node_id": node_id, "pool_id": pool_id, "hostname": hostname, "last_heartbeat_at": last,
             "interruptions_held": held,
@@ -114,7 +117,7 @@ pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::
 /// Open a hold for every pool where too many agent nodes are silent at once, and clear the holds of pools
 /// that recovered (releasing them if no operator did).
 async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Result<(), sqlx::Error> {
-    let opened: Vec<(Uuid, i32, i32)> = sqlx::query_as(
+    let opened = sqlx::query!(
         "WITH silence AS ( \
              SELECT pool_id, count(*) FILTER (WHERE liveness IN ('unreachable', 'offline'))::int AS silent, count(*)::int AS total \
              FROM nodes WHERE agent_managed GROUP BY pool_id), \
@@ -122,19 +125,20 @@ async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Res
              UPDATE liveness_holds h SET cleared_at = now(), released_at = COALESCE(h.released_at, now()), \
                  released_by = COALESCE(h.released_by, 'system: the pool recovered') \
              WHERE h.cleared_at IS NULL AND NOT EXISTS (SELECT 1 FROM silence s \
-                 WHERE s.pool_id = h.pool_id AND s.silent >= $2 AND s.silent >= $1 * s.total) \
+                 WHERE s.pool_id = h.pool_id AND s.silent >= $2 AND s.silent >= $1::float8 * s.total) \
              RETURNING h.pool_id) \
          INSERT INTO liveness_holds (id, pool_id, silent_nodes, total_nodes) \
          SELECT gen_random_uuid(), pool_id, silent, total FROM silence \
          WHERE silent >= $2 AND silent >= $1 * total \
          ON CONFLICT (pool_id) WHERE cleared_at IS NULL DO NOTHING \
          RETURNING pool_id, silent_nodes, total_nodes",
+        settings.fleet_silence_threshold,
+        settings.fleet_silence_min_nodes as i32
     )
-    .bind(settings.fleet_silence_threshold)
-    .bind(settings.fleet_silence_min_nodes as i32)
     .fetch_all(&mut *conn)
     .await?;
-    for (pool_id, silent, total) in opened {
+    for hold in opened {
+        let (pool_id, silent, total) = (hold.pool_id, hold.silent_nodes, hold.total_nodes);
         tracing::error!(pool.id = %pool_id, silent, total,
             "fleet-level silence: {silent} of {total} agent nodes of the pool are silent at once; \
              holding interruptions in the pool until it recovers or an operator releases the hold");
@@ -145,18 +149,19 @@ async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Res
 /// End the active leases on offline nodes of pools without an open hold, at the node's last heartbeat.
 async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Vec<Uuid>, sqlx::Error> {
     // Several nodes of one lease may be offline: the earliest last heartbeat ends it.
-    let due: Vec<(Uuid, Uuid, String, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT DISTINCT ON (l.id) l.id, n.pool_id, n.hostname, n.last_heartbeat_at \
-         FROM nodes n JOIN lease_gpus lg ON lg.node_id = n.id AND lg.released_at IS NULL \
-         JOIN leases l ON l.id = lg.lease_id AND l.state = 'active' \
-         WHERE n.agent_managed AND n.liveness = 'offline' \
-             AND NOT EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL) \
-         ORDER BY l.id, n.last_heartbeat_at",
+    let due = sqlx::query!(
+        r#"SELECT DISTINCT ON (l.id) l.id, n.pool_id, n.hostname, n.last_heartbeat_at AS "last_heartbeat_at!"
+         FROM nodes n JOIN lease_gpus lg ON lg.node_id = n.id AND lg.released_at IS NULL
+         JOIN leases l ON l.id = lg.lease_id AND l.state = 'active'
+         WHERE n.agent_managed AND n.liveness = 'offline'
+             AND NOT EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL)
+         ORDER BY l.id, n.last_heartbeat_at"#
     )
     .fetch_all(&mut *conn)
     .await?;
     let mut pools = Vec::new();
-    for (lease_id, pool_id, hostname, last) in due {
+    for row in due {
+        let (lease_id, pool_id, hostname, last) = (row.id, row.pool_id, row.hostname, row.last_heartbeat_at);
         let reason = format!("node {hostname} offline: no heartbeat since {last}");
         if end_lease(conn, lease_id, None, LeaseState::Interrupted, &reason, &Actor::System, Some(last))
             .await?
@@ -170,14 +175,13 @@ async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Vec<U
 }
 
 async fn active_leases_on(conn: &mut sqlx::PgConnection, node_id: Uuid) -> Result<Vec<Uuid>, sqlx::Error> {
-    let rows: Vec<(Uuid,)> = sqlx::query_as(
+    sqlx::query_scalar!(
         "SELECT DISTINCT l.id FROM leases l JOIN lease_gpus lg ON lg.lease_id = l.id \
          WHERE lg.node_id = $1 AND lg.released_at IS NULL AND l.state = 'active' ORDER BY l.id",
+        node_id
     )
-    .bind(node_id)
     .fetch_all(conn)
-    .await?;
-    Ok(rows.into_iter().map(|r| r.0).collect())
+    .await
 }
 
 /// Run the liveness sweep every second and the telemetry upkeep (partitions ahead, retention, rollup fold)

@@ -58,7 +58,7 @@ fn utc(d: NaiveDate) -> DateTime<Utc> {
 /// Idempotent and safe with several replicas (an advisory lock, and `IF NOT EXISTS`).
 pub async fn ensure_partitions(db: &PgPool, settings: &Settings, now: DateTime<Utc>) -> Result<u32, sqlx::Error> {
     let mut tx = db.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(TELEMETRY_LOCK).execute(&mut *tx).await?;
+    sqlx::query!("SELECT pg_advisory_xact_lock($1)", TELEMETRY_LOCK).execute(&mut *tx).await?;
     let mut created = 0;
     for (table, span, retention) in tables(settings) {
         let oldest = (now - Duration::from_std(retention).unwrap_or(Duration::days(1))).date_naive();
@@ -67,9 +67,11 @@ pub async fn ensure_partitions(db: &PgPool, settings: &Settings, now: DateTime<U
         let last = if span == Span::Month { next(span, last) } else { last };
         while d <= last {
             let name = partition_name(table, span, d);
-            let exists: bool =
-                sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL").bind(&name).fetch_one(&mut *tx).await?;
+            let exists = sqlx::query_scalar!(r#"SELECT to_regclass($1) IS NOT NULL AS "exists!""#, &name)
+                .fetch_one(&mut *tx)
+                .await?;
             if !exists {
+                // Runtime SQL on purpose: DDL naming a partition and its bounds, which cannot be parameters.
                 sqlx::query(AssertSqlSafe(format!(
                     "CREATE TABLE IF NOT EXISTS {name} PARTITION OF {table} FOR VALUES FROM ('{}') TO ('{}')",
                     utc(d).to_rfc3339(),
@@ -97,37 +99,41 @@ pub async fn drop_expired_partitions(
     let mut dropped = Vec::new();
     for (table, span, retention) in tables(settings) {
         let horizon = now - Duration::from_std(retention).unwrap_or(Duration::days(1));
-        let parts: Vec<(String, bool)> = sqlx::query_as(
-            "SELECT c.relname::text, i.inhdetachpending FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid \
-             WHERE i.inhparent = $1::regclass ORDER BY 1",
+        let parts = sqlx::query!(
+            r#"SELECT c.relname::text AS "name!", i.inhdetachpending AS pending
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = $1::text::regclass ORDER BY 1"#,
+            table
         )
-        .bind(table)
         .fetch_all(db)
         .await?;
-        for (name, pending) in parts {
+        for part in parts {
+            let (name, pending) = (part.name, part.pending);
             let Some(start) = parse_partition_start(table, span, &name) else { continue };
             if utc(next(span, start)) > horizon {
                 continue;
             }
             // Another replica may be at the same partition: the lock makes one of us skip it.
             let mut conn = db.acquire().await?;
-            let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-                .bind(TELEMETRY_LOCK + 1)
+            let locked = sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "locked!""#, TELEMETRY_LOCK + 1)
                 .fetch_one(&mut *conn)
                 .await?;
             if !locked {
                 continue;
             }
             let result = async {
-                let still: bool =
-                    sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL").bind(&name).fetch_one(&mut *conn).await?;
+                let still = sqlx::query_scalar!(r#"SELECT to_regclass($1) IS NOT NULL AS "exists!""#, &name)
+                    .fetch_one(&mut *conn)
+                    .await?;
                 if still {
                     let detach = if pending { "FINALIZE" } else { "CONCURRENTLY" };
-                    let attached: bool =
-                        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = $1::regclass)")
-                            .bind(&name)
-                            .fetch_one(&mut *conn)
-                            .await?;
+                    let attached = sqlx::query_scalar!(
+                        r#"SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = $1::text::regclass) AS "attached!""#,
+                        &name
+                    )
+                    .fetch_one(&mut *conn)
+                    .await?;
+                    // Runtime SQL on purpose below: DDL naming the partition, which cannot be a parameter.
                     if attached {
                         sqlx::raw_sql(AssertSqlSafe(format!("ALTER TABLE {table} DETACH PARTITION {name} {detach}")))
                             .execute(&mut *conn)
@@ -138,7 +144,7 @@ pub async fn drop_expired_partitions(
                 Ok::<_, sqlx::Error>(still)
             }
             .await;
-            sqlx::query("SELECT pg_advisory_unlock($1)").bind(TELEMETRY_LOCK + 1).execute(&mut *conn).await?;
+            sqlx::query_scalar!("SELECT pg_advisory_unlock($1)", TELEMETRY_LOCK + 1).fetch_one(&mut *conn).await?;
             if result? {
                 tracing::info!(partition = %name, "telemetry partition dropped at retention");
                 dropped.push(name);
@@ -163,27 +169,31 @@ fn parse_partition_start(table: &str, span: Span, name: &str) -> Option<NaiveDat
 /// Folds rows ingested up to `lag` ago; returns the (node, minute) pairs folded.
 pub async fn fold(db: &PgPool, lag: std::time::Duration) -> Result<u64, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let locked: bool =
-        sqlx::query_scalar("SELECT pg_try_advisory_xact_lock($1)").bind(TELEMETRY_LOCK + 2).fetch_one(&mut *tx).await?;
+    let locked = sqlx::query_scalar!(r#"SELECT pg_try_advisory_xact_lock($1) AS "locked!""#, TELEMETRY_LOCK + 2)
+        .fetch_one(&mut *tx)
+        .await?;
     if !locked {
         return Ok(0);
     }
     // The watermark starts at -infinity, which chrono cannot hold: it stays in SQL.
-    let until: DateTime<Utc> =
-        sqlx::query_scalar("SELECT now() - make_interval(secs => $1) FROM telemetry_rollup_state FOR UPDATE")
-            .bind(lag.as_secs_f64())
-            .fetch_one(&mut *tx)
-            .await?;
-    let folded = sqlx::query(
+    let until = sqlx::query_scalar!(
+        r#"SELECT now() - make_interval(secs => $1) AS "until!" FROM telemetry_rollup_state FOR UPDATE"#,
+        lag.as_secs_f64()
+    )
+    .fetch_one(&mut *tx)
+    .await?;
+    let folded = sqlx::query!(
         "CREATE TEMP TABLE fold_touched ON COMMIT DROP AS \
          SELECT DISTINCT node_key, date_trunc('minute', at) AS minute FROM telemetry_raw \
          WHERE ingested_at >= (SELECT folded_until FROM telemetry_rollup_state) AND ingested_at < $1",
+        until
     )
-    .bind(until)
     .execute(&mut *tx)
     .await?
     .rows_affected();
     if folded > 0 {
+        // These two stay runtime SQL: they read `fold_touched`, the temporary table this transaction made, which
+        // does not exist when the macros would describe them at build time.
         sqlx::query(
             "INSERT INTO gpu_minutes (gpu_id, minute, node_id, samples, gpu_util_sum, gpu_util_max, mem_copy_sum, \
                  fb_used_max, power_sum, power_max, temp_max, clock_sum, xid_count, energy_j) \
@@ -227,7 +237,7 @@ pub async fn fold(db: &PgPool, lag: std::time::Duration) -> Result<u64, sqlx::Er
         .execute(&mut *tx)
         .await?;
     }
-    sqlx::query("UPDATE telemetry_rollup_state SET folded_until = $1").bind(until).execute(&mut *tx).await?;
+    sqlx::query!("UPDATE telemetry_rollup_state SET folded_until = $1", until).execute(&mut *tx).await?;
     tx.commit().await?;
     Ok(folded)
 }

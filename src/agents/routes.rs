@@ -17,7 +17,7 @@ use crate::app::AppState;
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
-use crate::inventory::gpu_models::{GPU_MODEL_COLUMNS, GpuModel};
+use crate::inventory::gpu_models::GpuModel;
 use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
@@ -74,18 +74,21 @@ pub async fn register_agent(
         return Err(invalid_join_token());
     }
     let mut tx = state.db.begin().await?;
-    let claimed: Option<(Uuid,)> = sqlx::query_as(
+    let claimed = sqlx::query_scalar!(
         "UPDATE join_tokens SET uses = uses + 1 WHERE secret_hash = $1 AND revoked_at IS NULL AND expires_at > now() \
          AND uses < max_uses RETURNING pool_id",
+        keys::hash(&req.join_token)
     )
-    .bind(keys::hash(&req.join_token))
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((pool_id,)) = claimed else { return Err(invalid_join_token()) };
-    let model: GpuModel = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {GPU_MODEL_COLUMNS} FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)"
-    )))
-    .bind(pool_id)
+    let Some(pool_id) = claimed else { return Err(invalid_join_token()) };
+    let model = sqlx::query_as!(
+        GpuModel,
+        "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
+             host_link \
+         FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)",
+        pool_id
+    )
     .fetch_one(&mut *tx)
     .await?;
     let mismatched: Vec<FieldError> = facts
@@ -106,18 +109,20 @@ pub async fn register_agent(
     let facts_json = serde_json::json!({
         "driver_version": facts.driver_version, "cuda_version": facts.cuda_version, "topology": facts.topology,
     });
-    let existing: Option<(Uuid, Uuid, i64, bool)> = sqlx::query_as(
-        "SELECT id, pool_id, agent_generation, coalesce(reregistration_allowed_until > now(), false) \
-         FROM nodes WHERE hostname = $1 FOR UPDATE",
+    let existing = sqlx::query!(
+        r#"SELECT id, pool_id, agent_generation,
+             coalesce(reregistration_allowed_until > now(), false) AS "operator_allowed!"
+         FROM nodes WHERE hostname = $1 FOR UPDATE"#,
+        &facts.hostname
     )
-    .bind(&facts.hostname)
     .fetch_optional(&mut *tx)
     .await?;
     let (node_id, status) = match existing {
-        Some((_, other_pool, _, _)) if other_pool != pool_id => {
+        Some(node) if node.pool_id != pool_id => {
             return Err(ApiError::conflict("node_in_other_pool", "a node with this hostname belongs to another pool"));
         }
-        Some((node_id, _, generation, operator_allowed)) => {
+        Some(node) => {
+            let (node_id, generation, operator_allowed) = (node.id, node.agent_generation, node.operator_allowed);
             let proven = proof.as_ref().is_some_and(|p| p.node_id == node_id && p.generation == generation);
             if !proven && !operator_allowed {
                 return Err(ApiError::conflict(
@@ -127,8 +132,8 @@ pub async fn register_agent(
                 ));
             }
             let registered: Vec<(i32, String)> =
-                sqlx::query_as("SELECT idx, uuid FROM gpus WHERE node_id = $1 ORDER BY idx")
-                    .bind(node_id)
+                sqlx::query!("SELECT idx, uuid FROM gpus WHERE node_id = $1 ORDER BY idx", node_id)
+                    .map(|g| (g.idx, g.uuid))
                     .fetch_all(&mut *tx)
                     .await?;
             let mut reported: Vec<(i32, String)> = facts.gpus.iter().map(|g| (g.index, g.uuid.clone())).collect();
@@ -139,15 +144,15 @@ pub async fn register_agent(
                     "the node reports other GPUs than it registered with; an operator must review it",
                 ));
             }
-            sqlx::query(
+            sqlx::query!(
                 "UPDATE nodes SET address = $2, intra_link = $3, network_gbps = $4, rdma = $5, updated_at = now() \
                  WHERE id = $1",
+                node_id,
+                facts.address.trim(),
+                facts.intra_link as crate::inventory::nodes::IntraLink,
+                facts.network_gbps,
+                facts.rdma
             )
-            .bind(node_id)
-            .bind(facts.address.trim())
-            .bind(facts.intra_link)
-            .bind(facts.network_gbps)
-            .bind(facts.rdma)
             .execute(&mut *tx)
             .await?;
             (node_id, StatusCode::OK)
@@ -158,30 +163,30 @@ pub async fn register_agent(
         }
     };
     // Alive again with the verdict it had; `readiness::evaluate_node` then judges the versions just reported.
-    let (generation,): (i64,) = sqlx::query_as(
+    let generation = sqlx::query_scalar!(
         "UPDATE nodes SET agent_managed = true, agent_generation = agent_generation + 1, facts = $2, \
              liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END, \
              last_heartbeat_at = now(), generation = generation + 1, reregistration_allowed_until = NULL, \
              echo_port = $3 \
          WHERE id = $1 RETURNING agent_generation",
+        node_id,
+        facts_json,
+        facts.echo_port
     )
-    .bind(node_id)
-    .bind(facts_json)
-    .bind(facts.echo_port)
     .fetch_one(&mut *tx)
     .await?;
     crate::inventory::readiness::evaluate_node(&mut tx, node_id, &state.settings).await?;
     let indices: Vec<i32> = facts.gpus.iter().map(|g| g.index).collect();
     let names: Vec<&str> = facts.gpus.iter().map(|g| g.name.as_str()).collect();
     let memory: Vec<i64> = facts.gpus.iter().map(|g| g.memory_bytes).collect();
-    sqlx::query(
+    sqlx::query!(
         "UPDATE gpus g SET name = u.name, memory_bytes = u.memory FROM UNNEST($2::int[], $3::text[], $4::bigint[]) \
          AS u(idx, name, memory) WHERE g.node_id = $1 AND g.idx = u.idx",
+        node_id,
+        &indices,
+        &names as &[&str],
+        &memory
     )
-    .bind(node_id)
-    .bind(&indices)
-    .bind(&names)
-    .bind(&memory)
     .execute(&mut *tx)
     .await?;
     let agent_token = state.tokens.issue_agent(node_id, generation)?;
@@ -265,12 +270,13 @@ async fn gpu_map(state: &AppState, agent: &AgentAuth) -> ApiResult<super::GpuMap
     if let Some(map) = state.agent_gpus.get(agent.node_id, agent.generation) {
         return Ok(map);
     }
-    let rows: Vec<(i32, Uuid)> = sqlx::query_as(
+    let rows: Vec<(i32, Uuid)> = sqlx::query!(
         "SELECT g.idx, g.id FROM gpus g JOIN nodes n ON n.id = g.node_id \
          WHERE n.id = $1 AND n.agent_generation = $2 ORDER BY g.idx",
+        agent.node_id,
+        agent.generation
     )
-    .bind(agent.node_id)
-    .bind(agent.generation)
+    .map(|g| (g.idx, g.id))
     .fetch_all(&state.db)
     .await?;
     if rows.is_empty() {
@@ -348,27 +354,6 @@ pub async fn post_heartbeat(
     }))
 }
 
-/// The heartbeat statement (see `store_heartbeat`), built once.
-static HEARTBEAT_SQL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    format!(
-        "WITH prev AS (SELECT liveness, facts->>'driver_version' AS driver, facts->>'cuda_version' AS cuda \
-             FROM nodes WHERE id = $1 AND agent_generation = $2), \
-         touched AS ( \
-             UPDATE nodes SET last_heartbeat_at = now(), \
-                 liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END \
-             WHERE id = $1 AND agent_generation = $2 RETURNING admin_state, telemetry_key), \
-         inserted AS ( \
-             INSERT INTO telemetry_raw (node_key, at, samples, xids) \
-             SELECT t.telemetry_key, u.at, u.samples, u.xids::int[] \
-             FROM touched t, UNNEST($3::timestamptz[], $4::bytea[], $5::text[]) AS u(at, samples, xids) \
-             ON CONFLICT (node_key, at) DO NOTHING RETURNING length(samples) / $6 AS gpus) \
-         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev), \
-             (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted), {}, \
-             (SELECT driver FROM prev), (SELECT cuda FROM prev)",
-        crate::jobs::store::ASSIGNMENTS_PENDING_SQL
-    )
-});
-
 /// What one heartbeat's statement found and did.
 struct StoredHeartbeat {
     admin_state: String,
@@ -385,14 +370,14 @@ struct StoredHeartbeat {
 /// node again (a `not_ready` node becomes ready here once they suffice).
 async fn update_versions(state: &AppState, node_id: Uuid, driver: Option<&str>, cuda: Option<&str>) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE nodes SET facts = COALESCE(facts, '{}'::jsonb) \
              || jsonb_strip_nulls(jsonb_build_object('driver_version', $2::text, 'cuda_version', $3::text)) \
          WHERE id = $1",
+        node_id,
+        driver,
+        cuda
     )
-    .bind(node_id)
-    .bind(driver)
-    .bind(cuda)
     .execute(&mut *tx)
     .await?;
     crate::inventory::readiness::evaluate_node(&mut tx, node_id, &state.settings).await?;
@@ -429,17 +414,36 @@ async fn store_heartbeat(
         let pairs: Vec<String> = gpus.iter().filter_map(|(idx, s)| xid_pairs(*idx, &s.xid_codes)).collect();
         xids.push((!pairs.is_empty()).then(|| format!("{{{}}}", pairs.join(","))));
     }
-    type Row = (Option<String>, Option<String>, i64, bool, Option<String>, Option<String>);
-    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(HEARTBEAT_SQL.as_str()))
-        .bind(agent.node_id)
-        .bind(agent.generation)
-        .bind(ats)
-        .bind(packed)
-        .bind(xids)
-        .bind(super::codec::RECORD_LEN as i32)
-        .fetch_optional(&state.db)
-        .await?;
-    match row {
+    // `assignments_pending`: the node has an assignment it has not fetched or a cancel it has not applied (the
+    // heartbeat's hint), evaluated in this statement so that the hint costs no round trip.
+    let row = sqlx::query!(
+        r#"WITH prev AS (SELECT liveness, facts->>'driver_version' AS driver, facts->>'cuda_version' AS cuda
+             FROM nodes WHERE id = $1 AND agent_generation = $2),
+         touched AS (
+             UPDATE nodes SET last_heartbeat_at = now(),
+                 liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END
+             WHERE id = $1 AND agent_generation = $2 RETURNING admin_state, telemetry_key),
+         inserted AS (
+             INSERT INTO telemetry_raw (node_key, at, samples, xids)
+             SELECT t.telemetry_key, u.at, u.samples, u.xids::int[]
+             FROM touched t, UNNEST($3::timestamptz[], $4::bytea[], $5::text[]) AS u(at, samples, xids)
+             ON CONFLICT (node_key, at) DO NOTHING RETURNING length(samples) / $6 AS gpus)
+         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev) AS was,
+             (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted) AS "accepted!",
+             EXISTS (SELECT 1 FROM job_nodes WHERE node_id = $1
+                 AND state IN ('pending', 'assigned', 'running') AND (state = 'pending' OR desired = 'cancel'))
+                 AS "assignments_pending!",
+             (SELECT driver FROM prev), (SELECT cuda FROM prev)"#,
+        agent.node_id,
+        agent.generation,
+        &ats,
+        &packed,
+        &xids as &[Option<String>],
+        super::codec::RECORD_LEN as i32
+    )
+    .fetch_optional(&state.db)
+    .await?;
+    match row.map(|r| (r.admin_state, r.was, r.accepted, r.assignments_pending, r.driver, r.cuda)) {
         Some((Some(admin_state), Some(was), accepted, assignments_pending, driver_version, cuda_version)) => {
             Ok(StoredHeartbeat {
                 admin_state,
@@ -467,20 +471,22 @@ fn xid_pairs(gpu_index: i32, codes: &[i32]) -> Option<String> {
 async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec<i32>)]) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
     // Lock the node first, as allocation does, so the free counter stays exact.
-    sqlx::query("SELECT 1 FROM nodes WHERE id = $1 FOR UPDATE").bind(node_id).execute(&mut *tx).await?;
+    sqlx::query!("SELECT 1 AS locked FROM nodes WHERE id = $1 FOR UPDATE", node_id).fetch_optional(&mut *tx).await?;
     for (index, codes) in fatal {
         let reason = format!("fatal XID {}", codes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "));
-        let hit: Option<(Uuid, Option<Uuid>)> = sqlx::query_as(
+        let hit = sqlx::query!(
             "UPDATE gpus g SET healthy = false, unhealthy_reason = $3, unhealthy_since = now() \
              WHERE g.node_id = $1 AND g.idx = $2 AND g.healthy \
-             RETURNING g.id, (SELECT lg.lease_id FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL)",
+             RETURNING g.id, \
+                 (SELECT lg.lease_id FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) AS lease_id",
+            node_id,
+            index,
+            &reason
         )
-        .bind(node_id)
-        .bind(index)
-        .bind(&reason)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((gpu_id, lease)) = hit else { continue };
+        let Some(hit) = hit else { continue };
+        let (gpu_id, lease) = (hit.id, hit.lease_id);
         tracing::warn!(node.id = %node_id, gpu.index = index, %reason, "GPU taken out of service");
         let data = serde_json::json!({
             "node_id": node_id, "gpu_id": gpu_id, "index": index, "xid": codes, "reason": reason, "lease_id": lease,
@@ -488,8 +494,7 @@ async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec
         crate::webhooks::emit(&mut tx, crate::webhooks::Audience::Operators, "gpu.unhealthy", data).await?;
         match lease {
             None => {
-                sqlx::query("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1")
-                    .bind(node_id)
+                sqlx::query!("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1", node_id)
                     .execute(&mut *tx)
                     .await?;
             }
@@ -518,12 +523,13 @@ pub async fn restore_gpu(
     ApiPath(gpu_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Node>> {
     let mut tx = state.db.begin().await?;
-    let node: Option<(Uuid,)> =
-        sqlx::query_as("SELECT n.id FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE g.id = $1 FOR UPDATE OF n")
-            .bind(gpu_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let Some((node_id,)) = node else { return Err(ApiError::NotFound("gpu")) };
+    let node = sqlx::query_scalar!(
+        "SELECT n.id FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE g.id = $1 FOR UPDATE OF n",
+        gpu_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(node_id) = node else { return Err(ApiError::NotFound("gpu")) };
     restore(&mut tx, node_id, gpu_id).await?;
     let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
     tx.commit().await?;
@@ -531,15 +537,15 @@ pub async fn restore_gpu(
 }
 
 async fn restore(conn: &mut PgConnection, node_id: Uuid, gpu_id: Uuid) -> Result<(), sqlx::Error> {
-    let restored: Option<(bool,)> = sqlx::query_as(
-        "UPDATE gpus g SET healthy = true, unhealthy_reason = NULL, unhealthy_since = NULL WHERE g.id = $1 AND NOT g.healthy \
-         RETURNING EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL)",
+    let restored = sqlx::query_scalar!(
+        r#"UPDATE gpus g SET healthy = true, unhealthy_reason = NULL, unhealthy_since = NULL WHERE g.id = $1 AND NOT g.healthy
+         RETURNING EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) AS "held!""#,
+        gpu_id
     )
-    .bind(gpu_id)
     .fetch_optional(&mut *conn)
     .await?;
-    if let Some((false,)) = restored {
-        sqlx::query("UPDATE nodes SET free_gpus = free_gpus + 1 WHERE id = $1").bind(node_id).execute(conn).await?;
+    if let Some(false) = restored {
+        sqlx::query!("UPDATE nodes SET free_gpus = free_gpus + 1 WHERE id = $1", node_id).execute(conn).await?;
     }
     Ok(())
 }

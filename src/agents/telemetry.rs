@@ -120,59 +120,104 @@ fn from_raw(state: &AppState, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
     from >= raw_since && to - from <= RAW_RANGE_MAX
 }
 
-/// Per-bucket aggregates over raw samples: each node's rows read once (by its primary key: the node's key and
-/// the time range) and their packed records decoded once, in the `gpu_samples` view's units.
-const RAW_SERIES_SQL: &str = "WITH agg AS ( \
-        SELECT n.id AS node_id, d.idx, date_bin(make_interval(secs => $4), r.at, $2) AS t, \
-            avg(d.gpu_util)::float8 AS gpu_util, avg(d.mem_copy_util)::float8 AS mem_copy_util, \
-            max(d.fb_used_mib)::bigint AS fb_used_mib, avg(d.power_w)::float8 AS power_w, \
-            max(d.gpu_temp_c)::float8 AS gpu_temp_c, avg(d.sm_clock_mhz)::float8 AS sm_clock_mhz, \
-            sum(d.xid_count)::bigint AS xid_count, count(*) AS samples \
-        FROM nodes n JOIN telemetry_raw r ON r.node_key = n.telemetry_key \
-            CROSS JOIN LATERAL telemetry_decode(r.samples) d \
-        WHERE n.id = ANY($5) AND r.at >= $2 AND r.at < $3 GROUP BY 1, 2, 3) \
-    SELECT g.id AS gpu_id, agg.t, agg.gpu_util, agg.mem_copy_util, agg.fb_used_mib, agg.power_w, agg.gpu_temp_c, \
-        agg.sm_clock_mhz, agg.xid_count, agg.samples \
-    FROM agg JOIN gpus g ON g.node_id = agg.node_id AND g.idx = agg.idx WHERE g.id = ANY($1) ORDER BY 1, 2";
-
-/// The same from the minute rollups: minutes starting in [from, to), each in the bucket its start falls in.
-const MINUTE_SERIES_SQL: &str = "SELECT gpu_id, date_bin(make_interval(secs => $4), minute, $2) AS t, \
-        (sum(gpu_util_sum) / sum(samples))::float8 AS gpu_util, (sum(mem_copy_sum) / sum(samples))::float8 AS mem_copy_util, \
-        max(fb_used_max)::bigint AS fb_used_mib, (sum(power_sum) / sum(samples))::float8 AS power_w, \
-        max(temp_max)::float8 AS gpu_temp_c, (sum(clock_sum) / sum(samples))::float8 AS sm_clock_mhz, \
-        sum(xid_count)::bigint AS xid_count, sum(samples)::bigint AS samples \
-    FROM gpu_minutes WHERE gpu_id = ANY($1) AND node_id = ANY($5) AND minute >= $2 AND minute < $3 \
-    GROUP BY 1, 2 ORDER BY 1, 2";
+/// A GPU whose series is read, with where it is.
+struct GpuRef {
+    gpu_id: Uuid,
+    node_id: Uuid,
+    hostname: String,
+    index: i32,
+}
 
 /// Bucketed series for the given GPUs over [from, to): from raw samples for short recent ranges, else from
 /// the minute rollups.
 async fn series(
     state: &AppState,
     conn: &mut PgConnection,
-    gpus: Vec<(Uuid, Uuid, String, i32)>,
+    gpus: Vec<GpuRef>,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     step: i64,
 ) -> Result<Telemetry, sqlx::Error> {
-    let ids: Vec<Uuid> = gpus.iter().map(|g| g.0).collect();
-    #[derive(sqlx::FromRow)]
+    let ids: Vec<Uuid> = gpus.iter().map(|g| g.gpu_id).collect();
     struct Row {
         gpu_id: Uuid,
-        #[sqlx(flatten)]
         point: TelemetryPoint,
     }
-    let sql = if from_raw(state, from, to) { RAW_SERIES_SQL } else { MINUTE_SERIES_SQL };
     // The nodes too: raw rows are keyed by node, so each node's rows are read once, not once per GPU.
-    let mut nodes: Vec<Uuid> = gpus.iter().map(|g| g.1).collect();
+    let mut nodes: Vec<Uuid> = gpus.iter().map(|g| g.node_id).collect();
     nodes.sort_unstable();
     nodes.dedup();
-    let rows: Vec<Row> =
-        sqlx::query_as(sql).bind(&ids).bind(from).bind(to).bind(step as f64).bind(&nodes).fetch_all(conn).await?;
+    // The two statements give the same columns; `series_row!` builds a `Row` from either's record.
+    macro_rules! series_row {
+        () => {
+            |r| Row {
+                gpu_id: r.gpu_id,
+                point: TelemetryPoint {
+                    t: r.t,
+                    gpu_util: r.gpu_util,
+                    mem_copy_util: r.mem_copy_util,
+                    fb_used_mib: r.fb_used_mib,
+                    power_w: r.power_w,
+                    gpu_temp_c: r.gpu_temp_c,
+                    sm_clock_mhz: r.sm_clock_mhz,
+                    xid_count: r.xid_count,
+                    samples: r.samples,
+                },
+            }
+        };
+    }
+    let rows: Vec<Row> = if from_raw(state, from, to) {
+        // Per-bucket aggregates over raw samples: each node's rows read once (by its primary key: the node's key
+        // and the time range) and their packed records decoded once, in the `gpu_samples` view's units.
+        sqlx::query!(
+            r#"WITH agg AS (
+                SELECT n.id AS node_id, d.idx, date_bin(make_interval(secs => $4), r.at, $2) AS t,
+                    avg(d.gpu_util)::float8 AS gpu_util, avg(d.mem_copy_util)::float8 AS mem_copy_util,
+                    max(d.fb_used_mib)::bigint AS fb_used_mib, avg(d.power_w)::float8 AS power_w,
+                    max(d.gpu_temp_c)::float8 AS gpu_temp_c, avg(d.sm_clock_mhz)::float8 AS sm_clock_mhz,
+                    sum(d.xid_count)::bigint AS xid_count, count(*) AS samples
+                FROM nodes n JOIN telemetry_raw r ON r.node_key = n.telemetry_key
+                    CROSS JOIN LATERAL telemetry_decode(r.samples) d
+                WHERE n.id = ANY($5) AND r.at >= $2 AND r.at < $3 GROUP BY 1, 2, 3)
+            SELECT g.id AS gpu_id, agg.t AS "t!", agg.gpu_util AS "gpu_util!", agg.mem_copy_util AS "mem_copy_util!",
+                agg.fb_used_mib AS "fb_used_mib!", agg.power_w AS "power_w!", agg.gpu_temp_c AS "gpu_temp_c!",
+                agg.sm_clock_mhz AS "sm_clock_mhz!", agg.xid_count AS "xid_count!", agg.samples AS "samples!"
+            FROM agg JOIN gpus g ON g.node_id = agg.node_id AND g.idx = agg.idx WHERE g.id = ANY($1) ORDER BY 1, 2"#,
+            &ids,
+            from,
+            to,
+            step as f64,
+            &nodes
+        )
+        .map(series_row!())
+        .fetch_all(conn)
+        .await?
+    } else {
+        // The same from the minute rollups: minutes starting in [from, to), each in the bucket its start falls in.
+        sqlx::query!(
+            r#"SELECT gpu_id, date_bin(make_interval(secs => $4), minute, $2) AS "t!",
+                (sum(gpu_util_sum) / sum(samples))::float8 AS "gpu_util!",
+                (sum(mem_copy_sum) / sum(samples))::float8 AS "mem_copy_util!",
+                max(fb_used_max)::bigint AS "fb_used_mib!", (sum(power_sum) / sum(samples))::float8 AS "power_w!",
+                max(temp_max)::float8 AS "gpu_temp_c!", (sum(clock_sum) / sum(samples))::float8 AS "sm_clock_mhz!",
+                sum(xid_count)::bigint AS "xid_count!", sum(samples)::bigint AS "samples!"
+            FROM gpu_minutes WHERE gpu_id = ANY($1) AND node_id = ANY($5) AND minute >= $2 AND minute < $3
+            GROUP BY 1, 2 ORDER BY 1, 2"#,
+            &ids,
+            from,
+            to,
+            step as f64,
+            &nodes
+        )
+        .map(series_row!())
+        .fetch_all(conn)
+        .await?
+    };
     let (weighted, count) =
         rows.iter().fold((0.0, 0i64), |(w, c), r| (w + r.point.gpu_util * r.point.samples as f64, c + r.point.samples));
     let gpus = gpus
         .into_iter()
-        .map(|(gpu_id, node_id, hostname, index)| GpuSeries {
+        .map(|GpuRef { gpu_id, node_id, hostname, index }| GpuSeries {
             points: rows.iter().filter(|r| r.gpu_id == gpu_id).map(|r| r.point.clone()).collect(),
             gpu_id,
             node_id,
@@ -197,21 +242,24 @@ pub async fn get_lease_telemetry(
 ) -> ApiResult<Json<Telemetry>> {
     let mut conn = state.db.acquire().await?;
     // The lease (only the tenant's own) and its GPUs in one round trip: a row per GPU, one without GPUs.
-    type Row = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<Uuid>, Option<Uuid>, Option<String>, Option<i32>);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT l.starts_at, l.ended_at, g.id, n.id, n.hostname, g.idx FROM leases l \
-         LEFT JOIN lease_gpus lg ON lg.lease_id = l.id LEFT JOIN gpus g ON g.id = lg.gpu_id \
-         LEFT JOIN nodes n ON n.id = lg.node_id WHERE l.id = $1 AND l.tenant_id = $2 ORDER BY n.hostname, g.idx",
+    let rows = sqlx::query!(
+        r#"SELECT l.starts_at, l.ended_at, g.id AS "gpu_id?", n.id AS "node_id?", n.hostname AS "hostname?",
+             g.idx AS "idx?" FROM leases l
+         LEFT JOIN lease_gpus lg ON lg.lease_id = l.id LEFT JOIN gpus g ON g.id = lg.gpu_id
+         LEFT JOIN nodes n ON n.id = lg.node_id WHERE l.id = $1 AND l.tenant_id = $2 ORDER BY n.hostname, g.idx"#,
+        lease_id,
+        auth.tenant_id
     )
-    .bind(lease_id)
-    .bind(auth.tenant_id)
     .fetch_all(&mut *conn)
     .await?;
-    let Some(&(starts_at, ended_at, ..)) = rows.first() else { return Err(ApiError::NotFound("lease")) };
+    let Some(first) = rows.first() else { return Err(ApiError::NotFound("lease")) };
+    let (starts_at, ended_at) = (first.starts_at, first.ended_at);
     let now = Utc::now();
     let (from, to, step) = range.resolve(Some(starts_at.unwrap_or(now)), ended_at.unwrap_or(now))?;
-    let gpus: Vec<(Uuid, Uuid, String, i32)> =
-        rows.into_iter().filter_map(|(_, _, gpu, node, hostname, idx)| Some((gpu?, node?, hostname?, idx?))).collect();
+    let gpus: Vec<GpuRef> = rows
+        .into_iter()
+        .filter_map(|r| Some(GpuRef { gpu_id: r.gpu_id?, node_id: r.node_id?, hostname: r.hostname?, index: r.idx? }))
+        .collect();
     Ok(Json(series(&state, &mut conn, gpus, from, to, step).await?))
 }
 
@@ -228,10 +276,12 @@ pub async fn get_node_telemetry(
     ApiQuery(range): ApiQuery<TelemetryRange>,
 ) -> ApiResult<Json<Telemetry>> {
     let mut conn = state.db.acquire().await?;
-    let gpus: Vec<(Uuid, Uuid, String, i32)> = sqlx::query_as(
-        "SELECT g.id, n.id, n.hostname, g.idx FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.id = $1 ORDER BY g.idx",
+    let gpus = sqlx::query_as!(
+        GpuRef,
+        "SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, g.idx AS index \
+         FROM gpus g JOIN nodes n ON n.id = g.node_id WHERE n.id = $1 ORDER BY g.idx",
+        node_id
     )
-    .bind(node_id)
     .fetch_all(&mut *conn)
     .await?;
     if gpus.is_empty() {
@@ -272,27 +322,43 @@ pub async fn get_pool_utilization(
     ApiPath(pool_id): ApiPath<Uuid>,
     ApiQuery(range): ApiQuery<TelemetryRange>,
 ) -> ApiResult<Json<PoolUtilization>> {
-    let (exists,): (bool,) =
-        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM pools WHERE id = $1)").bind(pool_id).fetch_one(&state.db).await?;
+    let exists = sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM pools WHERE id = $1) AS "exists!""#, pool_id)
+        .fetch_one(&state.db)
+        .await?;
     if !exists {
         return Err(ApiError::NotFound("pool"));
     }
     let (from, to, _) = range.resolve(None, Utc::now())?;
     // Short recent ranges from raw samples; longer ones from the hourly rollups (whole hours from `from`'s).
-    let sql = if from_raw(&state, from, to) {
-        "SELECT n.id AS node_id, n.hostname, avg(s.gpu_util)::float8 AS avg_gpu_util, avg(s.power_w)::float8 AS avg_power_w, \
-             count(s.gpu_id) AS samples \
-         FROM nodes n LEFT JOIN gpu_samples s ON s.node_id = n.id AND s.at >= $2 AND s.at < $3 \
-         WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname"
+    let nodes = if from_raw(&state, from, to) {
+        sqlx::query_as!(
+            NodeUtilization,
+            r#"SELECT n.id AS node_id, n.hostname, avg(s.gpu_util)::float8 AS avg_gpu_util,
+                 avg(s.power_w)::float8 AS avg_power_w, count(s.gpu_id) AS "samples!"
+             FROM nodes n LEFT JOIN gpu_samples s ON s.node_id = n.id AND s.at >= $2 AND s.at < $3
+             WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname"#,
+            pool_id,
+            from,
+            to
+        )
+        .fetch_all(&state.db)
+        .await?
     } else {
-        "SELECT n.id AS node_id, n.hostname, (sum(h.gpu_util_sum) / sum(h.samples))::float8 AS avg_gpu_util, \
-             (sum(h.power_sum) / sum(h.samples))::float8 AS avg_power_w, COALESCE(sum(h.samples), 0)::bigint AS samples \
-         FROM nodes n LEFT JOIN node_hours h ON h.node_id = n.id AND h.pool_id = $1 \
-             AND h.hour >= date_trunc('hour', $2) AND h.hour < $3 \
-         WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname"
+        sqlx::query_as!(
+            NodeUtilization,
+            r#"SELECT n.id AS node_id, n.hostname, (sum(h.gpu_util_sum) / sum(h.samples))::float8 AS avg_gpu_util,
+                 (sum(h.power_sum) / sum(h.samples))::float8 AS avg_power_w,
+                 COALESCE(sum(h.samples), 0)::bigint AS "samples!"
+             FROM nodes n LEFT JOIN node_hours h ON h.node_id = n.id AND h.pool_id = $1
+                 AND h.hour >= date_trunc('hour', $2::timestamptz) AND h.hour < $3
+             WHERE n.pool_id = $1 GROUP BY n.id ORDER BY n.hostname"#,
+            pool_id,
+            from,
+            to
+        )
+        .fetch_all(&state.db)
+        .await?
     };
-    let nodes: Vec<NodeUtilization> =
-        sqlx::query_as(sql).bind(pool_id).bind(from).bind(to).fetch_all(&state.db).await?;
     let samples: i64 = nodes.iter().map(|n| n.samples).sum();
     let weighted: f64 = nodes.iter().map(|n| n.avg_gpu_util.unwrap_or(0.0) * n.samples as f64).sum();
     Ok(Json(PoolUtilization {

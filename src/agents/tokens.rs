@@ -61,8 +61,6 @@ fn day() -> i32 {
     24
 }
 
-const COLUMNS: &str = "id, pool_id, prefix, max_uses, uses, expires_at, created_at, revoked_at";
-
 /// Mint a join token for a pool.
 #[utoipa::path(
     post, path = "/v1/admin/pools/{pool_id}/join-tokens", tag = "admin", operation_id = "create_join_token",
@@ -87,18 +85,19 @@ pub async fn create_join_token(
         return Err(ApiError::Validation(errors));
     }
     let secret = keys::generate_with_prefix(keys::JOIN_TOKEN_PREFIX);
-    let token: Option<JoinToken> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let token = sqlx::query_as!(
+        JoinToken,
         "INSERT INTO join_tokens (id, pool_id, prefix, secret_hash, max_uses, expires_at, created_by) \
          SELECT $1, p.id, $3, $4, $5, now() + make_interval(hours => $6), $7 FROM pools p WHERE p.id = $2 \
-         RETURNING {COLUMNS}"
-    )))
-    .bind(new_id())
-    .bind(pool_id)
-    .bind(&secret.display_prefix)
-    .bind(&secret.hash)
-    .bind(req.max_uses)
-    .bind(req.ttl_hours)
-    .bind(op.key_id)
+         RETURNING id, pool_id, prefix, max_uses, uses, expires_at, created_at, revoked_at",
+        new_id(),
+        pool_id,
+        &secret.display_prefix,
+        &secret.hash,
+        req.max_uses,
+        req.ttl_hours,
+        op.key_id
+    )
     .fetch_optional(&state.db)
     .await?;
     let token = token.ok_or(ApiError::NotFound("pool"))?;
@@ -116,10 +115,12 @@ pub async fn list_join_tokens(
     _op: OperatorAuth,
     ApiPath(pool_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<JoinToken>>> {
-    let tokens = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM join_tokens WHERE pool_id = $1 ORDER BY id"
-    )))
-    .bind(pool_id)
+    let tokens = sqlx::query_as!(
+        JoinToken,
+        "SELECT id, pool_id, prefix, max_uses, uses, expires_at, created_at, revoked_at \
+         FROM join_tokens WHERE pool_id = $1 ORDER BY id",
+        pool_id
+    )
     .fetch_all(&state.db)
     .await?;
     Ok(Json(tokens))
@@ -136,8 +137,7 @@ pub async fn revoke_join_token(
     _op: OperatorAuth,
     ApiPath(token_id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let done = sqlx::query("UPDATE join_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1")
-        .bind(token_id)
+    let done = sqlx::query!("UPDATE join_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1", token_id)
         .execute(&state.db)
         .await?;
     if done.rows_affected() == 0 {

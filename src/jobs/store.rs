@@ -348,10 +348,8 @@ pub fn end_jobs_of_leases_ctes(lease_ids: &str, state_param: &str, reason_param:
     )
 }
 
-/// SQL expression: node `$1` has an assignment it has not fetched or a cancel it has not applied (the
-/// heartbeat's hint). The heartbeat evaluates it inside its own statement, so the hint costs no round trip.
-pub const ASSIGNMENTS_PENDING_SQL: &str = "EXISTS (SELECT 1 FROM job_nodes WHERE node_id = $1 \
-    AND state IN ('pending', 'assigned', 'running') AND (state = 'pending' OR desired = 'cancel'))";
+// Whether a node has an assignment it has not fetched or a cancel it has not applied (the heartbeat's hint)
+// is evaluated inside the heartbeat statement itself (`agents::routes::store_heartbeat`), at no round trip.
 
 /// Whether the node's credential generation is current.
 async fn agent_current(conn: &mut PgConnection, node_id: Uuid, generation: i64) -> Result<bool, sqlx::Error> {

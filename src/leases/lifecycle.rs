@@ -25,9 +25,9 @@ pub async fn sweep_once(state: &AppState, purge_idempotency: bool) -> anyhow::Re
     // Batches, so a backlog after downtime is cleared quickly without one huge transaction.
     const BATCH: i64 = 500;
     while store::expire_due(&state.db, BATCH).await? == BATCH as usize {}
-    let queued: Vec<(Uuid,)> =
-        sqlx::query_as("SELECT DISTINCT pool_id FROM leases WHERE state = 'queued'").fetch_all(&state.db).await?;
-    for (pool_id,) in queued {
+    let queued =
+        sqlx::query_scalar!("SELECT DISTINCT pool_id FROM leases WHERE state = 'queued'").fetch_all(&state.db).await?;
+    for pool_id in queued {
         store::start_queued(&state.db, pool_id).await?;
     }
     if purge_idempotency {

@@ -95,7 +95,7 @@ pub fn latency_insight(pairs: &[PairLatency], threshold_us: i64) -> Option<Insig
 /// the lease may have ended since the probes), then raise or clear the latency alert of each lease touched.
 pub async fn record(state: &AppState, node_id: Uuid, reports: &[PeerLatency]) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
-    let leases: Vec<(Uuid,)> = sqlx::query_as(
+    let leases = sqlx::query_scalar!(
         "INSERT INTO lease_latency AS ll (lease_id, node_id, peer_node_id, p50_us, p99_us, probes, lost, measured_at) \
          SELECT u.lease_id, $1, u.peer, u.p50, u.p99, u.probes, u.lost, now() \
          FROM UNNEST($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::int[], $7::int[]) \
@@ -108,17 +108,17 @@ pub async fn record(state: &AppState, node_id: Uuid, reports: &[PeerLatency]) ->
          ON CONFLICT (lease_id, node_id, peer_node_id) DO UPDATE SET p50_us = excluded.p50_us, \
              p99_us = excluded.p99_us, probes = excluded.probes, lost = excluded.lost, measured_at = excluded.measured_at \
          RETURNING ll.lease_id",
+        node_id,
+        &reports.iter().map(|r| r.lease_id).collect::<Vec<_>>(),
+        &reports.iter().map(|r| r.peer_node_id).collect::<Vec<_>>(),
+        &reports.iter().map(|r| r.p50_us).collect::<Vec<_>>(),
+        &reports.iter().map(|r| r.p99_us).collect::<Vec<_>>(),
+        &reports.iter().map(|r| r.probes).collect::<Vec<_>>(),
+        &reports.iter().map(|r| r.lost).collect::<Vec<_>>()
     )
-    .bind(node_id)
-    .bind(reports.iter().map(|r| r.lease_id).collect::<Vec<_>>())
-    .bind(reports.iter().map(|r| r.peer_node_id).collect::<Vec<_>>())
-    .bind(reports.iter().map(|r| r.p50_us).collect::<Vec<_>>())
-    .bind(reports.iter().map(|r| r.p99_us).collect::<Vec<_>>())
-    .bind(reports.iter().map(|r| r.probes).collect::<Vec<_>>())
-    .bind(reports.iter().map(|r| r.lost).collect::<Vec<_>>())
     .fetch_all(&mut *tx)
     .await?;
-    let mut lease_ids: Vec<Uuid> = leases.into_iter().map(|r| r.0).collect();
+    let mut lease_ids: Vec<Uuid> = leases;
     lease_ids.sort();
     lease_ids.dedup();
     let threshold_us = state.settings.comm_latency_p99.as_micros() as i64;
@@ -133,12 +133,13 @@ pub async fn record(state: &AppState, node_id: Uuid, reports: &[PeerLatency]) ->
 async fn update_alert(conn: &mut PgConnection, lease_id: Uuid, threshold_us: i64) -> Result<(), sqlx::Error> {
     // Serialize per lease: two nodes reporting at once must not both raise (the unique index would refuse the
     // second insert anyway; the lock keeps the raise/clear decision consistent).
-    let lease: Option<(Uuid,)> =
-        sqlx::query_as("SELECT tenant_id FROM leases WHERE id = $1 AND state = 'active' FOR NO KEY UPDATE")
-            .bind(lease_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let Some((tenant_id,)) = lease else { return Ok(()) };
+    let lease = sqlx::query_scalar!(
+        "SELECT tenant_id FROM leases WHERE id = $1 AND state = 'active' FOR NO KEY UPDATE",
+        lease_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(tenant_id) = lease else { return Ok(()) };
     let pairs = load_pairs(conn, lease_id).await?;
     match latency_insight(&pairs, threshold_us) {
         Some(insight) => {
@@ -146,14 +147,14 @@ async fn update_alert(conn: &mut PgConnection, lease_id: Uuid, threshold_us: i64
                 "lease_id": lease_id, "message": insight.message, "suggestion": insight.suggestion,
                 "figures": insight.figures,
             });
-            let raised: Option<(Uuid,)> = sqlx::query_as(
+            let raised = sqlx::query_scalar!(
                 "INSERT INTO lease_alerts (id, lease_id, condition, detail) VALUES ($1, $2, $3, $4) \
                  ON CONFLICT (lease_id, condition) WHERE cleared_at IS NULL DO NOTHING RETURNING id",
+                new_id(),
+                lease_id,
+                LATENCY_HIGH,
+                &data
             )
-            .bind(new_id())
-            .bind(lease_id)
-            .bind(LATENCY_HIGH)
-            .bind(&data)
             .fetch_optional(&mut *conn)
             .await?;
             if raised.is_some() {
@@ -161,12 +162,12 @@ async fn update_alert(conn: &mut PgConnection, lease_id: Uuid, threshold_us: i64
             }
         }
         None => {
-            let cleared: Option<(Uuid,)> = sqlx::query_as(
+            let cleared = sqlx::query_scalar!(
                 "UPDATE lease_alerts SET cleared_at = now() \
                  WHERE lease_id = $1 AND condition = $2 AND cleared_at IS NULL RETURNING id",
+                lease_id,
+                LATENCY_HIGH
             )
-            .bind(lease_id)
-            .bind(LATENCY_HIGH)
             .fetch_optional(&mut *conn)
             .await?;
             if cleared.is_some() {
@@ -205,13 +206,14 @@ pub struct PairLatency {
 }
 
 async fn load_pairs(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<PairLatency>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        PairLatency,
         "SELECT ll.node_id, n.hostname AS node_hostname, ll.peer_node_id, p.hostname AS peer_hostname, \
              ll.p50_us, ll.p99_us, ll.probes, ll.lost, ll.measured_at \
          FROM lease_latency ll JOIN nodes n ON n.id = ll.node_id JOIN nodes p ON p.id = ll.peer_node_id \
          WHERE ll.lease_id = $1 ORDER BY n.hostname, p.hostname",
+        lease_id
     )
-    .bind(lease_id)
     .fetch_all(conn)
     .await
 }
@@ -246,9 +248,7 @@ pub async fn get_lease_network(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<LeaseNetwork>> {
     let mut conn = state.db.acquire().await?;
-    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
-        .bind(lease_id)
-        .bind(auth.tenant_id)
+    let owned = sqlx::query_scalar!("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2", lease_id, auth.tenant_id)
         .fetch_optional(&mut *conn)
         .await?;
     if owned.is_none() {
@@ -257,11 +257,11 @@ pub async fn get_lease_network(
     let pairs = load_pairs(&mut conn, lease_id).await?;
     let threshold_us = state.settings.comm_latency_p99.as_micros() as i64;
     let insights = latency_insight(&pairs, threshold_us).into_iter().collect();
-    let alert: Option<(DateTime<Utc>,)> = sqlx::query_as(
+    let alert = sqlx::query_scalar!(
         "SELECT raised_at FROM lease_alerts WHERE lease_id = $1 AND condition = $2 AND cleared_at IS NULL",
+        lease_id,
+        LATENCY_HIGH
     )
-    .bind(lease_id)
-    .bind(LATENCY_HIGH)
     .fetch_optional(&mut *conn)
     .await?;
     Ok(Json(LeaseNetwork {
@@ -269,7 +269,7 @@ pub async fn get_lease_network(
         threshold_ms: threshold_us as f64 / 1000.0,
         pairs,
         insights,
-        alert_raised_at: alert.map(|a| a.0),
+        alert_raised_at: alert,
     }))
 }
 

@@ -229,7 +229,7 @@ async fn try_create_lease(
         store::place(&mut tx, pool_id, req.gpu_count, req.placement, best_fit).await?
     };
     if placed.is_none() {
-        let (total, largest_node) = store::pool_size(&mut tx, pool_id).await?;
+        let store::PoolSize { total, largest_node } = store::pool_size(&mut tx, pool_id).await?;
         if req.gpu_count as i64 > total {
             return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
         }
@@ -278,39 +278,41 @@ async fn try_create_lease(
 }
 
 async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {
-    let pool: Option<(Uuid,)> = sqlx::query_as(
+    let pool = sqlx::query_scalar!(
         "SELECT p.id FROM pools p LEFT JOIN nodes n ON n.pool_id = p.id AND n.admin_state = 'active' AND n.liveness = 'ready' \
          WHERE p.gpu_model = $1 GROUP BY p.id ORDER BY COALESCE(sum(n.free_gpus), 0) DESC, p.id LIMIT 1",
+        model
     )
-    .bind(model)
     .fetch_optional(conn)
     .await?;
-    pool.map(|p| p.0).ok_or_else(|| ApiError::field("gpu_model", "no pool offers this GPU model"))
+    pool.ok_or_else(|| ApiError::field("gpu_model", "no pool offers this GPU model"))
 }
 
 /// Enforce the tenant's quotas. The tenant row is locked for the rest of the transaction, so concurrent
 /// requests of one tenant are checked one after another and cannot jointly exceed a quota. Called only for
 /// tenants the admission statement found to have a quota: the others' requests lock nothing and run in parallel.
 async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, gpu_count: i32) -> ApiResult<()> {
-    const QUOTAS: &str = "SELECT t.max_concurrent_leases, t.max_gpus_per_pool, \
-            (SELECT q.max_gpus FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) \
-         FROM tenants t WHERE t.id = $1";
-    type Limits = (Option<i32>, Option<i32>, Option<i32>);
-    let (max_leases, max_gpus_default, max_gpus_pool): Limits =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("{QUOTAS} FOR UPDATE OF t")))
-            .bind(tenant_id)
-            .bind(pool_id)
-            .fetch_one(&mut *conn)
-            .await?;
-    let max_gpus = max_gpus_pool.or(max_gpus_default);
-    let (leases, gpus_in_pool): (i64, i64) = sqlx::query_as(
-        "SELECT count(*), COALESCE(sum(gpu_count) FILTER (WHERE pool_id = $2), 0)::bigint FROM leases \
-         WHERE tenant_id = $1 AND state IN ('queued', 'active')",
+    let limits = sqlx::query!(
+        "SELECT t.max_concurrent_leases, t.max_gpus_per_pool, \
+            (SELECT q.max_gpus FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) AS max_gpus_pool \
+         FROM tenants t WHERE t.id = $1 FOR UPDATE OF t",
+        tenant_id,
+        pool_id
     )
-    .bind(tenant_id)
-    .bind(pool_id)
     .fetch_one(&mut *conn)
     .await?;
+    let (max_leases, max_gpus_default, max_gpus_pool) =
+        (limits.max_concurrent_leases, limits.max_gpus_per_pool, limits.max_gpus_pool);
+    let max_gpus = max_gpus_pool.or(max_gpus_default);
+    let in_use = sqlx::query!(
+        r#"SELECT count(*) AS "leases!", COALESCE(sum(gpu_count) FILTER (WHERE pool_id = $2), 0)::bigint AS "gpus_in_pool!"
+         FROM leases WHERE tenant_id = $1 AND state IN ('queued', 'active')"#,
+        tenant_id,
+        pool_id
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let (leases, gpus_in_pool) = (in_use.leases, in_use.gpus_in_pool);
     let exceeded = |quota: &str, limit: i32, in_use: i64, message: String| ApiError::Conflict {
         code: "quota_exceeded",
         message,
@@ -444,15 +446,17 @@ pub async fn extend_lease(
     let expected = if_match_generation(&headers)?;
     req.validate()?;
     let mut tx = state.db.begin().await?;
-    type LeaseTerms = (i64, LeaseState, Term, Option<i32>, Option<i32>);
-    let row: Option<LeaseTerms> = sqlx::query_as(
-        "SELECT generation, state, term, duration_hours, months FROM leases WHERE id = $1 AND tenant_id = $2 FOR UPDATE",
+    let row = sqlx::query!(
+        r#"SELECT generation, state AS "state: LeaseState", term AS "term: Term", duration_hours, months
+         FROM leases WHERE id = $1 AND tenant_id = $2 FOR UPDATE"#,
+        lease_id,
+        auth.tenant_id
     )
-    .bind(lease_id)
-    .bind(auth.tenant_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((generation, lease_state, term, hours, months)) = row else { return Err(ApiError::NotFound("lease")) };
+    let Some(row) = row else { return Err(ApiError::NotFound("lease")) };
+    let (generation, lease_state, term, hours, months) =
+        (row.generation, row.state, row.term, row.duration_hours, row.months);
     if let Some(expected) = expected
         && expected != generation
     {
@@ -479,19 +483,17 @@ pub async fn extend_lease(
             ));
         }
     };
-    let (pool_id, gpu_count): (Uuid, i32) = sqlx::query_as("SELECT pool_id, gpu_count FROM leases WHERE id = $1")
-        .bind(lease_id)
-        .fetch_one(&mut *tx)
-        .await?;
-    crate::billing::require_balance(&mut tx, auth.tenant_id, pool_id, gpu_count, term, add_months).await?;
-    sqlx::query(
+    let sized =
+        sqlx::query!("SELECT pool_id, gpu_count FROM leases WHERE id = $1", lease_id).fetch_one(&mut *tx).await?;
+    crate::billing::require_balance(&mut tx, auth.tenant_id, sized.pool_id, sized.gpu_count, term, add_months).await?;
+    sqlx::query!(
         "UPDATE leases SET duration_hours = duration_hours + $2, months = months + $3, \
              ends_at = ends_at + make_interval(months => $3, hours => $2), generation = generation + 1, updated_at = now() \
          WHERE id = $1",
+        lease_id,
+        add_hours,
+        add_months
     )
-    .bind(lease_id)
-    .bind(add_hours)
-    .bind(add_months)
     .execute(&mut *tx)
     .await?;
     let actor = Actor::Tenant(auth.key_id);

@@ -50,13 +50,6 @@ fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str) -> String {
     )
 }
 
-/// Free GPUs of the given (already locked) nodes, as lease GPUs.
-const FREE_GPUS_OF: &str = "SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
-    FROM nodes n JOIN gpus g ON g.node_id = n.id \
-    WHERE n.id = ANY($1) AND g.healthy AND NOT EXISTS \
-        (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) \
-    ORDER BY n.id, g.idx";
-
 /// How many times a multi-node plan is re-made when its nodes changed between planning and locking.
 const PLAN_ATTEMPTS: usize = 3;
 
@@ -124,6 +117,8 @@ pub async fn admit(
         best_fit = best_fit_sql("$2", "$3", "AND (SELECT lock_tried FROM gate)", "LIMIT 1 FOR UPDATE SKIP LOCKED"),
         fits = best_fit_sql("$2", "$3", "", ""),
     );
+    // Runtime SQL on purpose: it embeds the one statement of the key check (`auth::key_check_cte`) and of the
+    // best-fit rule (`best_fit_sql`), which the macros cannot take as fragments; a literal would repeat both rules.
     sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(key_id)
         .bind(pool_id)
@@ -167,7 +162,9 @@ pub enum BestFit {
 async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Vec<LeaseGpu>, sqlx::Error> {
     // Even SKIP LOCKED can keep a stray lock (a row updated under it that then fails the recheck), so the
     // attempt runs in a savepoint that a miss rolls back before any waiting starts.
-    sqlx::query("SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
+    sqlx::query!("SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
+    // The three lookups below stay runtime SQL: they are `best_fit_sql`, the one statement of the best-fit rule
+    // that the admission statement embeds too (see `admit`).
     let node: Option<(Uuid,)> =
         sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 1 FOR UPDATE SKIP LOCKED")))
             .bind(pool_id)
@@ -177,7 +174,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
     if let Some((node_id,)) = node {
         return free_gpus_of(conn, &[node_id]).await;
     }
-    sqlx::query("ROLLBACK TO SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
+    sqlx::query!("ROLLBACK TO SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
     // Every node with room is held by someone. Wait for them one at a time, best fit first: a waiting
     // `FOR UPDATE` keeps the lock of a row it waited for even when the row no longer qualifies, so each wait
     // locks a single named node inside a savepoint, and a miss gives that lock back before the next. The
@@ -188,7 +185,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
         .fetch_all(&mut *conn)
         .await?;
     for (candidate,) in candidates {
-        sqlx::query("SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
+        sqlx::query!("SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
         let locked: Option<(Uuid,)> =
             sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "AND id = $3", "FOR UPDATE")))
                 .bind(pool_id)
@@ -199,13 +196,24 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
         if locked.is_some() {
             return free_gpus_of(conn, &[candidate]).await;
         }
-        sqlx::query("ROLLBACK TO SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
+        sqlx::query!("ROLLBACK TO SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
     }
     Ok(Vec::new())
 }
 
+/// Free GPUs of the given (already locked) nodes, as lease GPUs.
 async fn free_gpus_of(conn: &mut PgConnection, nodes: &[Uuid]) -> Result<Vec<LeaseGpu>, sqlx::Error> {
-    sqlx::query_as(FREE_GPUS_OF).bind(nodes).fetch_all(conn).await
+    sqlx::query_as!(
+        LeaseGpu,
+        "SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+         FROM nodes n JOIN gpus g ON g.node_id = n.id \
+         WHERE n.id = ANY($1) AND g.healthy AND NOT EXISTS \
+             (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) \
+         ORDER BY n.id, g.idx",
+        nodes
+    )
+    .fetch_all(conn)
+    .await
 }
 
 /// Several nodes: plan from the free counters without locks, then lock the chosen nodes in id order (so two
@@ -218,37 +226,38 @@ async fn lock_multi_node(
     placement: Placement,
 ) -> Result<Option<(Vec<LeaseGpu>, Vec<(Uuid, i32)>)>, sqlx::Error> {
     for _ in 0..PLAN_ATTEMPTS {
-        let candidates: Vec<(Uuid, i32)> = sqlx::query_as(
+        let candidates = sqlx::query!(
             "SELECT id, free_gpus FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' \
              AND free_gpus > 0 ORDER BY free_gpus DESC, id LIMIT $2",
+            pool_id,
+            gpu_count as i64
         )
-        .bind(pool_id)
-        .bind(gpu_count as i64)
         .fetch_all(&mut *conn)
         .await?;
-        let free: Vec<i32> = candidates.iter().map(|c| c.1).collect();
+        let free: Vec<i32> = candidates.iter().map(|c| c.free_gpus).collect();
         let takes = match placement {
             Placement::Spread => spread_counts(&free, gpu_count),
             _ => pack_counts(&free, gpu_count),
         };
         let Some(takes) = takes else { return Ok(None) };
         let mut plan: Vec<(Uuid, i32)> =
-            candidates.iter().zip(takes).filter(|(_, t)| *t > 0).map(|(c, t)| (c.0, t)).collect();
+            candidates.iter().zip(takes).filter(|(_, t)| *t > 0).map(|(c, t)| (c.id, t)).collect();
         plan.sort_unstable();
         let ids: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
         // A savepoint, so that a plan overtaken by others gives its locks back before the next attempt: a
         // transaction never waits for a node while holding one out of id order.
-        sqlx::query("SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
-        let locked: Vec<(Uuid, i32)> = sqlx::query_as(
+        sqlx::query!("SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
+        let locked = sqlx::query!(
             "SELECT id, free_gpus FROM nodes WHERE id = ANY($1) AND admin_state = 'active' AND liveness = 'ready' \
              ORDER BY id FOR UPDATE",
+            &ids
         )
-        .bind(&ids)
         .fetch_all(&mut *conn)
         .await?;
-        let still_fits = locked.len() == plan.len() && locked.iter().zip(&plan).all(|(l, p)| l.0 == p.0 && l.1 >= p.1);
+        let still_fits =
+            locked.len() == plan.len() && locked.iter().zip(&plan).all(|(l, p)| l.id == p.0 && l.free_gpus >= p.1);
         if !still_fits {
-            sqlx::query("ROLLBACK TO SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
+            sqlx::query!("ROLLBACK TO SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
             continue;
         }
         let gpus = free_gpus_of(conn, &ids).await?;
@@ -337,37 +346,6 @@ pub async fn write_lease(
     placed: Option<&Placed>,
     event: NewEvent<'_>,
 ) -> Result<Lease, sqlx::Error> {
-    let lease_cte = match lease {
-        LeaseWrite::Create(_) => {
-            "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
-                 starts_at, ends_at, created_by, metered_until, currency) \
-             SELECT $1, $13, $14, $15, $16, $17, $18, $19, a.state, a.at, \
-                 a.at + make_interval(months => COALESCE($19, 0), hours => COALESCE($18, 0)), $20, a.at, \
-                 (SELECT currency FROM pools WHERE id = $14) \
-             FROM (SELECT CASE WHEN $21 THEN 'active' ELSE 'queued' END AS state, \
-                          CASE WHEN $21 THEN now() END AS at) a \
-             RETURNING *"
-        }
-        LeaseWrite::Activate(_) => {
-            "UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
-                 ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
-                 generation = generation + 1, updated_at = now() \
-             WHERE id = $1 AND state = 'queued' RETURNING *"
-        }
-    };
-    let sql = format!(
-        "WITH lease AS ({lease_cte}), \
-         held AS ( \
-             INSERT INTO lease_gpus (lease_id, gpu_id, node_id) \
-             SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)), \
-         counted AS ( \
-             UPDATE nodes n SET free_gpus = n.free_gpus - u.take \
-             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id), \
-         recorded AS ( \
-             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
-             VALUES ($6, $1, $7, $8, $9, $10, $11, $12)) \
-         SELECT {LEASE_COLUMNS} FROM lease"
-    );
     let (gpus, plan) = match placed {
         Some(p) => (p.gpus.clone(), p.plan.clone()),
         None => (Vec::new(), Vec::new()),
@@ -380,54 +358,138 @@ pub async fn write_lease(
     let node_ids: Vec<Uuid> = gpus.iter().map(|g| g.node_id).collect();
     let plan_nodes: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
     let plan_takes: Vec<i32> = plan.iter().map(|p| p.1).collect();
-    let mut query = sqlx::query_as::<_, LeaseRow>(sqlx::AssertSqlSafe(sql))
-        .bind(lease_id)
-        .bind(gpu_ids)
-        .bind(node_ids)
-        .bind(plan_nodes)
-        .bind(plan_takes)
-        .bind(new_id())
-        .bind(event.kind)
-        .bind(event.from.map(LeaseState::as_str))
-        .bind(event.to.map(LeaseState::as_str))
-        .bind(event.actor.label())
-        .bind(event.reason)
-        .bind(event.detail);
-    if let LeaseWrite::Create(new) = lease {
-        query = query
-            .bind(new.tenant_id)
-            .bind(new.pool_id)
-            .bind(new.gpu_count)
-            .bind(new.placement)
-            .bind(new.term)
-            .bind(new.duration_hours)
-            .bind(new.months)
-            .bind(new.created_by)
-            .bind(placed.is_some());
-    }
-    let row = query.fetch_one(conn).await?;
+    // The two statements differ only in the `lease` CTE (insert, or activate the queued row); the rest, and
+    // the parameters $1-$12, are the same.
+    let row = match lease {
+        LeaseWrite::Create(new) => {
+            sqlx::query_as!(
+                LeaseRow,
+                r#"WITH lease AS (
+             INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state,
+                 starts_at, ends_at, created_by, metered_until, currency)
+             SELECT $1, $13, $14, $15, $16, $17, $18, $19, a.state, a.at,
+                 a.at + make_interval(months => COALESCE($19, 0), hours => COALESCE($18, 0)), $20, a.at,
+                 (SELECT currency FROM pools WHERE id = $14)
+             FROM (SELECT CASE WHEN $21 THEN 'active' ELSE 'queued' END AS state,
+                          CASE WHEN $21 THEN now() END AS at) a
+             RETURNING *),
+         held AS (
+             INSERT INTO lease_gpus (lease_id, gpu_id, node_id)
+             SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)),
+         counted AS (
+             UPDATE nodes n SET free_gpus = n.free_gpus - u.take
+             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id),
+         recorded AS (
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail)
+             VALUES ($6, $1, $7, $8, $9, $10, $11, $12))
+         SELECT id AS "id!", tenant_id AS "tenant_id!", pool_id AS "pool_id!", gpu_count AS "gpu_count!",
+             placement AS "placement!: Placement", term AS "term!: Term", duration_hours AS "duration_hours?",
+             months AS "months?", state AS "state!: LeaseState", starts_at AS "starts_at?", ends_at AS "ends_at?",
+             ended_at AS "ended_at?", end_reason AS "end_reason?", generation AS "generation!",
+             created_at AS "created_at!", updated_at AS "updated_at!"
+         FROM lease"#,
+                lease_id,
+                &gpu_ids,
+                &node_ids,
+                &plan_nodes,
+                &plan_takes,
+                new_id(),
+                event.kind,
+                event.from.map(LeaseState::as_str),
+                event.to.map(LeaseState::as_str),
+                event.actor.label(),
+                event.reason,
+                event.detail,
+                new.tenant_id,
+                new.pool_id,
+                new.gpu_count,
+                new.placement as Placement,
+                new.term as Term,
+                new.duration_hours,
+                new.months,
+                new.created_by,
+                placed.is_some()
+            )
+            .fetch_one(conn)
+            .await?
+        }
+        LeaseWrite::Activate(_) => {
+            sqlx::query_as!(
+                LeaseRow,
+                r#"WITH lease AS (
+             UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(),
+                 ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)),
+                 generation = generation + 1, updated_at = now()
+             WHERE id = $1 AND state = 'queued' RETURNING *),
+         held AS (
+             INSERT INTO lease_gpus (lease_id, gpu_id, node_id)
+             SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)),
+         counted AS (
+             UPDATE nodes n SET free_gpus = n.free_gpus - u.take
+             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id),
+         recorded AS (
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail)
+             VALUES ($6, $1, $7, $8, $9, $10, $11, $12))
+         SELECT id AS "id!", tenant_id AS "tenant_id!", pool_id AS "pool_id!", gpu_count AS "gpu_count!",
+             placement AS "placement!: Placement", term AS "term!: Term", duration_hours AS "duration_hours?",
+             months AS "months?", state AS "state!: LeaseState", starts_at AS "starts_at?", ends_at AS "ends_at?",
+             ended_at AS "ended_at?", end_reason AS "end_reason?", generation AS "generation!",
+             created_at AS "created_at!", updated_at AS "updated_at!"
+         FROM lease"#,
+                lease_id,
+                &gpu_ids,
+                &node_ids,
+                &plan_nodes,
+                &plan_takes,
+                new_id(),
+                event.kind,
+                event.from.map(LeaseState::as_str),
+                event.to.map(LeaseState::as_str),
+                event.actor.label(),
+                event.reason,
+                event.detail,
+            )
+            .fetch_one(conn)
+            .await?
+        }
+    };
     Ok(row.into_lease(gpus))
 }
 
 /// Capacity figures for an error message (only computed when a request did not fit).
 pub async fn capacity(conn: &mut PgConnection, pool_id: Uuid, requested: i32) -> Result<Capacity, sqlx::Error> {
-    let (free_gpus, largest_free_block, queued_ahead): (i64, i64, i64) = sqlx::query_as(
-        "SELECT COALESCE(sum(free_gpus), 0)::bigint, COALESCE(max(free_gpus), 0)::bigint, \
-                (SELECT count(*) FROM leases WHERE pool_id = $1 AND state = 'queued') \
-         FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready'",
+    let row = sqlx::query!(
+        r#"SELECT COALESCE(sum(free_gpus), 0)::bigint AS "free_gpus!", COALESCE(max(free_gpus), 0)::bigint AS "largest_free_block!",
+                (SELECT count(*) FROM leases WHERE pool_id = $1 AND state = 'queued') AS "queued_ahead!"
+         FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready'"#,
+        pool_id
     )
-    .bind(pool_id)
     .fetch_one(conn)
     .await?;
-    Ok(Capacity { requested, free_gpus, largest_free_block, queued_ahead })
+    Ok(Capacity {
+        requested,
+        free_gpus: row.free_gpus,
+        largest_free_block: row.largest_free_block,
+        queued_ahead: row.queued_ahead,
+    })
+}
+
+/// A pool's size whatever its state.
+pub struct PoolSize {
+    /// All its GPUs.
+    pub total: i64,
+    /// The most GPUs on one node.
+    pub largest_node: i64,
 }
 
 /// The pool's size whatever its state: all its GPUs, and the most on one node. Requests above these can never fit.
-pub async fn pool_size(conn: &mut PgConnection, pool_id: Uuid) -> Result<(i64, i64), sqlx::Error> {
-    sqlx::query_as(
-        "SELECT COALESCE(sum(gpu_count), 0)::bigint, COALESCE(max(gpu_count), 0)::bigint FROM nodes WHERE pool_id = $1",
+pub async fn pool_size(conn: &mut PgConnection, pool_id: Uuid) -> Result<PoolSize, sqlx::Error> {
+    sqlx::query_as!(
+        PoolSize,
+        r#"SELECT COALESCE(sum(gpu_count), 0)::bigint AS "total!", COALESCE(max(gpu_count), 0)::bigint AS "largest_node!"
+         FROM nodes WHERE pool_id = $1"#,
+        pool_id
     )
-    .bind(pool_id)
     .fetch_one(conn)
     .await
 }
@@ -458,25 +520,24 @@ impl<'a> NewEvent<'a> {
 
 pub async fn record_event(conn: &mut PgConnection, lease_id: Uuid, event: NewEvent<'_>) -> Result<(), sqlx::Error> {
     let NewEvent { kind, from, to, actor, reason, detail } = event;
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        new_id(),
+        lease_id,
+        kind,
+        from.map(LeaseState::as_str),
+        to.map(LeaseState::as_str),
+        actor.label(),
+        reason,
+        detail
     )
-    .bind(new_id())
-    .bind(lease_id)
-    .bind(kind)
-    .bind(from.map(LeaseState::as_str))
-    .bind(to.map(LeaseState::as_str))
-    .bind(actor.label())
-    .bind(reason)
-    .bind(detail)
     .execute(conn)
     .await?;
     Ok(())
 }
 
 /// A lease row as stored; `into_lease` adds its GPUs.
-#[derive(sqlx::FromRow)]
 pub struct LeaseRow {
     id: Uuid,
     tenant_id: Uuid,
@@ -496,9 +557,6 @@ pub struct LeaseRow {
     updated_at: DateTime<Utc>,
 }
 
-const LEASE_COLUMNS: &str = "id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
-    starts_at, ends_at, ended_at, end_reason, generation, created_at, updated_at";
-
 /// Filters for listing leases. `tenant_id` is always set for tenant callers.
 #[derive(Debug, Default, Clone)]
 pub struct LeaseFilter {
@@ -510,15 +568,19 @@ pub struct LeaseFilter {
 }
 
 pub async fn list_leases(conn: &mut PgConnection, filter: &LeaseFilter) -> Result<Vec<Lease>, sqlx::Error> {
-    let rows: Vec<LeaseRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {LEASE_COLUMNS} FROM leases WHERE id > $1 AND ($2::uuid IS NULL OR tenant_id = $2) \
-         AND ($3::uuid IS NULL OR pool_id = $3) AND ($4::text IS NULL OR state = $4) ORDER BY id LIMIT $5"
-    )))
-    .bind(filter.after)
-    .bind(filter.tenant_id)
-    .bind(filter.pool_id)
-    .bind(filter.state)
-    .bind(filter.limit)
+    let rows = sqlx::query_as!(
+        LeaseRow,
+        r#"SELECT id, tenant_id, pool_id, gpu_count, placement AS "placement: Placement", term AS "term: Term",
+             duration_hours, months, state AS "state: LeaseState", starts_at, ends_at, ended_at, end_reason,
+             generation, created_at, updated_at
+         FROM leases WHERE id > $1 AND ($2::uuid IS NULL OR tenant_id = $2)
+         AND ($3::uuid IS NULL OR pool_id = $3) AND ($4::text IS NULL OR state = $4) ORDER BY id LIMIT $5"#,
+        filter.after,
+        filter.tenant_id,
+        filter.pool_id,
+        filter.state as Option<LeaseState>,
+        filter.limit
+    )
     .fetch_all(&mut *conn)
     .await?;
     with_gpus(conn, rows).await
@@ -530,11 +592,15 @@ pub async fn load_lease(
     tenant_id: Option<Uuid>,
     id: Uuid,
 ) -> Result<Option<Lease>, sqlx::Error> {
-    let rows: Vec<LeaseRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {LEASE_COLUMNS} FROM leases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"
-    )))
-    .bind(id)
-    .bind(tenant_id)
+    let rows = sqlx::query_as!(
+        LeaseRow,
+        r#"SELECT id, tenant_id, pool_id, gpu_count, placement AS "placement: Placement", term AS "term: Term",
+             duration_hours, months, state AS "state: LeaseState", starts_at, ends_at, ended_at, end_reason,
+             generation, created_at, updated_at
+         FROM leases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"#,
+        id,
+        tenant_id
+    )
     .fetch_all(&mut *conn)
     .await?;
     Ok(with_gpus(conn, rows).await?.pop())
@@ -564,39 +630,59 @@ impl LeaseRow {
     }
 }
 
-/// (lease id, GPU) of the given leases' GPUs.
-const LEASE_GPUS: &str = "SELECT lg.lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
-    FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id";
-
-#[derive(sqlx::FromRow)]
+/// A GPU held by one of the leases read.
 struct HeldGpu {
     lease_id: Uuid,
-    #[sqlx(flatten)]
     gpu: LeaseGpu,
 }
 
 async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<Lease>, sqlx::Error> {
-    let held: Vec<HeldGpu> = match rows.as_slice() {
-        [] => Vec::new(),
-        // One lease (the common case): an equality lookup, whatever the table statistics say.
-        [one] => {
-            sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "{LEASE_GPUS} WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx"
-            )))
-            .bind(one.id)
+    let held: Vec<HeldGpu> =
+        match rows.as_slice() {
+            [] => Vec::new(),
+            // One lease (the common case): an equality lookup, whatever the table statistics say.
+            [one] => sqlx::query!(
+                "SELECT lg.lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+             FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id \
+             WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx",
+                one.id
+            )
+            .map(|r| HeldGpu {
+                lease_id: r.lease_id,
+                gpu: LeaseGpu {
+                    gpu_id: r.gpu_id,
+                    node_id: r.node_id,
+                    hostname: r.hostname,
+                    address: r.address,
+                    index: r.index,
+                    uuid: r.uuid,
+                },
+            })
+            .fetch_all(&mut *conn)
+            .await?,
+            many => {
+                let ids: Vec<Uuid> = many.iter().map(|r| r.id).collect();
+                sqlx::query!(
+                "SELECT lg.lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+                 FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id \
+                 WHERE lg.lease_id = ANY($1) ORDER BY lg.lease_id, n.hostname, g.idx",
+                &ids
+            )
+            .map(|r| HeldGpu {
+                lease_id: r.lease_id,
+                gpu: LeaseGpu {
+                    gpu_id: r.gpu_id,
+                    node_id: r.node_id,
+                    hostname: r.hostname,
+                    address: r.address,
+                    index: r.index,
+                    uuid: r.uuid,
+                },
+            })
             .fetch_all(&mut *conn)
             .await?
-        }
-        many => {
-            let ids: Vec<Uuid> = many.iter().map(|r| r.id).collect();
-            sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "{LEASE_GPUS} WHERE lg.lease_id = ANY($1) ORDER BY lg.lease_id, n.hostname, g.idx"
-            )))
-            .bind(&ids)
-            .fetch_all(&mut *conn)
-            .await?
-        }
-    };
+            }
+        };
     Ok(rows
         .into_iter()
         .map(|r| {
@@ -612,19 +698,18 @@ pub async fn ensure_owned(
     tenant_id: Uuid,
     lease_id: Uuid,
 ) -> Result<(), crate::error::ApiError> {
-    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2")
-        .bind(lease_id)
-        .bind(tenant_id)
+    let owned = sqlx::query_scalar!("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2", lease_id, tenant_id)
         .fetch_optional(conn)
         .await?;
     owned.map(|_| ()).ok_or(crate::error::ApiError::NotFound("lease"))
 }
 
 pub async fn list_events(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<LeaseEvent>, sqlx::Error> {
-    sqlx::query_as(
+    sqlx::query_as!(
+        LeaseEvent,
         "SELECT id, at, kind, from_state, to_state, actor, reason, detail FROM lease_events WHERE lease_id = $1 ORDER BY id",
+        lease_id
     )
-    .bind(lease_id)
     .fetch_all(conn)
     .await
 }
@@ -719,6 +804,8 @@ async fn end_lease_scoped(
         jobs = crate::jobs::store::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
     );
     let (job_state, job_reason) = crate::jobs::store::job_end_for_lease(to, reason);
+    // Runtime SQL on purpose: it embeds the key check (`auth::key_check_cte`) and the ending of a lease's jobs
+    // (`jobs::store::end_jobs_of_leases_ctes`), each defined once in its own module; a literal would repeat them.
     let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(lease_id)
         .bind(to)
@@ -744,30 +831,32 @@ pub async fn release_gpus(
     lease_id: Uuid,
     event: NewEvent<'_>,
 ) -> Result<Vec<LeaseGpu>, sqlx::Error> {
-    sqlx::query_as(
-        "WITH released AS ( \
-             UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1 AND released_at IS NULL \
-             RETURNING gpu_id, node_id), \
-         held AS ( \
-             SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid, g.healthy \
-             FROM released r JOIN gpus g ON g.id = r.gpu_id JOIN nodes n ON n.id = r.node_id), \
-         counted AS ( \
-             UPDATE nodes SET free_gpus = nodes.free_gpus + f.n \
-             FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f \
-             WHERE nodes.id = f.node_id), \
-         recorded AS ( \
-             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
-             VALUES ($2, $1, $3, $4, $5, $6, $7, $8)) \
-         SELECT gpu_id, node_id, hostname, address, index, uuid FROM held ORDER BY hostname, index",
+    sqlx::query_as!(
+        LeaseGpu,
+        r#"WITH released AS (
+             UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1 AND released_at IS NULL
+             RETURNING gpu_id, node_id),
+         held AS (
+             SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid, g.healthy
+             FROM released r JOIN gpus g ON g.id = r.gpu_id JOIN nodes n ON n.id = r.node_id),
+         counted AS (
+             UPDATE nodes SET free_gpus = nodes.free_gpus + f.n
+             FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f
+             WHERE nodes.id = f.node_id),
+         recorded AS (
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail)
+             VALUES ($2, $1, $3, $4, $5, $6, $7, $8))
+         SELECT gpu_id AS "gpu_id!", node_id AS "node_id!", hostname AS "hostname!", address AS "address!",
+             index AS "index!", uuid AS "uuid!" FROM held ORDER BY hostname, index"#,
+        lease_id,
+        new_id(),
+        event.kind,
+        event.from.map(LeaseState::as_str),
+        event.to.map(LeaseState::as_str),
+        event.actor.label(),
+        event.reason,
+        event.detail
     )
-    .bind(lease_id)
-    .bind(new_id())
-    .bind(event.kind)
-    .bind(event.from.map(LeaseState::as_str))
-    .bind(event.to.map(LeaseState::as_str))
-    .bind(event.actor.label())
-    .bind(event.reason)
-    .bind(event.detail)
     .fetch_all(conn)
     .await
 }
@@ -776,23 +865,26 @@ pub async fn release_gpus(
 /// blocks the ones behind it, so large requests are not starved). One replica at a time per pool.
 pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let (locked,): (bool,) =
-        sqlx::query_as("SELECT pg_try_advisory_xact_lock(hashtextextended('queue:' || $1::text, 0))")
-            .bind(pool_id)
-            .fetch_one(&mut *tx)
-            .await?;
+    let locked = sqlx::query_scalar!(
+        r#"SELECT pg_try_advisory_xact_lock(hashtextextended('queue:' || $1::uuid::text, 0)) AS "locked!""#,
+        pool_id
+    )
+    .fetch_one(&mut *tx)
+    .await?;
     if !locked {
         return Ok(0);
     }
     let mut started = 0;
     loop {
-        let head: Option<(Uuid, i32, Placement)> = sqlx::query_as(
-            "SELECT id, gpu_count, placement FROM leases WHERE pool_id = $1 AND state = 'queued' ORDER BY id LIMIT 1 FOR UPDATE",
+        let head = sqlx::query!(
+            r#"SELECT id, gpu_count, placement AS "placement: Placement" FROM leases
+             WHERE pool_id = $1 AND state = 'queued' ORDER BY id LIMIT 1 FOR UPDATE"#,
+            pool_id
         )
-        .bind(pool_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let Some((lease_id, gpu_count, placement)) = head else { break };
+        let Some(head) = head else { break };
+        let (lease_id, gpu_count, placement) = (head.id, head.gpu_count, head.placement);
         let Some(placed) = place(&mut tx, pool_id, gpu_count, placement, BestFit::Search).await? else { break };
         let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System)
             .reason("capacity freed");
@@ -807,16 +899,25 @@ pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error
 /// Returns how many it expired.
 pub async fn expire_due(db: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let due: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT id, ends_at FROM leases WHERE state = 'active' AND ends_at <= now() ORDER BY ends_at LIMIT $1 FOR UPDATE SKIP LOCKED",
+    let due = sqlx::query!(
+        r#"SELECT id, ends_at AS "ends_at!" FROM leases WHERE state = 'active' AND ends_at <= now()
+         ORDER BY ends_at LIMIT $1 FOR UPDATE SKIP LOCKED"#,
+        batch
     )
-    .bind(batch)
     .fetch_all(&mut *tx)
     .await?;
     let count = due.len();
-    for (lease_id, ends_at) in due {
-        end_lease(&mut tx, lease_id, None, LeaseState::Expired, "reached its end time", &Actor::System, Some(ends_at))
-            .await?;
+    for lease in due {
+        end_lease(
+            &mut tx,
+            lease.id,
+            None,
+            LeaseState::Expired,
+            "reached its end time",
+            &Actor::System,
+            Some(lease.ends_at),
+        )
+        .await?;
     }
     tx.commit().await?;
     Ok(count)

@@ -264,7 +264,7 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
     let placed = store::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
     let id = Uuid::new_v4();
     let Some(placed) = placed else {
-        let (total, largest) = store::pool_size(&mut tx, pool).await.unwrap();
+        let store::PoolSize { total, largest_node: largest } = store::pool_size(&mut tx, pool).await.unwrap();
         let never = n as i64 > total || (placement == Placement::SingleNode && n as i64 > largest);
         return (id, if never { Outcome::Unprocessable } else { Outcome::Conflict });
     };
