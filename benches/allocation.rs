@@ -41,8 +41,9 @@ use uuid::Uuid;
 const ALLOC_DB: &str = "gpuplane_bench_alloc";
 const PGBENCH_DB: &str = "gpuplane_bench_pgbench";
 const GPUS_PER_NODE: i32 = 8;
-/// Targets from the leases issue.
-const TARGET_SHARE_OF_CEILING: f64 = 0.40;
+/// Targets: issue #15 (the one allocation core at least as fast as the fast path it replaced: 18% of pgbench;
+/// the first leases issue had asked for 40%) and within 2x across inventory sizes.
+const TARGET_SHARE_OF_CEILING: f64 = 0.18;
 const TARGET_MAX_RATIO: f64 = 2.0;
 /// The inventory size the issue's throughput target is stated for.
 const REFERENCE_NODES: i64 = 1000;
