@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use gpuplane::app::AppState;
-use gpuplane::auth::Role;
 use gpuplane::config::{Secret, Settings};
 use serde::Deserialize;
 use serde_json::json;
@@ -144,42 +143,8 @@ async fn seed(db: &sqlx::PgPool, nodes: i64, tenants: usize) -> anyhow::Result<(
     .bind(GPUS_PER_NODE)
     .execute(&mut *conn)
     .await?;
-    sqlx::query(
-        "INSERT INTO gpus (id, node_id, idx, uuid) \
-         SELECT gen_random_uuid(), n.id, g, 'GPU-' || n.hostname || '-' || g \
-         FROM nodes n CROSS JOIN generate_series(0, $1 - 1) AS g",
-    )
-    .bind(GPUS_PER_NODE)
-    .execute(&mut *conn)
-    .await?;
-    let mut keys = Vec::with_capacity(tenants);
-    for t in 0..tenants {
-        let tenant_id = Uuid::now_v7();
-        sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, $2)")
-            .bind(tenant_id)
-            .bind(format!("bench-tenant-{t}"))
-            .execute(&mut *conn)
-            .await?;
-        // A prepaid balance far beyond what the run can spend, so no lease is refused for money.
-        gpuplane::billing::ledger::append(
-            &mut conn,
-            gpuplane::billing::ledger::NewEntry {
-                tenant_id,
-                kind: gpuplane::billing::ledger::EntryKind::Topup,
-                amount_minor: 1_000_000_000_000,
-                currency: "USD",
-                lease_id: None,
-                usage_record_id: None,
-                period_at: None,
-                reason: Some("bench"),
-                created_by: "bench",
-            },
-        )
-        .await?;
-        let key =
-            gpuplane::auth::routes::insert_api_key(&mut conn, Some(tenant_id), "bench", Role::TenantAdmin).await?;
-        keys.push(key.api_key);
-    }
+    common::seed_gpus(&mut conn, GPUS_PER_NODE).await?;
+    let keys = common::funded_tenants(&mut conn, tenants).await?;
     sqlx::query("ANALYZE").execute(&mut *conn).await?;
     Ok((pool_id, keys))
 }

@@ -1,4 +1,4 @@
-//! Helpers shared by the benchmarks (`allocation`, `heartbeat`): environment settings, scratch databases,
+//! Helpers shared by the benchmarks: environment settings, scratch databases, seeding GPUs and funded tenants,
 //! a cheap RNG, percentiles, number formatting and the runtime entry point.
 
 #![allow(dead_code)] // each bench uses its own subset
@@ -86,4 +86,47 @@ pub fn run<F: Future<Output = anyhow::Result<()>>>(bench: F) -> anyhow::Result<(
         .with_writer(std::io::stderr)
         .init();
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(bench)
+}
+
+/// GPU rows `0..per_node` for every node in the database, as their agents would have registered them.
+pub async fn seed_gpus(conn: &mut PgConnection, per_node: i32) -> anyhow::Result<()> {
+    sqlx::query(
+        "INSERT INTO gpus (id, node_id, idx, uuid) \
+         SELECT gen_random_uuid(), n.id, g, 'GPU-' || n.hostname || '-' || g \
+         FROM nodes n CROSS JOIN generate_series(0, $1 - 1) AS g",
+    )
+    .bind(per_node)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// `count` tenants (`bench-tenant-N`), each with a prepaid balance far beyond what a run can spend (no lease is
+/// refused for money) and a tenant-admin API key; returns the keys.
+pub async fn funded_tenants(conn: &mut PgConnection, count: usize) -> anyhow::Result<Vec<String>> {
+    use gpuplane::billing::ledger::{EntryKind, NewEntry, append};
+    let mut keys = Vec::with_capacity(count);
+    for t in 0..count {
+        let tenant_id = uuid::Uuid::now_v7();
+        sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, $2)")
+            .bind(tenant_id)
+            .bind(format!("bench-tenant-{t}"))
+            .execute(&mut *conn)
+            .await?;
+        let entry = NewEntry {
+            tenant_id,
+            kind: EntryKind::Topup,
+            amount_minor: 1_000_000_000_000,
+            currency: "USD",
+            lease_id: None,
+            usage_record_id: None,
+            period_at: None,
+            reason: Some("bench"),
+            created_by: "bench",
+        };
+        append(&mut *conn, entry).await?;
+        let role = gpuplane::auth::Role::TenantAdmin;
+        keys.push(gpuplane::auth::routes::insert_api_key(&mut *conn, Some(tenant_id), "bench", role).await?.api_key);
+    }
+    Ok(keys)
 }
