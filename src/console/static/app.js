@@ -507,6 +507,15 @@ async function route() {
   document.title = `gpuplane: ${current}`;
 }
 window.addEventListener("hashchange", () => { flash(""); route(); });
+// Live pages (a lease's charts, the fleet, a node's heatmap) redraw every 20 s while the tab is visible, unless
+// the user touched the page in the last 10 s (a form being filled in, a button about to be pressed).
+const LIVE_VIEWS = new Set(["lease", "fleet", "node"]);
+let lastTouch = 0;
+["keydown", "mousedown", "touchstart", "focusin"].forEach((t) => document.addEventListener(t, () => { lastTouch = Date.now(); }, true));
+setInterval(() => {
+  const name = (location.hash || "#/").split("/")[1];
+  if (session && LIVE_VIEWS.has(name) && document.visibilityState === "visible" && Date.now() - lastTouch > 10000) route();
+}, 20000);
 document.addEventListener("DOMContentLoaded", () => {
   $("#signout").addEventListener("click", async () => {
     await api("DELETE", "/v1/console/session").catch(() => {});
