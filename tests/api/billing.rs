@@ -210,6 +210,10 @@ async fn leases_need_balance_and_end_when_it_runs_out(db: PgPool) {
     enforce_balances(&db, &touched).await.unwrap();
     let events = app.get(&format!("/v1/leases/{id}/events"), &tenant).await.expect(StatusCode::OK);
     assert_eq!(events.body.as_array().unwrap().last().unwrap()["kind"], "balance_low");
+    // The warning is also the tenant's `balance.low` event (the webhook outbox), written with it.
+    let outbox = app.get("/v1/events", &tenant).await.expect(StatusCode::OK).body;
+    let warned = outbox["items"].as_array().unwrap().iter().filter(|e| e["type"] == "balance.low");
+    assert_eq!(warned.filter(|e| e["data"]["lease_id"] == id.as_str()).count(), 1, "{outbox}");
     assert_eq!(app.get(&format!("/v1/leases/{id}"), &tenant).await.body["state"], "active");
     // 2,500 s more: the balance is gone; the lease ends.
     sqlx::query("UPDATE leases SET metered_until = metered_until - interval '2500 seconds' WHERE id = $1::uuid")

@@ -251,3 +251,49 @@ async fn a_raised_service_minimum_applies_to_registered_nodes_when_the_service_s
     assert_eq!(node(&app, &op, &n).await["not_ready_reason"], "driver 535.54.03 < 550");
     assert_eq!(node(&app, &op, &manual).await["state"], "ready", "a node that reports no versions is not judged");
 }
+
+/// The readiness and latency alerts reach webhooks: operators get `node.not_ready` and `node.ready` (fleet
+/// events), the tenant gets `comm.latency_high` for its lease, each signed with its endpoint's secret.
+#[sqlx::test]
+async fn readiness_and_latency_alerts_are_delivered_signed(db: PgPool) {
+    use crate::webhooks::{app as webhook_app, assert_signed, create_endpoint, deliver_until, spawn_receiver, worker};
+    let app = webhook_app(db);
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, op_secret) = create_endpoint(&app, &op, &url, json!(["node.*"])).await;
+    let (_, tenant_secret) = create_endpoint(&app, &tenant, &url, json!(["comm.latency_high"])).await;
+    let pool = app.pool(&op, "h100-alerts", "h100").await;
+
+    let (old, old_token) = register(&app, &op, &pool, "old-driver", "470.57.02", "11.4", Some(40001)).await;
+    let upgraded = json!({ "samples": [], "driver_version": "550.54.15", "cuda_version": "12.4" });
+    app.post("/v1/agent/heartbeat", &old_token, upgraded).await.expect(StatusCode::OK);
+    assert_eq!(node(&app, &op, &old).await["state"], "ready");
+    let (peer, _) = register(&app, &op, &pool, "peer", "550.54.15", "12.4", Some(40002)).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
+    let lease = lease.body["id"].as_str().unwrap().to_string();
+    app.post("/v1/agent/heartbeat", &old_token, report(&lease, &peer, 21_000, 25_000)).await.expect(StatusCode::OK);
+
+    let wanted = ["node.not_ready", "node.ready", "comm.latency_high"];
+    deliver_until(&worker, || {
+        let got = receiver.accepted.lock().unwrap();
+        wanted.iter().all(|w| got.iter().any(|r| r.body["type"] == *w))
+    })
+    .await;
+    let got = receiver.accepted.lock().unwrap().clone();
+    let of = |t: &str| got.iter().find(|r| r.body["type"] == t).unwrap().clone();
+    assert_eq!(of("node.not_ready").body["data"]["node_id"], old.as_str());
+    assert!(of("node.not_ready").body["data"]["reason"].as_str().unwrap().contains("470.57.02 < 525.60.13"));
+    assert_eq!(of("node.ready").body["data"]["node_id"], old.as_str());
+    let latency = of("comm.latency_high");
+    assert_eq!(latency.body["data"]["lease_id"], lease.as_str());
+    assert_eq!(latency.body["data"]["figures"]["worst"]["p99_ms"], 25.0);
+    let requests = receiver.requests.lock().unwrap();
+    for (event, secret) in
+        [(of("node.not_ready"), &op_secret), (of("node.ready"), &op_secret), (latency, &tenant_secret)]
+    {
+        let (headers, body) = requests.iter().find(|(h, _)| h["webhook-id"] == event.id.as_str()).unwrap();
+        assert_signed(headers, body, secret);
+    }
+}

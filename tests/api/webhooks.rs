@@ -21,20 +21,20 @@ use crate::common::{TEST_SECRET, TestApp};
 
 /// One received, verified webhook.
 #[derive(Debug, Clone)]
-struct Received {
-    id: String,
-    body: Value,
+pub(crate) struct Received {
+    pub(crate) id: String,
+    pub(crate) body: Value,
 }
 
 /// A receiver that answers 500 to its first `fail` requests, then 204, and keeps what it accepted.
 #[derive(Default)]
-struct Receiver {
-    accepted: Mutex<Vec<Received>>,
-    requests: Mutex<Vec<(HeaderMap, Bytes)>>,
+pub(crate) struct Receiver {
+    pub(crate) accepted: Mutex<Vec<Received>>,
+    pub(crate) requests: Mutex<Vec<(HeaderMap, Bytes)>>,
     fail: AtomicUsize,
 }
 
-async fn spawn_receiver() -> (Arc<Receiver>, String) {
+pub(crate) async fn spawn_receiver() -> (Arc<Receiver>, String) {
     let receiver = Arc::new(Receiver::default());
     let state = receiver.clone();
     let app = axum::Router::new().route(
@@ -61,7 +61,7 @@ async fn spawn_receiver() -> (Arc<Receiver>, String) {
 
 /// Check a request's Standard Webhooks headers with the secret, computed independently of the service's code.
 #[track_caller]
-fn assert_signed(headers: &HeaderMap, body: &[u8], secret: &str) {
+pub(crate) fn assert_signed(headers: &HeaderMap, body: &[u8], secret: &str) {
     let id = headers["webhook-id"].to_str().unwrap();
     let ts = headers["webhook-timestamp"].to_str().unwrap();
     let age = chrono::Utc::now().timestamp() - ts.parse::<i64>().unwrap();
@@ -76,7 +76,7 @@ fn assert_signed(headers: &HeaderMap, body: &[u8], secret: &str) {
 }
 
 /// A service that may call private addresses (the receiver is on loopback) and retries at once.
-fn app(db: PgPool) -> TestApp {
+pub(crate) fn app(db: PgPool) -> TestApp {
     let mut settings = Settings::new(Secret::new(TEST_SECRET));
     settings.webhooks.allow_private = true;
     settings.webhooks.retry_schedule = vec![Duration::ZERO; 3];
@@ -84,12 +84,12 @@ fn app(db: PgPool) -> TestApp {
     TestApp { router: build_router(state.clone()), db, state }
 }
 
-fn worker(app: &TestApp) -> Worker {
+pub(crate) fn worker(app: &TestApp) -> Worker {
     Worker::new(app.db.clone(), app.state.settings.webhooks.clone())
 }
 
 /// Run delivery rounds until `done` holds, or fail after a deadline.
-async fn deliver_until(worker: &Worker, mut done: impl FnMut() -> bool) {
+pub(crate) async fn deliver_until(worker: &Worker, mut done: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     while !done() {
         assert!(tokio::time::Instant::now() < deadline, "webhooks not delivered in time");
@@ -99,7 +99,7 @@ async fn deliver_until(worker: &Worker, mut done: impl FnMut() -> bool) {
     }
 }
 
-async fn create_endpoint(app: &TestApp, token: &str, url: &str, types: Value) -> (String, String) {
+pub(crate) async fn create_endpoint(app: &TestApp, token: &str, url: &str, types: Value) -> (String, String) {
     let res = app
         .post("/v1/webhooks", token, json!({ "url": url, "event_types": types, "description": "test" }))
         .await
@@ -107,7 +107,7 @@ async fn create_endpoint(app: &TestApp, token: &str, url: &str, types: Value) ->
     (res.body["id"].as_str().unwrap().to_string(), res.body["secret"].as_str().unwrap().to_string())
 }
 
-fn types_of(receiver: &Receiver) -> Vec<String> {
+pub(crate) fn types_of(receiver: &Receiver) -> Vec<String> {
     receiver.accepted.lock().unwrap().iter().map(|r| r.body["type"].as_str().unwrap().to_string()).collect()
 }
 
