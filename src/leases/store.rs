@@ -358,13 +358,15 @@ pub async fn write_lease(
     let node_ids: Vec<Uuid> = gpus.iter().map(|g| g.node_id).collect();
     let plan_nodes: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
     let plan_takes: Vec<i32> = plan.iter().map(|p| p.1).collect();
-    // The two statements differ only in the `lease` CTE (insert, or activate the queued row); the rest, and
-    // the parameters $1-$12, are the same.
-    let row = match lease {
-        LeaseWrite::Create(new) => {
-            sqlx::query_as!(
-                LeaseRow,
-                r#"WITH lease AS (
+    // One statement for both: the lease row is inserted (create) or the queued row activated (queue start); the
+    // other CTE writes nothing. Holdings, counters and the event are written the same way for both.
+    let (new, activate) = match lease {
+        LeaseWrite::Create(new) => (Some(new), false),
+        LeaseWrite::Activate(_) => (None, true),
+    };
+    let row = sqlx::query_as!(
+        LeaseRow,
+        r#"WITH inserted AS (
              INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state,
                  starts_at, ends_at, created_by, metered_until, currency)
              SELECT $1, $13, $14, $15, $16, $17, $18, $19, a.state, a.at,
@@ -372,55 +374,14 @@ pub async fn write_lease(
                  (SELECT currency FROM pools WHERE id = $14)
              FROM (SELECT CASE WHEN $21 THEN 'active' ELSE 'queued' END AS state,
                           CASE WHEN $21 THEN now() END AS at) a
+             WHERE NOT $22
              RETURNING *),
-         held AS (
-             INSERT INTO lease_gpus (lease_id, gpu_id, node_id)
-             SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)),
-         counted AS (
-             UPDATE nodes n SET free_gpus = n.free_gpus - u.take
-             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id),
-         recorded AS (
-             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail)
-             VALUES ($6, $1, $7, $8, $9, $10, $11, $12))
-         SELECT id AS "id!", tenant_id AS "tenant_id!", pool_id AS "pool_id!", gpu_count AS "gpu_count!",
-             placement AS "placement!: Placement", term AS "term!: Term", duration_hours AS "duration_hours?",
-             months AS "months?", state AS "state!: LeaseState", starts_at AS "starts_at?", ends_at AS "ends_at?",
-             ended_at AS "ended_at?", end_reason AS "end_reason?", generation AS "generation!",
-             created_at AS "created_at!", updated_at AS "updated_at!"
-         FROM lease"#,
-                lease_id,
-                &gpu_ids,
-                &node_ids,
-                &plan_nodes,
-                &plan_takes,
-                new_id(),
-                event.kind,
-                event.from.map(LeaseState::as_str),
-                event.to.map(LeaseState::as_str),
-                event.actor.label(),
-                event.reason,
-                event.detail,
-                new.tenant_id,
-                new.pool_id,
-                new.gpu_count,
-                new.placement as Placement,
-                new.term as Term,
-                new.duration_hours,
-                new.months,
-                new.created_by,
-                placed.is_some()
-            )
-            .fetch_one(conn)
-            .await?
-        }
-        LeaseWrite::Activate(_) => {
-            sqlx::query_as!(
-                LeaseRow,
-                r#"WITH lease AS (
+         activated AS (
              UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(),
                  ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)),
                  generation = generation + 1, updated_at = now()
-             WHERE id = $1 AND state = 'queued' RETURNING *),
+             WHERE id = $1 AND state = 'queued' AND $22 RETURNING *),
+         lease AS (SELECT * FROM inserted UNION ALL SELECT * FROM activated),
          held AS (
              INSERT INTO lease_gpus (lease_id, gpu_id, node_id)
              SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)),
@@ -436,23 +397,31 @@ pub async fn write_lease(
              ended_at AS "ended_at?", end_reason AS "end_reason?", generation AS "generation!",
              created_at AS "created_at!", updated_at AS "updated_at!"
          FROM lease"#,
-                lease_id,
-                &gpu_ids,
-                &node_ids,
-                &plan_nodes,
-                &plan_takes,
-                new_id(),
-                event.kind,
-                event.from.map(LeaseState::as_str),
-                event.to.map(LeaseState::as_str),
-                event.actor.label(),
-                event.reason,
-                event.detail,
-            )
-            .fetch_one(conn)
-            .await?
-        }
-    };
+        lease_id,
+        &gpu_ids,
+        &node_ids,
+        &plan_nodes,
+        &plan_takes,
+        new_id(),
+        event.kind,
+        event.from.map(LeaseState::as_str),
+        event.to.map(LeaseState::as_str),
+        event.actor.label(),
+        event.reason,
+        event.detail,
+        new.map(|n| n.tenant_id),
+        new.map(|n| n.pool_id),
+        new.map(|n| n.gpu_count),
+        new.map(|n| n.placement) as Option<Placement>,
+        new.map(|n| n.term) as Option<Term>,
+        new.and_then(|n| n.duration_hours),
+        new.and_then(|n| n.months),
+        new.map(|n| n.created_by),
+        placed.is_some(),
+        activate
+    )
+    .fetch_one(conn)
+    .await?;
     Ok(row.into_lease(gpus))
 }
 
