@@ -15,6 +15,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# shellcheck source=scripts/lib/server.sh
+. "$root/scripts/lib/server.sh"
 
 SELENIUM_VERSION=4.27.1
 venv=${SELENIUM_VENV:-$HOME/.cache/gpuplane/selenium-$SELENIUM_VERSION}
@@ -40,11 +42,7 @@ cleanup() {
       [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
     done <"$work/py/agents.pids"
   fi
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
+  stop_server
   if [ "$rc" -ne 0 ]; then
     echo "browser: FAILED (exit $rc); server log: $work/server.log; page: $work/py/failure.html" >&2
     tail -n 20 "$work/server.log" 2>/dev/null >&2 || true
@@ -73,30 +71,11 @@ cargo build --quiet
 bin="$root/target/debug/gpuplane"
 
 echo "browser: fresh database $db_name"
-psql -q -v ON_ERROR_STOP=1 "$base_url" -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" >/dev/null
-psql -q -v ON_ERROR_STOP=1 "$base_url" -c "CREATE DATABASE $db_name" >/dev/null
+fresh_database "$base_url" "$db_name"
 
 echo "browser: starting gpuplane serve"
-mkfifo "$work/server.out"
-DATABASE_URL="$browser_url" \
-  GPUPLANE_JWT_SECRET="browser-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
-  GPUPLANE_HEARTBEAT_INTERVAL_SECS=1 GPUPLANE_UNREACHABLE_AFTER_SECS=5 GPUPLANE_OFFLINE_AFTER_SECS=30 \
-  RUST_LOG="${RUST_LOG:-warn}" \
-  "$bin" serve --bind 127.0.0.1:0 >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-exec 3<"$work/server.out"
-line=""
-if ! read -r -t 60 line <&3; then
-  echo "browser: the server printed no listening line within 60 s" >&2
-  exit 1
-fi
-cat <&3 >"$work/server.stdout" &
-exec 3<&-
-case "$line" in
-  "gpuplane listening on "*) url=${line#gpuplane listening on } ;;
-  *) echo "browser: unexpected server output: $line" >&2; exit 1 ;;
-esac
-echo "browser: server at $url"
+start_server browser "$bin" "$browser_url" "$work" \
+  GPUPLANE_HEARTBEAT_INTERVAL_SECS=1 GPUPLANE_UNREACHABLE_AFTER_SECS=5 GPUPLANE_OFFLINE_AFTER_SECS=30
 
 operator_key=$(DATABASE_URL="$browser_url" RUST_LOG=warn "$bin" bootstrap --name browser 2>/dev/null)
 

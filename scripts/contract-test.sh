@@ -16,6 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# shellcheck source=scripts/lib/server.sh
+. "$root/scripts/lib/server.sh"
 
 SCHEMATHESIS_VERSION=4.32.5
 venv=${SCHEMATHESIS_VENV:-$HOME/.cache/gpuplane/schemathesis-$SCHEMATHESIS_VERSION}
@@ -30,11 +32,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/gpuplane-contract.XXXXXX")
 server_pid=""
 cleanup() {
   local rc=$?
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
+  stop_server
   if [ "$rc" -ne 0 ]; then
     echo "contract: FAILED (exit $rc); server log: $work/server.log" >&2
     grep -E "ERROR|panicked" "$work/server.log" 2>/dev/null | tail -n 20 >&2 || true
@@ -62,24 +60,11 @@ echo "contract: cargo build"
 cargo build --quiet
 bin="$root/target/debug/gpuplane"
 
-psql -q -v ON_ERROR_STOP=1 "$base_url" -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" >/dev/null
-psql -q -v ON_ERROR_STOP=1 "$base_url" -c "CREATE DATABASE $db_name" >/dev/null
+fresh_database "$base_url" "$db_name"
 
-mkfifo "$work/server.out"
 # Generous credential throttling: the run exchanges many keys from one address (the 429 is tested in Rust).
-DATABASE_URL="$contract_url" \
-  GPUPLANE_JWT_SECRET="contract-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
-  GPUPLANE_AUTH_RATE_PER_MINUTE=100000 GPUPLANE_AUTH_RATE_BURST=100000 GPUPLANE_TOKEN_TTL_SECS=3600 \
-  RUST_LOG="${RUST_LOG:-warn}" \
-  "$bin" serve --bind 127.0.0.1:0 >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-exec 3<"$work/server.out"
-line=""
-read -r -t 60 line <&3 || { echo "contract: the server printed no listening line within 60 s" >&2; exit 1; }
-cat <&3 >/dev/null &
-exec 3<&-
-url=${line#gpuplane listening on }
-echo "contract: server at $url"
+start_server contract "$bin" "$contract_url" "$work" \
+  GPUPLANE_AUTH_RATE_PER_MINUTE=100000 GPUPLANE_AUTH_RATE_BURST=100000 GPUPLANE_TOKEN_TTL_SECS=3600
 
 operator_key=$(DATABASE_URL="$contract_url" RUST_LOG=warn "$bin" bootstrap --name contract 2>/dev/null)
 python3 "$root/scripts/schemathesis/seed.py" "$url" "$operator_key" >"$work/seed.env"

@@ -11,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# shellcheck source=scripts/lib/server.sh
+. "$root/scripts/lib/server.sh"
 
 base_url=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 db_name=gpuplane_journey
@@ -29,11 +31,7 @@ cleanup() {
       [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
     done <"$work/py/agents.pids"
   fi
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$server_pid" 2>/dev/null || true
-  fi
+  stop_server
   if [ -f "$work/py/agents.pids" ]; then
     sleep 0.5
     while read -r pid; do
@@ -61,8 +59,7 @@ cargo build --quiet
 bin="$root/target/debug/gpuplane"
 
 echo "journey: fresh database $db_name"
-psql -q -v ON_ERROR_STOP=1 "$admin_url" -c "DROP DATABASE IF EXISTS $db_name WITH (FORCE)" >/dev/null
-psql -q -v ON_ERROR_STOP=1 "$admin_url" -c "CREATE DATABASE $db_name" >/dev/null
+fresh_database "$admin_url" "$db_name"
 
 # The Python SDK, installed as a tenant would (pip install ./sdk/python), into a scratch venv (built meanwhile).
 (
@@ -72,27 +69,8 @@ psql -q -v ON_ERROR_STOP=1 "$admin_url" -c "CREATE DATABASE $db_name" >/dev/null
 pip_pid=$!
 
 echo "journey: starting gpuplane serve"
-mkfifo "$work/server.out"
-DATABASE_URL="$journey_url" \
-  GPUPLANE_JWT_SECRET="journey-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
-  GPUPLANE_HEARTBEAT_INTERVAL_SECS=1 GPUPLANE_UNREACHABLE_AFTER_SECS=5 GPUPLANE_OFFLINE_AFTER_SECS=30 \
-  RUST_LOG="${RUST_LOG:-warn}" \
-  "$bin" serve --bind 127.0.0.1:0 >"$work/server.out" 2>"$work/server.log" &
-server_pid=$!
-exec 3<"$work/server.out"
-line=""
-if ! read -r -t 60 line <&3; then
-  echo "journey: the server printed no listening line within 60 s" >&2
-  exit 1
-fi
-# Keep draining the server's stdout so it can never block on a full pipe.
-cat <&3 >"$work/server.stdout" &
-exec 3<&-
-case "$line" in
-  "gpuplane listening on "*) url=${line#gpuplane listening on } ;;
-  *) echo "journey: unexpected server output: $line" >&2; exit 1 ;;
-esac
-echo "journey: server at $url"
+start_server journey "$bin" "$journey_url" "$work" \
+  GPUPLANE_HEARTBEAT_INTERVAL_SECS=1 GPUPLANE_UNREACHABLE_AFTER_SECS=5 GPUPLANE_OFFLINE_AFTER_SECS=30
 
 operator_key=$(DATABASE_URL="$journey_url" RUST_LOG=warn "$bin" bootstrap --name journey 2>/dev/null)
 
