@@ -492,6 +492,22 @@ async fn another_tenants_endpoints_deliveries_and_events_are_not_found(db: PgPoo
     assert_eq!(app.get("/v1/events", &a).await.expect(StatusCode::OK).body["items"].as_array().unwrap().len(), 1);
 }
 
+/// A pool with one 1-GPU node, that node's agent token, the tenant's 1-hour lease of the GPU, and a template
+/// `sleeper` running `/bin/sleep SECS`: (agent token, lease id).
+async fn sleeper_on_a_leased_gpu(app: &TestApp, op: &str, tenant: &str, secs: &str) -> (String, String) {
+    let pool = app.pool(op, "h100-a", "h100").await;
+    let node: uuid::Uuid = app.node(op, &pool, "node-a", 1).await.parse().unwrap();
+    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
+    let lease = app
+        .post("/v1/leases", tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    app.post("/v1/admin/templates", op, json!({"name": "sleeper", "argv": ["/bin/sleep", secs]}))
+        .await
+        .expect(StatusCode::CREATED);
+    (agent, lease.body["id"].as_str().unwrap().to_string())
+}
+
 #[sqlx::test]
 async fn job_state_changes_are_delivered_signed(db: PgPool) {
     let app = app(db.clone());
@@ -500,17 +516,8 @@ async fn job_state_changes_are_delivered_signed(db: PgPool) {
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["job.*"])).await;
-    let pool = app.pool(&op, "h100-a", "h100").await;
-    let node: uuid::Uuid = app.node(&op, &pool, "node-a", 1).await.parse().unwrap();
-    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
-    let lease = app
-        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
-        .await
-        .expect(StatusCode::CREATED);
-    let lease_id = lease.body["id"].as_str().unwrap();
-    app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "1"]}))
-        .await
-        .expect(StatusCode::CREATED);
+    let (agent, lease_id) = sleeper_on_a_leased_gpu(&app, &op, &tenant, "1").await;
+    let lease_id = lease_id.as_str();
     let mut jobs = Vec::new();
     for outcome in [json!({"state": "succeeded", "exit_code": 0}), json!({"state": "failed", "exit_code": 3})] {
         let job = app
@@ -550,17 +557,8 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["utilization.low"])).await;
-    let pool = app.pool(&op, "h100-a", "h100").await;
-    let node: uuid::Uuid = app.node(&op, &pool, "node-a", 1).await.parse().unwrap();
-    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
-    let lease = app
-        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
-        .await
-        .expect(StatusCode::CREATED);
-    let lease_id: uuid::Uuid = lease.body["id"].as_str().unwrap().parse().unwrap();
-    app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
-        .await
-        .expect(StatusCode::CREATED);
+    let (agent, lease_id) = sleeper_on_a_leased_gpu(&app, &op, &tenant, "600").await;
+    let lease_id: uuid::Uuid = lease_id.parse().unwrap();
     app.post(&format!("/v1/leases/{lease_id}/jobs"), &tenant, json!({ "template": "sleeper" }))
         .await
         .expect(StatusCode::CREATED);
@@ -589,4 +587,40 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
     assert_eq!(check_utilization(&db).await.unwrap(), 0);
     let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM webhook_alerts").fetch_one(&db).await.unwrap();
     assert_eq!(left, 0, "cleared");
+}
+
+/// Hostile input on the new paths: control characters (NUL included) in a URL, a description and an event type,
+/// an overflowing number, another tenant's ids, a type filter with NUL: each a 422 or 404 that changes nothing.
+#[sqlx::test]
+async fn hostile_input_is_refused_and_changes_nothing(db: PgPool) {
+    let app = app(db.clone());
+    let op = app.operator().await;
+    let (_, a) = app.tenant_admin(&op, "acme").await;
+    let (_, b) = app.tenant_admin(&op, "globex").await;
+    for (body, field) in [
+        (json!({ "url": "https://x.example/\u{0}", "event_types": ["*"] }), "url"),
+        (json!({ "url": "https://x.example/", "event_types": ["*"], "description": "a\u{0}b" }), "description"),
+        (json!({ "url": "https://x.example/", "event_types": ["lease.\u{0}"] }), "event_types[0]"),
+    ] {
+        let res = app
+            .post("/v1/webhooks", &a, body)
+            .await
+            .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+        assert_eq!(res.error_fields(), [field], "{}", res.body);
+    }
+    let res = app.get("/v1/events?limit=99999999999999999999", &a).await;
+    res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    app.get("/v1/events?type=%00", &a).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let (id, _) = create_endpoint(&app, &a, "http://127.0.0.1:9/hook", json!(["*"])).await;
+    let other = json!({ "enabled": false });
+    app.patch(&format!("/v1/webhooks/{id}"), &b, other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.post(&format!("/v1/webhooks/{id}/test"), &b, json!({}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    // A path trick is an id that names nothing (malformed ids are 404 everywhere, as in errors.rs).
+    app.get("/v1/webhooks/..%2F..%2Fadmin", &a).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM webhook_endpoints").fetch_one(&db).await.unwrap();
+    assert_eq!(count, 1, "only the one valid endpoint exists");
+    let enabled = app.get(&format!("/v1/webhooks/{id}"), &a).await.expect(StatusCode::OK).body["enabled"].clone();
+    assert_eq!(enabled, true, "another tenant's PATCH changed nothing");
 }
