@@ -203,6 +203,13 @@ async fn a_bad_key_signs_nobody_in_and_sign_out_clears_the_cookies(db: PgPool) {
     assert!(res.headers.get("set-cookie").is_none());
     res.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
     sign_in(&app, "").await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    // A NUL byte or a key of 10,000 characters signs nobody in and sets no cookie either.
+    let nul = sign_in(&app, "gpk_\u{0}").await;
+    assert!(nul.headers.get("set-cookie").is_none());
+    assert_eq!(nul.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["api_key"]);
+    let long = sign_in(&app, &("gpk_".to_string() + &"A".repeat(10_000))).await;
+    assert!(long.headers.get("set-cookie").is_none());
+    long.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
     app.call(Method::POST, "/v1/console/session", None, Some(json!({ "key": "x" })))
         .await
         .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
