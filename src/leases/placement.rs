@@ -1,17 +1,5 @@
-//! Pure placement decisions (no I/O): which GPUs inside a node, and how a `spread` lease divides over nodes.
-
-/// Choose `k` of a node's free GPU indices so that they sit as close together as possible: adjacent indices
-/// share a PCIe switch or NVLink pair on common boards, so the smallest index span is the best guess when the
-/// node reports no finer topology. Ties go to the lowest indices, keeping the high end free in one block.
-pub fn pick_compact(free_indices: &[i32], k: usize) -> Option<Vec<i32>> {
-    if k == 0 || free_indices.len() < k {
-        return None;
-    }
-    let mut sorted = free_indices.to_vec();
-    sorted.sort_unstable();
-    let best = (0..=sorted.len() - k).min_by_key(|&start| (sorted[start + k - 1] - sorted[start], start))?;
-    Some(sorted[best..best + k].to_vec())
-}
+//! Pure placement decisions (no I/O): how a multi-node lease divides over nodes. Which GPUs inside a node is
+//! decided by the statement that writes the lease (`store::write_lease`).
 
 /// Fewest nodes for `n` GPUs over nodes with the given free counts (largest first): while no single node
 /// fits the rest, take the largest free block whole; then take the rest from the smallest block that fits
@@ -66,15 +54,6 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn compact_prefers_the_tightest_window() {
-        assert_eq!(pick_compact(&[0, 3, 4, 5, 7], 3), Some(vec![3, 4, 5]));
-        assert_eq!(pick_compact(&[0, 1, 2, 3], 2), Some(vec![0, 1]));
-        assert_eq!(pick_compact(&[6, 7, 0, 2], 2), Some(vec![6, 7]));
-        assert_eq!(pick_compact(&[1, 2], 3), None);
-        assert_eq!(pick_compact(&[1, 2], 0), None);
-    }
-
-    #[test]
     fn pack_takes_whole_blocks_then_the_best_fit() {
         assert_eq!(pack_counts(&[8, 8, 4, 4], 12), Some(vec![8, 0, 4, 0]));
         assert_eq!(pack_counts(&[8, 6, 3], 10), Some(vec![8, 0, 2]));
@@ -100,19 +79,6 @@ mod tests {
                     prop_assert!(take.iter().zip(&free).filter(|(t, f)| **t > 0 && t < f).count() <= 1);
                 }
                 None => prop_assert!(free.iter().sum::<i32>() < n),
-            }
-        }
-
-        #[test]
-        fn compact_returns_k_distinct_free_indices(free in proptest::collection::btree_set(0i32..64, 0..64), k in 1usize..16) {
-            let free: Vec<i32> = free.into_iter().collect();
-            match pick_compact(&free, k) {
-                Some(picked) => {
-                    prop_assert_eq!(picked.len(), k);
-                    prop_assert!(picked.iter().all(|i| free.contains(i)));
-                    prop_assert!(picked.windows(2).all(|w| w[0] < w[1]));
-                }
-                None => prop_assert!(free.len() < k),
             }
         }
 

@@ -190,7 +190,7 @@ async fn try_create_lease(
     term: Term,
     search: NodeSearch,
 ) -> ApiResult<Attempt> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = store::begin(&state.db).await?;
     let pool = match (req.pool_id, &req.gpu_model) {
         (Some(id), _) => Ok(id),
         (None, Some(model)) => resolve_pool_by_model(&mut tx, model).await,
@@ -223,12 +223,12 @@ async fn try_create_lease(
         return Ok(Attempt::WaitForNodes);
     };
     // A new request does not jump the pool's queue (first come, first served).
-    let placed = if admission.queued_ahead {
+    let plan = if admission.queued_ahead {
         None
     } else {
         store::place(&mut tx, pool_id, req.gpu_count, req.placement, best_fit).await?
     };
-    if placed.is_none() {
+    if plan.is_none() {
         let store::PoolSize { total, largest_node } = store::pool_size(&mut tx, pool_id).await?;
         if req.gpu_count as i64 > total {
             return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
@@ -255,16 +255,20 @@ async fn try_create_lease(
         created_by: auth.key_id,
     };
     let actor = Actor::Tenant(auth.key_id);
-    let event = match placed {
+    let event = match plan {
         Some(_) => NewEvent::new("allocated", None, Some(LeaseState::Active), &actor),
         None => NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short"),
     };
-    let lease = store::write_lease(&mut tx, LeaseWrite::Create(&new), placed.as_ref(), event).await.map_err(|err| {
+    let written = store::write_lease(&mut tx, LeaseWrite::Create(&new), plan.as_ref(), event).await.map_err(|err| {
         match crate::error::constraint_name(&err) {
             Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
             _ => err.into(),
         }
     })?;
+    // None: a planned node's counter was out of step with its GPUs (logged); nothing was written.
+    let Some(lease) = written else {
+        return Err(store::capacity(&mut tx, pool_id, req.gpu_count).await?.into_error());
+    };
     if let Some(environment) = &req.environment {
         // Started by the nodes once the lease is active (a queued lease's, when it starts).
         crate::environments::routes::request_environment(&mut tx, auth.tenant_id, new.id, environment).await?;

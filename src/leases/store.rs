@@ -7,9 +7,18 @@ use sqlx::{PgConnection, PgPool};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::placement::{pack_counts, pick_compact, spread_counts};
+use super::placement::{pack_counts, spread_counts};
 use super::{Actor, Lease, LeaseEvent, LeaseGpu, LeaseState, Placement, Term};
 use crate::extract::new_id;
+
+/// A transaction for allocation. Its statements keep one plan per connection (a generic plan) instead of being
+/// planned anew for each call's parameters: the write statement ([`write_lease`]) has nine parts, and planning
+/// it per call was the largest single cost of a create in `cargo bench --bench allocation`. Every statement
+/// that runs in it is written to be index-driven whatever its parameters (arrays through `= ANY`, equality on
+/// keys), so the generic plan is the plan a custom one would be. `SET LOCAL` ends with the transaction.
+pub async fn begin(db: &PgPool) -> Result<sqlx::Transaction<'static, sqlx::Postgres>, sqlx::Error> {
+    db.begin_with("BEGIN; SET LOCAL plan_cache_mode = force_generic_plan").await
+}
 
 /// What is free in a pool, as told to a tenant whose request did not fit.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -154,12 +163,11 @@ pub enum BestFit {
     Search,
 }
 
-/// Lock the best-fit node for `need` GPUs and return its free GPUs (empty: none). Nodes locked by concurrent
+/// Lock the best-fit node for `need` GPUs and return it (None: none fits). Nodes locked by concurrent
 /// allocations are skipped first (so allocations spread over nodes instead of queueing on one); only if none is
 /// found does it wait for locked ones, so "no capacity" is never an artefact of a lock. It holds no other node
-/// lock while it waits, so it cannot deadlock. The GPUs are read by a second statement on purpose: its
-/// snapshot is taken after the lock, so it sees every allocation committed on the node before.
-async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Vec<LeaseGpu>, sqlx::Error> {
+/// lock while it waits, so it cannot deadlock.
+async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Result<Option<Uuid>, sqlx::Error> {
     // Even SKIP LOCKED can keep a stray lock (a row updated under it that then fails the recheck), so the
     // attempt runs in a savepoint that a miss rolls back before any waiting starts.
     sqlx::query!("SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
@@ -172,7 +180,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
             .fetch_optional(&mut *conn)
             .await?;
     if let Some((node_id,)) = node {
-        return free_gpus_of(conn, &[node_id]).await;
+        return Ok(Some(node_id));
     }
     sqlx::query!("ROLLBACK TO SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
     // Every node with room is held by someone. Wait for them one at a time, best fit first: a waiting
@@ -194,37 +202,22 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
                 .fetch_optional(&mut *conn)
                 .await?;
         if locked.is_some() {
-            return free_gpus_of(conn, &[candidate]).await;
+            return Ok(Some(candidate));
         }
         sqlx::query!("ROLLBACK TO SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
     }
-    Ok(Vec::new())
-}
-
-/// Free GPUs of the given (already locked) nodes, as lease GPUs.
-async fn free_gpus_of(conn: &mut PgConnection, nodes: &[Uuid]) -> Result<Vec<LeaseGpu>, sqlx::Error> {
-    sqlx::query_as!(
-        LeaseGpu,
-        "SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
-         FROM nodes n JOIN gpus g ON g.node_id = n.id \
-         WHERE n.id = ANY($1) AND g.healthy AND NOT EXISTS \
-             (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) \
-         ORDER BY n.id, g.idx",
-        nodes
-    )
-    .fetch_all(conn)
-    .await
+    Ok(None)
 }
 
 /// Several nodes: plan from the free counters without locks, then lock the chosen nodes in id order (so two
 /// multi-node allocations, or an allocation and a release, can never deadlock), check the plan still holds,
-/// and return their free GPUs with how many to take from each node.
+/// and return how many GPUs to take from each node.
 async fn lock_multi_node(
     conn: &mut PgConnection,
     pool_id: Uuid,
     gpu_count: i32,
     placement: Placement,
-) -> Result<Option<(Vec<LeaseGpu>, Vec<(Uuid, i32)>)>, sqlx::Error> {
+) -> Result<Option<Plan>, sqlx::Error> {
     for _ in 0..PLAN_ATTEMPTS {
         let candidates = sqlx::query!(
             "SELECT id, free_gpus FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' \
@@ -260,60 +253,36 @@ async fn lock_multi_node(
             sqlx::query!("ROLLBACK TO SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
             continue;
         }
-        let gpus = free_gpus_of(conn, &ids).await?;
-        return Ok(Some((gpus, plan)));
+        return Ok(Some(Plan(plan)));
     }
     Ok(None)
 }
 
-/// GPUs chosen for a lease, their nodes locked by the caller's transaction until it commits.
-#[derive(Debug)]
-pub struct Placed {
-    /// The GPUs, by hostname and index.
-    pub gpus: Vec<LeaseGpu>,
-    /// How many GPUs each node gives, by node id.
-    pub plan: Vec<(Uuid, i32)>,
-}
+/// How many GPUs a lease takes from each node, by node id in id order; the nodes are locked by the caller's
+/// transaction until it commits. Which GPUs of a node is decided when the lease is written ([`write_lease`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan(pub Vec<(Uuid, i32)>);
 
-/// Choose `gpu_count` GPUs of `pool_id`, all or nothing, and lock their nodes: one node, best fit, when one
-/// fits (not for `spread`); else, for `pack` and `spread`, several nodes planned from the counters; inside each
-/// node the tightest index window ([`pick_compact`]). Returns None when the pool cannot fit the request now.
-/// Writes nothing: [`write_lease`] does.
+/// Plan `gpu_count` GPUs of `pool_id`, all or nothing, and lock their nodes: one node, best fit, when one fits
+/// (not for `spread`); else, for `pack` and `spread`, several nodes planned from the counters. Returns None
+/// when the pool cannot fit the request now. Writes nothing: [`write_lease`] does.
 pub async fn place(
     conn: &mut PgConnection,
     pool_id: Uuid,
     gpu_count: i32,
     placement: Placement,
     best_fit: BestFit,
-) -> Result<Option<Placed>, sqlx::Error> {
+) -> Result<Option<Plan>, sqlx::Error> {
     let single = match (placement, best_fit) {
-        (Placement::Spread, _) | (_, BestFit::NoneFits) => Vec::new(),
-        (_, BestFit::Locked(node)) => free_gpus_of(conn, &[node]).await?,
+        (Placement::Spread, _) | (_, BestFit::NoneFits) => None,
+        (_, BestFit::Locked(node)) => Some(node),
         (_, BestFit::Search) => lock_best_fit(conn, pool_id, gpu_count).await?,
     };
-    let (free, plan) = if let Some(first) = single.first() {
-        let node = first.node_id;
-        (single, vec![(node, gpu_count)])
-    } else if placement == Placement::SingleNode {
-        return Ok(None);
-    } else {
-        match lock_multi_node(conn, pool_id, gpu_count, placement).await? {
-            Some(found) => found,
-            None => return Ok(None),
-        }
-    };
-    let mut gpus: Vec<LeaseGpu> = Vec::with_capacity(gpu_count as usize);
-    for (node_id, take) in &plan {
-        let on_node: Vec<&LeaseGpu> = free.iter().filter(|g| g.node_id == *node_id).collect();
-        let indices: Vec<i32> = on_node.iter().map(|g| g.index).collect();
-        let Some(picked) = pick_compact(&indices, *take as usize) else {
-            tracing::warn!(node.id = %node_id, "free_gpus counter disagrees with the GPUs free on the node");
-            return Ok(None);
-        };
-        gpus.extend(on_node.into_iter().filter(|g| picked.contains(&g.index)).cloned());
+    match single {
+        Some(node) => Ok(Some(Plan(vec![(node, gpu_count)]))),
+        None if placement == Placement::SingleNode => Ok(None),
+        None => lock_multi_node(conn, pool_id, gpu_count, placement).await,
     }
-    gpus.sort_by(|a, b| (&a.hostname, a.index).cmp(&(&b.hostname, b.index)));
-    Ok(Some(Placed { gpus, plan }))
 }
 
 /// A lease about to be created.
@@ -332,74 +301,93 @@ pub struct NewLease {
 
 /// What [`write_lease`] does to the lease row.
 pub enum LeaseWrite<'a> {
-    /// Insert it: active with the placed GPUs, or queued without.
+    /// Insert it: active with the planned GPUs, or queued without.
     Create(&'a NewLease),
-    /// Activate this queued lease with the placed GPUs.
+    /// Activate this queued lease with the planned GPUs.
     Activate(Uuid),
 }
 
-/// Write a lease, its GPUs, the nodes' free counters and `event` in one statement (the foreign keys of
-/// `lease_gpus` and `lease_events` are checked at its end, when the lease row exists), and return the lease.
+/// Write a lease, its GPUs, the nodes' free counters and `event` in one statement, and return the lease; the
+/// foreign keys of `lease_gpus` and `lease_events` are checked at its end, when the lease row exists. The
+/// statement also picks the GPUs: its snapshot is taken after the plan's nodes were locked, so it sees every
+/// allocation committed on them before. Inside each node it takes the window of `take` free healthy GPUs with
+/// the smallest index span, ties to the lowest indices: adjacent indices share a PCIe switch or NVLink pair on
+/// common boards, so the smallest span is the best guess when a node reports no finer topology, and taking the
+/// low end keeps the high end free in one block. This is the one statement of that rule.
+///
+/// Without a plan the lease is written queued (create) and holds nothing. Returns None, having written
+/// nothing, when a planned node has fewer free healthy GPUs than its counter said (a counter out of step).
 pub async fn write_lease(
     conn: &mut PgConnection,
     lease: LeaseWrite<'_>,
-    placed: Option<&Placed>,
+    plan: Option<&Plan>,
     event: NewEvent<'_>,
-) -> Result<Lease, sqlx::Error> {
-    let (gpus, plan) = match placed {
-        Some(p) => (p.gpus.clone(), p.plan.clone()),
-        None => (Vec::new(), Vec::new()),
-    };
+) -> Result<Option<Lease>, sqlx::Error> {
     let lease_id = match &lease {
         LeaseWrite::Create(new) => new.id,
         LeaseWrite::Activate(id) => *id,
     };
-    let gpu_ids: Vec<Uuid> = gpus.iter().map(|g| g.gpu_id).collect();
-    let node_ids: Vec<Uuid> = gpus.iter().map(|g| g.node_id).collect();
-    let plan_nodes: Vec<Uuid> = plan.iter().map(|p| p.0).collect();
-    let plan_takes: Vec<i32> = plan.iter().map(|p| p.1).collect();
+    let plan_nodes: Vec<Uuid> = plan.map(|p| p.0.iter().map(|t| t.0).collect()).unwrap_or_default();
+    let plan_takes: Vec<i32> = plan.map(|p| p.0.iter().map(|t| t.1).collect()).unwrap_or_default();
     // One statement for both: the lease row is inserted (create) or the queued row activated (queue start); the
-    // other CTE writes nothing. Holdings, counters and the event are written the same way for both.
+    // other CTE writes nothing. GPUs, holdings, counters and the event are the same for both.
     let (new, activate) = match lease {
         LeaseWrite::Create(new) => (Some(new), false),
         LeaseWrite::Activate(_) => (None, true),
     };
-    let row = sqlx::query_as!(
-        LeaseRow,
-        r#"WITH inserted AS (
+    let rows = sqlx::query!(
+        r#"WITH plan AS (
+             SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)),
+         free AS (
+             SELECT g.id, g.node_id, g.idx, g.uuid, p.take, row_number() OVER w AS rn,
+                 lead(g.idx, p.take - 1) OVER w AS window_last
+             FROM gpus g JOIN plan p ON p.node_id = g.node_id
+             WHERE g.node_id = ANY($2) AND g.healthy
+               AND NOT EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL)
+             WINDOW w AS (PARTITION BY g.node_id ORDER BY g.idx)),
+         best AS (
+             SELECT DISTINCT ON (node_id) node_id, rn AS first_rn, take FROM free WHERE window_last IS NOT NULL
+             ORDER BY node_id, window_last - idx, idx),
+         picked AS (
+             SELECT f.id AS gpu_id, f.node_id, n.hostname, n.address, f.idx, f.uuid
+             FROM best b JOIN free f ON f.node_id = b.node_id AND f.rn >= b.first_rn AND f.rn < b.first_rn + b.take
+             JOIN nodes n ON n.id = f.node_id),
+         complete AS (
+             SELECT (SELECT count(*) FROM picked) = (SELECT COALESCE(sum(take), 0) FROM plan) AS ok),
+         inserted AS (
              INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state,
                  starts_at, ends_at, created_by, metered_until, currency)
-             SELECT $1, $13, $14, $15, $16, $17, $18, $19, a.state, a.at,
-                 a.at + make_interval(months => COALESCE($19, 0), hours => COALESCE($18, 0)), $20, a.at,
-                 (SELECT currency FROM pools WHERE id = $14)
-             FROM (SELECT CASE WHEN $21 THEN 'active' ELSE 'queued' END AS state,
-                          CASE WHEN $21 THEN now() END AS at) a
-             WHERE NOT $22
+             SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at,
+                 a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at,
+                 (SELECT currency FROM pools WHERE id = $11)
+             FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state,
+                          CASE WHEN $18 THEN now() END AS at) a
+             WHERE NOT $19 AND (SELECT ok FROM complete)
              RETURNING *),
          activated AS (
              UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(),
                  ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)),
                  generation = generation + 1, updated_at = now()
-             WHERE id = $1 AND state = 'queued' AND $22 RETURNING *),
+             WHERE id = $1 AND state = 'queued' AND $19 AND (SELECT ok FROM complete) RETURNING *),
          lease AS (SELECT * FROM inserted UNION ALL SELECT * FROM activated),
          held AS (
              INSERT INTO lease_gpus (lease_id, gpu_id, node_id)
-             SELECT $1, u.gpu, u.node FROM UNNEST($2::uuid[], $3::uuid[]) AS u(gpu, node)),
+             SELECT $1, gpu_id, node_id FROM picked WHERE (SELECT ok FROM complete)),
          counted AS (
-             UPDATE nodes n SET free_gpus = n.free_gpus - u.take
-             FROM UNNEST($4::uuid[], $5::int[]) AS u(id, take) WHERE n.id = u.id),
+             UPDATE nodes n SET free_gpus = n.free_gpus - p.take
+             FROM plan p WHERE n.id = ANY($2) AND n.id = p.node_id AND (SELECT ok FROM complete)),
          recorded AS (
              INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail)
-             VALUES ($6, $1, $7, $8, $9, $10, $11, $12))
-         SELECT id AS "id!", tenant_id AS "tenant_id!", pool_id AS "pool_id!", gpu_count AS "gpu_count!",
-             placement AS "placement!: Placement", term AS "term!: Term", duration_hours AS "duration_hours?",
-             months AS "months?", state AS "state!: LeaseState", starts_at AS "starts_at?", ends_at AS "ends_at?",
-             ended_at AS "ended_at?", end_reason AS "end_reason?", generation AS "generation!",
-             created_at AS "created_at!", updated_at AS "updated_at!"
-         FROM lease"#,
+             SELECT $4, $1, $5, $6, $7, $8, $9, $20 WHERE (SELECT ok FROM complete))
+         SELECT l.id AS "id!", l.tenant_id AS "tenant_id!", l.pool_id AS "pool_id!", l.gpu_count AS "gpu_count!",
+             l.placement AS "placement!: Placement", l.term AS "term!: Term", l.duration_hours AS "duration_hours?",
+             l.months AS "months?", l.state AS "state!: LeaseState", l.starts_at AS "starts_at?",
+             l.ends_at AS "ends_at?", l.ended_at AS "ended_at?", l.end_reason AS "end_reason?",
+             l.generation AS "generation!", l.created_at AS "created_at!", l.updated_at AS "updated_at!",
+             p.gpu_id AS "gpu_id?", p.node_id AS "node_id?", p.hostname AS "hostname?", p.address AS "address?",
+             p.idx AS "index?", p.uuid AS "uuid?"
+         FROM lease l LEFT JOIN picked p ON true ORDER BY p.hostname, p.idx"#,
         lease_id,
-        &gpu_ids,
-        &node_ids,
         &plan_nodes,
         &plan_takes,
         new_id(),
@@ -408,7 +396,6 @@ pub async fn write_lease(
         event.to.map(LeaseState::as_str),
         event.actor.label(),
         event.reason,
-        event.detail,
         new.map(|n| n.tenant_id),
         new.map(|n| n.pool_id),
         new.map(|n| n.gpu_count),
@@ -417,12 +404,50 @@ pub async fn write_lease(
         new.and_then(|n| n.duration_hours),
         new.and_then(|n| n.months),
         new.map(|n| n.created_by),
-        placed.is_some(),
-        activate
+        plan.is_some(),
+        activate,
+        event.detail
     )
-    .fetch_one(conn)
+    .fetch_all(conn)
     .await?;
-    Ok(row.into_lease(gpus))
+    let Some(first) = rows.first() else {
+        if let Some(plan) = plan {
+            tracing::warn!(lease.id = %lease_id, plan = ?plan.0, "free_gpus counters disagree with the GPUs free on the planned nodes");
+        }
+        return Ok(None);
+    };
+    let row = LeaseRow {
+        id: first.id,
+        tenant_id: first.tenant_id,
+        pool_id: first.pool_id,
+        gpu_count: first.gpu_count,
+        placement: first.placement,
+        term: first.term,
+        duration_hours: first.duration_hours,
+        months: first.months,
+        state: first.state,
+        starts_at: first.starts_at,
+        ends_at: first.ends_at,
+        ended_at: first.ended_at,
+        end_reason: first.end_reason.clone(),
+        generation: first.generation,
+        created_at: first.created_at,
+        updated_at: first.updated_at,
+    };
+    let gpus = rows
+        .into_iter()
+        .filter_map(|r| {
+            Some(LeaseGpu {
+                gpu_id: r.gpu_id?,
+                node_id: r.node_id?,
+                hostname: r.hostname?,
+                address: r.address?,
+                index: r.index?,
+                uuid: r.uuid?,
+            })
+        })
+        .collect();
+    Ok(Some(row.into_lease(gpus)))
 }
 
 /// Capacity figures for an error message (only computed when a request did not fit).
@@ -833,7 +858,7 @@ pub async fn release_gpus(
 /// Start queued leases of a pool in arrival order while they fit (strict FIFO: a head that does not fit
 /// blocks the ones behind it, so large requests are not starved). One replica at a time per pool.
 pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error> {
-    let mut tx = db.begin().await?;
+    let mut tx = begin(db).await?;
     let locked = sqlx::query_scalar!(
         r#"SELECT pg_try_advisory_xact_lock(hashtextextended('queue:' || $1::uuid::text, 0)) AS "locked!""#,
         pool_id
@@ -854,10 +879,12 @@ pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error
         .await?;
         let Some(head) = head else { break };
         let (lease_id, gpu_count, placement) = (head.id, head.gpu_count, head.placement);
-        let Some(placed) = place(&mut tx, pool_id, gpu_count, placement, BestFit::Search).await? else { break };
+        let Some(plan) = place(&mut tx, pool_id, gpu_count, placement, BestFit::Search).await? else { break };
         let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System)
             .reason("capacity freed");
-        write_lease(&mut tx, LeaseWrite::Activate(lease_id), Some(&placed), event).await?;
+        if write_lease(&mut tx, LeaseWrite::Activate(lease_id), Some(&plan), event).await?.is_none() {
+            break;
+        }
         started += 1;
     }
     tx.commit().await?;

@@ -261,9 +261,9 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
     let admission = store::admit(&mut tx, key, Some(pool), n, Term::Hourly, None, try_lock).await.unwrap();
     // One client: nothing else holds a node, so admission never asks to wait.
     let best_fit = admission.best_fit().expect("no concurrent holder, no wait");
-    let placed = store::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
+    let plan = store::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
     let id = Uuid::new_v4();
-    let Some(placed) = placed else {
+    let Some(plan) = plan else {
         let store::PoolSize { total, largest_node: largest } = store::pool_size(&mut tx, pool).await.unwrap();
         let never = n as i64 > total || (placement == Placement::SingleNode && n as i64 > largest);
         return (id, if never { Outcome::Unprocessable } else { Outcome::Conflict });
@@ -281,7 +281,10 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
     };
     let actor = Actor::Tenant(key);
     let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
-    let lease = store::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&placed), event).await.unwrap();
+    let lease = store::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&plan), event)
+        .await
+        .unwrap()
+        .expect("the counters agree with the GPUs");
     tx.commit().await.unwrap();
     assert_eq!(lease.gpus.len(), n as usize);
     let mut gpus: Vec<(String, i32)> = lease.gpus.iter().map(|g| (g.hostname.clone(), g.index)).collect();
