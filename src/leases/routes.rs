@@ -523,8 +523,8 @@ pub async fn release_lease(
     retry_deadlocks(|| try_release(&state, &token, lease_id)).await
 }
 
-/// BEGIN; the lease ended with its jobs, its nodes locked and the key checked (one statement); its GPUs
-/// released with the counters and the event (one statement); COMMIT.
+/// BEGIN; one statement (the key checked, the lease ended with its jobs, its nodes locked, its GPUs released
+/// with the counters and the event); COMMIT once the key is accepted.
 async fn try_release(state: &AppState, token: &TenantAdminToken, lease_id: Uuid) -> ApiResult<Json<Lease>> {
     let mut tx = state.db.begin().await?;
     let actor = Actor::Tenant(token.key_id());

@@ -748,10 +748,15 @@ pub async fn end_lease_for_key(
     end_lease_scoped(conn, lease_id, None, Some(key_id), to, reason, actor, None).await
 }
 
-/// Two statements: (1) the lease row locked and ended, its open jobs ended, its nodes locked in id order (the
-/// order multi-node allocation locks them in), and with `key_id` the key checked and the tenant taken from it;
-/// (2) in a new snapshot, after those locks: its GPUs released, the counters of their nodes raised by the
-/// healthy ones, the event recorded.
+/// One statement: the lease row locked and ended, its open jobs ended, its nodes locked in id order (the order
+/// multi-node allocation locks them in), with `key_id` the key checked and the tenant taken from it; then,
+/// after those locks, its GPUs released, the counters of their nodes raised by the healthy ones, the event
+/// recorded. Two rules keep one snapshot exact:
+/// - Health is read with `FOR SHARE` after the node locks: a locked read returns each GPU's latest committed
+///   version, so a health change committed before the locks (health changes lock the node first) counts.
+/// - The lease row must be the version of the statement's snapshot: any change to a lease's holdings also
+///   updates its row (a queued lease starting), so if the row changed after the snapshot was taken the
+///   statement writes nothing and runs again, in a new snapshot that sees those holdings.
 #[allow(clippy::too_many_arguments)]
 async fn end_lease_scoped(
     conn: &mut PgConnection,
@@ -770,90 +775,90 @@ async fn end_lease_scoped(
         lease: Option<sqlx::types::Json<Lease>>,
         old_state: Option<LeaseState>,
         queue_waiting: Option<bool>,
+        /// The lease row changed after the statement's snapshot: nothing was written.
+        stale: bool,
     }
     let sql = format!(
         "WITH {key_check}, \
+         seen AS (SELECT ctid AS seen FROM leases WHERE id = $1), \
          old AS ( \
-             SELECT id, state AS old_state FROM leases WHERE id = $1 AND ($5::uuid IS NULL OR tenant_id = $5) \
+             SELECT id, state AS old_state, ctid AS locked FROM leases WHERE id = $1 \
+                 AND ($5::uuid IS NULL OR tenant_id = $5) \
                  AND ($8::uuid IS NULL OR tenant_id = (SELECT checked_tenant_id FROM key_check)) \
              FOR UPDATE), \
+         current AS (SELECT old.id, old.old_state FROM old JOIN seen ON seen.seen = old.locked), \
          ended AS ( \
              UPDATE leases l SET state = $2, \
                  ended_at = GREATEST(LEAST(COALESCE($3, now()), now()), COALESCE(l.starts_at, now())), \
                  end_reason = $4, generation = l.generation + 1, updated_at = now() \
-             FROM old WHERE l.id = old.id AND old.old_state IN ('queued', 'active') \
-             RETURNING l.*, old.old_state, \
+             FROM current WHERE l.id = current.id AND current.old_state IN ('queued', 'active') \
+             RETURNING l.*, current.old_state, \
                  EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id) \
                      AS queue_waiting), \
          {jobs}, \
          locked AS ( \
              SELECT id FROM nodes WHERE id IN \
                  (SELECT node_id FROM lease_gpus WHERE lease_id IN (SELECT id FROM ended) AND released_at IS NULL) \
-             ORDER BY id FOR UPDATE) \
+             ORDER BY id FOR UPDATE), \
+         released AS ( \
+             UPDATE lease_gpus SET released_at = now() \
+             WHERE lease_id IN (SELECT id FROM ended) AND released_at IS NULL AND (SELECT count(*) FROM locked) >= 0 \
+             RETURNING gpu_id), \
+         held AS ( \
+             SELECT g.id, g.node_id, g.idx, g.uuid, g.healthy FROM gpus g WHERE g.id IN (SELECT gpu_id FROM released) \
+             FOR SHARE), \
+         counted AS ( \
+             UPDATE nodes SET free_gpus = nodes.free_gpus + f.n \
+             FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f \
+             WHERE nodes.id = f.node_id), \
+         recorded AS ( \
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason) \
+             SELECT $9, ended.id, $10, ended.old_state, $2, $11, $4 FROM ended), \
+         gpus AS ( \
+             SELECT COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, 'hostname', n.hostname, \
+                 'address', n.address, 'index', h.idx, 'uuid', h.uuid) ORDER BY n.hostname, h.idx), '[]') AS gpus \
+             FROM held h JOIN nodes n ON n.id = h.node_id) \
          SELECT key_check.*, \
-             (to_jsonb(ended) - 'old_state' - 'queue_waiting') || jsonb_build_object('gpus', '[]'::jsonb) AS lease, \
-             ended.old_state, ended.queue_waiting, (SELECT count(*) FROM locked) AS nodes_locked \
+             (to_jsonb(ended) - 'old_state' - 'queue_waiting') || jsonb_build_object('gpus', (SELECT gpus FROM gpus)) \
+                 AS lease, \
+             ended.old_state, ended.queue_waiting, \
+             EXISTS (SELECT 1 FROM old) AND NOT EXISTS (SELECT 1 FROM current) AS stale \
          FROM (SELECT 1) one LEFT JOIN key_check ON true LEFT JOIN ended ON true",
         key_check = crate::auth::key_check_cte("$8"),
         jobs = crate::jobs::store::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
     );
     let (job_state, job_reason) = crate::jobs::store::job_end_for_lease(to, reason);
+    let kind = to.as_str();
     // Runtime SQL on purpose: it embeds the key check (`auth::key_check_cte`) and the ending of a lease's jobs
     // (`jobs::store::end_jobs_of_leases_ctes`), each defined once in its own module; a literal would repeat them.
-    let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(lease_id)
-        .bind(to)
-        .bind(ended_at)
-        .bind(reason)
-        .bind(tenant_id)
-        .bind(job_state)
-        .bind(job_reason)
-        .bind(key_id)
-        .fetch_one(&mut *conn)
-        .await?;
-    let (Some(lease), Some(from)) = (row.lease, row.old_state) else { return Ok((row.key, None)) };
-    let event = NewEvent::new(to.as_str(), Some(from), Some(to), actor).reason(reason);
-    let gpus = release_gpus(conn, lease_id, event).await?;
-    let lease = Lease { gpus, ..lease.0 };
-    Ok((row.key, Some(Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease })))
+    for _ in 0..STALE_ATTEMPTS {
+        let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
+            .bind(lease_id)
+            .bind(to)
+            .bind(ended_at)
+            .bind(reason)
+            .bind(tenant_id)
+            .bind(job_state)
+            .bind(&job_reason)
+            .bind(key_id)
+            .bind(new_id())
+            .bind(kind)
+            .bind(actor.label())
+            .fetch_one(&mut *conn)
+            .await?;
+        if row.stale {
+            continue;
+        }
+        let (Some(lease), Some(from)) = (row.lease, row.old_state) else { return Ok((row.key, None)) };
+        let ended = Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease: lease.0 };
+        return Ok((row.key, Some(ended)));
+    }
+    // A lease row that changes under every attempt: the caller's transaction is rolled back and retried.
+    Err(sqlx::Error::Protocol(format!("lease {lease_id} kept changing while it was being ended")))
 }
 
-/// Release the GPUs a lease holds (healthy ones become free again: their nodes' counters rise) and record
-/// `event`, in one statement; the caller has locked the nodes in id order. Returns the GPUs released.
-pub async fn release_gpus(
-    conn: &mut PgConnection,
-    lease_id: Uuid,
-    event: NewEvent<'_>,
-) -> Result<Vec<LeaseGpu>, sqlx::Error> {
-    sqlx::query_as!(
-        LeaseGpu,
-        r#"WITH released AS (
-             UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1 AND released_at IS NULL
-             RETURNING gpu_id, node_id),
-         held AS (
-             SELECT g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid, g.healthy
-             FROM released r JOIN gpus g ON g.id = r.gpu_id JOIN nodes n ON n.id = r.node_id),
-         counted AS (
-             UPDATE nodes SET free_gpus = nodes.free_gpus + f.n
-             FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f
-             WHERE nodes.id = f.node_id),
-         recorded AS (
-             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail)
-             VALUES ($2, $1, $3, $4, $5, $6, $7, $8))
-         SELECT gpu_id AS "gpu_id!", node_id AS "node_id!", hostname AS "hostname!", address AS "address!",
-             index AS "index!", uuid AS "uuid!" FROM held ORDER BY hostname, index"#,
-        lease_id,
-        new_id(),
-        event.kind,
-        event.from.map(LeaseState::as_str),
-        event.to.map(LeaseState::as_str),
-        event.actor.label(),
-        event.reason,
-        event.detail
-    )
-    .fetch_all(conn)
-    .await
-}
+/// How many times ending a lease is re-run when its row changed after the statement's snapshot was taken.
+const STALE_ATTEMPTS: usize = 5;
 
 /// Start queued leases of a pool in arrival order while they fit (strict FIFO: a head that does not fit
 /// blocks the ones behind it, so large requests are not starved). One replica at a time per pool.

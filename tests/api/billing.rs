@@ -26,10 +26,17 @@ async fn lease(app: &TestApp, token: &str, pool: &str, gpus: i64) -> String {
 /// Make a lease look as if it ran from `start` and ended at `end` (state `to`, GPUs returned), nothing metered yet.
 async fn pin_period(db: &PgPool, lease: &str, start: DateTime<Utc>, end: Option<DateTime<Utc>>, to: &str) {
     if end.is_some() {
-        let mut conn = db.acquire().await.unwrap();
-        let actor = gpuplane::leases::Actor::System;
-        let event = gpuplane::leases::store::NewEvent::new("test", None, None, &actor);
-        gpuplane::leases::store::release_gpus(&mut conn, uuid::Uuid::parse_str(lease).unwrap(), event).await.unwrap();
+        // The GPUs go back as a release gives them back (holdings closed, the node's counter raised), no event.
+        sqlx::query(
+            "WITH released AS (UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1::uuid \
+                 AND released_at IS NULL RETURNING node_id) \
+             UPDATE nodes n SET free_gpus = n.free_gpus + r.n \
+             FROM (SELECT node_id, count(*) AS n FROM released GROUP BY node_id) r WHERE n.id = r.node_id",
+        )
+        .bind(lease)
+        .execute(db)
+        .await
+        .unwrap();
     }
     sqlx::query(
         "UPDATE leases SET starts_at = $2, metered_until = $2, ends_at = $2 + interval '2 hours', ended_at = $3, \
@@ -45,6 +52,20 @@ async fn pin_period(db: &PgPool, lease: &str, start: DateTime<Utc>, end: Option<
 }
 
 /// Let the whole pool's price history start long ago, so back-dated leases are priced by it.
+/// An instant to pin test periods before: now, unless a month began less than six hours ago, then the last
+/// second of the previous month. Periods of up to six hours before it fall in one calendar month (the month of
+/// the instant), so the per-month figures these tests check do not depend on the time of day they run.
+fn one_month_base() -> DateTime<Utc> {
+    let now = Utc::now();
+    let start = month_start(now);
+    if now - Duration::hours(6) >= start { now } else { start - Duration::seconds(1) }
+}
+
+fn month_start(at: DateTime<Utc>) -> DateTime<Utc> {
+    use chrono::{Datelike, TimeZone};
+    Utc.with_ymd_and_hms(at.year(), at.month(), 1, 0, 0, 0).unwrap()
+}
+
 async fn backdate_prices(db: &PgPool) {
     sqlx::query("UPDATE pool_prices SET effective_from = effective_from - interval '30 days'")
         .execute(db)
@@ -80,7 +101,7 @@ async fn usage_is_charged_per_second_across_price_changes(db: PgPool) {
     let (op, _, tenant, pool) = setup(&app, 360).await;
     backdate_prices(&db).await;
     let id = lease(&app, &tenant, &pool, 2).await;
-    let t0 = Utc::now() - Duration::seconds(1000);
+    let t0 = one_month_base() - Duration::seconds(1000);
     // 100 s at 360/h, then the price doubles for the last 50 s. Ended 150 s after the start.
     pin_period(&db, &id, t0, Some(t0 + Duration::seconds(150)), "released").await;
     sqlx::query("INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor) VALUES (gen_random_uuid(), $1::uuid, $2, 720)")
@@ -237,32 +258,20 @@ async fn export_invoice_and_ledger_reconcile_to_the_minor_unit(db: PgPool) {
     let (op, _, tenant, pool) = setup(&app, 249).await;
     let (_, other) = app.tenant_admin(&op, "other").await;
     backdate_prices(&db).await;
-    let month_start = {
-        let now = Utc::now();
-        chrono::TimeZone::with_ymd_and_hms(
-            &Utc,
-            chrono::Datelike::year(&now),
-            chrono::Datelike::month(&now),
-            1,
-            0,
-            0,
-            0,
-        )
-        .unwrap()
-    };
+    let base = one_month_base();
+    let month_start = month_start(base);
     let mut seconds = 97;
     for token in [&tenant, &tenant, &other] {
         for gpus in [1, 3] {
             let id = lease(&app, token, &pool, gpus).await;
-            // Ends 1.5 h before now at the latest; near a month's start some rows fall in the previous month, and
-            // the three totals below still select the same rows.
-            let start = Utc::now() - Duration::hours(3) + Duration::seconds(seconds);
+            // Ends 1.5 h before the base at the latest, all in the base's month.
+            let start = base - Duration::hours(3) + Duration::seconds(seconds);
             pin_period(&db, &id, start, Some(start + Duration::seconds(seconds * 13)), "released").await;
             seconds += 61;
         }
     }
     meter_once(&db).await.unwrap();
-    let month = Utc::now().format("%Y-%m").to_string();
+    let month = base.format("%Y-%m").to_string();
     let invoices = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK);
     let invoice_total: i64 = invoices.body.as_array().unwrap().iter().map(|i| i["usage_minor"].as_i64().unwrap()).sum();
     let to = (month_start + Duration::days(40)).to_rfc3339().replace('+', "%2B");
@@ -424,8 +433,9 @@ async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
         .await
         .expect(StatusCode::CREATED);
     let id = res.body["id"].as_str().unwrap().to_string();
-    // It ran 10,000 s of this month, then its node failed (interrupted) with the month still due.
-    let start = Utc::now() - Duration::seconds(20_000);
+    // It ran 10,000 s of one month, then its node failed (interrupted) with the month still due.
+    let base = one_month_base();
+    let start = base - Duration::seconds(20_000);
     pin_period(&db, &id, start, Some(start + Duration::seconds(10_000)), "interrupted").await;
     sqlx::query("UPDATE leases SET ends_at = starts_at + interval '30 days' WHERE id = $1::uuid")
         .bind(&id)
@@ -434,10 +444,9 @@ async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
         .unwrap();
     meter_once(&db).await.unwrap();
     assert_eq!(charged(&db, &id).await, 10_000, "1 minor unit per second at 2,592,000 per 30 days");
-    let month = Utc::now().format("%Y-%m").to_string();
+    let month = base.format("%Y-%m").to_string();
     let invoices = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK);
     let invoice = &invoices.body[0];
-    // Started this month? If the period straddles months, the credit lands where the charge was.
     let credit = invoice["credits_minor"].as_i64().unwrap();
     assert_eq!(credit, invoice["usage_minor"].as_i64().unwrap() / 10);
     assert!(credit > 0);

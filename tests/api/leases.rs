@@ -769,3 +769,57 @@ async fn a_full_pool_is_refused_with_its_figures(db: PgPool) {
     assert_eq!(queued.body["state"], "queued");
     assert_eq!(allocation_invariants(&db).await, (11, 11, true));
 }
+
+/// A queued lease that starts while it is being ended: the ending statement waits for the start's lock, sees the
+/// lease row changed after its snapshot, and runs again; the GPUs the lease got are released with it.
+#[sqlx::test]
+async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPool) {
+    use gpuplane::leases::store::{self, BestFit, LeaseWrite, NewEvent};
+    use gpuplane::leases::{Actor, LeaseState, Placement};
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[4]).await;
+    let first = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
+    let queued = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "queue": true }))
+        .await
+        .expect(StatusCode::CREATED);
+    assert_eq!(queued.body["state"], "queued");
+    let first_id: uuid::Uuid = first.body["id"].as_str().unwrap().parse().unwrap();
+    let queued_id: uuid::Uuid = queued.body["id"].as_str().unwrap().parse().unwrap();
+    let pool_id: uuid::Uuid = pool.parse().unwrap();
+
+    // A: the first lease ends and the queued one starts on its GPUs, not yet committed.
+    let mut a = db.begin().await.unwrap();
+    store::end_lease(&mut a, first_id, None, LeaseState::Released, "test", &Actor::System, None).await.unwrap();
+    let plan = store::place(&mut a, pool_id, 2, Placement::Pack, BestFit::Search).await.unwrap().unwrap();
+    let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System);
+    let started = store::write_lease(&mut a, LeaseWrite::Activate(queued_id), Some(&plan), event).await.unwrap();
+    assert_eq!(started.unwrap().gpus.len(), 2);
+
+    // B: the queued lease is ended meanwhile; its statement's snapshot still has it queued, holding nothing.
+    let db_b = db.clone();
+    let ending = tokio::spawn(async move {
+        let mut b = db_b.acquire().await.unwrap();
+        store::end_lease(&mut b, queued_id, None, LeaseState::Terminated, "test", &Actor::System, None).await.unwrap()
+    });
+    let mut waited = 0;
+    loop {
+        let (waiting,): (i64,) = sqlx::query_as(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+        )
+        .fetch_one(&db)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        waited += 1;
+        assert!(waited < 200, "the ending statement never waited for the start's lock");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    a.commit().await.unwrap();
+    let ended = ending.await.unwrap().expect("the lease was live");
+    assert_eq!(ended.from, LeaseState::Active, "it ended as the active lease it had become");
+    assert_eq!(ended.lease.gpus.len(), 2, "the GPUs it got are released with it");
+    assert_eq!(allocation_invariants(&db).await, (0, 0, true));
+}
