@@ -332,7 +332,7 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
     }
 
     // Warm-up: the same load, not measured; then fresh planner statistics, as autovacuum would keep them on a
-    // service that has been running (right after seeding, lease_gpus and leases look empty to the planner).
+    // service that has been running (right after seeding, leases and held GPUs look empty to the planner).
     if cfg.warmup_seconds > 0 {
         let warmup = drive(cfg, &http, &base, pool_id, &tokens, cfg.warmup_seconds, nodes as u64).await?;
         if warmup.errors > 0 {
@@ -348,8 +348,7 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
 
     shutdown.cancel();
     server.await??;
-    let (held,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM lease_gpus WHERE released_at IS NULL").fetch_one(&db).await?;
+    let (held,): (i64,) = sqlx::query_as("SELECT count(*) FROM gpus WHERE held_by IS NOT NULL").fetch_one(&db).await?;
     if held != 0 {
         eprintln!("  warning: {held} GPUs still held after the run");
     }
@@ -510,6 +509,10 @@ fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Op
     out.push_str(&table(results, ceiling));
     out.push('\n');
     out.push_str(&verdict(results, ceiling));
+    out.push_str(
+        "\nThe same bench run against earlier code on the same day, side by side (the PL/pgSQL fast path this path \
+replaced, and per-GPU holding rows before `gpus.held_by`): [performance.md](../performance.md#the-one-allocation-core-against-the-fast-path-it-replaced-issue-15).\n",
+    );
     let _ = writeln!(out, "\n## Machine\n");
     let _ = writeln!(
         out,
@@ -525,10 +528,11 @@ then starts the real service in-process (the full router and middleware, bound t
 tenant-admin API key for an access token, and runs the clients over HTTP/1.1 keep-alive connections. Each client \
 loops: `POST /v1/leases` for a random 1-8 GPUs (`pack` placement, 1 hour), then `POST /v1/leases/{id}/release` \
 when it got one. Both run the service's one allocation path (src/leases/store.rs). A create is one transaction \
-of three statements: admission (API key, tenant, quotas, the up-front amount against the balance, the pool's queue) \
-together with the best-fit node locked `FOR UPDATE SKIP LOCKED`; that node's free GPUs; one write of the lease, its \
-GPUs, the node's counter and the event. A release is one transaction of two: the lease ended with its jobs, its \
-nodes locked in id order and the key checked; its GPUs released with the counters and the event. The \
+of two statements: admission (API key, tenant, quotas, the up-front amount against the balance, the pool's queue) \
+together with the best-fit node locked `FOR UPDATE SKIP LOCKED`; then one write that picks the node's GPUs and \
+writes the lease, the GPUs' holder (`gpus.held_by`), the node's counter and the event. A release is one \
+transaction of one statement: the key checked, the lease ended with its jobs, its nodes locked in id order, its \
+GPUs given back with the counters and the event. Both transactions keep generic plans (`store::begin`). The \
 service vacuums the `nodes` table every 5 s, as it does in production. The measured period follows a warm-up at the \
 same load and an `ANALYZE`, so the planner works from statistics of a running service rather than of the freshly \
 seeded, lease-less tables.\n\n\

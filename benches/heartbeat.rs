@@ -715,11 +715,10 @@ async fn fleet_queries(
     let (lease_id, node_id, pool_id): (Uuid, Uuid, Uuid) = sqlx::query_as(
         "WITH n AS (SELECT id, pool_id FROM nodes WHERE hostname = 'fleet-1-node-1'), \
          l AS (INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, state, duration_hours, \
-                   starts_at, ends_at) \
+                   starts_at, ends_at, gpu_ids) \
                SELECT gen_random_uuid(), $1, n.pool_id, 8, 'pack', 'hourly', 'active', 720, now() - interval '1 day', \
-                   now() + interval '29 days' FROM n RETURNING id), \
-         g AS (INSERT INTO lease_gpus (lease_id, gpu_id, node_id) SELECT l.id, gpus.id, n.id FROM l, n \
-               JOIN gpus ON gpus.node_id = n.id) \
+                   now() + interval '29 days', ARRAY(SELECT id FROM gpus WHERE node_id = n.id) FROM n RETURNING id, gpu_ids), \
+         g AS (UPDATE gpus SET held_by = l.id FROM l WHERE gpus.id = ANY(l.gpu_ids)) \
          SELECT l.id, n.id, n.pool_id FROM l, n",
     )
     .bind(tenant_id)

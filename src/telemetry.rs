@@ -250,14 +250,13 @@ async fn fleet(db: &PgPool) -> Result<Vec<FleetRow>, sqlx::Error> {
         r#"
 WITH gpu_counts AS (
     SELECT n.pool_id,
-           CASE WHEN lg.gpu_id IS NOT NULL THEN 'allocated'
+           CASE WHEN g.held_by IS NOT NULL THEN 'allocated'
                 WHEN NOT g.healthy THEN 'unhealthy'
                 WHEN n.admin_state <> 'active' OR n.liveness <> 'ready' THEN 'unavailable'
                 ELSE 'free' END AS state,
            count(*) AS n
       FROM gpus g
       JOIN nodes n ON n.id = g.node_id
-      LEFT JOIN lease_gpus lg ON lg.gpu_id = g.id AND lg.released_at IS NULL
      GROUP BY 1, 2
 ), node_counts AS (
     SELECT pool_id, liveness, admin_state, count(*) AS n,

@@ -151,8 +151,8 @@ async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Vec<U
     // Several nodes of one lease may be offline: the earliest last heartbeat ends it.
     let due = sqlx::query!(
         r#"SELECT DISTINCT ON (l.id) l.id, n.pool_id, n.hostname, n.last_heartbeat_at AS "last_heartbeat_at!"
-         FROM nodes n JOIN lease_gpus lg ON lg.node_id = n.id AND lg.released_at IS NULL
-         JOIN leases l ON l.id = lg.lease_id AND l.state = 'active'
+         FROM nodes n JOIN gpus g ON g.node_id = n.id AND g.held_by IS NOT NULL
+         JOIN leases l ON l.id = g.held_by AND l.state = 'active'
          WHERE n.agent_managed AND n.liveness = 'offline'
              AND NOT EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL)
          ORDER BY l.id, n.last_heartbeat_at"#
@@ -176,8 +176,8 @@ async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Vec<U
 
 async fn active_leases_on(conn: &mut sqlx::PgConnection, node_id: Uuid) -> Result<Vec<Uuid>, sqlx::Error> {
     sqlx::query_scalar!(
-        "SELECT DISTINCT l.id FROM leases l JOIN lease_gpus lg ON lg.lease_id = l.id \
-         WHERE lg.node_id = $1 AND lg.released_at IS NULL AND l.state = 'active' ORDER BY l.id",
+        "SELECT DISTINCT l.id FROM leases l JOIN gpus g ON g.held_by = l.id \
+         WHERE g.node_id = $1 AND l.state = 'active' ORDER BY l.id",
         node_id
     )
     .fetch_all(conn)

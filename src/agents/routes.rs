@@ -477,8 +477,7 @@ async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec
         let hit = sqlx::query!(
             "UPDATE gpus g SET healthy = false, unhealthy_reason = $3, unhealthy_since = now() \
              WHERE g.node_id = $1 AND g.idx = $2 AND g.healthy \
-             RETURNING g.id, \
-                 (SELECT lg.lease_id FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) AS lease_id",
+             RETURNING g.id, g.held_by AS lease_id",
             node_id,
             index,
             &reason
@@ -539,7 +538,7 @@ pub async fn restore_gpu(
 async fn restore(conn: &mut PgConnection, node_id: Uuid, gpu_id: Uuid) -> Result<(), sqlx::Error> {
     let restored = sqlx::query_scalar!(
         r#"UPDATE gpus g SET healthy = true, unhealthy_reason = NULL, unhealthy_since = NULL WHERE g.id = $1 AND NOT g.healthy
-         RETURNING EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) AS "held!""#,
+         RETURNING g.held_by IS NOT NULL AS "held!""#,
         gpu_id
     )
     .fetch_optional(&mut *conn)

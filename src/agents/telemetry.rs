@@ -245,8 +245,8 @@ pub async fn get_lease_telemetry(
     let rows = sqlx::query!(
         r#"SELECT l.starts_at, l.ended_at, g.id AS "gpu_id?", n.id AS "node_id?", n.hostname AS "hostname?",
              g.idx AS "idx?" FROM leases l
-         LEFT JOIN lease_gpus lg ON lg.lease_id = l.id LEFT JOIN gpus g ON g.id = lg.gpu_id
-         LEFT JOIN nodes n ON n.id = lg.node_id WHERE l.id = $1 AND l.tenant_id = $2 ORDER BY n.hostname, g.idx"#,
+         LEFT JOIN gpus g ON g.id = ANY(l.gpu_ids)
+         LEFT JOIN nodes n ON n.id = g.node_id WHERE l.id = $1 AND l.tenant_id = $2 ORDER BY n.hostname, g.idx"#,
         lease_id,
         auth.tenant_id
     )

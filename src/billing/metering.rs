@@ -55,8 +55,8 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
                  l.cost_units::text AS "cost_units!", l.charged_minor, l.currency AS "currency!"
              FROM leases l
              LEFT JOIN LATERAL (SELECT min(COALESCE(n.last_heartbeat_at, '-infinity')) AS at
-                 FROM lease_gpus lg JOIN nodes n ON n.id = lg.node_id
-                 WHERE lg.lease_id = l.id AND lg.released_at IS NULL AND n.agent_managed) heard ON l.ended_at IS NULL
+                 FROM gpus g JOIN nodes n ON n.id = g.node_id
+                 WHERE g.id = ANY(l.gpu_ids) AND g.held_by = l.id AND n.agent_managed) heard ON l.ended_at IS NULL
              WHERE l.metered_until IS NOT NULL
                  AND l.metered_until < COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at) - interval '1 second')
              ORDER BY l.metered_until LIMIT $1 FOR UPDATE OF l SKIP LOCKED"#,

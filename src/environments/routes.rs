@@ -100,7 +100,8 @@ async fn load_environment(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uu
     let running = state == "requested" && lease_state == LeaseState::Active;
     let rows: Vec<NodeRow> = sqlx::query_as(
         "SELECT n.id, n.hostname, n.address, en.state, en.port, en.host_key_fingerprints, en.reason, en.updated_at \
-         FROM (SELECT DISTINCT node_id FROM lease_gpus WHERE lease_id = $1) lg JOIN nodes n ON n.id = lg.node_id \
+         FROM (SELECT DISTINCT g.node_id FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) WHERE l.id = $1) lg \
+         JOIN nodes n ON n.id = lg.node_id \
          LEFT JOIN environment_nodes en ON en.lease_id = $1 AND en.node_id = n.id ORDER BY n.hostname",
     )
     .bind(lease_id)
@@ -261,8 +262,8 @@ pub async fn stop_environment(
 pub async fn node_environments(conn: &mut PgConnection, node_id: Uuid) -> Result<Vec<EnvironmentSpec>, sqlx::Error> {
     let envs: Vec<(Uuid, Uuid, Option<String>)> = sqlx::query_as(
         "SELECT e.lease_id, e.tenant_id, e.image FROM lease_environments e JOIN leases l ON l.id = e.lease_id \
-         WHERE e.state = 'requested' AND l.state = 'active' AND EXISTS (SELECT 1 FROM lease_gpus lg \
-             WHERE lg.lease_id = e.lease_id AND lg.node_id = $1 AND lg.released_at IS NULL) \
+         WHERE e.state = 'requested' AND l.state = 'active' AND EXISTS (SELECT 1 FROM gpus g \
+             WHERE g.node_id = $1 AND g.held_by = e.lease_id) \
          ORDER BY e.lease_id",
     )
     .bind(node_id)
@@ -323,7 +324,7 @@ pub async fn report_environment_status(
     let recorded = sqlx::query(
         "INSERT INTO environment_nodes (lease_id, node_id, state, port, host_key_fingerprints, reason) \
          SELECT $1, $2, $3, $4, $5, $6 FROM lease_environments e WHERE e.lease_id = $1 \
-             AND EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.lease_id = $1 AND lg.node_id = $2) \
+             AND EXISTS (SELECT 1 FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) WHERE l.id = $1 AND g.node_id = $2) \
          ON CONFLICT (lease_id, node_id) DO UPDATE SET state = $3, port = $4, host_key_fingerprints = $5, \
              reason = $6, updated_at = now()",
     )

@@ -60,7 +60,7 @@ pub enum NodeState {
 pub const NODE_STATE_SQL: &str = "CASE WHEN n.liveness <> 'ready' THEN n.liveness \
      WHEN n.admin_state = 'active' THEN 'ready' \
      WHEN n.admin_state = 'draining' AND NOT EXISTS \
-         (SELECT 1 FROM lease_gpus lg WHERE lg.node_id = n.id AND lg.released_at IS NULL) THEN 'drained' \
+         (SELECT 1 FROM gpus g WHERE g.node_id = n.id AND g.held_by IS NOT NULL) THEN 'drained' \
      ELSE n.admin_state END";
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]

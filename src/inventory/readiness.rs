@@ -151,8 +151,8 @@ async fn set_readiness(
     announce(conn, Audience::Operators, event_type, None, data.clone()).await?;
     // Leases already on the node keep running; their tenants learn why the node takes no new work.
     let leases: Vec<(Uuid, Uuid)> = sqlx::query_as(
-        "SELECT DISTINCT l.id, l.tenant_id FROM leases l JOIN lease_gpus lg ON lg.lease_id = l.id \
-         WHERE lg.node_id = $1 AND lg.released_at IS NULL AND l.state = 'active' ORDER BY l.id",
+        "SELECT DISTINCT l.id, l.tenant_id FROM leases l JOIN gpus g ON g.held_by = l.id \
+         WHERE g.node_id = $1 AND l.state = 'active' ORDER BY l.id",
     )
     .bind(node_id)
     .fetch_all(&mut *conn)

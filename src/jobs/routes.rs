@@ -260,8 +260,8 @@ async fn lease_topology(conn: &mut PgConnection, lease_id: Uuid, pool_id: Uuid) 
     type Row = (Uuid, String, String, bool, String, i32, i32);
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT n.id, n.hostname, n.address, n.rdma, n.intra_link, n.network_gbps, g.idx \
-         FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id \
-         WHERE lg.lease_id = $1 AND lg.released_at IS NULL ORDER BY n.hostname, g.idx",
+         FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) AND g.held_by = l.id JOIN nodes n ON n.id = g.node_id \
+         WHERE l.id = $1 ORDER BY n.hostname, g.idx",
     )
     .bind(lease_id)
     .fetch_all(conn)
@@ -688,7 +688,7 @@ pub async fn evaluate_lease(
         "SELECT avg(s.gpu_util)::float8, count(s.gpu_id), \
              extract(epoch FROM now() - GREATEST(now() - make_interval(secs => $3), $2))::float8, \
              extract(epoch FROM now() - $2)::float8 \
-         FROM gpu_samples s WHERE s.gpu_id IN (SELECT gpu_id FROM lease_gpus WHERE lease_id = $1) \
+         FROM gpu_samples s WHERE s.gpu_id = ANY((SELECT gpu_ids FROM leases WHERE id = $1)::uuid[]) \
              AND s.at >= GREATEST(now() - make_interval(secs => $3), $2)",
     )
     .bind(lease_id)

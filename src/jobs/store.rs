@@ -419,16 +419,17 @@ pub async fn fetch_assignments(
         })
         .collect();
     let leases: Vec<(Uuid, Vec<i32>)> = sqlx::query_as(
-        "SELECT lg.lease_id, array_agg(g.idx ORDER BY g.idx) FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id \
-         WHERE lg.node_id = $1 AND lg.released_at IS NULL GROUP BY lg.lease_id ORDER BY lg.lease_id",
+        "SELECT g.held_by, array_agg(g.idx ORDER BY g.idx) FROM gpus g \
+         WHERE g.node_id = $1 AND g.held_by IS NOT NULL GROUP BY g.held_by ORDER BY g.held_by",
     )
     .bind(node_id)
     .fetch_all(&mut *conn)
     .await?;
     let lease_ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
     let peers: Vec<(Uuid, Uuid, String, Option<i32>)> = sqlx::query_as(
-        "SELECT DISTINCT lg.lease_id, n.id, n.address, n.echo_port FROM lease_gpus lg JOIN nodes n ON n.id = lg.node_id \
-         WHERE lg.lease_id = ANY($1) AND lg.released_at IS NULL AND lg.node_id <> $2 ORDER BY lg.lease_id, n.id",
+        "SELECT DISTINCT l.id, n.id, n.address, n.echo_port FROM leases l \
+         JOIN gpus g ON g.id = ANY(l.gpu_ids) AND g.held_by = l.id JOIN nodes n ON n.id = g.node_id \
+         WHERE l.id = ANY($1) AND g.node_id <> $2 ORDER BY l.id, n.id",
     )
     .bind(&lease_ids)
     .bind(node_id)

@@ -101,10 +101,8 @@ pub async fn record(state: &AppState, node_id: Uuid, reports: &[PeerLatency]) ->
          FROM UNNEST($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::int[], $7::int[]) \
              AS u(lease_id, peer, p50, p99, probes, lost) \
          WHERE u.peer <> $1 \
-             AND EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.lease_id = u.lease_id AND lg.node_id = $1 \
-                 AND lg.released_at IS NULL) \
-             AND EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.lease_id = u.lease_id AND lg.node_id = u.peer \
-                 AND lg.released_at IS NULL) \
+             AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = $1 AND g.held_by = u.lease_id) \
+             AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = u.peer AND g.held_by = u.lease_id) \
          ON CONFLICT (lease_id, node_id, peer_node_id) DO UPDATE SET p50_us = excluded.p50_us, \
              p99_us = excluded.p99_us, probes = excluded.probes, lost = excluded.lost, measured_at = excluded.measured_at \
          RETURNING ll.lease_id",

@@ -307,8 +307,8 @@ pub enum LeaseWrite<'a> {
     Activate(Uuid),
 }
 
-/// Write a lease, its GPUs, the nodes' free counters and `event` in one statement, and return the lease; the
-/// foreign keys of `lease_gpus` and `lease_events` are checked at its end, when the lease row exists. The
+/// Write a lease, its GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and `event` in one
+/// statement, and return the lease; the foreign keys to the lease are checked at its end, when its row exists. The
 /// statement also picks the GPUs: its snapshot is taken after the plan's nodes were locked, so it sees every
 /// allocation committed on them before. Inside each node it takes the window of `take` free healthy GPUs with
 /// the smallest index span, ties to the lowest indices: adjacent indices share a PCIe switch or NVLink pair on
@@ -342,8 +342,7 @@ pub async fn write_lease(
              SELECT g.id, g.node_id, g.idx, g.uuid, p.take, row_number() OVER w AS rn,
                  lead(g.idx, p.take - 1) OVER w AS window_last
              FROM gpus g JOIN plan p ON p.node_id = g.node_id
-             WHERE g.node_id = ANY($2) AND g.healthy
-               AND NOT EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL)
+             WHERE g.node_id = ANY($2) AND g.healthy AND g.held_by IS NULL
              WINDOW w AS (PARTITION BY g.node_id ORDER BY g.idx)),
          best AS (
              SELECT DISTINCT ON (node_id) node_id, rn AS first_rn, take FROM free WHERE window_last IS NOT NULL
@@ -354,12 +353,13 @@ pub async fn write_lease(
              JOIN nodes n ON n.id = f.node_id),
          complete AS (
              SELECT (SELECT count(*) FROM picked) = (SELECT COALESCE(sum(take), 0) FROM plan) AS ok),
+         picked_ids AS (SELECT ARRAY(SELECT gpu_id FROM picked ORDER BY gpu_id) AS ids),
          inserted AS (
              INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state,
-                 starts_at, ends_at, created_by, metered_until, currency)
+                 starts_at, ends_at, created_by, metered_until, currency, gpu_ids)
              SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at,
                  a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at,
-                 (SELECT currency FROM pools WHERE id = $11)
+                 (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids)
              FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state,
                           CASE WHEN $18 THEN now() END AS at) a
              WHERE NOT $19 AND (SELECT ok FROM complete)
@@ -367,12 +367,12 @@ pub async fn write_lease(
          activated AS (
              UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(),
                  ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)),
-                 generation = generation + 1, updated_at = now()
+                 gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now()
              WHERE id = $1 AND state = 'queued' AND $19 AND (SELECT ok FROM complete) RETURNING *),
          lease AS (SELECT * FROM inserted UNION ALL SELECT * FROM activated),
          held AS (
-             INSERT INTO lease_gpus (lease_id, gpu_id, node_id)
-             SELECT $1, gpu_id, node_id FROM picked WHERE (SELECT ok FROM complete)),
+             UPDATE gpus SET held_by = $1
+             WHERE id = ANY((SELECT ids FROM picked_ids)::uuid[]) AND held_by IS NULL AND (SELECT ok FROM complete)),
          counted AS (
              UPDATE nodes n SET free_gpus = n.free_gpus - p.take
              FROM plan p WHERE n.id = ANY($2) AND n.id = p.node_id AND (SELECT ok FROM complete)),
@@ -631,35 +631,34 @@ struct HeldGpu {
 }
 
 async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<Lease>, sqlx::Error> {
-    let held: Vec<HeldGpu> =
-        match rows.as_slice() {
-            [] => Vec::new(),
-            // One lease (the common case): an equality lookup, whatever the table statistics say.
-            [one] => sqlx::query!(
-                "SELECT lg.lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
-             FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id \
-             WHERE lg.lease_id = $1 ORDER BY n.hostname, g.idx",
-                one.id
-            )
-            .map(|r| HeldGpu {
-                lease_id: r.lease_id,
-                gpu: LeaseGpu {
-                    gpu_id: r.gpu_id,
-                    node_id: r.node_id,
-                    hostname: r.hostname,
-                    address: r.address,
-                    index: r.index,
-                    uuid: r.uuid,
-                },
-            })
-            .fetch_all(&mut *conn)
-            .await?,
-            many => {
-                let ids: Vec<Uuid> = many.iter().map(|r| r.id).collect();
-                sqlx::query!(
-                "SELECT lg.lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
-                 FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id JOIN nodes n ON n.id = lg.node_id \
-                 WHERE lg.lease_id = ANY($1) ORDER BY lg.lease_id, n.hostname, g.idx",
+    let held: Vec<HeldGpu> = match rows.as_slice() {
+        [] => Vec::new(),
+        // One lease (the common case): an equality lookup, whatever the table statistics say.
+        [one] => sqlx::query!(
+            "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+             FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) JOIN nodes n ON n.id = g.node_id \
+             WHERE l.id = $1 ORDER BY n.hostname, g.idx",
+            one.id
+        )
+        .map(|r| HeldGpu {
+            lease_id: r.lease_id,
+            gpu: LeaseGpu {
+                gpu_id: r.gpu_id,
+                node_id: r.node_id,
+                hostname: r.hostname,
+                address: r.address,
+                index: r.index,
+                uuid: r.uuid,
+            },
+        })
+        .fetch_all(&mut *conn)
+        .await?,
+        many => {
+            let ids: Vec<Uuid> = many.iter().map(|r| r.id).collect();
+            sqlx::query!(
+                "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+                 FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) JOIN nodes n ON n.id = g.node_id \
+                 WHERE l.id = ANY($1) ORDER BY l.id, n.hostname, g.idx",
                 &ids
             )
             .map(|r| HeldGpu {
@@ -675,8 +674,8 @@ async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<L
             })
             .fetch_all(&mut *conn)
             .await?
-            }
-        };
+        }
+    };
     Ok(rows
         .into_iter()
         .map(|r| {
@@ -752,8 +751,9 @@ pub async fn end_lease_for_key(
 /// multi-node allocation locks them in), with `key_id` the key checked and the tenant taken from it; then,
 /// after those locks, its GPUs released, the counters of their nodes raised by the healthy ones, the event
 /// recorded. Two rules keep one snapshot exact:
-/// - Health is read with `FOR SHARE` after the node locks: a locked read returns each GPU's latest committed
-///   version, so a health change committed before the locks (health changes lock the node first) counts.
+/// - Health is read from the GPU rows as the statement gives them back (`held_by` cleared), after the node
+///   locks: an update acts on each row's latest committed version, so a health change committed before the
+///   locks (health changes lock the node first) counts.
 /// - The lease row must be the version of the statement's snapshot: any change to a lease's holdings also
 ///   updates its row (a queued lease starting), so if the row changed after the snapshot was taken the
 ///   statement writes nothing and runs again, in a new snapshot that sees those holdings.
@@ -798,15 +798,12 @@ async fn end_lease_scoped(
          {jobs}, \
          locked AS ( \
              SELECT id FROM nodes WHERE id IN \
-                 (SELECT node_id FROM lease_gpus WHERE lease_id IN (SELECT id FROM ended) AND released_at IS NULL) \
+                 (SELECT node_id FROM gpus WHERE id = ANY((SELECT gpu_ids FROM ended)::uuid[]) AND held_by = $1) \
              ORDER BY id FOR UPDATE), \
-         released AS ( \
-             UPDATE lease_gpus SET released_at = now() \
-             WHERE lease_id IN (SELECT id FROM ended) AND released_at IS NULL AND (SELECT count(*) FROM locked) >= 0 \
-             RETURNING gpu_id), \
          held AS ( \
-             SELECT g.id, g.node_id, g.idx, g.uuid, g.healthy FROM gpus g WHERE g.id IN (SELECT gpu_id FROM released) \
-             FOR SHARE), \
+             UPDATE gpus g SET held_by = NULL \
+             WHERE g.id = ANY((SELECT gpu_ids FROM ended)::uuid[]) AND g.held_by = $1 AND (SELECT count(*) FROM locked) >= 0 \
+             RETURNING g.id, g.node_id, g.idx, g.uuid, g.healthy), \
          counted AS ( \
              UPDATE nodes SET free_gpus = nodes.free_gpus + f.n \
              FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f \
@@ -819,7 +816,7 @@ async fn end_lease_scoped(
                  'address', n.address, 'index', h.idx, 'uuid', h.uuid) ORDER BY n.hostname, h.idx), '[]') AS gpus \
              FROM held h JOIN nodes n ON n.id = h.node_id) \
          SELECT key_check.*, \
-             (to_jsonb(ended) - 'old_state' - 'queue_waiting') || jsonb_build_object('gpus', (SELECT gpus FROM gpus)) \
+             (to_jsonb(ended) - 'old_state' - 'queue_waiting' - 'gpu_ids') || jsonb_build_object('gpus', (SELECT gpus FROM gpus)) \
                  AS lease, \
              ended.old_state, ended.queue_waiting, \
              EXISTS (SELECT 1 FROM old) AND NOT EXISTS (SELECT 1 FROM current) AS stale \

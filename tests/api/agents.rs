@@ -399,8 +399,8 @@ async fn a_fatal_xid_takes_the_gpu_out_of_service_until_restored(db: PgPool) {
         .expect(StatusCode::CREATED);
     assert_eq!(again.body["gpus"][0]["gpu_id"], gpu_id);
     let (ok,): (bool,) = sqlx::query_as(
-        "SELECT bool_and(n.free_gpus = (SELECT count(*) FROM gpus g WHERE g.node_id = n.id AND g.healthy AND NOT EXISTS \
-         (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL))) FROM nodes n",
+        "SELECT bool_and(n.free_gpus = (SELECT count(*) FROM gpus g WHERE g.node_id = n.id AND g.healthy \
+         AND g.held_by IS NULL)) FROM nodes n",
     )
     .fetch_one(&db)
     .await

@@ -26,10 +26,9 @@ async fn lease(app: &TestApp, token: &str, pool: &str, gpus: i64) -> String {
 /// Make a lease look as if it ran from `start` and ended at `end` (state `to`, GPUs returned), nothing metered yet.
 async fn pin_period(db: &PgPool, lease: &str, start: DateTime<Utc>, end: Option<DateTime<Utc>>, to: &str) {
     if end.is_some() {
-        // The GPUs go back as a release gives them back (holdings closed, the node's counter raised), no event.
+        // The GPUs go back as a release gives them back (held_by cleared, the node's counter raised), no event.
         sqlx::query(
-            "WITH released AS (UPDATE lease_gpus SET released_at = now() WHERE lease_id = $1::uuid \
-                 AND released_at IS NULL RETURNING node_id) \
+            "WITH released AS (UPDATE gpus SET held_by = NULL WHERE held_by = $1::uuid RETURNING node_id) \
              UPDATE nodes n SET free_gpus = n.free_gpus + r.n \
              FROM (SELECT node_id, count(*) AS n FROM released GROUP BY node_id) r WHERE n.id = r.node_id",
         )

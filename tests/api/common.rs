@@ -244,8 +244,8 @@ impl TestApp {
 /// `telemetry_raw` as the heartbeat path packs it.
 pub async fn write_lease_samples(db: &PgPool, lease_id: uuid::Uuid, gpu_util: f64) {
     let leased: Vec<(i32, i32)> = sqlx::query_as(
-        "SELECT n.telemetry_key, g.idx FROM lease_gpus lg JOIN gpus g ON g.id = lg.gpu_id \
-         JOIN nodes n ON n.id = lg.node_id WHERE lg.lease_id = $1",
+        "SELECT n.telemetry_key, g.idx FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) \
+         JOIN nodes n ON n.id = g.node_id WHERE l.id = $1",
     )
     .bind(lease_id)
     .fetch_all(db)

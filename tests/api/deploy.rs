@@ -111,7 +111,7 @@ async fn metrics_report_the_fleet_by_pool_and_state(db: PgPool) {
     // One of a-0's two unallocated GPUs fails; b-0 goes offline.
     sqlx::query(
         "UPDATE gpus SET healthy = false WHERE id = (SELECT g.id FROM gpus g WHERE g.node_id = $1::uuid \
-           AND NOT EXISTS (SELECT 1 FROM lease_gpus lg WHERE lg.gpu_id = g.id AND lg.released_at IS NULL) \
+           AND g.held_by IS NULL \
            ORDER BY g.idx DESC LIMIT 1)",
     )
     .bind(&a0)

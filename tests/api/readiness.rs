@@ -68,7 +68,7 @@ async fn an_old_driver_registers_not_ready_is_never_allocated_and_an_upgrade_mak
     app.post("/v1/leases", &tenant, lease_body(&pool, 1))
         .await
         .expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
-    let held: (i64,) = sqlx::query_as("SELECT count(*) FROM lease_gpus WHERE node_id = $1::uuid")
+    let held: (i64,) = sqlx::query_as("SELECT count(*) FROM gpus WHERE node_id = $1::uuid AND held_by IS NOT NULL")
         .bind(&old)
         .fetch_one(&app.db)
         .await
