@@ -526,7 +526,7 @@ pub async fn release_lease(
 /// BEGIN; one statement (the key checked, the lease ended with its jobs, its nodes locked, its GPUs released
 /// with the counters and the event); COMMIT once the key is accepted.
 async fn try_release(state: &AppState, token: &TenantAdminToken, lease_id: Uuid) -> ApiResult<Json<Lease>> {
-    let mut tx = state.db.begin().await?;
+    let mut tx = store::begin(&state.db).await?;
     let actor = Actor::Tenant(token.key_id());
     let reason = "released by the tenant";
     let (key, ended) =
