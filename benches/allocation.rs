@@ -4,12 +4,13 @@
 //! migrates and seeds it with bulk SQL, starts the real service in-process on 127.0.0.1:0, and drives it over
 //! HTTP with 64 concurrent clients that create a lease of 1-8 GPUs (pack placement) and release it again, in a
 //! loop, for the run's duration. In the same run `pgbench` (built-in `simple-update` script, 64 clients) on the
-//! same PostgreSQL gives the ceiling the allocation rate is compared with.
+//! same PostgreSQL, before and after the sizes, gives the ceiling the allocation rate is compared with (the mean
+//! of the two). Machine-wide CPU time per allocation cycle and per pgbench transaction is reported beside it.
 //!
 //! Environment:
 //! * `DATABASE_URL`: the PostgreSQL server to use (any database on it; the bench creates its own beside it).
 //!   Default `postgres://postgres@127.0.0.1:5432/postgres`.
-//! * `BENCH_SECONDS`: length of each measured run, also of the pgbench run (default 60).
+//! * `BENCH_SECONDS`: length of each measured run, also of each pgbench run (default 60).
 //! * `BENCH_NODES`: inventory sizes, comma-separated (default `10,1000,10000`).
 //! * `BENCH_CLIENTS`: concurrent clients (default 64). `BENCH_TENANTS`: tenants the clients are spread over
 //!   (default 1). `BENCH_DB_CONNECTIONS`: the service's connection pool size (default 32).
@@ -288,11 +289,18 @@ struct SizeResult {
     release_p50: f64,
     release_p99: f64,
     first_error: Option<String>,
+    /// Busy CPU time of the whole machine during the measured period, and the time stolen from it.
+    cpu: CpuTimes,
 }
 
 impl SizeResult {
     fn per_second(&self) -> f64 {
         self.allocations as f64 / self.seconds
+    }
+
+    /// Busy CPU milliseconds (whole machine) per allocation cycle (a create and its release).
+    fn cpu_ms_per_cycle(&self) -> Option<f64> {
+        (self.allocations > 0 && self.cpu.busy > 0.0).then(|| 1000.0 * self.cpu.busy / self.allocations as f64)
     }
 }
 
@@ -343,7 +351,9 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
         sqlx::query("ANALYZE").execute(&db).await?;
     }
     let started = Instant::now();
+    let cpu_start = CpuTimes::now();
     let mut all = drive(cfg, &http, &base, pool_id, &tokens, cfg.seconds, nodes as u64 + 7).await?;
+    let cpu = CpuTimes::now().since(cpu_start);
     let seconds = started.elapsed().as_secs_f64();
 
     shutdown.cancel();
@@ -368,11 +378,60 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
         release_p50: percentile_ms(&all.release, 50.0),
         release_p99: percentile_ms(&all.release, 99.0),
         first_error: all.first_error,
+        cpu,
     })
 }
 
+/// Machine-wide CPU time so far, from the first line of /proc/stat (Linux; zero elsewhere): busy seconds
+/// (user, nice, system, irq, softirq) and seconds stolen by the hypervisor. Differences over a measured period
+/// give what the whole run cost (PostgreSQL, the service or pgbench, the load generator), which drifts far less
+/// with other tenants of the host than wall-clock throughput does.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuTimes {
+    busy: f64,
+    steal: f64,
+}
+
+impl CpuTimes {
+    fn now() -> Self {
+        const USER_HZ: f64 = 100.0;
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let ticks: Vec<f64> =
+            stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|t| t.parse().ok()).collect();
+        let at = |i: usize| ticks.get(i).copied().unwrap_or(0.0) / USER_HZ;
+        // user nice system idle iowait irq softirq steal
+        CpuTimes { busy: at(0) + at(1) + at(2) + at(5) + at(6), steal: at(7) }
+    }
+
+    fn since(self, start: CpuTimes) -> CpuTimes {
+        CpuTimes { busy: self.busy - start.busy, steal: self.steal - start.steal }
+    }
+}
+
+/// What pgbench sustained: the ceiling.
+#[derive(Debug, Clone, Copy)]
+struct Ceiling {
+    tps: f64,
+    /// Busy CPU milliseconds (whole machine) per pgbench transaction.
+    cpu_ms_per_txn: Option<f64>,
+    /// The two runs it is the mean of: before the inventory sizes and after them.
+    tps_runs: [f64; 2],
+}
+
+impl Ceiling {
+    /// One figure from the runs before and after the sizes: the machine drifts over a bench run, and a ceiling
+    /// measured on one side only of the measured periods carries all of that drift into the share.
+    fn bracket(before: Ceiling, after: Ceiling) -> Ceiling {
+        Ceiling {
+            tps: (before.tps + after.tps) / 2.0,
+            cpu_ms_per_txn: before.cpu_ms_per_txn.zip(after.cpu_ms_per_txn).map(|(a, b)| (a + b) / 2.0),
+            tps_runs: [before.tps, after.tps],
+        }
+    }
+}
+
 /// pgbench's built-in simple-update script with the same client count: the ceiling.
-async fn run_pgbench(cfg: &Config, pgbench: &str, admin: &mut PgConnection) -> anyhow::Result<f64> {
+async fn run_pgbench(cfg: &Config, pgbench: &str, admin: &mut PgConnection) -> anyhow::Result<Ceiling> {
     recreate_database(admin, PGBENCH_DB).await?;
     let url = cfg.libpq_url(PGBENCH_DB);
     let init = tokio::process::Command::new(pgbench)
@@ -385,19 +444,26 @@ async fn run_pgbench(cfg: &Config, pgbench: &str, admin: &mut PgConnection) -> a
     }
     let clients = cfg.clients.to_string();
     let seconds = cfg.seconds.to_string();
+    let cpu_start = CpuTimes::now();
     let run = tokio::process::Command::new(pgbench)
         .args(["-c", &clients, "-j", "2", "-T", &seconds, "-b", "simple-update", "-n", &url])
         .output()
         .await?;
+    let cpu = CpuTimes::now().since(cpu_start);
     let stdout = String::from_utf8_lossy(&run.stdout);
     if !run.status.success() {
         bail!("pgbench failed: {}{}", stdout, String::from_utf8_lossy(&run.stderr));
     }
     drop_database(admin, PGBENCH_DB).await?;
-    stdout
+    let tps = stdout
         .lines()
         .find_map(|line| line.trim().strip_prefix("tps = ")?.split_whitespace().next()?.parse::<f64>().ok())
-        .with_context(|| format!("no `tps = ` line in pgbench output:\n{stdout}"))
+        .with_context(|| format!("no `tps = ` line in pgbench output:\n{stdout}"))?;
+    let transactions = stdout.lines().find_map(|line| {
+        line.trim().strip_prefix("number of transactions actually processed: ")?.split('/').next()?.parse::<f64>().ok()
+    });
+    let cpu_ms_per_txn = transactions.filter(|n| *n > 0.0 && cpu.busy > 0.0).map(|n| 1000.0 * cpu.busy / n);
+    Ok(Ceiling { tps, cpu_ms_per_txn, tps_runs: [tps, tps] })
 }
 
 fn fmt_ms(ms: f64) -> String {
@@ -405,7 +471,7 @@ fn fmt_ms(ms: f64) -> String {
 }
 
 /// The results table (markdown).
-fn table(results: &[SizeResult], ceiling: Option<f64>) -> String {
+fn table(results: &[SizeResult], ceiling: Option<Ceiling>) -> String {
     let reference =
         results.iter().find(|r| r.nodes == REFERENCE_NODES).or(results.first()).map(|r| (r.nodes, r.per_second()));
     let mut out = String::new();
@@ -413,15 +479,22 @@ fn table(results: &[SizeResult], ceiling: Option<f64>) -> String {
     let _ = writeln!(
         out,
         "| nodes (x 8 GPUs) | allocations/s | % of pgbench ceiling | vs {ref_label} nodes | create p50 ms | create p99 ms \
-         | release p50 ms | release p99 ms | 409 no capacity | errors |"
+         | release p50 ms | release p99 ms | 409 no capacity | errors | CPU ms per cycle | cycle in pgbench txns (CPU) \
+         | CPU stolen |"
     );
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in results {
-        let share = ceiling.map(|c| format!("{:.1}%", 100.0 * r.per_second() / c)).unwrap_or_else(|| "-".into());
+        let share = ceiling.map(|c| format!("{:.1}%", 100.0 * r.per_second() / c.tps)).unwrap_or_else(|| "-".into());
+        let cpu = r.cpu_ms_per_cycle();
+        let in_txns = cpu
+            .zip(ceiling.and_then(|c| c.cpu_ms_per_txn))
+            .map(|(cycle, txn)| format!("{:.1}", cycle / txn))
+            .unwrap_or_else(|| "-".into());
+        let stolen = r.cpu.steal / (r.cpu.busy + r.cpu.steal).max(f64::EPSILON);
         let ratio = reference.map(|(_, base)| format!("{:.2}x", r.per_second() / base)).unwrap_or_default();
         let _ = writeln!(
             out,
-            "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% |",
             with_thousands(r.nodes),
             r.per_second(),
             share,
@@ -432,19 +505,22 @@ fn table(results: &[SizeResult], ceiling: Option<f64>) -> String {
             fmt_ms(r.release_p99),
             r.no_capacity,
             r.errors,
+            cpu.map(|c| format!("{c:.2}")).unwrap_or_else(|| "-".into()),
+            in_txns,
+            100.0 * stolen,
         );
     }
     out
 }
 
 /// Whether the issue's targets are met, one line each.
-fn verdict(results: &[SizeResult], ceiling: Option<f64>) -> String {
+fn verdict(results: &[SizeResult], ceiling: Option<Ceiling>) -> String {
     let mut out = String::new();
     let Some(reference) = results.iter().find(|r| r.nodes == REFERENCE_NODES).or(results.first()) else {
         return out;
     };
     if let Some(c) = ceiling {
-        let share = reference.per_second() / c;
+        let share = reference.per_second() / c.tps;
         let _ = writeln!(
             out,
             "- Throughput target (>= {:.0}% of the pgbench ceiling at {} nodes): {:.1}% -- {}",
@@ -475,7 +551,7 @@ struct Environment {
     autovacuum: String,
 }
 
-fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Option<f64>) -> String {
+fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Option<Ceiling>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Allocation benchmark\n");
     let _ = writeln!(
@@ -498,8 +574,14 @@ fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Op
         Some(c) => {
             let _ = writeln!(
                 out,
-                "Ceiling: `pgbench -b simple-update -c {} -j 2 -T {}` (scale 10) on the same server: **{c:.0} tps**.\n",
-                cfg.clients, cfg.seconds
+                "Ceiling: `pgbench -b simple-update -c {} -j 2 -T {}` (scale 10) on the same server, run before and after \
+                 the sizes: **{:.0} tps** (mean of {:.0} and {:.0}){}.\n",
+                cfg.clients,
+                cfg.seconds,
+                c.tps,
+                c.tps_runs[0],
+                c.tps_runs[1],
+                c.cpu_ms_per_txn.map(|m| format!(", {m:.3} CPU ms per transaction")).unwrap_or_default()
             );
         }
         None => {
@@ -538,7 +620,7 @@ same load and an `ANALYZE`, so the planner works from statistics of a running se
 seeded, lease-less tables.\n\n\
 - **allocations/s**: leases created (HTTP 201, GPUs allocated) per second of wall time. Each one is also released, \
 so a figure of N means N create and N release requests (2N transactions) per second.\n\
-- **% of pgbench ceiling**: allocations/s divided by pgbench's tps. pgbench's `simple-update` transaction is \
+- **% of pgbench ceiling**: allocations/s divided by pgbench's tps (the mean of its runs before and after the sizes). pgbench's `simple-update` transaction is \
 one short write transaction (BEGIN, UPDATE, SELECT, INSERT, END) with 64 clients on the same server: roughly the \
 most small write transactions per second this PostgreSQL sustains here.\n\
 - **vs reference**: allocations/s relative to the 1,000-node inventory; allocation cost must not grow with the \
@@ -548,6 +630,12 @@ including HTTP and JSON on both ends.\n\
 - **409 no capacity**: creates answered `insufficient_capacity`. At 10 nodes (80 GPUs) 64 clients holding up to \
 8 GPUs each exceed the pool, so many requests are refused there; those are not counted as allocations.\n\
 - **errors**: any other answer or transport error (expected 0).\n\
+- **CPU ms per cycle**: busy CPU time of the whole machine (from `/proc/stat`: PostgreSQL, the service and the \
+load generator) during the measured period, per allocation cycle. **cycle in pgbench txns (CPU)** divides it by \
+the same figure for one pgbench transaction during the ceiling run: what a cycle costs in pgbench transactions, \
+which moves much less than the throughput share when other tenants of the host take CPU (wall-clock rates drop, \
+CPU per unit of work does not). The share target of 18% corresponds to about 5.6 transactions. **CPU stolen**: \
+time the hypervisor gave to others while the period ran; runs with much stolen time are noisy.\n\
 \n",
     );
     let _ = writeln!(out, "## How to run\n");
@@ -587,12 +675,12 @@ async fn bench() -> anyhow::Result<()> {
         cfg.seconds, cfg.sizes, cfg.clients, cfg.tenants, env.cores, env.postgres
     );
 
-    let ceiling = match &cfg.pgbench {
+    let before = match &cfg.pgbench {
         Some(pgbench) => {
-            eprintln!("pgbench simple-update ceiling ({} s)...", cfg.seconds);
-            let tps = run_pgbench(&cfg, pgbench, &mut admin).await?;
-            eprintln!("  {tps:.0} tps");
-            Some(tps)
+            eprintln!("pgbench simple-update ceiling, before the sizes ({} s)...", cfg.seconds);
+            let c = run_pgbench(&cfg, pgbench, &mut admin).await?;
+            eprintln!("  {:.0} tps, {:?} CPU ms per transaction", c.tps, c.cpu_ms_per_txn);
+            Some(c)
         }
         None => None,
     };
@@ -604,7 +692,8 @@ async fn bench() -> anyhow::Result<()> {
         drop_database(&mut admin, ALLOC_DB).await?;
         let r = outcome?;
         eprintln!(
-            "  {:.0} allocations/s ({} GPUs), create p50 {} ms p99 {} ms, release p50 {} ms p99 {} ms, {} x 409, {} errors",
+            "  {:.0} allocations/s ({} GPUs), create p50 {} ms p99 {} ms, release p50 {} ms p99 {} ms, {} x 409, {} errors, \
+             {:.2} CPU ms per cycle",
             r.per_second(),
             r.gpus,
             fmt_ms(r.create_p50),
@@ -612,17 +701,27 @@ async fn bench() -> anyhow::Result<()> {
             fmt_ms(r.release_p50),
             fmt_ms(r.release_p99),
             r.no_capacity,
-            r.errors
+            r.errors,
+            r.cpu_ms_per_cycle().unwrap_or(f64::NAN)
         );
         if let Some(err) = &r.first_error {
             eprintln!("  first error: {err}");
         }
         results.push(r);
     }
+    let ceiling = match (&cfg.pgbench, before) {
+        (Some(pgbench), Some(before)) => {
+            eprintln!("pgbench simple-update ceiling, after the sizes ({} s)...", cfg.seconds);
+            let after = run_pgbench(&cfg, pgbench, &mut admin).await?;
+            eprintln!("  {:.0} tps, {:?} CPU ms per transaction", after.tps, after.cpu_ms_per_txn);
+            Some(Ceiling::bracket(before, after))
+        }
+        _ => None,
+    };
     admin.close().await?;
 
     if let Some(c) = ceiling {
-        println!("pgbench simple-update ceiling: {c:.0} tps\n");
+        println!("pgbench simple-update ceiling: {:.0} tps\n", c.tps);
     }
     print!("{}", table(&results, ceiling));
     println!();
