@@ -213,16 +213,18 @@ impl FromRequestParts<AppState> for Principal {
 }
 
 /// The CTE `key_check`: the state of the API key whose id is the parameter `key_param` (e.g. `"$1"`), as one
-/// row (none: no such key). With [`KeyCheck::verdict`] the one definition of "this key may act now" (not
-/// revoked, not expired, its tenant not suspended), embedded by statements that verify the key together with
-/// their own work (lease creation and release), and run alone by [`check_key`].
+/// row (none: no such key). Its `key_may_act` is the one definition of "this key may act now" (not revoked,
+/// not expired, its tenant not suspended): [`KeyCheck::verdict`] answers from it, and a statement that must not
+/// write for a key that may not act (lease release) conditions its writes on it. Embedded by statements that
+/// verify the key together with their own work (lease creation and release), and run alone by [`check_key`].
 pub fn key_check_cte(key_param: &str) -> String {
     format!(
         "key_check AS ( \
-         SELECT k.id AS checked_key_id, k.tenant_id AS checked_tenant_id, \
-                k.revoked_at IS NOT NULL OR COALESCE(k.expires_at <= now(), false) AS key_revoked, \
-                t.status AS tenant_status \
-         FROM api_keys k LEFT JOIN tenants t ON t.id = k.tenant_id WHERE k.id = {key_param}::uuid)"
+         SELECT k.id AS checked_key_id, k.tenant_id AS checked_tenant_id, k.revoked AS key_revoked, \
+                NOT k.revoked AND t.status IS DISTINCT FROM 'suspended' AS key_may_act \
+         FROM (SELECT id, tenant_id, revoked_at IS NOT NULL OR COALESCE(expires_at <= now(), false) AS revoked \
+               FROM api_keys WHERE id = {key_param}::uuid) k \
+         LEFT JOIN tenants t ON t.id = k.tenant_id)"
     )
 }
 
@@ -234,19 +236,18 @@ pub struct KeyCheck {
     checked_key_id: Option<Uuid>,
     checked_tenant_id: Option<Uuid>,
     key_revoked: Option<bool>,
-    tenant_status: Option<String>,
+    key_may_act: Option<bool>,
 }
 
 impl KeyCheck {
-    /// 401 for a missing, revoked or expired key; 403 for a suspended tenant.
+    /// Ok when `key_may_act`; otherwise why, for the answer: 403 for a live key of a suspended tenant, 401 for a
+    /// missing, revoked or expired key.
     fn verdict(&self, key_id: Uuid) -> Result<(), ApiError> {
-        match (self.checked_key_id, self.key_revoked, self.tenant_status.as_deref()) {
-            (Some(id), Some(false), status) if id == key_id => match status {
-                Some("suspended") => {
-                    Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() })
-                }
-                _ => Ok(()),
-            },
+        match (self.checked_key_id, self.key_may_act) {
+            (Some(id), Some(true)) if id == key_id => Ok(()),
+            (Some(id), Some(false)) if id == key_id && self.key_revoked == Some(false) => {
+                Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() })
+            }
             _ => Err(ApiError::unauthorized("the API key behind this token is revoked")),
         }
     }
@@ -377,6 +378,13 @@ impl TenantAdminToken {
     /// must take the tenant from `key_check.checked_tenant_id`, which only a valid key yields.
     pub fn key_id(&self) -> Uuid {
         self.key_id
+    }
+
+    /// The tenant the token names, not verified yet: only to narrow a statement that also verifies the key
+    /// ([`key_check_cte`]) and takes the tenant from it, so that it finds nothing when [`Self::accept`] would
+    /// refuse. Never proof of anything.
+    pub fn claimed_tenant_id(&self) -> Uuid {
+        self.tenant_id
     }
 
     /// Check the key now, in a query of its own.

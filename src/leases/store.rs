@@ -733,18 +733,20 @@ pub async fn end_lease(
     Ok(end_lease_scoped(conn, lease_id, tenant_id, None, to, reason, actor, ended_at).await?.1)
 }
 
-/// [`end_lease`] for the tenant of API key `key_id`, which the same statement checks: give the returned
-/// [`crate::auth::KeyCheck`] to [`crate::auth::TenantAdminToken::accept`] before committing (an error rolls
-/// everything back).
+/// [`end_lease`] by API key `key_id` of tenant `tenant_id` (a token's claim), which the same statement checks:
+/// it writes nothing unless the key may act now (`key_may_act` of [`crate::auth::key_check_cte`]) and the lease
+/// is that key's tenant's and `tenant_id`'s. Whenever [`crate::auth::TenantAdminToken::accept`] refuses the
+/// returned [`crate::auth::KeyCheck`], nothing was written, so this may run on its own (autocommit).
 pub async fn end_lease_for_key(
     conn: &mut PgConnection,
     lease_id: Uuid,
     key_id: Uuid,
+    tenant_id: Uuid,
     to: LeaseState,
     reason: &str,
     actor: &Actor,
 ) -> Result<(crate::auth::KeyCheck, Option<Ended>), sqlx::Error> {
-    end_lease_scoped(conn, lease_id, None, Some(key_id), to, reason, actor, None).await
+    end_lease_scoped(conn, lease_id, Some(tenant_id), Some(key_id), to, reason, actor, None).await
 }
 
 /// One statement: the lease row locked and ended, its open jobs ended, its nodes locked in id order (the order
@@ -784,7 +786,8 @@ async fn end_lease_scoped(
          old AS ( \
              SELECT id, state AS old_state, ctid AS locked FROM leases WHERE id = $1 \
                  AND ($5::uuid IS NULL OR tenant_id = $5) \
-                 AND ($8::uuid IS NULL OR tenant_id = (SELECT checked_tenant_id FROM key_check)) \
+                 AND ($8::uuid IS NULL OR (tenant_id = (SELECT checked_tenant_id FROM key_check) \
+                     AND (SELECT key_may_act FROM key_check))) \
              FOR UPDATE), \
          current AS (SELECT old.id, old.old_state FROM old JOIN seen ON seen.seen = old.locked), \
          ended AS ( \
