@@ -613,9 +613,9 @@ when it got one. Both run the service's one allocation path (src/leases/store.rs
 of two statements: admission (API key, tenant, quotas, the up-front amount against the balance, the pool's queue) \
 together with the best-fit node locked `FOR UPDATE SKIP LOCKED`; then one write that picks the node's GPUs and \
 writes the lease, the GPUs' holder (`gpus.held_by`), the node's counter and the event. A release is one \
-transaction of one statement: the key checked, the lease ended with its jobs, its nodes locked in id order, its \
-GPUs given back with the counters and the event. Both transactions keep generic plans (`store::begin`). The \
-service vacuums the `nodes` table every 5 s, as it does in production. The measured period follows a warm-up at the \
+statement on its own (autocommit): the key checked, the lease ended with its jobs, its nodes locked in id order, \
+its GPUs given back with the counters and the event. The create's transaction keeps generic plans \
+(`store::begin`). The service vacuums the `nodes` table every 5 s, as it does in production. The measured period follows a warm-up at the \
 same load and an `ANALYZE`, so the planner works from statistics of a running service rather than of the freshly \
 seeded, lease-less tables.\n\n\
 - **allocations/s**: leases created (HTTP 201, GPUs allocated) per second of wall time. Each one is also released, \
