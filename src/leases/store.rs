@@ -624,58 +624,64 @@ impl LeaseRow {
     }
 }
 
-/// A GPU held by one of the leases read.
+/// A GPU given to one of the leases read, as [`with_gpus`] reads it.
+struct HeldGpuRow {
+    lease_id: Uuid,
+    gpu_id: Uuid,
+    node_id: Uuid,
+    hostname: String,
+    address: String,
+    index: i32,
+    uuid: String,
+}
+
+/// A GPU given to one of the leases read.
 struct HeldGpu {
     lease_id: Uuid,
     gpu: LeaseGpu,
 }
 
+impl From<HeldGpuRow> for HeldGpu {
+    fn from(r: HeldGpuRow) -> Self {
+        let gpu = LeaseGpu {
+            gpu_id: r.gpu_id,
+            node_id: r.node_id,
+            hostname: r.hostname,
+            address: r.address,
+            index: r.index,
+            uuid: r.uuid,
+        };
+        HeldGpu { lease_id: r.lease_id, gpu }
+    }
+}
+
 async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<Lease>, sqlx::Error> {
-    let held: Vec<HeldGpu> = match rows.as_slice() {
+    let held: Vec<HeldGpuRow> = match rows.as_slice() {
         [] => Vec::new(),
         // One lease (the common case): an equality lookup, whatever the table statistics say.
-        [one] => sqlx::query!(
+        [one] => sqlx::query_as!(
+            HeldGpuRow,
             "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
              FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) JOIN nodes n ON n.id = g.node_id \
              WHERE l.id = $1 ORDER BY n.hostname, g.idx",
             one.id
         )
-        .map(|r| HeldGpu {
-            lease_id: r.lease_id,
-            gpu: LeaseGpu {
-                gpu_id: r.gpu_id,
-                node_id: r.node_id,
-                hostname: r.hostname,
-                address: r.address,
-                index: r.index,
-                uuid: r.uuid,
-            },
-        })
         .fetch_all(&mut *conn)
         .await?,
         many => {
             let ids: Vec<Uuid> = many.iter().map(|r| r.id).collect();
-            sqlx::query!(
+            sqlx::query_as!(
+                HeldGpuRow,
                 "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
                  FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) JOIN nodes n ON n.id = g.node_id \
                  WHERE l.id = ANY($1) ORDER BY l.id, n.hostname, g.idx",
                 &ids
             )
-            .map(|r| HeldGpu {
-                lease_id: r.lease_id,
-                gpu: LeaseGpu {
-                    gpu_id: r.gpu_id,
-                    node_id: r.node_id,
-                    hostname: r.hostname,
-                    address: r.address,
-                    index: r.index,
-                    uuid: r.uuid,
-                },
-            })
             .fetch_all(&mut *conn)
             .await?
         }
     };
+    let held: Vec<HeldGpu> = held.into_iter().map(HeldGpu::from).collect();
     Ok(rows
         .into_iter()
         .map(|r| {
