@@ -624,7 +624,7 @@ impl LeaseRow {
     }
 }
 
-/// A GPU given to one of the leases read, as [`with_gpus`] reads it.
+/// A GPU given to one of the leases read ([`with_gpus`]).
 struct HeldGpuRow {
     lease_id: Uuid,
     gpu_id: Uuid,
@@ -635,23 +635,16 @@ struct HeldGpuRow {
     uuid: String,
 }
 
-/// A GPU given to one of the leases read.
-struct HeldGpu {
-    lease_id: Uuid,
-    gpu: LeaseGpu,
-}
-
-impl From<HeldGpuRow> for HeldGpu {
-    fn from(r: HeldGpuRow) -> Self {
-        let gpu = LeaseGpu {
-            gpu_id: r.gpu_id,
-            node_id: r.node_id,
-            hostname: r.hostname,
-            address: r.address,
-            index: r.index,
-            uuid: r.uuid,
-        };
-        HeldGpu { lease_id: r.lease_id, gpu }
+impl HeldGpuRow {
+    fn gpu(&self) -> LeaseGpu {
+        LeaseGpu {
+            gpu_id: self.gpu_id,
+            node_id: self.node_id,
+            hostname: self.hostname.clone(),
+            address: self.address.clone(),
+            index: self.index,
+            uuid: self.uuid.clone(),
+        }
     }
 }
 
@@ -681,11 +674,10 @@ async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<L
             .await?
         }
     };
-    let held: Vec<HeldGpu> = held.into_iter().map(HeldGpu::from).collect();
     Ok(rows
         .into_iter()
         .map(|r| {
-            let gpus = held.iter().filter(|h| h.lease_id == r.id).map(|h| h.gpu.clone()).collect();
+            let gpus = held.iter().filter(|h| h.lease_id == r.id).map(HeldGpuRow::gpu).collect();
             r.into_lease(gpus)
         })
         .collect())
@@ -859,7 +851,8 @@ async fn end_lease_scoped(
         let ended = Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease: lease.0 };
         return Ok((row.key, Some(ended)));
     }
-    // A lease row that changes under every attempt: the caller's transaction is rolled back and retried.
+    // A lease row that changes under every attempt: the caller gets an error (a 500; its transaction, if it has
+    // one, rolls back, and a release, which runs on its own, has written nothing).
     Err(sqlx::Error::Protocol(format!("lease {lease_id} kept changing while it was being ended")))
 }
 
