@@ -146,10 +146,17 @@ pub async fn create_lease(
     let term = req.validate()?;
     // The header's shape is checked now; the key is scoped to the tenant once the key is checked.
     let idempotent = IdempotencyKey::from_headers(&headers, Uuid::nil(), "create_lease", &req)?.is_some();
-    let mut search = NodeSearch::SkipLocked;
+    // Without an Idempotency-Key or an environment to write with it, a lease on one node is written by the
+    // admission statement on its own; anything else, and whatever that statement leaves, runs as a transaction.
+    let mut search = if !idempotent && req.environment.is_none() && req.placement != Placement::Spread {
+        NodeSearch::Direct
+    } else {
+        NodeSearch::SkipLocked
+    };
     let result = loop {
         match retry_deadlocks(|| try_create_lease(&state, &token, &headers, &req, term, search)).await {
             Ok(Attempt::Created(response)) => break Ok(response),
+            Ok(Attempt::InTransaction) => search = NodeSearch::SkipLocked,
             Ok(Attempt::WaitForNodes) => search = NodeSearch::Wait,
             Err(err) => break Err(err),
         }
@@ -167,7 +174,10 @@ pub async fn create_lease(
 /// How a create looks for its single node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum NodeSearch {
-    /// In the admission statement, skipping held nodes.
+    /// The admission statement on its own (autocommit): it locks the best-fit node, skipping held ones, and
+    /// writes the lease there when everything admits it (`store::admit`), in one round trip.
+    Direct,
+    /// In a transaction, in the admission statement, skipping held nodes.
     SkipLocked,
     /// Every fitting node was held: wait for them, one at a time (`store::place` with `BestFit::Search`).
     Wait,
@@ -175,13 +185,17 @@ enum NodeSearch {
 
 enum Attempt {
     Created(Response),
+    /// The admission statement on its own wrote nothing, and refused nothing: run the transaction.
+    InTransaction,
     /// Every node that fits was held by others (and a stray lock may be held): the transaction was rolled
     /// back; run it again in wait mode.
     WaitForNodes,
 }
 
-/// One transaction. The common case is BEGIN; admission with the best-fit node locked (one statement);
-/// the node's free GPUs (a new snapshot, after the lock); lease, GPUs, counter and event written; COMMIT.
+/// One attempt. Direct: the admission statement alone, which either writes the lease or writes nothing.
+/// Otherwise one transaction: BEGIN; admission, which with `SkipLocked` locks the best-fit node and usually
+/// writes the lease there; else placement and the write in a new snapshot (`store::place`, `store::write_lease`);
+/// the environment and the idempotency record; COMMIT.
 async fn try_create_lease(
     state: &AppState,
     token: &TenantAdminToken,
@@ -190,46 +204,121 @@ async fn try_create_lease(
     term: Term,
     search: NodeSearch,
 ) -> ApiResult<Attempt> {
+    if search == NodeSearch::Direct {
+        let mut conn = state.db.acquire().await?;
+        let (_, new, admission) = admit(state, &mut conn, token, req, term, true).await?;
+        let Some(lease) = admission.lease else { return Ok(Attempt::InTransaction) };
+        return Ok(created(&new, lease.0));
+    }
     let mut tx = store::begin(&state.db).await?;
-    let pool = match (req.pool_id, &req.gpu_model) {
-        (Some(id), _) => Ok(id),
-        (None, Some(model)) => resolve_pool_by_model(&mut tx, model).await,
-        (None, None) => Err(ApiError::field("pool_id", "give exactly one of pool_id and gpu_model")),
-    };
     // With an Idempotency-Key the key's record is claimed first, and no node is locked before the claim
     // (which may wait for a concurrent request with the same key).
     let try_lock = search == NodeSearch::SkipLocked
         && req.placement != Placement::Spread
         && !headers.contains_key(idempotency::HEADER);
-    let pool_id = pool.as_ref().ok().copied();
-    let admission = store::admit(&mut tx, token.key_id(), pool_id, req.gpu_count, term, req.months, try_lock).await?;
-    let auth = token.accept(&admission.key)?;
-    let pool_id = pool?;
-    let idem = IdempotencyKey::from_headers(headers, auth.tenant_id, "create_lease", req)?;
+    let (auth, new, admission) = admit(state, &mut tx, token, req, term, try_lock).await?;
+    let tenant_id = auth.tenant_id;
+    let idem = IdempotencyKey::from_headers(headers, tenant_id, "create_lease", req)?;
     if let Some(key) = &idem
         && let Claim::Replay(response) = idempotency::claim(&mut tx, key).await?
     {
         return Ok(Attempt::Created(response));
     }
-    let Some(currency) = &admission.pool_currency else { return Err(ApiError::field("pool_id", "no such pool")) };
-    if let (Some(required), Some(balance)) = (admission.required_minor, admission.balance_minor) {
-        crate::billing::check_balance(currency, required, balance, term)?;
-    }
-    if admission.tenant_has_quotas == Some(true) {
-        check_quotas(&mut tx, auth.tenant_id, pool_id, req.gpu_count).await?;
-    }
-    let Some(best_fit) = admission.best_fit() else {
-        tx.rollback().await?;
-        return Ok(Attempt::WaitForNodes);
+    let lease = match admission.lease {
+        Some(lease) => lease.0,
+        None => match place_and_write(&mut tx, &auth, req, &new, &admission).await? {
+            Some(lease) => lease,
+            None => {
+                tx.rollback().await?;
+                return Ok(Attempt::WaitForNodes);
+            }
+        },
     };
+    if let Some(environment) = &req.environment {
+        // Started by the nodes once the lease is active (a queued lease's, when it starts).
+        crate::environments::routes::request_environment(&mut tx, tenant_id, new.id, environment).await?;
+    }
+    if let Some(key) = &idem {
+        idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
+    }
+    tx.commit().await?;
+    Ok(created(&new, lease))
+}
+
+/// The caller, the new lease and the admission statement's findings ([`store::admit`]), once the key is
+/// accepted and the pool and balance admit the request; an error otherwise. With `try_lock` the statement may
+/// also have written the lease (`admission.lease`): it does so only if the key may act for the token's tenant,
+/// which `accept` then checks again.
+async fn admit(
+    state: &AppState,
+    conn: &mut PgConnection,
+    token: &TenantAdminToken,
+    req: &CreateLeaseRequest,
+    term: Term,
+    try_lock: bool,
+) -> ApiResult<(TenantAdminAuth, NewLease, store::Admission)> {
+    let pool_id = match (req.pool_id, &req.gpu_model) {
+        (Some(id), _) => id,
+        (None, Some(model)) => match resolve_pool_by_model(conn, model).await {
+            Ok(id) => id,
+            // The caller's key is answered for first.
+            Err(err) => return Err(token.check(&state.db).await.err().unwrap_or(err)),
+        },
+        (None, None) => {
+            let err = ApiError::field("pool_id", "give exactly one of pool_id and gpu_model");
+            return Err(token.check(&state.db).await.err().unwrap_or(err));
+        }
+    };
+    let new = NewLease {
+        id: new_id(),
+        tenant_id: token.claimed_tenant_id(),
+        pool_id,
+        gpu_count: req.gpu_count,
+        placement: req.placement,
+        term,
+        duration_hours: req.duration_hours,
+        months: req.months,
+        created_by: token.key_id(),
+    };
+    let admission = store::admit(conn, &new, try_lock).await?;
+    let auth = token.accept(&admission.key)?;
+    let Some(currency) = &admission.pool_currency else { return Err(ApiError::field("pool_id", "no such pool")) };
+    if admission.balance_covers == Some(false)
+        && let (Some(required), Some(balance)) = (admission.required_minor, admission.balance_minor)
+    {
+        return Err(crate::billing::insufficient_balance(currency, required, balance, term));
+    }
+    Ok((auth, new, admission))
+}
+
+fn created(new: &NewLease, lease: Lease) -> Attempt {
+    tracing::info!(lease.id = %new.id, tenant.id = %new.tenant_id, state = lease.state.as_str(), gpus = new.gpu_count, "lease created");
+    Attempt::Created((StatusCode::CREATED, Json(lease)).into_response())
+}
+
+/// The general path of a create, after an admission that wrote nothing: quotas, placement (or the queue) and
+/// one write in a new snapshot. None: every node that fits was held by others and a stray lock may be held;
+/// the caller rolls back and runs the create again in wait mode.
+async fn place_and_write(
+    tx: &mut PgConnection,
+    auth: &TenantAdminAuth,
+    req: &CreateLeaseRequest,
+    new: &NewLease,
+    admission: &store::Admission,
+) -> ApiResult<Option<Lease>> {
+    let pool_id = new.pool_id;
+    if admission.tenant_has_quotas == Some(true) {
+        check_quotas(tx, auth.tenant_id, pool_id, req.gpu_count).await?;
+    }
+    let Some(best_fit) = admission.best_fit() else { return Ok(None) };
     // A new request does not jump the pool's queue (first come, first served).
     let plan = if admission.queued_ahead {
         None
     } else {
-        store::place(&mut tx, pool_id, req.gpu_count, req.placement, best_fit).await?
+        store::place(tx, pool_id, req.gpu_count, req.placement, best_fit).await?
     };
     if plan.is_none() {
-        let store::PoolSize { total, largest_node } = store::pool_size(&mut tx, pool_id).await?;
+        let store::PoolSize { total, largest_node } = store::pool_size(tx, pool_id).await?;
         if req.gpu_count as i64 > total {
             return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
         }
@@ -240,45 +329,25 @@ async fn try_create_lease(
             ));
         }
         if !req.queue {
-            return Err(store::capacity(&mut tx, pool_id, req.gpu_count).await?.into_error());
+            return Err(store::capacity(tx, pool_id, req.gpu_count).await?.into_error());
         }
     }
-    let new = NewLease {
-        id: new_id(),
-        tenant_id: auth.tenant_id,
-        pool_id,
-        gpu_count: req.gpu_count,
-        placement: req.placement,
-        term,
-        duration_hours: req.duration_hours,
-        months: req.months,
-        created_by: auth.key_id,
-    };
     let actor = Actor::Tenant(auth.key_id);
     let event = match plan {
         Some(_) => NewEvent::new("allocated", None, Some(LeaseState::Active), &actor),
         None => NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short"),
     };
-    let written = store::write_lease(&mut tx, LeaseWrite::Create(&new), plan.as_ref(), event).await.map_err(|err| {
+    let written = store::write_lease(tx, LeaseWrite::Create(new), plan.as_ref(), event).await.map_err(|err| {
         match crate::error::constraint_name(&err) {
             Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
             _ => err.into(),
         }
     })?;
     // None: a planned node's counter was out of step with its GPUs (logged); nothing was written.
-    let Some(lease) = written else {
-        return Err(store::capacity(&mut tx, pool_id, req.gpu_count).await?.into_error());
-    };
-    if let Some(environment) = &req.environment {
-        // Started by the nodes once the lease is active (a queued lease's, when it starts).
-        crate::environments::routes::request_environment(&mut tx, auth.tenant_id, new.id, environment).await?;
+    match written {
+        Some(lease) => Ok(Some(lease)),
+        None => Err(store::capacity(tx, pool_id, req.gpu_count).await?.into_error()),
     }
-    if let Some(key) = &idem {
-        idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
-    }
-    tx.commit().await?;
-    tracing::info!(lease.id = %new.id, tenant.id = %auth.tenant_id, state = lease.state.as_str(), gpus = req.gpu_count, "lease created");
-    Ok(Attempt::Created((StatusCode::CREATED, Json(lease)).into_response()))
 }
 
 async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {

@@ -51,10 +51,11 @@ impl Capacity {
 
 /// Nodes of pool `pool` that may take `need` GPUs on their own, best fit first: allocatable (active and
 /// ready), and of those the smallest sufficient free block, then the lowest id. The one statement of the rule,
-/// used by the admission statement and by the wait mode; `and` adds conditions, `tail` a limit and locking.
-fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str) -> String {
+/// used by the admission statement and by the wait mode; `and` adds conditions, `tail` a limit and locking,
+/// `columns` what it selects of the nodes.
+fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str, columns: &str) -> String {
     format!(
-        "SELECT id FROM nodes WHERE pool_id = {pool} AND admin_state = 'active' AND liveness = 'ready' \
+        "SELECT {columns} FROM nodes WHERE pool_id = {pool} AND admin_state = 'active' AND liveness = 'ready' \
          AND free_gpus >= {need} {and} ORDER BY free_gpus, id {tail}"
     )
 }
@@ -62,7 +63,7 @@ fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str) -> String {
 /// How many times a multi-node plan is re-made when its nodes changed between planning and locking.
 const PLAN_ATTEMPTS: usize = 3;
 
-/// What the admission statement of a new lease found: one row whatever it found.
+/// What the admission statement of a new lease found, and the lease when it wrote one: one row whatever it found.
 #[derive(sqlx::FromRow)]
 pub struct Admission {
     /// The caller's key, for [`crate::auth::TenantAdminToken::accept`].
@@ -76,6 +77,8 @@ pub struct Admission {
     pub required_minor: Option<i64>,
     /// The tenant's balance in the pool's currency.
     pub balance_minor: Option<i64>,
+    /// The balance covers `required_minor` ([`crate::billing::balance_covers_sql`]); None: no such pool.
+    pub balance_covers: Option<bool>,
     /// Leases wait in the pool's queue: a new request does not jump it.
     pub queued_ahead: bool,
     /// Whether the statement tried to lock the best-fit node (asked to, no quota, no queue).
@@ -84,6 +87,8 @@ pub struct Admission {
     pub locked_node: Option<Uuid>,
     /// Some allocatable node has room for the request on its own, by this statement's snapshot.
     pub node_fits: bool,
+    /// The lease, active on the locked node, when the statement wrote it (see [`admit`]).
+    pub lease: Option<sqlx::types::Json<Lease>>,
 }
 
 /// The first statement of a new lease: everything admission needs (the caller's key and tenant, quotas or not,
@@ -91,52 +96,70 @@ pub struct Admission {
 /// the best-fit node locked with SKIP LOCKED. A SKIP LOCKED miss can keep a stray lock (a row updated under it
 /// that then failed the recheck); such a row was a candidate in the statement's snapshot, so `node_fits` is
 /// true whenever one may be held: the caller then rolls the transaction back and retries in wait mode
-/// instead of waiting for anything while it may hold a node. `pool_id` None: the pool is unknown.
-pub async fn admit(
-    conn: &mut PgConnection,
-    key_id: Uuid,
-    pool_id: Option<Uuid>,
-    gpu_count: i32,
-    term: Term,
-    months: Option<i32>,
-    try_lock: bool,
-) -> Result<Admission, sqlx::Error> {
+/// instead of waiting for anything while it may hold a node.
+///
+/// When it locked a node and everything admits the request (the key may act for `new.tenant_id`, the pool
+/// exists, the balance covers it), the same statement also writes the lease on that node, active, with the
+/// writes of [`write_lease`] (the one statement of them, [`lease_write_ctes`]). That needs the statement's
+/// snapshot to show the node's GPUs as they are now: every change to which of a node's GPUs are free and healthy
+/// updates the node's row under its lock, so the snapshot is current if the row it locked is the version the
+/// snapshot shows. When it is not (a change committed between the snapshot and the lock), the statement writes
+/// nothing and the caller goes on as without the write: in a transaction, [`place`] and [`write_lease`] on the
+/// node it holds, in a new snapshot. Run on its own (autocommit) it is a whole create in one round trip.
+pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> Result<Admission, sqlx::Error> {
+    let actor = Actor::Tenant(new.created_by);
+    let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
     let sql = format!(
         "WITH {key_check}, \
          tenant AS ( \
              SELECT t.id, t.max_concurrent_leases IS NOT NULL OR t.max_gpus_per_pool IS NOT NULL \
-                 OR EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) AS has_quotas \
+                 OR EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $11) AS has_quotas \
              FROM tenants t WHERE t.id = (SELECT checked_tenant_id FROM key_check)), \
          pool AS ( \
-             SELECT p.id, p.currency, \
-                 lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor) AS required_minor, \
-                 COALESCE(b.balance_minor, 0) AS balance_minor, \
-                 EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p.id AND q.state = 'queued') AS queued_ahead \
-             FROM pools p LEFT JOIN pool_current_prices cp ON cp.pool_id = p.id \
-             LEFT JOIN tenant_balances b ON b.tenant_id = (SELECT id FROM tenant) AND b.currency = p.currency \
-             WHERE p.id = $2), \
-         gate AS (SELECT $6 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
+             SELECT due.*, {covers} AS balance_covers FROM ( \
+                 SELECT p.id, p.currency, \
+                     lease_upfront_minor($12, $14, COALESCE($16, 0), cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor) \
+                         AS required_minor, \
+                     COALESCE(b.balance_minor, 0) AS balance_minor, \
+                     EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p.id AND q.state = 'queued') AS queued_ahead \
+                 FROM pools p LEFT JOIN pool_current_prices cp ON cp.pool_id = p.id \
+                 LEFT JOIN tenant_balances b ON b.tenant_id = (SELECT id FROM tenant) AND b.currency = p.currency \
+                 WHERE p.id = $11) due), \
+         gate AS (SELECT $21 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
                       AND NOT COALESCE((SELECT queued_ahead FROM pool), true) AS lock_tried), \
-         best_fit AS ({best_fit}) \
+         best_fit AS ({best_fit}), \
+         seen AS (SELECT ctid AS seen FROM nodes WHERE id = (SELECT id FROM best_fit)), \
+         admitted AS ( \
+             SELECT COALESCE((SELECT key_may_act AND checked_tenant_id = $10 FROM key_check), false) \
+                 AND COALESCE((SELECT balance_covers FROM pool), false) \
+                 AND (SELECT locked FROM best_fit) = (SELECT seen FROM seen) AS go), \
+         {write} \
          SELECT key_check.*, tenant.has_quotas AS tenant_has_quotas, pool.currency AS pool_currency, \
-             pool.required_minor, pool.balance_minor, COALESCE(pool.queued_ahead, false) AS queued_ahead, \
-             gate.lock_tried, (SELECT id FROM best_fit) AS locked_node, EXISTS ({fits}) AS node_fits \
+             pool.required_minor, pool.balance_minor, pool.balance_covers, \
+             COALESCE(pool.queued_ahead, false) AS queued_ahead, \
+             gate.lock_tried, (SELECT id FROM best_fit) AS locked_node, EXISTS ({fits}) AS node_fits, \
+             (SELECT lease FROM written) AS lease \
          FROM gate LEFT JOIN key_check ON true LEFT JOIN tenant ON true LEFT JOIN pool ON true",
-        key_check = crate::auth::key_check_cte("$1"),
-        best_fit = best_fit_sql("$2", "$3", "AND (SELECT lock_tried FROM gate)", "LIMIT 1 FOR UPDATE SKIP LOCKED"),
-        fits = best_fit_sql("$2", "$3", "", ""),
+        key_check = crate::auth::key_check_cte("$17"),
+        covers = crate::billing::balance_covers_sql("due.balance_minor", "due.required_minor"),
+        best_fit = best_fit_sql(
+            "$11",
+            "$12",
+            "AND (SELECT lock_tried FROM gate)",
+            "LIMIT 1 FOR UPDATE SKIP LOCKED",
+            "id, ctid AS locked"
+        ),
+        write = lease_write_ctes(
+            "SELECT id AS node_id, $12::int AS take FROM best_fit WHERE (SELECT go FROM admitted)",
+            "(SELECT go FROM admitted)"
+        ),
+        fits = best_fit_sql("$11", "$12", "", "", "id"),
     );
-    // Runtime SQL on purpose: it embeds the one statement of the key check (`auth::key_check_cte`) and of the
-    // best-fit rule (`best_fit_sql`), which the macros cannot take as fragments; a literal would repeat both rules.
-    sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(key_id)
-        .bind(pool_id)
-        .bind(gpu_count)
-        .bind(term)
-        .bind(months.unwrap_or(0))
-        .bind(try_lock)
-        .fetch_one(conn)
-        .await
+    // Runtime SQL on purpose: it embeds the one statement of the key check (`auth::key_check_cte`), of the
+    // balance rule (`billing::balance_covers_sql`), of the best-fit rule (`best_fit_sql`) and of the lease's
+    // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
+    let write = LeaseWriteArgs { lease_id: new.id, plan: None, event, new: Some(new), active: true, activate: false };
+    bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write).bind(try_lock).fetch_one(conn).await
 }
 
 impl Admission {
@@ -174,7 +197,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
     // The three lookups below stay runtime SQL: they are `best_fit_sql`, the one statement of the best-fit rule
     // that the admission statement embeds too (see `admit`).
     let node: Option<(Uuid,)> =
-        sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 1 FOR UPDATE SKIP LOCKED")))
+        sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 1 FOR UPDATE SKIP LOCKED", "id")))
             .bind(pool_id)
             .bind(need)
             .fetch_optional(&mut *conn)
@@ -187,7 +210,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
     // `FOR UPDATE` keeps the lock of a row it waited for even when the row no longer qualifies, so each wait
     // locks a single named node inside a savepoint, and a miss gives that lock back before the next. The
     // transaction therefore never waits while holding a node, and cannot deadlock with id-ordered lockers.
-    let candidates: Vec<(Uuid,)> = sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 32")))
+    let candidates: Vec<(Uuid,)> = sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 32", "id")))
         .bind(pool_id)
         .bind(need)
         .fetch_all(&mut *conn)
@@ -195,7 +218,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Res
     for (candidate,) in candidates {
         sqlx::query!("SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
         let locked: Option<(Uuid,)> =
-            sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "AND id = $3", "FOR UPDATE")))
+            sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "AND id = $3", "FOR UPDATE", "id")))
                 .bind(pool_id)
                 .bind(need)
                 .bind(candidate)
@@ -307,15 +330,129 @@ pub enum LeaseWrite<'a> {
     Activate(Uuid),
 }
 
-/// Write a lease, its GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and `event` in one
-/// statement, and return the lease; the foreign keys to the lease are checked at its end, when its row exists. The
-/// statement also picks the GPUs: its snapshot is taken after the plan's nodes were locked, so it sees every
-/// allocation committed on them before. Inside each node it takes the window of `take` free healthy GPUs with
-/// the smallest index span, ties to the lowest indices: adjacent indices share a PCIe switch or NVLink pair on
-/// common boards, so the smallest span is the best guess when a node reports no finer topology, and taking the
-/// low end keeps the high end free in one block. This is the one statement of that rule.
+/// The lease `row` (a row of `leases`) as the API returns it ([`Lease`]), with the GPUs of `gpus` (rows with
+/// `id`, `node_id`, `idx` and `uuid`), as jsonb: the one statement of that shape, for the statements that return
+/// a lease they wrote (a new lease, an ended one).
+fn lease_json(row: &str, gpus: &str) -> String {
+    format!(
+        "(to_jsonb({row}) - 'gpu_ids') || jsonb_build_object('gpus', ( \
+             SELECT COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, 'hostname', n.hostname, \
+                 'address', n.address, 'index', h.idx, 'uuid', h.uuid) ORDER BY n.hostname, h.idx), '[]') \
+             FROM {gpus} h JOIN nodes n ON n.id = h.node_id))"
+    )
+}
+
+/// The CTEs that write a lease: the lease row inserted (create) or its queued row activated (queue start), its
+/// GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and the event; the last one, `written`,
+/// gives the lease as JSON (no row: nothing was written). `plan` is a query of `(node_id, take)`: how many GPUs
+/// to take from each node, nodes the transaction has locked; `enabled` a boolean SQL expression, false to write
+/// nothing. Parameters are those bound by [`bind_lease_write`].
 ///
-/// Without a plan the lease is written queued (create) and holds nothing. Returns None, having written
+/// The statement also picks the GPUs, from its snapshot, which must show every allocation committed on the
+/// plan's nodes. Inside each node it takes the window of `take` free healthy GPUs with the smallest index span,
+/// ties to the lowest indices: adjacent indices share a PCIe switch or NVLink pair on common boards, so the
+/// smallest span is the best guess when a node reports no finer topology, and taking the low end keeps the high
+/// end free in one block. This is the one statement of that rule. It writes nothing when a planned node has
+/// fewer free healthy GPUs than its take (a counter out of step). The foreign keys to the lease are checked at the
+/// statement's end, when its row exists.
+fn lease_write_ctes(plan: &str, enabled: &str) -> String {
+    format!(
+        "plan AS ({plan}), \
+         plan_nodes AS (SELECT ARRAY(SELECT node_id FROM plan) AS ids), \
+         free AS ( \
+             SELECT g.id, g.node_id, g.idx, g.uuid, p.take, row_number() OVER w AS rn, \
+                 lead(g.idx, p.take - 1) OVER w AS window_last \
+             FROM gpus g JOIN plan p ON p.node_id = g.node_id \
+             WHERE g.node_id = ANY((SELECT ids FROM plan_nodes)::uuid[]) AND g.healthy AND g.held_by IS NULL \
+             WINDOW w AS (PARTITION BY g.node_id ORDER BY g.idx)), \
+         best AS ( \
+             SELECT DISTINCT ON (node_id) node_id, rn AS first_rn, take FROM free WHERE window_last IS NOT NULL \
+             ORDER BY node_id, window_last - idx, idx), \
+         picked AS ( \
+             SELECT f.id, f.node_id, f.idx, f.uuid \
+             FROM best b JOIN free f ON f.node_id = b.node_id AND f.rn >= b.first_rn AND f.rn < b.first_rn + b.take), \
+         complete AS ( \
+             SELECT {enabled} AND (SELECT count(*) FROM picked) = (SELECT COALESCE(sum(take), 0) FROM plan) AS ok), \
+         picked_ids AS (SELECT ARRAY(SELECT id FROM picked ORDER BY id) AS ids), \
+         inserted AS ( \
+             INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
+                 starts_at, ends_at, created_by, metered_until, currency, gpu_ids) \
+             SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at, \
+                 a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at, \
+                 (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids) \
+             FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state, \
+                          CASE WHEN $18 THEN now() END AS at) a \
+             WHERE NOT $19 AND (SELECT ok FROM complete) \
+             RETURNING *), \
+         activated AS ( \
+             UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
+                 ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
+                 gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now() \
+             WHERE id = $1 AND state = 'queued' AND $19 AND (SELECT ok FROM complete) RETURNING *), \
+         lease AS (SELECT * FROM inserted UNION ALL SELECT * FROM activated), \
+         held AS ( \
+             UPDATE gpus SET held_by = $1 \
+             WHERE id = ANY((SELECT ids FROM picked_ids)::uuid[]) AND held_by IS NULL AND (SELECT ok FROM complete)), \
+         counted AS ( \
+             UPDATE nodes n SET free_gpus = n.free_gpus - p.take \
+             FROM plan p WHERE n.id = ANY((SELECT ids FROM plan_nodes)::uuid[]) AND n.id = p.node_id \
+                 AND (SELECT ok FROM complete)), \
+         recorded AS ( \
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
+             SELECT $4, $1, $5, $6, $7, $8, $9, $20 WHERE (SELECT ok FROM complete)), \
+         written AS (SELECT {lease} AS lease FROM lease l)",
+        lease = lease_json("l", "picked"),
+    )
+}
+
+/// What a statement with [`lease_write_ctes`] writes.
+struct LeaseWriteArgs<'a> {
+    lease_id: Uuid,
+    plan: Option<&'a Plan>,
+    event: NewEvent<'a>,
+    /// The lease to insert (create); None: activate the queued lease `lease_id`.
+    new: Option<&'a NewLease>,
+    /// Active with GPUs (create with a plan, or an admission that locked a node), or queued without.
+    active: bool,
+    activate: bool,
+}
+
+/// Bind the parameters of [`lease_write_ctes`], `$1` to `$20`: `$1` the lease; `$2`, `$3` the plan's nodes and
+/// takes (empty without a plan); `$4` to `$9` and `$20` the event; `$10` to `$17` the new lease (tenant, pool,
+/// GPU count, placement, term, hours, months, the key that asked); `$18` active, `$19` activate.
+fn bind_lease_write<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    w: &LeaseWriteArgs<'_>,
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    let plan_nodes: Vec<Uuid> = w.plan.map(|p| p.0.iter().map(|t| t.0).collect()).unwrap_or_default();
+    let plan_takes: Vec<i32> = w.plan.map(|p| p.0.iter().map(|t| t.1).collect()).unwrap_or_default();
+    let new = w.new;
+    query
+        .bind(w.lease_id)
+        .bind(plan_nodes)
+        .bind(plan_takes)
+        .bind(new_id())
+        .bind(w.event.kind.to_owned())
+        .bind(w.event.from)
+        .bind(w.event.to)
+        .bind(w.event.actor.label())
+        .bind(w.event.reason.map(str::to_owned))
+        .bind(new.map(|n| n.tenant_id))
+        .bind(new.map(|n| n.pool_id))
+        .bind(new.map(|n| n.gpu_count))
+        .bind(new.map(|n| n.placement))
+        .bind(new.map(|n| n.term))
+        .bind(new.and_then(|n| n.duration_hours))
+        .bind(new.and_then(|n| n.months))
+        .bind(new.map(|n| n.created_by))
+        .bind(w.active)
+        .bind(w.activate)
+        .bind(w.event.detail.clone())
+}
+
+/// Write a lease with the GPUs of `plan` on nodes the transaction has locked, in one statement
+/// ([`lease_write_ctes`]), and return it; its snapshot, taken after the locks, sees every allocation committed
+/// on them. Without a plan the lease is written queued (create) and holds nothing. Returns None, having written
 /// nothing, when a planned node has fewer free healthy GPUs than its counter said (a counter out of step).
 pub async fn write_lease(
     conn: &mut PgConnection,
@@ -323,131 +460,25 @@ pub async fn write_lease(
     plan: Option<&Plan>,
     event: NewEvent<'_>,
 ) -> Result<Option<Lease>, sqlx::Error> {
-    let lease_id = match &lease {
-        LeaseWrite::Create(new) => new.id,
-        LeaseWrite::Activate(id) => *id,
+    let (lease_id, new) = match lease {
+        LeaseWrite::Create(new) => (new.id, Some(new)),
+        LeaseWrite::Activate(id) => (id, None),
     };
-    let plan_nodes: Vec<Uuid> = plan.map(|p| p.0.iter().map(|t| t.0).collect()).unwrap_or_default();
-    let plan_takes: Vec<i32> = plan.map(|p| p.0.iter().map(|t| t.1).collect()).unwrap_or_default();
-    // One statement for both: the lease row is inserted (create) or the queued row activated (queue start); the
-    // other CTE writes nothing. GPUs, holdings, counters and the event are the same for both.
-    let (new, activate) = match lease {
-        LeaseWrite::Create(new) => (Some(new), false),
-        LeaseWrite::Activate(_) => (None, true),
-    };
-    let rows = sqlx::query!(
-        r#"WITH plan AS (
-             SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)),
-         free AS (
-             SELECT g.id, g.node_id, g.idx, g.uuid, p.take, row_number() OVER w AS rn,
-                 lead(g.idx, p.take - 1) OVER w AS window_last
-             FROM gpus g JOIN plan p ON p.node_id = g.node_id
-             WHERE g.node_id = ANY($2) AND g.healthy AND g.held_by IS NULL
-             WINDOW w AS (PARTITION BY g.node_id ORDER BY g.idx)),
-         best AS (
-             SELECT DISTINCT ON (node_id) node_id, rn AS first_rn, take FROM free WHERE window_last IS NOT NULL
-             ORDER BY node_id, window_last - idx, idx),
-         picked AS (
-             SELECT f.id AS gpu_id, f.node_id, n.hostname, n.address, f.idx, f.uuid
-             FROM best b JOIN free f ON f.node_id = b.node_id AND f.rn >= b.first_rn AND f.rn < b.first_rn + b.take
-             JOIN nodes n ON n.id = f.node_id),
-         complete AS (
-             SELECT (SELECT count(*) FROM picked) = (SELECT COALESCE(sum(take), 0) FROM plan) AS ok),
-         picked_ids AS (SELECT ARRAY(SELECT gpu_id FROM picked ORDER BY gpu_id) AS ids),
-         inserted AS (
-             INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state,
-                 starts_at, ends_at, created_by, metered_until, currency, gpu_ids)
-             SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at,
-                 a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at,
-                 (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids)
-             FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state,
-                          CASE WHEN $18 THEN now() END AS at) a
-             WHERE NOT $19 AND (SELECT ok FROM complete)
-             RETURNING *),
-         activated AS (
-             UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(),
-                 ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)),
-                 gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now()
-             WHERE id = $1 AND state = 'queued' AND $19 AND (SELECT ok FROM complete) RETURNING *),
-         lease AS (SELECT * FROM inserted UNION ALL SELECT * FROM activated),
-         held AS (
-             UPDATE gpus SET held_by = $1
-             WHERE id = ANY((SELECT ids FROM picked_ids)::uuid[]) AND held_by IS NULL AND (SELECT ok FROM complete)),
-         counted AS (
-             UPDATE nodes n SET free_gpus = n.free_gpus - p.take
-             FROM plan p WHERE n.id = ANY($2) AND n.id = p.node_id AND (SELECT ok FROM complete)),
-         recorded AS (
-             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail)
-             SELECT $4, $1, $5, $6, $7, $8, $9, $20 WHERE (SELECT ok FROM complete))
-         SELECT l.id AS "id!", l.tenant_id AS "tenant_id!", l.pool_id AS "pool_id!", l.gpu_count AS "gpu_count!",
-             l.placement AS "placement!: Placement", l.term AS "term!: Term", l.duration_hours AS "duration_hours?",
-             l.months AS "months?", l.state AS "state!: LeaseState", l.starts_at AS "starts_at?",
-             l.ends_at AS "ends_at?", l.ended_at AS "ended_at?", l.end_reason AS "end_reason?",
-             l.generation AS "generation!", l.created_at AS "created_at!", l.updated_at AS "updated_at!",
-             p.gpu_id AS "gpu_id?", p.node_id AS "node_id?", p.hostname AS "hostname?", p.address AS "address?",
-             p.idx AS "index?", p.uuid AS "uuid?"
-         FROM lease l LEFT JOIN picked p ON true ORDER BY p.hostname, p.idx"#,
-        lease_id,
-        &plan_nodes,
-        &plan_takes,
-        new_id(),
-        event.kind,
-        event.from.map(LeaseState::as_str),
-        event.to.map(LeaseState::as_str),
-        event.actor.label(),
-        event.reason,
-        new.map(|n| n.tenant_id),
-        new.map(|n| n.pool_id),
-        new.map(|n| n.gpu_count),
-        new.map(|n| n.placement) as Option<Placement>,
-        new.map(|n| n.term) as Option<Term>,
-        new.and_then(|n| n.duration_hours),
-        new.and_then(|n| n.months),
-        new.map(|n| n.created_by),
-        plan.is_some(),
-        activate,
-        event.detail
-    )
-    .fetch_all(conn)
-    .await?;
-    let Some(first) = rows.first() else {
-        if let Some(plan) = plan {
-            tracing::warn!(lease.id = %lease_id, plan = ?plan.0, "free_gpus counters disagree with the GPUs free on the planned nodes");
-        }
-        return Ok(None);
-    };
-    let row = LeaseRow {
-        id: first.id,
-        tenant_id: first.tenant_id,
-        pool_id: first.pool_id,
-        gpu_count: first.gpu_count,
-        placement: first.placement,
-        term: first.term,
-        duration_hours: first.duration_hours,
-        months: first.months,
-        state: first.state,
-        starts_at: first.starts_at,
-        ends_at: first.ends_at,
-        ended_at: first.ended_at,
-        end_reason: first.end_reason.clone(),
-        generation: first.generation,
-        created_at: first.created_at,
-        updated_at: first.updated_at,
-    };
-    let gpus = rows
-        .into_iter()
-        .filter_map(|r| {
-            Some(LeaseGpu {
-                gpu_id: r.gpu_id?,
-                node_id: r.node_id?,
-                hostname: r.hostname?,
-                address: r.address?,
-                index: r.index?,
-                uuid: r.uuid?,
-            })
-        })
-        .collect();
-    Ok(Some(row.into_lease(gpus)))
+    let sql = format!(
+        "WITH {write} SELECT lease FROM written",
+        write =
+            lease_write_ctes("SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)", "true")
+    );
+    let args = LeaseWriteArgs { lease_id, plan, event, new, active: plan.is_some(), activate: new.is_none() };
+    // Runtime SQL on purpose: the writes are one statement (`lease_write_ctes`) that admission embeds too.
+    let written: Option<(sqlx::types::Json<Lease>,)> =
+        bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &args).fetch_optional(conn).await?;
+    if written.is_none()
+        && let Some(plan) = plan
+    {
+        tracing::warn!(lease.id = %lease_id, plan = ?plan.0, "free_gpus counters disagree with the GPUs free on the planned nodes");
+    }
+    Ok(written.map(|(lease,)| lease.0))
 }
 
 /// Capacity figures for an error message (only computed when a request did not fit).
@@ -811,19 +842,14 @@ async fn end_lease_scoped(
              WHERE nodes.id = f.node_id), \
          recorded AS ( \
              INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason) \
-             SELECT $9, ended.id, $10, ended.old_state, $2, $11, $4 FROM ended), \
-         gpus AS ( \
-             SELECT COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, 'hostname', n.hostname, \
-                 'address', n.address, 'index', h.idx, 'uuid', h.uuid) ORDER BY n.hostname, h.idx), '[]') AS gpus \
-             FROM held h JOIN nodes n ON n.id = h.node_id) \
-         SELECT key_check.*, \
-             (to_jsonb(ended) - 'old_state' - 'queue_waiting' - 'gpu_ids') || jsonb_build_object('gpus', (SELECT gpus FROM gpus)) \
-                 AS lease, \
+             SELECT $9, ended.id, $10, ended.old_state, $2, $11, $4 FROM ended) \
+         SELECT key_check.*, {lease} AS lease, \
              ended.old_state, ended.queue_waiting, \
              EXISTS (SELECT 1 FROM old) AND NOT EXISTS (SELECT 1 FROM current) AS stale \
          FROM (SELECT 1) one LEFT JOIN key_check ON true LEFT JOIN ended ON true",
         key_check = crate::auth::key_check_cte("$8"),
         jobs = crate::jobs::store::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
+        lease = lease_json("ended", "held"),
     );
     let (job_state, job_reason) = crate::jobs::store::job_end_for_lease(to, reason);
     let kind = to.as_str();

@@ -253,23 +253,14 @@ async fn seed_inventory(db: &PgPool, rng: &mut StdRng, case: u64, pool: Uuid, te
     (model, held)
 }
 
-/// One create through the store, as `POST /v1/leases` runs it: admission (which locks the best-fit node),
-/// placement, one write; 422 or 409 from the pool's figures when nothing fits.
+/// One create through the store, as `POST /v1/leases` runs it: admission, which locks the best-fit node and
+/// writes the lease there when one node fits; otherwise placement and one write; 422 or 409 from the pool's
+/// figures when nothing fits.
 async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placement: Placement) -> (Uuid, Outcome) {
     let mut tx = db.begin().await.unwrap();
     let try_lock = placement != Placement::Spread;
-    let admission = store::admit(&mut tx, key, Some(pool), n, Term::Hourly, None, try_lock).await.unwrap();
-    // One client: nothing else holds a node, so admission never asks to wait.
-    let best_fit = admission.best_fit().expect("no concurrent holder, no wait");
-    let plan = store::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
-    let id = Uuid::new_v4();
-    let Some(plan) = plan else {
-        let store::PoolSize { total, largest_node: largest } = store::pool_size(&mut tx, pool).await.unwrap();
-        let never = n as i64 > total || (placement == Placement::SingleNode && n as i64 > largest);
-        return (id, if never { Outcome::Unprocessable } else { Outcome::Conflict });
-    };
     let new = NewLease {
-        id,
+        id: Uuid::new_v4(),
         tenant_id: tenant,
         pool_id: pool,
         gpu_count: n,
@@ -279,17 +270,32 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
         months: None,
         created_by: key,
     };
-    let actor = Actor::Tenant(key);
-    let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
-    let lease = store::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&plan), event)
-        .await
-        .unwrap()
-        .expect("the counters agree with the GPUs");
+    let admission = store::admit(&mut tx, &new, try_lock).await.unwrap();
+    let lease = match admission.lease {
+        // One client: the node it locked cannot have changed since the statement's snapshot.
+        Some(lease) => lease.0,
+        None => {
+            // One client: nothing else holds a node, so admission never asks to wait.
+            let best_fit = admission.best_fit().expect("no concurrent holder, no wait");
+            let plan = store::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
+            let Some(plan) = plan else {
+                let store::PoolSize { total, largest_node: largest } = store::pool_size(&mut tx, pool).await.unwrap();
+                let never = n as i64 > total || (placement == Placement::SingleNode && n as i64 > largest);
+                return (new.id, if never { Outcome::Unprocessable } else { Outcome::Conflict });
+            };
+            let actor = Actor::Tenant(key);
+            let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
+            store::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&plan), event)
+                .await
+                .unwrap()
+                .expect("the counters agree with the GPUs")
+        }
+    };
     tx.commit().await.unwrap();
     assert_eq!(lease.gpus.len(), n as usize);
     let mut gpus: Vec<(String, i32)> = lease.gpus.iter().map(|g| (g.hostname.clone(), g.index)).collect();
     gpus.sort();
-    (id, Outcome::Allocated(gpus))
+    (new.id, Outcome::Allocated(gpus))
 }
 
 /// Holdings out of step (must be 0: a GPU held by a lease that is not active or was not given it, or a GPU an

@@ -90,6 +90,60 @@ async fn fifty_concurrent_requests_for_twenty_gpus_never_double_book(db: PgPool)
     assert_eq!(res.body["context"]["free_gpus"], 0);
 }
 
+/// Creates and releases racing on three nodes: a create written by its admission statement alone must see each
+/// node as it is when it locks it (a create or release committed on that node after the statement's snapshot
+/// makes it write nothing and go the transaction's way), so every lease gets exactly its GPUs and the counters
+/// stay exact.
+#[sqlx::test]
+async fn racing_creates_and_releases_keep_every_gpu_and_counter_exact(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (_, tenant, pool, _) = setup(&app, &[8, 8, 4]).await;
+    let mut tasks = Vec::new();
+    for client in 0..12_i64 {
+        let (router, tenant, pool) = (app.router.clone(), tenant.clone(), pool.clone());
+        tasks.push(tokio::spawn(async move {
+            let send = |uri: String, body: Option<Value>| {
+                let mut req = Request::post(uri).header("authorization", format!("Bearer {tenant}"));
+                let body = match body {
+                    Some(body) => {
+                        req = req.header("content-type", "application/json");
+                        Body::from(body.to_string())
+                    }
+                    None => Body::empty(),
+                };
+                tower::ServiceExt::oneshot(router.clone(), req.body(body).unwrap())
+            };
+            let mut created = 0;
+            for round in 0..15_i64 {
+                let gpus = 1 + (client + round) % 4;
+                let res = send("/v1/leases".into(), Some(lease_body(&pool, gpus))).await.unwrap();
+                let status = res.status();
+                let bytes = axum::body::to_bytes(res.into_body(), usize::MAX).await.unwrap();
+                if status == StatusCode::CONFLICT {
+                    continue;
+                }
+                assert_eq!(status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&bytes));
+                let lease: Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(lease["gpus"].as_array().unwrap().len() as i64, gpus, "{lease}");
+                created += 1;
+                let id = lease["id"].as_str().unwrap();
+                let res = send(format!("/v1/leases/{id}/release"), None).await.unwrap();
+                assert_eq!(res.status(), StatusCode::OK);
+            }
+            created
+        }));
+    }
+    let mut created = 0;
+    for t in tasks {
+        created += t.await.unwrap();
+    }
+    assert!(created >= 90, "only {created} of 180 creates got GPUs");
+    assert_eq!(allocation_invariants(&db).await, (0, 0, true));
+    let gpus: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM lease_events WHERE kind = 'allocated'").fetch_one(&db).await.unwrap();
+    assert_eq!(gpus, created);
+}
+
 #[sqlx::test]
 async fn two_server_processes_on_one_database_never_double_book(db: PgPool) {
     let app = TestApp::new(db.clone());
