@@ -16,6 +16,8 @@
 //!   (default 1). `BENCH_DB_CONNECTIONS`: the service's connection pool size (default 32).
 //! * `BENCH_WARMUP_SECONDS`: unmeasured load before each measured run (default 5), followed by `ANALYZE`
 //!   unless `BENCH_ANALYZE=0`.
+//! * `BENCH_WEBHOOK_OUTBOX`: `0` switches the webhook outbox trigger on `lease_events` off after seeding (default
+//!   1, on as in production): only to compare with trees from before the outbox, such as the PL/pgSQL fast path.
 //! * `BENCH_PGBENCH`: path of pgbench (default `pgbench` on PATH); `0` skips the ceiling.
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/allocation.md`); empty: nowhere.
 
@@ -57,6 +59,7 @@ struct Config {
     clients: usize,
     tenants: usize,
     db_connections: u32,
+    webhook_outbox: bool,
     pgbench: Option<String>,
     doc: Option<std::path::PathBuf>,
 }
@@ -92,6 +95,7 @@ impl Config {
             clients: env_or("BENCH_CLIENTS", 64usize)?.max(1),
             tenants: env_or("BENCH_TENANTS", 1usize)?.max(1),
             db_connections: env_or("BENCH_DB_CONNECTIONS", 32u32)?.max(1),
+            webhook_outbox: env_or("BENCH_WEBHOOK_OUTBOX", 1u8)? != 0,
             pgbench,
             doc,
         })
@@ -316,6 +320,10 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
     let seeding = Instant::now();
     let (pool_id, keys) = seed(&db, nodes, cfg.tenants).await?;
     eprintln!("  seeded {nodes} nodes x {GPUS_PER_NODE} GPUs in {:.1} s", seeding.elapsed().as_secs_f64());
+    if !cfg.webhook_outbox {
+        sqlx::query("ALTER TABLE lease_events DISABLE TRIGGER lease_events_webhooks").execute(&db).await?;
+        eprintln!("  webhook outbox trigger switched off (BENCH_WEBHOOK_OUTBOX=0)");
+    }
 
     let mut settings = Settings::new(Secret::new("allocation-bench-secret-0123456789abcdefghijklmnop"));
     settings.token_ttl = Duration::from_secs(3600);
@@ -570,6 +578,10 @@ fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Op
         if cfg.tenants == 1 { "" } else { "s" },
         cfg.db_connections
     );
+    if !cfg.webhook_outbox {
+        let _ =
+            writeln!(out, "**The webhook outbox trigger was switched off for this run** (`BENCH_WEBHOOK_OUTBOX=0`).\n");
+    }
     match ceiling {
         Some(c) => {
             let _ = writeln!(
@@ -609,13 +621,14 @@ pool of H100 nodes with 8 GPUs each (every GPU free, nodes active and ready) and
 then starts the real service in-process (the full router and middleware, bound to 127.0.0.1:0), exchanges a \
 tenant-admin API key for an access token, and runs the clients over HTTP/1.1 keep-alive connections. Each client \
 loops: `POST /v1/leases` for a random 1-8 GPUs (`pack` placement, 1 hour), then `POST /v1/leases/{id}/release` \
-when it got one. Both run the service's one allocation path (src/leases/store.rs). A create is one transaction \
-of two statements: admission (API key, tenant, quotas, the up-front amount against the balance, the pool's queue) \
-together with the best-fit node locked `FOR UPDATE SKIP LOCKED`; then one write that picks the node's GPUs and \
-writes the lease, the GPUs' holder (`gpus.held_by`), the node's counter and the event. A release is one \
-statement on its own (autocommit): the key checked, the lease ended with its jobs, its nodes locked in id order, \
-its GPUs given back with the counters and the event. The create's transaction keeps generic plans \
-(`store::begin`). The service vacuums the `nodes` table every 5 s, as it does in production. The measured period follows a warm-up at the \
+when it got one. Both run the service's one allocation path (src/leases/store.rs). A create is one statement on \
+its own (autocommit): admission (API key, tenant, quotas, the up-front amount against the balance, the pool's \
+queue), the best-fit node locked `FOR UPDATE SKIP LOCKED`, and, when the node's row is the version of the \
+statement's snapshot, the node's GPUs picked and the lease, the GPUs' holder (`gpus.held_by`), the node's counter \
+and the event written; otherwise (the node changed under it, or no single node is free) it writes nothing and \
+the create runs as a transaction (`store::begin`, generic plans). A release is one statement on its own \
+(autocommit): the key checked, the lease ended with its jobs, its nodes locked in id order, its GPUs given back \
+with the counters and the event. The service vacuums the `nodes` table every 5 s, as it does in production. The measured period follows a warm-up at the \
 same load and an `ANALYZE`, so the planner works from statistics of a running service rather than of the freshly \
 seeded, lease-less tables.\n\n\
 - **allocations/s**: leases created (HTTP 201, GPUs allocated) per second of wall time. Each one is also released, \
