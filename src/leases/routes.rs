@@ -257,17 +257,15 @@ async fn admit(
     term: Term,
     try_lock: bool,
 ) -> ApiResult<(TenantAdminAuth, NewLease, store::Admission)> {
-    let pool_id = match (req.pool_id, &req.gpu_model) {
-        (Some(id), _) => id,
-        (None, Some(model)) => match resolve_pool_by_model(conn, model).await {
-            Ok(id) => id,
-            // The caller's key is answered for first.
-            Err(err) => return Err(token.check(&state.db).await.err().unwrap_or(err)),
-        },
-        (None, None) => {
-            let err = ApiError::field("pool_id", "give exactly one of pool_id and gpu_model");
-            return Err(token.check(&state.db).await.err().unwrap_or(err));
-        }
+    let pool = match (req.pool_id, &req.gpu_model) {
+        (Some(id), _) => Ok(id),
+        (None, Some(model)) => resolve_pool_by_model(conn, model).await,
+        (None, None) => Err(ApiError::field("pool_id", "give exactly one of pool_id and gpu_model")),
+    };
+    let pool_id = match pool {
+        Ok(id) => id,
+        // The caller's key is answered for first.
+        Err(err) => return Err(token.check(&state.db).await.err().unwrap_or(err)),
     };
     let new = NewLease {
         id: new_id(),

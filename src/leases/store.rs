@@ -158,7 +158,7 @@ pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> R
     // Runtime SQL on purpose: it embeds the one statement of the key check (`auth::key_check_cte`), of the
     // balance rule (`billing::balance_covers_sql`), of the best-fit rule (`best_fit_sql`) and of the lease's
     // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
-    let write = LeaseWriteArgs { lease_id: new.id, plan: None, event, new: Some(new), active: true, activate: false };
+    let write = LeaseWriteArgs { lease_id: new.id, plan: None, event, new: Some(new), active: true };
     bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write).bind(try_lock).fetch_one(conn).await
 }
 
@@ -414,12 +414,11 @@ struct LeaseWriteArgs<'a> {
     new: Option<&'a NewLease>,
     /// Active with GPUs (create with a plan, or an admission that locked a node), or queued without.
     active: bool,
-    activate: bool,
 }
 
 /// Bind the parameters of [`lease_write_ctes`], `$1` to `$20`: `$1` the lease; `$2`, `$3` the plan's nodes and
 /// takes (empty without a plan); `$4` to `$9` and `$20` the event; `$10` to `$17` the new lease (tenant, pool,
-/// GPU count, placement, term, hours, months, the key that asked); `$18` active, `$19` activate.
+/// GPU count, placement, term, hours, months, the key that asked); `$18` active, `$19` activate (no new lease).
 fn bind_lease_write<'q, O>(
     query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     w: &LeaseWriteArgs<'_>,
@@ -446,7 +445,7 @@ fn bind_lease_write<'q, O>(
         .bind(new.and_then(|n| n.months))
         .bind(new.map(|n| n.created_by))
         .bind(w.active)
-        .bind(w.activate)
+        .bind(new.is_none())
         .bind(w.event.detail.clone())
 }
 
@@ -469,7 +468,7 @@ pub async fn write_lease(
         write =
             lease_write_ctes("SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)", "true")
     );
-    let args = LeaseWriteArgs { lease_id, plan, event, new, active: plan.is_some(), activate: new.is_none() };
+    let args = LeaseWriteArgs { lease_id, plan, event, new, active: plan.is_some() };
     // Runtime SQL on purpose: the writes are one statement (`lease_write_ctes`) that admission embeds too.
     let written: Option<(sqlx::types::Json<Lease>,)> =
         bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &args).fetch_optional(conn).await?;
