@@ -85,7 +85,8 @@ pub struct Admission {
     pub lock_tried: bool,
     /// The best-fit node it locked (SKIP LOCKED).
     pub locked_node: Option<Uuid>,
-    /// Some allocatable node has room for the request on its own, by this statement's snapshot.
+    /// Some allocatable node has room for the request on its own, by this statement's snapshot; only looked up
+    /// when the statement tried to lock one and locked none (false otherwise), the one case that reads it.
     pub node_fits: bool,
     /// The lease, active on the locked node, when the statement wrote it (see [`admit`]).
     pub lease: Option<sqlx::types::Json<Lease>>,
@@ -125,7 +126,7 @@ pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> R
                  FROM pools p LEFT JOIN pool_current_prices cp ON cp.pool_id = p.id \
                  LEFT JOIN tenant_balances b ON b.tenant_id = (SELECT id FROM tenant) AND b.currency = p.currency \
                  WHERE p.id = $11) due), \
-         gate AS (SELECT $21 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
+         gate AS (SELECT $20 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
                       AND NOT COALESCE((SELECT queued_ahead FROM pool), true) AS lock_tried), \
          best_fit AS ({best_fit}), \
          seen AS (SELECT ctid AS seen FROM nodes WHERE id = (SELECT id FROM best_fit)), \
@@ -137,7 +138,8 @@ pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> R
          SELECT key_check.*, tenant.has_quotas AS tenant_has_quotas, pool.currency AS pool_currency, \
              pool.required_minor, pool.balance_minor, pool.balance_covers, \
              COALESCE(pool.queued_ahead, false) AS queued_ahead, \
-             gate.lock_tried, (SELECT id FROM best_fit) AS locked_node, EXISTS ({fits}) AS node_fits, \
+             gate.lock_tried, (SELECT id FROM best_fit) AS locked_node, \
+             gate.lock_tried AND (SELECT id FROM best_fit) IS NULL AND EXISTS ({fits}) AS node_fits, \
              (SELECT lease FROM written) AS lease \
          FROM gate LEFT JOIN key_check ON true LEFT JOIN tenant ON true LEFT JOIN pool ON true",
         key_check = crate::auth::key_check_cte("$17"),
@@ -151,7 +153,8 @@ pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> R
         ),
         write = lease_write_ctes(
             "SELECT id AS node_id, $12::int AS take FROM best_fit WHERE (SELECT go FROM admitted)",
-            "(SELECT go FROM admitted)"
+            "(SELECT go FROM admitted)",
+            LeaseRowWrite::Insert
         ),
         fits = best_fit_sql("$11", "$12", "", "", "id"),
     );
@@ -342,11 +345,21 @@ fn lease_json(row: &str, gpus: &str) -> String {
     )
 }
 
-/// The CTEs that write a lease: the lease row inserted (create) or its queued row activated (queue start), its
-/// GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and the event; the last one, `written`,
-/// gives the lease as JSON (no row: nothing was written). `plan` is a query of `(node_id, take)`: how many GPUs
-/// to take from each node, nodes the transaction has locked; `enabled` a boolean SQL expression, false to write
-/// nothing. Parameters are those bound by [`bind_lease_write`].
+/// Which write of the lease row a statement of [`lease_write_ctes`] makes. A statement carries only the one it
+/// makes: every writing CTE opens its table and that table's indexes on each execution, whether it writes or not.
+#[derive(Debug, Clone, Copy)]
+enum LeaseRowWrite {
+    /// Insert the new lease (`$10` to `$18`): active with the planned GPUs, or queued without.
+    Insert,
+    /// Activate the queued lease `$1` with the planned GPUs.
+    Activate,
+}
+
+/// The CTEs that write a lease: the lease row (`row`: inserted on create, or its queued row activated on queue
+/// start), its GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and the event; the last one,
+/// `written`, gives the lease as JSON (no row: nothing was written). `plan` is a query of `(node_id, take)`: how
+/// many GPUs to take from each node, nodes the transaction has locked; `enabled` a boolean SQL expression, false
+/// to write nothing. Parameters are those bound by [`bind_lease_write`].
 ///
 /// The statement also picks the GPUs, from its snapshot, which must show every allocation committed on the
 /// plan's nodes. Inside each node it takes the window of `take` free healthy GPUs with the smallest index span,
@@ -355,7 +368,7 @@ fn lease_json(row: &str, gpus: &str) -> String {
 /// end free in one block. This is the one statement of that rule. It writes nothing when a planned node has
 /// fewer free healthy GPUs than its take (a counter out of step). The foreign keys to the lease are checked at the
 /// statement's end, when its row exists.
-fn lease_write_ctes(plan: &str, enabled: &str) -> String {
+fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseRowWrite) -> String {
     format!(
         "plan AS ({plan}), \
          plan_nodes AS (SELECT ARRAY(SELECT node_id FROM plan) AS ids), \
@@ -374,22 +387,7 @@ fn lease_write_ctes(plan: &str, enabled: &str) -> String {
          complete AS ( \
              SELECT {enabled} AND (SELECT count(*) FROM picked) = (SELECT COALESCE(sum(take), 0) FROM plan) AS ok), \
          picked_ids AS (SELECT ARRAY(SELECT id FROM picked ORDER BY id) AS ids), \
-         inserted AS ( \
-             INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
-                 starts_at, ends_at, created_by, metered_until, currency, gpu_ids) \
-             SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at, \
-                 a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at, \
-                 (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids) \
-             FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state, \
-                          CASE WHEN $18 THEN now() END AS at) a \
-             WHERE NOT $19 AND (SELECT ok FROM complete) \
-             RETURNING *), \
-         activated AS ( \
-             UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
-                 ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
-                 gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now() \
-             WHERE id = $1 AND state = 'queued' AND $19 AND (SELECT ok FROM complete) RETURNING *), \
-         lease AS (SELECT * FROM inserted UNION ALL SELECT * FROM activated), \
+         lease AS ({row}), \
          held AS ( \
              UPDATE gpus SET held_by = $1 \
              WHERE id = ANY((SELECT ids FROM picked_ids)::uuid[]) AND held_by IS NULL AND (SELECT ok FROM complete)), \
@@ -399,9 +397,28 @@ fn lease_write_ctes(plan: &str, enabled: &str) -> String {
                  AND (SELECT ok FROM complete)), \
          recorded AS ( \
              INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
-             SELECT $4, $1, $5, $6, $7, $8, $9, $20 WHERE (SELECT ok FROM complete)), \
+             SELECT $4, $1, $5, $6, $7, $8, $9, $19 WHERE (SELECT ok FROM complete)), \
          written AS (SELECT {lease} AS lease FROM lease l)",
         lease = lease_json("l", "picked"),
+        row = match row {
+            LeaseRowWrite::Insert => {
+                "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
+                     starts_at, ends_at, created_by, metered_until, currency, gpu_ids) \
+                 SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at, \
+                     a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at, \
+                     (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids) \
+                 FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state, \
+                              CASE WHEN $18 THEN now() END AS at) a \
+                 WHERE (SELECT ok FROM complete) \
+                 RETURNING *"
+            }
+            LeaseRowWrite::Activate => {
+                "UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
+                     ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
+                     gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now() \
+                 WHERE id = $1 AND state = 'queued' AND (SELECT ok FROM complete) RETURNING *"
+            }
+        },
     )
 }
 
@@ -416,9 +433,10 @@ struct LeaseWriteArgs<'a> {
     active: bool,
 }
 
-/// Bind the parameters of [`lease_write_ctes`], `$1` to `$20`: `$1` the lease; `$2`, `$3` the plan's nodes and
-/// takes (empty without a plan); `$4` to `$9` and `$20` the event; `$10` to `$17` the new lease (tenant, pool,
-/// GPU count, placement, term, hours, months, the key that asked); `$18` active, `$19` activate (no new lease).
+/// Bind the parameters of [`lease_write_ctes`], `$1` to `$19`: `$1` the lease; `$2`, `$3` the plan's nodes and
+/// takes (empty without a plan); `$4` to `$9` and `$19` the event; `$10` to `$17` the new lease (tenant, pool,
+/// GPU count, placement, term, hours, months, the key that asked; null when activating) and `$18` whether the new
+/// lease is active. The activating statement does not use `$10` to `$18`.
 fn bind_lease_write<'q, O>(
     query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     w: &LeaseWriteArgs<'_>,
@@ -445,7 +463,6 @@ fn bind_lease_write<'q, O>(
         .bind(new.and_then(|n| n.months))
         .bind(new.map(|n| n.created_by))
         .bind(w.active)
-        .bind(new.is_none())
         .bind(w.event.detail.clone())
 }
 
@@ -459,14 +476,17 @@ pub async fn write_lease(
     plan: Option<&Plan>,
     event: NewEvent<'_>,
 ) -> Result<Option<Lease>, sqlx::Error> {
-    let (lease_id, new) = match lease {
-        LeaseWrite::Create(new) => (new.id, Some(new)),
-        LeaseWrite::Activate(id) => (id, None),
+    let (lease_id, new, row) = match lease {
+        LeaseWrite::Create(new) => (new.id, Some(new), LeaseRowWrite::Insert),
+        LeaseWrite::Activate(id) => (id, None, LeaseRowWrite::Activate),
     };
     let sql = format!(
         "WITH {write} SELECT lease FROM written",
-        write =
-            lease_write_ctes("SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)", "true")
+        write = lease_write_ctes(
+            "SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)",
+            "true",
+            row
+        )
     );
     let args = LeaseWriteArgs { lease_id, plan, event, new, active: plan.is_some() };
     // Runtime SQL on purpose: the writes are one statement (`lease_write_ctes`) that admission embeds too.
