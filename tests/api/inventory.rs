@@ -150,3 +150,53 @@ async fn nodes_are_created_listed_and_validated(db: PgPool) {
         .unwrap();
     assert_eq!((nodes, gpus), (2, 10), "failed creations left nothing behind");
 }
+
+/// The database's hostname constraint (migration 0020 rewrote it without bounded repetition, which was slow)
+/// accepts exactly the hostnames of the API's pattern: each candidate is inserted directly, past the API's own
+/// validation, and must be stored if and only if PostgreSQL matches it against that pattern.
+#[sqlx::test]
+async fn node_hostname_constraint_accepts_exactly_the_api_pattern(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let pool: uuid::Uuid = app.pool(&op, "edge", "h100").await.parse().unwrap();
+    let candidates = [
+        "a".to_owned(),
+        "Z9".to_owned(),
+        "0.node-1.example".to_owned(),
+        "x".repeat(253),
+        format!("a{}", "-".repeat(252)),
+        "x".repeat(254),
+        String::new(),
+        "-a".to_owned(),
+        ".a".to_owned(),
+        "a_b".to_owned(),
+        "a b".to_owned(),
+        "a\nb".to_owned(),
+        "a\n".to_owned(),
+        "nodé".to_owned(),
+    ];
+    for (i, hostname) in candidates.iter().enumerate() {
+        let (api_pattern,): (bool,) = sqlx::query_as("SELECT $1 ~ '^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$'")
+            .bind(hostname)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        let stored = sqlx::query(
+            "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps) \
+             VALUES (gen_random_uuid(), $1, $2, $3, 'nvlink', 900, 400)",
+        )
+        .bind(pool)
+        .bind(hostname)
+        .bind(format!("10.0.0.{i}"))
+        .execute(&db)
+        .await;
+        match stored {
+            Ok(_) => assert!(api_pattern, "{hostname:?} was stored but the API pattern refuses it"),
+            Err(e) => {
+                assert!(!api_pattern, "{hostname:?} matches the API pattern but was refused: {e}");
+                let constraint = e.as_database_error().and_then(|d| d.constraint()).map(str::to_owned);
+                assert_eq!(constraint.as_deref(), Some("nodes_hostname_format"), "{hostname:?}: {e}");
+            }
+        }
+    }
+}
