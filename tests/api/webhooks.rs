@@ -232,8 +232,24 @@ async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
     assert_eq!(gpuplane::webhooks::alerts::check_queue_stalled(&db, Duration::from_secs(60)).await.unwrap(), 1);
     assert_eq!(gpuplane::webhooks::alerts::check_queue_stalled(&db, Duration::from_secs(60)).await.unwrap(), 0);
     app.post(&format!("/v1/leases/{lease_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
-    // The queued lease started on the freed GPU; then its node goes silent: unreachable, then offline.
-    gpuplane::leases::lifecycle::sweep_once(&app.state, false).await.unwrap();
+    // The queued lease starts on the freed GPU: the release wakes the queue in the background, and a sweep
+    // skips a queue that is being started, so wait until it is active. Then its node goes silent: unreachable,
+    // then offline.
+    let queued_id = queued.body["id"].as_str().unwrap().to_string();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        gpuplane::leases::lifecycle::sweep_once(&app.state, false).await.unwrap();
+        let (state,): (String,) = sqlx::query_as("SELECT state FROM leases WHERE id = $1::uuid")
+            .bind(&queued_id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        if state == "active" {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the queued lease did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '10 minutes' WHERE id = $1::uuid")
         .bind(&node_id)
         .execute(&db)
