@@ -1,20 +1,25 @@
 //! Landed migrations are never edited: sqlx refuses to start against a database that applied a migration whose
-//! text changed. `migrations/CHECKSUMS` records each migration's SHA-384 (what sqlx stores) when it lands; this
-//! test fails on an edited migration, and on a new one until its line is added.
+//! text changed. Each migration's SHA-384 (what sqlx stores) is recorded when it lands, in a ledger file that is
+//! itself never edited afterwards: `migrations/CHECKSUMS` for 0001 to 0019, then one `migrations/CHECKSUMS.<version>`
+//! per new migration (sqlx ignores both: their names are not `<version>_<description>.sql`). This test fails on an
+//! edited migration, on a new one until its ledger file is added, and on a migration recorded twice.
 
 use sha2::{Digest, Sha384};
 
 #[test]
 fn landed_migrations_keep_their_recorded_checksums() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
-    let recorded = std::fs::read_to_string(dir.join("CHECKSUMS")).unwrap();
-    let recorded: std::collections::BTreeMap<&str, &str> =
-        recorded.lines().filter_map(|line| line.split_once(' ')).collect();
-    let mut files: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|name| name.ends_with(".sql"))
-        .collect();
+    let names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+    let mut recorded = std::collections::BTreeMap::new();
+    for ledger in names.iter().filter(|name| *name == "CHECKSUMS" || name.starts_with("CHECKSUMS.")) {
+        let text = std::fs::read_to_string(dir.join(ledger)).unwrap();
+        for (name, checksum) in text.lines().filter_map(|line| line.split_once(' ')) {
+            let earlier = recorded.insert(name.to_owned(), checksum.to_owned());
+            assert!(earlier.is_none(), "{name} is recorded twice (again in {ledger})");
+        }
+    }
+    let mut files: Vec<&String> = names.iter().filter(|name| name.ends_with(".sql")).collect();
     files.sort();
     assert!(files.len() >= 8, "{files:?}");
     for name in &files {
@@ -25,8 +30,11 @@ fn landed_migrations_keep_their_recorded_checksums() {
                 &checksum, expected,
                 "{name} changed after it landed: restore it and put the change in a new migration"
             ),
-            None => panic!("{name} is new: record `{name} {checksum}` in migrations/CHECKSUMS"),
+            None => {
+                let version = name.split('_').next().unwrap();
+                panic!("{name} is new: record `{name} {checksum}` in a new file migrations/CHECKSUMS.{version}")
+            }
         }
     }
-    assert_eq!(recorded.len(), files.len(), "CHECKSUMS names a migration that is gone");
+    assert_eq!(recorded.len(), files.len(), "a ledger names a migration that is gone");
 }
