@@ -154,14 +154,14 @@ pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> R
         write = lease_write_ctes(
             "SELECT id AS node_id, $12::int AS take FROM best_fit WHERE (SELECT go FROM admitted)",
             "(SELECT go FROM admitted)",
-            LeaseRowWrite::Insert
+            LeaseWrite::Create(new)
         ),
         fits = best_fit_sql("$11", "$12", "", "", "id"),
     );
     // Runtime SQL on purpose: it embeds the one statement of the key check (`auth::key_check_cte`), of the
     // balance rule (`billing::balance_covers_sql`), of the best-fit rule (`best_fit_sql`) and of the lease's
     // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
-    let write = LeaseWriteArgs { lease_id: new.id, plan: None, event, new: Some(new), active: true };
+    let write = LeaseWriteArgs { lease: LeaseWrite::Create(new), plan: None, event, active: true };
     bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write).bind(try_lock).fetch_one(conn).await
 }
 
@@ -325,12 +325,23 @@ pub struct NewLease {
     pub created_by: Uuid,
 }
 
-/// What [`write_lease`] does to the lease row.
+/// What [`write_lease`] does to the lease row. A statement of [`lease_write_ctes`] carries only the write it
+/// makes: every writing CTE opens its table and that table's indexes on each execution, whether it writes or not.
+#[derive(Clone, Copy)]
 pub enum LeaseWrite<'a> {
     /// Insert it: active with the planned GPUs, or queued without.
     Create(&'a NewLease),
     /// Activate this queued lease with the planned GPUs.
     Activate(Uuid),
+}
+
+impl LeaseWrite<'_> {
+    fn lease_id(&self) -> Uuid {
+        match self {
+            LeaseWrite::Create(new) => new.id,
+            LeaseWrite::Activate(id) => *id,
+        }
+    }
 }
 
 /// The lease `row` (a row of `leases`) as the API returns it ([`Lease`]), with the GPUs of `gpus` (rows with
@@ -345,18 +356,8 @@ fn lease_json(row: &str, gpus: &str) -> String {
     )
 }
 
-/// Which write of the lease row a statement of [`lease_write_ctes`] makes. A statement carries only the one it
-/// makes: every writing CTE opens its table and that table's indexes on each execution, whether it writes or not.
-#[derive(Debug, Clone, Copy)]
-enum LeaseRowWrite {
-    /// Insert the new lease (`$10` to `$18`): active with the planned GPUs, or queued without.
-    Insert,
-    /// Activate the queued lease `$1` with the planned GPUs.
-    Activate,
-}
-
-/// The CTEs that write a lease: the lease row (`row`: inserted on create, or its queued row activated on queue
-/// start), its GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and the event; the last one,
+/// The CTEs that write a lease: the lease row (as `row` asks: inserted on create, or its queued row activated on
+/// queue start), its GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and the event; the last one,
 /// `written`, gives the lease as JSON (no row: nothing was written). `plan` is a query of `(node_id, take)`: how
 /// many GPUs to take from each node, nodes the transaction has locked; `enabled` a boolean SQL expression, false
 /// to write nothing. Parameters are those bound by [`bind_lease_write`].
@@ -368,7 +369,7 @@ enum LeaseRowWrite {
 /// end free in one block. This is the one statement of that rule. It writes nothing when a planned node has
 /// fewer free healthy GPUs than its take (a counter out of step). The foreign keys to the lease are checked at the
 /// statement's end, when its row exists.
-fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseRowWrite) -> String {
+fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseWrite<'_>) -> String {
     format!(
         "plan AS ({plan}), \
          plan_nodes AS (SELECT ARRAY(SELECT node_id FROM plan) AS ids), \
@@ -401,7 +402,7 @@ fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseRowWrite) -> String {
          written AS (SELECT {lease} AS lease FROM lease l)",
         lease = lease_json("l", "picked"),
         row = match row {
-            LeaseRowWrite::Insert => {
+            LeaseWrite::Create(_) => {
                 "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
                      starts_at, ends_at, created_by, metered_until, currency, gpu_ids) \
                  SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at, \
@@ -412,7 +413,7 @@ fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseRowWrite) -> String {
                  WHERE (SELECT ok FROM complete) \
                  RETURNING *"
             }
-            LeaseRowWrite::Activate => {
+            LeaseWrite::Activate(_) => {
                 "UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
                      ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
                      gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now() \
@@ -424,11 +425,9 @@ fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseRowWrite) -> String {
 
 /// What a statement with [`lease_write_ctes`] writes.
 struct LeaseWriteArgs<'a> {
-    lease_id: Uuid,
+    lease: LeaseWrite<'a>,
     plan: Option<&'a Plan>,
     event: NewEvent<'a>,
-    /// The lease to insert (create); None: activate the queued lease `lease_id`.
-    new: Option<&'a NewLease>,
     /// Active with GPUs (create with a plan, or an admission that locked a node), or queued without.
     active: bool,
 }
@@ -443,9 +442,12 @@ fn bind_lease_write<'q, O>(
 ) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
     let plan_nodes: Vec<Uuid> = w.plan.map(|p| p.0.iter().map(|t| t.0).collect()).unwrap_or_default();
     let plan_takes: Vec<i32> = w.plan.map(|p| p.0.iter().map(|t| t.1).collect()).unwrap_or_default();
-    let new = w.new;
+    let new = match w.lease {
+        LeaseWrite::Create(new) => Some(new),
+        LeaseWrite::Activate(_) => None,
+    };
     query
-        .bind(w.lease_id)
+        .bind(w.lease.lease_id())
         .bind(plan_nodes)
         .bind(plan_takes)
         .bind(new_id())
@@ -476,26 +478,22 @@ pub async fn write_lease(
     plan: Option<&Plan>,
     event: NewEvent<'_>,
 ) -> Result<Option<Lease>, sqlx::Error> {
-    let (lease_id, new, row) = match lease {
-        LeaseWrite::Create(new) => (new.id, Some(new), LeaseRowWrite::Insert),
-        LeaseWrite::Activate(id) => (id, None, LeaseRowWrite::Activate),
-    };
     let sql = format!(
         "WITH {write} SELECT lease FROM written",
         write = lease_write_ctes(
             "SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)",
             "true",
-            row
+            lease
         )
     );
-    let args = LeaseWriteArgs { lease_id, plan, event, new, active: plan.is_some() };
+    let args = LeaseWriteArgs { lease, plan, event, active: plan.is_some() };
     // Runtime SQL on purpose: the writes are one statement (`lease_write_ctes`) that admission embeds too.
     let written: Option<(sqlx::types::Json<Lease>,)> =
         bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &args).fetch_optional(conn).await?;
     if written.is_none()
         && let Some(plan) = plan
     {
-        tracing::warn!(lease.id = %lease_id, plan = ?plan.0, "free_gpus counters disagree with the GPUs free on the planned nodes");
+        tracing::warn!(lease.id = %lease.lease_id(), plan = ?plan.0, "free_gpus counters disagree with the GPUs free on the planned nodes");
     }
     Ok(written.map(|(lease,)| lease.0))
 }
