@@ -236,20 +236,16 @@ async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
     // skips a queue that is being started, so wait until it is active. Then its node goes silent: unreachable,
     // then offline.
     let queued_id = queued.body["id"].as_str().unwrap().to_string();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
+    crate::agent_e2e::wait_until("the queued lease to start", 15, || async {
         gpuplane::leases::lifecycle::sweep_once(&app.state, false).await.unwrap();
         let (state,): (String,) = sqlx::query_as("SELECT state FROM leases WHERE id = $1::uuid")
             .bind(&queued_id)
             .fetch_one(&db)
             .await
             .unwrap();
-        if state == "active" {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "the queued lease did not start");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        state == "active"
+    })
+    .await;
     sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '10 minutes' WHERE id = $1::uuid")
         .bind(&node_id)
         .execute(&db)
