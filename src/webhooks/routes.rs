@@ -246,7 +246,7 @@ async fn load_endpoint(
     id: Uuid,
 ) -> Result<WebhookEndpoint, ApiError> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2"
+        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND webhook_in_audience(tenant_id, $2)"
     )))
     .bind(id)
     .bind(audience.tenant_id())
@@ -268,7 +268,7 @@ pub async fn list_webhooks(
 ) -> ApiResult<Json<Page<WebhookEndpoint>>> {
     let limit = page.fetch_limit()?;
     let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id IS NOT DISTINCT FROM $1 AND id > $2 \
+        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE webhook_in_audience(tenant_id, $1) AND id > $2 \
          ORDER BY id LIMIT $3"
     )))
     .bind(audience.tenant_id())
@@ -310,7 +310,7 @@ pub async fn create_webhook(
         .execute(&mut *tx)
         .await?;
     let (count,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM webhook_endpoints WHERE tenant_id IS NOT DISTINCT FROM $1")
+        sqlx::query_as("SELECT count(*) FROM webhook_endpoints WHERE webhook_in_audience(tenant_id, $1)")
             .bind(audience.tenant_id())
             .fetch_one(&mut *tx)
             .await?;
@@ -381,7 +381,7 @@ pub async fn update_webhook(
              description = COALESCE($5, description), enabled = COALESCE($6, enabled), \
              disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, \
              failing_since = CASE WHEN $6 THEN NULL ELSE failing_since END, updated_at = now() \
-         WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2 RETURNING {ENDPOINT_COLUMNS}"
+         WHERE id = $1 AND webhook_in_audience(tenant_id, $2) RETURNING {ENDPOINT_COLUMNS}"
     )))
     .bind(id)
     .bind(audience.tenant_id())
@@ -405,7 +405,7 @@ pub async fn delete_webhook(
     WebhookOwner(audience): WebhookOwner,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let deleted = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2")
+    let deleted = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1 AND webhook_in_audience(tenant_id, $2)")
         .bind(id)
         .bind(audience.tenant_id())
         .execute(&state.db)
@@ -432,7 +432,7 @@ pub async fn list_deliveries(
     let mut conn = state.db.acquire().await?;
     load_endpoint(&mut conn, audience, id).await?;
     let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{DELIVERY_SELECT} WHERE d.endpoint_id = $1 AND e.tenant_id IS NOT DISTINCT FROM $2 AND d.id > $3 \
+        "{DELIVERY_SELECT} WHERE d.endpoint_id = $1 AND webhook_in_audience(e.tenant_id, $2) AND d.id > $3 \
          ORDER BY d.id LIMIT $4"
     )))
     .bind(id)
@@ -504,7 +504,7 @@ pub async fn retry_delivery(
     let retried = sqlx::query(
         "UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = now(), claim = NULL \
          FROM webhook_endpoints e \
-         WHERE d.id = $1 AND d.endpoint_id = $2 AND e.id = d.endpoint_id AND e.tenant_id IS NOT DISTINCT FROM $3",
+         WHERE d.id = $1 AND d.endpoint_id = $2 AND e.id = d.endpoint_id AND webhook_in_audience(e.tenant_id, $3)",
     )
     .bind(delivery_id)
     .bind(id)
@@ -557,7 +557,7 @@ pub async fn list_events(
     };
     let rows = sqlx::query_as(
         "SELECT id, type, created_at AS timestamp, data FROM webhook_events \
-         WHERE tenant_id IS NOT DISTINCT FROM $1 AND id > $2 AND ($3::text IS NULL OR type = $3) \
+         WHERE webhook_in_audience(tenant_id, $1) AND id > $2 AND ($3::text IS NULL OR type = $3) \
          ORDER BY id LIMIT $4",
     )
     .bind(audience.tenant_id())

@@ -504,6 +504,47 @@ async fn another_tenants_endpoints_deliveries_and_events_are_not_found(db: PgPoo
     assert_eq!(app.get("/v1/events", &a).await.expect(StatusCode::OK).body["items"].as_array().unwrap().len(), 1);
 }
 
+/// The audience rule (`webhook_in_audience`, migration 0021) is an index condition: the outbox's fan-out to a
+/// tenant's endpoints and a page of a tenant's or the fleet's events read their audience's index entries, not
+/// every tenant's rows. With sequential scans priced out, `tenant_id IS NOT DISTINCT FROM $1` (the form before)
+/// still gives a filter over a whole index or table, and this test fails; so does any plan that sorts a page.
+#[sqlx::test]
+async fn audience_reads_are_served_by_the_audience_indexes(db: PgPool) {
+    let tenant = uuid::Uuid::now_v7();
+    let mut conn = db.acquire().await.unwrap();
+    sqlx::query("SET enable_seqscan = off").execute(&mut *conn).await.unwrap();
+    let plans = [
+        (
+            "SELECT e.id FROM webhook_endpoints e WHERE webhook_in_audience(e.tenant_id, $1) AND e.enabled",
+            "webhook_endpoints_tenant_idx",
+            "webhook_endpoints_tenant_idx",
+        ),
+        (
+            "SELECT id FROM webhook_events WHERE webhook_in_audience(tenant_id, $1) AND id > '00000000-0000-0000-0000-000000000000' ORDER BY id LIMIT 51",
+            "webhook_events_tenant_idx",
+            "webhook_events_fleet_idx",
+        ),
+    ];
+    for (sql, tenant_index, fleet_index) in plans {
+        for (audience, index) in [(Some(tenant), tenant_index), (None, fleet_index)] {
+            let lines: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("EXPLAIN {sql}")))
+                .bind(audience)
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap();
+            let plan = lines.join("\n");
+            assert!(
+                plan.contains(&format!("Index Scan using {index}"))
+                    || plan.contains(&format!("Index Only Scan using {index}"))
+                    || plan.contains(&format!("Bitmap Index Scan on {index}")),
+                "{audience:?}: {plan}"
+            );
+            let filters_audience = plan.lines().any(|l| l.contains("Filter") && l.contains("tenant_id"));
+            assert!(!plan.contains("Sort") && !filters_audience, "{audience:?}: {plan}");
+        }
+    }
+}
+
 /// A pool with one 1-GPU node, that node's agent token, the tenant's 1-hour lease of the GPU, and a template
 /// `sleeper` running `/bin/sleep SECS`: (agent token, lease id).
 async fn sleeper_on_a_leased_gpu(app: &TestApp, op: &str, tenant: &str, secs: &str) -> (String, String) {
