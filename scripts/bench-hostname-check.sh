@@ -6,14 +6,10 @@
 # a random row of one, then of the other, in turns, one client, without waiting for the WAL flush (the flush
 # would hide the CPU cost). Usage: scripts/bench-hostname-check.sh [seconds per run, default 5] [rounds, default 3]
 set -euo pipefail
-url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-db=gpuplane_bench_hostname
+. "$(dirname "$0")/lib/scratch.sh"
 seconds="${1:-5}"
 rounds="${2:-3}"
-export PGOPTIONS="-c client_min_messages=warning"
-psql "$url" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-trap 'psql "$url" -qc "DROP DATABASE IF EXISTS $db"' EXIT
-dburl="${url%/*}/$db"
+scratch_database "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" gpuplane_bench_hostname
 psql "$dburl" -q -v ON_ERROR_STOP=1 <<'SQL'
 CREATE TABLE hosts_bounded (id int PRIMARY KEY, hostname text NOT NULL, seen timestamptz,
     CHECK (hostname ~ '^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$'));
@@ -22,13 +18,10 @@ CREATE TABLE hosts_unbounded (id int PRIMARY KEY, hostname text NOT NULL, seen t
 INSERT INTO hosts_bounded SELECT g, 'gpu-node-' || lpad(g::text, 4, '0') || '.dc1.example' FROM generate_series(1, 1000) g;
 INSERT INTO hosts_unbounded SELECT * FROM hosts_bounded;
 SQL
-script=$(mktemp)
-trap 'rm -f "$script"; psql "$url" -qc "DROP DATABASE IF EXISTS $db"' EXIT
+script="$scratch_dir/update.sql"
 for round in $(seq "$rounds"); do
     for table in hosts_bounded hosts_unbounded; do
         printf '\\set n random(1, 1000)\nUPDATE %s SET seen = now() WHERE id = :n;\n' "$table" > "$script"
-        latency=$(PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" pgbench -n -M prepared -c 1 -T "$seconds" -f "$script" "$dburl" 2>&1 \
-            | sed -n 's/^latency average = //p')
-        echo "round $round  $table  update latency $latency"
+        echo "round $round  $table  update latency $(latency "$script" "$seconds")"
     done
 done

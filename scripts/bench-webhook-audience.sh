@@ -12,16 +12,12 @@
 # Usage: scripts/bench-webhook-audience.sh [seconds per run, default 5] [rounds, default 2]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-url="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-db=gpuplane_bench_audience
+. scripts/lib/scratch.sh
 seconds="${1:-5}"
 rounds="${2:-2}"
-export PGOPTIONS="-c client_min_messages=warning"
-psql "$url" -qc "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
-emit=$(mktemp)
-page=$(mktemp)
-trap 'rm -f "$emit" "$page"; psql "$url" -qc "DROP DATABASE IF EXISTS $db"' EXIT
-dburl="${url%/*}/$db"
+scratch_database "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" gpuplane_bench_audience
+emit="$scratch_dir/emit.sql"
+page="$scratch_dir/page.sql"
 for migration in migrations/00*.sql; do
     case "$migration" in migrations/0021_*) break ;; esac
     psql "$dburl" -q -v ON_ERROR_STOP=1 -f "$migration" > /dev/null
@@ -45,9 +41,7 @@ measure() {
         for what in emit page; do
             script=$emit
             [ "$what" = page ] && script=$page
-            latency=$(PGOPTIONS="$PGOPTIONS -c synchronous_commit=off" pgbench -n -M prepared -c 1 -T "$seconds" -f "$script" "$dburl" 2>&1 \
-                | sed -n 's/^latency average = //p')
-            echo "round $round  $label  $what  latency $latency"
+            echo "round $round  $label  $what  latency $(latency "$script" "$seconds")"
         done
     done
 }
