@@ -16,8 +16,6 @@ cd "$(dirname "$0")/.."
 seconds="${1:-5}"
 rounds="${2:-2}"
 scratch_database "${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}" gpuplane_bench_audience
-emit="$scratch_dir/emit.sql"
-page="$scratch_dir/page.sql"
 for migration in migrations/00*.sql; do
     case "$migration" in migrations/0021_*) break ;; esac
     psql "$dburl" -q -v ON_ERROR_STOP=1 -f "$migration" > /dev/null
@@ -32,16 +30,14 @@ SELECT webhook_uuid_v7(), t.id, 'lease.started', '{}' FROM tenants t, generate_s
 INSERT INTO tenants (id, name) VALUES ('00000000-0000-7000-8000-000000000001', 'quiet');
 VACUUM ANALYZE;
 SQL
-printf '%s\n' "SELECT webhook_emit(gen_random_uuid(), '00000000-0000-7000-8000-000000000001', 'lease.started', '{}');" > "$emit"
+printf '%s\n' "SELECT webhook_emit(gen_random_uuid(), '00000000-0000-7000-8000-000000000001', 'lease.started', '{}');" > "$scratch_dir/emit.sql"
 measure() {
     local label=$1 where=$2 tenant
     tenant=$(psql "$dburl" -qtAc "SELECT id FROM tenants WHERE name = 'tenant-1000'")
-    printf '%s\n' "SELECT ev.id FROM webhook_events ev WHERE ${where//:tenant/\'$tenant\'} AND ev.id > '00000000-0000-0000-0000-000000000000' ORDER BY ev.id LIMIT 51;" > "$page"
+    printf '%s\n' "SELECT ev.id FROM webhook_events ev WHERE ${where//:tenant/\'$tenant\'} AND ev.id > '00000000-0000-0000-0000-000000000000' ORDER BY ev.id LIMIT 51;" > "$scratch_dir/page.sql"
     for round in $(seq "$rounds"); do
         for what in emit page; do
-            script=$emit
-            [ "$what" = page ] && script=$page
-            echo "round $round  $label  $what  latency $(latency "$script" "$seconds")"
+            echo "round $round  $label  $what  latency $(latency "$scratch_dir/$what.sql" "$seconds")"
         done
     done
 }
