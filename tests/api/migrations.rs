@@ -38,3 +38,44 @@ fn landed_migrations_keep_their_recorded_checksums() {
     }
     assert_eq!(recorded.len(), files.len(), "a ledger names a migration that is gone");
 }
+
+/// The allocation core (`src/leases/allocation.sql`) is applied at every start-up, not as a migration: replicas
+/// starting together apply it one after another (advisory lock), applying it again changes nothing, and a
+/// database that holds an older body of a function gets the one this build carries.
+#[sqlx::test]
+async fn the_allocation_core_is_applied_idempotently_by_concurrent_replicas(db: sqlx::PgPool) {
+    use gpuplane::leases::allocation::install;
+    let body = |db: sqlx::PgPool| async move {
+        let (src,): (String,) =
+            sqlx::query_as("SELECT prosrc FROM pg_proc WHERE proname = 'gp_lease_end'").fetch_one(&db).await.unwrap();
+        src
+    };
+    // Without the lock, two replicas replacing one function at once fail ("tuple concurrently updated").
+    for _ in 0..5 {
+        let applied = tokio::join!(install(&db), install(&db), install(&db), install(&db));
+        assert!(applied.0.is_ok() && applied.1.is_ok() && applied.2.is_ok() && applied.3.is_ok(), "{applied:?}");
+    }
+    let installed = body(db.clone()).await;
+    assert!(installed.contains("FOR UPDATE"), "{installed}");
+    for function in ["gp_lease_admit", "gp_lease_write", "gp_lease_end", "gp_lease_gpus", "gp_lease_json"] {
+        let (n,): (i64,) = sqlx::query_as("SELECT count(*) FROM pg_proc WHERE proname = $1")
+            .bind(function)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        assert_eq!(n, 1, "{function}");
+    }
+    // An older replica's body is replaced by this build's.
+    sqlx::raw_sql(
+        "CREATE OR REPLACE FUNCTION gp_lease_json(l leases, gpus jsonb) RETURNS jsonb LANGUAGE sql STABLE \
+         AS $$ SELECT '{}'::jsonb $$",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+    install(&db).await.unwrap();
+    let (json,): (String,) =
+        sqlx::query_as("SELECT prosrc FROM pg_proc WHERE proname = 'gp_lease_json'").fetch_one(&db).await.unwrap();
+    assert!(json.contains("to_jsonb"), "{json}");
+    assert_eq!(body(db.clone()).await, installed);
+}
