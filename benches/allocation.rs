@@ -316,7 +316,7 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
         .connect_with(cfg.options(ALLOC_DB)?)
         .await
         .context("connecting to the bench database")?;
-    gpuplane::db::migrate(&db).await?;
+    gpuplane::db::MIGRATOR.run(&db).await?;
     let seeding = Instant::now();
     let (pool_id, keys) = seed(&db, nodes, cfg.tenants).await?;
     eprintln!("  seeded {nodes} nodes x {GPUS_PER_NODE} GPUs in {:.1} s", seeding.elapsed().as_secs_f64());

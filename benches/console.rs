@@ -326,7 +326,7 @@ async fn run(cfg: &Config) -> anyhow::Result<(Vec<PageResult>, usize)> {
         .connect_with(PgConnectOptions::from_str(&cfg.server_url)?.database(DB))
         .await
         .context("connecting to the bench database")?;
-    gpuplane::db::migrate(&db).await?;
+    gpuplane::db::MIGRATOR.run(&db).await?;
     let seeding = Instant::now();
     let (operator_key, keys) = seed(&db, cfg.nodes, cfg.tenants).await?;
     eprintln!("seeded {} nodes x {GPUS_PER_NODE} GPUs in {:.1} s", cfg.nodes, seeding.elapsed().as_secs_f64());

@@ -47,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
     sqlx::query(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {DB} WITH (FORCE)"))).execute(&mut admin).await?;
     sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {DB}"))).execute(&mut admin).await?;
     let db = PgPoolOptions::new().max_connections(8).connect(&format!("{base}/{DB}")).await?;
-    gpuplane::db::migrate(&db).await?;
+    gpuplane::db::MIGRATOR.run(&db).await?;
 
     let seeding = Instant::now();
     sqlx::query(

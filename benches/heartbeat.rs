@@ -441,7 +441,7 @@ async fn run(cfg: &Config, admin: &mut PgConnection) -> anyhow::Result<BenchResu
         .connect_with(cfg.options(BENCH_DB)?)
         .await
         .context("connecting to the bench database")?;
-    gpuplane::db::migrate(&db).await?;
+    gpuplane::db::MIGRATOR.run(&db).await?;
     let seeding = Instant::now();
     let node_ids = seed(&db, cfg.nodes).await?;
     eprintln!("  seeded {} nodes x {GPUS_PER_NODE} GPUs in {:.1} s", cfg.nodes, seeding.elapsed().as_secs_f64());

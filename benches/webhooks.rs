@@ -41,7 +41,7 @@ async fn bench() -> anyhow::Result<()> {
     let mut admin = PgConnection::connect_with(&options).await?;
     recreate_database(&mut admin, BENCH_DB).await?;
     let db = PgPoolOptions::new().max_connections(16).connect_with(options.clone().database(BENCH_DB)).await?;
-    gpuplane::db::migrate(&db).await?;
+    gpuplane::db::MIGRATOR.run(&db).await?;
 
     // The receiver: counts requests and answers 204.
     let received = Arc::new(AtomicU64::new(0));

@@ -10,7 +10,7 @@ use crate::config::DatabaseArgs;
 /// The migrations in `migrations/`, embedded in the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
-/// Create the database if it does not exist, connect, run pending migrations and apply the allocation core.
+/// Create the database if it does not exist, connect, and run pending migrations.
 pub async fn connect_and_migrate(args: &DatabaseArgs) -> anyhow::Result<PgPool> {
     if !sqlx::Postgres::database_exists(&args.database_url).await? {
         tracing::info!("creating database");
@@ -26,14 +26,6 @@ pub async fn connect_and_migrate(args: &DatabaseArgs) -> anyhow::Result<PgPool> 
         .acquire_timeout(Duration::from_secs(5))
         .connect(&args.database_url)
         .await?;
-    migrate(&pool).await?;
+    MIGRATOR.run(&pool).await?;
     Ok(pool)
-}
-
-/// Run pending migrations, then apply the allocation core (`leases::allocation`), which lives in a source file
-/// of its own rather than in a migration so that changing it never edits a landed one.
-pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
-    MIGRATOR.run(pool).await?;
-    crate::leases::allocation::install(pool).await?;
-    Ok(())
 }

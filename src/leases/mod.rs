@@ -1,7 +1,6 @@
 //! Leases: N GPUs of one pool for a period. Allocation (`store::allocate`) is all-or-nothing, best-fit over
 //! node free counters under row locks, and backed by a unique index that makes a double-booked GPU impossible.
 
-pub mod allocation;
 pub mod lifecycle;
 pub mod network;
 pub mod placement;

@@ -51,9 +51,9 @@ impl Capacity {
 
 /// Nodes of pool `pool` that may take `need` GPUs on their own, best fit first: allocatable (active and
 /// ready), and of those the smallest sufficient free block, then the lowest id. The one statement of the rule,
-/// used by the wait mode and put into the allocation core's admission (`allocation::source`); `and` adds
-/// conditions, `tail` a limit and locking, `columns` what it selects of the nodes.
-pub(crate) fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str, columns: &str) -> String {
+/// used by the admission statement and by the wait mode; `and` adds conditions, `tail` a limit and locking,
+/// `columns` what it selects of the nodes.
+fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str, columns: &str) -> String {
     format!(
         "SELECT {columns} FROM nodes WHERE pool_id = {pool} AND admin_state = 'active' AND liveness = 'ready' \
          AND free_gpus >= {need} {and} ORDER BY free_gpus, id {tail}"
@@ -63,7 +63,7 @@ pub(crate) fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str, column
 /// How many times a multi-node plan is re-made when its nodes changed between planning and locking.
 const PLAN_ATTEMPTS: usize = 3;
 
-/// What the admission of a new lease found ([`admit`]), and the lease when it wrote one: one row whatever it found.
+/// What the admission statement of a new lease found, and the lease when it wrote one: one row whatever it found.
 #[derive(sqlx::FromRow)]
 pub struct Admission {
     /// The caller's key, for [`crate::auth::TenantAdminToken::accept`].
@@ -81,42 +81,88 @@ pub struct Admission {
     pub balance_covers: Option<bool>,
     /// Leases wait in the pool's queue: a new request does not jump it.
     pub queued_ahead: bool,
-    /// Whether admission tried to lock the best-fit node (asked to, no quota, no queue).
+    /// Whether the statement tried to lock the best-fit node (asked to, no quota, no queue).
     pub lock_tried: bool,
     /// The best-fit node it locked (SKIP LOCKED).
     pub locked_node: Option<Uuid>,
-    /// Some allocatable node has room for the request on its own; only looked up when admission tried to lock
-    /// one and locked none (false otherwise), the one case that reads it.
+    /// Some allocatable node has room for the request on its own, by this statement's snapshot; only looked up
+    /// when the statement tried to lock one and locked none (false otherwise), the one case that reads it.
     pub node_fits: bool,
-    /// The lease, active on the locked node, when admission wrote it (see [`admit`]).
+    /// The lease, active on the locked node, when the statement wrote it (see [`admit`]).
     pub lease: Option<sqlx::types::Json<Lease>>,
 }
 
-/// Admission of a new lease, in one call of `gp_lease_admit` (allocation.sql): everything admission needs (the
-/// caller's key and tenant, quotas or not, the up-front amount and the balance, a queue in the pool) and, with
-/// `try_lock` when nothing in that stops it, the best-fit node locked with SKIP LOCKED. A SKIP LOCKED miss can
-/// keep a stray lock (a row updated under it that then failed the recheck); such a row was a candidate, so
-/// `node_fits` is true whenever one may be held: the caller then rolls the transaction back and retries in wait
-/// mode instead of waiting for anything while it may hold a node.
+/// The first statement of a new lease: everything admission needs (the caller's key and tenant, quotas or not,
+/// the up-front amount and the balance, a queue in the pool) and, with `try_lock` when nothing in that stops it,
+/// the best-fit node locked with SKIP LOCKED. A SKIP LOCKED miss can keep a stray lock (a row updated under it
+/// that then failed the recheck); such a row was a candidate in the statement's snapshot, so `node_fits` is
+/// true whenever one may be held: the caller then rolls the transaction back and retries in wait mode
+/// instead of waiting for anything while it may hold a node.
 ///
 /// When it locked a node and everything admits the request (the key may act for `new.tenant_id`, the pool
-/// exists, the balance covers it), the same call also writes the lease on that node, active (`gp_lease_write`).
-/// Run on its own (autocommit) it is a whole create in one round trip.
+/// exists, the balance covers it), the same statement also writes the lease on that node, active, with the
+/// writes of [`write_lease`] (the one statement of them, [`lease_write_ctes`]). That needs the statement's
+/// snapshot to show the node's GPUs as they are now: every change to which of a node's GPUs are free and healthy
+/// updates the node's row under its lock, so the snapshot is current if the row it locked is the version the
+/// snapshot shows. When it is not (a change committed between the snapshot and the lock), the statement writes
+/// nothing and the caller goes on as without the write: in a transaction, [`place`] and [`write_lease`] on the
+/// node it holds, in a new snapshot. Run on its own (autocommit) it is a whole create in one round trip.
 pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> Result<Admission, sqlx::Error> {
-    sqlx::query_as("SELECT * FROM gp_lease_admit($1, $2, $3, $4, $5, $6, $7::text, $8::text, $9, $10, $11)")
-        .bind(new.id)
-        .bind(new_id())
-        .bind(new.created_by)
-        .bind(new.tenant_id)
-        .bind(new.pool_id)
-        .bind(new.gpu_count)
-        .bind(new.placement)
-        .bind(new.term)
-        .bind(new.duration_hours)
-        .bind(new.months)
-        .bind(try_lock)
-        .fetch_one(conn)
-        .await
+    let actor = Actor::Tenant(new.created_by);
+    let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
+    let sql = format!(
+        "WITH {key_check}, \
+         tenant AS ( \
+             SELECT t.id, t.max_concurrent_leases IS NOT NULL OR t.max_gpus_per_pool IS NOT NULL \
+                 OR EXISTS (SELECT 1 FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $11) AS has_quotas \
+             FROM tenants t WHERE t.id = (SELECT checked_tenant_id FROM key_check)), \
+         pool AS ( \
+             SELECT due.*, {covers} AS balance_covers FROM ( \
+                 SELECT p.id, p.currency, \
+                     lease_upfront_minor($12, $14, COALESCE($16, 0), cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor) \
+                         AS required_minor, \
+                     COALESCE(b.balance_minor, 0) AS balance_minor, \
+                     EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = p.id AND q.state = 'queued') AS queued_ahead \
+                 FROM pools p LEFT JOIN pool_current_prices cp ON cp.pool_id = p.id \
+                 LEFT JOIN tenant_balances b ON b.tenant_id = (SELECT id FROM tenant) AND b.currency = p.currency \
+                 WHERE p.id = $11) due), \
+         gate AS (SELECT $20 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
+                      AND NOT COALESCE((SELECT queued_ahead FROM pool), true) AS lock_tried), \
+         best_fit AS ({best_fit}), \
+         seen AS (SELECT ctid AS seen FROM nodes WHERE id = (SELECT id FROM best_fit)), \
+         admitted AS ( \
+             SELECT COALESCE((SELECT key_may_act AND checked_tenant_id = $10 FROM key_check), false) \
+                 AND COALESCE((SELECT balance_covers FROM pool), false) \
+                 AND (SELECT locked FROM best_fit) = (SELECT seen FROM seen) AS go), \
+         {write} \
+         SELECT key_check.*, tenant.has_quotas AS tenant_has_quotas, pool.currency AS pool_currency, \
+             pool.required_minor, pool.balance_minor, pool.balance_covers, \
+             COALESCE(pool.queued_ahead, false) AS queued_ahead, \
+             gate.lock_tried, (SELECT id FROM best_fit) AS locked_node, \
+             gate.lock_tried AND (SELECT id FROM best_fit) IS NULL AND EXISTS ({fits}) AS node_fits, \
+             (SELECT lease FROM written) AS lease \
+         FROM gate LEFT JOIN key_check ON true LEFT JOIN tenant ON true LEFT JOIN pool ON true",
+        key_check = crate::auth::key_check_cte("$17"),
+        covers = crate::billing::balance_covers_sql("due.balance_minor", "due.required_minor"),
+        best_fit = best_fit_sql(
+            "$11",
+            "$12",
+            "AND (SELECT lock_tried FROM gate)",
+            "LIMIT 1 FOR UPDATE SKIP LOCKED",
+            "id, ctid AS locked"
+        ),
+        write = lease_write_ctes(
+            "SELECT id AS node_id, $12::int AS take FROM best_fit WHERE (SELECT go FROM admitted)",
+            "(SELECT go FROM admitted)",
+            LeaseWrite::Create(new)
+        ),
+        fits = best_fit_sql("$11", "$12", "", "", "id"),
+    );
+    // Runtime SQL on purpose: it embeds the one statement of the key check (`auth::key_check_cte`), of the
+    // balance rule (`billing::balance_covers_sql`), of the best-fit rule (`best_fit_sql`) and of the lease's
+    // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
+    let write = LeaseWriteArgs { lease: LeaseWrite::Create(new), plan: None, event, active: true };
+    bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write).bind(try_lock).fetch_one(conn).await
 }
 
 impl Admission {
@@ -279,7 +325,7 @@ pub struct NewLease {
     pub created_by: Uuid,
 }
 
-/// What [`write_lease`] does to the lease row.
+/// What [`write_lease`] does to the lease row. A statement of [`lease_write_ctes`] carries only the write it
 /// makes: every writing CTE opens its table and that table's indexes on each execution, whether it writes or not.
 #[derive(Clone, Copy)]
 pub enum LeaseWrite<'a> {
@@ -298,49 +344,158 @@ impl LeaseWrite<'_> {
     }
 }
 
-/// Write a lease with the GPUs of `plan` on nodes the transaction has locked, in one call of `gp_lease_write`
-/// (allocation.sql, where the rule that picks the GPUs inside a node lives), and return it; its statements run
-/// after the locks, so they see every allocation committed on those nodes. Without a plan the lease is written
-/// queued (create) and holds nothing. Returns None, having written nothing, when a planned node has fewer free
-/// healthy GPUs than its counter said (a counter out of step).
+/// The lease `row` (a row of `leases`) as the API returns it ([`Lease`]), with the GPUs of `gpus` (rows with
+/// `id`, `node_id`, `idx` and `uuid`), as jsonb: the one statement of that shape, for the statements that return
+/// a lease they wrote (a new lease, an ended one).
+fn lease_json(row: &str, gpus: &str) -> String {
+    format!(
+        "(to_jsonb({row}) - 'gpu_ids') || jsonb_build_object('gpus', ( \
+             SELECT COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, 'hostname', n.hostname, \
+                 'address', n.address, 'index', h.idx, 'uuid', h.uuid) ORDER BY n.hostname, h.idx), '[]') \
+             FROM {gpus} h JOIN nodes n ON n.id = h.node_id))"
+    )
+}
+
+/// The CTEs that write a lease: the lease row (as `row` asks: inserted on create, or its queued row activated on
+/// queue start), its GPUs (`gpus.held_by`, `leases.gpu_ids`), the nodes' free counters and the event; the last one,
+/// `written`, gives the lease as JSON (no row: nothing was written). `plan` is a query of `(node_id, take)`: how
+/// many GPUs to take from each node, nodes the transaction has locked; `enabled` a boolean SQL expression, false
+/// to write nothing. Parameters are those bound by [`bind_lease_write`].
+///
+/// The statement also picks the GPUs, from its snapshot, which must show every allocation committed on the
+/// plan's nodes. Inside each node it takes the window of `take` free healthy GPUs with the smallest index span,
+/// ties to the lowest indices: adjacent indices share a PCIe switch or NVLink pair on common boards, so the
+/// smallest span is the best guess when a node reports no finer topology, and taking the low end keeps the high
+/// end free in one block. This is the one statement of that rule. It writes nothing when a planned node has
+/// fewer free healthy GPUs than its take (a counter out of step). The foreign keys to the lease are checked at the
+/// statement's end, when its row exists.
+fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseWrite<'_>) -> String {
+    format!(
+        "plan AS ({plan}), \
+         plan_nodes AS (SELECT ARRAY(SELECT node_id FROM plan) AS ids), \
+         free AS ( \
+             SELECT g.id, g.node_id, g.idx, g.uuid, p.take, row_number() OVER w AS rn, \
+                 lead(g.idx, p.take - 1) OVER w AS window_last \
+             FROM gpus g JOIN plan p ON p.node_id = g.node_id \
+             WHERE g.node_id = ANY((SELECT ids FROM plan_nodes)::uuid[]) AND g.healthy AND g.held_by IS NULL \
+             WINDOW w AS (PARTITION BY g.node_id ORDER BY g.idx)), \
+         best AS ( \
+             SELECT DISTINCT ON (node_id) node_id, rn AS first_rn, take FROM free WHERE window_last IS NOT NULL \
+             ORDER BY node_id, window_last - idx, idx), \
+         picked AS ( \
+             SELECT f.id, f.node_id, f.idx, f.uuid \
+             FROM best b JOIN free f ON f.node_id = b.node_id AND f.rn >= b.first_rn AND f.rn < b.first_rn + b.take), \
+         complete AS ( \
+             SELECT {enabled} AND (SELECT count(*) FROM picked) = (SELECT COALESCE(sum(take), 0) FROM plan) AS ok), \
+         picked_ids AS (SELECT ARRAY(SELECT id FROM picked ORDER BY id) AS ids), \
+         lease AS ({row}), \
+         held AS ( \
+             UPDATE gpus SET held_by = $1 \
+             WHERE id = ANY((SELECT ids FROM picked_ids)::uuid[]) AND held_by IS NULL AND (SELECT ok FROM complete)), \
+         counted AS ( \
+             UPDATE nodes n SET free_gpus = n.free_gpus - p.take \
+             FROM plan p WHERE n.id = ANY((SELECT ids FROM plan_nodes)::uuid[]) AND n.id = p.node_id \
+                 AND (SELECT ok FROM complete)), \
+         recorded AS ( \
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
+             SELECT $4, $1, $5, $6, $7, $8, $9, $19 WHERE (SELECT ok FROM complete)), \
+         written AS (SELECT {lease} AS lease FROM lease l)",
+        lease = lease_json("l", "picked"),
+        row = match row {
+            LeaseWrite::Create(_) => {
+                "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
+                     starts_at, ends_at, created_by, metered_until, currency, gpu_ids) \
+                 SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at, \
+                     a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at, \
+                     (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids) \
+                 FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state, \
+                              CASE WHEN $18 THEN now() END AS at) a \
+                 WHERE (SELECT ok FROM complete) \
+                 RETURNING *"
+            }
+            LeaseWrite::Activate(_) => {
+                "UPDATE leases SET state = 'active', starts_at = now(), metered_until = now(), \
+                     ends_at = now() + make_interval(months => COALESCE(months, 0), hours => COALESCE(duration_hours, 0)), \
+                     gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now() \
+                 WHERE id = $1 AND state = 'queued' AND (SELECT ok FROM complete) RETURNING *"
+            }
+        },
+    )
+}
+
+/// What a statement with [`lease_write_ctes`] writes.
+struct LeaseWriteArgs<'a> {
+    lease: LeaseWrite<'a>,
+    plan: Option<&'a Plan>,
+    event: NewEvent<'a>,
+    /// Active with GPUs (create with a plan, or an admission that locked a node), or queued without.
+    active: bool,
+}
+
+/// Bind the parameters of [`lease_write_ctes`], `$1` to `$19`: `$1` the lease; `$2`, `$3` the plan's nodes and
+/// takes (empty without a plan); `$4` to `$9` and `$19` the event; `$10` to `$17` the new lease (tenant, pool,
+/// GPU count, placement, term, hours, months, the key that asked; null when activating) and `$18` whether the new
+/// lease is active. The activating statement does not use `$10` to `$18`.
+fn bind_lease_write<'q, O>(
+    query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
+    w: &LeaseWriteArgs<'_>,
+) -> sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments> {
+    let plan_nodes: Vec<Uuid> = w.plan.map(|p| p.0.iter().map(|t| t.0).collect()).unwrap_or_default();
+    let plan_takes: Vec<i32> = w.plan.map(|p| p.0.iter().map(|t| t.1).collect()).unwrap_or_default();
+    let new = match w.lease {
+        LeaseWrite::Create(new) => Some(new),
+        LeaseWrite::Activate(_) => None,
+    };
+    query
+        .bind(w.lease.lease_id())
+        .bind(plan_nodes)
+        .bind(plan_takes)
+        .bind(new_id())
+        .bind(w.event.kind.to_owned())
+        .bind(w.event.from)
+        .bind(w.event.to)
+        .bind(w.event.actor.label())
+        .bind(w.event.reason.map(str::to_owned))
+        .bind(new.map(|n| n.tenant_id))
+        .bind(new.map(|n| n.pool_id))
+        .bind(new.map(|n| n.gpu_count))
+        .bind(new.map(|n| n.placement))
+        .bind(new.map(|n| n.term))
+        .bind(new.and_then(|n| n.duration_hours))
+        .bind(new.and_then(|n| n.months))
+        .bind(new.map(|n| n.created_by))
+        .bind(w.active)
+        .bind(w.event.detail.clone())
+}
+
+/// Write a lease with the GPUs of `plan` on nodes the transaction has locked, in one statement
+/// ([`lease_write_ctes`]), and return it; its snapshot, taken after the locks, sees every allocation committed
+/// on them. Without a plan the lease is written queued (create) and holds nothing. Returns None, having written
+/// nothing, when a planned node has fewer free healthy GPUs than its counter said (a counter out of step).
 pub async fn write_lease(
     conn: &mut PgConnection,
     lease: LeaseWrite<'_>,
     plan: Option<&Plan>,
     event: NewEvent<'_>,
 ) -> Result<Option<Lease>, sqlx::Error> {
-    let nodes: Vec<Uuid> = plan.map(|p| p.0.iter().map(|t| t.0).collect()).unwrap_or_default();
-    let takes: Vec<i32> = plan.map(|p| p.0.iter().map(|t| t.1).collect()).unwrap_or_default();
-    let new = match lease {
-        LeaseWrite::Create(new) => Some(new),
-        LeaseWrite::Activate(_) => None,
-    };
-    let written: Option<sqlx::types::Json<Lease>> = sqlx::query_scalar(
-        "SELECT gp_lease_write($1, $2, $3, $4, $5, $6::text, $7::text, $8, $9, $10, \
-             $11, $12, $13, $14::text, $15::text, $16, $17, $18, $19)",
-    )
-    .bind(lease.lease_id())
-    .bind(nodes)
-    .bind(takes)
-    .bind(new_id())
-    .bind(event.kind)
-    .bind(event.from)
-    .bind(event.to)
-    .bind(event.actor.label())
-    .bind(event.reason)
-    .bind(event.detail)
-    .bind(new.map(|n| n.tenant_id))
-    .bind(new.map(|n| n.pool_id))
-    .bind(new.map(|n| n.gpu_count))
-    .bind(new.map(|n| n.placement))
-    .bind(new.map(|n| n.term))
-    .bind(new.and_then(|n| n.duration_hours))
-    .bind(new.and_then(|n| n.months))
-    .bind(new.map(|n| n.created_by))
-    .bind(matches!(lease, LeaseWrite::Activate(_)))
-    .fetch_one(conn)
-    .await?;
-    Ok(written.map(|lease| lease.0))
+    let sql = format!(
+        "WITH {write} SELECT lease FROM written",
+        write = lease_write_ctes(
+            "SELECT p.node_id, p.take FROM UNNEST($2::uuid[], $3::int[]) AS p(node_id, take)",
+            "true",
+            lease
+        )
+    );
+    let args = LeaseWriteArgs { lease, plan, event, active: plan.is_some() };
+    // Runtime SQL on purpose: the writes are one statement (`lease_write_ctes`) that admission embeds too.
+    let written: Option<(sqlx::types::Json<Lease>,)> =
+        bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &args).fetch_optional(conn).await?;
+    if written.is_none()
+        && let Some(plan) = plan
+    {
+        tracing::warn!(lease.id = %lease.lease_id(), plan = ?plan.0, "free_gpus counters disagree with the GPUs free on the planned nodes");
+    }
+    Ok(written.map(|(lease,)| lease.0))
 }
 
 /// Capacity figures for an error message (only computed when a request did not fit).
@@ -640,11 +795,16 @@ pub async fn end_lease_for_key(
     end_lease_scoped(conn, lease_id, Some(tenant_id), Some(key_id), to, reason, actor, None).await
 }
 
-/// One call of `gp_lease_end` (allocation.sql): with `key_id` the key checked and the tenant taken from it; the
-/// lease row locked and ended, its open jobs ended, its nodes locked in id order (the order multi-node
-/// allocation locks them in), its GPUs released with the counters of their nodes raised by the healthy ones,
-/// the event recorded. Each statement of the function runs after the locks before it, so it sees every change
-/// committed on the rows it locked.
+/// One statement: the lease row locked and ended, its open jobs ended, its nodes locked in id order (the order
+/// multi-node allocation locks them in), with `key_id` the key checked and the tenant taken from it; then,
+/// after those locks, its GPUs released, the counters of their nodes raised by the healthy ones, the event
+/// recorded. Two rules keep one snapshot exact:
+/// - Health is read from the GPU rows as the statement gives them back (`held_by` cleared), after the node
+///   locks: an update acts on each row's latest committed version, so a health change committed before the
+///   locks (health changes lock the node first) counts.
+/// - The lease row must be the version of the statement's snapshot: any change to a lease's holdings also
+///   updates its row (a queued lease starting), so if the row changed after the snapshot was taken the
+///   statement writes nothing and runs again, in a new snapshot that sees those holdings.
 #[allow(clippy::too_many_arguments)]
 async fn end_lease_scoped(
     conn: &mut PgConnection,
@@ -663,10 +823,57 @@ async fn end_lease_scoped(
         lease: Option<sqlx::types::Json<Lease>>,
         old_state: Option<LeaseState>,
         queue_waiting: Option<bool>,
+        /// The lease row changed after the statement's snapshot: nothing was written.
+        stale: bool,
     }
+    let sql = format!(
+        "WITH {key_check}, \
+         seen AS (SELECT ctid AS seen FROM leases WHERE id = $1), \
+         old AS ( \
+             SELECT id, state AS old_state, ctid AS locked FROM leases WHERE id = $1 \
+                 AND ($5::uuid IS NULL OR tenant_id = $5) \
+                 AND ($8::uuid IS NULL OR (tenant_id = (SELECT checked_tenant_id FROM key_check) \
+                     AND (SELECT key_may_act FROM key_check))) \
+             FOR UPDATE), \
+         current AS (SELECT old.id, old.old_state FROM old JOIN seen ON seen.seen = old.locked), \
+         ended AS ( \
+             UPDATE leases l SET state = $2, \
+                 ended_at = GREATEST(LEAST(COALESCE($3, now()), now()), COALESCE(l.starts_at, now())), \
+                 end_reason = $4, generation = l.generation + 1, updated_at = now() \
+             FROM current WHERE l.id = current.id AND current.old_state IN ('queued', 'active') \
+             RETURNING l.*, current.old_state, \
+                 EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id) \
+                     AS queue_waiting), \
+         {jobs}, \
+         locked AS ( \
+             SELECT id FROM nodes WHERE id IN \
+                 (SELECT node_id FROM gpus WHERE id = ANY((SELECT gpu_ids FROM ended)::uuid[]) AND held_by = $1) \
+             ORDER BY id FOR UPDATE), \
+         held AS ( \
+             UPDATE gpus g SET held_by = NULL \
+             WHERE g.id = ANY((SELECT gpu_ids FROM ended)::uuid[]) AND g.held_by = $1 AND (SELECT count(*) FROM locked) >= 0 \
+             RETURNING g.id, g.node_id, g.idx, g.uuid, g.healthy), \
+         counted AS ( \
+             UPDATE nodes SET free_gpus = nodes.free_gpus + f.n \
+             FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f \
+             WHERE nodes.id = f.node_id), \
+         recorded AS ( \
+             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason) \
+             SELECT $9, ended.id, $10, ended.old_state, $2, $11, $4 FROM ended) \
+         SELECT key_check.*, {lease} AS lease, \
+             ended.old_state, ended.queue_waiting, \
+             EXISTS (SELECT 1 FROM old) AND NOT EXISTS (SELECT 1 FROM current) AS stale \
+         FROM (SELECT 1) one LEFT JOIN key_check ON true LEFT JOIN ended ON true",
+        key_check = crate::auth::key_check_cte("$8"),
+        jobs = crate::jobs::store::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
+        lease = lease_json("ended", "held"),
+    );
     let (job_state, job_reason) = crate::jobs::store::job_end_for_lease(to, reason);
-    let row: Row =
-        sqlx::query_as("SELECT * FROM gp_lease_end($1, $2::text, $3, $4, $5, $6::text, $7, $8, $9, $10, $11)")
+    let kind = to.as_str();
+    // Runtime SQL on purpose: it embeds the key check (`auth::key_check_cte`) and the ending of a lease's jobs
+    // (`jobs::store::end_jobs_of_leases_ctes`), each defined once in its own module; a literal would repeat them.
+    for _ in 0..STALE_ATTEMPTS {
+        let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
             .bind(lease_id)
             .bind(to)
             .bind(ended_at)
@@ -676,14 +883,24 @@ async fn end_lease_scoped(
             .bind(&job_reason)
             .bind(key_id)
             .bind(new_id())
-            .bind(to.as_str())
+            .bind(kind)
             .bind(actor.label())
             .fetch_one(&mut *conn)
             .await?;
-    let (Some(lease), Some(from)) = (row.lease, row.old_state) else { return Ok((row.key, None)) };
-    let ended = Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease: lease.0 };
-    Ok((row.key, Some(ended)))
+        if row.stale {
+            continue;
+        }
+        let (Some(lease), Some(from)) = (row.lease, row.old_state) else { return Ok((row.key, None)) };
+        let ended = Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease: lease.0 };
+        return Ok((row.key, Some(ended)));
+    }
+    // A lease row that changes under every attempt: the caller gets an error (a 500; its transaction, if it has
+    // one, rolls back, and a release, which runs on its own, has written nothing).
+    Err(sqlx::Error::Protocol(format!("lease {lease_id} kept changing while it was being ended")))
 }
+
+/// How many times ending a lease is re-run when its row changed after the statement's snapshot was taken.
+const STALE_ATTEMPTS: usize = 5;
 
 /// Start queued leases of a pool in arrival order while they fit (strict FIFO: a head that does not fit
 /// blocks the ones behind it, so large requests are not starved). One replica at a time per pool.

@@ -52,7 +52,7 @@ async fn setup(app: &TestApp) -> (String, String, String) {
 
 #[sqlx::test]
 async fn agents_register_with_join_tokens_and_reattach_without_duplicates(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant, pool) = setup(&app).await;
     app.post(&format!("/v1/admin/pools/{pool}/join-tokens"), &tenant, json!({}))
         .await
@@ -136,7 +136,7 @@ async fn agents_register_with_join_tokens_and_reattach_without_duplicates(db: Pg
 
 #[sqlx::test]
 async fn gpus_of_another_model_are_rejected(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, _, pool) = setup(&app).await;
     let token = join_token(&app, &op, &pool, 1).await;
     let res = app
@@ -160,7 +160,7 @@ async fn gpus_of_another_model_are_rejected(db: PgPool) {
 
 #[sqlx::test]
 async fn agent_and_user_credentials_never_cross(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let (op, tenant, pool) = setup(&app).await;
     let token = join_token(&app, &op, &pool, 1).await;
     let agent = register(&app, &token, "node-a", 1).await.expect(StatusCode::CREATED);
@@ -175,7 +175,7 @@ async fn agent_and_user_credentials_never_cross(db: PgPool) {
 
 #[sqlx::test]
 async fn bad_heartbeats_are_4xx_and_store_nothing(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, _, pool) = setup(&app).await;
     let token = join_token(&app, &op, &pool, 1).await;
     let agent = register(&app, &token, "node-a", 2).await.expect(StatusCode::CREATED);
@@ -216,7 +216,7 @@ async fn bad_heartbeats_are_4xx_and_store_nothing(db: PgPool) {
 
 #[sqlx::test]
 async fn telemetry_is_stored_once_and_readable_by_the_right_people(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant, pool) = setup(&app).await;
     let (_, other_tenant) = app.tenant_admin(&op, "other").await;
     let token = join_token(&app, &op, &pool, 1).await;
@@ -274,7 +274,7 @@ async fn telemetry_is_stored_once_and_readable_by_the_right_people(db: PgPool) {
 
 #[sqlx::test]
 async fn silent_nodes_become_unreachable_then_offline_and_their_leases_interrupted(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant, pool) = setup(&app).await;
     let token = join_token(&app, &op, &pool, 1).await;
     let agent = register(&app, &token, "node-a", 4).await.expect(StatusCode::CREATED);
@@ -341,7 +341,7 @@ async fn silent_nodes_become_unreachable_then_offline_and_their_leases_interrupt
 
 #[sqlx::test]
 async fn a_fatal_xid_takes_the_gpu_out_of_service_until_restored(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant, pool) = setup(&app).await;
     let token = join_token(&app, &op, &pool, 1).await;
     let agent = register(&app, &token, "node-a", 2).await.expect(StatusCode::CREATED);
@@ -410,7 +410,7 @@ async fn a_fatal_xid_takes_the_gpu_out_of_service_until_restored(db: PgPool) {
 
 #[sqlx::test]
 async fn operator_made_nodes_are_not_subject_to_agent_liveness(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, _, pool) = setup(&app).await;
     let node = app.node(&op, &pool, "manual-1", 2).await;
     sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '1 day'").execute(&db).await.unwrap();
@@ -421,7 +421,7 @@ async fn operator_made_nodes_are_not_subject_to_agent_liveness(db: PgPool) {
 
 /// A registered 2-GPU agent node in a fresh pool: (app, operator, pool, node id, agent credential).
 async fn telemetry_node(db: &PgPool) -> (TestApp, String, String, String, String) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, _tenant, pool) = setup(&app).await;
     let token = join_token(&app, &op, &pool, 1).await;
     let agent = register(&app, &token, "node-a", 2).await.expect(StatusCode::CREATED);

@@ -317,7 +317,7 @@ async fn invariants(db: &PgPool) -> (i64, Vec<String>) {
 
 #[sqlx::test]
 async fn allocation_agrees_with_the_reference_model(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (tenant, _) = app.tenant_admin(&op, "model").await;
     let pool = Uuid::parse_str(&app.pool(&op, "model-pool", "h100").await).unwrap();

@@ -14,7 +14,7 @@ fn sign(claims: serde_json::Value, secret: &str) -> String {
 
 #[sqlx::test]
 async fn api_key_exchanges_for_a_bearer_token(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, key) = app.tenant_key(&op, "acme", Role::TenantMember).await;
     assert!(key.starts_with("gpk_") && key.len() >= 4 + 43, "prefixed, >= 32 random bytes: {key}");
@@ -35,7 +35,7 @@ async fn api_key_exchanges_for_a_bearer_token(db: PgPool) {
 
 #[sqlx::test]
 async fn keys_are_stored_hashed_never_in_clear(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (_, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
     let rows: Vec<(String, bool)> = sqlx::query_as(
@@ -53,7 +53,7 @@ async fn keys_are_stored_hashed_never_in_clear(db: PgPool) {
 
 #[sqlx::test]
 async fn unknown_or_malformed_keys_are_401_with_www_authenticate(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     for key in ["nope", "gpk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", ""] {
         let res = app.call(Method::POST, "/v1/auth/token", None, Some(json!({ "api_key": key }))).await;
         let res = res.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
@@ -63,7 +63,7 @@ async fn unknown_or_malformed_keys_are_401_with_www_authenticate(db: PgPool) {
 
 #[sqlx::test]
 async fn bad_tokens_are_401(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
     let good = app.token_for(&key).await;
@@ -120,7 +120,7 @@ async fn bad_tokens_are_401(db: PgPool) {
 
 #[sqlx::test]
 async fn a_revoked_key_stops_working_at_once(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
     let member_key = app.add_key(&op, &tenant_id, Role::TenantMember).await;
@@ -148,7 +148,7 @@ async fn a_revoked_key_stops_working_at_once(db: PgPool) {
 
 #[sqlx::test]
 async fn roles_are_enforced(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
     let member = app.token_for(&app.add_key(&op, &tenant_id, Role::TenantMember).await).await;
@@ -182,7 +182,7 @@ async fn roles_are_enforced(db: PgPool) {
 
 #[sqlx::test]
 async fn a_suspended_tenant_is_403_tenant_suspended(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
     let token = app.token_for(&key).await;

@@ -96,7 +96,7 @@ async fn ledger_matches_balances(db: &PgPool) -> bool {
 
 #[sqlx::test]
 async fn usage_is_charged_per_second_across_price_changes(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, _, tenant, pool) = setup(&app, 360).await;
     backdate_prices(&db).await;
     let id = lease(&app, &tenant, &pool, 2).await;
@@ -131,7 +131,7 @@ async fn usage_is_charged_per_second_across_price_changes(db: PgPool) {
 
 #[sqlx::test]
 async fn interrupted_released_and_expired_leases_are_charged_to_their_end_only(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, _, tenant, pool) = setup(&app, 3600).await; // 1 minor unit per GPU-second
     backdate_prices(&db).await;
     let t0 = Utc::now() - Duration::seconds(600);
@@ -156,7 +156,7 @@ async fn interrupted_released_and_expired_leases_are_charged_to_their_end_only(d
 
 #[sqlx::test]
 async fn metering_twice_on_two_replicas_and_across_a_restart_charges_once(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, _, tenant, pool) = setup(&app, 3600).await;
     backdate_prices(&db).await;
     let t0 = Utc::now() - Duration::seconds(5000);
@@ -191,7 +191,7 @@ async fn metering_twice_on_two_replicas_and_across_a_restart_charges_once(db: Pg
         .execute(&db)
         .await
         .unwrap();
-    let restarted = TestApp::new(db.clone()).await;
+    let restarted = TestApp::new(db.clone());
     meter_once(&restarted.db).await.unwrap();
     assert_eq!(charged(&db, &id).await, 777, "nothing lost, nothing twice");
     assert!(ledger_matches_balances(&db).await);
@@ -199,7 +199,7 @@ async fn metering_twice_on_two_replicas_and_across_a_restart_charges_once(db: Pg
 
 #[sqlx::test]
 async fn leases_need_balance_and_end_when_it_runs_out(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let pool = app.pool(&op, "h100-a", "h100").await;
     app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": 3600 }))
@@ -253,7 +253,7 @@ async fn leases_need_balance_and_end_when_it_runs_out(db: PgPool) {
 
 #[sqlx::test]
 async fn export_invoice_and_ledger_reconcile_to_the_minor_unit(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, _, tenant, pool) = setup(&app, 249).await;
     let (_, other) = app.tenant_admin(&op, "other").await;
     backdate_prices(&db).await;
@@ -334,7 +334,7 @@ async fn export_invoice_and_ledger_reconcile_to_the_minor_unit(db: PgPool) {
 
 #[sqlx::test]
 async fn bad_billing_input_is_4xx_and_posts_nothing(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant_id, tenant, _) = setup(&app, 100).await;
     let path = format!("/v1/admin/tenants/{tenant_id}/ledger");
     let (before,): (i64,) = sqlx::query_as("SELECT count(*) FROM ledger_entries").fetch_one(&db).await.unwrap();
@@ -381,7 +381,7 @@ async fn bad_billing_input_is_4xx_and_posts_nothing(db: PgPool) {
 
 #[sqlx::test]
 async fn top_ups_are_idempotent_and_concurrent_ones_never_lose_an_update(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant_id, tenant, _) = setup(&app, 100).await;
     let path = format!("/v1/admin/tenants/{tenant_id}/ledger");
     let post = |key: &str| {
@@ -414,7 +414,7 @@ async fn top_ups_are_idempotent_and_concurrent_ones_never_lose_an_update(db: PgP
 
 #[sqlx::test]
 async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, _, tenant, pool) = setup(&app, 100).await;
     app.post(
         &format!("/v1/admin/pools/{pool}/prices"),
@@ -465,7 +465,7 @@ async fn metering_state(db: &PgPool, lease: &str) -> (DateTime<Utc>, Option<Date
 
 #[sqlx::test]
 async fn an_interrupted_lease_is_charged_exactly_to_the_last_heartbeat(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;
@@ -503,7 +503,7 @@ async fn an_interrupted_lease_is_charged_exactly_to_the_last_heartbeat(db: PgPoo
 
 #[sqlx::test]
 async fn a_lease_across_a_price_change_and_a_month_boundary_is_charged_exactly(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, _, tenant, pool) = setup(&app, 3600).await; // 1 minor unit per GPU-second
     let id = lease(&app, &tenant, &pool, 2).await;
     // Starts a quarter second into a second; the price doubles on a whole second; October ends mid-lease.
@@ -595,7 +595,7 @@ fn exact_charge(start: DateTime<Utc>, end: DateTime<Utc>, gpus: i32, prices: &[(
 #[sqlx::test]
 async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_change_histories(db: PgPool) {
     use proptest::strategy::{Strategy, ValueTree};
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let mut runner = proptest::test_runner::TestRunner::default();

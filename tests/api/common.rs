@@ -58,14 +58,8 @@ impl Response {
 }
 
 impl TestApp {
-    /// The app on `db`, with the allocation core applied as the service applies it at start-up.
-    pub async fn new(db: PgPool) -> Self {
-        Self::with_settings(db, Settings::new(Secret::new(TEST_SECRET))).await
-    }
-
-    /// [`TestApp::new`] with these settings.
-    pub async fn with_settings(db: PgPool, settings: Settings) -> Self {
-        gpuplane::leases::allocation::install(&db).await.expect("allocation core");
+    pub fn new(db: PgPool) -> Self {
+        let settings = Settings::new(Secret::new(TEST_SECRET));
         let state = AppState::new(db.clone(), settings).expect("state");
         TestApp { router: build_router(state.clone()), db, state }
     }

@@ -5,7 +5,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use gpuplane::auth::Role;
 use gpuplane::config::{Secret, Settings};
-
+use gpuplane::{AppState, build_router};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -58,7 +58,7 @@ async fn with_cookie(
 
 #[sqlx::test]
 async fn sign_in_sets_an_httponly_strict_session_cookie_and_a_csrf_token(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
 
@@ -91,7 +91,7 @@ async fn sign_in_sets_an_httponly_strict_session_cookie_and_a_csrf_token(db: PgP
 
 #[sqlx::test]
 async fn a_state_change_by_cookie_needs_the_sessions_csrf_token(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
     let res = sign_in(&app, &key).await.expect(StatusCode::OK);
@@ -130,7 +130,7 @@ async fn a_state_change_by_cookie_needs_the_sessions_csrf_token(db: PgPool) {
 
 #[sqlx::test]
 async fn the_cookie_gets_the_same_roles_and_revocation_as_a_bearer_token(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, member_key) = app.tenant_key(&op, "acme", Role::TenantMember).await;
     let res = sign_in(&app, &member_key).await.expect(StatusCode::OK);
@@ -198,7 +198,7 @@ async fn the_cookie_gets_the_same_roles_and_revocation_as_a_bearer_token(db: PgP
 
 #[sqlx::test]
 async fn a_bad_key_signs_nobody_in_and_sign_out_clears_the_cookies(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let res = sign_in(&app, "gpk_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").await;
     assert!(res.headers.get("set-cookie").is_none());
     res.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
@@ -229,7 +229,8 @@ async fn a_bad_key_signs_nobody_in_and_sign_out_clears_the_cookies(db: PgPool) {
 async fn cookies_are_secure_when_configured(db: PgPool) {
     let mut settings = Settings::new(Secret::new(TEST_SECRET));
     settings.secure_cookies = true;
-    let app = TestApp::with_settings(db, settings).await;
+    let state = AppState::new(db.clone(), settings).unwrap();
+    let app = TestApp { router: build_router(state.clone()), db, state };
     let op = app.operator().await;
     let (_, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
     let res = sign_in(&app, &key).await.expect(StatusCode::OK);
@@ -250,7 +251,7 @@ async fn raw(app: &TestApp, path: &str) -> (StatusCode, HeaderMap, usize) {
 
 #[sqlx::test]
 async fn the_console_is_served_embedded_with_types_caching_and_csp(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let (status, headers, len) = raw(&app, "/").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(headers["content-type"], "text/html; charset=utf-8");
@@ -289,7 +290,7 @@ async fn the_console_is_served_embedded_with_types_caching_and_csp(db: PgPool) {
 /// unhealthy), agreeing with the node list, following cordon and a failed GPU; operators only.
 #[sqlx::test]
 async fn the_fleet_counts_nodes_and_gpus_per_pool(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let pool_a = app.pool(&op, "fleet-a", "h100").await;
     let pool_b = app.pool(&op, "fleet-b", "h100").await;

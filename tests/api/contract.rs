@@ -32,7 +32,7 @@ async fn fingerprint(db: &PgPool) -> Vec<i64> {
 
 #[sqlx::test]
 async fn nul_and_control_characters_in_any_text_are_422_field_errors(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;
@@ -111,7 +111,7 @@ async fn nul_and_control_characters_in_any_text_are_422_field_errors(db: PgPool)
 
 #[sqlx::test]
 async fn an_array_is_not_an_object_body(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let tenant = app.post("/v1/admin/tenants", &op, json!({ "name": "acme" })).await.expect(StatusCode::CREATED);
     let id = tenant.body["id"].as_str().unwrap();
@@ -136,7 +136,7 @@ async fn an_array_is_not_an_object_body(db: PgPool) {
 
 #[sqlx::test]
 async fn extensions_near_i32_max_are_422_not_500_or_402(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;
@@ -193,7 +193,7 @@ async fn extensions_near_i32_max_are_422_not_500_or_402(db: PgPool) {
 
 #[sqlx::test]
 async fn dates_outside_1970_to_9999_are_422_everywhere(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;
@@ -229,7 +229,7 @@ async fn dates_outside_1970_to_9999_are_422_everywhere(db: PgPool) {
 
 #[sqlx::test]
 async fn an_export_refuses_before_its_first_byte_and_aborts_when_it_fails_midway(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     // The database failing before the first byte: a problem, not a 200 with an empty body.
     sqlx::query("ALTER TABLE usage_records RENAME TO usage_records_gone").execute(&db).await.unwrap();
@@ -289,7 +289,7 @@ async fn an_export_refuses_before_its_first_byte_and_aborts_when_it_fails_midway
 
 #[sqlx::test]
 async fn a_lost_database_connection_is_503_with_retry_after(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     // A request in flight when its connection is killed: hold it on a lock, then terminate its backend.
     let mut locker = db.begin().await.unwrap();
@@ -338,7 +338,7 @@ async fn a_lost_database_connection_is_503_with_retry_after(db: PgPool) {
 
 #[sqlx::test]
 async fn operators_create_list_rotate_and_revoke_operator_keys_but_never_the_last(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let first = app.operator().await;
     let (first_id,): (uuid::Uuid,) =
         sqlx::query_as("SELECT id FROM api_keys WHERE role = 'operator'").fetch_one(&db).await.unwrap();
@@ -430,7 +430,7 @@ async fn operators_create_list_rotate_and_revoke_operator_keys_but_never_the_las
 
 #[sqlx::test]
 async fn tenant_admins_rotate_their_keys_with_a_grace_period(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (tenant_id, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
     let token = app.token_for(&key).await;
@@ -519,7 +519,7 @@ async fn credential_endpoints_are_throttled_per_client_address(db: PgPool) {
 
 #[sqlx::test]
 async fn security_headers_and_no_library_internals_in_401s(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     for res in [
         app.get("/v1/admin/tenants", &op).await,

@@ -94,7 +94,7 @@ fn sample(page: &str, series: &str) -> f64 {
 
 #[sqlx::test]
 async fn metrics_report_the_fleet_by_pool_and_state(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool_a = app.pool(&op, "alpha", "h100").await;

@@ -178,7 +178,7 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
 
 #[sqlx::test]
 async fn ssh_keys_are_validated_scoped_and_need_an_admin(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
     let (_, other) = app.tenant_admin(&op, "globex").await;
@@ -223,7 +223,7 @@ async fn ssh_keys_are_validated_scoped_and_need_an_admin(db: PgPool) {
 
 #[sqlx::test]
 async fn a_lease_can_ask_for_its_environment_when_created(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
     app.top_up(&op, &tenant_id, 1_000_000).await;

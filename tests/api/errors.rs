@@ -21,7 +21,7 @@ async fn raw_post(
 
 #[sqlx::test]
 async fn malformed_json_is_400(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     for body in ["{\"name\": ", "not json", "{\"name\": \"x\"} trailing"] {
         raw_post(&app, &op, Some("application/json"), body)
@@ -34,7 +34,7 @@ async fn malformed_json_is_400(db: PgPool) {
 
 #[sqlx::test]
 async fn wrong_content_type_is_415(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     raw_post(&app, &op, Some("text/plain"), r#"{"name":"x"}"#)
         .await
@@ -48,7 +48,7 @@ async fn wrong_content_type_is_415(db: PgPool) {
 
 #[sqlx::test]
 async fn body_too_large_is_413(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let huge = format!(r#"{{"name":"{}"}}"#, "x".repeat(2 * 1024 * 1024));
     raw_post(&app, &op, Some("application/json"), huge)
@@ -58,7 +58,7 @@ async fn body_too_large_is_413(db: PgPool) {
 
 #[sqlx::test]
 async fn invalid_values_are_422_with_fields(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     // Wrong type names the field.
     let res = app.post("/v1/admin/tenants", &op, json!({ "name": 42 })).await;
@@ -79,7 +79,7 @@ async fn invalid_values_are_422_with_fields(db: PgPool) {
 
 #[sqlx::test]
 async fn unknown_routes_and_ids_are_404_problems(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     app.get("/v1/nothing-here", &op).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
     app.get("/v1/admin/tenants/not-a-uuid", &op).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
@@ -90,7 +90,7 @@ async fn unknown_routes_and_ids_are_404_problems(db: PgPool) {
 
 #[sqlx::test]
 async fn every_response_carries_a_request_id(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let res = app.call(axum::http::Method::GET, "/healthz", None, None).await.expect(StatusCode::OK);
     let id = res.headers.get("x-request-id").expect("generated request id");
     assert_eq!(id.len(), 36);
@@ -102,7 +102,7 @@ async fn every_response_carries_a_request_id(db: PgPool) {
 
 #[sqlx::test]
 async fn internal_errors_hide_their_detail(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     // Break the database under the running app: the client sees a generic 500.
     sqlx::query("ALTER TABLE tenants RENAME TO tenants_gone").execute(&db).await.unwrap();
@@ -115,7 +115,7 @@ async fn internal_errors_hide_their_detail(db: PgPool) {
 
 #[sqlx::test]
 async fn metrics_count_requests_by_route_and_status(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     app.get("/v1/admin/tenants", &op).await.expect(StatusCode::OK);
     let res = app.call(axum::http::Method::GET, "/metrics", None, None).await.expect(StatusCode::OK);

@@ -6,7 +6,7 @@ use crate::common::TestApp;
 
 #[sqlx::test]
 async fn catalog_is_seeded_and_operators_add_models(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let models = app.get("/v1/gpu-models", &tenant).await.expect(StatusCode::OK);
@@ -35,7 +35,7 @@ async fn catalog_is_seeded_and_operators_add_models(db: PgPool) {
 
 #[sqlx::test]
 async fn pools_show_price_capacity_and_largest_free_block(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;
@@ -84,7 +84,7 @@ async fn pools_show_price_capacity_and_largest_free_block(db: PgPool) {
 
 #[sqlx::test]
 async fn pool_creation_is_validated(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     app.pool(&op, "a10-eu", "a10").await;
     let dup = json!({ "name": "a10-eu", "gpu_model": "a10", "region": "eu", "price_per_gpu_hour_minor": 1, "currency": "EUR" });
@@ -100,7 +100,7 @@ async fn pool_creation_is_validated(db: PgPool) {
 
 #[sqlx::test]
 async fn nodes_are_created_listed_and_validated(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let pool = app.pool(&op, "h100-a", "h100").await;
     let other = app.pool(&op, "a10-a", "a10").await;
@@ -157,7 +157,7 @@ async fn nodes_are_created_listed_and_validated(db: PgPool) {
 /// against that pattern.
 #[sqlx::test]
 async fn node_hostname_constraint_accepts_exactly_the_api_pattern(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let pool: uuid::Uuid = app.pool(&op, "edge", "h100").await.parse().unwrap();
     let doc = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();

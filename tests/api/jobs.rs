@@ -18,7 +18,7 @@ struct Fixture {
 
 /// A pool of `model` with `nodes` nodes of `per_node` GPUs, and a tenant admin.
 async fn fixture(db: PgPool, model: &str, nodes: usize, per_node: usize) -> Fixture {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, &format!("{model}-pool"), model).await;

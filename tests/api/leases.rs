@@ -57,7 +57,7 @@ async fn allocation_invariants(db: &PgPool) -> (i64, i64, bool) {
 
 #[sqlx::test]
 async fn fifty_concurrent_requests_for_twenty_gpus_never_double_book(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 8, 4]).await;
     let mut tasks = Vec::new();
     for _ in 0..50 {
@@ -96,7 +96,7 @@ async fn fifty_concurrent_requests_for_twenty_gpus_never_double_book(db: PgPool)
 /// stay exact.
 #[sqlx::test]
 async fn racing_creates_and_releases_keep_every_gpu_and_counter_exact(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 8, 4]).await;
     let mut tasks = Vec::new();
     for client in 0..12_i64 {
@@ -146,7 +146,7 @@ async fn racing_creates_and_releases_keep_every_gpu_and_counter_exact(db: PgPool
 
 #[sqlx::test]
 async fn two_server_processes_on_one_database_never_double_book(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 8, 4]).await;
     let url = crate::binary::database_url(&db);
     let (mut a, url_a) = crate::binary::spawn_server(&url, &[]);
@@ -181,7 +181,7 @@ async fn two_server_processes_on_one_database_never_double_book(db: PgPool) {
 
 #[sqlx::test]
 async fn a_gpu_has_one_holder_and_it_is_a_lease(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[1]).await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
     let gpu = uuid::Uuid::parse_str(lease.body["gpus"][0]["gpu_id"].as_str().unwrap()).unwrap();
@@ -200,7 +200,7 @@ async fn a_gpu_has_one_holder_and_it_is_a_lease(db: PgPool) {
 
 #[sqlx::test]
 async fn best_fit_keeps_whole_nodes_free(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, nodes) = setup(&app, &[8, 4, 2]).await;
     // 2 GPUs go to the 2-GPU node, 3 to the 4-GPU node: the 8-GPU node stays whole.
     let two = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
@@ -229,7 +229,7 @@ async fn best_fit_keeps_whole_nodes_free(db: PgPool) {
 
 #[sqlx::test]
 async fn pack_uses_fewest_nodes_and_spread_uses_most(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let (_, tenant, pool, nodes) = setup(&app, &[8, 8, 4, 4]).await;
     let twelve = app.post("/v1/leases", &tenant, lease_body(&pool, 12)).await.expect(StatusCode::CREATED);
     assert_eq!(nodes_of(&twelve.body).len(), 2, "8 + 4");
@@ -256,7 +256,7 @@ async fn pack_uses_fewest_nodes_and_spread_uses_most(db: PgPool) {
 
 #[sqlx::test]
 async fn cordoned_and_draining_nodes_get_nothing_new(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let (op, tenant, pool, nodes) = setup(&app, &[4, 4]).await;
     let held = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
     let held_node = nodes_of(&held.body).into_iter().next().unwrap();
@@ -279,7 +279,7 @@ async fn cordoned_and_draining_nodes_get_nothing_new(db: PgPool) {
 
 #[sqlx::test]
 async fn queued_leases_start_in_arrival_order_when_capacity_frees(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[4]).await;
     let first = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
     let queue = |n: i64| json!({ "pool_id": pool, "gpu_count": n, "duration_hours": 1, "queue": true });
@@ -307,7 +307,7 @@ async fn queued_leases_start_in_arrival_order_when_capacity_frees(db: PgPool) {
 
 #[sqlx::test]
 async fn a_big_queued_head_is_not_starved_by_small_requests(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let (_, tenant, pool, _) = setup(&app, &[4]).await;
     app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
     let big = app
@@ -323,7 +323,7 @@ async fn a_big_queued_head_is_not_starved_by_small_requests(db: PgPool) {
 
 #[sqlx::test]
 async fn leases_expire_at_their_end_time(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[2]).await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
     let id = lease.body["id"].as_str().unwrap();
@@ -346,7 +346,7 @@ async fn leases_expire_at_their_end_time(db: PgPool) {
 
 #[sqlx::test]
 async fn the_background_sweeper_expires_within_seconds(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[1]).await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
     let id = lease.body["id"].as_str().unwrap().to_string();
@@ -370,7 +370,7 @@ async fn the_background_sweeper_expires_within_seconds(db: PgPool) {
 
 #[sqlx::test]
 async fn extend_keeps_the_gpus_and_checks_the_generation(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let (_, tenant, pool, _) = setup(&app, &[4]).await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED);
     let id = lease.body["id"].as_str().unwrap();
@@ -404,7 +404,7 @@ async fn extend_keeps_the_gpus_and_checks_the_generation(db: PgPool) {
 
 #[sqlx::test]
 async fn releasing_twice_is_harmless_and_every_transition_is_an_event(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[4]).await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
     let id = lease.body["id"].as_str().unwrap();
@@ -427,7 +427,7 @@ async fn releasing_twice_is_harmless_and_every_transition_is_an_event(db: PgPool
 
 #[sqlx::test]
 async fn idempotent_retries_never_create_a_second_lease(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8]).await;
     let post = |key: &str, body: Value| {
         Request::post("/v1/leases")
@@ -464,7 +464,7 @@ async fn idempotent_retries_never_create_a_second_lease(db: PgPool) {
 
 #[sqlx::test]
 async fn concurrent_requests_cannot_jointly_exceed_quotas(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let pool = app.pool(&op, "h100-a", "h100").await;
     app.node(&op, &pool, "node-0", 8).await;
@@ -513,7 +513,7 @@ async fn concurrent_requests_cannot_jointly_exceed_quotas(db: PgPool) {
 
 #[sqlx::test]
 async fn bad_lease_requests_are_422_and_allocate_nothing(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8]).await;
     let cases = [
         (json!({ "pool_id": pool, "gpu_count": 0, "duration_hours": 1 }), vec!["gpu_count"]),
@@ -555,7 +555,7 @@ async fn bad_lease_requests_are_422_and_allocate_nothing(db: PgPool) {
 
 #[sqlx::test]
 async fn another_tenants_lease_is_404_everywhere(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let (op, tenant, pool, _) = setup(&app, &[4]).await;
     let (_, other) = app.tenant_admin(&op, "other").await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
@@ -575,7 +575,7 @@ async fn another_tenants_lease_is_404_everywhere(db: PgPool) {
 
 #[sqlx::test]
 async fn operators_list_all_leases_and_terminate_with_a_reason(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant, pool, _) = setup(&app, &[4]).await;
     let (other_id, other) = app.tenant_admin(&op, "other").await;
     app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
@@ -634,7 +634,7 @@ fn create_with_idempotency_key(token: &str, key: &str, body: &Value) -> Request<
 /// fit across nodes and the tightest index window inside one, lowest on ties.
 #[sqlx::test]
 async fn plain_and_idempotent_requests_choose_the_same_gpus(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 8, 4, 2]).await;
     // node-3 full (2), node-2 with index 3 free (3), node-0 with a hole: 0-1 released, 2-4 held, 5-7 free.
     let mut made = Vec::new();
@@ -683,7 +683,7 @@ async fn plain_and_idempotent_requests_choose_the_same_gpus(db: PgPool) {
 /// requests; a refused request writes nothing.
 #[sqlx::test]
 async fn admission_answers_the_uncommon_cases(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant, pool, _) = setup(&app, &[8, 8]).await;
     let tenant_id =
         app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
@@ -735,7 +735,7 @@ async fn admission_answers_the_uncommon_cases(db: PgPool) {
 /// at once, and nothing is created or released.
 #[sqlx::test]
 async fn revoked_keys_and_suspended_tenants_can_neither_create_nor_release(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (op, tenant, pool, _) = setup(&app, &[8]).await;
     let tenant_id =
         app.get("/v1/tenant", &tenant).await.expect(StatusCode::OK).body["id"].as_str().unwrap().to_string();
@@ -772,7 +772,7 @@ async fn revoked_keys_and_suspended_tenants_can_neither_create_nor_release(db: P
 /// outside any transaction block, and really vacuums the table.
 #[sqlx::test]
 async fn the_service_vacuums_the_node_table(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8]).await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
     app.post(&format!("/v1/leases/{}/release", lease.body["id"].as_str().unwrap()), &tenant, json!({}))
@@ -793,7 +793,7 @@ async fn the_service_vacuums_the_node_table(db: PgPool) {
 /// Idempotency-Key; requests that can never fit are 422; asked to queue, the lease is queued.
 #[sqlx::test]
 async fn a_full_pool_is_refused_with_its_figures(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 4]).await;
     app.post("/v1/leases", &tenant, lease_body(&pool, 8)).await.expect(StatusCode::CREATED);
     app.post("/v1/leases", &tenant, lease_body(&pool, 3)).await.expect(StatusCode::CREATED);
@@ -830,7 +830,7 @@ async fn a_full_pool_is_refused_with_its_figures(db: PgPool) {
 async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPool) {
     use gpuplane::leases::store::{self, BestFit, LeaseWrite, NewEvent};
     use gpuplane::leases::{Actor, LeaseState, Placement};
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[4]).await;
     let first = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
     let queued = app

@@ -45,7 +45,7 @@ async fn last_heartbeat(db: &PgPool, node: &str) -> DateTime<Utc> {
 
 #[sqlx::test]
 async fn an_outage_longer_than_the_offline_limit_interrupts_nothing_on_live_nodes(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;
@@ -93,7 +93,7 @@ async fn an_outage_longer_than_the_offline_limit_interrupts_nothing_on_live_node
 
 #[sqlx::test]
 async fn a_pool_whose_nodes_all_go_silent_at_once_holds_its_leases_and_says_so(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;

@@ -7,7 +7,7 @@ use crate::common::TestApp;
 
 #[sqlx::test]
 async fn plans_multiply_out_to_the_gpus_and_fit(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let req = json!({ "model": { "preset": "llama3-70b" }, "workload": { "kind": "train", "seq_len": 4096, "global_batch": 1024 },
@@ -60,7 +60,7 @@ async fn plans_multiply_out_to_the_gpus_and_fit(db: PgPool) {
 
 #[sqlx::test]
 async fn infeasible_plans_say_what_would_fit(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let req = json!({ "model": { "preset": "llama3-70b" }, "workload": { "kind": "train" }, "cluster": { "gpu": "rtx4090", "gpus": 4 } });
@@ -98,7 +98,7 @@ async fn infeasible_plans_say_what_would_fit(db: PgPool) {
 
 #[sqlx::test]
 async fn advice_ranks_the_platforms_pools_by_cost_and_speed(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let h100 = app.pool(&op, "h100-a", "h100").await;

@@ -50,7 +50,7 @@ fn lease_body(pool: &str, gpus: i32) -> Value {
 
 #[sqlx::test]
 async fn an_old_driver_registers_not_ready_is_never_allocated_and_an_upgrade_makes_it_ready(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-ready", "h100").await;
@@ -101,7 +101,7 @@ async fn an_old_driver_registers_not_ready_is_never_allocated_and_an_upgrade_mak
 
 #[sqlx::test]
 async fn a_pools_minimum_overrides_the_services_and_reevaluates_its_nodes(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-strict", "h100").await;
@@ -174,7 +174,7 @@ async fn latency_events(app: &TestApp, tenant: &str, lease: &str) -> Vec<String>
 
 #[sqlx::test]
 async fn latency_reports_are_kept_per_pair_and_alert_once_until_they_clear(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     let (_, other_tenant) = app.tenant_admin(&op, "globex").await;
@@ -237,7 +237,7 @@ async fn latency_reports_are_kept_per_pair_and_alert_once_until_they_clear(db: P
 
 #[sqlx::test]
 async fn a_raised_service_minimum_applies_to_registered_nodes_when_the_service_starts(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let pool = app.pool(&op, "h100-start", "h100").await;
     let (n, _) = register(&app, &op, &pool, "n-start", "535.54.03", "12.2", None).await;
@@ -257,7 +257,7 @@ async fn a_raised_service_minimum_applies_to_registered_nodes_when_the_service_s
 #[sqlx::test]
 async fn readiness_and_latency_alerts_are_delivered_signed(db: PgPool) {
     use crate::webhooks::{app as webhook_app, assert_signed, create_endpoint, deliver_until, spawn_receiver, worker};
-    let app = webhook_app(db).await;
+    let app = webhook_app(db);
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
     let op = app.operator().await;

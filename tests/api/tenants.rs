@@ -7,7 +7,7 @@ use crate::common::TestApp;
 
 #[sqlx::test]
 async fn operators_create_list_get_update_tenants(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let mut ids = Vec::new();
     for i in 0..5 {
@@ -60,7 +60,7 @@ async fn operators_create_list_get_update_tenants(db: PgPool) {
 
 #[sqlx::test]
 async fn operators_set_quotas_per_pool(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
     let pool = app.pool(&op, "h100-a", "h100").await;
@@ -106,7 +106,7 @@ async fn operators_set_quotas_per_pool(db: PgPool) {
 /// Every tenant-scoped route answers 404 for another tenant's objects, never revealing them.
 #[sqlx::test]
 async fn another_tenants_objects_are_404(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     let (a_id, a_admin) = app.tenant_admin(&op, "tenant-a").await;
     let (_b_id, b_admin) = app.tenant_admin(&op, "tenant-b").await;
@@ -128,7 +128,7 @@ async fn another_tenants_objects_are_404(db: PgPool) {
 
 #[sqlx::test]
 async fn creating_a_key_for_an_unknown_tenant_is_404(db: PgPool) {
-    let app = TestApp::new(db).await;
+    let app = TestApp::new(db);
     let op = app.operator().await;
     app.post(
         "/v1/admin/tenants/00000000-0000-7000-8000-000000000000/api-keys",

@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use gpuplane::config::{Secret, Settings};
 use gpuplane::webhooks::delivery::Worker;
 use gpuplane::webhooks::{Audience, emit};
-
+use gpuplane::{AppState, build_router};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -76,11 +76,12 @@ pub(crate) fn assert_signed(headers: &HeaderMap, body: &[u8], secret: &str) {
 }
 
 /// A service that may call private addresses (the receiver is on loopback) and retries at once.
-pub(crate) async fn app(db: PgPool) -> TestApp {
+pub(crate) fn app(db: PgPool) -> TestApp {
     let mut settings = Settings::new(Secret::new(TEST_SECRET));
     settings.webhooks.allow_private = true;
     settings.webhooks.retry_schedule = vec![Duration::ZERO; 3];
-    TestApp::with_settings(db, settings).await
+    let state = AppState::new(db.clone(), settings).unwrap();
+    TestApp { router: build_router(state.clone()), db, state }
 }
 
 pub(crate) fn worker(app: &TestApp) -> Worker {
@@ -112,7 +113,7 @@ pub(crate) fn types_of(receiver: &Receiver) -> Vec<String> {
 
 #[sqlx::test]
 async fn endpoints_are_validated_managed_and_show_their_secret_once(db: PgPool) {
-    let app = app(db).await;
+    let app = app(db);
     let op = app.operator().await;
     let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
     let member = app.add_key(&op, &tenant_id, gpuplane::auth::Role::TenantMember).await;
@@ -160,7 +161,7 @@ async fn endpoints_are_validated_managed_and_show_their_secret_once(db: PgPool) 
 
 #[sqlx::test]
 async fn private_and_plain_http_urls_are_refused_without_the_flag_also_at_delivery(db: PgPool) {
-    let app = TestApp::new(db.clone()).await;
+    let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let (tenant_id, admin) = app.tenant_admin(&op, "acme").await;
     for url in [
@@ -202,7 +203,7 @@ async fn private_and_plain_http_urls_are_refused_without_the_flag_also_at_delive
 
 #[sqlx::test]
 async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
     let op = app.operator().await;
@@ -290,7 +291,7 @@ async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
 
 #[sqlx::test]
 async fn a_fatal_xid_and_an_issued_invoice_are_delivered(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
     let op = app.operator().await;
@@ -327,7 +328,7 @@ async fn a_fatal_xid_and_an_issued_invoice_are_delivered(db: PgPool) {
 
 #[sqlx::test]
 async fn a_failing_receiver_gets_retries_with_the_same_id_and_the_log_shows_each_attempt(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
     receiver.fail.store(2, Ordering::SeqCst);
@@ -390,7 +391,7 @@ async fn a_failing_receiver_gets_retries_with_the_same_id_and_the_log_shows_each
 
 #[sqlx::test]
 async fn an_endpoint_failing_for_days_is_disabled_with_an_operator_event(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
     receiver.fail.store(100, Ordering::SeqCst);
@@ -418,7 +419,7 @@ async fn an_event_committed_while_no_worker_runs_is_delivered_by_a_fresh_one(db:
     let (receiver, url) = spawn_receiver().await;
     let (lease_id, secret) = {
         // The first service: commits a change with its event, and dies before any worker ran.
-        let app = app(db.clone()).await;
+        let app = app(db.clone());
         let op = app.operator().await;
         let (_, tenant) = app.tenant_admin(&op, "acme").await;
         let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["lease.started"])).await;
@@ -432,7 +433,7 @@ async fn an_event_committed_while_no_worker_runs_is_delivered_by_a_fresh_one(db:
     };
     assert!(receiver.requests.lock().unwrap().is_empty());
     // A fresh service on the same database (a new state, a new worker) delivers it.
-    let fresh = app(db.clone()).await;
+    let fresh = app(db.clone());
     let shutdown = tokio_util::sync::CancellationToken::new();
     let background = tokio::spawn(gpuplane::webhooks::delivery::run(fresh.state.clone(), shutdown.clone()));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
@@ -450,7 +451,7 @@ async fn an_event_committed_while_no_worker_runs_is_delivered_by_a_fresh_one(db:
 
 #[sqlx::test]
 async fn two_workers_never_deliver_one_delivery_twice(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let (receiver, url) = spawn_receiver().await;
     let op = app.operator().await;
     let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
@@ -473,7 +474,7 @@ async fn two_workers_never_deliver_one_delivery_twice(db: PgPool) {
 
 #[sqlx::test]
 async fn another_tenants_endpoints_deliveries_and_events_are_not_found(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let op = app.operator().await;
     let (_, a) = app.tenant_admin(&op, "acme").await;
     let (_, b) = app.tenant_admin(&op, "globex").await;
@@ -562,7 +563,7 @@ async fn sleeper_on_a_leased_gpu(app: &TestApp, op: &str, tenant: &str, secs: &s
 
 #[sqlx::test]
 async fn job_state_changes_are_delivered_signed(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
     let op = app.operator().await;
@@ -603,7 +604,7 @@ async fn job_state_changes_are_delivered_signed(db: PgPool) {
 
 #[sqlx::test]
 async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
     let op = app.operator().await;
@@ -645,7 +646,7 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
 /// an overflowing number, another tenant's ids, a type filter with NUL: each a 422 or 404 that changes nothing.
 #[sqlx::test]
 async fn hostile_input_is_refused_and_changes_nothing(db: PgPool) {
-    let app = app(db.clone()).await;
+    let app = app(db.clone());
     let op = app.operator().await;
     let (_, a) = app.tenant_admin(&op, "acme").await;
     let (_, b) = app.tenant_admin(&op, "globex").await;
