@@ -327,6 +327,11 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
 
     let mut settings = Settings::new(Secret::new("allocation-bench-secret-0123456789abcdefghijklmnop"));
     settings.token_ttl = Duration::from_secs(3600);
+    // Every tenant's key is exchanged for a token from this one address, before the measured load: the
+    // credential endpoints' per-address limit must let all of them through at once (`BENCH_TENANTS` above the
+    // default burst of 10 answered 429 and ended the run).
+    let exchanges = u32::try_from(cfg.tenants).unwrap_or(u32::MAX);
+    settings.rate_limit.auth_rate_burst = settings.rate_limit.auth_rate_burst.max(exchanges);
     let state = AppState::new(db.clone(), settings)?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
