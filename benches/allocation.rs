@@ -18,6 +18,9 @@
 //!   unless `BENCH_ANALYZE=0`.
 //! * `BENCH_WEBHOOK_OUTBOX`: `0` switches the webhook outbox trigger on `lease_events` off after seeding (default
 //!   1, on as in production): only to compare with trees from before the outbox, such as the PL/pgSQL fast path.
+//! * `BENCH_EXPERIMENT_SQL`: SQL run on the bench database after seeding (default none): to measure a schema
+//!   change on its own before it is written as a migration (a dropped constraint, a column made a domain).
+//!   Runs with it are experiments, not figures of the product; the report says so.
 //! * `BENCH_PGBENCH`: path of pgbench (default `pgbench` on PATH); `0` skips the ceiling.
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/allocation.md`); empty: nowhere.
 
@@ -60,6 +63,7 @@ struct Config {
     tenants: usize,
     db_connections: u32,
     webhook_outbox: bool,
+    experiment_sql: Option<String>,
     pgbench: Option<String>,
     doc: Option<std::path::PathBuf>,
 }
@@ -96,6 +100,7 @@ impl Config {
             tenants: env_or("BENCH_TENANTS", 1usize)?.max(1),
             db_connections: env_or("BENCH_DB_CONNECTIONS", 32u32)?.max(1),
             webhook_outbox: env_or("BENCH_WEBHOOK_OUTBOX", 1u8)? != 0,
+            experiment_sql: std::env::var("BENCH_EXPERIMENT_SQL").ok().filter(|sql| !sql.trim().is_empty()),
             pgbench,
             doc,
         })
@@ -323,6 +328,10 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
     if !cfg.webhook_outbox {
         sqlx::query("ALTER TABLE lease_events DISABLE TRIGGER lease_events_webhooks").execute(&db).await?;
         eprintln!("  webhook outbox trigger switched off (BENCH_WEBHOOK_OUTBOX=0)");
+    }
+    if let Some(sql) = &cfg.experiment_sql {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone())).execute(&db).await.context("BENCH_EXPERIMENT_SQL")?;
+        eprintln!("  experiment SQL applied (BENCH_EXPERIMENT_SQL)");
     }
 
     let mut settings = Settings::new(Secret::new("allocation-bench-secret-0123456789abcdefghijklmnop"));
@@ -587,6 +596,13 @@ fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Op
         let _ =
             writeln!(out, "**The webhook outbox trigger was switched off for this run** (`BENCH_WEBHOOK_OUTBOX=0`).\n");
     }
+    if let Some(sql) = &cfg.experiment_sql {
+        let _ = writeln!(
+            out,
+            "**An experiment: this SQL ran on the bench database after seeding** (`BENCH_EXPERIMENT_SQL`):\n\n```sql\n{}\n```\n",
+            sql.trim()
+        );
+    }
     match ceiling {
         Some(c) => {
             let _ = writeln!(
@@ -668,7 +684,8 @@ Other settings: `DATABASE_URL` (the server; the bench creates and drops `gpuplan
 `gpuplane_bench_pgbench` on it), `BENCH_CLIENTS` (64), `BENCH_TENANTS` (1; the clients share the tenants \
 round-robin), `BENCH_DB_CONNECTIONS` (32), `BENCH_WARMUP_SECONDS` (5), `BENCH_ANALYZE` (1; 0 skips the `ANALYZE`), \
 `BENCH_PGBENCH` (pgbench's path, or `0` to skip the ceiling), `BENCH_DOC` (where this page is written; empty \
-for nowhere).\n",
+for nowhere). For experiments, not for this page: `BENCH_WEBHOOK_OUTBOX=0` (the outbox trigger off) and \
+`BENCH_EXPERIMENT_SQL` (SQL run after seeding, to measure a schema change before it becomes a migration).\n",
     );
     out
 }
