@@ -62,8 +62,9 @@ struct Config {
     clients: usize,
     tenants: usize,
     db_connections: u32,
-    webhook_outbox: bool,
-    experiment_sql: Option<String>,
+    /// Schema changes made after seeding, each with the setting that asked for it: experiments, which the
+    /// report states (`BENCH_WEBHOOK_OUTBOX=0`, `BENCH_EXPERIMENT_SQL`).
+    experiments: Vec<(&'static str, String)>,
     pgbench: Option<String>,
     doc: Option<std::path::PathBuf>,
 }
@@ -79,6 +80,16 @@ impl Config {
         };
         if sizes.iter().any(|&n| n < 1) {
             bail!("BENCH_NODES: sizes must be positive");
+        }
+        let mut experiments = Vec::new();
+        if env_or("BENCH_WEBHOOK_OUTBOX", 1u8)? == 0 {
+            let sql = "ALTER TABLE lease_events DISABLE TRIGGER lease_events_webhooks";
+            experiments.push(("BENCH_WEBHOOK_OUTBOX=0", sql.to_owned()));
+        }
+        if let Ok(sql) = std::env::var("BENCH_EXPERIMENT_SQL")
+            && !sql.trim().is_empty()
+        {
+            experiments.push(("BENCH_EXPERIMENT_SQL", sql.trim().to_owned()));
         }
         let pgbench = match std::env::var("BENCH_PGBENCH") {
             Ok(v) if v == "0" => None,
@@ -99,8 +110,7 @@ impl Config {
             clients: env_or("BENCH_CLIENTS", 64usize)?.max(1),
             tenants: env_or("BENCH_TENANTS", 1usize)?.max(1),
             db_connections: env_or("BENCH_DB_CONNECTIONS", 32u32)?.max(1),
-            webhook_outbox: env_or("BENCH_WEBHOOK_OUTBOX", 1u8)? != 0,
-            experiment_sql: std::env::var("BENCH_EXPERIMENT_SQL").ok().filter(|sql| !sql.trim().is_empty()),
+            experiments,
             pgbench,
             doc,
         })
@@ -325,13 +335,9 @@ async fn run_size(cfg: &Config, admin: &mut PgConnection, nodes: i64) -> anyhow:
     let seeding = Instant::now();
     let (pool_id, keys) = seed(&db, nodes, cfg.tenants).await?;
     eprintln!("  seeded {nodes} nodes x {GPUS_PER_NODE} GPUs in {:.1} s", seeding.elapsed().as_secs_f64());
-    if !cfg.webhook_outbox {
-        sqlx::query("ALTER TABLE lease_events DISABLE TRIGGER lease_events_webhooks").execute(&db).await?;
-        eprintln!("  webhook outbox trigger switched off (BENCH_WEBHOOK_OUTBOX=0)");
-    }
-    if let Some(sql) = &cfg.experiment_sql {
-        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone())).execute(&db).await.context("BENCH_EXPERIMENT_SQL")?;
-        eprintln!("  experiment SQL applied (BENCH_EXPERIMENT_SQL)");
+    for (setting, sql) in &cfg.experiments {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone())).execute(&db).await.context(*setting)?;
+        eprintln!("  experiment applied ({setting})");
     }
 
     let mut settings = Settings::new(Secret::new("allocation-bench-secret-0123456789abcdefghijklmnop"));
@@ -592,15 +598,10 @@ fn document(cfg: &Config, env: &Environment, results: &[SizeResult], ceiling: Op
         if cfg.tenants == 1 { "" } else { "s" },
         cfg.db_connections
     );
-    if !cfg.webhook_outbox {
-        let _ =
-            writeln!(out, "**The webhook outbox trigger was switched off for this run** (`BENCH_WEBHOOK_OUTBOX=0`).\n");
-    }
-    if let Some(sql) = &cfg.experiment_sql {
+    for (setting, sql) in &cfg.experiments {
         let _ = writeln!(
             out,
-            "**An experiment: this SQL ran on the bench database after seeding** (`BENCH_EXPERIMENT_SQL`):\n\n```sql\n{}\n```\n",
-            sql.trim()
+            "**An experiment: this SQL ran on the bench database after seeding** (`{setting}`):\n\n```sql\n{sql}\n```\n"
         );
     }
     match ceiling {
