@@ -79,6 +79,8 @@ start_server browser "$bin" "$browser_url" "$work" \
 
 operator_key=$(DATABASE_URL="$browser_url" RUST_LOG=warn "$bin" bootstrap --name browser 2>/dev/null)
 
+# The test writes one closed month's draft invoice straight into the database (see console_test.py).
+export BROWSER_DATABASE_URL="$browser_url"
 "$venv/bin/python" "$root/tests/browser/console_test.py" \
   --url "$url" --operator-key "$operator_key" --binary "$bin" --work-dir "$work/py" --screenshots "$shots" &
 py_pid=$!

@@ -15,7 +15,7 @@ check=0
 
 server=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 server=${server%/*}
-db=gpuplane_sqlx
+db=${SQLX_PREPARE_DB:-gpuplane_sqlx}  # another name lets two checkouts prepare at once
 url="$server/$db"
 PGOPTIONS="-c client_min_messages=warning" psql "$server/postgres" -qX -v ON_ERROR_STOP=1 -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" -c "CREATE DATABASE $db" >/dev/null
 for migration in migrations/*.sql; do

@@ -1,6 +1,11 @@
 //! Monthly invoices: the usage records of a calendar month (UTC) per tenant and currency, grouped per lease
-//! and price, minus the month's credits. Generating also posts SLA credits for monthly leases whose
-//! availability fell below their pool's target.
+//! and price, minus the month's credits.
+//!
+//! A month's invoice is a draft until the month is closed: it has ended and no lease can still be charged for
+//! a second that began in it ([`closed_until`]). Only then can a draft be issued, and issuing first refreshes
+//! it from the final usage, so every usage charge lands on exactly one issued invoice and nothing charged later
+//! belongs to an issued month. Once the month is closed, generating (or issuing) also posts SLA credits for
+//! monthly leases whose availability fell below their pool's target.
 
 use axum::Json;
 use axum::extract::State;
@@ -49,11 +54,15 @@ pub struct InvoiceLine {
 pub struct Invoice {
     pub id: Uuid,
     pub tenant_id: Uuid,
-    /// First day of the invoiced month.
-    pub month: NaiveDate,
+    /// The invoiced month, `YYYY-MM` (UTC).
+    #[schema(example = "2026-11")]
+    pub month: String,
     pub currency: String,
     /// `draft`, `issued` or `paid`.
     pub state: String,
+    /// Whether the month is closed: it has ended and every second that began in it is metered, so the figures
+    /// are final. A draft can be issued only then; until then it is refreshed by each generation.
+    pub month_closed: bool,
     /// Usage charged in the month (equals the month's export total and ledger usage charges).
     pub usage_minor: i64,
     /// Credits posted for the month.
@@ -82,23 +91,65 @@ struct InvoiceRow {
     paid_at: Option<DateTime<Utc>>,
 }
 
-impl From<InvoiceRow> for Invoice {
-    fn from(row: InvoiceRow) -> Self {
+impl InvoiceRow {
+    /// The invoice as the API shows it, given the instant before which every month is closed.
+    fn into_invoice(self, closed_until: DateTime<Utc>) -> Invoice {
         Invoice {
-            id: row.id,
-            tenant_id: row.tenant_id,
-            month: row.month,
-            currency: row.currency,
-            state: row.state,
-            usage_minor: row.usage_minor,
-            credits_minor: row.credits_minor,
-            total_minor: row.total_minor,
-            lines: row.lines.0,
-            created_at: row.created_at,
-            issued_at: row.issued_at,
-            paid_at: row.paid_at,
+            id: self.id,
+            tenant_id: self.tenant_id,
+            month: self.month.format("%Y-%m").to_string(),
+            month_closed: Month::from_first_day(self.month).is_closed(closed_until),
+            currency: self.currency,
+            state: self.state,
+            usage_minor: self.usage_minor,
+            credits_minor: self.credits_minor,
+            total_minor: self.total_minor,
+            lines: self.lines.0,
+            created_at: self.created_at,
+            issued_at: self.issued_at,
+            paid_at: self.paid_at,
         }
     }
+}
+
+/// A calendar month (UTC): its first day and the instants it starts and ends at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Month {
+    pub first_day: NaiveDate,
+    pub start: DateTime<Utc>,
+    pub end: DateTime<Utc>,
+}
+
+impl Month {
+    fn from_first_day(first_day: NaiveDate) -> Month {
+        let start = Utc.from_utc_datetime(&first_day.and_hms_opt(0, 0, 0).unwrap_or_default());
+        Month { first_day, start, end: next_month_start(start) }
+    }
+
+    /// The month `t` lies in.
+    pub fn of(t: DateTime<Utc>) -> Month {
+        Month::from_first_day(month_of(t))
+    }
+
+    /// Closed: it ended at or before `closed_until` (see [`closed_until`]).
+    pub fn is_closed(&self, closed_until: DateTime<Utc>) -> bool {
+        self.end <= closed_until
+    }
+}
+
+/// The instant before which every month is closed: now, or earlier while some lease can still be charged for a
+/// second that begins before it. Metering charges a lease's seconds from its `metered_until` on, and each
+/// second belongs to the month it begins in; a lease has nothing left to charge once it has ended and is
+/// metered to its end. So no usage record can ever again begin before the smallest `metered_until` of the
+/// leases with time left to charge, nor before now. A lease whose nodes are silent holds the month open until
+/// they are heard from or the lease is interrupted at their last heartbeat.
+pub async fn closed_until(conn: &mut PgConnection) -> Result<DateTime<Utc>, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT LEAST(now(), (SELECT min(metered_until) FROM leases
+               WHERE metered_until IS NOT NULL AND metered_until < COALESCE(ended_at, 'infinity'))) AS "at!""#
+    )
+    .fetch_one(conn)
+    .await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -113,7 +164,7 @@ pub struct GenerateInvoicesRequest {
 /// `YYYY-MM`, years 1970-9999 (chrono alone would take `-9999-01` or `+12345-01`).
 pub const MONTH_PATTERN: &str = "^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])$";
 
-fn parse_month(month: &str) -> ApiResult<(NaiveDate, DateTime<Utc>, DateTime<Utc>)> {
+fn parse_month(month: &str) -> ApiResult<Month> {
     let bad = || ApiError::field("month", "a month as YYYY-MM, years 1970-9999");
     let b = month.as_bytes();
     let shaped = b.len() == 7 && b[4] == b'-' && b.iter().enumerate().all(|(i, c)| i == 4 || c.is_ascii_digit());
@@ -124,8 +175,7 @@ fn parse_month(month: &str) -> ApiResult<(NaiveDate, DateTime<Utc>, DateTime<Utc
     if day.year() < 1970 {
         return Err(bad());
     }
-    let start = Utc.from_utc_datetime(&day.and_hms_opt(0, 0, 0).unwrap_or_default());
-    Ok((day, start, next_month_start(start)))
+    Ok(Month::from_first_day(day))
 }
 
 fn gpu_hours(seconds: i64) -> String {
@@ -192,25 +242,20 @@ async fn post_sla_credits(
     Ok(())
 }
 
-/// Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or credits.
-#[utoipa::path(
-    post, path = "/v1/admin/invoices", tag = "billing", operation_id = "generate_invoices",
-    request_body = GenerateInvoicesRequest,
-    responses((status = 200, description = "The month's invoices", body = Vec<Invoice>))
-)]
-pub async fn generate_invoices(
-    State(state): State<AppState>,
-    _op: OperatorAuth,
-    ApiJson(req): ApiJson<GenerateInvoicesRequest>,
-) -> ApiResult<Json<Vec<Invoice>>> {
-    let (month, start, end) = parse_month(&req.month)?;
-    if start > Utc::now() {
-        return Err(ApiError::field("month", "cannot invoice a month that has not started"));
+/// One invoice run at a time, so two operators (or an issue and a generation) at once do not double the SLA
+/// credits or refresh a draft while it is being issued.
+async fn lock_invoice_runs(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
+    sqlx::query!("SELECT pg_advisory_xact_lock(hashtext('gpuplane.invoices'))").execute(conn).await?;
+    Ok(())
+}
+
+/// Write the month's drafts from its usage records and credits, one per tenant and currency with either; an
+/// issued or paid invoice is never changed. Once the month is closed, its SLA credits are posted first (once).
+async fn refresh_month(conn: &mut PgConnection, month: Month, closed: bool) -> Result<(), sqlx::Error> {
+    let (start, end) = (month.start, month.end);
+    if closed {
+        post_sla_credits(conn, start, end).await?;
     }
-    let mut tx = state.db.begin().await?;
-    // One generation at a time, so two operators clicking at once do not double the SLA credits.
-    sqlx::query!("SELECT pg_advisory_xact_lock(hashtext('gpuplane.invoices'))").execute(&mut *tx).await?;
-    post_sla_credits(&mut tx, start, end).await?;
     let lines = sqlx::query!(
         r#"SELECT r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name AS pool_name, r.term, r.unit_price_minor,
              sum(r.gpu_seconds)::bigint AS "gpu_seconds!", sum(r.amount_minor)::bigint AS "amount_minor!"
@@ -221,7 +266,7 @@ pub async fn generate_invoices(
         start,
         end
     )
-    .fetch_all(&mut *tx)
+    .fetch_all(&mut *conn)
     .await?;
     let credits = sqlx::query!(
         r#"SELECT tenant_id, currency, sum(amount_minor)::bigint AS "amount_minor!" FROM ledger_entries
@@ -229,7 +274,7 @@ pub async fn generate_invoices(
         start,
         end
     )
-    .fetch_all(&mut *tx)
+    .fetch_all(&mut *conn)
     .await?;
     let mut keys: Vec<(Uuid, String)> = lines.iter().map(|l| (l.tenant_id, l.currency.clone())).collect();
     keys.extend(credits.iter().map(|c| (c.tenant_id, c.currency.clone())));
@@ -261,28 +306,51 @@ pub async fn generate_invoices(
              WHERE invoices.state = 'draft'",
             new_id(),
             tenant_id,
-            month,
+            month.first_day,
             &currency,
             usage,
             credit,
             usage - credit,
             DbJson(&invoice_lines) as _
         )
-        .execute(&mut *tx)
+        .execute(&mut *conn)
         .await?;
     }
+    Ok(())
+}
+
+/// Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or credits.
+/// A month that has not ended, or whose usage is not all metered yet (`month_closed` false), gets drafts that
+/// the next generation refreshes and that cannot be issued yet.
+#[utoipa::path(
+    post, path = "/v1/admin/invoices", tag = "billing", operation_id = "generate_invoices",
+    request_body = GenerateInvoicesRequest,
+    responses((status = 200, description = "The month's invoices", body = Vec<Invoice>))
+)]
+pub async fn generate_invoices(
+    State(state): State<AppState>,
+    _op: OperatorAuth,
+    ApiJson(req): ApiJson<GenerateInvoicesRequest>,
+) -> ApiResult<Json<Vec<Invoice>>> {
+    let month = parse_month(&req.month)?;
+    if month.start > Utc::now() {
+        return Err(ApiError::field("month", "cannot invoice a month that has not started"));
+    }
+    let mut tx = state.db.begin().await?;
+    lock_invoice_runs(&mut tx).await?;
+    let closed_until = closed_until(&mut tx).await?;
+    refresh_month(&mut tx, month, month.is_closed(closed_until)).await?;
     let invoices = sqlx::query_as!(
         InvoiceRow,
         r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
                lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
            FROM invoices WHERE month = $1 ORDER BY id"#,
-        month
+        month.first_day
     )
     .fetch_all(&mut *tx)
     .await?;
-    let invoices = invoices.into_iter().map(Invoice::from).collect();
     tx.commit().await?;
-    Ok(Json(invoices))
+    Ok(Json(invoices.into_iter().map(|row| row.into_invoice(closed_until)).collect()))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -305,7 +373,8 @@ pub async fn admin_list_invoices(
     _op: OperatorAuth,
     ApiQuery(filter): ApiQuery<InvoiceFilter>,
 ) -> ApiResult<Json<Vec<Invoice>>> {
-    let month = filter.month.as_deref().map(parse_month).transpose()?.map(|m| m.0);
+    let month = filter.month.as_deref().map(parse_month).transpose()?.map(|m| m.first_day);
+    let mut conn = state.db.acquire().await?;
     let invoices = sqlx::query_as!(
         InvoiceRow,
         r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
@@ -315,15 +384,42 @@ pub async fn admin_list_invoices(
         month,
         filter.tenant_id
     )
-    .fetch_all(&state.db)
+    .fetch_all(&mut *conn)
     .await?;
-    Ok(Json(invoices.into_iter().map(Invoice::from).collect()))
+    let closed_until = closed_until(&mut conn).await?;
+    Ok(Json(invoices.into_iter().map(|row| row.into_invoice(closed_until)).collect()))
 }
 
 /// Move an invoice from `from` to `to`, stamping the column of the new state (`issued_at` or `paid_at`); an
-/// issued invoice is announced to the tenant (`invoice.issued`) in the same transaction.
+/// issued invoice is announced to the tenant (`invoice.issued`) in the same transaction. An invoice is issued
+/// only once its month is closed, and then first refreshed from the month's final usage and credits.
 async fn transition(state: &AppState, id: Uuid, from: &str, to: &str) -> ApiResult<Json<Invoice>> {
     let mut tx = state.db.begin().await?;
+    lock_invoice_runs(&mut tx).await?;
+    let current = sqlx::query!("SELECT state, month FROM invoices WHERE id = $1", id).fetch_optional(&mut *tx).await?;
+    let Some(current) = current else {
+        return Err(ApiError::NotFound("invoice"));
+    };
+    if current.state != from {
+        return Err(ApiError::conflict("invoice_state", format!("the invoice is {}, not {from}", current.state)));
+    }
+    let month = Month::from_first_day(current.month);
+    let closed_until = closed_until(&mut tx).await?;
+    if to == "issued" {
+        if !month.is_closed(closed_until) {
+            let why = if month.end > Utc::now() {
+                format!("the month {} has not ended yet", current.month.format("%Y-%m"))
+            } else {
+                format!(
+                    "the month {} still has usage to meter (metered up to {})",
+                    current.month.format("%Y-%m"),
+                    closed_until.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                )
+            };
+            return Err(ApiError::conflict("month_open", format!("{why}: its invoices can be issued once it closes")));
+        }
+        refresh_month(&mut tx, month, true).await?;
+    }
     let updated = sqlx::query_as!(
         InvoiceRow,
         r#"UPDATE invoices SET state = $3,
@@ -336,32 +432,26 @@ async fn transition(state: &AppState, id: Uuid, from: &str, to: &str) -> ApiResu
         from,
         to
     )
-    .fetch_optional(&mut *tx)
+    .fetch_one(&mut *tx)
     .await?;
-    if let Some(invoice) = updated {
-        let invoice = Invoice::from(invoice);
-        if to == "issued" {
-            let data = serde_json::to_value(&invoice).map_err(anyhow::Error::from)?;
-            webhooks::emit(&mut tx, webhooks::Audience::Tenant(invoice.tenant_id), "invoice.issued", data).await?;
-        }
-        tx.commit().await?;
-        return Ok(Json(invoice));
+    let invoice = updated.into_invoice(closed_until);
+    if to == "issued" {
+        let data = serde_json::to_value(&invoice).map_err(anyhow::Error::from)?;
+        webhooks::emit(&mut tx, webhooks::Audience::Tenant(invoice.tenant_id), "invoice.issued", data).await?;
     }
-    drop(tx);
-    let current = sqlx::query_scalar!("SELECT state FROM invoices WHERE id = $1", id).fetch_optional(&state.db).await?;
-    match current {
-        None => Err(ApiError::NotFound("invoice")),
-        Some(state) => Err(ApiError::conflict("invoice_state", format!("the invoice is {state}, not {from}"))),
-    }
+    tx.commit().await?;
+    Ok(Json(invoice))
 }
 
-/// Issue a draft invoice (it no longer changes).
+/// Issue a draft invoice (it no longer changes). Only a closed month's invoices can be issued: the month has
+/// ended and every second that began in it is metered (`month_closed`); issuing refreshes the draft from the
+/// month's final usage first, so what is issued holds every charge of the month.
 #[utoipa::path(
     post, path = "/v1/admin/invoices/{invoice_id}/issue", tag = "billing", operation_id = "issue_invoice",
     params(("invoice_id" = Uuid, Path, description = "Invoice id")),
     responses(
         (status = 200, description = "The issued invoice", body = Invoice),
-        (status = 409, description = "Not a draft (`invoice_state`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Not a draft (`invoice_state`), or its month is not closed yet (`month_open`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn issue_invoice(
@@ -395,6 +485,7 @@ pub async fn pay_invoice(
     responses((status = 200, description = "The tenant's invoices, oldest month first", body = Vec<Invoice>))
 )]
 pub async fn list_invoices(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Vec<Invoice>>> {
+    let mut conn = state.db.acquire().await?;
     let invoices = sqlx::query_as!(
         InvoiceRow,
         r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
@@ -402,9 +493,10 @@ pub async fn list_invoices(State(state): State<AppState>, auth: TenantAuth) -> A
            FROM invoices WHERE tenant_id = $1 ORDER BY month, id"#,
         auth.tenant_id
     )
-    .fetch_all(&state.db)
+    .fetch_all(&mut *conn)
     .await?;
-    Ok(Json(invoices.into_iter().map(Invoice::from).collect()))
+    let closed_until = closed_until(&mut conn).await?;
+    Ok(Json(invoices.into_iter().map(|row| row.into_invoice(closed_until)).collect()))
 }
 
 /// One of the caller's invoices.
@@ -418,6 +510,7 @@ pub async fn get_invoice(
     auth: TenantAuth,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Invoice>> {
+    let mut conn = state.db.acquire().await?;
     let invoice = sqlx::query_as!(
         InvoiceRow,
         r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
@@ -426,9 +519,11 @@ pub async fn get_invoice(
         id,
         auth.tenant_id
     )
-    .fetch_optional(&state.db)
-    .await?;
-    invoice.map(|row| Json(row.into())).ok_or(ApiError::NotFound("invoice"))
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(ApiError::NotFound("invoice"))?;
+    let closed_until = closed_until(&mut conn).await?;
+    Ok(Json(invoice.into_invoice(closed_until)))
 }
 
 /// The first day of `t`'s month.

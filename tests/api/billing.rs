@@ -60,6 +60,12 @@ fn one_month_base() -> DateTime<Utc> {
     if now - Duration::hours(6) >= start { now } else { start - Duration::seconds(1) }
 }
 
+/// The last second of the previous month: periods of up to a day before it lie in a month that has ended, so
+/// its invoices can be issued once its usage is metered.
+fn previous_month_base() -> DateTime<Utc> {
+    month_start(Utc::now()) - Duration::seconds(1)
+}
+
 fn month_start(at: DateTime<Utc>) -> DateTime<Utc> {
     use chrono::{Datelike, TimeZone};
     Utc.with_ymd_and_hms(at.year(), at.month(), 1, 0, 0, 0).unwrap()
@@ -257,7 +263,7 @@ async fn export_invoice_and_ledger_reconcile_to_the_minor_unit(db: PgPool) {
     let (op, _, tenant, pool) = setup(&app, 249).await;
     let (_, other) = app.tenant_admin(&op, "other").await;
     backdate_prices(&db).await;
-    let base = one_month_base();
+    let base = previous_month_base();
     let month_start = month_start(base);
     let mut seconds = 97;
     for token in [&tenant, &tenant, &other] {
@@ -432,8 +438,8 @@ async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
         .await
         .expect(StatusCode::CREATED);
     let id = res.body["id"].as_str().unwrap().to_string();
-    // It ran 10,000 s of one month, then its node failed (interrupted) with the month still due.
-    let base = one_month_base();
+    // It ran 10,000 s of last month, then its node failed (interrupted) with the month still due.
+    let base = previous_month_base();
     let start = base - Duration::seconds(20_000);
     pin_period(&db, &id, start, Some(start + Duration::seconds(10_000)), "interrupted").await;
     sqlx::query("UPDATE leases SET ends_at = starts_at + interval '30 days' WHERE id = $1::uuid")
@@ -715,5 +721,255 @@ async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_chang
         assert_eq!(amount, charged(&db, &id).await, "{h:?}");
         assert_eq!(gpu_seconds, (ended_at - start).num_seconds() * h.gpus as i64, "{h:?}");
     }
+    assert!(ledger_matches_balances(&db).await);
+}
+
+/// POST the month's invoices and try to issue each draft: (issued invoices, refusals because the month is open).
+async fn invoice_month(app: &TestApp, op: &str, month: &str) -> (Vec<Value>, usize) {
+    let drafts = app.post("/v1/admin/invoices", op, json!({ "month": month })).await.expect(StatusCode::OK);
+    let (mut issued, mut open) = (Vec::new(), 0);
+    for invoice in drafts.body.as_array().unwrap().iter().filter(|i| i["state"] == "draft") {
+        assert_eq!(invoice["month"], month, "an invoice names its month as asked");
+        let res =
+            app.post(&format!("/v1/admin/invoices/{}/issue", invoice["id"].as_str().unwrap()), op, json!({})).await;
+        if res.status == StatusCode::CONFLICT {
+            res.expect_problem(StatusCode::CONFLICT, "month_open");
+            assert_eq!(invoice["month_closed"], false, "{invoice}");
+            open += 1;
+        } else {
+            let body = res.expect(StatusCode::OK).body;
+            assert_eq!(body["month_closed"], true, "{body}");
+            issued.push(body);
+        }
+    }
+    (issued, open)
+}
+
+/// Usage charged to `tenant` in the month that starts at `start`: (usage records, ledger usage charges).
+async fn month_usage(db: &PgPool, tenant: &str, start: DateTime<Utc>, end: DateTime<Utc>) -> (i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT COALESCE(sum(amount_minor), 0) FROM usage_records WHERE tenant_id = $1::uuid \
+                 AND period_start >= $2 AND period_start < $3)::bigint, \
+                (SELECT COALESCE(-sum(amount_minor), 0) FROM ledger_entries WHERE tenant_id = $1::uuid \
+                 AND kind = 'usage' AND period_at >= $2 AND period_at < $3)::bigint",
+    )
+    .bind(tenant)
+    .bind(start)
+    .bind(end)
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+#[sqlx::test]
+async fn an_open_month_cannot_be_issued_and_its_late_usage_lands_on_its_invoice(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": 3600 }))
+        .await
+        .expect(StatusCode::OK);
+    backdate_prices(&db).await;
+    let (node, _) = app.agent_node(&op, &pool, "node-0", 8).await;
+    // A lease that started an hour before this month; its node was last heard from 40 minutes before the month
+    // ended, so 20 minutes of last month are not metered yet.
+    let this_month = month_start(Utc::now());
+    let id = lease(&app, &tenant, &pool, 1).await;
+    let start = this_month - Duration::hours(1);
+    sqlx::query(
+        "UPDATE leases SET starts_at = $2, metered_until = $2, ends_at = $2 + interval '2 days' WHERE id = $1::uuid",
+    )
+    .bind(&id)
+    .bind(start)
+    .execute(&db)
+    .await
+    .unwrap();
+    let heard = |at: DateTime<Utc>| {
+        sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid").bind(&node).bind(at).execute(&db)
+    };
+    heard(start + Duration::minutes(40)).await.unwrap();
+    meter_once(&db).await.unwrap();
+    assert_eq!(charged(&db, &id).await, 40 * 60);
+    let last = (this_month - Duration::days(1)).format("%Y-%m").to_string();
+    let (issued, open) = invoice_month(&app, &op, &last).await;
+    assert!(issued.is_empty() && open == 1, "last month is still open: 20 minutes are not metered");
+    // This month has not ended: it cannot be issued whatever is metered.
+    heard(Utc::now()).await.unwrap();
+    meter_once(&db).await.unwrap();
+    let (issued, open) = invoice_month(&app, &op, &this_month.format("%Y-%m").to_string()).await;
+    assert!(issued.is_empty() && open == 1);
+    // Now every second of last month is metered: the draft is refreshed to the whole hour and issued.
+    let (issued, open) = invoice_month(&app, &op, &last).await;
+    assert_eq!(open, 0);
+    assert_eq!(issued.len(), 1);
+    assert_eq!(issued[0]["usage_minor"], 3600, "{}", issued[0]);
+    assert_eq!(month_usage(&db, &tenant_id, this_month - Duration::days(1), this_month).await, (3600, 3600));
+    // Whatever is metered from now on belongs to this month: the issued invoice never changes again.
+    heard(Utc::now()).await.unwrap();
+    meter_once(&db).await.unwrap();
+    let again = app.get(&format!("/v1/billing/invoices/{}", issued[0]["id"].as_str().unwrap()), &tenant).await;
+    assert_eq!(again.expect(StatusCode::OK).body["usage_minor"], 3600);
+}
+
+/// One step of a random billing history on one agent node (see the property test below).
+#[derive(Debug, Clone)]
+enum Step {
+    /// Time passes: the node is heard from `seconds` later and metering runs.
+    Advance { seconds: i64 },
+    /// A tenant (0 or 1) leases GPUs now.
+    Start { tenant: usize, gpus: i64 },
+    /// The `pick`-th running lease (not the first) ends now.
+    End { pick: usize },
+    /// An operator generates the invoices of a month (0..=3 of the history's months) and issues every draft.
+    Invoice { month: usize },
+}
+
+fn steps() -> impl proptest::strategy::Strategy<Value = Vec<Step>> {
+    use proptest::prelude::*;
+    let step = prop_oneof![
+        4 => (3_600i64..20 * 86_400).prop_map(|seconds| Step::Advance { seconds }),
+        2 => (0usize..2, 1i64..=2).prop_map(|(tenant, gpus)| Step::Start { tenant, gpus }),
+        2 => (0usize..8).prop_map(|pick| Step::End { pick }),
+        3 => (0usize..4).prop_map(|month| Step::Invoice { month }),
+    ];
+    proptest::collection::vec(step, 12..30)
+}
+
+/// The billing rule of the issue "money on no invoice": whenever invoices are generated and issued during a
+/// history, once its months are closed every usage charge is on exactly one issued invoice, an issued invoice
+/// never changes, and the invoices add up to the ledger's usage charges. Each history runs in a year of its own
+/// in the past, on its own node; its first lease runs throughout, so time ends where the node was last heard from.
+#[sqlx::test]
+async fn every_usage_charge_lands_on_exactly_one_issued_invoice(db: PgPool) {
+    use chrono::TimeZone;
+    use proptest::strategy::{Strategy, ValueTree};
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (a_id, a) = app.tenant_admin(&op, "acme").await;
+    let (b_id, b) = app.tenant_admin(&op, "bolt").await;
+    for id in [&a_id, &b_id] {
+        app.top_up(&op, id, 900_000_000_000).await;
+    }
+    let tenants = [(a_id.clone(), a.clone()), (b_id.clone(), b.clone())];
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let (mut issued_midway, mut refused) = (0, 0);
+    for case in 0..4 {
+        let history = steps().new_tree(&mut runner).unwrap().current();
+        // A pool of its own, so each history's leases go to its node. 37 per GPU-hour: charges round, so a
+        // split invoice would show in the minor units.
+        let pool = app.pool(&op, &format!("h100-{case}"), "h100").await;
+        sqlx::query(
+            "UPDATE pool_prices SET effective_from = '1990-01-01', price_per_gpu_hour_minor = 37 WHERE pool_id = $1::uuid",
+        )
+        .bind(&pool)
+        .execute(&db)
+        .await
+        .unwrap();
+        let (node, _) = app.agent_node(&op, &pool, &format!("node-{case}"), 8).await;
+        let base = Utc.with_ymd_and_hms(2001 + case, 1, 1, 0, 0, 0).unwrap() + Duration::hours(5);
+        let months: Vec<DateTime<Utc>> =
+            (1..=5).map(|m| Utc.with_ymd_and_hms(2001 + case, m, 1, 0, 0, 0).unwrap()).collect();
+        let mut clock = base;
+        let mut running: Vec<(String, i64)> = Vec::new();
+        let mut issued: Vec<Value> = Vec::new();
+        let heard = |at: DateTime<Utc>| {
+            sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid").bind(&node).bind(at).execute(&db)
+        };
+        let start_lease = async |tenant: &str, gpus: i64, at: DateTime<Utc>| {
+            let res = app
+                .post("/v1/leases", tenant, json!({ "pool_id": pool, "gpu_count": gpus, "duration_hours": 2 }))
+                .await
+                .expect(StatusCode::CREATED);
+            let id = res.body["id"].as_str().unwrap().to_string();
+            sqlx::query(
+                "UPDATE leases SET starts_at = $2, metered_until = $2, ends_at = $2 + interval '400 days' WHERE id = $1::uuid",
+            )
+            .bind(&id)
+            .bind(at)
+            .execute(&db)
+            .await
+            .unwrap();
+            id
+        };
+        heard(clock).await.unwrap();
+        running.push((start_lease(&a, 1, clock).await, 1));
+        let end_at = async |id: &str, at: DateTime<Utc>| {
+            let mut conn = db.acquire().await.unwrap();
+            let lease_id = uuid::Uuid::parse_str(id).unwrap();
+            let (to, actor) = (gpuplane::leases::LeaseState::Released, gpuplane::leases::Actor::System);
+            gpuplane::leases::store::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(at))
+                .await
+                .unwrap()
+                .expect("ended");
+        };
+        for step in &history {
+            match *step {
+                Step::Advance { seconds } => {
+                    clock = (clock + Duration::seconds(seconds)).min(months[4] - Duration::hours(1));
+                    heard(clock).await.unwrap();
+                    meter_once(&db).await.unwrap();
+                }
+                Step::Start { tenant, gpus } => {
+                    if running.iter().map(|r| r.1).sum::<i64>() + gpus <= 8 {
+                        running.push((start_lease(&tenants[tenant].1, gpus, clock).await, gpus));
+                    }
+                }
+                Step::End { pick } => {
+                    if running.len() > 1 {
+                        let (id, _) = running.remove(1 + pick % (running.len() - 1));
+                        // Metering may have stopped up to a second before the clock: the lease ends at the clock.
+                        end_at(&id, clock).await;
+                    }
+                }
+                Step::Invoice { month } => {
+                    let (done, open) = invoice_month(&app, &op, &months[month].format("%Y-%m").to_string()).await;
+                    issued_midway += done.len();
+                    refused += open;
+                    issued.extend(done);
+                }
+            }
+        }
+        // The history ends: every lease ends at the clock, all is metered, and every month closes.
+        for (id, _) in running.drain(..) {
+            end_at(&id, clock).await;
+        }
+        meter_once(&db).await.unwrap();
+        for month in &months[..4] {
+            let (done, open) = invoice_month(&app, &op, &month.format("%Y-%m").to_string()).await;
+            assert_eq!(open, 0, "{history:?}: every month is closed once all is metered");
+            issued.extend(done);
+        }
+        // An issued invoice never changed, and its lines add up to it.
+        for invoice in &issued {
+            let id = invoice["id"].as_str().unwrap();
+            let now = app.get(&format!("/v1/admin/invoices?month={}", invoice["month"].as_str().unwrap()), &op).await;
+            let now = now.body.as_array().unwrap().iter().find(|i| i["id"] == id).unwrap().clone();
+            assert_eq!(now["usage_minor"], invoice["usage_minor"], "{history:?}: issued invoice {id} changed");
+            let lines: i64 = now["lines"].as_array().unwrap().iter().map(|l| l["amount_minor"].as_i64().unwrap()).sum();
+            assert_eq!(lines, now["usage_minor"].as_i64().unwrap());
+        }
+        // Every month's usage is on exactly one issued invoice per tenant, equal to the ledger's usage charges.
+        for (tenant_id, _) in &tenants {
+            for window in months.windows(2).take(4) {
+                let (records, ledger) = month_usage(&db, tenant_id, window[0], window[1]).await;
+                assert_eq!(records, ledger);
+                let on_invoices: Vec<i64> = issued
+                    .iter()
+                    .filter(|i| {
+                        i["tenant_id"] == tenant_id.as_str() && i["month"] == window[0].format("%Y-%m").to_string()
+                    })
+                    .map(|i| i["usage_minor"].as_i64().unwrap())
+                    .collect();
+                if records == 0 {
+                    assert!(on_invoices.iter().all(|u| *u == 0), "{history:?}");
+                } else {
+                    assert_eq!(on_invoices, [records], "{history:?}: {tenant_id} {}", window[0]);
+                }
+            }
+        }
+    }
+    // The histories both issued invoices before they ended and were refused while a month was open.
+    assert!(issued_midway > 0 && refused > 0, "issued midway {issued_midway}, refused {refused}");
     assert!(ledger_matches_balances(&db).await);
 }

@@ -95,6 +95,13 @@ class Api:
         return self.ok("POST", "/v1/auth/token", body={"api_key": key})["access_token"]
 
 
+def previous_month() -> str:
+    """`YYYY-MM` of the month before this one (UTC)."""
+    now = time.gmtime()
+    year, month = (now.tm_year, now.tm_mon - 1) if now.tm_mon > 1 else (now.tm_year - 1, 12)
+    return f"{year:04d}-{month:02d}"
+
+
 def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     op = api.token(operator_key)
     tenant = api.ok("POST", "/v1/admin/tenants", op, {"name": "browser-ml"})
@@ -349,6 +356,15 @@ def operator(c: Console, seeded: dict) -> None:
 
     c.view("#/invoices", "Invoices")
     c.css("#generate-invoices").click()
+    c.css("[data-invoice=open]")
+    check("this month's draft cannot be issued while the month is open", not c.d.find_elements(By.CSS_SELECTOR, "button[data-invoice=issue]"))
+    # A closed month to issue: last month's draft for the tenant, written straight into the database (the test is
+    # about the console's buttons; tests/api/billing.rs proves which months close and what their invoices hold).
+    last = previous_month()
+    subprocess.run(["psql", "-qX", "-v", "ON_ERROR_STOP=1", os.environ["BROWSER_DATABASE_URL"], "-c",
+                    "INSERT INTO invoices (id, tenant_id, month, currency, usage_minor, credits_minor, total_minor, lines) "
+                    f"VALUES (gen_random_uuid(), '{seeded['tenant']['id']}', '{last}-01', 'USD', 1234, 0, 1234, '[]')"], check=True)
+    c.view(f"#/invoices/{last}", "Invoices")
     c.css("button[data-invoice=issue]").click()
     c.css("button[data-invoice=pay]").click()
     c.wait(lambda d: "paid" in d.find_element(By.TAG_NAME, "main").text)

@@ -225,7 +225,11 @@ export interface paths {
         /** List invoices across tenants. */
         get: operations["admin_list_invoices"];
         put?: never;
-        /** Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or credits. */
+        /**
+         * Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or credits.
+         *     A month that has not ended, or whose usage is not all metered yet (`month_closed` false), gets drafts that
+         *     the next generation refreshes and that cannot be issued yet.
+         */
         post: operations["generate_invoices"];
         delete?: never;
         options?: never;
@@ -242,7 +246,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Issue a draft invoice (it no longer changes). */
+        /**
+         * Issue a draft invoice (it no longer changes). Only a closed month's invoices can be issued: the month has
+         *     ended and every second that began in it is metered (`month_closed`); issuing refreshes the draft from the
+         *     month's final usage first, so what is issued holds every charge of the month.
+         */
         post: operations["issue_invoice"];
         delete?: never;
         options?: never;
@@ -2446,10 +2454,15 @@ export interface components {
             issued_at?: string | null;
             lines: components["schemas"]["InvoiceLine"][];
             /**
-             * Format: date
-             * @description First day of the invoiced month.
+             * @description The invoiced month, `YYYY-MM` (UTC).
+             * @example 2026-11
              */
             month: string;
+            /**
+             * @description Whether the month is closed: it has ended and every second that began in it is metered, so the figures
+             *     are final. A draft can be issued only then; until then it is refreshed by each generation.
+             */
+            month_closed: boolean;
             /** Format: date-time */
             paid_at?: string | null;
             /** @description `draft`, `issued` or `paid`. */
@@ -4505,7 +4518,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description Not a draft (`invoice_state`) */
+            /** @description Not a draft (`invoice_state`), or its month is not closed yet (`month_open`) */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -481,7 +481,9 @@ async function viewInvoices(month) {
       h("button", { type: "button", id: "generate-invoices", onclick: act(() => api("POST", "/v1/admin/invoices", { month: pick.value }), "Draft invoices generated") }, "Generate drafts")),
     invoices.length ? table(["Tenant", "State", "Usage", "Credits", "Total", ""], invoices.map((i) => [names[i.tenant_id] || short(i.tenant_id), stateTag(i.state),
       money(i.usage_minor, i.currency), money(i.credits_minor, i.currency), money(i.total_minor, i.currency),
-      i.state === "draft" ? step(i, "issue", "Issue") : i.state === "issued" ? step(i, "pay", "Mark paid") : ago(i.paid_at)])) : h("p", { class: "muted" }, "No invoices for this month.")];
+      i.state === "draft" ? (i.month_closed ? step(i, "issue", "Issue") : h("span", { class: "muted", "data-invoice": "open" }, "month still open"))
+        : i.state === "issued" ? step(i, "pay", "Mark paid") : ago(i.paid_at)])) : h("p", { class: "muted" }, "No invoices for this month."),
+    h("p", { class: "muted" }, "A month's drafts can be issued once it has ended and all its usage is metered; until then each generation refreshes them.")];
 }
 
 // ---- routing -----------------------------------------------------------------------------------------------

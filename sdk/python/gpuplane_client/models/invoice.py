@@ -26,7 +26,10 @@ class Invoice:
         currency (str):
         id (UUID):
         lines (list[InvoiceLine]):
-        month (datetime.date): First day of the invoiced month.
+        month (str): The invoiced month, `YYYY-MM` (UTC). Example: 2026-11.
+        month_closed (bool): Whether the month is closed: it has ended and every second that began in it is metered, so
+            the figures
+            are final. A draft can be issued only then; until then it is refreshed by each generation.
         state (str): `draft`, `issued` or `paid`.
         tenant_id (UUID):
         total_minor (int): usage - credits.
@@ -40,7 +43,8 @@ class Invoice:
     currency: str
     id: UUID
     lines: list[InvoiceLine]
-    month: datetime.date
+    month: str
+    month_closed: bool
     state: str
     tenant_id: UUID
     total_minor: int
@@ -63,7 +67,9 @@ class Invoice:
             lines_item = lines_item_data.to_dict()
             lines.append(lines_item)
 
-        month = self.month.isoformat()
+        month = self.month
+
+        month_closed = self.month_closed
 
         state = self.state
 
@@ -99,6 +105,7 @@ class Invoice:
                 "id": id,
                 "lines": lines,
                 "month": month,
+                "month_closed": month_closed,
                 "state": state,
                 "tenant_id": tenant_id,
                 "total_minor": total_minor,
@@ -132,7 +139,9 @@ class Invoice:
 
             lines.append(lines_item)
 
-        month = datetime.date.fromisoformat(d.pop("month"))
+        month = d.pop("month")
+
+        month_closed = d.pop("month_closed")
 
         state = d.pop("state")
 
@@ -183,6 +192,7 @@ class Invoice:
             id=id,
             lines=lines,
             month=month,
+            month_closed=month_closed,
             state=state,
             tenant_id=tenant_id,
             total_minor=total_minor,

@@ -107,6 +107,9 @@ def sync_detailed(
 ) -> Response[Problem | list[Invoice]]:
     """Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or
     credits.
+    A month that has not ended, or whose usage is not all metered yet (`month_closed` false), gets
+    drafts that
+    the next generation refreshes and that cannot be issued yet.
 
     Args:
         body (GenerateInvoicesRequest):  Example: {'month': '2026-11'}.
@@ -137,6 +140,9 @@ def sync(
 ) -> Problem | list[Invoice] | None:
     """Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or
     credits.
+    A month that has not ended, or whose usage is not all metered yet (`month_closed` false), gets
+    drafts that
+    the next generation refreshes and that cannot be issued yet.
 
     Args:
         body (GenerateInvoicesRequest):  Example: {'month': '2026-11'}.
@@ -162,6 +168,9 @@ async def asyncio_detailed(
 ) -> Response[Problem | list[Invoice]]:
     """Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or
     credits.
+    A month that has not ended, or whose usage is not all metered yet (`month_closed` false), gets
+    drafts that
+    the next generation refreshes and that cannot be issued yet.
 
     Args:
         body (GenerateInvoicesRequest):  Example: {'month': '2026-11'}.
@@ -190,6 +199,9 @@ async def asyncio(
 ) -> Problem | list[Invoice] | None:
     """Generate (or refresh, while still drafts) the invoices of a month for every tenant with usage or
     credits.
+    A month that has not ended, or whose usage is not all metered yet (`month_closed` false), gets
+    drafts that
+    the next generation refreshes and that cannot be issued yet.
 
     Args:
         body (GenerateInvoicesRequest):  Example: {'month': '2026-11'}.

@@ -86,7 +86,11 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Invoice | Problem]:
-    """Issue a draft invoice (it no longer changes).
+    """Issue a draft invoice (it no longer changes). Only a closed month's invoices can be issued: the
+    month has
+    ended and every second that began in it is metered (`month_closed`); issuing refreshes the draft
+    from the
+    month's final usage first, so what is issued holds every charge of the month.
 
     Args:
         invoice_id (UUID):
@@ -115,7 +119,11 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> Invoice | Problem | None:
-    """Issue a draft invoice (it no longer changes).
+    """Issue a draft invoice (it no longer changes). Only a closed month's invoices can be issued: the
+    month has
+    ended and every second that began in it is metered (`month_closed`); issuing refreshes the draft
+    from the
+    month's final usage first, so what is issued holds every charge of the month.
 
     Args:
         invoice_id (UUID):
@@ -139,7 +147,11 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Invoice | Problem]:
-    """Issue a draft invoice (it no longer changes).
+    """Issue a draft invoice (it no longer changes). Only a closed month's invoices can be issued: the
+    month has
+    ended and every second that began in it is metered (`month_closed`); issuing refreshes the draft
+    from the
+    month's final usage first, so what is issued holds every charge of the month.
 
     Args:
         invoice_id (UUID):
@@ -166,7 +178,11 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> Invoice | Problem | None:
-    """Issue a draft invoice (it no longer changes).
+    """Issue a draft invoice (it no longer changes). Only a closed month's invoices can be issued: the
+    month has
+    ended and every second that began in it is metered (`month_closed`); issuing refreshes the draft
+    from the
+    month's final usage first, so what is issued holds every charge of the month.
 
     Args:
         invoice_id (UUID):
