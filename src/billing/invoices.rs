@@ -126,11 +126,6 @@ impl Month {
         Month { first_day, start, end: next_month_start(start) }
     }
 
-    /// The month `t` lies in.
-    pub fn of(t: DateTime<Utc>) -> Month {
-        Month::from_first_day(month_of(t))
-    }
-
     /// Closed: it ended at or before `closed_until` (see [`closed_until`]).
     pub fn is_closed(&self, closed_until: DateTime<Utc>) -> bool {
         self.end <= closed_until

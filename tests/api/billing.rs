@@ -460,6 +460,16 @@ async fn monthly_leases_below_the_sla_get_a_credit(db: PgPool) {
     assert_eq!(again.body[0]["credits_minor"], credit);
 }
 
+/// The node was last heard from at `at` (its agent's heartbeat bounds what metering charges).
+async fn hear_from(db: &PgPool, node: &str, at: DateTime<Utc>) {
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
+        .bind(node)
+        .bind(at)
+        .execute(db)
+        .await
+        .unwrap();
+}
+
 /// The lease's metering state: (metered_until, ended_at).
 async fn metering_state(db: &PgPool, lease: &str) -> (DateTime<Utc>, Option<DateTime<Utc>>) {
     sqlx::query_as("SELECT metered_until, ended_at FROM leases WHERE id = $1::uuid")
@@ -486,12 +496,7 @@ async fn an_interrupted_lease_is_charged_exactly_to_the_last_heartbeat(db: PgPoo
     let t0 = Utc::now().trunc_subsecs(6) - Duration::seconds(1000);
     let last = t0 + Duration::milliseconds(3_500);
     pin_period(&db, &id, t0, None, "active").await;
-    sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
-        .bind(&node)
-        .bind(last)
-        .execute(&db)
-        .await
-        .unwrap();
+    hear_from(&db, &node, last).await;
     // While the node is silent, metering stops at its last heartbeat (3 whole seconds), not at now.
     meter_once(&db).await.unwrap();
     assert_eq!(charged(&db, &id).await, 8 * 3 * 10);
@@ -649,12 +654,7 @@ async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_chang
         let mut heard = start;
         for step in &h.heartbeats_us {
             heard += Duration::microseconds(*step);
-            sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
-                .bind(&node)
-                .bind(heard)
-                .execute(&db)
-                .await
-                .unwrap();
+            hear_from(&db, &node, heard).await;
             meter_once(&db).await.unwrap();
             let (metered_until,) = (metering_state(&db, &id).await.0,);
             assert!(metered_until <= heard, "{h:?}");
@@ -670,12 +670,7 @@ async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_chang
         let lease_id = uuid::Uuid::parse_str(&id).unwrap();
         match h.ending {
             "interrupted" => {
-                sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid")
-                    .bind(&node)
-                    .bind(heard)
-                    .execute(&db)
-                    .await
-                    .unwrap();
+                hear_from(&db, &node, heard).await;
                 app.sweep().await;
             }
             "expired" => {
@@ -785,17 +780,14 @@ async fn an_open_month_cannot_be_issued_and_its_late_usage_lands_on_its_invoice(
     .execute(&db)
     .await
     .unwrap();
-    let heard = |at: DateTime<Utc>| {
-        sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid").bind(&node).bind(at).execute(&db)
-    };
-    heard(start + Duration::minutes(40)).await.unwrap();
+    hear_from(&db, &node, start + Duration::minutes(40)).await;
     meter_once(&db).await.unwrap();
     assert_eq!(charged(&db, &id).await, 40 * 60);
     let last = (this_month - Duration::days(1)).format("%Y-%m").to_string();
     let (issued, open) = invoice_month(&app, &op, &last).await;
     assert!(issued.is_empty() && open == 1, "last month is still open: 20 minutes are not metered");
     // This month has not ended: it cannot be issued whatever is metered.
-    heard(Utc::now()).await.unwrap();
+    hear_from(&db, &node, Utc::now()).await;
     meter_once(&db).await.unwrap();
     let (issued, open) = invoice_month(&app, &op, &this_month.format("%Y-%m").to_string()).await;
     assert!(issued.is_empty() && open == 1);
@@ -806,7 +798,7 @@ async fn an_open_month_cannot_be_issued_and_its_late_usage_lands_on_its_invoice(
     assert_eq!(issued[0]["usage_minor"], 3600, "{}", issued[0]);
     assert_eq!(month_usage(&db, &tenant_id, this_month - Duration::days(1), this_month).await, (3600, 3600));
     // Whatever is metered from now on belongs to this month: the issued invoice never changes again.
-    heard(Utc::now()).await.unwrap();
+    hear_from(&db, &node, Utc::now()).await;
     meter_once(&db).await.unwrap();
     let again = app.get(&format!("/v1/billing/invoices/{}", issued[0]["id"].as_str().unwrap()), &tenant).await;
     assert_eq!(again.expect(StatusCode::OK).body["usage_minor"], 3600);
@@ -873,15 +865,8 @@ async fn every_usage_charge_lands_on_exactly_one_issued_invoice(db: PgPool) {
         let mut clock = base;
         let mut running: Vec<(String, i64)> = Vec::new();
         let mut issued: Vec<Value> = Vec::new();
-        let heard = |at: DateTime<Utc>| {
-            sqlx::query("UPDATE nodes SET last_heartbeat_at = $2 WHERE id = $1::uuid").bind(&node).bind(at).execute(&db)
-        };
         let start_lease = async |tenant: &str, gpus: i64, at: DateTime<Utc>| {
-            let res = app
-                .post("/v1/leases", tenant, json!({ "pool_id": pool, "gpu_count": gpus, "duration_hours": 2 }))
-                .await
-                .expect(StatusCode::CREATED);
-            let id = res.body["id"].as_str().unwrap().to_string();
+            let id = lease(&app, tenant, &pool, gpus).await;
             sqlx::query(
                 "UPDATE leases SET starts_at = $2, metered_until = $2, ends_at = $2 + interval '400 days' WHERE id = $1::uuid",
             )
@@ -892,7 +877,7 @@ async fn every_usage_charge_lands_on_exactly_one_issued_invoice(db: PgPool) {
             .unwrap();
             id
         };
-        heard(clock).await.unwrap();
+        hear_from(&db, &node, clock).await;
         running.push((start_lease(&a, 1, clock).await, 1));
         let end_at = async |id: &str, at: DateTime<Utc>| {
             let mut conn = db.acquire().await.unwrap();
@@ -907,7 +892,7 @@ async fn every_usage_charge_lands_on_exactly_one_issued_invoice(db: PgPool) {
             match *step {
                 Step::Advance { seconds } => {
                     clock = (clock + Duration::seconds(seconds)).min(months[4] - Duration::hours(1));
-                    heard(clock).await.unwrap();
+                    hear_from(&db, &node, clock).await;
                     meter_once(&db).await.unwrap();
                 }
                 Step::Start { tenant, gpus } => {
