@@ -65,6 +65,11 @@ pub async fn register_agent(
     if facts.echo_port.is_some_and(|p| !(1..=65535).contains(&p)) {
         errors.push(FieldError::new("node.echo_port", "a port, 1-65535"));
     }
+    if let Some(subnet) = &facts.lease_subnet
+        && let Err(message) = gpuplane_protocol::lease_network::LeaseSubnet::parse(subnet)
+    {
+        errors.push(FieldError::new("node.lease_subnet", message));
+    }
     check_version_text("node.driver_version", facts.driver_version.as_deref(), &mut errors);
     check_version_text("node.cuda_version", facts.cuda_version.as_deref(), &mut errors);
     if !errors.is_empty() {
@@ -167,11 +172,12 @@ pub async fn register_agent(
         "UPDATE nodes SET agent_managed = true, agent_generation = agent_generation + 1, facts = $2, \
              liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END, \
              last_heartbeat_at = now(), generation = generation + 1, reregistration_allowed_until = NULL, \
-             echo_port = $3 \
+             echo_port = $3, lease_subnet = $4 \
          WHERE id = $1 RETURNING agent_generation",
         node_id,
         facts_json,
-        facts.echo_port
+        facts.echo_port,
+        facts.lease_subnet.as_deref()
     )
     .fetch_one(&mut *tx)
     .await?;

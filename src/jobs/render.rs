@@ -46,10 +46,20 @@ pub struct NodeSlot {
     pub node_id: Uuid,
     pub hostname: String,
     pub address: String,
+    /// The lease's own address on this node (its network namespace there), when the node isolates leases.
+    pub lease_address: Option<String>,
     /// The leased GPUs' indices on this node, ascending.
     pub gpu_indices: Vec<i32>,
     /// The node's network supports RDMA (InfiniBand/RoCE).
     pub rdma: bool,
+}
+
+impl NodeSlot {
+    /// Where the job's processes on this node are reached by the lease's other nodes: the lease's own address
+    /// there when the node isolates leases in network namespaces, else the node's address.
+    pub fn rendezvous_address(&self) -> &str {
+        self.lease_address.as_deref().unwrap_or(&self.address)
+    }
 }
 
 /// The template a job renders.
@@ -372,7 +382,7 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
     let world: usize = nodes.iter().map(|n| n.gpu_indices.len()).sum();
     let uneven = nodes.iter().any(|n| n.gpu_indices.len() != first.gpu_indices.len());
     let rdma = nodes.iter().all(|n| n.rdma);
-    let addrs: Vec<&str> = nodes.iter().map(|n| n.address.as_str()).collect();
+    let addrs: Vec<&str> = nodes.iter().map(NodeSlot::rendezvous_address).collect();
     let mut specs = Vec::with_capacity(nodes.len());
     for (rank, node) in nodes.iter().enumerate() {
         let ctx = NodeCtx {
@@ -380,7 +390,7 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
             nnodes: nodes.len(),
             nproc: node.gpu_indices.len(),
             world,
-            master_addr: &first.address,
+            master_addr: first.rendezvous_address(),
             master_port: input.master_port,
             job_id: input.job_id,
             uneven,
@@ -388,7 +398,7 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
         let mut env: BTreeMap<String, String> = input.env.clone();
         let devices: Vec<String> = node.gpu_indices.iter().map(|i| i.to_string()).collect();
         for (key, value) in [
-            ("MASTER_ADDR", first.address.clone()),
+            ("MASTER_ADDR", first.rendezvous_address().to_owned()),
             ("MASTER_PORT", input.master_port.to_string()),
             ("WORLD_SIZE", world.to_string()),
             ("NODE_RANK", rank.to_string()),
@@ -634,6 +644,7 @@ mod tests {
                 node_id: Uuid::from_u128(i as u128 + 1),
                 hostname: format!("node-{i}"),
                 address: format!("10.0.0.{}", i + 1),
+                lease_address: None,
                 gpu_indices: idx.to_vec(),
                 rdma,
             })
@@ -688,6 +699,22 @@ mod tests {
             env: empty,
             params: empty,
             image: None,
+        }
+    }
+
+    #[test]
+    fn isolated_nodes_rendezvous_at_the_lease_addresses() {
+        let mut nodes = slots(&[&[0, 1], &[2, 3]], false);
+        nodes[0].lease_address = Some("100.64.1.2".into());
+        nodes[1].lease_address = Some("100.64.2.4".into());
+        let empty = BTreeMap::new();
+        let template = vec!["python3".to_string(), "train.py".to_string(), "--addr={master_addr}".to_string()];
+        let specs = render(&input(&nodes, TemplateChoice::Custom(&template), None, &[], &empty)).unwrap();
+        for spec in &specs {
+            assert_eq!(spec.env["MASTER_ADDR"], "100.64.1.2");
+            assert_eq!(spec.env["GPUPLANE_NODE_ADDRS"], "100.64.1.2,100.64.2.4");
+            assert!(spec.argv.iter().any(|a| a.contains("100.64.1.2")), "{:?}", spec.argv);
+            assert!(!spec.argv.iter().any(|a| a.contains("10.0.0.1")), "{:?}", spec.argv);
         }
     }
 

@@ -16,6 +16,8 @@ use uuid::Uuid;
 use super::Job;
 use super::insights::{self, Insight, InsightInput, Measured};
 use super::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusResponse};
+use gpuplane_protocol::lease_network::lease_address;
+
 use super::render::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
 use super::store::{self, NewJob, ReportError};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
@@ -257,9 +259,9 @@ struct LeaseTopology {
 }
 
 async fn lease_topology(conn: &mut PgConnection, lease_id: Uuid, pool_id: Uuid) -> Result<LeaseTopology, sqlx::Error> {
-    type Row = (Uuid, String, String, bool, String, i32, i32);
+    type Row = (Uuid, String, String, Option<String>, bool, String, i32, i32);
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT n.id, n.hostname, n.address, n.rdma, n.intra_link, n.network_gbps, g.idx \
+        "SELECT n.id, n.hostname, n.address, n.lease_subnet, n.rdma, n.intra_link, n.network_gbps, g.idx \
          FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) AND g.held_by = l.id JOIN nodes n ON n.id = g.node_id \
          WHERE l.id = $1 ORDER BY n.hostname, g.idx",
     )
@@ -269,13 +271,20 @@ async fn lease_topology(conn: &mut PgConnection, lease_id: Uuid, pool_id: Uuid) 
     let mut nodes: Vec<NodeSlot> = Vec::new();
     let mut pcie_nodes = false;
     let mut min_network_gbps = i32::MAX;
-    for (node_id, hostname, address, rdma, intra_link, network_gbps, index) in rows {
+    let mut subnets: Vec<Option<String>> = Vec::new();
+    for (node_id, hostname, address, lease_subnet, rdma, intra_link, network_gbps, index) in rows {
         pcie_nodes |= intra_link == "pcie";
         min_network_gbps = min_network_gbps.min(network_gbps);
         match nodes.last_mut() {
             Some(last) if last.node_id == node_id => last.gpu_indices.push(index),
-            _ => nodes.push(NodeSlot { node_id, hostname, address, gpu_indices: vec![index], rdma }),
+            _ => {
+                subnets.push(lease_subnet);
+                nodes.push(NodeSlot { node_id, hostname, address, lease_address: None, gpu_indices: vec![index], rdma })
+            }
         }
+    }
+    for (node, subnet) in nodes.iter_mut().zip(&subnets) {
+        node.lease_address = lease_address(subnet.as_deref(), &node.gpu_indices).map(|a| a.to_string());
     }
     Ok(LeaseTopology { pool_id, nodes, pcie_nodes, min_network_gbps })
 }

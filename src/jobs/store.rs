@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use gpuplane_protocol::lease_network::lease_address;
+
 use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, clamp_tail};
 use super::render::LaunchSpec;
 use super::{Desired, Job, JobNode, JobState, StateChange, aggregate};
@@ -426,10 +428,11 @@ pub async fn fetch_assignments(
     .fetch_all(&mut *conn)
     .await?;
     let lease_ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
-    let peers: Vec<(Uuid, Uuid, String, Option<i32>)> = sqlx::query_as(
-        "SELECT DISTINCT l.id, n.id, n.address, n.echo_port FROM leases l \
+    type PeerRow = (Uuid, Uuid, String, Option<i32>, Option<String>, Vec<i32>);
+    let peers: Vec<PeerRow> = sqlx::query_as(
+        "SELECT l.id, n.id, n.address, n.echo_port, n.lease_subnet, array_agg(g.idx ORDER BY g.idx) FROM leases l \
          JOIN gpus g ON g.id = ANY(l.gpu_ids) AND g.held_by = l.id JOIN nodes n ON n.id = g.node_id \
-         WHERE l.id = ANY($1) AND g.node_id <> $2 ORDER BY l.id, n.id",
+         WHERE l.id = ANY($1) AND g.node_id <> $2 GROUP BY l.id, n.id ORDER BY l.id, n.id",
     )
     .bind(&lease_ids)
     .bind(node_id)
@@ -443,7 +446,12 @@ pub async fn fetch_assignments(
             peers: peers
                 .iter()
                 .filter(|p| p.0 == lease_id)
-                .map(|p| LeasePeer { node_id: p.1, address: p.2.clone(), echo_port: p.3 })
+                .map(|p| LeasePeer {
+                    node_id: p.1,
+                    address: p.2.clone(),
+                    echo_port: p.3,
+                    lease_address: lease_address(p.4.as_deref(), &p.5).map(|a| a.to_string()),
+                })
                 .collect(),
         })
         .collect();

@@ -22,6 +22,7 @@ mod jobs_e2e;
 mod leases;
 mod liveness;
 mod migrations;
+mod network_e2e;
 mod openapi;
 mod outage_e2e;
 mod planning;

@@ -68,6 +68,19 @@ pub struct AgentArgs {
     /// Address other nodes and tenants reach this host at (default: the host name).
     #[arg(long)]
     pub address: Option<String>,
+    /// The IPv4 subnet (a /16 to /24) this host gives its leases' network namespaces, routed to this host's
+    /// address by the lease's other nodes: like a pod CIDR, one per host, distinct across hosts. Default: a /24
+    /// of 100.64.0.0/10 named by the low 14 bits of `--address` (distinct for hosts of one /18); with a host
+    /// name as the address, a host-local one (multi-node leases then need this flag).
+    #[arg(long, env = "GPUPLANE_AGENT_LEASE_SUBNET", value_name = "CIDR", value_parser = parse_lease_subnet)]
+    pub lease_subnet: Option<gpuplane_protocol::lease_network::LeaseSubnet>,
+    /// Where leases may open connections besides their own nodes: `public` addresses (masqueraded), or `none`.
+    #[arg(long, env = "GPUPLANE_AGENT_LEASE_EGRESS", value_enum, default_value = "public")]
+    pub lease_egress: super::lease_net::Egress,
+    /// A private address or network leases may reach all the same (a dataset store, a package mirror), as
+    /// A.B.C.D or A.B.C.D/P; repeatable.
+    #[arg(long, value_name = "CIDR", value_parser = parse_ipv4_network)]
+    pub lease_egress_allow: Vec<String>,
     /// Inter-node network bandwidth, Gbit/s.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i32).range(1..))]
     pub network_gbps: i32,
@@ -101,6 +114,19 @@ pub struct AgentArgs {
     /// Samples kept while the service is unreachable; beyond it the oldest are dropped.
     #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_buffered_samples: u32,
+}
+
+fn parse_lease_subnet(text: &str) -> Result<gpuplane_protocol::lease_network::LeaseSubnet, String> {
+    gpuplane_protocol::lease_network::LeaseSubnet::parse(text)
+}
+
+/// `--lease-egress-allow`: an IPv4 address or network, as nftables takes it.
+fn parse_ipv4_network(text: &str) -> Result<String, String> {
+    let (address, prefix) = text.split_once('/').unwrap_or((text, "32"));
+    let address: std::net::Ipv4Addr = address.parse().map_err(|_| format!("`{address}` is not an IPv4 address"))?;
+    let prefix: u8 =
+        prefix.parse().ok().filter(|p| *p <= 32).ok_or_else(|| format!("`{prefix}` is not a prefix (0-32)"))?;
+    Ok(format!("{address}/{prefix}"))
 }
 
 /// `--driver-version` / `--cuda-version`: dotted numbers, as NVML prints them.

@@ -235,8 +235,12 @@ mod tests {
         let fast = serve("127.0.0.1:0".parse().unwrap(), Duration::ZERO, shutdown.clone()).await.unwrap();
         let slow = serve("127.0.0.1:0".parse().unwrap(), Duration::from_millis(30), shutdown.clone()).await.unwrap();
         let (lease, fast_node, slow_node) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-        let peer =
-            |node_id, port: u16| LeasePeer { node_id, address: "127.0.0.1".into(), echo_port: Some(port.into()) };
+        let peer = |node_id, port: u16| LeasePeer {
+            node_id,
+            address: "127.0.0.1".into(),
+            echo_port: Some(port.into()),
+            lease_address: None,
+        };
         let prober = Prober::default();
         prober.set_leases(&[NodeLease {
             lease_id: lease,
@@ -244,7 +248,12 @@ mod tests {
             peers: vec![
                 peer(fast_node, fast),
                 peer(slow_node, slow),
-                LeasePeer { node_id: Uuid::new_v4(), address: "127.0.0.1".into(), echo_port: None },
+                LeasePeer {
+                    node_id: Uuid::new_v4(),
+                    address: "127.0.0.1".into(),
+                    echo_port: None,
+                    lease_address: None,
+                },
             ],
         }]);
         tokio::spawn(prober.clone().run(Duration::from_millis(400), shutdown.clone()));

@@ -30,6 +30,11 @@ const HOST_KEY: &str = "ssh_host_ed25519_key";
 struct EnvProcess {
     pid: u32,
     port: u16,
+    /// Where the SSH server listens: the lease's address (the agent forwards the host's `port` to it), or the
+    /// host's loopback when jobs share the host's network (`--insecure-unsandboxed-jobs`).
+    inside: std::net::SocketAddr,
+    /// Stops the host-side forwarder, when there is one.
+    forwarder: Option<tokio_util::sync::CancellationToken>,
     kind: ProcessKind,
     keys: Vec<String>,
     fingerprints: Vec<String>,
@@ -87,14 +92,23 @@ impl Environments {
                 }
                 if env.keys != spec.authorized_keys {
                     let dir = host.lease_dir(spec.lease_id).join(LEASE_ENV_DIR);
+                    let removed = env.keys.iter().any(|k| !spec.authorized_keys.contains(k));
                     match write_authorized_keys(&dir, &spec.authorized_keys) {
+                        Ok(()) if removed && env.kind == ProcessKind::Sandbox => {
+                            // A key taken away ends the sessions open now, not only the next login: every session
+                            // goes (sshd does not say which key opened which), the tenant's other keys log in again.
+                            let sessions = super::sandbox::processes_besides_first(env.pid);
+                            tracing::info!(lease.id = %spec.lease_id, sessions = sessions.len(), "a key was removed: ending the environment's sessions");
+                            super::sandbox::signal_processes(&sessions, "KILL");
+                            env.keys = spec.authorized_keys.clone();
+                        }
                         Ok(()) => env.keys = spec.authorized_keys.clone(),
                         Err(err) => {
                             tracing::error!(lease.id = %spec.lease_id, err = format!("{err:#}"), "could not update authorized_keys")
                         }
                     }
                 }
-                if !env.ready && listening(env.port) {
+                if !env.ready && listening(env.inside) {
                     env.ready = true;
                     self.pending.insert(
                         spec.lease_id,
@@ -140,6 +154,10 @@ impl Environments {
         let fingerprint = host_key(&dir, host.sandboxed().then_some(uid))?;
         write_authorized_keys(&dir, &spec.authorized_keys)?;
         let port = self.free_port()?;
+        let inside = match host.network.as_ref().and_then(|n| n.address(spec.lease_id)) {
+            Some(address) => std::net::SocketAddr::from((address, port)),
+            None => std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        };
         let variables = lease_variables(gpus, true);
         std::fs::write(dir.join("sshd_config"), sshd_config(port, &variables))?;
         let argv: Vec<String> = [self.sshd.to_string_lossy().as_ref(), "-D", "-e", "-f"]
@@ -160,13 +178,25 @@ impl Environments {
             agent_path: agent_path.as_deref(),
             container: &format!("gpuplane-env-{}", spec.lease_id),
         })?;
-        let (pid, _) = spawn_process(&prepared, Owner::Environment(spec.lease_id), exits)?;
-        tracing::info!(lease.id = %spec.lease_id, port, pid, "environment started");
+        let forwarder = match inside.ip().is_loopback() {
+            true => None,
+            false => Some(forward(port, inside)?),
+        };
+        let (pid, _) = match spawn_process(&prepared, Owner::Environment(spec.lease_id), exits) {
+            Ok(spawned) => spawned,
+            Err(err) => {
+                forwarder.inspect(|f| f.cancel());
+                return Err(err);
+            }
+        };
+        tracing::info!(lease.id = %spec.lease_id, port, %inside, pid, "environment started");
         self.running.insert(
             spec.lease_id,
             EnvProcess {
                 pid,
                 port,
+                inside,
+                forwarder,
                 kind: prepared.kind,
                 keys: spec.authorized_keys.clone(),
                 fingerprints: vec![fingerprint],
@@ -193,6 +223,9 @@ impl Environments {
             return;
         }
         env.stopping = true;
+        if let Some(forwarder) = &env.forwarder {
+            forwarder.cancel();
+        }
         let (pid, kind) = (env.pid, env.kind.clone());
         tracing::info!(lease.id = %lease_id, pid, "stopping environment");
         host.stop_gracefully(pid, kind, self.grace);
@@ -201,6 +234,7 @@ impl Environments {
     /// The agent stops: every environment goes with it (a restarted agent starts them again).
     pub fn kill_all(&mut self, host: &JobHost) {
         for (_, env) in self.running.drain() {
+            env.forwarder.inspect(|f| f.cancel());
             host.kill(env.pid, &env.kind);
         }
     }
@@ -208,6 +242,9 @@ impl Environments {
     /// The SSH server ended: stopped if asked to, else failed with its last words.
     pub fn on_exit(&mut self, lease_id: Uuid, code: Option<i32>, tail: Vec<String>) {
         let Some(env) = self.running.remove(&lease_id) else { return };
+        if let Some(forwarder) = &env.forwarder {
+            forwarder.cancel();
+        }
         let status = if env.stopping {
             EnvironmentStatus {
                 state: EnvironmentState::Stopped,
@@ -257,8 +294,42 @@ fn failed(reason: String) -> EnvironmentStatus {
     }
 }
 
-fn listening(port: u16) -> bool {
-    std::net::TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(200)).is_ok()
+fn listening(at: std::net::SocketAddr) -> bool {
+    std::net::TcpStream::connect_timeout(&at, Duration::from_millis(200)).is_ok()
+}
+
+/// Forward the host's `port` (what tenants connect to) to the SSH server in the lease's namespace, until
+/// cancelled. Only this forwarder reaches into the namespace from the host; nothing inside reaches out to it.
+fn forward(port: u16, inside: std::net::SocketAddr) -> anyhow::Result<tokio_util::sync::CancellationToken> {
+    let listener = std::net::TcpListener::bind(("0.0.0.0", port)).with_context(|| format!("binding port {port}"))?;
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        loop {
+            let (mut client, _) = tokio::select! {
+                _ = stopped.cancelled() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok(accepted) => accepted,
+                    Err(err) => {
+                        tracing::warn!(port, %err, "environment forwarder: accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                },
+            };
+            let stopped = stopped.clone();
+            tokio::spawn(async move {
+                let Ok(mut server) = tokio::net::TcpStream::connect(inside).await else { return };
+                tokio::select! {
+                    _ = stopped.cancelled() => {}
+                    _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                }
+            });
+        }
+    });
+    Ok(stop)
 }
 
 /// The lease's host key (made once per lease), readable by the lease's user only; returns its fingerprint.
@@ -305,7 +376,9 @@ pub fn sshd_config(port: u16, variables: &[(String, String)]) -> String {
         "Port {port}\nListenAddress 0.0.0.0\nHostKey {env_dir}/{HOST_KEY}\nAuthorizedKeysFile {env_dir}/authorized_keys\n\
          PubkeyAuthentication yes\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitEmptyPasswords no\n\
          PermitRootLogin no\nAllowUsers tenant\nUsePAM no\nStrictModes yes\nPidFile none\nPrintMotd no\n\
-         PermitUserEnvironment no\nX11Forwarding no\nSetEnv {}\n",
+         PermitUserEnvironment no\nX11Forwarding no\nDisableForwarding yes\nAllowTcpForwarding no\n\
+         AllowStreamLocalForwarding no\nAllowAgentForwarding no\nGatewayPorts no\nPermitTunnel no\nPermitOpen none\n\
+         PermitListen none\nSetEnv {}\n",
         set_env.join(" ")
     )
 }
@@ -324,6 +397,12 @@ mod tests {
             "KbdInteractiveAuthentication no",
             "PermitRootLogin no",
             "AllowUsers tenant",
+            "DisableForwarding yes",
+            "AllowTcpForwarding no",
+            "AllowStreamLocalForwarding no",
+            "PermitTunnel no",
+            "PermitOpen none",
+            "PermitListen none",
             "SetEnv CUDA_VISIBLE_DEVICES=0,1 GPUPLANE_HOST_GPUS=2,3",
         ] {
             assert!(config.lines().any(|l| l == line), "{line} in\n{config}");

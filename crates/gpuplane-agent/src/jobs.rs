@@ -281,6 +281,11 @@ impl JobRunner {
                 return;
             }
         };
+        if let Some(network) = &self.host.network {
+            // Before anything starts: a lease's processes run in its namespace, which must be there.
+            let stopping: Vec<Uuid> = self.running.values().map(|r| r.lease_id).collect();
+            network.sync(&leases, &stopping);
+        }
         let listed: Vec<Uuid> = list.iter().map(|a| a.job_node_id).collect();
         for assignment in list {
             let id = assignment.job_node_id;
@@ -602,6 +607,7 @@ mod tests {
             max_processes: 64,
             env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
             sshd: "/usr/sbin/sshd".into(),
+            network: None,
         }
     }
 

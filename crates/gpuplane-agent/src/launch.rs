@@ -53,6 +53,8 @@ pub struct JobHost {
     /// Ports for environments' SSH servers, and the server.
     pub env_ports: super::args::PortRange,
     pub sshd: PathBuf,
+    /// Each lease's own network namespace: `Some` exactly when jobs run sandboxed.
+    pub network: Option<super::lease_net::LeaseNetworks>,
 }
 
 /// How a started process is stopped.
@@ -113,6 +115,9 @@ pub fn lease_variables(gpu_indices: &[i32], isolated: bool) -> Vec<(String, Stri
         ("LOGNAME", "tenant".to_string()),
         ("CUDA_VISIBLE_DEVICES", renumbered.join(",")),
         (HOST_GPUS_ENV, host.join(",")),
+        // The lease's namespace has one interface: collectives advertise its address, the one peers route to.
+        ("GLOO_SOCKET_IFNAME", "eth0".to_string()),
+        ("NCCL_SOCKET_IFNAME", "eth0".to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -215,6 +220,7 @@ impl JobHost {
                 accounts: Some((&etc.join("passwd"), &etc.join("group"))),
                 cwd: p.cwd,
                 max_processes: self.max_processes,
+                network: self.network.as_ref().map(|n| n.namespace_path(p.lease_id)),
                 image,
                 argv: p.argv,
             });
@@ -227,7 +233,9 @@ impl JobHost {
         }
         match &self.isolation {
             Isolation::Sandboxed(sandbox) => {
-                let argv = sandbox.command_line(&Launch {
+                let network = self.network.as_ref().context("no lease network on a sandboxed host")?;
+                let mut argv = network.enter(p.lease_id)?;
+                argv.extend(sandbox.command_line(&Launch {
                     uid: p.uid,
                     lease_dir: &lease_dir,
                     passwd: &etc.join("passwd"),
@@ -235,7 +243,7 @@ impl JobHost {
                     cwd: p.cwd,
                     devices: &devices,
                     argv: p.argv,
-                });
+                }));
                 Ok(Prepared { argv, env, cwd: PathBuf::from("/"), kind: ProcessKind::Sandbox })
             }
             Isolation::Unsandboxed => {
@@ -250,6 +258,9 @@ impl JobHost {
     pub fn remove_lease(&self, lease_id: Uuid, uid: u32) {
         if self.sandboxed() && self.uids.contains(uid) {
             super::sandbox::signal_processes(&super::sandbox::processes_of_uid(uid), "KILL");
+        }
+        if let Some(network) = &self.network {
+            network.remove(lease_id);
         }
         for dir in [self.lease_dir(lease_id), self.lease_etc(lease_id)] {
             // std's remove_dir_all does not follow symbolic links the tenant may have left.
@@ -386,29 +397,31 @@ pub struct ContainerLaunch<'a> {
     pub accounts: Option<(&'a Path, &'a Path)>,
     pub cwd: &'a str,
     pub max_processes: u32,
+    /// The lease's network namespace; `None` only with `--insecure-unsandboxed-jobs` (the host's network).
+    pub network: Option<PathBuf>,
     pub image: &'a str,
     pub argv: &'a [String],
 }
 
 /// The runtime's argv: only the leased GPUs (the NVIDIA Container Toolkit numbers them from 0 inside), no
 /// capabilities, no privilege escalation, the lease's user, a process limit, a private IPC namespace with room
-/// for NCCL's shared memory, and the host network (multi-node NCCL, as for sandboxed jobs).
+/// for NCCL's shared memory, and the lease's network namespace: podman joins it (`--network=ns:PATH`); docker
+/// cannot join a namespace it did not make, so a docker container of an isolated lease gets no network at all
+/// (`--network=none`; multi-node images need `--container-runtime podman`).
 pub fn container_argv(c: &ContainerLaunch<'_>) -> Vec<String> {
     let program = match c.runtime {
         ContainerRuntime::Docker => "docker",
         ContainerRuntime::Podman => "podman",
     };
     let mut argv: Vec<String> = vec![program.into(), "run".into(), "--rm".into(), format!("--name={}", c.name)];
+    argv.push(match (&c.network, c.runtime) {
+        (None, _) => "--network=host".into(),
+        (Some(ns), ContainerRuntime::Podman) => format!("--network=ns:{}", ns.display()),
+        (Some(_), ContainerRuntime::Docker) => "--network=none".into(),
+    });
     argv.extend(
-        [
-            "--cap-drop=ALL",
-            "--security-opt=no-new-privileges",
-            "--network=host",
-            "--ipc=private",
-            "--shm-size=16g",
-            "--init",
-        ]
-        .map(String::from),
+        ["--cap-drop=ALL", "--security-opt=no-new-privileges", "--ipc=private", "--shm-size=16g", "--init"]
+            .map(String::from),
     );
     argv.push(format!("--pids-limit={}", c.max_processes));
     if let Some(uid) = c.uid {
@@ -458,10 +471,13 @@ mod tests {
             accounts: None,
             cwd: "/lease/jobs/J",
             max_processes: 4096,
+            network: Some("/run/netns/gpuplane-0000-L".into()),
             image: "img:1",
             argv: &argv,
         };
         let docker = container_argv(&launch);
+        assert!(docker.contains(&"--network=none".to_string()), "docker cannot join the lease's namespace");
+        assert!(!docker.iter().any(|a| a == "--network=host"), "{docker:?}");
         assert_eq!(docker[..4], ["docker", "run", "--rm", "--name=gpuplane-j"]);
         for flag in ["--cap-drop=ALL", "--security-opt=no-new-privileges", "--user=200003:200003", "--pids-limit=4096"]
         {
@@ -472,11 +488,16 @@ mod tests {
         assert!(docker.windows(2).any(|w| w == ["-e", "HF_TOKEN"]), "names only: values never on the command line");
         assert!(docker.contains(&"--volume=/jobs/L:/lease".to_string()));
         assert!(docker.ends_with(&["img:1".into(), "python3".into(), "x.py".into()]));
-        let podman = container_argv(&ContainerLaunch { runtime: ContainerRuntime::Podman, ..launch });
+        let podman =
+            container_argv(&ContainerLaunch { runtime: ContainerRuntime::Podman, env_names: Vec::new(), ..launch });
         assert_eq!(podman[0], "podman");
         assert!(podman.contains(&"--device=nvidia.com/gpu=4".to_string()));
         assert!(podman.contains(&"--device=nvidia.com/gpu=5".to_string()));
         assert!(!podman.contains(&"--gpus".to_string()));
+        assert!(podman.contains(&"--network=ns:/run/netns/gpuplane-0000-L".to_string()));
+        let unsandboxed = container_argv(&ContainerLaunch { network: None, ..launch });
+        assert!(unsandboxed.windows(2).any(|w| w == ["-e", "HF_TOKEN"]));
+        assert!(unsandboxed.contains(&"--network=host".to_string()));
     }
 
     #[test]
@@ -492,6 +513,7 @@ mod tests {
             max_processes: 64,
             env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
             sshd: "/usr/sbin/sshd".into(),
+            network: None,
         };
         let spec = LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files: Vec::new(), image: None };
         let err = host.prepare(Uuid::new_v4(), Uuid::new_v4(), 300000, &[], &spec, None).unwrap_err().to_string();

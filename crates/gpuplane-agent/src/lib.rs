@@ -29,6 +29,7 @@ pub mod gpu_source;
 pub mod heartbeat;
 pub mod jobs;
 pub mod launch;
+pub mod lease_net;
 pub mod sandbox;
 pub mod signals;
 pub mod simulated;
@@ -63,7 +64,8 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     let server = credential::normalize_server(server);
     check_server_url(&server, args.insecure_http)?;
     let join_token = join_token(&args)?;
-    let job_host = job_host(&args, source.as_mut())?;
+    let job_host = job_host(&args, &hostname, &facts.address, source.as_mut())?;
+    facts.lease_subnet = job_host.network.as_ref().map(|n| n.subnet.to_string());
     let agent = heartbeat::Agent {
         client: client::ServiceClient::new(&server, args.ca_cert.as_deref())?,
         store: credential::CredentialStore::new(&args.state_dir),
@@ -125,6 +127,7 @@ pub fn node_facts(args: &AgentArgs, hostname: &str, source: &mut dyn GpuSource) 
         network_gbps: args.network_gbps,
         rdma: args.rdma,
         echo_port: None,
+        lease_subnet: None,
     })
 }
 
@@ -180,7 +183,12 @@ fn join_token(args: &AgentArgs) -> anyhow::Result<Option<String>> {
 
 /// The state and jobs directories, the GPUs' device files, and whether this host can sandbox jobs (it tries
 /// once, now, so a host that cannot says so at start-up and in every job it refuses).
-fn job_host(args: &AgentArgs, source: &mut dyn GpuSource) -> anyhow::Result<launch::JobHost> {
+fn job_host(
+    args: &AgentArgs,
+    hostname: &str,
+    address: &str,
+    source: &mut dyn GpuSource,
+) -> anyhow::Result<launch::JobHost> {
     use std::os::unix::fs::PermissionsExt;
     let state_dir = &args.state_dir;
     let jobs_dir = args.jobs_dir.clone().unwrap_or_else(|| {
@@ -202,6 +210,7 @@ fn job_host(args: &AgentArgs, source: &mut dyn GpuSource) -> anyhow::Result<laun
         jobs_dir.display()
     );
     let devices = source.device_files()?;
+    let mut network = None;
     let isolation = if args.insecure_unsandboxed_jobs {
         let warning = "--insecure-unsandboxed-jobs: jobs run WITHOUT the sandbox, as the agent's user, and can read \
                        its credential and use every GPU of this host; never use this on a host that serves tenants";
@@ -218,8 +227,12 @@ fn job_host(args: &AgentArgs, source: &mut dyn GpuSource) -> anyhow::Result<laun
             sandbox.probe(&state_dir.join("sandbox-probe"), args.job_uids.first)?;
             Ok(sandbox)
         });
+        let sandbox = sandbox.and_then(|sandbox| Ok((sandbox, lease_networks(args, hostname, address)?)));
         match sandbox {
-            Ok(sandbox) => launch::Isolation::Sandboxed(sandbox),
+            Ok((sandbox, lease_networks)) => {
+                network = Some(lease_networks);
+                launch::Isolation::Sandboxed(sandbox)
+            }
             Err(err) => {
                 let reason = format!("{err:#}");
                 eprintln!("gpuplane agent: this host cannot sandbox jobs, so it will run none: {reason}");
@@ -238,7 +251,31 @@ fn job_host(args: &AgentArgs, source: &mut dyn GpuSource) -> anyhow::Result<laun
         max_processes: args.job_max_processes,
         env_ports: args.env_ports,
         sshd: args.sshd.clone(),
+        network,
     })
+}
+
+/// This host's leases' networks: the subnet given or derived, the rules in place. Says what it chose.
+fn lease_networks(args: &AgentArgs, hostname: &str, address: &str) -> anyhow::Result<lease_net::LeaseNetworks> {
+    let subnet = match args.lease_subnet {
+        Some(subnet) => subnet,
+        None => {
+            let (subnet, from_address) = lease_net::default_subnet(address, hostname);
+            if !from_address {
+                tracing::warn!(%subnet, "the lease subnet is host-local (the address is a name): give --lease-subnet for multi-node leases");
+            }
+            subnet
+        }
+    };
+    let networks = lease_net::LeaseNetworks::start(
+        subnet,
+        &lease_net::tag(hostname),
+        args.lease_egress,
+        args.lease_egress_allow.clone(),
+    )
+    .context("setting up leases' networks")?;
+    tracing::info!(%subnet, egress = ?args.lease_egress, allow = ?args.lease_egress_allow, "each lease gets a network namespace");
+    Ok(networks)
 }
 
 #[cfg(test)]

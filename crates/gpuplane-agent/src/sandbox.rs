@@ -15,8 +15,8 @@
 //!   numbers what it can open), but it is a convenience, no longer the boundary;
 //! - **a process limit** (`RLIMIT_NPROC` per uid through `prlimit`: each lease has its own uid).
 //!
-//! The network is the host's: multi-node NCCL needs its peers' addresses and the host's RDMA devices, as with
-//! `docker --network=host` in the usual GPU deployments. The agent listens on no port a job could reach.
+//! The network is the lease's own: the agent starts bwrap inside the lease's network namespace
+//! ([`super::lease_net`]), which reaches the lease's other nodes and nothing of the host's.
 //!
 //! Why bubblewrap: it is small, audited (Flatpak's sandbox), packaged everywhere, and does exactly the namespace
 //! and bind-mount work that would otherwise be unsafe code here (`unsafe_code` is forbidden in this crate).
@@ -216,7 +216,7 @@ pub fn group_file(uid: u32) -> String {
     format!("root:x:0:\nnogroup:x:65534:\ntenant:x:{uid}:\n")
 }
 
-fn find_on_path(program: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")
         .unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
     std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| candidate.is_file())
@@ -261,6 +261,23 @@ pub fn sandbox_processes(outer_pid: u32) -> Vec<u32> {
         .filter(|p| p.pid != init && pid_namespace(p.pid).as_deref() == Some(namespace.as_str()))
         .map(|p| p.pid)
         .collect()
+}
+
+/// The processes of a sandbox besides the program it was started for (the oldest child of the namespace's
+/// init): for an environment, every SSH session and whatever it left running, not the SSH server itself.
+pub fn processes_besides_first(outer_pid: u32) -> Vec<u32> {
+    let processes = list_processes();
+    let Some(init) = processes.iter().find(|p| p.ppid == outer_pid).map(|p| p.pid) else { return Vec::new() };
+    let first = processes.iter().filter(|p| p.ppid == init).min_by_key(|p| start_time(p.pid)).map(|p| p.pid);
+    sandbox_processes(outer_pid).into_iter().filter(|pid| Some(*pid) != first).collect()
+}
+
+/// When a process started (clock ticks since boot: /proc/PID/stat's 22nd field).
+fn start_time(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(19)?.parse().ok()))
+        .unwrap_or(u64::MAX)
 }
 
 /// Every process running as `uid` (real uid).
@@ -361,7 +378,7 @@ mod tests {
         for flag in ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"] {
             assert!(line.contains(&flag.to_string()), "{flag} in {line:?}");
         }
-        assert!(!line.iter().any(|a| a == "--unshare-net"), "the host network, for NCCL");
+        assert!(!line.iter().any(|a| a == "--unshare-net"), "the lease's namespace, entered before bwrap");
         assert!(!pair_follows(&line, "--ro-bind", "/", "/"), "the host root is never bound whole");
         assert!(pair_follows(&line, "--ro-bind", "/usr", "/usr"));
         assert!(pair_follows(&line, "--symlink", "usr/bin", "/bin"));

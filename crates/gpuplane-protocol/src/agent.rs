@@ -78,6 +78,15 @@ pub struct NodeFacts {
     #[serde(default)]
     #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 65535))]
     pub echo_port: Option<i32>,
+    /// The IPv4 subnet this node gives its leases' network namespaces (`100.64.7.0/24`, a /16 to /24), routed
+    /// to this node's `address` by the lease's other nodes. Absent: the node runs jobs on its own network
+    /// (an agent with `--insecure-unsandboxed-jobs`, or an older agent).
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "server",
+        schema(pattern = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/(1[6-9]|2[0-4])$", example = "100.64.7.0/24")
+    )]
+    pub lease_subnet: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

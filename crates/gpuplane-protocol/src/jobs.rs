@@ -58,6 +58,10 @@ pub struct LeasePeer {
     pub address: String,
     /// UDP echo port; absent when that node's agent runs no echo listener.
     pub echo_port: Option<i32>,
+    /// The lease's own address on that node (its network namespace there), routed through `address`; absent
+    /// when that node runs jobs on its own network.
+    #[serde(default)]
+    pub lease_address: Option<String>,
 }
 
 /// A state an agent reports.

@@ -1,0 +1,267 @@
+//! Each lease its own network, across real hosts: two agent hosts, each in a network namespace of its own joined
+//! by a bridge (so traffic between them really crosses a network), the control plane on the bridge. Tenant A's
+//! lease spans both hosts, tenant B's shares one of them with A. From A's jobs: A's two nodes rendezvous; the
+//! host's loopback and address services, the agent's listener, the control plane and B's listening port are
+//! all out of reach.
+
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::agent_e2e::{Api, agent_command, start_agent, state_dir, wait_until};
+use crate::binary::{Proc, database_url, spawn_server_on, terminate};
+use crate::jobs_e2e::wait_job;
+
+const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")];
+const BRIDGE_ADDRESS: &str = "10.210.0.254";
+
+/// Test hosts: network namespaces on a bridge of the test's own, removed when dropped.
+struct TestNet {
+    bridge: String,
+    hosts: Vec<String>,
+}
+
+fn ip(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("ip (iproute2)");
+    assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+impl TestNet {
+    fn new(hosts: usize) -> Self {
+        let id = std::process::id() % 10_000;
+        let bridge = format!("gptb{id}");
+        let _ = Command::new("ip").args(["link", "del", &bridge]).status();
+        ip(&["link", "add", &bridge, "type", "bridge"]);
+        ip(&["addr", "add", &format!("{BRIDGE_ADDRESS}/24"), "dev", &bridge]);
+        ip(&["link", "set", &bridge, "up"]);
+        let mut net = Self { bridge, hosts: Vec::new() };
+        for n in 1..=hosts {
+            let ns = format!("gpt-{id}-h{n}");
+            let veth = format!("gpt{id}h{n}");
+            let _ = Command::new("ip").args(["netns", "del", &ns]).status();
+            ip(&["netns", "add", &ns]);
+            net.hosts.push(ns.clone());
+            ip(&["link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns", &ns]);
+            ip(&["link", "set", &veth, "master", &net.bridge, "up"]);
+            ip(&["-n", &ns, "addr", "add", &format!("{}/24", net.address(n - 1)), "dev", "eth0"]);
+            ip(&["-n", &ns, "link", "set", "eth0", "up"]);
+            ip(&["-n", &ns, "link", "set", "lo", "up"]);
+            ip(&["-n", &ns, "route", "add", "default", "via", BRIDGE_ADDRESS]);
+        }
+        net
+    }
+
+    fn address(&self, host: usize) -> String {
+        format!("10.210.0.{}", host + 1)
+    }
+
+    /// `cmd`, run inside host `host`'s namespace.
+    fn on(&self, host: usize, cmd: &Command) -> Command {
+        let mut inside = Command::new("ip");
+        inside.args(["netns", "exec", &self.hosts[host]]).arg(cmd.get_program()).args(cmd.get_args());
+        for (key, value) in cmd.get_envs() {
+            if let Some(value) = value {
+                inside.env(key, value);
+            }
+        }
+        inside
+    }
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        for ns in &self.hosts {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+        let _ = Command::new("ip").args(["link", "del", &self.bridge]).status();
+    }
+}
+
+/// The probe every check runs: `name=host:port` arguments, one `name open|closed` line each.
+const PROBE: &str = r#"import socket, sys
+for arg in sys.argv[1:]:
+    name, target = arg.split('=')
+    host, port = target.rsplit(':', 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=2).close()
+        print(name, 'open', flush=True)
+    except OSError as err:
+        print(name, 'closed', err, flush=True)
+"#;
+
+/// Rank 0 listens at MASTER_ADDR:MASTER_PORT, rank 1 connects across the hosts and says hello.
+const RENDEZVOUS: &str = r#"import os, socket, time
+rank, addr, port = int(os.environ['NODE_RANK']), os.environ['MASTER_ADDR'], int(os.environ['MASTER_PORT'])
+if rank == 0:
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(('0.0.0.0', port)); s.listen(1); s.settimeout(30)
+    conn, peer = s.accept()
+    print('rank 0 heard', conn.recv(64).decode(), 'from', peer[0], flush=True)
+else:
+    deadline = time.time() + 30
+    while True:
+        try:
+            c = socket.create_connection((addr, port), timeout=2); break
+        except OSError:
+            if time.time() > deadline: raise
+            time.sleep(0.2)
+    c.sendall(b'hello-from-rank-1'); print('rank 1 sent to', addr, flush=True)
+"#;
+
+/// B's service: listens on its lease's address, says where.
+const LISTENER: &str = r#"import os, socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', 7000)); s.listen(8)
+print('listening', os.environ['MASTER_ADDR'], flush=True)
+time.sleep(120)
+"#;
+
+fn lines(job: &Value, node: usize) -> Vec<String> {
+    job["nodes"][node]["output_tail"].as_array().unwrap().iter().map(|l| l.as_str().unwrap().to_string()).collect()
+}
+
+async fn run_to_end(api: &Api, token: &str, lease: &str, command: &[&str]) -> Value {
+    let job =
+        api.post(&format!("/v1/leases/{lease}/jobs"), token, json!({ "template": "run", "command": command })).await;
+    let id = job["id"].as_str().unwrap().to_string();
+    wait_job(api, token, &id, &format!("{command:?} ended"), 60, |j| {
+        ["succeeded", "failed", "cancelled"].contains(&j["state"].as_str().unwrap_or(""))
+    })
+    .await
+}
+
+/// The scripts, where every job can read them (the host's /var is in every sandbox, read-only): a job's
+/// arguments may not hold newlines.
+fn scripts() -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::path::PathBuf::from(format!("/var/tmp/gpuplane-net-e2e-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (name, text) in [("probe.py", PROBE), ("rendezvous.py", RENDEZVOUS), ("listener.py", LISTENER)] {
+        std::fs::write(dir.join(name), text).unwrap();
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    dir
+}
+
+#[sqlx::test]
+async fn a_lease_reaches_its_own_nodes_and_nothing_else(db: PgPool) {
+    let net = TestNet::new(2);
+    let scripts = scripts();
+    let script = |name: &str| scripts.join(name).display().to_string();
+    let (probe_py, rendezvous_py, listener_py) = (script("probe.py"), script("rendezvous.py"), script("listener.py"));
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (mut server, base) = spawn_server_on(&database_url(&db), &format!("{BRIDGE_ADDRESS}:0"), HEARTBEAT_1S);
+    let server_port = base.rsplit(':').next().unwrap().to_string();
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, token_a) = api.pool_and_funded_tenant(&op, "net-a", 2).await;
+    let (_, token_b) = api.funded_tenant(&op, "net-b").await;
+    api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
+
+    let mut agents: Vec<Proc> = Vec::new();
+    let mut dirs = Vec::new();
+    for host in 0..2 {
+        let dir = state_dir(&format!("net-h{host}"));
+        let address = net.address(host);
+        let cmd = agent_command(
+            &base,
+            Some(&join),
+            &format!("net-node-{host}"),
+            &dir,
+            &["--address", &address, "--insecure-http", "--metrics-listen", "0.0.0.0:9400"],
+        );
+        let mut inside = net.on(host, &cmd);
+        inside.stdout(Stdio::piped()).stderr(Stdio::inherit());
+        agents.push(start_agent(inside).0);
+        dirs.push(dir);
+    }
+    let nodes = api.get("/v1/admin/nodes", &op).await;
+    let nodes = nodes["items"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+
+    // B first (2 GPUs on one host), then A across both hosts: A shares B's host.
+    let body = |gpus: i32| json!({ "pool_id": pool, "gpu_count": gpus, "duration_hours": 1 });
+    let lease_b = api.post("/v1/leases", &token_b, body(2)).await;
+    let lease_a = api.post("/v1/leases", &token_a, body(6)).await;
+    let (lease_a, lease_b) = (lease_a["id"].as_str().unwrap().to_string(), lease_b["id"].as_str().unwrap().to_string());
+
+    // B's service, and B's own job reaching it (so "closed" below is about who asks, not a dead listener).
+    let listener = api
+        .post(
+            &format!("/v1/leases/{lease_b}/jobs"),
+            &token_b,
+            json!({ "template": "run", "command": ["/usr/bin/python3", listener_py] }),
+        )
+        .await;
+    let listener_id = listener["id"].as_str().unwrap().to_string();
+    let listening = wait_job(&api, &token_b, &listener_id, "B's service listens", 30, |j| {
+        lines(j, 0).iter().any(|l| l.starts_with("listening "))
+    })
+    .await;
+    let b_address = lines(&listening, 0).iter().find_map(|l| l.strip_prefix("listening ").map(str::to_owned)).unwrap();
+    assert!(b_address.starts_with("100."), "B's address comes from its host's lease subnet: {b_address}");
+    let own =
+        run_to_end(&api, &token_b, &lease_b, &["/usr/bin/python3", &probe_py, &format!("own={b_address}:7000")]).await;
+    assert_eq!(lines(&own, 0)[0], "own open", "{own:#}");
+
+    // Services of the host B and A share: one on its loopback, one on its address, and the agent's listener.
+    let b_node = {
+        let l = api.get(&format!("/v1/leases/{lease_b}"), &token_b).await;
+        let node_id = l["gpus"][0]["node_id"].as_str().unwrap().to_string();
+        nodes.iter().position(|n| n["id"] == node_id).unwrap()
+    };
+    let host_address = net.address(b_node);
+    let mut services = Vec::new();
+    for bind in ["127.0.0.1:7100", "0.0.0.0:7101"] {
+        let (addr, port) = bind.split_once(':').unwrap();
+        let mut cmd = Command::new("/usr/bin/python3");
+        cmd.args(["-m", "http.server", "--bind", addr, port]).stdout(Stdio::null()).stderr(Stdio::null());
+        services.push(Proc(net.on(b_node, &cmd).spawn().unwrap()));
+    }
+    wait_until("the host's services listen", 10, || {
+        let target = format!("{host_address}:7101");
+        async move { std::net::TcpStream::connect(target).is_ok() }
+    })
+    .await;
+
+    // From A's job, on both of its nodes: none of it is reachable.
+    let targets = [
+        "host_loopback=127.0.0.1:7100".to_string(),
+        format!("host_address={host_address}:7101"),
+        format!("agent={host_address}:9400"),
+        format!("control_plane={BRIDGE_ADDRESS}:{server_port}"),
+        format!("lease_b={b_address}:7000"),
+    ];
+    let mut probe = vec!["/usr/bin/python3", probe_py.as_str()];
+    probe.extend(targets.iter().map(String::as_str));
+    let probed = run_to_end(&api, &token_a, &lease_a, &probe).await;
+    assert_eq!(probed["state"], "succeeded", "{probed:#}");
+    for node in 0..2 {
+        let out = lines(&probed, node);
+        assert_eq!(out.len(), targets.len(), "{out:?}");
+        for line in &out {
+            assert!(line.split(' ').nth(1) == Some("closed"), "A's job reached it: {line} (node {node}: {out:?})");
+        }
+    }
+
+    // While A's two nodes rendezvous across the hosts at A's own addresses.
+    let met = run_to_end(&api, &token_a, &lease_a, &["/usr/bin/python3", &rendezvous_py]).await;
+    assert_eq!(met["state"], "succeeded", "{met:#}");
+    let heard = lines(&met, 0).join("\n") + &lines(&met, 1).join("\n");
+    assert!(heard.contains("rank 0 heard hello-from-rank-1 from 100."), "{heard}");
+
+    for mut service in services {
+        let _ = service.kill();
+    }
+    for mut agent in agents {
+        let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
+        let _ = agent.wait();
+    }
+    terminate(&mut server);
+    for dir in dirs {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let _ = std::fs::remove_dir_all(&scripts);
+}
