@@ -37,8 +37,14 @@ fn ssh(key: &Path, known_hosts: &Path, port: u16, command: &str) -> Output {
 }
 
 fn ssh_command(key: &Path, known_hosts: &Path, port: u16, command: &str) -> Command {
+    ssh_with(key, known_hosts, port, &[], command)
+}
+
+/// `ssh` with `options` before the destination.
+fn ssh_with(key: &Path, known_hosts: &Path, port: u16, options: &[&str], command: &str) -> Command {
     let mut cmd = Command::new("ssh");
-    cmd.args(["-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes"])
+    cmd.args(options)
+        .args(["-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "StrictHostKeyChecking=yes"])
         .arg("-o")
         .arg(format!("UserKnownHostsFile={}", known_hosts.display()))
         .args(["-o", "ConnectTimeout=5", "-p", &port.to_string(), "-i"])
@@ -142,9 +148,27 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
     wait_job(&api, &token_a, job["id"].as_str().unwrap(), "A's job", 30, |j| j["state"] == "succeeded").await;
     assert!(stdout(&ssh(&key1, &known_hosts, port, "ls /lease/home")).lines().any(|l| l == "from-job"));
 
-    // A stranger's key is refused; a removed key is refused within a heartbeat or two, the other still works.
+    // No forwarding of any kind through the environment: not to the control plane (-W / -L), not back (-R).
+    let server_port = base.rsplit(':').next().unwrap().to_string();
+    let target = format!("127.0.0.1:{server_port}");
+    let out = ssh_with(&key1, &known_hosts, port, &["-W", &target], "").output().unwrap();
+    assert!(!out.status.success(), "-W reached the control plane: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("prohibited"), "{}", String::from_utf8_lossy(&out.stderr));
+    let reverse = ["-o", "ExitOnForwardFailure=yes", "-R", "0.0.0.0:22999:127.0.0.1:22"];
+    let out = ssh_with(&key1, &known_hosts, port, &reverse, "sleep 5").output().unwrap();
+    assert!(!out.status.success(), "-R opened a listener");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("forwarding failed"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A stranger's key is refused; a removed key is refused within a heartbeat or two, the sessions it has open
+    // end, the other key still works.
     assert!(!ssh(&stranger, &known_hosts, port, "true").status.success());
     assert!(ssh(&key2, &known_hosts, port, "true").status.success());
+    let mut open = crate::binary::Proc(ssh_command(&key2, &known_hosts, port, "sleep 613").spawn().unwrap());
+    wait_until("key 2's session runs", 10, || async { !pids_with_argv(&["sleep", "613"]).is_empty() }).await;
     let (status, _) = api
         .call(reqwest::Method::DELETE, &format!("/v1/tenant/ssh-keys/{}", two["id"].as_str().unwrap()), &token_a, None)
         .await;
@@ -153,6 +177,12 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
     wait_until("the removed key refused", 10, || async { !ssh(&key2, &known_hosts, port, "true").status.success() })
         .await;
     assert!(removed.elapsed() < Duration::from_secs(4), "within a heartbeat or two: {:?}", removed.elapsed());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "the removed key's session stayed open");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    wait_until("the session's processes gone", 5, || async { pids_with_argv(&["sleep", "613"]).is_empty() }).await;
     assert!(ssh(&key1, &known_hosts, port, "true").status.success());
 
     // Releasing the lease closes the session and frees the port.

@@ -52,8 +52,9 @@ impl TestNet {
         net
     }
 
+    /// Hosts at .41 and up: their agents derive lease subnets (100.64.41.0/24, ...) no other test's agents use.
     fn address(&self, host: usize) -> String {
-        format!("10.210.0.{}", host + 1)
+        format!("10.210.0.{}", host + 41)
     }
 
     /// `cmd`, run inside host `host`'s namespace.

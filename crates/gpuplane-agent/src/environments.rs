@@ -98,7 +98,7 @@ impl Environments {
                             // A key taken away ends the sessions open now, not only the next login: every session
                             // goes (sshd does not say which key opened which), the tenant's other keys log in again.
                             let sessions = super::sandbox::processes_besides_first(env.pid);
-                            tracing::info!(lease.id = %spec.lease_id, sessions = sessions.len(), "a key was removed: ending the environment's sessions");
+                            tracing::info!(lease.id = %spec.lease_id, ?sessions, "a key was removed: ending the environment's sessions");
                             super::sandbox::signal_processes(&sessions, "KILL");
                             env.keys = spec.authorized_keys.clone();
                         }

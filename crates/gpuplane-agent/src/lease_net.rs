@@ -176,8 +176,8 @@ impl LeaseNetworks {
              \t\tiifname {veths} ip daddr @non_public drop\n\
              \t\tiifname {veths} {egress}\n\t}}\n\
              \tchain postrouting {{\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\
-             \t\tip saddr @leases ip daddr @peers return\n\
-             \t\tip saddr @leases oifname != {veths} masquerade\n\t}}\n\
+             \t\tiifname {veths} ip daddr @peers return\n\
+             \t\tiifname {veths} oifname != {veths} ip saddr @leases masquerade\n\t}}\n\
              }}\n",
             non_public = NON_PUBLIC.join(", "),
         )
@@ -252,6 +252,10 @@ impl LeaseNetworks {
         let ns = self.namespace(lease_id);
         let (address, gateway, veth) = (net.address.to_string(), self.subnet.gateway().to_string(), net.veth.as_str());
         if !self.namespace_path(lease_id).exists() {
+            // A veth of that name is an ended lease's whose namespace some process still held: not this one's.
+            if Path::new("/sys/class/net").join(veth).exists() {
+                self.ip(&["link", "del", veth])?;
+            }
             self.ip(&["netns", "add", &ns])?;
         }
         if !Path::new("/sys/class/net").join(veth).exists() {
