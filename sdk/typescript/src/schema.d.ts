@@ -2718,6 +2718,11 @@ export interface components {
              * @description UDP echo port; absent when that node's agent runs no echo listener.
              */
             echo_port?: number | null;
+            /**
+             * @description The lease's own address on that node (its network namespace there), routed through `address`; absent
+             *     when that node runs jobs on its own network.
+             */
+            lease_address?: string | null;
             /** Format: uuid */
             node_id: string;
         };
@@ -2973,6 +2978,13 @@ export interface components {
              * @description GPU-to-GPU bandwidth, GB/s, when known.
              */
             intra_link_gbps?: number | null;
+            /**
+             * @description The IPv4 subnet this node gives its leases' network namespaces (`100.64.7.0/24`, a /16 to /24), routed
+             *     to this node's `address` by the lease's other nodes. Absent: the node runs jobs on its own network
+             *     (an agent with `--insecure-unsandboxed-jobs`, or an older agent).
+             * @example 100.64.7.0/24
+             */
+            lease_subnet?: string | null;
             /**
              * Format: int32
              * @description Inter-node network bandwidth, Gbit/s.

@@ -20,11 +20,15 @@ class LeasePeer:
         address (str):
         node_id (UUID):
         echo_port (int | None | Unset): UDP echo port; absent when that node's agent runs no echo listener.
+        lease_address (None | str | Unset): The lease's own address on that node (its network namespace there), routed
+            through `address`; absent
+            when that node runs jobs on its own network.
     """
 
     address: str
     node_id: UUID
     echo_port: int | None | Unset = UNSET
+    lease_address: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -38,6 +42,12 @@ class LeasePeer:
         else:
             echo_port = self.echo_port
 
+        lease_address: None | str | Unset
+        if isinstance(self.lease_address, Unset):
+            lease_address = UNSET
+        else:
+            lease_address = self.lease_address
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -48,6 +58,8 @@ class LeasePeer:
         )
         if echo_port is not UNSET:
             field_dict["echo_port"] = echo_port
+        if lease_address is not UNSET:
+            field_dict["lease_address"] = lease_address
 
         return field_dict
 
@@ -67,10 +79,20 @@ class LeasePeer:
 
         echo_port = _parse_echo_port(d.pop("echo_port", UNSET))
 
+        def _parse_lease_address(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        lease_address = _parse_lease_address(d.pop("lease_address", UNSET))
+
         lease_peer = cls(
             address=address,
             node_id=node_id,
             echo_port=echo_port,
+            lease_address=lease_address,
         )
 
         lease_peer.additional_properties = d

@@ -31,6 +31,10 @@ class NodeFacts:
         echo_port (int | None | Unset): UDP port of the agent's echo listener at `address`: the lease's other nodes
             probe round trips to it.
         intra_link_gbps (int | None | Unset): GPU-to-GPU bandwidth, GB/s, when known.
+        lease_subnet (None | str | Unset): The IPv4 subnet this node gives its leases' network namespaces
+            (`100.64.7.0/24`, a /16 to /24), routed
+            to this node's `address` by the lease's other nodes. Absent: the node runs jobs on its own network
+            (an agent with `--insecure-unsandboxed-jobs`, or an older agent). Example: 100.64.7.0/24.
         rdma (bool | Unset): Whether the inter-node network supports RDMA (InfiniBand/RoCE).
         topology (list[list[str]] | None | Unset): GPU-to-GPU topology matrix as `nvidia-smi topo -m` prints it (`X`,
             `NV18`, `PIX`, `PXB`, `NODE`, `SYS`),
@@ -46,6 +50,7 @@ class NodeFacts:
     driver_version: None | str | Unset = UNSET
     echo_port: int | None | Unset = UNSET
     intra_link_gbps: int | None | Unset = UNSET
+    lease_subnet: None | str | Unset = UNSET
     rdma: bool | Unset = UNSET
     topology: list[list[str]] | None | Unset = UNSET
 
@@ -87,6 +92,12 @@ class NodeFacts:
         else:
             intra_link_gbps = self.intra_link_gbps
 
+        lease_subnet: None | str | Unset
+        if isinstance(self.lease_subnet, Unset):
+            lease_subnet = UNSET
+        else:
+            lease_subnet = self.lease_subnet
+
         rdma = self.rdma
 
         topology: list[list[str]] | None | Unset
@@ -121,6 +132,8 @@ class NodeFacts:
             field_dict["echo_port"] = echo_port
         if intra_link_gbps is not UNSET:
             field_dict["intra_link_gbps"] = intra_link_gbps
+        if lease_subnet is not UNSET:
+            field_dict["lease_subnet"] = lease_subnet
         if rdma is not UNSET:
             field_dict["rdma"] = rdma
         if topology is not UNSET:
@@ -184,6 +197,15 @@ class NodeFacts:
 
         intra_link_gbps = _parse_intra_link_gbps(d.pop("intra_link_gbps", UNSET))
 
+        def _parse_lease_subnet(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        lease_subnet = _parse_lease_subnet(d.pop("lease_subnet", UNSET))
+
         rdma = d.pop("rdma", UNSET)
 
         def _parse_topology(data: object) -> list[list[str]] | None | Unset:
@@ -218,6 +240,7 @@ class NodeFacts:
             driver_version=driver_version,
             echo_port=echo_port,
             intra_link_gbps=intra_link_gbps,
+            lease_subnet=lease_subnet,
             rdma=rdma,
             topology=topology,
         )
