@@ -110,10 +110,8 @@ impl LeaseNetworks {
     /// Namespaces and veths this agent left behind (it died, or stopped while leases ran): nothing runs in them
     /// any more (every sandbox dies with the agent), and the first sync makes the listed leases' anew.
     fn remove_stale(&self) {
-        let prefix = format!("gpuplane-{}-", self.tag);
-        for entry in std::fs::read_dir(NETNS_DIR).into_iter().flatten().filter_map(Result::ok) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&prefix) && self.ip(&["netns", "del", &name]).is_err() {
+        for (name, _) in self.own_namespaces() {
+            if self.ip(&["netns", "del", &name]).is_err() {
                 tracing::warn!(namespace = %name, "could not remove a stale lease namespace");
             }
         }
@@ -136,7 +134,11 @@ impl LeaseNetworks {
     }
 
     fn namespace(&self, lease_id: Uuid) -> String {
-        format!("gpuplane-{}-{lease_id}", self.tag)
+        format!("{}{lease_id}", self.namespace_prefix())
+    }
+
+    fn namespace_prefix(&self) -> String {
+        format!("gpuplane-{}-", self.tag)
     }
 
     /// The nftables table, made anew (an agent restart drops the elements; the first sync adds them again).
@@ -183,6 +185,21 @@ impl LeaseNetworks {
         )
     }
 
+    /// This agent's namespaces under [`NETNS_DIR`]: each name, with its lease when the name parses as one.
+    fn own_namespaces(&self) -> Vec<(String, Option<Uuid>)> {
+        let prefix = self.namespace_prefix();
+        std::fs::read_dir(NETNS_DIR)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter_map(|name| {
+                let lease_id = name.strip_prefix(&prefix)?.parse::<Uuid>().ok();
+                Some((name, lease_id))
+            })
+            .collect()
+    }
+
     /// The command prefix that runs a program in the lease's namespace; fails when it is not set up.
     pub fn enter(&self, lease_id: Uuid) -> anyhow::Result<Vec<String>> {
         let path = Path::new(NETNS_DIR).join(self.namespace(lease_id));
@@ -208,12 +225,11 @@ impl LeaseNetworks {
                 tracing::error!(lease.id = %lease.lease_id, err = format!("{err:#}"), "could not set up the lease's network");
             }
         }
-        let prefix = format!("gpuplane-{}-", self.tag);
-        let Ok(dir) = std::fs::read_dir(NETNS_DIR) else { return };
-        for entry in dir.filter_map(Result::ok) {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(lease_id) = name.strip_prefix(&prefix).and_then(|id| id.parse::<Uuid>().ok()) else { continue };
-            if !listed.iter().any(|l| l.lease_id == lease_id) && !kept.contains(&lease_id) {
+        for (_, lease_id) in self.own_namespaces() {
+            if let Some(lease_id) = lease_id
+                && !listed.iter().any(|l| l.lease_id == lease_id)
+                && !kept.contains(&lease_id)
+            {
                 self.remove(lease_id);
             }
         }
@@ -339,19 +355,16 @@ impl LeaseNetworks {
             .spawn()
             .context("running nft")?;
         child.stdin.take().context("nft's stdin")?.write_all(script.as_bytes())?;
-        let output = child.wait_with_output()?;
-        anyhow::ensure!(
-            output.status.success(),
-            "nft failed ({}): {}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-        Ok(())
+        succeeded(&child.wait_with_output()?, "nft")
     }
 }
 
 fn run(command: &mut Command, what: &str) -> anyhow::Result<()> {
-    let output = command.stdin(Stdio::null()).output().with_context(|| format!("running {what}"))?;
+    succeeded(&command.stdin(Stdio::null()).output().with_context(|| format!("running {what}"))?, what)
+}
+
+/// A finished program's verdict: its failure carries its exit status and what it printed on stderr.
+fn succeeded(output: &std::process::Output, what: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
         output.status.success(),
         "{what} failed ({}): {}",
