@@ -247,6 +247,12 @@ impl LeaseNetworks {
             let Some(peer_address) = peer.lease_address.as_deref().and_then(|a| a.parse::<Ipv4Addr>().ok()) else {
                 continue;
             };
+            if peer_address == address || peers.iter().any(|(known, _)| *known == peer_address) {
+                // Two nodes' lease subnets overlap (agents on one host with the default subnet): no route can
+                // tell them apart, so that peer stays unreachable rather than shadowing this lease.
+                tracing::warn!(lease.id = %lease.lease_id, peer = %peer.address, %peer_address, "a peer node's lease address is not unique: give each node its own --lease-subnet");
+                continue;
+            }
             match resolve(&peer.address) {
                 Some(via) => peers.push((peer_address, via)),
                 None => {
