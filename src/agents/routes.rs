@@ -320,6 +320,7 @@ pub async fn post_heartbeat(
     check_version_text("driver_version", req.driver_version.as_deref(), &mut errors);
     check_version_text("cuda_version", req.cuda_version.as_deref(), &mut errors);
     crate::leases::network::validate(&req.latency, &mut errors);
+    crate::jobs::steps::validate(&req.steps, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -337,6 +338,11 @@ pub async fn post_heartbeat(
     }
     if !req.latency.is_empty() {
         crate::leases::network::record(&state, agent.node_id, &req.latency).await?;
+    }
+    if !req.steps.is_empty() {
+        let mut conn = state.db.acquire().await?;
+        let stored = crate::jobs::steps::record(&mut conn, agent.node_id, &req.steps).await?;
+        metrics::counter!("gpuplane_job_steps_total").increment(stored);
     }
     let fatal: Vec<(i32, Vec<i32>)> = req
         .samples

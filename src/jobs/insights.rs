@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::steps::MeasuredSteps;
 use crate::planner::Plan;
 
 /// Below this mean GPU utilization over the window the GPUs are considered underused.
@@ -12,6 +13,10 @@ pub const LOW_UTIL_PERCENT: f64 = 70.0;
 pub const WINDOW_S: i64 = 300;
 /// A plan that spends more than this share of a step communicating is communication-bound.
 pub const COMM_BOUND_FRACTION: f64 = 0.3;
+/// Measured steps this much slower than the plan predicted are reported.
+pub const SLOW_STEP_RATIO: f64 = 1.5;
+/// Steps measured before the step time is judged.
+pub const MIN_JUDGED_STEPS: i64 = 5;
 
 /// What was measured on the job's GPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -35,12 +40,15 @@ pub struct InsightInput<'a> {
     pub pcie_only: bool,
     /// The fewest leased GPUs on one node (a tensor-parallel group larger than this crosses nodes).
     pub min_gpus_per_node: u32,
+    /// The steps the gpuplane runtime measured (absent when the job reports none).
+    pub steps: Option<&'a MeasuredSteps>,
 }
 
 /// One finding, with the change suggested and the numbers behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Insight {
-    /// `low_utilization`, `communication_bound`, `tensor_parallel_over_pcie` or `tensor_parallel_across_nodes`.
+    /// `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie` or
+    /// `tensor_parallel_across_nodes`.
     pub kind: String,
     pub message: String,
     pub suggestion: String,
@@ -111,6 +119,21 @@ pub fn assess(input: &InsightInput<'_>) -> Vec<Insight> {
         });
     }
     let Some(plan) = input.plan else { return out };
+    if let Some(steps) = input.steps
+        && steps.steps >= MIN_JUDGED_STEPS
+        && let Some(ratio) = steps.step_time_vs_plan
+        && ratio > SLOW_STEP_RATIO
+    {
+        out.push(Insight {
+            kind: "slower_than_plan".into(),
+            message: format!(
+                "the median step took {:.3} s over {} steps, {ratio:.1}x the {:.3} s the plan predicted",
+                steps.median_step_time_s, steps.steps, plan.step_time_s
+            ),
+            suggestion: suggestion_for(plan, input.pcie_only),
+            figures: serde_json::json!({ "steps": steps, "plan": plan_figures(plan), "threshold_ratio": SLOW_STEP_RATIO }),
+        });
+    }
     if plan.comm_fraction > COMM_BOUND_FRACTION {
         let suggestion = if plan.tp > 1 {
             format!("less tensor parallelism: tp {} -> {} (pin `tp`)", plan.tp, (plan.tp / 2).max(1))
@@ -160,11 +183,11 @@ pub fn assess(input: &InsightInput<'_>) -> Vec<Insight> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::planner::{MemoryBreakdown, Recompute, WorkloadKind};
 
-    fn plan(tp: u32, zero: u8, comm: f64, memory_fraction: f64) -> Plan {
+    pub(crate) fn plan(tp: u32, zero: u8, comm: f64, memory_fraction: f64) -> Plan {
         let usable = 80_000_000_000u64;
         Plan {
             workload: WorkloadKind::Train,
@@ -214,16 +237,26 @@ mod tests {
     #[test]
     fn busy_gpus_with_a_lean_plan_say_nothing() {
         let p = plan(1, 0, 0.1, 0.5);
-        let input =
-            InsightInput { plan: Some(&p), measured: measured(93.0, 900), pcie_only: false, min_gpus_per_node: 8 };
+        let input = InsightInput {
+            plan: Some(&p),
+            measured: measured(93.0, 900),
+            pcie_only: false,
+            min_gpus_per_node: 8,
+            steps: None,
+        };
         assert!(assess(&input).is_empty());
     }
 
     #[test]
     fn low_utilization_after_five_minutes_suggests_a_larger_micro_batch_when_memory_allows() {
         let p = plan(1, 0, 0.1, 0.5);
-        let input =
-            InsightInput { plan: Some(&p), measured: measured(41.0, 600), pcie_only: false, min_gpus_per_node: 8 };
+        let input = InsightInput {
+            plan: Some(&p),
+            measured: measured(41.0, 600),
+            pcie_only: false,
+            min_gpus_per_node: 8,
+            steps: None,
+        };
         let found = assess(&input);
         assert_eq!(kinds(&found), ["low_utilization"]);
         assert!(found[0].suggestion.contains("micro-batch: 2 -> 4"), "{}", found[0].suggestion);
@@ -242,10 +275,47 @@ mod tests {
     }
 
     #[test]
+    fn steps_much_slower_than_planned_are_reported_once_enough_were_measured() {
+        let p = plan(1, 0, 0.1, 0.5);
+        let steps = |count: i64, median: f64| MeasuredSteps {
+            steps: count,
+            last_step: count,
+            first_loss: 10.0,
+            last_loss: 8.0,
+            median_step_time_s: median,
+            tokens_per_s: 1.0,
+            peak_memory_bytes: 0,
+            predicted_step_time_s: Some(p.step_time_s),
+            predicted_tokens_per_s: Some(p.tokens_per_s),
+            step_time_vs_plan: Some(median / p.step_time_s),
+            predicted_memory_per_gpu_bytes: None,
+            last_at: chrono::DateTime::UNIX_EPOCH,
+        };
+        let judge = |s: &MeasuredSteps| {
+            kinds(&assess(&InsightInput {
+                plan: Some(&p),
+                measured: measured(93.0, 900),
+                pcie_only: false,
+                min_gpus_per_node: 8,
+                steps: Some(s),
+            }))
+            .join(",")
+        };
+        assert_eq!(judge(&steps(20, 2.0)), "slower_than_plan");
+        assert_eq!(judge(&steps(20, 1.4)), "", "within the tolerance");
+        assert_eq!(judge(&steps(3, 5.0)), "", "too few steps to judge");
+    }
+
+    #[test]
     fn communication_bound_plans_suggest_less_tensor_parallelism_or_another_zero_stage() {
         let p = plan(4, 0, 0.45, 0.9);
-        let input =
-            InsightInput { plan: Some(&p), measured: measured(55.0, 600), pcie_only: true, min_gpus_per_node: 2 };
+        let input = InsightInput {
+            plan: Some(&p),
+            measured: measured(55.0, 600),
+            pcie_only: true,
+            min_gpus_per_node: 2,
+            steps: None,
+        };
         let found = assess(&input);
         assert_eq!(
             kinds(&found),
@@ -254,8 +324,13 @@ mod tests {
         assert!(found[0].suggestion.contains("tp 4 -> 2"), "{}", found[0].suggestion);
         assert!(found[1].suggestion.contains("tp 4 -> 2"));
         let z3 = plan(1, 3, 0.4, 0.9);
-        let input =
-            InsightInput { plan: Some(&z3), measured: measured(90.0, 600), pcie_only: false, min_gpus_per_node: 8 };
+        let input = InsightInput {
+            plan: Some(&z3),
+            measured: measured(90.0, 600),
+            pcie_only: false,
+            min_gpus_per_node: 8,
+            steps: None,
+        };
         let found = assess(&input);
         assert_eq!(kinds(&found), ["communication_bound"]);
         assert!(found[0].suggestion.contains("ZeRO stage 2"));

@@ -5,6 +5,7 @@
 pub mod insights;
 pub mod render;
 pub mod routes;
+pub mod steps;
 pub mod store;
 pub mod templates;
 
@@ -98,6 +99,9 @@ pub struct Job {
     pub plan: Option<Plan>,
     /// Per node, in rank order.
     pub nodes: Vec<JobNode>,
+    /// The optimizer steps the gpuplane runtime measured, against the plan's predicted step time and throughput
+    /// (absent until a step is reported; the steps themselves: `GET /v1/jobs/{job_id}/steps`).
+    pub measured: Option<steps::MeasuredSteps>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,

@@ -10,7 +10,12 @@ use crate::error::FieldError;
 use crate::planner::{
     ModelArch, Offload, Pins, Plan, PlanInput, Precision, Recompute, StageSplit, Workload, WorkloadKind,
 };
-pub use gpuplane_protocol::jobs::{LaunchSpec, SpecFile};
+pub use gpuplane_protocol::jobs::{LaunchSpec, PLAN_FILE, STEPS_FILE, SpecFile};
+
+/// Names the plan file among a planned job's launch files (what `gpuplane_runtime` reads).
+pub const PLAN_FILE_ENV: &str = "GPUPLANE_PLAN_FILE";
+/// Names the file where the runtime appends each step's measurements (the agent ships them).
+pub const STEPS_FILE_ENV: &str = "GPUPLANE_METRICS_FILE";
 
 /// Default rendezvous port on the first node.
 pub const DEFAULT_MASTER_PORT: u16 = 29500;
@@ -31,6 +36,8 @@ pub const RESERVED_ENV: &[&str] = &[
     "LOCAL_WORLD_SIZE",
     "GPUPLANE_JOB_ID",
     "GPUPLANE_NODE_ADDRS",
+    PLAN_FILE_ENV,
+    STEPS_FILE_ENV,
     "NCCL_IB_DISABLE",
     "NCCL_P2P_DISABLE",
     // Set by the agent's sandbox.
@@ -88,21 +95,19 @@ pub struct RenderInput<'a> {
     pub image: Option<&'a str>,
 }
 
-/// Pick the built-in template that fits a plan: serving is vLLM (diffusion: data-parallel generation); training
-/// with tensor, context, expert or pipeline parallelism is Megatron; pure data parallelism is DDP, FSDP for ZeRO-3,
-/// DeepSpeed for ZeRO 1/2.
-pub fn auto_template(plan: &Plan, model: &ModelArch) -> Builtin {
+/// Pick the built-in template for a job named `auto`, before planning (the template's abilities bound the
+/// plan, see [`template_pins`]): serving is vLLM (diffusion models: data-parallel generation); training runs
+/// the gpuplane runtime, which applies the plan to the tenant's PyTorch model, unless the command is
+/// Megatron-LM's own entry point (`pretrain_gpt.py`, also the default without a command): then Megatron.
+pub fn auto_template(kind: WorkloadKind, model: &ModelArch, command: &[String]) -> Builtin {
     if model.diffusion.is_some() {
         return Builtin::DiffusionDp;
     }
-    match plan.workload {
+    let megatron_script = command.iter().take(3).any(|a| a.rsplit('/').next() == Some("pretrain_gpt.py"));
+    match kind {
         WorkloadKind::Inference => Builtin::Vllm,
-        _ if plan.tp > 1 || plan.pp > 1 || plan.cp > 1 || plan.ep > 1 => Builtin::Megatron,
-        _ => match plan.zero_stage {
-            0 => Builtin::TorchrunDdp,
-            3 => Builtin::TorchrunFsdp,
-            _ => Builtin::Deepspeed,
-        },
+        _ if command.is_empty() || megatron_script => Builtin::Megatron,
+        _ => Builtin::Runtime,
     }
 }
 
@@ -160,6 +165,14 @@ pub fn template_pins(
             if !training {
                 return Err(FieldError::new("workload.kind", "megatron is for training"));
             }
+        }
+        Builtin::Runtime => {
+            if !training {
+                return Err(FieldError::new("workload.kind", "gpuplane-runtime is for training"));
+            }
+            force("cp", &mut pins.cp, 1, "the runtime applies data, tensor and pipeline parallelism, not context")?;
+            force("ep", &mut pins.ep, 1, "the runtime applies data, tensor and pipeline parallelism, not expert")?;
+            force("vp", &mut pins.vp, 1, "the runtime's pipeline schedule is not interleaved")?;
         }
         Builtin::Vllm => {
             if kind != WorkloadKind::Inference || model.diffusion.is_some() {
@@ -353,19 +366,57 @@ pub fn megatron_args(
     args
 }
 
-fn fsdp_config(plan: &Plan, precision: Precision) -> serde_json::Value {
+/// Hugging Face Accelerate's config for `accelerate launch --config_file` (JSON is one of the formats its
+/// loader reads): FSDP with the plan's sharding, offload, checkpointing and precision, and this node's place.
+fn accelerate_config(plan: &Plan, precision: Precision, ctx: &NodeCtx<'_>) -> serde_json::Value {
     let strategy = match plan.zero_stage {
         0 => "NO_SHARD",
         1 | 2 => "SHARD_GRAD_OP",
         _ => "FULL_SHARD",
     };
     serde_json::json!({
-        "sharding_strategy": strategy,
+        "compute_environment": "LOCAL_MACHINE",
+        "distributed_type": "FSDP",
         "mixed_precision": if precision == Precision::Fp16 { "fp16" } else { "bf16" },
-        "activation_checkpointing": plan.recompute != Recompute::None,
-        "cpu_offload": plan.offload != Offload::None,
-        "micro_batch_size": plan.micro_batch,
-        "gradient_accumulation_steps": plan.grad_accum.max(1),
+        "num_machines": ctx.nnodes,
+        "machine_rank": ctx.rank,
+        "num_processes": ctx.world,
+        "main_process_ip": ctx.master_addr,
+        "main_process_port": ctx.master_port,
+        "rdzv_backend": "static",
+        "same_network": true,
+        "use_cpu": false,
+        "fsdp_config": {
+            "fsdp_version": 1,
+            "fsdp_sharding_strategy": strategy,
+            "fsdp_auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+            "fsdp_backward_prefetch": "BACKWARD_PRE",
+            "fsdp_offload_params": plan.offload == Offload::OptimizerAndParams,
+            "fsdp_activation_checkpointing": plan.recompute != Recompute::None,
+            "fsdp_state_dict_type": "SHARDED_STATE_DICT",
+            "fsdp_use_orig_params": true,
+            "fsdp_sync_module_states": true,
+            "fsdp_cpu_ram_efficient_loading": true,
+        },
+    })
+}
+
+/// The plan file every planned job gets ([`PLAN_FILE`]): what the job was planned for and the plan, for
+/// `gpuplane_runtime` to apply and for any script to read.
+pub fn plan_file(planned: &PlanInput, plan: &Plan) -> serde_json::Value {
+    let (seq_len, precision) = match planned.workload {
+        Workload::Train(t) | Workload::Lora(t) => (t.seq_len, t.precision),
+        Workload::Inference(i) => (i.context_len, i.precision),
+    };
+    serde_json::json!({
+        "version": 1,
+        "model": planned.model_name,
+        "arch": planned.model,
+        "workload": plan.workload,
+        "seq_len": seq_len,
+        "global_batch": plan.global_batch,
+        "precision": precision,
+        "plan": plan,
     })
 }
 
@@ -419,10 +470,15 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
             // PCIe-only consumer/inference cards: peer-to-peer transfers are unsupported or slower than host copies.
             env.insert("NCCL_P2P_DISABLE".into(), "1".into());
         }
-        let (argv, files) = match input.template {
+        let (argv, mut files) = match input.template {
             TemplateChoice::Custom(template) => (render_custom(template, &ctx, input)?, Vec::new()),
             TemplateChoice::Builtin(builtin) => render_builtin(builtin, &ctx, input)?,
         };
+        if let Some((planned, plan)) = input.planned {
+            files.push(SpecFile { path: PLAN_FILE.into(), content: pretty(&plan_file(planned, plan)) });
+            env.insert(PLAN_FILE_ENV.into(), PLAN_FILE.into());
+        }
+        env.insert(STEPS_FILE_ENV.into(), STEPS_FILE.into());
         specs.push(LaunchSpec { argv, env, files, image: input.image.map(str::to_owned) });
     }
     Ok(specs)
@@ -451,9 +507,18 @@ fn render_builtin(
     let mut argv = match builtin {
         Builtin::TorchrunDdp => torchrun(ctx, &command(&[])?),
         Builtin::TorchrunFsdp => {
-            files.push(SpecFile { path: "fsdp_config.json".into(), content: pretty(&fsdp_config(plan, precision)) });
-            torchrun(ctx, &command(&[])?)
+            let config = accelerate_config(plan, precision, ctx);
+            files.push(SpecFile { path: "accelerate_config.json".into(), content: pretty(&config) });
+            let mut argv: Vec<String> =
+                ["accelerate", "launch", "--config_file", "accelerate_config.json"].map(str::to_owned).into();
+            let script = command(&[])?;
+            if !script.first().is_some_and(|s| s.ends_with(".py")) {
+                argv.push("--no_python".into());
+            }
+            argv.extend(script);
+            argv
         }
+        Builtin::Runtime => torchrun(ctx, &command(&[])?),
         Builtin::Deepspeed => {
             files.push(SpecFile { path: "ds_config.json".into(), content: pretty(&deepspeed_config(plan, precision)) });
             let mut argv = torchrun(ctx, &command(&[])?);
@@ -722,8 +787,8 @@ mod tests {
     fn a_70b_on_two_nodes_of_eight_a100_is_megatron_with_per_node_devices() {
         let (pi, plan) = planned("llama3-70b", WorkloadKind::Train, "a100-80g", 16, 8, Pins::default());
         assert!(plan.tp > 1 || plan.pp > 1, "{plan:?}");
-        let template = auto_template(&plan, &pi.model);
-        assert_eq!(template, Builtin::Megatron);
+        let template = auto_template(WorkloadKind::Train, &pi.model, &[]);
+        assert_eq!(template, Builtin::Megatron, "no command: Megatron-LM's own entry point");
         let nodes = slots(&[&[0, 1, 2, 3, 4, 5, 6, 7], &[0, 1, 2, 3, 4, 5, 6, 7]], true);
         let empty = BTreeMap::new();
         let specs = render(&input(&nodes, TemplateChoice::Builtin(template), Some((&pi, &plan)), &[], &empty)).unwrap();
@@ -749,7 +814,6 @@ mod tests {
         let pins = template_pins(Builtin::Deepspeed, &Pins::default(), WorkloadKind::Train, &pi.model).unwrap();
         assert_eq!((pins.tp, pins.pp), (Some(1), Some(1)));
         let (pi, ds) = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 8, Pins { zero_stage: Some(2), ..pins });
-        assert_eq!(auto_template(&ds, &pi.model), Builtin::Deepspeed);
         let nodes = slots(&[&[0, 1, 2, 3, 4, 5, 6, 7]], false);
         let empty = BTreeMap::new();
         let command = vec!["train.py".to_string()];
@@ -768,14 +832,19 @@ mod tests {
         );
         assert_eq!(specs[0].env["NCCL_IB_DISABLE"], "1", "no RDMA");
         assert!(specs[0].argv.ends_with(&["--deepspeed".into(), "--deepspeed_config".into(), "ds_config.json".into()]));
-        // A plan without sharding is plain DDP; serving is vLLM; SDXL is diffusion.
-        let ddp = Plan { zero_stage: 0, tp: 1, pp: 1, ..plan.clone() };
-        assert_eq!(auto_template(&ddp, &pi.model), Builtin::TorchrunDdp);
-        assert_eq!(auto_template(&Plan { zero_stage: 3, ..ddp.clone() }, &pi.model), Builtin::TorchrunFsdp);
-        let serve = Plan { workload: WorkloadKind::Inference, ..ddp };
-        assert_eq!(auto_template(&serve, &pi.model), Builtin::Vllm);
+        // Auto: a training script runs the gpuplane runtime, Megatron's own script Megatron; serving is vLLM;
+        // SDXL is diffusion.
+        let script = |s: &[&str]| s.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        assert_eq!(auto_template(WorkloadKind::Train, &pi.model, &script(&["train.py"])), Builtin::Runtime);
+        assert_eq!(auto_template(WorkloadKind::Lora, &pi.model, &script(&["python3", "ft.py"])), Builtin::Runtime);
+        let megatron = script(&["python3", "/opt/Megatron-LM/pretrain_gpt.py"]);
+        assert_eq!(auto_template(WorkloadKind::Train, &pi.model, &megatron), Builtin::Megatron);
+        assert_eq!(auto_template(WorkloadKind::Inference, &pi.model, &[]), Builtin::Vllm);
         let sdxl = crate::planner::preset("sdxl").unwrap();
-        assert_eq!(auto_template(&serve, &sdxl), Builtin::DiffusionDp);
+        assert_eq!(auto_template(WorkloadKind::Inference, &sdxl, &[]), Builtin::DiffusionDp);
+        let runtime = template_pins(Builtin::Runtime, &Pins::default(), WorkloadKind::Train, &pi.model).unwrap();
+        assert_eq!((runtime.cp, runtime.ep, runtime.vp, runtime.tp), (Some(1), Some(1), Some(1), None));
+        let _ = &plan;
         // A pin against the template is a field error.
         let err = template_pins(
             Builtin::TorchrunDdp,
@@ -785,6 +854,53 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.field, "pins.tp");
+    }
+
+    #[test]
+    fn planned_jobs_get_the_plan_file_and_fsdp_an_accelerate_config() {
+        let pins = template_pins(Builtin::Runtime, &Pins { tp: Some(2), ..Pins::default() }, WorkloadKind::Train, &{
+            crate::planner::preset("llama2-7b").unwrap()
+        })
+        .unwrap();
+        let (pi, plan) = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 4, pins);
+        let nodes = slots(&[&[0, 1, 2, 3], &[0, 1, 2, 3]], true);
+        let empty = BTreeMap::new();
+        let command = vec!["train.py".to_string()];
+        let specs =
+            render(&input(&nodes, TemplateChoice::Builtin(Builtin::Runtime), Some((&pi, &plan)), &command, &empty))
+                .unwrap();
+        for spec in &specs {
+            assert_eq!(spec.argv[0], "torchrun");
+            assert_eq!(spec.argv.last().unwrap(), "train.py");
+            assert_eq!(spec.env[PLAN_FILE_ENV], PLAN_FILE);
+            assert_eq!(spec.env[STEPS_FILE_ENV], STEPS_FILE);
+            let file = spec.files.iter().find(|f| f.path == PLAN_FILE).expect("the plan file");
+            let written: serde_json::Value = serde_json::from_str(&file.content).unwrap();
+            assert_eq!(written["version"], 1);
+            assert_eq!(written["plan"]["tp"], 2);
+            assert_eq!(written["arch"]["layers"], pi.model.layers);
+            let back: Plan = serde_json::from_value(written["plan"].clone()).unwrap();
+            assert_eq!(back, plan, "the plan as the service holds it");
+        }
+        // FSDP runs through Accelerate with a config its loader reads, one per node.
+        let dp = Pins { zero_stage: Some(3), ..Pins::default() };
+        let fsdp_pins = template_pins(Builtin::TorchrunFsdp, &dp, WorkloadKind::Train, &pi.model).unwrap();
+        let (pi, plan) = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 4, fsdp_pins);
+        let specs = render(&input(
+            &nodes,
+            TemplateChoice::Builtin(Builtin::TorchrunFsdp),
+            Some((&pi, &plan)),
+            &command,
+            &empty,
+        ))
+        .unwrap();
+        for (rank, spec) in specs.iter().enumerate() {
+            assert_eq!(spec.argv[..4], ["accelerate", "launch", "--config_file", "accelerate_config.json"]);
+            let config: serde_json::Value = serde_json::from_str(&spec.files[0].content).unwrap();
+            assert_eq!(config["machine_rank"], rank);
+            assert_eq!((config["num_machines"].as_u64(), config["num_processes"].as_u64()), (Some(2), Some(8)));
+            assert_eq!(config["fsdp_config"]["fsdp_sharding_strategy"], "FULL_SHARD");
+        }
     }
 
     #[test]
@@ -844,7 +960,6 @@ mod tests {
         // B200 Llama 3.1 405B as NeMo runs it: TP 4, PP 8 (126 + embedding + loss = 128), CP 2, VP 8.
         let pins = Pins { tp: Some(4), pp: Some(8), cp: Some(2), vp: Some(8), ..Pins::default() };
         let (pi, plan) = planned("llama3.1-405b", WorkloadKind::Train, "b200", 128, 8, pins);
-        assert_eq!(auto_template(&plan, &pi.model), Builtin::Megatron);
         let args = megatron_args(&plan, &pi.model, 4096, 512, Precision::Bf16);
         let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
         assert_eq!(value("--context-parallel-size").as_deref(), Some("2"));

@@ -38,6 +38,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(create_template))
         .routes(routes!(list_lease_jobs, create_job))
         .routes(routes!(get_job))
+        .routes(routes!(list_job_steps))
         .routes(routes!(cancel_job))
         .routes(routes!(get_assignments))
         .routes(routes!(report_assignment_status))
@@ -398,15 +399,19 @@ pub async fn create_job(
     .bind(topology.pool_id)
     .fetch_one(&mut *conn)
     .await?;
-    let resolved = resolve_template(&mut conn, &req).await?;
+    let mut resolved = resolve_template(&mut conn, &req).await?;
     drop(conn);
 
     // Plan for the lease's GPUs (CPU-bound: off the async workers).
     let planned: Option<(PlanInput, Plan)> = match (&req.model, &req.workload) {
         (Some(model), Some(workload)) => {
             let mut pins = req.pins.clone();
+            let (_, arch) = planner::validate::resolve_model(model).map_err(plan_error)?;
+            if let Resolved::Auto = resolved {
+                // The template is chosen first: its abilities bound the plan.
+                resolved = Resolved::Builtin(render::auto_template(workload.kind, &arch, &req.command));
+            }
             if let Resolved::Builtin(builtin) = resolved {
-                let (_, arch) = planner::validate::resolve_model(model).map_err(plan_error)?;
                 pins = render::template_pins(builtin, &pins, workload.kind, &arch)
                     .map_err(|e| ApiError::Validation(vec![e]))?;
             }
@@ -441,12 +446,7 @@ pub async fn create_job(
 
     let job_id = new_id();
     let (choice, template_name, template_version, params) = match &resolved {
-        Resolved::Auto => {
-            let (input, plan) = planned.as_ref().ok_or_else(|| ApiError::field("model", "auto needs a model"))?;
-            let builtin = render::auto_template(plan, &input.model);
-            let params = resolve_params(&builtin.parameters(), &req.parameters).map_err(ApiError::Validation)?;
-            (TemplateChoice::Builtin(builtin), builtin.name().to_string(), None, params)
-        }
+        Resolved::Auto => return Err(ApiError::field("workload", "`auto` is planned: give a model and workload")),
         Resolved::Builtin(builtin) => {
             let params = resolve_params(&builtin.parameters(), &req.parameters).map_err(ApiError::Validation)?;
             (TemplateChoice::Builtin(*builtin), builtin.name().to_string(), None, params)
@@ -568,6 +568,64 @@ pub async fn get_job(
     store::load_job(&mut conn, Some(auth.tenant_id), job_id).await?.map(Json).ok_or(ApiError::NotFound("job"))
 }
 
+/// Query of `GET /v1/jobs/{job_id}/steps`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct StepListParams {
+    /// Steps per page (default 500).
+    #[param(minimum = 1, maximum = 5000)]
+    pub limit: Option<i64>,
+    /// Only steps after this one (the last `step` of the previous page).
+    #[param(minimum = 0)]
+    pub after: Option<i64>,
+}
+
+/// A page of a job's measured steps.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StepPage {
+    pub steps: Vec<super::steps::StepView>,
+    /// Pass as `after` for the next page; absent on the last one.
+    pub next_after: Option<i64>,
+}
+
+/// The optimizer steps the gpuplane runtime measured in the job (step time, tokens, loss, peak memory), in step
+/// order, as its agents reported them.
+#[utoipa::path(
+    get, path = "/v1/jobs/{job_id}/steps", tag = "jobs", operation_id = "list_job_steps",
+    params(("job_id" = Uuid, Path, description = "Job id"), StepListParams),
+    responses((status = 200, description = "A page of the job's steps", body = StepPage))
+)]
+pub async fn list_job_steps(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(job_id): ApiPath<Uuid>,
+    ApiQuery(params): ApiQuery<StepListParams>,
+) -> ApiResult<Json<StepPage>> {
+    let limit = params.limit.unwrap_or(500);
+    if !(1..=5000).contains(&limit) {
+        return Err(ApiError::field("limit", "must be between 1 and 5000"));
+    }
+    let after = params.after.unwrap_or(0);
+    if after < 0 {
+        return Err(ApiError::field("after", "a step number, 0 or more"));
+    }
+    let mut conn = state.db.acquire().await?;
+    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM jobs WHERE id = $1 AND tenant_id = $2")
+        .bind(job_id)
+        .bind(auth.tenant_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if owned.is_none() {
+        return Err(ApiError::NotFound("job"));
+    }
+    let mut steps = super::steps::list(&mut conn, job_id, after, limit + 1).await?;
+    let more = steps.len() as i64 > limit;
+    steps.truncate(limit as usize);
+    let next_after = if more { steps.last().map(|s| s.step) } else { None };
+    Ok(Json(StepPage { steps, next_after }))
+}
+
 /// Cancel a job: every node stops its process. Cancelling a finished job is harmless and returns it as it is.
 #[utoipa::path(
     post, path = "/v1/jobs/{job_id}/cancel", tag = "jobs", operation_id = "cancel_job",
@@ -648,6 +706,8 @@ pub struct LeaseInsights {
     /// The job looked at: the latest running one (absent when none runs).
     pub job_id: Option<Uuid>,
     pub measured: Option<Measured>,
+    /// The steps the gpuplane runtime measured in that job, against the plan's prediction.
+    pub steps: Option<super::steps::MeasuredSteps>,
     pub plan: Option<Plan>,
     /// Findings with the suggested change and the numbers behind each; empty when all is well.
     pub insights: Vec<Insight>,
@@ -690,7 +750,14 @@ pub async fn evaluate_lease(
     .fetch_optional(&mut *conn)
     .await?;
     let Some((job_id, plan, started_at)) = job else {
-        return Ok(LeaseInsights { lease_id, job_id: None, measured: None, plan: None, insights: Vec::new() });
+        return Ok(LeaseInsights {
+            lease_id,
+            job_id: None,
+            measured: None,
+            steps: None,
+            plan: None,
+            insights: Vec::new(),
+        });
     };
     let plan = plan.map(|p| p.0);
     let (avg, samples, window_s, running_for_s): (Option<f64>, i64, f64, f64) = sqlx::query_as(
@@ -717,11 +784,16 @@ pub async fn evaluate_lease(
         window_s: window_s.max(0.0) as i64,
         running_for_s: running_for_s.max(0.0) as i64,
     };
+    let steps = super::steps::totals(conn, &[job_id])
+        .await?
+        .remove(&job_id)
+        .map(|totals| super::steps::summarize(&totals, plan.as_ref()));
     let found = insights::assess(&InsightInput {
         plan: plan.as_ref(),
         measured,
         pcie_only: gpu_link == "none" || topology.pcie_nodes,
         min_gpus_per_node: topology.nodes.iter().map(|n| n.gpu_indices.len() as u32).min().unwrap_or(0),
+        steps: steps.as_ref(),
     });
-    Ok(LeaseInsights { lease_id, job_id: Some(job_id), measured: Some(measured), plan, insights: found })
+    Ok(LeaseInsights { lease_id, job_id: Some(job_id), measured: Some(measured), steps, plan, insights: found })
 }

@@ -147,11 +147,13 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<JobRow>) -> Result<Vec<Jo
          FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) ORDER BY jn.job_id, jn.node_rank",
     )
     .bind(&ids)
-    .fetch_all(conn)
+    .fetch_all(&mut *conn)
     .await?;
+    let mut steps = super::steps::totals(conn, &ids).await?;
     Ok(rows
         .into_iter()
         .map(|r| Job {
+            measured: steps.remove(&r.id).map(|t| super::steps::summarize(&t, r.plan.as_ref().map(|p| &p.0))),
             nodes: nodes
                 .iter()
                 .filter(|n| n.job_id == r.id)

@@ -50,6 +50,10 @@ fn metachar_message(c: char) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Builtin {
+    /// The gpuplane runtime (`gpuplane_runtime.parallelize`) applies the plan to a PyTorch model, launched with
+    /// torchrun.
+    #[serde(rename = "gpuplane-runtime")]
+    Runtime,
     /// Data parallel with torchrun and PyTorch DDP.
     TorchrunDdp,
     /// Fully sharded data parallel with torchrun and PyTorch FSDP.
@@ -65,7 +69,8 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 6] = [
+    pub const ALL: [Builtin; 7] = [
+        Builtin::Runtime,
         Builtin::TorchrunDdp,
         Builtin::TorchrunFsdp,
         Builtin::Deepspeed,
@@ -76,6 +81,7 @@ impl Builtin {
 
     pub fn name(self) -> &'static str {
         match self {
+            Builtin::Runtime => "gpuplane-runtime",
             Builtin::TorchrunDdp => "torchrun-ddp",
             Builtin::TorchrunFsdp => "torchrun-fsdp",
             Builtin::Deepspeed => "deepspeed",
@@ -95,9 +101,16 @@ impl Builtin {
                 "Data parallel with torchrun and PyTorch DDP: one process per GPU, `command` is the training script \
                  (e.g. [\"train.py\"] or [\"python3\", \"train.py\"])."
             }
+            Builtin::Runtime => {
+                "The plan applied to a PyTorch model by the gpuplane runtime: the training script calls \
+                 `gpuplane_runtime.parallelize(model, ...)`, which reads the plan (gpuplane_plan.json) and applies \
+                 its data, tensor and pipeline parallelism, ZeRO stage, recompute and precision; each step's time, \
+                 tokens and loss are reported. Launched with torchrun; `command` is the training script."
+            }
             Builtin::TorchrunFsdp => {
-                "PyTorch FSDP with torchrun; the sharding strategy follows the plan's ZeRO stage \
-                 (fsdp_config.json). `command` is the training script."
+                "PyTorch FSDP through Hugging Face Accelerate: `accelerate launch --config_file \
+                 accelerate_config.json` with the plan's sharding strategy (from its ZeRO stage), offload, \
+                 activation checkpointing and precision. `command` is the training script."
             }
             Builtin::Deepspeed => {
                 "DeepSpeed ZeRO 1/2/3 launched with torchrun; ds_config.json holds the plan's stage, micro-batch and \

@@ -68,9 +68,12 @@ async fn templates_are_listed_versioned_and_validated(db: PgPool) {
     let f = fixture(db, "h100", 1, 8).await;
     let list = f.app.get("/v1/templates", &f.tenant).await.expect(StatusCode::OK).body;
     let names: Vec<&str> = list.as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["torchrun-ddp", "torchrun-fsdp", "deepspeed", "megatron", "vllm", "diffusion-dp"]);
     assert_eq!(
-        list[4]["parameters"][1],
+        names,
+        ["gpuplane-runtime", "torchrun-ddp", "torchrun-fsdp", "deepspeed", "megatron", "vllm", "diffusion-dp"]
+    );
+    assert_eq!(
+        list[5]["parameters"][1],
         json!({"name": "port", "type": "int", "default": 8000, "description": "HTTP port of the OpenAI-compatible server"})
     );
 
@@ -449,4 +452,106 @@ async fn insights_flag_low_utilization_of_a_running_job(db: PgPool) {
     assert!(low["message"].as_str().unwrap().contains("35%"));
     assert!(!low["suggestion"].as_str().unwrap().is_empty());
     assert_eq!(low["figures"]["plan"]["tp"], 1);
+}
+
+#[sqlx::test]
+async fn measured_steps_reach_the_job_and_its_insights_from_the_jobs_own_node_only(db: PgPool) {
+    let f = fixture(db, "h100", 2, 4).await;
+    let lease = f.lease(8, "pack").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let job = f
+        .app
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &f.tenant,
+            json!({ "template": "auto", "model": {"preset": "llama2-7b"}, "command": ["train.py"],
+                    "workload": {"kind": "lora", "seq_len": 2048, "global_batch": 64} }),
+        )
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    assert_eq!(job["template"], "gpuplane-runtime", "a training script runs the runtime");
+    let spec = &job["nodes"][0]["spec"];
+    assert_eq!(spec["env"]["GPUPLANE_PLAN_FILE"], "gpuplane_plan.json");
+    let plan_file = spec["files"].as_array().unwrap().iter().find(|f| f["path"] == "gpuplane_plan.json").unwrap();
+    let written: Value = serde_json::from_str(plan_file["content"].as_str().unwrap()).unwrap();
+    assert_eq!(written["plan"], job["plan"], "the plan file holds the job's plan");
+    let predicted = job["plan"]["step_time_s"].as_f64().unwrap();
+    let job_id = job["id"].as_str().unwrap();
+    let job_path = format!("/v1/jobs/{job_id}");
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["measured"], Value::Null);
+
+    let (a0, a1) = (f.agent(0), f.agent(1));
+    let jn = |token: &str| {
+        let (app, token) = (&f.app, token.to_string());
+        async move {
+            app.get("/v1/agent/assignments", &token).await.body["assignments"][0]["job_node_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let (jn0, jn1) = (jn(&a0).await, jn(&a1).await);
+    f.app.post(&format!("/v1/agent/assignments/{jn0}/status"), &a0, json!({"state": "running"})).await;
+    f.app.post(&format!("/v1/agent/assignments/{jn1}/status"), &a1, json!({"state": "running"})).await;
+    let step = |job_node_id: &str, step: i64, seconds: f64, loss: f64| {
+        json!({ "job_node_id": job_node_id, "step": step, "step_time_s": seconds, "tokens": 131072,
+                "loss": loss, "peak_memory_bytes": 40_000_000_000_i64, "at": "2026-12-02T08:00:00Z" })
+    };
+    // Ten steps at 3x the predicted time: the first is warm-up and is slower still.
+    let mut steps = vec![step(&jn0, 1, predicted * 20.0, 11.0)];
+    steps.extend((2..=10).map(|i| step(&jn0, i, predicted * 3.0, 11.0 - i as f64 * 0.3)));
+    f.app.post("/v1/agent/heartbeat", &a0, json!({"samples": [], "steps": steps})).await.expect(StatusCode::OK);
+    // A retried heartbeat changes nothing; another node cannot speak for node 0's assignment.
+    f.app.post("/v1/agent/heartbeat", &a0, json!({"samples": [], "steps": steps})).await.expect(StatusCode::OK);
+    let forged = vec![step(&jn0, 11, 0.001, 0.0)];
+    f.app.post("/v1/agent/heartbeat", &a1, json!({"samples": [], "steps": forged})).await.expect(StatusCode::OK);
+
+    let got = f.app.get(&job_path, &f.tenant).await.expect(StatusCode::OK).body;
+    let measured = &got["measured"];
+    assert_eq!((measured["steps"].as_i64(), measured["last_step"].as_i64()), (Some(10), Some(10)), "{measured}");
+    let median = measured["median_step_time_s"].as_f64().unwrap();
+    assert!((median - predicted * 3.0).abs() < 1e-9, "the warm-up step is left out: {measured}");
+    assert!((measured["step_time_vs_plan"].as_f64().unwrap() - 3.0).abs() < 1e-6);
+    assert!((measured["tokens_per_s"].as_f64().unwrap() - 131072.0 / median).abs() < 1e-6);
+    assert_eq!(measured["predicted_step_time_s"].as_f64(), Some(predicted));
+    let page = f.app.get(&format!("{job_path}/steps?limit=4&after=2"), &f.tenant).await.expect(StatusCode::OK).body;
+    let numbers: Vec<i64> = page["steps"].as_array().unwrap().iter().map(|s| s["step"].as_i64().unwrap()).collect();
+    assert_eq!(numbers, [3, 4, 5, 6]);
+    assert_eq!(page["next_after"], 6);
+    assert_eq!(page["steps"][0]["node_id"], f.nodes[0].as_str());
+    let insights = f.app.get(&format!("/v1/leases/{lease_id}/insights"), &f.tenant).await.expect(StatusCode::OK).body;
+    let kinds: Vec<&str> =
+        insights["insights"].as_array().unwrap().iter().map(|i| i["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"slower_than_plan"), "{insights}");
+    assert_eq!(insights["steps"]["steps"], 10);
+
+    // Hostile input is refused field by field and stores nothing.
+    let bad = vec![step(&jn0, 0, 1.0, 1.0), step(&jn0, 12, -1.0, 1.0), step(&jn0, 13, 1.0, 1.0)];
+    let mut bad = bad;
+    bad[2]["loss"] = json!("NaN");
+    let refused = f.app.post("/v1/agent/heartbeat", &a0, json!({"samples": [], "steps": bad})).await;
+    assert!(refused.status.is_client_error(), "{:?}", refused.body);
+    let huge: Vec<Value> = (1..=1025).map(|i| step(&jn0, i, 1.0, 1.0)).collect();
+    let refused = f.app.post("/v1/agent/heartbeat", &a0, json!({"samples": [], "steps": huge})).await;
+    assert_eq!(refused.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["steps"]);
+    let fields = f
+        .app
+        .post(
+            "/v1/agent/heartbeat",
+            &a0,
+            json!({"samples": [], "steps": [step(&jn0, 0, 1.0, 1.0), step(&jn0, 12, -1.0, 1.0)]}),
+        )
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY)
+        .error_fields();
+    assert_eq!(fields, ["steps[0].step", "steps[1].step_time_s"]);
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["measured"]["steps"], 10);
+    f.app
+        .get(&format!("{job_path}/steps?limit=0"), &f.tenant)
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    // Another tenant's job is not found.
+    let (_, other) = f.app.tenant_admin(&f.op, "other").await;
+    f.app.get(&format!("{job_path}/steps"), &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
 }

@@ -1,4 +1,5 @@
-//! Samples waiting for delivery: a bounded queue that drops the oldest when the service stays away too long.
+//! Reports waiting for delivery (GPU samples, jobs' measured steps): a bounded queue that drops the oldest when
+//! the service stays away too long.
 
 use std::collections::VecDeque;
 
@@ -6,20 +7,23 @@ use gpuplane_protocol::agent::GpuSample;
 
 /// Oldest first. Bounded, so an agent cut off from the service for days cannot exhaust the host's memory.
 #[derive(Debug)]
-pub struct SampleBuffer {
-    samples: VecDeque<GpuSample>,
+pub struct Bounded<T> {
+    samples: VecDeque<T>,
     capacity: usize,
     dropped_total: u64,
 }
 
-impl SampleBuffer {
+/// GPU samples waiting for a heartbeat.
+pub type SampleBuffer = Bounded<GpuSample>;
+
+impl<T: Clone> Bounded<T> {
     pub fn new(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         Self { samples: VecDeque::with_capacity(capacity.min(4096)), capacity, dropped_total: 0 }
     }
 
     /// Append `samples`; returns how many of the oldest were dropped to stay within the capacity.
-    pub fn push_all(&mut self, samples: impl IntoIterator<Item = GpuSample>) -> usize {
+    pub fn push_all(&mut self, samples: impl IntoIterator<Item = T>) -> usize {
         let mut dropped = 0;
         for sample in samples {
             if self.samples.len() == self.capacity {
@@ -33,7 +37,7 @@ impl SampleBuffer {
     }
 
     /// The oldest `max` samples, left in place until [`Self::remove_oldest`] confirms their delivery.
-    pub fn oldest(&self, max: usize) -> Vec<GpuSample> {
+    pub fn oldest(&self, max: usize) -> Vec<T> {
         self.samples.iter().take(max).cloned().collect()
     }
 

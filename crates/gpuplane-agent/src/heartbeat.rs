@@ -9,6 +9,7 @@ use tokio::time::{Instant, sleep, sleep_until};
 use tokio_util::sync::CancellationToken;
 
 use gpuplane_protocol::agent::{DesiredState, HeartbeatRequest, NodeFacts, RegisterRequest};
+use gpuplane_protocol::jobs::MAX_STEPS_PER_HEARTBEAT;
 
 use super::backoff::{Backoff, next_probe};
 use super::buffer::SampleBuffer;
@@ -162,14 +163,18 @@ impl Agent {
             }
             probe_at = None;
 
+            jobs.collect_steps();
             let request = HeartbeatRequest {
                 samples: sampler.buffer.oldest(MAX_SAMPLES_PER_HEARTBEAT),
                 driver_version: self.facts.driver_version.clone(),
                 cuda_version: self.facts.cuda_version.clone(),
                 latency: self.prober.take_report(),
+                steps: jobs.steps.oldest(MAX_STEPS_PER_HEARTBEAT),
             };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();
+            // Nothing collects steps while the request is in flight, so the batch is still the buffer's front.
+            let steps_sent = request.steps.len();
             // Keep sampling on schedule while the request is in flight (it may take up to the client timeout).
             let outcome = {
                 let call = self.client.heartbeat(&credential.agent_token, &request);
@@ -193,6 +198,7 @@ impl Agent {
             match outcome {
                 Ok(answer) => {
                     sampler.buffer.remove_oldest(settled);
+                    jobs.steps.remove_oldest(steps_sent);
                     unproven_registration = false;
                     probe_trusted = true;
                     if backoff.failures() > 0 {
@@ -216,7 +222,11 @@ impl Agent {
                     }
                     schedule.interval = Duration::from_secs(u64::from(answer.heartbeat_interval_s.max(1)));
                     self.prober.set_heartbeat_interval(schedule.interval);
-                    next_send = if sampler.buffer.is_empty() { schedule.next() } else { Instant::now() };
+                    next_send = if sampler.buffer.is_empty() && jobs.steps.is_empty() {
+                        schedule.next()
+                    } else {
+                        Instant::now()
+                    };
                 }
                 Err(CallError::Transient(reason)) => {
                     let delay = backoff.next_delay(&mut rng);
@@ -228,8 +238,13 @@ impl Agent {
                 Err(CallError::Rejected { status, problem }) => {
                     tracing::warn!(status, %problem, dropped = settled, "the service rejected a heartbeat; dropping its samples");
                     sampler.buffer.remove_oldest(settled);
+                    jobs.steps.remove_oldest(steps_sent);
                     backoff.reset();
-                    next_send = if sampler.buffer.is_empty() { schedule.next() } else { Instant::now() };
+                    next_send = if sampler.buffer.is_empty() && jobs.steps.is_empty() {
+                        schedule.next()
+                    } else {
+                        Instant::now()
+                    };
                 }
                 Err(CallError::Unauthorized(problem)) => {
                     if self.join_token.is_none() {

@@ -26,14 +26,15 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use super::buffer::Bounded;
 use super::client::{CallError, ServiceClient};
 use super::environments::Environments;
 use super::launch::{JobHost, Prepared, ProcessKind, STOP_GRACE, container_name};
 use super::sandbox::{processes_of_uid, signal_processes};
-use gpuplane_protocol::jobs::Desired;
 use gpuplane_protocol::jobs::{
     Assignment, AssignmentStatus, NodeLease, OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES, ReportedState,
 };
+use gpuplane_protocol::jobs::{Desired, JobStep};
 
 /// What `jobs.json` remembers of an assignment this agent started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -98,6 +99,8 @@ enum StopReason {
 struct Running {
     pid: u32,
     lease_id: Uuid,
+    /// Where reading its runtime's steps file stands.
+    steps: super::steps::StepsTail,
     kind: ProcessKind,
     tail: SharedTail,
     reported_version: u64,
@@ -127,6 +130,9 @@ pub enum Owner {
     Environment(Uuid),
 }
 
+/// Steps kept while the service is away (the oldest go first past this).
+pub const MAX_BUFFERED_STEPS: usize = 100_000;
+
 pub struct JobRunner {
     state_dir: PathBuf,
     host: Arc<JobHost>,
@@ -140,6 +146,8 @@ pub struct JobRunner {
     grace: Duration,
     /// The leases on this node as the last successful sync listed them (with their other nodes, for probes).
     leases: Vec<NodeLease>,
+    /// Steps the jobs' runtimes measured, not yet delivered.
+    pub steps: Bounded<JobStep>,
 }
 
 impl JobRunner {
@@ -197,6 +205,7 @@ impl JobRunner {
             outbox,
             grace: STOP_GRACE,
             leases: Vec::new(),
+            steps: Bounded::new(MAX_BUFFERED_STEPS),
         };
         runner.persist()?;
         Ok(runner)
@@ -233,6 +242,8 @@ impl JobRunner {
             Owner::Environment(lease_id) => return self.environments.on_exit(lease_id, exit.code, exit.tail),
         };
         let exit = JobExit { job_node_id, code: exit.code, tail: exit.tail };
+        // Its last steps are read before it is forgotten.
+        self.collect_steps_of(job_node_id);
         let stopping = self.running.remove(&exit.job_node_id).and_then(|r| r.stopping);
         if let Some(started) = self.file.jobs.get_mut(&exit.job_node_id) {
             started.finished = true;
@@ -249,6 +260,24 @@ impl JobRunner {
         tracing::info!(job_node.id = %exit.job_node_id, ?state, code = ?exit.code, "job process ended");
         self.outbox
             .push((exit.job_node_id, AssignmentStatus { state, exit_code: exit.code, output_tail: exit.tail, reason }));
+    }
+
+    /// Read the steps every running job's runtime appended since the last look into the buffer.
+    pub fn collect_steps(&mut self) {
+        let ids: Vec<Uuid> = self.running.keys().copied().collect();
+        for id in ids {
+            self.collect_steps_of(id);
+        }
+    }
+
+    fn collect_steps_of(&mut self, id: Uuid) {
+        let Some(running) = self.running.get_mut(&id) else { return };
+        let dir = self.host.lease_dir(running.lease_id).join("jobs").join(id.to_string());
+        let found = running.steps.read_new(&dir, id);
+        let dropped = self.steps.push_all(found);
+        if dropped > 0 {
+            tracing::warn!(dropped, "step buffer full: dropped the oldest steps");
+        }
     }
 
     /// Deliver queued reports; keep those that failed transiently.
@@ -476,8 +505,18 @@ impl JobRunner {
             self.host.prepare(id, assignment.lease_id, uid, &gpus, &assignment.spec, agent_path.as_deref())?;
         let (pid, tail) = spawn_process(&prepared, Owner::Job(id), &self.exits_tx)?;
         let lease_id = assignment.lease_id;
-        self.running
-            .insert(id, Running { pid, lease_id, kind: prepared.kind, tail, reported_version: 0, stopping: None });
+        self.running.insert(
+            id,
+            Running {
+                pid,
+                lease_id,
+                steps: Default::default(),
+                kind: prepared.kind,
+                tail,
+                reported_version: 0,
+                stopping: None,
+            },
+        );
         Ok(pid)
     }
 

@@ -33,6 +33,7 @@ pub mod lease_net;
 pub mod sandbox;
 pub mod signals;
 pub mod simulated;
+pub mod steps;
 
 use anyhow::Context;
 use chrono::{SubsecRound, Utc};

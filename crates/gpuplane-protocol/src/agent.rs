@@ -189,6 +189,11 @@ pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "server", schema(max_items = 1024))]
     pub latency: Vec<PeerLatency>,
+    /// Optimizer steps the gpuplane runtime measured in this node's jobs since the last delivered heartbeat,
+    /// oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "server", schema(max_items = 1024))]
+    pub steps: Vec<crate::jobs::JobStep>,
 }
 
 /// Round trips from this node to one other node of a lease (UDP echo probes).

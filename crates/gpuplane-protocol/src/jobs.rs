@@ -196,3 +196,87 @@ pub struct LaunchSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
 }
+
+/// Name of the file, in a job's working directory, where the gpuplane runtime (global rank 0) appends one JSON
+/// line per optimizer step ([`StepLine`]); the launch names it in `GPUPLANE_METRICS_FILE`.
+pub const STEPS_FILE: &str = "gpuplane_steps.jsonl";
+/// Name of the plan file among a planned job's launch files; the launch names it in `GPUPLANE_PLAN_FILE`.
+pub const PLAN_FILE: &str = "gpuplane_plan.json";
+/// Most steps per heartbeat.
+pub const MAX_STEPS_PER_HEARTBEAT: usize = 1024;
+
+/// One line of [`STEPS_FILE`] as the runtime writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepLine {
+    pub step: i64,
+    pub step_time_s: f64,
+    pub tokens: i64,
+    pub loss: f64,
+    pub peak_memory_bytes: i64,
+    /// Unix seconds when the step ended.
+    pub time: f64,
+}
+
+/// One measured optimizer step of a job, as an agent reports it with its heartbeat.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobStep {
+    /// The assignment on this node whose process measured it.
+    pub job_node_id: Uuid,
+    /// Optimizer step, from 1.
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 1000000000))]
+    pub step: i64,
+    /// Wall time of the step, seconds.
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 86400))]
+    pub step_time_s: f64,
+    /// Tokens the whole job processed in the step.
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 1000000000000_i64))]
+    pub tokens: i64,
+    /// The step's training loss (finite).
+    pub loss: f64,
+    /// Peak accelerator memory of the reporting rank in the step, bytes (host memory on CPU).
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100000000000000_i64))]
+    pub peak_memory_bytes: i64,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+impl JobStep {
+    /// A runtime's line as a report, or why it is not one.
+    pub fn from_line(job_node_id: Uuid, line: &StepLine) -> Result<JobStep, String> {
+        let at = chrono::DateTime::from_timestamp_millis((line.time * 1000.0) as i64)
+            .filter(|_| line.time.is_finite() && line.time > 0.0)
+            .ok_or_else(|| format!("time {} is not a timestamp", line.time))?;
+        let step = JobStep {
+            job_node_id,
+            step: line.step,
+            step_time_s: line.step_time_s,
+            tokens: line.tokens,
+            loss: line.loss,
+            peak_memory_bytes: line.peak_memory_bytes,
+            at,
+        };
+        step.check().map_err(|(field, message)| format!("{field}: {message}"))?;
+        Ok(step)
+    }
+
+    /// The bounds the service enforces (and the schema states): the offending field and why.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !(1..=1_000_000_000).contains(&self.step) {
+            return Err(("step", format!("{} is not within 1..=1000000000", self.step)));
+        }
+        if !(self.step_time_s.is_finite() && (0.0..=86_400.0).contains(&self.step_time_s)) {
+            return Err(("step_time_s", format!("{} is not within 0..=86400", self.step_time_s)));
+        }
+        if !(0..=1_000_000_000_000).contains(&self.tokens) {
+            return Err(("tokens", format!("{} is not within 0..=1000000000000", self.tokens)));
+        }
+        if !(0..=100_000_000_000_000).contains(&self.peak_memory_bytes) {
+            return Err(("peak_memory_bytes", format!("{} is not within 0..=100000000000000", self.peak_memory_bytes)));
+        }
+        if !self.loss.is_finite() {
+            return Err(("loss", format!("{} is not a finite number", self.loss)));
+        }
+        Ok(())
+    }
+}

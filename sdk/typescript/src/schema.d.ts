@@ -1024,6 +1024,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{job_id}/steps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The optimizer steps the gpuplane runtime measured in the job (step time, tokens, loss, peak memory), in step
+         *     order, as its agents reported them.
+         */
+        get: operations["list_job_steps"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/leases": {
         parameters: {
             query?: never;
@@ -2412,6 +2432,11 @@ export interface components {
             latency?: components["schemas"]["PeerLatency"][];
             /** @description Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first). */
             samples: components["schemas"]["GpuSample"][];
+            /**
+             * @description Optimizer steps the gpuplane runtime measured in this node's jobs since the last delivered heartbeat,
+             *     oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
+             */
+            steps?: components["schemas"]["JobStep"][];
         };
         HeartbeatResponse: {
             /** @description Samples stored (duplicates of already delivered samples are skipped). */
@@ -2429,7 +2454,10 @@ export interface components {
         Insight: {
             /** @description The figures behind it (measured utilization, samples, window, plan figures). */
             figures: Record<string, never>;
-            /** @description `low_utilization`, `communication_bound`, `tensor_parallel_over_pcie` or `tensor_parallel_across_nodes`. */
+            /**
+             * @description `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie` or
+             *     `tensor_parallel_across_nodes`.
+             */
             kind: string;
             message: string;
             suggestion: string;
@@ -2508,6 +2536,7 @@ export interface components {
             id: string;
             /** Format: uuid */
             lease_id: string;
+            measured?: components["schemas"]["MeasuredSteps"] | null;
             /** @description Per node, in rank order. */
             nodes: components["schemas"]["JobNode"][];
             plan?: components["schemas"]["Plan"] | null;
@@ -2567,6 +2596,41 @@ export interface components {
          * @enum {string}
          */
         JobState: "pending" | "assigned" | "running" | "succeeded" | "failed" | "cancelled";
+        /** @description One measured optimizer step of a job, as an agent reports it with its heartbeat. */
+        JobStep: {
+            /** Format: date-time */
+            at: string;
+            /**
+             * Format: uuid
+             * @description The assignment on this node whose process measured it.
+             */
+            job_node_id: string;
+            /**
+             * Format: double
+             * @description The step's training loss (finite).
+             */
+            loss: number;
+            /**
+             * Format: int64
+             * @description Peak accelerator memory of the reporting rank in the step, bytes (host memory on CPU).
+             */
+            peak_memory_bytes: number;
+            /**
+             * Format: int64
+             * @description Optimizer step, from 1.
+             */
+            step: number;
+            /**
+             * Format: double
+             * @description Wall time of the step, seconds.
+             */
+            step_time_s: number;
+            /**
+             * Format: int64
+             * @description Tokens the whole job processed in the step.
+             */
+            tokens: number;
+        };
         JoinToken: {
             /** Format: date-time */
             created_at: string;
@@ -2682,6 +2746,7 @@ export interface components {
             lease_id: string;
             measured?: components["schemas"]["Measured"] | null;
             plan?: components["schemas"]["Plan"] | null;
+            steps?: components["schemas"]["MeasuredSteps"] | null;
         };
         /** @description A lease's network: round trips between its nodes and what they mean. */
         LeaseNetwork: {
@@ -2815,6 +2880,51 @@ export interface components {
              * @description The window actually covered: the last 5 minutes, or since the job started if that is later.
              */
             window_s: number;
+        };
+        /** @description A job's measured steps against its plan's prediction. */
+        MeasuredSteps: {
+            /** Format: double */
+            first_loss: number;
+            /** Format: date-time */
+            last_at: string;
+            /** Format: double */
+            last_loss: number;
+            /** Format: int64 */
+            last_step: number;
+            /**
+             * Format: double
+             * @description Median wall time of a step, seconds (past the first, warm-up step once there are more).
+             */
+            median_step_time_s: number;
+            /**
+             * Format: int64
+             * @description The highest peak memory any reported step saw on the reporting rank, bytes.
+             */
+            peak_memory_bytes: number;
+            /** Format: int64 */
+            predicted_memory_per_gpu_bytes?: number | null;
+            /**
+             * Format: double
+             * @description The plan's predicted step time and throughput (absent without a plan).
+             */
+            predicted_step_time_s?: number | null;
+            /** Format: double */
+            predicted_tokens_per_s?: number | null;
+            /**
+             * Format: double
+             * @description Measured over predicted step time (above 1: slower than planned).
+             */
+            step_time_vs_plan?: number | null;
+            /**
+             * Format: int64
+             * @description Steps reported.
+             */
+            steps: number;
+            /**
+             * Format: double
+             * @description Tokens per second at the median step.
+             */
+            tokens_per_s: number;
         };
         /** @description Per-GPU memory, bytes, for the most loaded GPU of a plan. */
         MemoryBreakdown: {
@@ -3546,6 +3656,35 @@ export interface components {
             at: string;
             reason?: string | null;
             state: components["schemas"]["JobState"];
+        };
+        /** @description A page of a job's measured steps. */
+        StepPage: {
+            /**
+             * Format: int64
+             * @description Pass as `after` for the next page; absent on the last one.
+             */
+            next_after?: number | null;
+            steps: components["schemas"]["StepView"][];
+        };
+        /** @description One stored step as the tenant reads it. */
+        StepView: {
+            /** Format: date-time */
+            at: string;
+            /** Format: double */
+            loss: number;
+            /**
+             * Format: uuid
+             * @description The node whose process measured it.
+             */
+            node_id: string;
+            /** Format: int64 */
+            peak_memory_bytes: number;
+            /** Format: int64 */
+            step: number;
+            /** Format: double */
+            step_time_s: number;
+            /** Format: int64 */
+            tokens: number;
         };
         Telemetry: {
             /**
@@ -6217,6 +6356,40 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_job_steps: {
+        parameters: {
+            query?: {
+                /** @description Steps per page (default 500). */
+                limit?: number;
+                /** @description Only steps after this one (the last `step` of the previous page). */
+                after?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the job's steps */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StepPage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -67,6 +67,7 @@ from .job import Job
 from .job_node import JobNode
 from .job_page import JobPage
 from .job_state import JobState
+from .job_step import JobStep
 from .join_token import JoinToken
 from .launch_spec import LaunchSpec
 from .launch_spec_env import LaunchSpecEnv
@@ -84,6 +85,7 @@ from .ledger_entry_page import LedgerEntryPage
 from .link_kind import LinkKind
 from .liveness_hold import LivenessHold
 from .measured import Measured
+from .measured_steps import MeasuredSteps
 from .memory_breakdown import MemoryBreakdown
 from .model_arch import ModelArch
 from .model_ref import ModelRef
@@ -128,6 +130,8 @@ from .ssh_key import SshKey
 from .stage_split import StageSplit
 from .start_environment_request import StartEnvironmentRequest
 from .state_change import StateChange
+from .step_page import StepPage
+from .step_view import StepView
 from .telemetry import Telemetry
 from .telemetry_point import TelemetryPoint
 from .template import Template
@@ -225,6 +229,7 @@ __all__ = (
     "JobNode",
     "JobPage",
     "JobState",
+    "JobStep",
     "JoinToken",
     "LaunchSpec",
     "LaunchSpecEnv",
@@ -242,6 +247,7 @@ __all__ = (
     "LinkKind",
     "LivenessHold",
     "Measured",
+    "MeasuredSteps",
     "MemoryBreakdown",
     "ModelArch",
     "ModelRef",
@@ -286,6 +292,8 @@ __all__ = (
     "StageSplit",
     "StartEnvironmentRequest",
     "StateChange",
+    "StepPage",
+    "StepView",
     "Telemetry",
     "TelemetryPoint",
     "Template",

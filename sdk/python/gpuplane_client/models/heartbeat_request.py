@@ -9,6 +9,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.gpu_sample import GpuSample
+    from ..models.job_step import JobStep
     from ..models.peer_latency import PeerLatency
 
 
@@ -26,12 +27,16 @@ class HeartbeatRequest:
             registering again).
         latency (list[PeerLatency] | Unset): Round trips measured since the last heartbeat to the other nodes of this
             node's multi-node leases.
+        steps (list[JobStep] | Unset): Optimizer steps the gpuplane runtime measured in this node's jobs since the last
+            delivered heartbeat,
+            oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
     """
 
     samples: list[GpuSample]
     cuda_version: None | str | Unset = UNSET
     driver_version: None | str | Unset = UNSET
     latency: list[PeerLatency] | Unset = UNSET
+    steps: list[JobStep] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         samples = []
@@ -58,6 +63,13 @@ class HeartbeatRequest:
                 latency_item = latency_item_data.to_dict()
                 latency.append(latency_item)
 
+        steps: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.steps, Unset):
+            steps = []
+            for steps_item_data in self.steps:
+                steps_item = steps_item_data.to_dict()
+                steps.append(steps_item)
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -71,12 +83,15 @@ class HeartbeatRequest:
             field_dict["driver_version"] = driver_version
         if latency is not UNSET:
             field_dict["latency"] = latency
+        if steps is not UNSET:
+            field_dict["steps"] = steps
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.gpu_sample import GpuSample
+        from ..models.job_step import JobStep
         from ..models.peer_latency import PeerLatency
 
         d = dict(src_dict)
@@ -114,11 +129,21 @@ class HeartbeatRequest:
 
                 latency.append(latency_item)
 
+        _steps = d.pop("steps", UNSET)
+        steps: list[JobStep] | Unset = UNSET
+        if _steps is not UNSET:
+            steps = []
+            for steps_item_data in _steps:
+                steps_item = JobStep.from_dict(steps_item_data)
+
+                steps.append(steps_item)
+
         heartbeat_request = cls(
             samples=samples,
             cuda_version=cuda_version,
             driver_version=driver_version,
             latency=latency,
+            steps=steps,
         )
 
         return heartbeat_request

@@ -19,7 +19,7 @@ class Insight:
 
     Attributes:
         figures (InsightFigures): The figures behind it (measured utilization, samples, window, plan figures).
-        kind (str): `low_utilization`, `communication_bound`, `tensor_parallel_over_pcie` or
+        kind (str): `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie` or
             `tensor_parallel_across_nodes`.
         message (str):
         suggestion (str):

@@ -13,6 +13,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.job_node import JobNode
+    from ..models.measured_steps import MeasuredSteps
     from ..models.plan import Plan
 
 
@@ -33,6 +34,7 @@ class Job:
         template (str): The template's name (`auto` resolves to a built-in one).
         updated_at (datetime.datetime):
         finished_at (datetime.datetime | None | Unset):
+        measured (MeasuredSteps | None | Unset):
         plan (None | Plan | Unset):
         reason (None | str | Unset): Why it failed or was cancelled.
         started_at (datetime.datetime | None | Unset):
@@ -48,6 +50,7 @@ class Job:
     template: str
     updated_at: datetime.datetime
     finished_at: datetime.datetime | None | Unset = UNSET
+    measured: MeasuredSteps | None | Unset = UNSET
     plan: None | Plan | Unset = UNSET
     reason: None | str | Unset = UNSET
     started_at: datetime.datetime | None | Unset = UNSET
@@ -55,6 +58,7 @@ class Job:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
 
         cancel_requested = self.cancel_requested
@@ -83,6 +87,14 @@ class Job:
             finished_at = self.finished_at.isoformat()
         else:
             finished_at = self.finished_at
+
+        measured: dict[str, Any] | None | Unset
+        if isinstance(self.measured, Unset):
+            measured = UNSET
+        elif isinstance(self.measured, MeasuredSteps):
+            measured = self.measured.to_dict()
+        else:
+            measured = self.measured
 
         plan: dict[str, Any] | None | Unset
         if isinstance(self.plan, Unset):
@@ -128,6 +140,8 @@ class Job:
         )
         if finished_at is not UNSET:
             field_dict["finished_at"] = finished_at
+        if measured is not UNSET:
+            field_dict["measured"] = measured
         if plan is not UNSET:
             field_dict["plan"] = plan
         if reason is not UNSET:
@@ -142,6 +156,7 @@ class Job:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.job_node import JobNode
+        from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
 
         d = dict(src_dict)
@@ -182,6 +197,23 @@ class Job:
             return cast(datetime.datetime | None | Unset, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
+
+        def _parse_measured(data: object) -> MeasuredSteps | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                measured_type_0 = MeasuredSteps.from_dict(data)
+
+                return measured_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(MeasuredSteps | None | Unset, data)
+
+        measured = _parse_measured(d.pop("measured", UNSET))
 
         def _parse_plan(data: object) -> None | Plan | Unset:
             if data is None:
@@ -245,6 +277,7 @@ class Job:
             template=template,
             updated_at=updated_at,
             finished_at=finished_at,
+            measured=measured,
             plan=plan,
             reason=reason,
             started_at=started_at,

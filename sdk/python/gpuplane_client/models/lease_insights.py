@@ -12,6 +12,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.insight import Insight
     from ..models.measured import Measured
+    from ..models.measured_steps import MeasuredSteps
     from ..models.plan import Plan
 
 
@@ -29,6 +30,7 @@ class LeaseInsights:
         job_id (None | Unset | UUID): The job looked at: the latest running one (absent when none runs).
         measured (Measured | None | Unset):
         plan (None | Plan | Unset):
+        steps (MeasuredSteps | None | Unset):
     """
 
     insights: list[Insight]
@@ -36,10 +38,12 @@ class LeaseInsights:
     job_id: None | Unset | UUID = UNSET
     measured: Measured | None | Unset = UNSET
     plan: None | Plan | Unset = UNSET
+    steps: MeasuredSteps | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.measured import Measured
+        from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
 
         insights = []
@@ -73,6 +77,14 @@ class LeaseInsights:
         else:
             plan = self.plan
 
+        steps: dict[str, Any] | None | Unset
+        if isinstance(self.steps, Unset):
+            steps = UNSET
+        elif isinstance(self.steps, MeasuredSteps):
+            steps = self.steps.to_dict()
+        else:
+            steps = self.steps
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -87,6 +99,8 @@ class LeaseInsights:
             field_dict["measured"] = measured
         if plan is not UNSET:
             field_dict["plan"] = plan
+        if steps is not UNSET:
+            field_dict["steps"] = steps
 
         return field_dict
 
@@ -94,6 +108,7 @@ class LeaseInsights:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.insight import Insight
         from ..models.measured import Measured
+        from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
 
         d = dict(src_dict)
@@ -157,12 +172,30 @@ class LeaseInsights:
 
         plan = _parse_plan(d.pop("plan", UNSET))
 
+        def _parse_steps(data: object) -> MeasuredSteps | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                steps_type_0 = MeasuredSteps.from_dict(data)
+
+                return steps_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(MeasuredSteps | None | Unset, data)
+
+        steps = _parse_steps(d.pop("steps", UNSET))
+
         lease_insights = cls(
             insights=insights,
             lease_id=lease_id,
             job_id=job_id,
             measured=measured,
             plan=plan,
+            steps=steps,
         )
 
         lease_insights.additional_properties = d
