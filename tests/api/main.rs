@@ -29,4 +29,5 @@ mod planning;
 mod readiness;
 mod readiness_e2e;
 mod tenants;
+mod torch_e2e;
 mod webhooks;

@@ -17,9 +17,11 @@ const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1"
 const BRIDGE_ADDRESS: &str = "10.210.0.254";
 
 /// Test hosts: network namespaces on a bridge of the test's own, removed when dropped.
-struct TestNet {
+pub struct TestNet {
     bridge: String,
     hosts: Vec<String>,
+    /// The third octet of the test's subnet, 10.210.<segment>.0/24: one per test, so tests run side by side.
+    segment: u8,
 }
 
 fn ip(args: &[&str]) {
@@ -28,17 +30,18 @@ fn ip(args: &[&str]) {
 }
 
 impl TestNet {
-    fn new(hosts: usize) -> Self {
+    /// `hosts` hosts on 10.210.<segment>.0/24, the bridge (the machine itself) at .254.
+    pub fn new(segment: u8, hosts: usize) -> Self {
         let id = std::process::id() % 10_000;
-        let bridge = format!("gptb{id}");
+        let bridge = format!("gptb{id}s{segment}");
         let _ = Command::new("ip").args(["link", "del", &bridge]).status();
         ip(&["link", "add", &bridge, "type", "bridge"]);
-        ip(&["addr", "add", &format!("{BRIDGE_ADDRESS}/24"), "dev", &bridge]);
+        ip(&["addr", "add", &format!("{}/24", Self::bridge_address(segment)), "dev", &bridge]);
         ip(&["link", "set", &bridge, "up"]);
-        let mut net = Self { bridge, hosts: Vec::new() };
+        let mut net = Self { bridge, hosts: Vec::new(), segment };
         for n in 1..=hosts {
-            let ns = format!("gpt-{id}-h{n}");
-            let veth = format!("gpt{id}h{n}");
+            let ns = format!("gpt-{id}-s{segment}h{n}");
+            let veth = format!("gpt{id}s{segment}h{n}");
             let _ = Command::new("ip").args(["netns", "del", &ns]).status();
             ip(&["netns", "add", &ns]);
             net.hosts.push(ns.clone());
@@ -47,18 +50,24 @@ impl TestNet {
             ip(&["-n", &ns, "addr", "add", &format!("{}/24", net.address(n - 1)), "dev", "eth0"]);
             ip(&["-n", &ns, "link", "set", "eth0", "up"]);
             ip(&["-n", &ns, "link", "set", "lo", "up"]);
-            ip(&["-n", &ns, "route", "add", "default", "via", BRIDGE_ADDRESS]);
+            ip(&["-n", &ns, "route", "add", "default", "via", &Self::bridge_address(segment)]);
         }
         net
     }
 
-    /// Hosts at .41 and up: their agents derive lease subnets (100.64.41.0/24, ...) no other test's agents use.
-    fn address(&self, host: usize) -> String {
-        format!("10.210.0.{}", host + 41)
+    /// Where the machine itself (the control plane) is reached from the hosts.
+    pub fn bridge_address(segment: u8) -> String {
+        format!("10.210.{segment}.254")
+    }
+
+    /// Hosts at .41 and up: their agents derive lease subnets (100.64.41.0/24 on segment 0, 100.65.41.0/24 on
+    /// segment 1, ...) no other test's agents use.
+    pub fn address(&self, host: usize) -> String {
+        format!("10.210.{}.{}", self.segment, host + 41)
     }
 
     /// `cmd`, run inside host `host`'s namespace.
-    fn on(&self, host: usize, cmd: &Command) -> Command {
+    pub fn on(&self, host: usize, cmd: &Command) -> Command {
         let mut inside = Command::new("ip");
         inside.args(["netns", "exec", &self.hosts[host]]).arg(cmd.get_program()).args(cmd.get_args());
         for (key, value) in cmd.get_envs() {
@@ -148,7 +157,7 @@ fn scripts() -> std::path::PathBuf {
 
 #[sqlx::test]
 async fn a_lease_reaches_its_own_nodes_and_nothing_else(db: PgPool) {
-    let net = TestNet::new(2);
+    let net = TestNet::new(0, 2);
     let scripts = scripts();
     let script = |name: &str| scripts.join(name).display().to_string();
     let (probe_py, rendezvous_py, listener_py) = (script("probe.py"), script("rendezvous.py"), script("listener.py"));
