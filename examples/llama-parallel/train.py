@@ -1,0 +1,69 @@
+"""Train a small Llama with the parallelism gpuplane planned for this job.
+
+Run by gpuplane's runtime template (torchrun sets RANK/WORLD_SIZE, the job's launch files set
+GPUPLANE_PLAN_FILE), or by hand:
+
+    GPUPLANE_PLAN_FILE=plan.json torchrun --nproc-per-node 4 train.py --steps 20
+
+The model has random weights and the data is generated (no downloads): every sequence counts up from a random
+start by a random stride, modulo the vocabulary, so the loss falls within a few steps. Batch ``s`` is drawn from
+a generator seeded with (seed, s), so every plan sees the same global batches in the same order.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+import gpuplane_runtime
+
+
+def make_batch(step: int, seed: int, batch: int, seq_len: int, vocab: int) -> torch.Tensor:
+    """Global batch ``step``: [batch, seq_len] token ids, the same on every rank and under every plan."""
+    gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    start = torch.randint(0, vocab, (batch, 1), generator=gen)
+    stride = torch.randint(1, 5, (batch, 1), generator=gen)
+    return (start + stride * torch.arange(seq_len).unsqueeze(0)) % vocab
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--kv-heads", type=int, default=2)
+    parser.add_argument("--ffn", type=int, default=256)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    # Every rank builds the same full model from the same seed; the runtime keeps this rank's part of it.
+    torch.manual_seed(args.seed)
+    config = LlamaConfig(
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=args.ffn,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        max_position_embeddings=4096,
+        attn_implementation="sdpa",
+    )
+    model = LlamaForCausalLM(config)
+
+    model, optimizer = gpuplane_runtime.parallelize(model, lambda params: torch.optim.AdamW(params, lr=args.lr))
+    plan = model.plan
+    for step in range(args.steps):
+        batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, args.vocab)
+        loss = model.train_step(batch)
+        if model.topo.rank == 0:
+            print(f"step {step + 1} loss {loss:.6f}", flush=True)
+    model.close()
+
+
+if __name__ == "__main__":
+    main()
