@@ -5,9 +5,10 @@ GPUPLANE_PLAN_FILE), or by hand:
 
     GPUPLANE_PLAN_FILE=plan.json torchrun --nproc-per-node 4 train.py --steps 20
 
-The model has random weights and the data is generated (no downloads): every sequence counts up from a random
-start by a random stride, modulo the vocabulary, so the loss falls within a few steps. Batch ``s`` is drawn from
-a generator seeded with (seed, s), so every plan sees the same global batches in the same order.
+The model has random weights and the data is generated (no downloads): sequences that count up from a random
+start by a random stride, modulo the vocabulary, drawn from a small pool so the loss falls within a few steps.
+Batch ``s`` comes from a generator seeded with (seed, s), so every plan sees the same global batches in the same
+order: the loss curve does not depend on the plan.
 """
 
 from __future__ import annotations
@@ -20,12 +21,23 @@ from transformers import LlamaConfig, LlamaForCausalLM
 import gpuplane_runtime
 
 
-def make_batch(step: int, seed: int, batch: int, seq_len: int, vocab: int) -> torch.Tensor:
-    """Global batch ``step``: [batch, seq_len] token ids, the same on every rank and under every plan."""
-    gen = torch.Generator().manual_seed(seed * 1_000_003 + step)
-    start = torch.randint(0, vocab, (batch, 1), generator=gen)
-    stride = torch.randint(1, 5, (batch, 1), generator=gen)
-    return (start + stride * torch.arange(seq_len).unsqueeze(0)) % vocab
+def make_batch(step: int, seed: int, batch: int, seq_len: int, vocab: int, pool: int = 16) -> torch.Tensor:
+    """Global batch ``step``: [batch, seq_len] token ids, the same on every rank and under every plan.
+
+    Sequences count up from a random start by a random stride (modulo the vocabulary). With ``pool`` > 0 each
+    batch is drawn from a fixed pool of that many sequences, so a tiny model's loss falls within a few steps;
+    with 0 every batch is fresh."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = pool if pool > 0 else batch
+    if pool == 0:
+        gen.manual_seed(seed * 1_000_003 + step)
+    start = torch.randint(0, vocab, (rows, 1), generator=gen)
+    stride = torch.randint(1, 5, (rows, 1), generator=gen)
+    sequences = (start + stride * torch.arange(seq_len).unsqueeze(0)) % vocab
+    if pool == 0:
+        return sequences
+    pick = torch.randint(0, pool, (batch,), generator=torch.Generator().manual_seed(seed * 1_000_003 + step))
+    return sequences[pick]
 
 
 def main() -> None:
@@ -37,7 +49,8 @@ def main() -> None:
     parser.add_argument("--ffn", type=int, default=256)
     parser.add_argument("--vocab", type=int, default=256)
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--pool", type=int, default=16, help="sequences in the data pool (0: fresh every step)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -58,7 +71,7 @@ def main() -> None:
     model, optimizer = gpuplane_runtime.parallelize(model, lambda params: torch.optim.AdamW(params, lr=args.lr))
     plan = model.plan
     for step in range(args.steps):
-        batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, args.vocab)
+        batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, args.vocab, args.pool)
         loss = model.train_step(batch)
         if model.topo.rank == 0:
             print(f"step {step + 1} loss {loss:.6f}", flush=True)

@@ -16,7 +16,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import CheckpointImpl, checkpoint_wrapper
-from torch.distributed.fsdp import CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
@@ -92,7 +92,7 @@ class ParallelModel(nn.Module):
             self.compute_dtype = torch.bfloat16
         self.autocast = self.compute_dtype != torch.float32 and grad_sync != "fsdp"
         self.scaler = (
-            torch.amp.GradScaler("cuda") if self.compute_dtype == torch.float16 and self.autocast else None
+            torch.amp.grad_scaler.GradScaler("cuda") if self.compute_dtype == torch.float16 and self.autocast else None
         )
         # Pipeline activations travel in the compute dtype; FSDP's mixed precision casts a stage's inputs back.
         self.wire_dtype = self.compute_dtype
@@ -209,14 +209,14 @@ class ParallelModel(nn.Module):
 
     def _backward(self, loss: torch.Tensor) -> None:
         if self.scaler is not None:
-            self.scaler.scale(loss).backward()
+            torch.autograd.backward(self.scaler.scale(loss))
         else:
-            loss.backward()
+            torch.autograd.backward(loss)
 
     def _accumulate(self, batch: torch.Tensor) -> float:
         """One stage: micro-batches one after another, gradients accumulated (DDP syncs on the last only)."""
         total = 0.0
-        micros = batch.split(self.plan.micro_batch)
+        micros = torch.split(batch, self.plan.micro_batch)
         for m, ids in enumerate(micros):
             last = m == len(micros) - 1
             sync: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()
@@ -234,7 +234,7 @@ class ParallelModel(nn.Module):
         every micro-batch backward. Each stage exchanges activations with the same (dp, tp) rank of the
         neighbouring stages."""
         assert self.hidden_size is not None
-        micros = batch.split(self.plan.micro_batch)
+        micros = torch.split(batch, self.plan.micro_batch)
         seq = int(batch.shape[1])
         local_seq = seq // self.plan.tp if self.plan.sequence_parallel and self.plan.tp > 1 else seq
         shape = (self.plan.micro_batch, local_seq, self.hidden_size)
@@ -305,7 +305,9 @@ def _apply_recompute_llama(stage: llama.LlamaStage, policy: str) -> None:
         if policy == "full":
             stage.layers[i] = checkpoint_wrapper(layer, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
         elif policy == "selective":
-            layer.self_attn = checkpoint_wrapper(layer.self_attn, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
+            attn = layer.self_attn
+            assert isinstance(attn, nn.Module)
+            layer.self_attn = checkpoint_wrapper(attn, checkpoint_impl=CheckpointImpl.NO_REENTRANT)
 
 
 def _fsdp(module: nn.Module, plan: RuntimePlan, topo: Topology, compute: torch.dtype) -> None:
@@ -378,7 +380,7 @@ def parallelize(
             llama.apply_tensor_parallel(stage, topo.mesh["tp"], plan.sequence_parallel)
         if plan.recompute != "none":
             _apply_recompute_llama(stage, plan.recompute)
-        hidden: int | None = int(model.config.hidden_size)  # type: ignore[union-attr]
+        hidden: int | None = int(getattr(model, "config").hidden_size)  # noqa: B009 - a transformers config
     else:
         stage = model.to(device)
         hidden = None

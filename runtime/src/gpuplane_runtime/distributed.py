@@ -133,5 +133,5 @@ def _shutdown() -> None:
     if dist.is_initialized():
         try:
             dist.destroy_process_group()
-        except Exception:  # noqa: BLE001 - best effort at exit
+        except Exception:  # best effort at exit
             pass

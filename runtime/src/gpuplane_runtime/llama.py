@@ -119,9 +119,7 @@ def check_tensor_parallel(parts: LlamaParts, tp: int) -> None:
     ]
     for module, count, what in checks:
         if count <= 0 or count % tp:
-            raise PlanMismatchError(
-                f"cannot split `{module}` over tp {tp}: its {count} {what} do not divide by {tp}"
-            )
+            raise PlanMismatchError(f"cannot split `{module}` over tp {tp}: its {count} {what} do not divide by {tp}")
     if parts.lm_head.weight is parts.embed_tokens.weight:
         raise UnsupportedModelError(
             "cannot split `lm_head`: its weight is tied to `model.embed_tokens` (tie_word_embeddings); "
@@ -147,7 +145,9 @@ def apply_tensor_parallel(stage: nn.Module, tp_mesh: DeviceMesh, sequence_parall
         )
     if top:
         parallelize_module(stage, tp_mesh, top)
-    for layer in stage.layers:
+    layers = stage.layers
+    assert isinstance(layers, nn.ModuleList)
+    for layer in layers:
         plan: dict[str, ParallelStyle] = {
             "self_attn.q_proj": ColwiseParallel(),
             "self_attn.k_proj": ColwiseParallel(),
@@ -214,9 +214,7 @@ class LlamaStage(nn.Module):
         hidden = self.embed_tokens(inputs) if self.embed_tokens is not None else inputs
         position_embeddings = self.rotary_emb(hidden, position_ids)
         for layer in self.layers:
-            out = layer(
-                hidden, attention_mask=None, position_ids=position_ids, position_embeddings=position_embeddings
-            )
+            out = layer(hidden, attention_mask=None, position_ids=position_ids, position_embeddings=position_embeddings)
             hidden = out[0] if isinstance(out, tuple) else out
         if self.norm is not None and self.lm_head is not None:
             hidden = self.lm_head(self.norm(hidden))

@@ -78,7 +78,7 @@ def _int(obj: dict[str, Any], key: str, where: str, *, minimum: int = 1, default
         if default is not None:
             return default
         raise PlanFileError(f"{where}: field `{key}` is missing")
-    value = obj[key]
+    value: object = obj[key]
     if isinstance(value, bool) or not isinstance(value, int):
         raise PlanFileError(f"{where}: field `{key}` must be an integer, got {json.dumps(value)}")
     if value < minimum:
@@ -111,7 +111,9 @@ def parse_plan(document: Any, source: str = "<plan>") -> RuntimePlan:
     where = f"{source}: plan"
     workload = plan.get("workload", "train")
     if workload != "train":
-        raise PlanFileError(f"{where}: workload {json.dumps(workload)} is not training; the runtime applies train plans")
+        raise PlanFileError(
+            f"{where}: workload {json.dumps(workload)} is not training; the runtime applies train plans"
+        )
     model = document.get("model")
     if model is not None and not isinstance(model, str):
         raise PlanFileError(f"{source}: field `model` must be a string or null")
