@@ -68,7 +68,8 @@ def main() -> None:
     )
     model = LlamaForCausalLM(config)
 
-    model, optimizer = gpuplane_runtime.parallelize(model, lambda params: torch.optim.AdamW(params, lr=args.lr))
+    # train_step runs the optimizer; it is returned for what a script adds (an LR scheduler, checkpoints).
+    model, _optimizer = gpuplane_runtime.parallelize(model, lambda params: torch.optim.AdamW(params, lr=args.lr))
     plan = model.plan
     for step in range(args.steps):
         batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, args.vocab, args.pool)

@@ -32,14 +32,26 @@ from transformers import LlamaConfig, LlamaForCausalLM
 import gpuplane_runtime
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "llama-parallel"))
-from train import make_batch  # noqa: E402
+from train import make_batch
 
 
 def plan_doc(tp: int, dp: int, zero: int, micro_batch: int, grad_accum: int, seq: int) -> dict[str, Any]:
     plan = {
-        "workload": "train", "tp": tp, "pp": 1, "dp": dp, "cp": 1, "ep": 1, "layers_per_stage": [], "vp": 1,
-        "micro_batch": micro_batch, "grad_accum": grad_accum, "global_batch": micro_batch * grad_accum * dp,
-        "zero_stage": zero, "sequence_parallel": False, "recompute": "none", "offload": "none",
+        "workload": "train",
+        "tp": tp,
+        "pp": 1,
+        "dp": dp,
+        "cp": 1,
+        "ep": 1,
+        "layers_per_stage": [],
+        "vp": 1,
+        "micro_batch": micro_batch,
+        "grad_accum": grad_accum,
+        "global_batch": micro_batch * grad_accum * dp,
+        "zero_stage": zero,
+        "sequence_parallel": False,
+        "recompute": "none",
+        "offload": "none",
     }
     return {"version": 1, "plan": plan, "model": None, "seq_len": seq, "precision": "fp32"}
 
@@ -48,8 +60,13 @@ def build(args: argparse.Namespace) -> LlamaForCausalLM:
     torch.manual_seed(0)
     return LlamaForCausalLM(
         LlamaConfig(
-            vocab_size=args.vocab, hidden_size=args.hidden, intermediate_size=args.hidden * 2,
-            num_hidden_layers=args.layers, num_attention_heads=4, num_key_value_heads=2, attn_implementation="sdpa",
+            vocab_size=args.vocab,
+            hidden_size=args.hidden,
+            intermediate_size=args.hidden * 2,
+            num_hidden_layers=args.layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            attn_implementation="sdpa",
         )
     )
 
@@ -86,7 +103,9 @@ def by_hand(model: LlamaForCausalLM, tp: int, dp: int, zero: int) -> nn.Module:
     return model
 
 
-def hand_step(model: nn.Module, opt: torch.optim.Optimizer, batch: torch.Tensor, dp_rank: int, mb: int, ga: int) -> float:
+def hand_step(
+    model: nn.Module, opt: torch.optim.Optimizer, batch: torch.Tensor, dp_rank: int, mb: int, ga: int
+) -> float:
     local = batch[dp_rank * mb * ga : (dp_rank + 1) * mb * ga]
     total = 0.0
     for ids in local.split(mb):
@@ -113,8 +132,9 @@ def main() -> None:
     rows = []
     for name, tp, dp, zero, mb, ga in [("dp 4, ZeRO-3", 1, 4, 3, 1, 2), ("tp 2 x dp 2, ZeRO-1", 2, 2, 1, 2, 2)]:
         plan = gpuplane_runtime.parse_plan(plan_doc(tp, dp, zero, mb, ga, args.seq), name)
-        rt, _ = gpuplane_runtime.parallelize(build(args), lambda p: torch.optim.AdamW(p, lr=1e-3), plan=plan,
-                                             metrics_file="/dev/null")
+        rt, _ = gpuplane_runtime.parallelize(
+            build(args), lambda p: torch.optim.AdamW(p, lr=1e-3), plan=plan, metrics_file="/dev/null"
+        )
         hand = by_hand(build(args), tp, dp, zero)
         hand_opt = torch.optim.AdamW(hand.parameters(), lr=1e-3)
         dp_rank = dist.get_rank() // tp
@@ -140,8 +160,10 @@ def main() -> None:
         rows.append((name, a, b, worst))
         rt.close()
     if dist.get_rank() == 0:
-        print(f"\n{args.layers} layers, hidden {args.hidden}, vocab {args.vocab}, seq {args.seq}, fp32, "
-              f"{dist.get_world_size()} CPU processes (gloo), median of {args.steps} steps after {args.warmup} warm-up\n")
+        print(
+            f"\n{args.layers} layers, hidden {args.hidden}, vocab {args.vocab}, seq {args.seq}, fp32, "
+            f"{dist.get_world_size()} CPU processes (gloo), median of {args.steps} steps after {args.warmup} warm-up\n"
+        )
         print("| plan | runtime s/step | by hand s/step | runtime vs hand | max loss difference |")
         print("| --- | --- | --- | --- | --- |")
         for name, a, b, worst in rows:

@@ -17,6 +17,9 @@ REPO = TESTS.parent.parent
 FIXTURES = TESTS / "fixtures"
 EXAMPLE = REPO / "examples" / "llama-parallel" / "train.py"
 FAULTS = TESTS / "scripts" / "train_faults.py"
+SRC = TESTS.parent / "src"
+# The checkout's source is what is tested, in this process and in every rank torchrun starts.
+sys.path.insert(0, str(SRC))
 MESH_LINE = re.compile(r"gpuplane_runtime: rank (\d+)/(\d+) mesh pp=(\d+) dp=(\d+) cp=(\d+) tp=(\d+)")
 
 
@@ -55,6 +58,7 @@ def torchrun(
             "GPUPLANE_COLLECTIVE_TIMEOUT_S": "30",
             "PYTHONUNBUFFERED": "1",
             "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONPATH": os.pathsep.join([str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]),
         }
     )
     if plan is not None:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import EXAMPLE, FAULTS, FIXTURES, torchrun
 from torch import nn
 
 import gpuplane_runtime
 from gpuplane_runtime import PlanFileError, PlanMismatchError, UnsupportedModelError, parse_plan
-from conftest import EXAMPLE, FAULTS, FIXTURES, torchrun
 
 
 def doc(name: str = "tp2_dp2") -> dict[str, Any]:
@@ -130,7 +130,7 @@ def test_heads_that_do_not_divide_by_tp_name_the_module() -> None:
 
 def test_tied_embeddings_are_refused_under_tensor_parallelism() -> None:
     model = tiny_llama(tie_word_embeddings=True)
-    with pytest.raises(UnsupportedModelError, match="tied to `model.embed_tokens`"):
+    with pytest.raises(UnsupportedModelError, match=r"tied to `model\.embed_tokens`"):
         gpuplane_runtime.parallelize(model, adamw, plan=plan_of(doc("tp2_dp2")))
 
 
@@ -177,6 +177,8 @@ def test_rank_dying_mid_step_fails_the_job_within_the_timeout(tmp_path: Path) ->
     assert run.returncode != 0, run.output[-3000:]
     assert "rank 1 dies before step 2" in run.output
     assert "collective timeout 20 s" in run.output
+    # The survivor's own error names itself, the step and the timeout (gloo sees the closed connection at once).
+    assert "rank 0 (pp=0 dp=0 tp=0), step 2: a collective failed" in run.output, run.output[-3000:]
     # torchrun names the failed rank and its exit code.
     assert "exitcode  : 17" in run.output or "exitcode: 17" in run.output, run.output[-3000:]
     assert [m["step"] for m in run.metrics] == [1]
@@ -195,3 +197,22 @@ def test_unwritable_metrics_file_warns_once_and_training_goes_on(tmp_path: Path)
     assert run.returncode == 0, run.output[-3000:]
     assert run.output.count("cannot write step metrics") == 1
     assert "step 2 loss" in run.output
+
+
+def test_stalled_rank_fails_its_peers_after_the_collective_timeout(tmp_path: Path) -> None:
+    # Rank 1 stalls (alive, silent) before step 2; rank 0 waits in the all-reduce for the 5 s timeout, then fails.
+    run = torchrun(
+        tmp_path,
+        2,
+        FAULTS,
+        ["3"],
+        plan=FIXTURES / "dp2_zero0.json",
+        env={"GPUPLANE_TEST_HANG_RANK": "1", "GPUPLANE_TEST_HANG_STEP": "1", "GPUPLANE_COLLECTIVE_TIMEOUT_S": "5"},
+        timeout=100,
+    )
+    assert run.returncode != 0, run.output[-3000:]
+    assert "rank 1 stalls before step 2" in run.output
+    assert "step 2: a collective failed; a peer rank died or did not answer within the collective timeout (5 s)" in (
+        run.output
+    ), run.output[-3000:]
+    assert run.seconds < 90

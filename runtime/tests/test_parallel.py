@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import EXAMPLE, FIXTURES, Run, torchrun
 
 STEPS = 8
@@ -70,7 +69,7 @@ def test_loss_curve_is_the_same_under_every_plan(runs: dict[str, Run]) -> None:
     reference = curves["dp4_zero3"]
     for name, curve in curves.items():
         assert len(curve) == STEPS, name
-        worst = max(abs(a - b) for a, b in zip(curve, reference))
+        worst = max(abs(a - b) for a, b in zip(curve, reference, strict=True))
         assert worst < 2e-3, (name, curve, reference)
 
 
