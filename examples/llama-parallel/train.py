@@ -1,0 +1,83 @@
+"""Train a small Llama with the parallelism gpuplane planned for this job.
+
+Run by gpuplane's runtime template (torchrun sets RANK/WORLD_SIZE, the job's launch files set
+GPUPLANE_PLAN_FILE), or by hand:
+
+    GPUPLANE_PLAN_FILE=plan.json torchrun --nproc-per-node 4 train.py --steps 20
+
+The model has random weights and the data is generated (no downloads): sequences that count up from a random
+start by a random stride, modulo the vocabulary, drawn from a small pool so the loss falls within a few steps.
+Batch ``s`` comes from a generator seeded with (seed, s), so every plan sees the same global batches in the same
+order: the loss curve does not depend on the plan.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+import gpuplane_runtime
+
+
+def make_batch(step: int, seed: int, batch: int, seq_len: int, vocab: int, pool: int = 16) -> torch.Tensor:
+    """Global batch ``step``: [batch, seq_len] token ids, the same on every rank and under every plan.
+
+    Sequences count up from a random start by a random stride (modulo the vocabulary). With ``pool`` > 0 each
+    batch is drawn from a fixed pool of that many sequences, so a tiny model's loss falls within a few steps;
+    with 0 every batch is fresh."""
+    gen = torch.Generator().manual_seed(seed)
+    rows = pool if pool > 0 else batch
+    if pool == 0:
+        gen.manual_seed(seed * 1_000_003 + step)
+    start = torch.randint(0, vocab, (rows, 1), generator=gen)
+    stride = torch.randint(1, 5, (rows, 1), generator=gen)
+    sequences = (start + stride * torch.arange(seq_len).unsqueeze(0)) % vocab
+    if pool == 0:
+        return sequences
+    pick = torch.randint(0, pool, (batch,), generator=torch.Generator().manual_seed(seed * 1_000_003 + step))
+    return sequences[pick]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--kv-heads", type=int, default=2)
+    parser.add_argument("--ffn", type=int, default=256)
+    parser.add_argument("--vocab", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--lr", type=float, default=2e-3)
+    parser.add_argument("--pool", type=int, default=16, help="sequences in the data pool (0: fresh every step)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    # Every rank builds the same full model from the same seed; the runtime keeps this rank's part of it.
+    torch.manual_seed(args.seed)
+    config = LlamaConfig(
+        vocab_size=args.vocab,
+        hidden_size=args.hidden,
+        intermediate_size=args.ffn,
+        num_hidden_layers=args.layers,
+        num_attention_heads=args.heads,
+        num_key_value_heads=args.kv_heads,
+        max_position_embeddings=4096,
+        attn_implementation="sdpa",
+    )
+    model = LlamaForCausalLM(config)
+
+    # train_step runs the optimizer; it is returned for what a script adds (an LR scheduler, checkpoints).
+    model, _optimizer = gpuplane_runtime.parallelize(model, lambda params: torch.optim.AdamW(params, lr=args.lr))
+    plan = model.plan
+    for step in range(args.steps):
+        batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, args.vocab, args.pool)
+        loss = model.train_step(batch)
+        if model.topo.rank == 0:
+            print(f"step {step + 1} loss {loss:.6f}", flush=True)
+    model.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# A cached virtual environment with torch, transformers and the Python tools pinned in runtime/requirements-ci.txt,
+# plus gpuplane_runtime itself from this checkout. Installed once per machine (about 3 GB, a few minutes), then
+# reused: the venv is rebuilt only when the pins change, and the runtime package (small, no dependencies pulled)
+# is reinstalled from this checkout on every call so a fresh clone tests its own code.
+#
+#   scripts/runtime-venv.sh            prints the venv's path on its last line of stdout
+#   GPUPLANE_RUNTIME_VENV=DIR ...      put the venv somewhere else (default ~/.cache/gpuplane/venv-runtime)
+#
+# Use:  venv=$(scripts/runtime-venv.sh | tail -n1); "$venv/bin/python" -m pytest runtime/tests
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${GPUPLANE_RUNTIME_VENV:-$HOME/.cache/gpuplane/venv-runtime}
+reqs="$root/runtime/requirements-ci.txt"
+want=$(grep -v '^#' "$reqs" | sed '/^$/d' | sort | tr '\n' ' ')
+if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$want" ]; then
+  echo "runtime-venv: installing $want into $venv" >&2
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs" >&2
+  echo "$want" >"$venv/.stamp"
+fi
+# Non-editable, no dependency resolution: the pins above are the environment.
+"$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$root/runtime" >&2
+echo "$venv"
