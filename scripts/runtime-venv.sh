@@ -5,19 +5,30 @@
 # is reinstalled from this checkout on every call so a fresh clone tests its own code.
 #
 #   scripts/runtime-venv.sh            prints the venv's path on its last line of stdout
-#   GPUPLANE_RUNTIME_VENV=DIR ...      put the venv somewhere else (default ~/.cache/gpuplane/venv-runtime)
+#   GPUPLANE_RUNTIME_VENV=DIR ...      put the venv somewhere else (default /opt/gpuplane/venv-runtime as root,
+#                                      else ~/.cache/gpuplane/venv-runtime)
+#   GPUPLANE_RUNTIME_PYTHON=PYTHON ... the interpreter to make it from (default /usr/bin/python3)
 #
 # Use:  venv=$(scripts/runtime-venv.sh | tail -n1); "$venv/bin/python" -m pytest runtime/tests
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-venv=${GPUPLANE_RUNTIME_VENV:-$HOME/.cache/gpuplane/venv-runtime}
+# Jobs run it too, as their sandbox's unprivileged user (tests/api/torch_e2e.rs binds it into the sandbox): so by
+# default it lives where any user may read it (/opt, as root; not under a 0700 home) and is made from the
+# system's Python (/usr/bin/python3, Debian's python3-venv), not from an interpreter under a private home.
+if [ -z "${GPUPLANE_RUNTIME_VENV:-}" ] && [ -w /opt ]; then
+  venv=/opt/gpuplane/venv-runtime
+else
+  venv=${GPUPLANE_RUNTIME_VENV:-$HOME/.cache/gpuplane/venv-runtime}
+fi
+python=${GPUPLANE_RUNTIME_PYTHON:-/usr/bin/python3}
+[ -x "$python" ] || python=python3
 reqs="$root/runtime/requirements-ci.txt"
-want=$(grep -v '^#' "$reqs" | sed '/^$/d' | sort | tr '\n' ' ')
+want="$python $(grep -v '^#' "$reqs" | sed '/^$/d' | sort | tr '\n' ' ')"
 if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$want" ]; then
   echo "runtime-venv: installing $want into $venv" >&2
   rm -rf "$venv"
   mkdir -p "$(dirname "$venv")"
-  python3 -m venv "$venv"
+  "$python" -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs" >&2
   echo "$want" >"$venv/.stamp"
 fi

@@ -6,7 +6,7 @@ Format (version 1), a JSON object::
      "seq_len": <int>, "precision": "bf16" | "fp16" | "fp8" | "fp32"}
 
 ``precision`` takes the planner's names (bf16, fp16, fp8); ``fp32`` is accepted too (no mixed precision; for
-CPU runs and tests). Only the plan fields the runtime applies are read; the others (predictions, memory
+CPU runs and tests). ``$GPUPLANE_PRECISION``, when set, overrides it (a job's own environment may set it). Only the plan fields the runtime applies are read; the others (predictions, memory
 breakdown, explanation) are kept in :attr:`RuntimePlan.raw`.
 """
 
@@ -21,6 +21,8 @@ from typing import Any
 from .errors import PlanFileError, PlanMismatchError
 
 PLAN_FILE_ENV = "GPUPLANE_PLAN_FILE"
+#: Overrides the plan file's precision (the job's own choice, e.g. ``fp32`` for exact comparisons on the CPU).
+PRECISION_ENV = "GPUPLANE_PRECISION"
 PLAN_FILE_VERSION = 1
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 RECOMPUTE = ("none", "selective", "full")
@@ -205,4 +207,9 @@ def load_plan(path: str | os.PathLike[str] | None = None) -> RuntimePlan:
         document = json.loads(text)
     except json.JSONDecodeError as err:
         raise PlanFileError(f"plan file {str(resolved)!r} is not JSON: {err}") from None
+    override = os.environ.get(PRECISION_ENV)
+    if override and isinstance(document, dict):
+        if override not in PRECISIONS:
+            raise PlanFileError(f"{PRECISION_ENV}={override!r} is not one of {', '.join(PRECISIONS)}")
+        document = {**document, "precision": override}
     return parse_plan(document, source=str(resolved))
