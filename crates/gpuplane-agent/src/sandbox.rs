@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use anyhow::Context;
+use command_fds::CommandFdExt;
 
 /// The programs the sandbox runs through, found on PATH at start-up.
 #[derive(Debug, Clone)]
@@ -52,6 +53,45 @@ pub enum RootEntry {
 
 /// Where the lease's directory appears inside the sandbox.
 pub const LEASE_MOUNT: &str = "/lease";
+
+/// The descriptor bwrap reads its options from (`--args`); it closes it before the job starts.
+pub const OPTIONS_FD: i32 = 3;
+
+/// A sandboxed process: the command line, and bwrap's options to hand it on [`OPTIONS_FD`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxCommand {
+    pub argv: Vec<String>,
+    pub options: Vec<String>,
+}
+
+impl SandboxCommand {
+    /// The options as bwrap reads them: each followed by a NUL.
+    pub fn options_data(&self) -> Vec<u8> {
+        let mut data = Vec::with_capacity(self.options.iter().map(|o| o.len() + 1).sum());
+        for option in &self.options {
+            data.extend_from_slice(option.as_bytes());
+            data.push(0);
+        }
+        data
+    }
+
+    /// A pipe holding the options, its read end to become the child's [`OPTIONS_FD`]. The write end is filled
+    /// and closed by a thread of its own (bwrap reads to the end; a pipe's buffer may be smaller than the
+    /// options). Both ends are close-on-exec here: only the child given the mapping gets the read end.
+    pub fn options_pipe(&self) -> anyhow::Result<command_fds::FdMapping> {
+        use std::io::Write;
+        let (reader, mut writer) = std::io::pipe().context("creating the sandbox options pipe")?;
+        let data = self.options_data();
+        std::thread::Builder::new()
+            .name("sandbox-options".into())
+            .spawn(move || {
+                // A child that died before reading them makes this fail (EPIPE): its exit is reported anyway.
+                let _ = writer.write_all(&data);
+            })
+            .context("starting the sandbox options writer")?;
+        Ok(command_fds::FdMapping { parent_fd: reader.into(), child_fd: OPTIONS_FD })
+    }
+}
 
 /// A device file to put into the sandbox's `/dev`: host path, and its path relative to `/dev` inside.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,10 +153,12 @@ impl Sandbox {
         })
     }
 
-    /// The full command line: bwrap's options, then `prlimit` and `setpriv` inside, then the job's argv. The
-    /// environment is not on it (it would show in `ps`): the caller passes it to the process, and every
-    /// program on the way keeps it.
-    pub fn command_line(&self, launch: &Launch<'_>) -> Vec<String> {
+    /// How to start the process: bwrap with its options on [`OPTIONS_FD`], then `prlimit` and `setpriv` inside,
+    /// then the job's argv. Neither the options nor the environment are on the command line: bwrap's init is
+    /// the PID namespace's process 1, whose `/proc/1/cmdline` every process in the sandbox reads, and the
+    /// options name host paths (the lease's directory, the agent's state). The caller passes the environment
+    /// to the process, and every program on the way keeps it.
+    pub fn command_line(&self, launch: &Launch<'_>) -> SandboxCommand {
         let mut a: Vec<String> = Vec::new();
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
         push(&["--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]);
@@ -145,7 +187,11 @@ impl Sandbox {
         push(&["--bind", &launch.lease_dir.to_string_lossy(), LEASE_MOUNT]);
         push(&["--ro-bind", &launch.passwd.to_string_lossy(), "/etc/passwd"]);
         push(&["--ro-bind", &launch.group.to_string_lossy(), "/etc/group"]);
-        push(&["--remount-ro", "/", "--chdir", launch.cwd, "--"]);
+        push(&["--remount-ro", "/", "--chdir", launch.cwd]);
+        let options = a;
+        let mut argv: Vec<String> = Vec::new();
+        let mut push = |items: &[&str]| argv.extend(items.iter().map(|s| s.to_string()));
+        push(&[&self.bwrap.to_string_lossy(), "--args", &OPTIONS_FD.to_string(), "--"]);
         let nproc = format!("--nproc={0}:{0}", self.max_processes);
         push(&[&self.prlimit.to_string_lossy(), &nproc, "--"]);
         let uid = launch.uid.to_string();
@@ -159,10 +205,8 @@ impl Sandbox {
             "--no-new-privs",
             "--",
         ]);
-        a.extend(launch.argv.iter().cloned());
-        let mut argv = vec![self.bwrap.to_string_lossy().into_owned()];
-        argv.extend(a);
-        argv
+        argv.extend(launch.argv.iter().cloned());
+        SandboxCommand { argv, options }
     }
 
     /// Start `true` in a sandbox once: proves the host can run jobs sandboxed (root, namespaces, the programs).
@@ -174,7 +218,7 @@ impl Sandbox {
         std::fs::write(&passwd, passwd_file(uid))?;
         std::fs::write(&group, group_file(uid))?;
         let argv = vec!["true".to_string()];
-        let line = self.command_line(&Launch {
+        let sandboxed = self.command_line(&Launch {
             uid,
             lease_dir: &lease_dir,
             passwd: &passwd,
@@ -183,7 +227,10 @@ impl Sandbox {
             devices: &[],
             argv: &argv,
         });
-        let output = std::process::Command::new(&line[0])
+        let line = &sandboxed.argv;
+        let mut command = std::process::Command::new(&line[0]);
+        command.fd_mappings(vec![sandboxed.options_pipe()?])?;
+        let output = command
             .args(&line[1..])
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
@@ -365,7 +412,7 @@ mod tests {
             DeviceFile { host: "/dev/nvidiactl".into(), name: "nvidiactl".into() },
         ];
         let argv = vec!["python3".to_string(), "train.py".to_string()];
-        let line = sandbox().command_line(&Launch {
+        let command = sandbox().command_line(&Launch {
             uid: 200007,
             lease_dir: Path::new("/var/lib/gpuplane-agent-jobs/L"),
             passwd: Path::new("/var/lib/gpuplane-agent/leases/L/passwd"),
@@ -374,7 +421,7 @@ mod tests {
             devices: &devices,
             argv: &argv,
         });
-        assert_eq!(line[0], "/usr/bin/bwrap");
+        let line = &command.options;
         for flag in ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"] {
             assert!(line.contains(&flag.to_string()), "{flag} in {line:?}");
         }
@@ -392,13 +439,16 @@ mod tests {
         assert!(var < hidden && hidden < lease, "{line:?}");
         assert!(line.windows(2).any(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent-jobs"]));
         assert!(line.windows(2).any(|w| w == ["--tmpfs", "/tmp"]));
-        // Inside: the process limit, then the unprivileged user with no way back, then the job itself.
-        let tail: Vec<&str> = line.iter().map(String::as_str).skip_while(|a| *a != "--chdir").collect();
+        assert_eq!(line[line.len() - 2..], ["--chdir", "/lease/jobs/J"]);
+        // bwrap's options reach it on a pipe, not on the command line every process inside can read: the command
+        // line names no host path but the programs'. Inside: the process limit, then the unprivileged user with
+        // no way back, then the job itself.
         assert_eq!(
-            tail,
+            command.argv,
             [
-                "--chdir",
-                "/lease/jobs/J",
+                "/usr/bin/bwrap",
+                "--args",
+                "3",
                 "--",
                 "/usr/bin/prlimit",
                 "--nproc=512:512",
@@ -415,6 +465,12 @@ mod tests {
                 "train.py"
             ]
         );
+    }
+
+    #[test]
+    fn the_options_are_nul_terminated_for_bwraps_args() {
+        let command = SandboxCommand { argv: vec![], options: vec!["--bind".into(), "/a b".into(), "/lease".into()] };
+        assert_eq!(command.options_data(), b"--bind\0/a b\0/lease\0");
     }
 
     #[test]
