@@ -13,7 +13,12 @@
 //! - **only its GPUs as devices**: a private `/dev` (null, zero, random, tty, ...) holding just the leased GPUs'
 //!   device files and the control devices CUDA needs. `CUDA_VISIBLE_DEVICES` is still set (to `0..n-1`, as CUDA
 //!   numbers what it can open), but it is a convenience, no longer the boundary;
-//! - **a process limit** (`RLIMIT_NPROC` per uid through `prlimit`: each lease has its own uid).
+//! - **a process limit** (`RLIMIT_NPROC` per uid through `prlimit`: each lease has its own uid);
+//! - **no host path on a command line it can read**: bwrap's init is process 1 of the job's PID namespace, and
+//!   its `/proc/1/cmdline` is bwrap's argv, readable by every process inside (`ps`). So bwrap's options (the
+//!   lease's directory, the agent's state and jobs directories, the passwd files) reach it on a pipe
+//!   ([`OPTIONS_FD`], `--args`), which it reads and closes before the job starts; the command line keeps only
+//!   the programs and the job's own argv.
 //!
 //! The network is the lease's own: the agent starts bwrap inside the lease's network namespace
 //! ([`super::lease_net`]), which reaches the lease's other nodes and nothing of the host's.
@@ -90,6 +95,14 @@ impl SandboxCommand {
             })
             .context("starting the sandbox options writer")?;
         Ok(command_fds::FdMapping { parent_fd: reader.into(), child_fd: OPTIONS_FD })
+    }
+
+    /// A `std` command that runs it with the options on their pipe (the start-up probe and the benchmark; jobs
+    /// start through `jobs::spawn_process`, behind the lease network's prefix). Start it once.
+    pub fn std_command(&self) -> anyhow::Result<std::process::Command> {
+        let mut command = std::process::Command::new(&self.argv[0]);
+        command.args(&self.argv[1..]).fd_mappings(vec![self.options_pipe()?])?;
+        Ok(command)
     }
 }
 
@@ -227,16 +240,13 @@ impl Sandbox {
             devices: &[],
             argv: &argv,
         });
-        let line = &sandboxed.argv;
-        let mut command = std::process::Command::new(&line[0]);
-        command.fd_mappings(vec![sandboxed.options_pipe()?])?;
-        let output = command
-            .args(&line[1..])
+        let output = sandboxed
+            .std_command()?
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .stdin(Stdio::null())
             .output()
-            .with_context(|| format!("running {}", line[0]))?;
+            .with_context(|| format!("running {}", sandboxed.argv[0]))?;
         let _ = std::fs::remove_dir_all(scratch);
         if output.status.success() {
             return Ok(());
