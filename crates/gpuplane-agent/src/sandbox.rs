@@ -431,17 +431,17 @@ mod tests {
             devices: &devices,
             argv: &argv,
         });
-        let line = &command.options;
+        let line = command.options.as_slice();
         for flag in ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"] {
             assert!(line.contains(&flag.to_string()), "{flag} in {line:?}");
         }
         assert!(!line.iter().any(|a| a == "--unshare-net"), "the lease's namespace, entered before bwrap");
-        assert!(!pair_follows(&line, "--ro-bind", "/", "/"), "the host root is never bound whole");
-        assert!(pair_follows(&line, "--ro-bind", "/usr", "/usr"));
-        assert!(pair_follows(&line, "--symlink", "usr/bin", "/bin"));
-        assert!(pair_follows(&line, "--dev-bind", "/dev/nvidia3", "/dev/nvidia3"));
-        assert!(pair_follows(&line, "--bind", "/var/lib/gpuplane-agent-jobs/L", "/lease"));
-        assert!(pair_follows(&line, "--ro-bind", "/datasets", "/datasets"));
+        assert!(!pair_follows(line, "--ro-bind", "/", "/"), "the host root is never bound whole");
+        assert!(pair_follows(line, "--ro-bind", "/usr", "/usr"));
+        assert!(pair_follows(line, "--symlink", "usr/bin", "/bin"));
+        assert!(pair_follows(line, "--dev-bind", "/dev/nvidia3", "/dev/nvidia3"));
+        assert!(pair_follows(line, "--bind", "/var/lib/gpuplane-agent-jobs/L", "/lease"));
+        assert!(pair_follows(line, "--ro-bind", "/datasets", "/datasets"));
         // The state and jobs directories are covered after /var is bound, so the tmpfs lands on top.
         let var = line.iter().position(|a| a == "/var").unwrap();
         let hidden = line.windows(2).position(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent"]).unwrap();
