@@ -1,8 +1,8 @@
 //! What the job sandbox costs at start: `cargo bench --bench sandbox` (as root, with bubblewrap installed).
 //!
 //! Starts `/bin/true` 100 times directly and 100 times through the agent's own sandbox command line
-//! (`agent::sandbox::Sandbox::command_line`, the code every job goes through), side by side in one run, and
-//! reports the median and p99 of each.
+//! (`agent::sandbox::Sandbox::command_line`, the code every job goes through, bwrap's options on a pipe), side by
+//! side in one run, and reports the median and p99 of each.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -12,12 +12,14 @@ use gpuplane_agent::sandbox::{Launch, Sandbox, group_file, passwd_file};
 
 const RUNS: usize = 100;
 
-fn time_runs(argv: &[String]) -> Vec<Duration> {
+/// Start the command `RUNS` times (each made afresh by `command`: a sandboxed one has its options pipe).
+fn time_runs(command: impl Fn() -> Command) -> Vec<Duration> {
     let mut times: Vec<Duration> = (0..RUNS)
         .map(|_| {
             let start = Instant::now();
-            let status = Command::new(&argv[0]).args(&argv[1..]).stdin(Stdio::null()).status().expect("spawn");
-            assert!(status.success(), "{argv:?} failed: {status}");
+            let mut command = command();
+            let status = command.stdin(Stdio::null()).status().expect("spawn");
+            assert!(status.success(), "{command:?} failed: {status}");
             start.elapsed()
         })
         .collect();
@@ -55,7 +57,7 @@ fn main() {
         devices: &[],
         argv: &argv,
     });
-    report("plain", &time_runs(&argv));
-    report("sandboxed", &time_runs(&sandboxed));
+    report("plain", &time_runs(|| Command::new(&argv[0])));
+    report("sandboxed", &time_runs(|| sandboxed.std_command().expect("the options pipe")));
     let _ = std::fs::remove_dir_all(Path::new(&scratch));
 }

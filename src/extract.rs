@@ -205,11 +205,9 @@ fn deserialize_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     }
 }
 
-/// Characters no text field of this API accepts: C0 controls other than tab, line feed and carriage return
-/// (NUL in particular, which PostgreSQL cannot store in `text`), DEL and the C1 controls.
-pub fn is_forbidden_char(c: char) -> bool {
-    c.is_control() && !matches!(c, '\t' | '\n' | '\r')
-}
+/// Characters no text field of this API accepts (the rule is the wire protocol's: the agent replaces them in
+/// what it reports).
+pub use gpuplane_protocol::text::is_forbidden_char;
 
 /// The message of a text field holding a forbidden character.
 pub const CONTROL_CHAR_MESSAGE: &str = "must not contain control characters (NUL, U+0001-U+001F other than tab and \

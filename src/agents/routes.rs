@@ -329,11 +329,17 @@ pub async fn post_heartbeat(
         (stored.admin_state, stored.was, stored.accepted, stored.assignments_pending);
     metrics::counter!("gpuplane_heartbeats_total").increment(1);
     metrics::counter!("gpuplane_heartbeat_samples_total").increment(accepted);
-    if was != "ready" && was != "not_ready" {
+    let back = was != "ready" && was != "not_ready";
+    if back {
         tracing::info!(node.id = %agent.node_id, was = %was, "node is back");
     }
     let reported = |now: &Option<String>, before: &Option<String>| now.is_some() && now != before;
-    if reported(&req.driver_version, &stored.driver_version) || reported(&req.cuda_version, &stored.cuda_version) {
+    // Judged again on new versions, and on its return from silence: a verdict that changed meanwhile (a pool's
+    // minimum raised while it was silent) was not announced then.
+    if back
+        || reported(&req.driver_version, &stored.driver_version)
+        || reported(&req.cuda_version, &stored.cuda_version)
+    {
         update_versions(&state, agent.node_id, req.driver_version.as_deref(), req.cuda_version.as_deref()).await?;
     }
     if !req.latency.is_empty() {
@@ -378,7 +384,7 @@ struct StoredHeartbeat {
     cuda_version: Option<String>,
 }
 
-/// The host reports other driver/CUDA versions than on record (upgraded in place): record them and judge the
+/// Record the versions the host reports (other than on record when it was upgraded in place) and judge the
 /// node again (a `not_ready` node becomes ready here once they suffice).
 async fn update_versions(state: &AppState, node_id: Uuid, driver: Option<&str>, cuda: Option<&str>) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;

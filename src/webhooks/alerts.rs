@@ -1,7 +1,8 @@
 //! Background checks that raise alerts no single change causes: `lease.expiring` (a lead before a lease's end),
 //! `utilization.low` (the insight of `jobs::insights` on a running job), `queue.stalled` (a pool's queue head
 //! waiting too long). One alert per condition and subject until it clears (`webhook_alerts`): the raise and the
-//! event commit together, so replicas running the same check never raise it twice.
+//! event commit together, so replicas running the same check never raise it twice. Node readiness
+//! (`inventory::readiness`) raises and clears its causes through [`raise`] and [`clear`] too.
 
 use std::time::Duration;
 
@@ -13,8 +14,9 @@ use super::{Audience, emit};
 use crate::app::AppState;
 use crate::config::WebhookSettings;
 
-/// Record that `condition` holds for `subject`; true when it was not raised already (then raise it now).
-async fn raise(conn: &mut PgConnection, condition: &str, subject: Uuid) -> Result<bool, sqlx::Error> {
+/// Record that `condition` holds for `subject`; true when it was not raised already (then raise it now). A
+/// compare-and-set: of two transactions raising the same alert, the second waits for the first and finds it.
+pub(crate) async fn raise(conn: &mut PgConnection, condition: &str, subject: Uuid) -> Result<bool, sqlx::Error> {
     let inserted =
         sqlx::query("INSERT INTO webhook_alerts (condition, subject_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(condition)
@@ -22,6 +24,16 @@ async fn raise(conn: &mut PgConnection, condition: &str, subject: Uuid) -> Resul
             .execute(conn)
             .await?;
     Ok(inserted.rows_affected() == 1)
+}
+
+/// Forget that `condition` was raised for `subject`; true when it was (it cleared now, and may be raised again).
+pub(crate) async fn clear(conn: &mut PgConnection, condition: &str, subject: Uuid) -> Result<bool, sqlx::Error> {
+    let deleted = sqlx::query("DELETE FROM webhook_alerts WHERE condition = $1 AND subject_id = $2")
+        .bind(condition)
+        .bind(subject)
+        .execute(conn)
+        .await?;
+    Ok(deleted.rows_affected() == 1)
 }
 
 /// Forget raised alerts of `condition` whose subject is not in `still`: they cleared, and may be raised again.

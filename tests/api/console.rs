@@ -323,3 +323,41 @@ async fn the_fleet_counts_nodes_and_gpus_per_pool(db: PgPool) {
     let (_, tenant) = app.tenant_admin(&op, "fleet-tenant").await;
     app.get("/v1/admin/fleet", &tenant).await.expect_problem(StatusCode::FORBIDDEN, "forbidden");
 }
+
+/// What docs/console.md says a form post gets: with the session cookie, the CSRF check answers first (403
+/// `csrf_failed`, as a cross-site form can never carry the token); with the token, or on sign-in (no session
+/// to check), the body's type is refused (415). Nothing is created.
+#[sqlx::test]
+async fn a_form_post_is_refused_by_the_csrf_check_first_then_by_its_content_type(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, key) = app.tenant_key(&op, "acme", Role::TenantAdmin).await;
+    let res = sign_in(&app, &key).await.expect(StatusCode::OK);
+    let token = cookie_value(&set_cookie(&res.headers, "gp_session"));
+    let csrf = res.body["csrf_token"].as_str().unwrap().to_string();
+    let form = |path: &str, csrf: Option<&str>, cookie: bool| {
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("content-type", "application/x-www-form-urlencoded");
+        if cookie {
+            req = req.header("cookie", format!("gp_csrf=x; gp_session={token}"));
+        }
+        if let Some(csrf) = csrf {
+            req = req.header("x-csrf-token", csrf);
+        }
+        req.body(Body::from("name=forged&role=tenant_admin")).unwrap()
+    };
+    let keys = "/v1/tenant/api-keys";
+    app.send(form(keys, None, true)).await.expect_problem(StatusCode::FORBIDDEN, "csrf_failed");
+    app.send(form(keys, None, false)).await.expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
+    app.send(form(keys, Some(&csrf), true))
+        .await
+        .expect_problem(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    app.send(form("/v1/console/session", None, false))
+        .await
+        .expect_problem(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type");
+    let (count,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM api_keys WHERE name = 'forged'").fetch_one(&app.db).await.unwrap();
+    assert_eq!(count, 0);
+}

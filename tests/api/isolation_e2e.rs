@@ -136,6 +136,17 @@ async fn a_job_reaches_only_its_own_lease_on_a_shared_host(db: PgPool) {
     let ps = output(&api, &a, &["ps", "-eo", "user,args"]).await;
     assert!(!ps.iter().any(|l| l.contains("sleep 613") || l.contains(" agent --server")), "{ps:?}");
     assert!(ps.iter().any(|l| l.starts_with("tenant") && l.contains("ps -eo")), "{ps:?}");
+    // No command line A can read names a host path of the agent's: bwrap's options (the lease's directory, the
+    // agent's state and jobs directories, the passwd file) reach it on a pipe, not on the command line of the
+    // PID namespace's init, and the lease network's `nsenter` is outside the namespace.
+    let every_cmdline = ["grep", "-a", "-r", "-H", "-s", "--include=cmdline", ".", "/proc"];
+    // (grep exits 2: some files under /proc are unreadable to the lease's user.)
+    let (_, cmdlines) = run(&api, &a, &every_cmdline, json!({})).await;
+    assert!(cmdlines.iter().any(|l| l.starts_with("/proc/1/cmdline:") && l.contains("bwrap")), "{cmdlines:?}");
+    assert!(cmdlines.iter().any(|l| l.contains("--include=cmdline")), "its own: {cmdlines:?}");
+    for host_path in [dir.display().to_string(), "/run/netns".into(), a.lease.clone()] {
+        assert!(!cmdlines.iter().any(|l| l.contains(&host_path)), "{host_path} in {cmdlines:?}");
+    }
     // ... and cannot signal them, by host pid or by name.
     let (state, lines) = run(&api, &a, &["kill", "-KILL", &b_pid], json!({})).await;
     assert_eq!(state, "failed", "{lines:?}");

@@ -300,3 +300,131 @@ async fn readiness_and_latency_alerts_are_delivered_signed(db: PgPool) {
         assert_signed(headers, body, secret);
     }
 }
+
+/// How many deliveries of `event_type` the outbox holds (one per subscribed endpoint and event).
+async fn deliveries(db: &PgPool, event_type: &str) -> i64 {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT count(*) FROM webhook_deliveries d JOIN webhook_events e ON e.id = d.event_id WHERE e.type = $1",
+    )
+    .bind(event_type)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    n
+}
+
+/// An alert is a transition, not a re-evaluation: a node already not ready for its driver hears nothing more
+/// however often it is judged again (five PATCHes of the minimum, heartbeats, a restart's fleet judgement);
+/// a new cause is one more alert, the node clearing is one `node.ready`; the tenant of a lease on the node
+/// hears the same once; a verdict that changed while the node was silent is announced when it is back.
+#[sqlx::test]
+async fn readiness_alerts_fire_once_per_transition_and_cause(db: PgPool) {
+    use crate::webhooks::{app as webhook_app, create_endpoint, deliver_until, spawn_receiver, types_of, worker};
+    let app = webhook_app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    create_endpoint(&app, &op, &url, json!(["node.ready", "node.not_ready"])).await;
+    let pool = app.pool(&op, "h100-noise", "h100").await;
+    let (n, token) = register(&app, &op, &pool, "n-noise", "535.54.03", "12.2", None).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await.expect(StatusCode::CREATED);
+    let lease = lease.body["id"].as_str().unwrap().to_string();
+    let patch = |body: Value| {
+        let (app, op, pool) = (&app, &op, &pool);
+        async move { app.patch(&format!("/v1/admin/pools/{pool}"), op, body).await.expect(StatusCode::OK) }
+    };
+    let beat = |body: Value| {
+        let (app, token) = (&app, &token);
+        async move { app.post("/v1/agent/heartbeat", token, body).await.expect(StatusCode::OK) }
+    };
+    let settings = app.state.settings.clone();
+
+    // Five raises of the minimum, each with another reason text, heartbeats in between (one reporting another
+    // version still short), and the fleet judged again as at start-up: one `node.not_ready`.
+    let mut driver = "535.54.03";
+    for (i, min) in ["550", "550.54", "551", "560.1", "570"].into_iter().enumerate() {
+        patch(json!({ "min_driver_version": min })).await;
+        assert_eq!(node(&app, &op, &n).await["not_ready_reason"], format!("driver {driver} < {min}"));
+        beat(json!({ "samples": [] })).await;
+        if i == 2 {
+            driver = "540.1.1";
+            beat(json!({ "samples": [], "driver_version": driver })).await;
+            assert_eq!(node(&app, &op, &n).await["not_ready_reason"], format!("driver {driver} < {min}"));
+        }
+    }
+    gpuplane::inventory::readiness::evaluate_all(&app.db, &settings).await.unwrap();
+    assert_eq!(node(&app, &op, &n).await["state"], "not_ready");
+    assert_eq!(deliveries(&db, "node.not_ready").await, 1, "one delivery for one transition");
+    assert_eq!(deliveries(&db, "node.ready").await, 0);
+
+    // A second cause is news once; so is the node clearing, however it is judged afterwards.
+    for _ in 0..3 {
+        patch(json!({ "min_cuda_version": "12.4" })).await;
+    }
+    assert_eq!(deliveries(&db, "node.not_ready").await, 2, "the CUDA cause is alerted once");
+    patch(json!({ "min_cuda_version": null })).await;
+    assert_eq!(deliveries(&db, "node.not_ready").await, 2, "one cause of two gone: still not ready, no news");
+    assert_eq!(deliveries(&db, "node.ready").await, 0);
+    for _ in 0..3 {
+        patch(json!({ "min_driver_version": null })).await;
+        beat(json!({ "samples": [] })).await;
+    }
+    gpuplane::inventory::readiness::evaluate_all(&app.db, &settings).await.unwrap();
+    assert_eq!(node(&app, &op, &n).await["state"], "ready");
+    assert_eq!(deliveries(&db, "node.ready").await, 1, "one delivery when it clears");
+
+    // The tenant of the lease on the node heard each transition once too.
+    let events = app.get(&format!("/v1/leases/{lease}/events"), &tenant).await.expect(StatusCode::OK).body;
+    let kinds: Vec<&str> = events.as_array().unwrap().iter().filter_map(|e| e["kind"].as_str()).collect();
+    let of_node: Vec<&str> = kinds.into_iter().filter(|k| k.starts_with("node.")).collect();
+    assert_eq!(of_node, ["node.not_ready", "node.not_ready", "node.ready"]);
+
+    // Silent while its pool's minimum is raised: nothing then; the heartbeat that ends the silence announces it.
+    sqlx::query("UPDATE nodes SET liveness = 'unreachable' WHERE id = $1::uuid").bind(&n).execute(&db).await.unwrap();
+    for min in ["560", "561"] {
+        patch(json!({ "min_driver_version": min })).await;
+    }
+    assert_eq!(deliveries(&db, "node.not_ready").await, 2, "a silent node's verdict waits for its return");
+    beat(json!({ "samples": [] })).await;
+    beat(json!({ "samples": [] })).await;
+    assert_eq!(node(&app, &op, &n).await["state"], "not_ready");
+    assert_eq!(deliveries(&db, "node.not_ready").await, 3, "announced once on its return");
+
+    // What the receiver got, once each.
+    deliver_until(&worker, || types_of(&receiver).len() == 4).await;
+    assert_eq!(types_of(&receiver), ["node.not_ready", "node.not_ready", "node.ready", "node.not_ready"]);
+    let got = receiver.accepted.lock().unwrap().clone();
+    assert_eq!(got[0].body["data"]["causes"], json!(["driver_version"]));
+    assert_eq!(got[1].body["data"]["causes"], json!(["driver_version", "cuda_version"]));
+    assert_eq!(got[1].body["data"]["new_causes"], json!(["cuda_version"]));
+    assert_eq!(got[2].body["data"]["causes"], json!([]));
+}
+
+/// Two replicas judging the same node at once (two transactions): the alert is raised by one of them.
+#[sqlx::test]
+async fn racing_judgements_announce_once(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let pool = app.pool(&op, "h100-race", "h100").await;
+    let (n, _) = register(&app, &op, &pool, "n-race", "535.54.03", "12.2", None).await;
+    let node_id: uuid::Uuid = n.parse().unwrap();
+    let mut settings = (*app.state.settings).clone();
+    settings.min_driver_version = "550".into();
+    let settings = std::sync::Arc::new(settings);
+    let judge = |db: PgPool, settings: std::sync::Arc<gpuplane::config::Settings>| async move {
+        let mut tx = db.begin().await.unwrap();
+        gpuplane::inventory::readiness::evaluate_node(&mut tx, node_id, &settings).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tx.commit().await.unwrap();
+    };
+    let racers: Vec<_> = (0..4).map(|_| tokio::spawn(judge(db.clone(), settings.clone()))).collect();
+    for racer in racers {
+        racer.await.unwrap();
+    }
+    let (events,): (i64,) = sqlx::query_as("SELECT count(*) FROM webhook_events WHERE type = 'node.not_ready'")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(events, 1);
+}

@@ -78,6 +78,8 @@ fn push_line(tail: &SharedTail, line: &str) {
     if tail.lines.len() == OUTPUT_TAIL_LINES {
         tail.lines.pop_front();
     }
+    // A job may print any bytes; the service refuses a report holding control characters (NUL among them).
+    let line = gpuplane_protocol::text::replace_forbidden(line);
     tail.lines.push_back(line.chars().take(OUTPUT_LINE_CHARS).collect());
     tail.version += 1;
 }
@@ -571,6 +573,10 @@ pub fn spawn_process(
         .stderr(Stdio::piped())
         // Its own process group: stopping it for good signals everything it started outside a sandbox.
         .process_group(0);
+    if let Some(sandbox) = &prepared.sandbox {
+        use command_fds::CommandFdExt;
+        command.fd_mappings(vec![sandbox.options_pipe()?])?;
+    }
     let mut child = command.spawn().with_context(|| format!("starting `{program}`"))?;
     let pid = child.id().context("the process exited at once")?;
     let tail: SharedTail = Arc::default();
@@ -627,12 +633,18 @@ mod tests {
         for i in 0..120 {
             push_line(&tail, &format!("line {i}"));
         }
+        push_line(&tail, "argv\0of\0a\0process\x1b[0m");
         push_line(&tail, &"x".repeat(5000));
         let (lines, version) = snapshot(&tail);
         assert_eq!(lines.len(), OUTPUT_TAIL_LINES);
-        assert_eq!(lines[0], "line 71");
+        assert_eq!(lines[0], "line 72");
+        assert_eq!(
+            lines[OUTPUT_TAIL_LINES - 2],
+            "argv\u{FFFD}of\u{FFFD}a\u{FFFD}process\u{FFFD}[0m",
+            "what the service takes"
+        );
         assert_eq!(lines.last().unwrap().len(), OUTPUT_LINE_CHARS);
-        assert_eq!(version, 121);
+        assert_eq!(version, 122);
     }
 
     fn unsandboxed_host(dir: &Path) -> JobHost {

@@ -76,6 +76,8 @@ pub struct Prepared {
     /// Host working directory of the spawned program (bwrap and the runtime take the job's own from argv).
     pub cwd: PathBuf,
     pub kind: ProcessKind,
+    /// A sandbox's bwrap options, handed to it on a pipe (`sandbox::OPTIONS_FD`), not on `argv`.
+    pub sandbox: Option<super::sandbox::SandboxCommand>,
 }
 
 /// The lease's environment's files, in the lease's directory (root-owned: the tenant reads, never writes).
@@ -229,13 +231,14 @@ impl JobHost {
                 env,
                 cwd: PathBuf::from("/"),
                 kind: ProcessKind::Container(p.container.to_owned()),
+                sandbox: None,
             });
         }
         match &self.isolation {
             Isolation::Sandboxed(sandbox) => {
                 let network = self.network.as_ref().context("no lease network on a sandboxed host")?;
                 let mut argv = network.enter(p.lease_id)?;
-                argv.extend(sandbox.command_line(&Launch {
+                let sandboxed = sandbox.command_line(&Launch {
                     uid: p.uid,
                     lease_dir: &lease_dir,
                     passwd: &etc.join("passwd"),
@@ -243,12 +246,25 @@ impl JobHost {
                     cwd: p.cwd,
                     devices: &devices,
                     argv: p.argv,
-                }));
-                Ok(Prepared { argv, env, cwd: PathBuf::from("/"), kind: ProcessKind::Sandbox })
+                });
+                argv.extend(sandboxed.argv.iter().cloned());
+                Ok(Prepared {
+                    argv,
+                    env,
+                    cwd: PathBuf::from("/"),
+                    kind: ProcessKind::Sandbox,
+                    sandbox: Some(sandboxed),
+                })
             }
             Isolation::Unsandboxed => {
                 env.insert("HOME".into(), lease_dir.join("home").to_string_lossy().into_owned());
-                Ok(Prepared { argv: p.argv.to_vec(), env, cwd: p.host_cwd.to_owned(), kind: ProcessKind::Plain })
+                Ok(Prepared {
+                    argv: p.argv.to_vec(),
+                    env,
+                    cwd: p.host_cwd.to_owned(),
+                    kind: ProcessKind::Plain,
+                    sandbox: None,
+                })
             }
             Isolation::Unavailable(_) => unreachable!("refused above"),
         }

@@ -13,7 +13,12 @@
 //! - **only its GPUs as devices**: a private `/dev` (null, zero, random, tty, ...) holding just the leased GPUs'
 //!   device files and the control devices CUDA needs. `CUDA_VISIBLE_DEVICES` is still set (to `0..n-1`, as CUDA
 //!   numbers what it can open), but it is a convenience, no longer the boundary;
-//! - **a process limit** (`RLIMIT_NPROC` per uid through `prlimit`: each lease has its own uid).
+//! - **a process limit** (`RLIMIT_NPROC` per uid through `prlimit`: each lease has its own uid);
+//! - **no host path on a command line it can read**: bwrap's init is process 1 of the job's PID namespace, and
+//!   its `/proc/1/cmdline` is bwrap's argv, readable by every process inside (`ps`). So bwrap's options (the
+//!   lease's directory, the agent's state and jobs directories, the passwd files) reach it on a pipe
+//!   ([`OPTIONS_FD`], `--args`), which it reads and closes before the job starts; the command line keeps only
+//!   the programs and the job's own argv.
 //!
 //! The network is the lease's own: the agent starts bwrap inside the lease's network namespace
 //! ([`super::lease_net`]), which reaches the lease's other nodes and nothing of the host's.
@@ -26,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use anyhow::Context;
+use command_fds::CommandFdExt;
 
 /// The programs the sandbox runs through, found on PATH at start-up.
 #[derive(Debug, Clone)]
@@ -52,6 +58,53 @@ pub enum RootEntry {
 
 /// Where the lease's directory appears inside the sandbox.
 pub const LEASE_MOUNT: &str = "/lease";
+
+/// The descriptor bwrap reads its options from (`--args`); it closes it before the job starts.
+pub const OPTIONS_FD: i32 = 3;
+
+/// A sandboxed process: the command line, and bwrap's options to hand it on [`OPTIONS_FD`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxCommand {
+    pub argv: Vec<String>,
+    pub options: Vec<String>,
+}
+
+impl SandboxCommand {
+    /// The options as bwrap reads them: each followed by a NUL.
+    pub fn options_data(&self) -> Vec<u8> {
+        let mut data = Vec::with_capacity(self.options.iter().map(|o| o.len() + 1).sum());
+        for option in &self.options {
+            data.extend_from_slice(option.as_bytes());
+            data.push(0);
+        }
+        data
+    }
+
+    /// A pipe holding the options, its read end to become the child's [`OPTIONS_FD`]. The write end is filled
+    /// and closed by a thread of its own (bwrap reads to the end; a pipe's buffer may be smaller than the
+    /// options). Both ends are close-on-exec here: only the child given the mapping gets the read end.
+    pub fn options_pipe(&self) -> anyhow::Result<command_fds::FdMapping> {
+        use std::io::Write;
+        let (reader, mut writer) = std::io::pipe().context("creating the sandbox options pipe")?;
+        let data = self.options_data();
+        std::thread::Builder::new()
+            .name("sandbox-options".into())
+            .spawn(move || {
+                // A child that died before reading them makes this fail (EPIPE): its exit is reported anyway.
+                let _ = writer.write_all(&data);
+            })
+            .context("starting the sandbox options writer")?;
+        Ok(command_fds::FdMapping { parent_fd: reader.into(), child_fd: OPTIONS_FD })
+    }
+
+    /// A `std` command that runs it with the options on their pipe (the start-up probe and the benchmark; jobs
+    /// start through `jobs::spawn_process`, behind the lease network's prefix). Start it once.
+    pub fn std_command(&self) -> anyhow::Result<std::process::Command> {
+        let mut command = std::process::Command::new(&self.argv[0]);
+        command.args(&self.argv[1..]).fd_mappings(vec![self.options_pipe()?])?;
+        Ok(command)
+    }
+}
 
 /// A device file to put into the sandbox's `/dev`: host path, and its path relative to `/dev` inside.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,10 +166,12 @@ impl Sandbox {
         })
     }
 
-    /// The full command line: bwrap's options, then `prlimit` and `setpriv` inside, then the job's argv. The
-    /// environment is not on it (it would show in `ps`): the caller passes it to the process, and every
-    /// program on the way keeps it.
-    pub fn command_line(&self, launch: &Launch<'_>) -> Vec<String> {
+    /// How to start the process: bwrap with its options on [`OPTIONS_FD`], then `prlimit` and `setpriv` inside,
+    /// then the job's argv. Neither the options nor the environment are on the command line: bwrap's init is
+    /// the PID namespace's process 1, whose `/proc/1/cmdline` every process in the sandbox reads, and the
+    /// options name host paths (the lease's directory, the agent's state). The caller passes the environment
+    /// to the process, and every program on the way keeps it.
+    pub fn command_line(&self, launch: &Launch<'_>) -> SandboxCommand {
         let mut a: Vec<String> = Vec::new();
         let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
         push(&["--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try", "--die-with-parent", "--new-session"]);
@@ -145,7 +200,11 @@ impl Sandbox {
         push(&["--bind", &launch.lease_dir.to_string_lossy(), LEASE_MOUNT]);
         push(&["--ro-bind", &launch.passwd.to_string_lossy(), "/etc/passwd"]);
         push(&["--ro-bind", &launch.group.to_string_lossy(), "/etc/group"]);
-        push(&["--remount-ro", "/", "--chdir", launch.cwd, "--"]);
+        push(&["--remount-ro", "/", "--chdir", launch.cwd]);
+        let options = a;
+        let mut argv: Vec<String> = Vec::new();
+        let mut push = |items: &[&str]| argv.extend(items.iter().map(|s| s.to_string()));
+        push(&[&self.bwrap.to_string_lossy(), "--args", &OPTIONS_FD.to_string(), "--"]);
         let nproc = format!("--nproc={0}:{0}", self.max_processes);
         push(&[&self.prlimit.to_string_lossy(), &nproc, "--"]);
         let uid = launch.uid.to_string();
@@ -159,10 +218,8 @@ impl Sandbox {
             "--no-new-privs",
             "--",
         ]);
-        a.extend(launch.argv.iter().cloned());
-        let mut argv = vec![self.bwrap.to_string_lossy().into_owned()];
-        argv.extend(a);
-        argv
+        argv.extend(launch.argv.iter().cloned());
+        SandboxCommand { argv, options }
     }
 
     /// Start `true` in a sandbox once: proves the host can run jobs sandboxed (root, namespaces, the programs).
@@ -174,7 +231,7 @@ impl Sandbox {
         std::fs::write(&passwd, passwd_file(uid))?;
         std::fs::write(&group, group_file(uid))?;
         let argv = vec!["true".to_string()];
-        let line = self.command_line(&Launch {
+        let sandboxed = self.command_line(&Launch {
             uid,
             lease_dir: &lease_dir,
             passwd: &passwd,
@@ -183,13 +240,13 @@ impl Sandbox {
             devices: &[],
             argv: &argv,
         });
-        let output = std::process::Command::new(&line[0])
-            .args(&line[1..])
+        let output = sandboxed
+            .std_command()?
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .stdin(Stdio::null())
             .output()
-            .with_context(|| format!("running {}", line[0]))?;
+            .with_context(|| format!("running {}", sandboxed.argv[0]))?;
         let _ = std::fs::remove_dir_all(scratch);
         if output.status.success() {
             return Ok(());
@@ -365,7 +422,7 @@ mod tests {
             DeviceFile { host: "/dev/nvidiactl".into(), name: "nvidiactl".into() },
         ];
         let argv = vec!["python3".to_string(), "train.py".to_string()];
-        let line = sandbox().command_line(&Launch {
+        let command = sandbox().command_line(&Launch {
             uid: 200007,
             lease_dir: Path::new("/var/lib/gpuplane-agent-jobs/L"),
             passwd: Path::new("/var/lib/gpuplane-agent/leases/L/passwd"),
@@ -374,17 +431,17 @@ mod tests {
             devices: &devices,
             argv: &argv,
         });
-        assert_eq!(line[0], "/usr/bin/bwrap");
+        let line = command.options.as_slice();
         for flag in ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"] {
             assert!(line.contains(&flag.to_string()), "{flag} in {line:?}");
         }
         assert!(!line.iter().any(|a| a == "--unshare-net"), "the lease's namespace, entered before bwrap");
-        assert!(!pair_follows(&line, "--ro-bind", "/", "/"), "the host root is never bound whole");
-        assert!(pair_follows(&line, "--ro-bind", "/usr", "/usr"));
-        assert!(pair_follows(&line, "--symlink", "usr/bin", "/bin"));
-        assert!(pair_follows(&line, "--dev-bind", "/dev/nvidia3", "/dev/nvidia3"));
-        assert!(pair_follows(&line, "--bind", "/var/lib/gpuplane-agent-jobs/L", "/lease"));
-        assert!(pair_follows(&line, "--ro-bind", "/datasets", "/datasets"));
+        assert!(!pair_follows(line, "--ro-bind", "/", "/"), "the host root is never bound whole");
+        assert!(pair_follows(line, "--ro-bind", "/usr", "/usr"));
+        assert!(pair_follows(line, "--symlink", "usr/bin", "/bin"));
+        assert!(pair_follows(line, "--dev-bind", "/dev/nvidia3", "/dev/nvidia3"));
+        assert!(pair_follows(line, "--bind", "/var/lib/gpuplane-agent-jobs/L", "/lease"));
+        assert!(pair_follows(line, "--ro-bind", "/datasets", "/datasets"));
         // The state and jobs directories are covered after /var is bound, so the tmpfs lands on top.
         let var = line.iter().position(|a| a == "/var").unwrap();
         let hidden = line.windows(2).position(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent"]).unwrap();
@@ -392,13 +449,16 @@ mod tests {
         assert!(var < hidden && hidden < lease, "{line:?}");
         assert!(line.windows(2).any(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent-jobs"]));
         assert!(line.windows(2).any(|w| w == ["--tmpfs", "/tmp"]));
-        // Inside: the process limit, then the unprivileged user with no way back, then the job itself.
-        let tail: Vec<&str> = line.iter().map(String::as_str).skip_while(|a| *a != "--chdir").collect();
+        assert_eq!(line[line.len() - 2..], ["--chdir", "/lease/jobs/J"]);
+        // bwrap's options reach it on a pipe, not on the command line every process inside can read: the command
+        // line names no host path but the programs'. Inside: the process limit, then the unprivileged user with
+        // no way back, then the job itself.
         assert_eq!(
-            tail,
+            command.argv,
             [
-                "--chdir",
-                "/lease/jobs/J",
+                "/usr/bin/bwrap",
+                "--args",
+                "3",
                 "--",
                 "/usr/bin/prlimit",
                 "--nproc=512:512",
@@ -415,6 +475,12 @@ mod tests {
                 "train.py"
             ]
         );
+    }
+
+    #[test]
+    fn the_options_are_nul_terminated_for_bwraps_args() {
+        let command = SandboxCommand { argv: vec![], options: vec!["--bind".into(), "/a b".into(), "/lease".into()] };
+        assert_eq!(command.options_data(), b"--bind\0/a b\0/lease\0");
     }
 
     #[test]

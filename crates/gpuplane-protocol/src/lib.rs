@@ -1,6 +1,7 @@
 //! The wire protocol between gpuplane's node agents and its service, shared by both binaries so the two cannot
 //! disagree: registration and heartbeats ([`agent`]), job assignments and their status ([`jobs`]), interactive
-//! environments ([`environments`]), each lease's address on a node ([`lease_network`]) and the OpenSSH key format both sides check ([`ssh_keys`]).
+//! environments ([`environments`]), each lease's address on a node ([`lease_network`]) the OpenSSH key format both sides check ([`ssh_keys`]) and
+//! the characters text may hold ([`text`]).
 //!
 //! Plain data with serde. With the `server` feature the types also derive their OpenAPI schemas and PostgreSQL
 //! encodings; the agent builds without either.
@@ -10,5 +11,6 @@ pub mod environments;
 pub mod jobs;
 pub mod lease_network;
 pub mod ssh_keys;
+pub mod text;
 pub mod time;
 pub mod versions;
