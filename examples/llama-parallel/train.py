@@ -76,6 +76,14 @@ def main() -> None:
         loss = model.train_step(batch)
         if model.topo.rank == 0:
             print(f"step {step + 1} loss {loss:.6f}", flush=True)
+    # Where every rank sat, said last by rank 0 (so it survives in the job's output tail).
+    placed: list[dict[str, int] | None] = [None] * model.topo.world_size
+    torch.distributed.all_gather_object(placed, {"rank": model.topo.rank, **model.topo.coordinates()})
+    if model.topo.rank == 0:
+        for coords in placed:
+            assert coords is not None
+            where = " ".join(f"{k}={v}" for k, v in coords.items() if k != "rank")
+            print(f"mesh of rank {coords['rank']}/{model.topo.world_size}: {where}", flush=True)
     model.close()
 
 

@@ -77,6 +77,17 @@ def test_missing_plan_file_names_the_path(tmp_path: Path, monkeypatch: pytest.Mo
         gpuplane_runtime.load_plan(tmp_path / "bad.json")
 
 
+def test_the_jobs_environment_may_override_the_precision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps({**doc(), "precision": "bf16"}))
+    assert gpuplane_runtime.load_plan(path).precision == "bf16"
+    monkeypatch.setenv("GPUPLANE_PRECISION", "fp32")
+    assert gpuplane_runtime.load_plan(path).precision == "fp32"
+    monkeypatch.setenv("GPUPLANE_PRECISION", "int4")
+    with pytest.raises(PlanFileError, match="GPUPLANE_PRECISION='int4' is not one of bf16, fp16, fp8, fp32"):
+        gpuplane_runtime.load_plan(path)
+
+
 # --- models the plan cannot split (checked before any process group: no peer waits) --------------------------
 
 

@@ -55,19 +55,18 @@ fn example() -> PathBuf {
     dir
 }
 
-/// `gpuplane_runtime: rank 3/4 mesh pp=1 dp=0 cp=0 tp=1 ...` lines of both nodes: rank -> coordinates.
+/// The example's closing `mesh of rank 3/4: pp=1 dp=0 cp=0 tp=1` lines (rank 0 gathers every rank's
+/// coordinates from the runtime's mesh): rank -> coordinates.
 fn mesh(job: &Value) -> BTreeMap<u32, BTreeMap<String, u32>> {
     let mut out = BTreeMap::new();
     for node in job["nodes"].as_array().unwrap() {
         for line in node["output_tail"].as_array().unwrap().iter().filter_map(Value::as_str) {
-            let Some(rest) = line.split("gpuplane_runtime: rank ").nth(1) else { continue };
-            let mut words = rest.split_whitespace();
-            let rank: u32 = words.next().unwrap().split('/').next().unwrap().parse().unwrap();
-            if words.next() != Some("mesh") {
+            let Some((rank, coords)) = line.strip_prefix("mesh of rank ").and_then(|rest| rest.split_once(": ")) else {
                 continue;
-            }
-            let coords = words
-                .take(4)
+            };
+            let rank: u32 = rank.split('/').next().unwrap().parse().unwrap();
+            let coords = coords
+                .split_whitespace()
                 .filter_map(|w| w.split_once('='))
                 .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
                 .collect();

@@ -6,8 +6,9 @@ Format (version 1), a JSON object::
      "seq_len": <int>, "precision": "bf16" | "fp16" | "fp8" | "fp32"}
 
 ``precision`` takes the planner's names (bf16, fp16, fp8); ``fp32`` is accepted too (no mixed precision; for
-CPU runs and tests). ``$GPUPLANE_PRECISION``, when set, overrides it (a job's own environment may set it). Only the plan fields the runtime applies are read; the others (predictions, memory
-breakdown, explanation) are kept in :attr:`RuntimePlan.raw`.
+CPU runs and tests). ``$GPUPLANE_PRECISION``, when set, overrides it (a job's own environment may set it). Only
+the plan fields the runtime applies are read; the others (predictions, memory breakdown, explanation) are kept in
+:attr:`RuntimePlan.raw`.
 """
 
 from __future__ import annotations
