@@ -4159,6 +4159,8 @@ export interface operations {
             /** @description The key; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4229,6 +4231,8 @@ export interface operations {
             /** @description The successor key (its secret is shown only now) and the old key's end */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5123,6 +5127,8 @@ export interface operations {
             /** @description The token; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5499,6 +5505,8 @@ export interface operations {
             /** @description The key; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5643,6 +5651,8 @@ export interface operations {
             /** @description The node's assignments */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5773,6 +5783,8 @@ export interface operations {
             /** @description The existing node of this hostname, re-attached */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5782,6 +5794,8 @@ export interface operations {
             /** @description A new node */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5831,6 +5845,8 @@ export interface operations {
             /** @description A bearer token for the key's principal */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6026,6 +6042,8 @@ export interface operations {
             /** @description Who is signed in */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6054,6 +6072,8 @@ export interface operations {
             /** @description Signed in; the cookies are set */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     /** @description `gp_session` (HttpOnly) and `gp_csrf` */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
@@ -6941,6 +6961,8 @@ export interface operations {
             /** @description The key; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7002,6 +7024,8 @@ export interface operations {
             /** @description The successor key (its secret is shown only now) and the old key's end */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7165,6 +7189,8 @@ export interface operations {
             /** @description The endpoint and its signing secret (shown once) */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
