@@ -495,6 +495,34 @@ mod tests {
     }
 
     #[test]
+    fn the_secrets_keyring_comes_from_a_file_or_the_environment_not_both() {
+        use super::keyring_from;
+        const KEY: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        let dir = std::env::temp_dir().join(format!("gpuplane-keyring-{}", uuid::Uuid::now_v7()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("keys");
+        std::fs::write(&file, format!("# current first\nk2:Hx4dHBsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA\n{KEY}\n"))
+            .unwrap();
+        let keyring = keyring_from(Some(&file), None).unwrap().unwrap();
+        assert_eq!(keyring.ids().collect::<Vec<_>>(), ["k2", "k1"]);
+        assert_eq!(keyring_from(None, Some(KEY)).unwrap().unwrap().current_id(), "k1");
+        assert!(keyring_from(None, None).unwrap().is_none());
+        let both = keyring_from(Some(&file), Some(KEY)).unwrap_err().to_string();
+        assert!(both.contains("set one of them"), "{both}");
+        let missing = keyring_from(Some(&dir.join("nope")), None).unwrap_err().to_string();
+        assert!(missing.contains("cannot read the secrets key file") && missing.contains("nope"), "{missing}");
+        std::fs::write(&file, "k1:AAECAwQFBgcICQoLDA0ODw==\n").unwrap();
+        let short = keyring_from(Some(&file), None).unwrap_err().to_string();
+        assert!(
+            short.contains("secrets key file") && short.contains("entry 1") && !short.contains("AAECAw"),
+            "{short}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        // --dev without a keyring: the development key.
+        assert_eq!(settings(&[]).unwrap().keyring.current_id(), crate::secrets::DEV_KEY_ID);
+    }
+
+    #[test]
     fn telemetry_retention_per_tier_defaults_and_order() {
         let s = settings(&[]).unwrap();
         assert_eq!(s.telemetry_retention.as_secs(), 24 * 3600);
