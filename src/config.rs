@@ -97,7 +97,8 @@ impl SecretsKeyArgs {
             (Some(keyring), false) => Ok(keyring),
             (None, true) => {
                 tracing::warn!(
-                    "dev mode: secrets are sealed under the public development key `dev`; set                      GPUPLANE_SECRETS_KEY_FILE for real secrets"
+                    "dev mode: secrets are sealed under the public development key `dev`; set \
+                     GPUPLANE_SECRETS_KEY_FILE for real secrets"
                 );
                 Ok(Keyring::dev())
             }
