@@ -107,18 +107,18 @@ async fn job_secrets(
 ) -> Result<Vec<(Uuid, String, String)>, sqlx::Error> {
     type Row = (Uuid, String, Option<String>, Option<String>, Option<Vec<u8>>);
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT job_id, name, legacy_value, value_key_id, value_sealed FROM job_secrets \
+        "SELECT job_id, name, value, value_key_id, value_sealed FROM job_secrets \
          WHERE job_id = ANY($1) ORDER BY job_id, name",
     )
     .bind(job_ids)
     .fetch_all(conn)
     .await?;
     rows.into_iter()
-        .map(|(job_id, name, legacy, key_id, sealed)| {
+        .map(|(job_id, name, clear, key_id, sealed)| {
             let value = reveal(
                 keyring,
                 Context::JobSecret { job_id, name: &name },
-                legacy.as_deref(),
+                clear.as_deref(),
                 key_id.as_deref(),
                 sealed.as_deref(),
             )

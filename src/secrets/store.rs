@@ -28,8 +28,9 @@ pub struct Resealed {
 /// Which rows a pass re-seals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
-    /// Only rows still in clear (written before migration 0027): what every start does.
-    Legacy,
+    /// Only rows still in clear (written before migration 0027, or by the previous release): what every start
+    /// does.
+    Clear,
     /// Every row not sealed under the current key: rotation.
     NotCurrent,
 }
@@ -80,7 +81,7 @@ pub async fn check_keyring(pool: &PgPool, keyring: &Keyring) -> anyhow::Result<(
 /// in clear (written before migration 0027).
 pub async fn prepare(pool: &PgPool, keyring: &Keyring) -> anyhow::Result<Resealed> {
     check_keyring(pool, keyring).await?;
-    let done = reseal(pool, keyring, Scope::Legacy).await?;
+    let done = reseal(pool, keyring, Scope::Clear).await?;
     if done.webhook_secrets + done.job_secrets > 0 {
         tracing::info!(
             webhook_secrets = done.webhook_secrets,
@@ -100,16 +101,16 @@ pub async fn reseal(pool: &PgPool, keyring: &Keyring, scope: Scope) -> Result<Re
     Ok(done)
 }
 
-/// A stored secret in either form: in clear (a row from before migration 0027 that no start has sealed yet) or
-/// sealed.
+/// A stored secret in either form: in clear (a row from before migration 0027, or written by a replica of the
+/// previous release during a rolling upgrade, that no start has sealed yet) or sealed.
 pub fn reveal(
     keyring: &Keyring,
     context: Context<'_>,
-    legacy: Option<&str>,
+    clear: Option<&str>,
     key_id: Option<&str>,
     sealed: Option<&[u8]>,
 ) -> Result<String, OpenError> {
-    match (legacy, key_id, sealed) {
+    match (clear, key_id, sealed) {
         (Some(clear), _, _) => Ok(clear.to_owned()),
         (None, Some(key_id), Some(sealed)) => keyring.open_string(context, key_id, sealed),
         // The schema's CHECK makes this impossible.
@@ -129,8 +130,8 @@ async fn reseal_webhook_secrets(
     loop {
         let mut tx = pool.begin().await?;
         let rows: Vec<WebhookRow> = sqlx::query_as(
-            "SELECT id, legacy_secret, secret_key_id, secret_sealed FROM webhook_endpoints \
-             WHERE id > $1 AND (legacy_secret IS NOT NULL OR ($2 AND secret_key_id <> $3)) \
+            "SELECT id, secret, secret_key_id, secret_sealed FROM webhook_endpoints \
+             WHERE id > $1 AND (secret IS NOT NULL OR ($2 AND secret_key_id <> $3)) \
              ORDER BY id LIMIT $4 FOR UPDATE",
         )
         .bind(after)
@@ -142,9 +143,9 @@ async fn reseal_webhook_secrets(
         let Some(last) = rows.last() else { break };
         after = last.0;
         let (mut ids, mut key_ids, mut sealed) = (Vec::new(), Vec::new(), Vec::new());
-        for (id, legacy, key_id, bytes) in rows {
+        for (id, clear, key_id, bytes) in rows {
             let context = Context::WebhookSecret { endpoint_id: id };
-            match reveal(keyring, context, legacy.as_deref(), key_id.as_deref(), bytes.as_deref()) {
+            match reveal(keyring, context, clear.as_deref(), key_id.as_deref(), bytes.as_deref()) {
                 Ok(secret) => {
                     let new = keyring.seal(context, secret.as_bytes());
                     ids.push(id);
@@ -155,7 +156,7 @@ async fn reseal_webhook_secrets(
             }
         }
         sqlx::query(
-            "UPDATE webhook_endpoints e SET legacy_secret = NULL, secret_key_id = u.key_id, secret_sealed = u.sealed \
+            "UPDATE webhook_endpoints e SET secret = NULL, secret_key_id = u.key_id, secret_sealed = u.sealed \
              FROM UNNEST($1::uuid[], $2::text[], $3::bytea[]) AS u(id, key_id, sealed) WHERE e.id = u.id",
         )
         .bind(&ids)
@@ -181,8 +182,8 @@ async fn reseal_job_secrets(
     loop {
         let mut tx = pool.begin().await?;
         let rows: Vec<JobSecretRow> = sqlx::query_as(
-            "SELECT job_id, name, legacy_value, value_key_id, value_sealed FROM job_secrets \
-             WHERE (job_id, name) > ($1, $2) AND (legacy_value IS NOT NULL OR ($3 AND value_key_id <> $4)) \
+            "SELECT job_id, name, value, value_key_id, value_sealed FROM job_secrets \
+             WHERE (job_id, name) > ($1, $2) AND (value IS NOT NULL OR ($3 AND value_key_id <> $4)) \
              ORDER BY job_id, name LIMIT $5 FOR UPDATE",
         )
         .bind(after.0)
@@ -195,9 +196,9 @@ async fn reseal_job_secrets(
         let Some(last) = rows.last() else { break };
         after = (last.0, last.1.clone());
         let (mut job_ids, mut names, mut key_ids, mut sealed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (job_id, name, legacy, key_id, bytes) in rows {
+        for (job_id, name, clear, key_id, bytes) in rows {
             let context = Context::JobSecret { job_id, name: &name };
-            match reveal(keyring, context, legacy.as_deref(), key_id.as_deref(), bytes.as_deref()) {
+            match reveal(keyring, context, clear.as_deref(), key_id.as_deref(), bytes.as_deref()) {
                 Ok(value) => {
                     let new = keyring.seal(context, value.as_bytes());
                     key_ids.push(new.key_id);
@@ -209,7 +210,7 @@ async fn reseal_job_secrets(
             }
         }
         sqlx::query(
-            "UPDATE job_secrets s SET legacy_value = NULL, value_key_id = u.key_id, value_sealed = u.sealed \
+            "UPDATE job_secrets s SET value = NULL, value_key_id = u.key_id, value_sealed = u.sealed \
              FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::bytea[]) AS u(job_id, name, key_id, sealed) \
              WHERE s.job_id = u.job_id AND s.name = u.name",
         )

@@ -39,7 +39,7 @@ struct Claimed {
     endpoint_id: Uuid,
     tenant_id: Option<Uuid>,
     url: String,
-    legacy_secret: Option<String>,
+    secret: Option<String>,
     secret_key_id: Option<String>,
     secret_sealed: Option<Vec<u8>>,
     event_id: Uuid,
@@ -85,17 +85,12 @@ impl Worker {
     /// tenant's delivery log only says that the service could not sign.
     fn signing_key(&self, c: &Claimed) -> Result<Vec<u8>, String> {
         let context = Context::WebhookSecret { endpoint_id: c.endpoint_id };
-        let secret = reveal(
-            &self.keyring,
-            context,
-            c.legacy_secret.as_deref(),
-            c.secret_key_id.as_deref(),
-            c.secret_sealed.as_deref(),
-        )
-        .map_err(|e| {
-            tracing::error!(endpoint.id = %c.endpoint_id, error = %e, "webhook secret does not open");
-            "the service cannot read this endpoint's signing secret; operators: see the service log".to_string()
-        })?;
+        let secret =
+            reveal(&self.keyring, context, c.secret.as_deref(), c.secret_key_id.as_deref(), c.secret_sealed.as_deref())
+                .map_err(|e| {
+                    tracing::error!(endpoint.id = %c.endpoint_id, error = %e, "webhook secret does not open");
+                    "the service cannot read this endpoint's signing secret; operators: see the service log".to_string()
+                })?;
         signing::secret_key(&secret).ok_or_else(|| "the endpoint's secret is not a whsec_ secret".into())
     }
 
@@ -111,7 +106,7 @@ impl Worker {
              FROM due, webhook_endpoints e, webhook_events ev \
              WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id \
              RETURNING d.id AS delivery_id, d.attempts, e.id AS endpoint_id, e.tenant_id, e.url, \
-                 e.legacy_secret, e.secret_key_id, e.secret_sealed, \
+                 e.secret, e.secret_key_id, e.secret_sealed, \
                  ev.id AS event_id, ev.type AS event_type, ev.data, ev.created_at",
         )
         .bind(batch)

@@ -151,7 +151,7 @@ async fn a_dump_of_the_database_holds_no_secret_in_clear_and_webhooks_still_sign
     assert_no_secret_in(&dump(&db).await, &secrets);
     // Stored sealed under the current key, nothing in the clear columns.
     let (key_id, clear, len): (String, Option<String>, i32) = sqlx::query_as(
-        "SELECT secret_key_id, legacy_secret, octet_length(secret_sealed) FROM webhook_endpoints WHERE id = $1::uuid",
+        "SELECT secret_key_id, secret, octet_length(secret_sealed) FROM webhook_endpoints WHERE id = $1::uuid",
     )
     .bind(&s.tenant_endpoint.0)
     .fetch_one(&db)
@@ -159,7 +159,7 @@ async fn a_dump_of_the_database_holds_no_secret_in_clear_and_webhooks_still_sign
     .unwrap();
     assert_eq!((key_id.as_str(), clear, len), ("k1", None, 29 + 50));
     let (key_id, clear): (String, Option<String>) =
-        sqlx::query_as("SELECT value_key_id, legacy_value FROM job_secrets").fetch_one(&db).await.unwrap();
+        sqlx::query_as("SELECT value_key_id, value FROM job_secrets").fetch_one(&db).await.unwrap();
     assert_eq!((key_id.as_str(), clear), ("k1", None));
 
     // The service still signs with each endpoint's own secret, and the agent still gets the job's value.
@@ -197,16 +197,16 @@ async fn rows_stored_in_clear_before_0027_are_sealed_at_start(db: PgPool) {
     let app = app_with(db.clone(), K1);
     let (receiver, url) = spawn_receiver().await;
     let s = store_secrets(&app, &url).await;
-    // Put both back into the form a version before 0027 left them in (the migration renamed the columns).
+    // Put both back into the form a version before 0027 left them in.
     sqlx::query(
-        "UPDATE webhook_endpoints SET legacy_secret = $2, secret_key_id = NULL, secret_sealed = NULL WHERE id = $1::uuid",
+        "UPDATE webhook_endpoints SET secret = $2, secret_key_id = NULL, secret_sealed = NULL WHERE id = $1::uuid",
     )
     .bind(&s.tenant_endpoint.0)
     .bind(&s.tenant_endpoint.1)
     .execute(&db)
     .await
     .unwrap();
-    sqlx::query("UPDATE job_secrets SET legacy_value = $1, value_key_id = NULL, value_sealed = NULL")
+    sqlx::query("UPDATE job_secrets SET value = $1, value_key_id = NULL, value_sealed = NULL")
         .bind(JOB_SECRET)
         .execute(&db)
         .await
@@ -268,12 +268,24 @@ async fn migration_0027_keeps_a_secret_stored_in_clear_and_the_first_start_seals
 
     gpuplane::db::MIGRATOR.run(&db).await.unwrap();
     let (clear,): (Option<String>,) =
-        sqlx::query_as("SELECT legacy_secret FROM webhook_endpoints").fetch_one(&db).await.unwrap();
+        sqlx::query_as("SELECT secret FROM webhook_endpoints").fetch_one(&db).await.unwrap();
     assert_eq!(clear.as_deref(), Some(secret.as_str()), "the migration keeps it");
+    // A replica of the previous release, still running during a rolling upgrade, can still create one.
+    let old_release_secret = gpuplane::webhooks::signing::new_secret();
+    sqlx::query(
+        "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret) VALUES ($1, $2, $3, '{x}', $4)",
+    )
+    .bind(Uuid::now_v7())
+    .bind(tenant)
+    .bind(&url)
+    .bind(&old_release_secret)
+    .execute(&db)
+    .await
+    .unwrap();
     let keyring = Keyring::parse(K1).unwrap();
     let sealed = store::prepare(&db, &keyring).await.unwrap();
-    assert_eq!(sealed.webhook_secrets, 1);
-    assert_no_secret_in(&dump(&db).await, &[secret.as_str()]);
+    assert_eq!(sealed.webhook_secrets, 2);
+    assert_no_secret_in(&dump(&db).await, &[secret.as_str(), old_release_secret.as_str()]);
 
     let app = app_with(db.clone(), K1);
     let mut tx = db.begin().await.unwrap();
