@@ -62,14 +62,21 @@ async fn bench() -> anyhow::Result<()> {
 
     let tenant = Uuid::now_v7();
     sqlx::query("INSERT INTO tenants (id, name) VALUES ($1, 'bench')").bind(tenant).execute(&db).await?;
+    // The secrets sealed as the API seals them, so each attempt pays for opening one.
+    let keyring = Arc::new(gpuplane::secrets::Keyring::dev());
     for _ in 0..endpoints {
+        let id = Uuid::now_v7();
+        let sealed = keyring
+            .seal(gpuplane::secrets::Context::WebhookSecret { endpoint_id: id }, signing::new_secret().as_bytes());
         sqlx::query(
-            "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret) VALUES ($1, $2, $3, '{*}', $4)",
+            "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret_key_id, secret_sealed) \
+             VALUES ($1, $2, $3, '{*}', $4, $5)",
         )
-        .bind(Uuid::now_v7())
+        .bind(id)
         .bind(tenant)
         .bind(&url)
-        .bind(signing::new_secret())
+        .bind(&sealed.key_id)
+        .bind(&sealed.bytes)
         .execute(&db)
         .await?;
     }
@@ -87,7 +94,7 @@ async fn bench() -> anyhow::Result<()> {
     let started = Instant::now();
     let tasks: Vec<_> = (0..workers)
         .map(|_| {
-            let worker = Worker::new(db.clone(), settings.clone());
+            let worker = Worker::new(db.clone(), settings.clone(), keyring.clone());
             tokio::spawn(async move {
                 while worker.deliver_due(BATCH).await? > 0 {}
                 anyhow::Ok(())

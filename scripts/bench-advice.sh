@@ -23,7 +23,7 @@ FROM pools p, generate_series(1, 1430) i;
 INSERT INTO gpus (id, node_id, idx, uuid) SELECT gen_random_uuid(), n.id, g, n.hostname || '-' || g FROM nodes n, generate_series(0, 7) g;
 ANALYZE;
 SQL
-GPUPLANE_JWT_SECRET=bench-secret-bench-secret-bench-secret-0123 $BIN serve --bind 127.0.0.1:$PORT >/dev/null 2>&1 &
+GPUPLANE_JWT_SECRET=bench-secret-bench-secret-bench-secret-0123 GPUPLANE_SECRETS_KEY="bench:$(head -c 32 /dev/urandom | base64)" $BIN serve --bind 127.0.0.1:$PORT >/dev/null 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null; psql "$PGURL/postgres" -qc "DROP DATABASE IF EXISTS $DB" 2>/dev/null' EXIT
 API=http://127.0.0.1:$PORT

@@ -1,11 +1,12 @@
-//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `plan`, `agent`, `demo`.
+//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `rotate-secrets`, `plan`, `agent`,
+//! `demo`.
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{AppState, cancel_on_signal, openapi_document, run, spawn_background};
 use crate::auth::Role;
-use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
+use crate::config::{DatabaseArgs, LogFormat, SecretsKeyArgs, ServeArgs};
 use crate::telemetry::init_logging;
 
 #[derive(Debug, Parser)]
@@ -38,6 +39,24 @@ pub enum Command {
         #[arg(long, default_value = "bootstrap")]
         name: String,
     },
+    /// Re-seal every stored secret (webhook signing secrets, job secrets) under the current key of the secrets
+    /// keyring: put the new key first in the keyring of every replica, then run this, then drop the old key.
+    /// Idempotent: rows already under the current key are skipped, so it is safe to rerun, and to run while the
+    /// service serves.
+    RotateSecrets(RotateSecretsArgs),
+}
+
+/// `gpuplane rotate-secrets`.
+#[derive(Debug, clap::Args)]
+pub struct RotateSecretsArgs {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    #[command(flatten)]
+    pub secrets: SecretsKeyArgs,
+    /// Also open secrets sealed under the development key (made by `serve --dev`), to move them under a real
+    /// key. Without a configured keyring, seals under the development key.
+    #[arg(long)]
+    pub dev: bool,
 }
 
 pub async fn execute(cli: Cli) -> anyhow::Result<()> {
@@ -64,6 +83,28 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             eprintln!("This is the operator API key. It is shown once: store it now.");
             Ok(())
         }
+        Command::RotateSecrets(args) => {
+            init_logging(LogFormat::Text);
+            let keyring = args.secrets.keyring(args.dev)?;
+            let pool = crate::db::connect_and_migrate(&args.database).await?;
+            let done = crate::secrets::store::reseal(&pool, &keyring, crate::secrets::store::Scope::NotCurrent).await?;
+            println!(
+                "re-sealed {} webhook secret(s) and {} job secret(s) under key `{}`",
+                done.webhook_secrets,
+                done.job_secrets,
+                keyring.current_id()
+            );
+            if !done.failures.is_empty() {
+                for failure in done.failures.iter().take(20) {
+                    eprintln!("not re-sealed: {failure}");
+                }
+                anyhow::bail!(
+                    "{} secret(s) did not open and were left as they were; add their keys to the keyring and rerun",
+                    done.failures.len()
+                );
+            }
+            Ok(())
+        }
     }
 }
 
@@ -85,6 +126,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);
     let settings = args.settings()?;
     let pool = crate::db::connect_and_migrate(&args.database).await?;
+    // Refuse a keyring that cannot open what is stored; seal what older versions stored in clear.
+    crate::secrets::store::prepare(&pool, &settings.keyring).await?;
     // Heartbeats need today's telemetry partition: make sure it exists before the first one, even after days down.
     crate::agents::rollups::ensure_partitions(&pool, &settings, chrono::Utc::now()).await?;
     let state = AppState::new(pool, settings)?;

@@ -1,9 +1,13 @@
 //! Service configuration: flags with environment fallbacks (see the README's configuration table).
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
+
+use crate::secrets::Keyring;
 
 /// Default database: the local PostgreSQL of the quick start.
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/gpuplane";
@@ -57,6 +61,82 @@ pub struct ServeArgs {
     pub secure_cookies: bool,
     #[command(flatten)]
     pub webhooks: WebhookArgs,
+    #[command(flatten)]
+    pub secrets: SecretsKeyArgs,
+}
+
+/// Environment variable holding the secrets keyring itself (there is no flag: a command line is visible to
+/// every user of the host).
+pub const SECRETS_KEY_ENV: &str = "GPUPLANE_SECRETS_KEY";
+
+/// The keyring that seals the secrets the service stores (webhook signing secrets, job secret values).
+#[derive(Debug, Clone, Default, Args)]
+pub struct SecretsKeyArgs {
+    /// File holding the secrets keyring: `ID:BASE64KEY` lines (32-byte AES-256 keys, e.g. `k1:$(openssl rand
+    /// -base64 32)`), the current key first; older keys after it still open what they sealed. Or set the keyring
+    /// itself in GPUPLANE_SECRETS_KEY (entries one a line or comma-separated). Required unless --dev.
+    #[arg(long, env = "GPUPLANE_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<PathBuf>,
+}
+
+impl SecretsKeyArgs {
+    /// The configured keyring, from the file or `GPUPLANE_SECRETS_KEY`; None when neither is set.
+    pub fn configured(&self) -> anyhow::Result<Option<Keyring>> {
+        let inline = std::env::var(SECRETS_KEY_ENV).ok().filter(|v| !v.trim().is_empty());
+        keyring_from(self.secrets_key_file.as_deref(), inline.as_deref())
+    }
+
+    /// The keyring to run with: the configured one (and, with `dev`, the development key after it), or in dev
+    /// mode the development key alone. Outside dev mode a keyring is required.
+    pub fn keyring(&self, dev: bool) -> anyhow::Result<Keyring> {
+        match (self.configured()?, dev) {
+            (Some(mut keyring), true) => {
+                keyring.add_dev_key();
+                Ok(keyring)
+            }
+            (Some(keyring), false) => Ok(keyring),
+            (None, true) => {
+                tracing::warn!(
+                    "dev mode: secrets are sealed under the public development key `dev`; set \
+                     GPUPLANE_SECRETS_KEY_FILE for real secrets"
+                );
+                Ok(Keyring::dev())
+            }
+            (None, false) => anyhow::bail!(
+                "no secrets key: set GPUPLANE_SECRETS_KEY_FILE (or --secrets-key-file) to a file of `ID:BASE64KEY` \
+                 lines, or GPUPLANE_SECRETS_KEY to the keyring itself; make a key with \
+                 `echo \"k1:$(openssl rand -base64 32)\"`. Webhook signing secrets and job secrets are stored sealed \
+                 under it and cannot be read without it. Or pass --dev for local development"
+            ),
+        }
+    }
+}
+
+/// A keyring from a key file or the text of `GPUPLANE_SECRETS_KEY` (not both).
+pub fn keyring_from(file: Option<&std::path::Path>, inline: Option<&str>) -> anyhow::Result<Option<Keyring>> {
+    let (text, source) = match (file, inline) {
+        (Some(_), Some(_)) => anyhow::bail!(
+            "both GPUPLANE_SECRETS_KEY_FILE (--secrets-key-file) and {SECRETS_KEY_ENV} are set: set one of them"
+        ),
+        (None, None) => return Ok(None),
+        (None, Some(text)) => (text.to_owned(), SECRETS_KEY_ENV.to_owned()),
+        (Some(path), None) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("cannot read the secrets key file {}: {e}", path.display()))?;
+            #[cfg(unix)]
+            if let Ok(meta) = std::fs::metadata(path) {
+                use std::os::unix::fs::PermissionsExt;
+                if meta.permissions().mode() & 0o077 != 0 {
+                    tracing::warn!(
+                        path = %path.display(),
+                        "the secrets key file can be read by other users of this host: chmod 600 it"
+                    );
+                }
+            }
+            (text, format!("the secrets key file {}", path.display()))
+        }
+    };
+    Keyring::parse(&text).map(Some).map_err(|e| anyhow::anyhow!("{source}: {e}"))
 }
 
 /// Webhook delivery and the alerts the background checks raise.
@@ -259,10 +339,12 @@ pub struct Settings {
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
     pub webhooks: WebhookSettings,
+    /// Seals the secrets the service stores; see [`crate::secrets`].
+    pub keyring: Arc<Keyring>,
 }
 
 impl Settings {
-    /// Defaults for everything but the secret.
+    /// Defaults for everything but the secret; secrets are sealed under the development key.
     pub fn new(jwt_secret: Secret) -> Self {
         Settings::from_parts(jwt_secret, Duration::from_secs(900), &AgentArgs::default())
     }
@@ -285,6 +367,7 @@ impl Settings {
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
             webhooks: WebhookSettings::from(&WebhookArgs::default()),
+            keyring: Arc::new(Keyring::dev()),
         }
     }
 }
@@ -363,6 +446,7 @@ impl ServeArgs {
         settings.rate_limit = r;
         settings.secure_cookies = self.secure_cookies;
         settings.webhooks = WebhookSettings::from(w);
+        settings.keyring = Arc::new(self.secrets.keyring(self.dev)?);
         Ok(settings)
     }
 }
@@ -409,6 +493,34 @@ mod tests {
         ] {
             assert!(settings(&bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_secrets_keyring_comes_from_a_file_or_the_environment_not_both() {
+        use super::keyring_from;
+        const KEY: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+        let dir = std::env::temp_dir().join(format!("gpuplane-keyring-{}", uuid::Uuid::now_v7()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("keys");
+        std::fs::write(&file, format!("# current first\nk2:Hx4dHBsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA\n{KEY}\n"))
+            .unwrap();
+        let keyring = keyring_from(Some(&file), None).unwrap().unwrap();
+        assert_eq!(keyring.ids().collect::<Vec<_>>(), ["k2", "k1"]);
+        assert_eq!(keyring_from(None, Some(KEY)).unwrap().unwrap().current_id(), "k1");
+        assert!(keyring_from(None, None).unwrap().is_none());
+        let both = keyring_from(Some(&file), Some(KEY)).unwrap_err().to_string();
+        assert!(both.contains("set one of them"), "{both}");
+        let missing = keyring_from(Some(&dir.join("nope")), None).unwrap_err().to_string();
+        assert!(missing.contains("cannot read the secrets key file") && missing.contains("nope"), "{missing}");
+        std::fs::write(&file, "k1:AAECAwQFBgcICQoLDA0ODw==\n").unwrap();
+        let short = keyring_from(Some(&file), None).unwrap_err().to_string();
+        assert!(
+            short.contains("secrets key file") && short.contains("entry 1") && !short.contains("AAECAw"),
+            "{short}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        // --dev without a keyring: the development key.
+        assert_eq!(settings(&[]).unwrap().keyring.current_id(), crate::secrets::DEV_KEY_ID);
     }
 
     #[test]

@@ -24,6 +24,7 @@ pub mod leases;
 pub mod openapi;
 pub mod planning;
 pub mod rate_limit;
+pub mod secrets;
 pub mod telemetry;
 pub mod tenants;
 pub mod webhooks;

@@ -85,6 +85,23 @@ const PROBLEMS: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// Response bodies that carry a secret (a key, a token, a signing secret, a job's secret values). Every response
+/// with one of them is marked `x-gpuplane-secret: true` and declares `Cache-Control: no-store`, which its handler
+/// sends (`auth::routes::NO_STORE`); tests/api/openapi.rs calls each marked response and checks the header, and
+/// checks that every schema with a secret-looking field is listed here.
+pub const SECRET_SCHEMAS: &[&str] = &[
+    "AssignmentList",
+    "ConsoleSession",
+    "CreatedApiKey",
+    "CreatedJoinToken",
+    "CreatedWebhookEndpoint",
+    "RegisterResponse",
+    "RotatedApiKey",
+    "TokenResponse",
+];
+/// The extension that marks a response carrying a secret.
+pub const SECRET_EXTENSION: &str = "x-gpuplane-secret";
+
 /// Operations throttled per client address (see `rate_limit`): they may answer 429.
 const THROTTLED_OPERATIONS: &[&str] = &["create_token", "create_console_session", "register_agent"];
 
@@ -132,7 +149,33 @@ pub fn complete(api: &mut utoipa::openapi::OpenApi) {
             [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten()
         {
             complete_operation(op, has_path_params, user);
+            mark_secret_responses(op);
         }
+    }
+}
+
+/// Mark the responses whose body is one of [`SECRET_SCHEMAS`] and declare their `Cache-Control: no-store`.
+fn mark_secret_responses(op: &mut Operation) {
+    use utoipa::openapi::extensions::ExtensionsBuilder;
+    use utoipa::openapi::header::HeaderBuilder;
+    use utoipa::openapi::{ObjectBuilder, Type};
+    for response in op.responses.responses.values_mut() {
+        let RefOr::T(response) = response else { continue };
+        let secret = response.content.values().any(|content| match content {
+            RefOr::T(c) => matches!(&c.schema, Some(RefOr::Ref(r))
+                if SECRET_SCHEMAS.iter().any(|name| r.ref_location == format!("#/components/schemas/{name}"))),
+            RefOr::Ref(_) => false,
+        });
+        if !secret {
+            continue;
+        }
+        let marker = ExtensionsBuilder::new().add(SECRET_EXTENSION, true).build();
+        response.extensions.get_or_insert_with(Default::default).merge(marker);
+        let no_store = HeaderBuilder::new()
+            .schema(Some(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["no-store"]))))
+            .description(Some("The body carries a secret: no cache may keep it."))
+            .build();
+        response.headers.insert("Cache-Control".to_string(), RefOr::T(no_store));
     }
 }
 

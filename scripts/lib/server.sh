@@ -8,14 +8,15 @@ fresh_database() {
 }
 
 # start_server TAG BIN DATABASE_URL WORK [NAME=VALUE ...]: `BIN serve --bind 127.0.0.1:0` on DATABASE_URL with a
-# random signing secret and the given extra environment; stderr to WORK/server.log, stdout (drained, so the server
+# random signing secret, a random secrets key (key id TAG) and the given extra environment; stderr to WORK/server.log, stdout (drained, so the server
 # can never block on a full pipe) to WORK/server.stdout. Sets `server_pid`, and `url` from its listening line.
 start_server() {
   local tag=$1 bin=$2 database_url=$3 work=$4 line=""
   shift 4
   mkfifo "$work/server.out"
-  env DATABASE_URL="$database_url" \
+  env -u GPUPLANE_SECRETS_KEY_FILE DATABASE_URL="$database_url" \
     GPUPLANE_JWT_SECRET="$tag-secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')" \
+    GPUPLANE_SECRETS_KEY="$tag:$(head -c 32 /dev/urandom | base64)" \
     RUST_LOG="${RUST_LOG:-warn}" "$@" \
     "$bin" serve --bind 127.0.0.1:0 >"$work/server.out" 2>"$work/server.log" &
   server_pid=$!

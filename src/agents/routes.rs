@@ -14,6 +14,7 @@ use super::protocol::{
     DesiredState, FATAL_XIDS, GpuSample, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
 };
 use crate::app::AppState;
+use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
@@ -48,7 +49,7 @@ pub async fn register_agent(
     State(state): State<AppState>,
     proof: Option<AgentAuth>,
     ApiJson(req): ApiJson<RegisterRequest>,
-) -> ApiResult<(StatusCode, Json<RegisterResponse>)> {
+) -> ApiResult<(StatusCode, NoStore, Json<RegisterResponse>)> {
     let facts = &req.node;
     let node_request = CreateNodeRequest {
         pool_id: Uuid::nil(),
@@ -199,7 +200,7 @@ pub async fn register_agent(
     tx.commit().await?;
     tracing::info!(node.id = %node_id, hostname = %facts.hostname, attached = (status == StatusCode::OK), "agent registered");
     let interval = state.settings.heartbeat_interval.as_secs() as u32;
-    Ok((status, Json(RegisterResponse { node_id, pool_id, agent_token, heartbeat_interval_s: interval })))
+    Ok((status, NO_STORE, Json(RegisterResponse { node_id, pool_id, agent_token, heartbeat_interval_s: interval })))
 }
 
 /// A reported version is free text from the host (judged by `readiness`), but bounded and printable.

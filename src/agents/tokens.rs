@@ -11,6 +11,7 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::app::AppState;
+use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, new_id};
@@ -73,7 +74,7 @@ pub async fn create_join_token(
     op: OperatorAuth,
     ApiPath(pool_id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<CreateJoinTokenRequest>,
-) -> ApiResult<(StatusCode, Json<CreatedJoinToken>)> {
+) -> ApiResult<(StatusCode, NoStore, Json<CreatedJoinToken>)> {
     let mut errors = Vec::new();
     if !(1..=100_000).contains(&req.max_uses) {
         errors.push(FieldError::new("max_uses", "must be between 1 and 100000"));
@@ -101,7 +102,7 @@ pub async fn create_join_token(
     .fetch_optional(&state.db)
     .await?;
     let token = token.ok_or(ApiError::NotFound("pool"))?;
-    Ok((StatusCode::CREATED, Json(CreatedJoinToken { token, join_token: secret.secret })))
+    Ok((StatusCode::CREATED, NO_STORE, Json(CreatedJoinToken { token, join_token: secret.secret })))
 }
 
 /// List a pool's join tokens.

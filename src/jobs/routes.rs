@@ -22,6 +22,7 @@ use super::render::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInp
 use super::store::{self, NewJob, ReportError};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
 use crate::app::AppState;
+use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
@@ -480,6 +481,7 @@ pub async fn create_job(
     }
     store::insert_job(
         &mut tx,
+        &state.settings.keyring,
         NewJob {
             id: job_id,
             tenant_id: auth.tenant_id,
@@ -659,12 +661,16 @@ pub fn stale_credential() -> ApiError {
     get, path = "/v1/agent/assignments", tag = "agents", operation_id = "get_assignments",
     responses((status = 200, description = "The node's assignments", body = AssignmentList))
 )]
-pub async fn get_assignments(State(state): State<AppState>, agent: AgentAuth) -> ApiResult<Json<AssignmentList>> {
+pub async fn get_assignments(
+    State(state): State<AppState>,
+    agent: AgentAuth,
+) -> ApiResult<(NoStore, Json<AssignmentList>)> {
     let mut tx = state.db.begin().await?;
-    let list =
-        store::fetch_assignments(&mut tx, agent.node_id, agent.generation).await?.ok_or_else(stale_credential)?;
+    let list = store::fetch_assignments(&mut tx, &state.settings.keyring, agent.node_id, agent.generation)
+        .await?
+        .ok_or_else(stale_credential)?;
     tx.commit().await?;
-    Ok(Json(list))
+    Ok((NO_STORE, Json(list)))
 }
 
 /// Report a state transition of an assignment's process (running, succeeded, failed, cancelled) with its exit
@@ -685,13 +691,21 @@ pub async fn report_assignment_status(
         return Err(ApiError::field("output_tail", "at most 1000 lines (the service keeps the last 50)"));
     }
     let mut tx = state.db.begin().await?;
-    let (state_now, desired) =
-        match store::report_status(&mut tx, agent.node_id, agent.generation, job_node_id, &report).await {
-            Ok(recorded) => recorded,
-            Err(ReportError::StaleCredential) => return Err(stale_credential()),
-            Err(ReportError::NotFound) => return Err(ApiError::NotFound("assignment")),
-            Err(ReportError::Database(err)) => return Err(err.into()),
-        };
+    let (state_now, desired) = match store::report_status(
+        &mut tx,
+        &state.settings.keyring,
+        agent.node_id,
+        agent.generation,
+        job_node_id,
+        &report,
+    )
+    .await
+    {
+        Ok(recorded) => recorded,
+        Err(ReportError::StaleCredential) => return Err(stale_credential()),
+        Err(ReportError::NotFound) => return Err(ApiError::NotFound("assignment")),
+        Err(ReportError::Database(err)) => return Err(err.into()),
+    };
     tx.commit().await?;
     Ok(Json(AssignmentStatusResponse { state: state_now, desired }))
 }

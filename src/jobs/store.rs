@@ -16,6 +16,8 @@ use super::{Desired, Job, JobNode, JobState, StateChange, aggregate};
 use crate::extract::new_id;
 use crate::leases::LeaseState;
 use crate::planner::Plan;
+use crate::secrets::store::{read_error, reveal};
+use crate::secrets::{Context, Keyring};
 
 /// Append a state change to `history` (SQL fragment; `$s` the state, `$r` the reason).
 fn history_push(state: &str, reason: &str) -> String {
@@ -40,7 +42,8 @@ pub struct NewJob<'a> {
     pub secrets: &'a BTreeMap<String, String>,
 }
 
-pub async fn insert_job(conn: &mut PgConnection, job: NewJob<'_>) -> Result<(), sqlx::Error> {
+/// Store a job; its secret values sealed under the keyring's current key.
+pub async fn insert_job(conn: &mut PgConnection, keyring: &Keyring, job: NewJob<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO jobs (id, tenant_id, lease_id, template, template_version, request, plan, created_by) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -75,23 +78,54 @@ pub async fn insert_job(conn: &mut PgConnection, job: NewJob<'_>) -> Result<(), 
     .await?;
     if !job.secrets.is_empty() {
         let names: Vec<&str> = job.secrets.keys().map(String::as_str).collect();
-        let values: Vec<&str> = job.secrets.values().map(String::as_str).collect();
-        sqlx::query("INSERT INTO job_secrets (job_id, name, value) SELECT $1, u.name, u.value FROM UNNEST($2::text[], $3::text[]) AS u(name, value)")
-            .bind(job.id)
-            .bind(&names)
-            .bind(&values)
-            .execute(conn)
-            .await?;
+        let sealed: Vec<_> = job
+            .secrets
+            .iter()
+            .map(|(name, value)| keyring.seal(Context::JobSecret { job_id: job.id, name }, value.as_bytes()))
+            .collect();
+        let key_ids: Vec<&str> = sealed.iter().map(|s| s.key_id.as_str()).collect();
+        let bytes: Vec<&[u8]> = sealed.iter().map(|s| s.bytes.as_slice()).collect();
+        sqlx::query(
+            "INSERT INTO job_secrets (job_id, name, value_key_id, value_sealed) \
+             SELECT $1, u.name, u.key_id, u.sealed FROM UNNEST($2::text[], $3::text[], $4::bytea[]) AS u(name, key_id, sealed)",
+        )
+        .bind(job.id)
+        .bind(&names)
+        .bind(&key_ids)
+        .bind(&bytes)
+        .execute(conn)
+        .await?;
     }
     Ok(())
 }
 
-/// A job's secret environment values.
-async fn job_secrets(conn: &mut PgConnection, job_id: Uuid) -> Result<Vec<(String, String)>, sqlx::Error> {
-    sqlx::query_as("SELECT name, value FROM job_secrets WHERE job_id = $1 ORDER BY name")
-        .bind(job_id)
-        .fetch_all(conn)
-        .await
+/// The secret environment values of the given jobs, opened: (job id, name, value).
+async fn job_secrets(
+    conn: &mut PgConnection,
+    keyring: &Keyring,
+    job_ids: &[Uuid],
+) -> Result<Vec<(Uuid, String, String)>, sqlx::Error> {
+    type Row = (Uuid, String, Option<String>, Option<String>, Option<Vec<u8>>);
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT job_id, name, value, value_key_id, value_sealed FROM job_secrets \
+         WHERE job_id = ANY($1) ORDER BY job_id, name",
+    )
+    .bind(job_ids)
+    .fetch_all(conn)
+    .await?;
+    rows.into_iter()
+        .map(|(job_id, name, clear, key_id, sealed)| {
+            let value = reveal(
+                keyring,
+                Context::JobSecret { job_id, name: &name },
+                clear.as_deref(),
+                key_id.as_deref(),
+                sealed.as_deref(),
+            )
+            .map_err(|e| read_error(&format!("secret {name} of job {job_id}"), e))?;
+            Ok((job_id, name, value))
+        })
+        .collect()
 }
 
 /// What the service stores of a process's output: every secret value of its job replaced by `***`.
@@ -369,6 +403,7 @@ async fn agent_current(conn: &mut PgConnection, node_id: Uuid, generation: i64) 
 /// credential generation is stale.
 pub async fn fetch_assignments(
     conn: &mut PgConnection,
+    keyring: &Keyring,
     node_id: Uuid,
     generation: i64,
 ) -> Result<Option<AssignmentList>, sqlx::Error> {
@@ -407,11 +442,7 @@ pub async fn fetch_assignments(
     .await?;
     // Secret values reach only the agents of the job's own nodes, in the assignment's environment.
     let job_ids: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
-    let secrets: Vec<(Uuid, String, String)> =
-        sqlx::query_as("SELECT job_id, name, value FROM job_secrets WHERE job_id = ANY($1)")
-            .bind(&job_ids)
-            .fetch_all(&mut *conn)
-            .await?;
+    let secrets = job_secrets(conn, keyring, &job_ids).await?;
     let assignments = rows
         .into_iter()
         .map(|(job_node_id, job_id, lease_id, desired, state, spec)| {
@@ -481,6 +512,7 @@ impl From<sqlx::Error> for ReportError {
 /// reported. Returns the node's state and desired state as recorded now.
 pub async fn report_status(
     conn: &mut PgConnection,
+    keyring: &Keyring,
     node_id: Uuid,
     generation: i64,
     job_node_id: Uuid,
@@ -502,7 +534,8 @@ pub async fn report_status(
             .fetch_one(&mut *conn)
             .await?;
     let next: JobState = report.state.into();
-    let secrets = job_secrets(conn, job_id).await?;
+    let secrets: Vec<(String, String)> =
+        job_secrets(conn, keyring, &[job_id]).await?.into_iter().map(|(_, name, value)| (name, value)).collect();
     let masked: Vec<String> = report.output_tail.iter().map(|line| mask_secrets(line, &secrets)).collect();
     let tail = sqlx::types::Json(clamp_tail(&masked));
     let reason = report.reason.as_ref().map(|r| mask_secrets(r, &secrets).chars().take(500).collect::<String>());

@@ -6,6 +6,7 @@
 //! leaves the delivery due again once its claim lapses: delivery is at-least-once, receivers de-duplicate by
 //! `webhook-id`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -18,6 +19,8 @@ use super::ssrf;
 use crate::app::AppState;
 use crate::config::WebhookSettings;
 use crate::extract::new_id;
+use crate::secrets::store::reveal;
+use crate::secrets::{Context, Keyring};
 
 /// Longest an attempt may take, end to end.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,7 +39,9 @@ struct Claimed {
     endpoint_id: Uuid,
     tenant_id: Option<Uuid>,
     url: String,
-    secret: String,
+    secret: Option<String>,
+    secret_key_id: Option<String>,
+    secret_sealed: Option<Vec<u8>>,
     event_id: Uuid,
     event_type: String,
     data: serde_json::Value,
@@ -61,18 +66,32 @@ pub fn client_builder() -> reqwest::ClientBuilder {
         .user_agent(concat!("gpuplane-webhooks/", env!("CARGO_PKG_VERSION")))
 }
 
-/// The worker: shared HTTP client and settings.
+/// The worker: shared HTTP client and settings, and the keyring that opens the endpoints' secrets.
 #[derive(Clone)]
 pub struct Worker {
     db: PgPool,
     settings: WebhookSettings,
+    keyring: Arc<Keyring>,
     client: reqwest::Client,
 }
 
 impl Worker {
-    pub fn new(db: PgPool, settings: WebhookSettings) -> Self {
+    pub fn new(db: PgPool, settings: WebhookSettings, keyring: Arc<Keyring>) -> Self {
         let client = client_builder().build().expect("the HTTP client builds");
-        Worker { db, settings, client }
+        Worker { db, settings, keyring, client }
+    }
+
+    /// The signing key of the claimed delivery's endpoint. The reason it is missing goes to the log; the
+    /// tenant's delivery log only says that the service could not sign.
+    fn signing_key(&self, c: &Claimed) -> Result<Vec<u8>, String> {
+        let context = Context::WebhookSecret { endpoint_id: c.endpoint_id };
+        let secret =
+            reveal(&self.keyring, context, c.secret.as_deref(), c.secret_key_id.as_deref(), c.secret_sealed.as_deref())
+                .map_err(|e| {
+                    tracing::error!(endpoint.id = %c.endpoint_id, error = %e, "webhook secret does not open");
+                    "the service cannot read this endpoint's signing secret; operators: see the service log".to_string()
+                })?;
+        signing::secret_key(&secret).ok_or_else(|| "the endpoint's secret is not a whsec_ secret".into())
     }
 
     /// Claim up to `batch` due deliveries and attempt them concurrently. Returns how many were attempted.
@@ -86,7 +105,8 @@ impl Worker {
              UPDATE webhook_deliveries d SET claim = $2, next_attempt_at = now() + make_interval(secs => $3) \
              FROM due, webhook_endpoints e, webhook_events ev \
              WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id \
-             RETURNING d.id AS delivery_id, d.attempts, e.id AS endpoint_id, e.tenant_id, e.url, e.secret, \
+             RETURNING d.id AS delivery_id, d.attempts, e.id AS endpoint_id, e.tenant_id, e.url, \
+                 e.secret, e.secret_key_id, e.secret_sealed, \
                  ev.id AS event_id, ev.type AS event_type, ev.data, ev.created_at",
         )
         .bind(batch)
@@ -126,8 +146,9 @@ impl Worker {
                 Err(e) => return failed(format!("client: {e}"), None, started),
             },
         };
-        let Some(key) = signing::secret_key(&c.secret) else {
-            return failed("the endpoint's secret is not a whsec_ secret".into(), None, started);
+        let key = match self.signing_key(c) {
+            Ok(key) => key,
+            Err(e) => return failed(e, None, started),
         };
         let body = serde_json::to_vec(&serde_json::json!({
             "type": c.event_type,
@@ -260,7 +281,7 @@ fn describe(e: &reqwest::Error) -> String {
 
 /// Deliver until `shutdown`: straight on while there is work, polling when there is none.
 pub async fn run(state: AppState, shutdown: CancellationToken) {
-    let worker = Worker::new(state.db.clone(), state.settings.webhooks.clone());
+    let worker = Worker::new(state.db.clone(), state.settings.webhooks.clone(), state.settings.keyring.clone());
     let idle = state.settings.webhooks.poll_interval;
     loop {
         let wait = match worker.deliver_due(BATCH).await {

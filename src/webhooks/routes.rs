@@ -17,9 +17,11 @@ use uuid::Uuid;
 
 use super::{Audience, signing, ssrf};
 use crate::app::AppState;
+use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_text, new_id};
+use crate::secrets::Context;
 
 crate::page_schema!(WebhookEndpointPage, WebhookEndpoint);
 crate::page_schema!(WebhookDeliveryPage, WebhookDelivery);
@@ -293,7 +295,7 @@ pub async fn create_webhook(
     State(state): State<AppState>,
     WebhookOwner(audience): WebhookOwner,
     ApiJson(req): ApiJson<CreateWebhookRequest>,
-) -> ApiResult<(StatusCode, Json<CreatedWebhookEndpoint>)> {
+) -> ApiResult<(StatusCode, NoStore, Json<CreatedWebhookEndpoint>)> {
     let mut errors = Vec::new();
     let description = req.description.unwrap_or_default();
     check_event_types(&req.event_types, &mut errors);
@@ -317,22 +319,27 @@ pub async fn create_webhook(
     if count >= MAX_ENDPOINTS {
         return Err(ApiError::conflict("too_many_webhooks", format!("at most {MAX_ENDPOINTS} webhook endpoints")));
     }
+    let id = new_id();
+    // Stored sealed: the service must sign with it, but a dump of the database must not give it away.
+    let sealed = state.settings.keyring.seal(Context::WebhookSecret { endpoint_id: id }, secret.as_bytes());
     let endpoint: WebhookEndpoint = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, description, enabled, secret) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {ENDPOINT_COLUMNS}"
+        "INSERT INTO webhook_endpoints \
+             (id, tenant_id, url, event_types, description, enabled, secret_key_id, secret_sealed) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {ENDPOINT_COLUMNS}"
     )))
-    .bind(new_id())
+    .bind(id)
     .bind(audience.tenant_id())
     .bind(&req.url)
     .bind(&req.event_types)
     .bind(&description)
     .bind(req.enabled.unwrap_or(true))
-    .bind(&secret)
+    .bind(&sealed.key_id)
+    .bind(&sealed.bytes)
     .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
     tracing::info!(endpoint.id = %endpoint.id, ?audience, "webhook endpoint created");
-    Ok((StatusCode::CREATED, Json(CreatedWebhookEndpoint { endpoint, secret })))
+    Ok((StatusCode::CREATED, NO_STORE, Json(CreatedWebhookEndpoint { endpoint, secret })))
 }
 
 /// One of the caller's endpoints.

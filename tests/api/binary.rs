@@ -59,6 +59,8 @@ pub fn spawn_server_with(db_url: &str, bind: &str, extra_env: &[(&str, &str)], s
     cmd.args(["serve", "--bind", bind])
         .env("DATABASE_URL", db_url)
         .env("GPUPLANE_JWT_SECRET", TEST_SECRET)
+        .env("GPUPLANE_SECRETS_KEY", crate::secrets::K1)
+        .env_remove("GPUPLANE_SECRETS_KEY_FILE")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(stderr);
@@ -119,6 +121,59 @@ fn serve_refuses_a_missing_or_weak_secret() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("GPUPLANE_JWT_SECRET"), "clear error: {err}");
     }
+}
+
+/// `gpuplane ARGS` on `db_url` with the secrets keyring `keyring` (None: no keyring at all); its output.
+fn gpuplane(args: &[&str], db_url: &str, keyring: Option<&str>) -> std::process::Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
+    cmd.args(args)
+        .env("DATABASE_URL", db_url)
+        .env("GPUPLANE_JWT_SECRET", TEST_SECRET)
+        .env("RUST_LOG", "warn")
+        .env_remove("GPUPLANE_SECRETS_KEY")
+        .env_remove("GPUPLANE_SECRETS_KEY_FILE")
+        .env_remove("GPUPLANE_DEV");
+    if let Some(keyring) = keyring {
+        cmd.env("GPUPLANE_SECRETS_KEY", keyring);
+    }
+    cmd.output().unwrap()
+}
+
+#[sqlx::test]
+async fn serve_refuses_to_start_without_the_keys_its_secrets_are_sealed_under(db: PgPool) {
+    let url = database_url(&db);
+    let serve = ["serve", "--bind", "127.0.0.1:0"];
+    // No keyring at all: refused before anything is touched, saying what to set.
+    let out = gpuplane(&serve, &url, None);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("GPUPLANE_SECRETS_KEY_FILE") && err.contains("--dev"), "clear error: {err}");
+    // A malformed one: refused without quoting the key.
+    let out = gpuplane(&serve, &url, Some("k1:c2hvcnQ="));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("GPUPLANE_SECRETS_KEY: entry 1") && !err.contains("c2hvcnQ"),
+        "{err}"
+    );
+
+    // A secret sealed under k1; a keyring of k2 alone cannot open it: refused, naming k1.
+    let app = crate::secrets::app_with(db.clone(), crate::secrets::K1);
+    let op = app.operator().await;
+    crate::webhooks::create_endpoint(&app, &op, "https://hooks.example.com/x", serde_json::json!(["*"])).await;
+    let out = gpuplane(&serve, &url, Some(crate::secrets::K2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("key id(s) k1") && err.contains("holds: k2"), "{err}");
+
+    // Rotation with k2 first: once, then nothing to do; then k2 alone serves.
+    let both = format!("{}\n{}", crate::secrets::K2, crate::secrets::K1);
+    for expected in ["re-sealed 1 webhook secret(s) and 0 job secret(s) under key `k2`", "re-sealed 0 webhook"] {
+        let out = gpuplane(&["rotate-secrets"], &url, Some(&both));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && said.contains(expected), "{said} {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (mut child, base) = spawn_server(&url, &[("GPUPLANE_SECRETS_KEY", crate::secrets::K2)]);
+    assert_eq!(reqwest::get(format!("{base}/healthz")).await.unwrap().status(), 200);
+    assert!(terminate(&mut child).success());
 }
 
 #[test]

@@ -28,6 +28,7 @@ mod outage_e2e;
 mod planning;
 mod readiness;
 mod readiness_e2e;
+mod secrets;
 mod tenants;
 mod torch_e2e;
 mod webhooks;

@@ -85,7 +85,7 @@ pub(crate) fn app(db: PgPool) -> TestApp {
 }
 
 pub(crate) fn worker(app: &TestApp) -> Worker {
-    Worker::new(app.db.clone(), app.state.settings.webhooks.clone())
+    Worker::new(app.db.clone(), app.state.settings.webhooks.clone(), app.state.settings.keyring.clone())
 }
 
 /// Run delivery rounds until `done` holds, or fail after a deadline.
@@ -180,21 +180,27 @@ async fn private_and_plain_http_urls_are_refused_without_the_flag_also_at_delive
     }
     // An endpoint whose address turned private after it was checked is refused when delivering, not called.
     let (receiver, url) = spawn_receiver().await;
-    let secret = gpuplane::webhooks::signing::new_secret();
+    let endpoint_id = uuid::Uuid::now_v7();
+    let sealed = app.state.settings.keyring.seal(
+        gpuplane::secrets::Context::WebhookSecret { endpoint_id },
+        gpuplane::webhooks::signing::new_secret().as_bytes(),
+    );
     sqlx::query(
-        "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret) VALUES ($1, $2::uuid, $3, '{*}', $4)",
+        "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret_key_id, secret_sealed) \
+         VALUES ($1, $2::uuid, $3, '{*}', $4, $5)",
     )
-    .bind(uuid::Uuid::now_v7())
+    .bind(endpoint_id)
     .bind(&tenant_id)
     .bind(url.replace("http://", "https://"))
-    .bind(&secret)
+    .bind(&sealed.key_id)
+    .bind(&sealed.bytes)
     .execute(&db)
     .await
     .unwrap();
     let mut tx = db.begin().await.unwrap();
     emit(&mut tx, Audience::Tenant(tenant_id.parse().unwrap()), "lease.started", json!({})).await.unwrap();
     tx.commit().await.unwrap();
-    let worker = Worker::new(db.clone(), app.state.settings.webhooks.clone());
+    let worker = worker(&app);
     assert_eq!(worker.deliver_due(32).await.unwrap(), 1);
     assert!(receiver.requests.lock().unwrap().is_empty(), "nothing was sent to a loopback address");
     let (error,): (String,) = sqlx::query_as("SELECT error FROM webhook_attempts").fetch_one(&db).await.unwrap();

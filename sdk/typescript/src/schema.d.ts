@@ -4298,6 +4298,8 @@ export interface operations {
             /** @description The key; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4368,6 +4370,8 @@ export interface operations {
             /** @description The successor key (its secret is shown only now) and the old key's end */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5262,6 +5266,8 @@ export interface operations {
             /** @description The token; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5638,6 +5644,8 @@ export interface operations {
             /** @description The key; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5782,6 +5790,8 @@ export interface operations {
             /** @description The node's assignments */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5912,6 +5922,8 @@ export interface operations {
             /** @description The existing node of this hostname, re-attached */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5921,6 +5933,8 @@ export interface operations {
             /** @description A new node */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -5970,6 +5984,8 @@ export interface operations {
             /** @description A bearer token for the key's principal */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6165,6 +6181,8 @@ export interface operations {
             /** @description Who is signed in */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6193,6 +6211,8 @@ export interface operations {
             /** @description Signed in; the cookies are set */
             200: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     /** @description `gp_session` (HttpOnly) and `gp_csrf` */
                     "Set-Cookie"?: string;
                     [name: string]: unknown;
@@ -7114,6 +7134,8 @@ export interface operations {
             /** @description The key; its secret is shown only now */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7175,6 +7197,8 @@ export interface operations {
             /** @description The successor key (its secret is shown only now) and the old key's end */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7338,6 +7362,8 @@ export interface operations {
             /** @description The endpoint and its signing secret (shown once) */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {
