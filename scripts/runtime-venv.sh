@@ -32,6 +32,16 @@ if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs" >&2
   echo "$want" >"$venv/.stamp"
 fi
+# The frameworks whose config files gpuplane renders, to check them with their own parsers
+# (scripts/check-framework-files.py): added to the same environment (torch is there), their own stamp.
+frameworks="$root/runtime/requirements-frameworks.txt"
+want_frameworks=$(grep -v '^#' "$frameworks" | sed '/^$/d' | sort | tr '\n' ' ')
+if [ "$(cat "$venv/.stamp-frameworks" 2>/dev/null)" != "$want_frameworks" ]; then
+  echo "runtime-venv: installing $want_frameworks into $venv" >&2
+  # DeepSpeed builds from its sdist against the torch installed here (no ops compiled: DS_BUILD_OPS=0).
+  DS_BUILD_OPS=0 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation -r "$frameworks" >&2
+  echo "$want_frameworks" >"$venv/.stamp-frameworks"
+fi
 # Non-editable, no dependency resolution: the pins above are the environment.
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$root/runtime" >&2
 echo "$venv"

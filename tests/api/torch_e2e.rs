@@ -225,3 +225,80 @@ async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool
     }
     let _ = std::fs::remove_dir_all(&example);
 }
+
+/// Every framework file gpuplane renders is read by that framework's own parser (DeepSpeed's `DeepSpeedConfig`,
+/// Accelerate's config loader and launch validation, the runtime's plan parser), for plans across ZeRO stages,
+/// offload and parallel splits: `scripts/check-framework-files.py` says which and why Megatron's is not.
+#[sqlx::test]
+async fn rendered_framework_files_are_read_by_their_frameworks(db: PgPool) {
+    use crate::common::TestApp;
+    use axum::http::StatusCode;
+
+    let (venv, _) = runtime_venv();
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-frameworks", "h100").await;
+    for i in 0..2 {
+        app.node(&op, &pool, &format!("fw-{i}"), 4).await;
+    }
+    let lease = app
+        .post(
+            "/v1/leases",
+            &tenant,
+            json!({ "pool_id": pool, "gpu_count": 8, "duration_hours": 1, "placement": "pack" }),
+        )
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let lease_id = lease["id"].as_str().unwrap();
+    let jobs = [
+        ("deepspeed", json!({ "zero_stage": 1 })),
+        ("deepspeed", json!({ "zero_stage": 2, "offload": "optimizer" })),
+        ("deepspeed", json!({ "zero_stage": 3, "offload": "optimizer_and_params", "recompute": "full" })),
+        ("torchrun-fsdp", json!({ "zero_stage": 3 })),
+        ("torchrun-fsdp", json!({ "zero_stage": 2, "offload": "optimizer_and_params", "recompute": "full" })),
+        ("gpuplane-runtime", json!({ "tp": 2, "pp": 2 })),
+    ];
+    let dir = std::env::temp_dir().join(format!("gpuplane-framework-files-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (i, (template, pins)) in jobs.iter().enumerate() {
+        let job = app
+            .post(
+                &format!("/v1/leases/{lease_id}/jobs"),
+                &tenant,
+                json!({ "template": template, "model": {"preset": "llama2-7b"}, "command": ["train.py"], "pins": pins,
+                        "workload": {"kind": "train", "seq_len": 4096, "global_batch": 256} }),
+            )
+            .await
+            .expect(StatusCode::CREATED)
+            .body;
+        for node in job["nodes"].as_array().unwrap() {
+            let spec_dir = dir.join(format!("{i}-{template}-rank{}", node["node_rank"]));
+            std::fs::create_dir_all(&spec_dir).unwrap();
+            std::fs::write(spec_dir.join("world.json"), json!({ "dp": job["plan"]["dp"] }).to_string()).unwrap();
+            for file in node["spec"]["files"].as_array().unwrap() {
+                std::fs::write(spec_dir.join(file["path"].as_str().unwrap()), file["content"].as_str().unwrap())
+                    .unwrap();
+            }
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/check-framework-files.py");
+    let out = Command::new(venv.join("bin/python")).arg(&script).arg(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    for name in ["ds_config.json", "accelerate_config.json", "gpuplane_plan.json"] {
+        assert!(said.lines().any(|l| l.starts_with("ok ") && l.ends_with(name)), "{name} not checked: {said}");
+    }
+    assert_eq!(said.lines().filter(|l| l.starts_with("ok ")).count(), 2 * jobs.len() + 2 * 5, "{said}");
+    // The check can fail: DeepSpeed refuses a batch that breaks its identity.
+    let spec = dir.join("0-deepspeed-rank0");
+    let path = spec.join("ds_config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["train_batch_size"] = json!(config["train_batch_size"].as_u64().unwrap() + 1);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let out = Command::new(venv.join("bin/python")).arg(&script).arg(&dir).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!out.status.success() && said.contains("refused 0-deepspeed-rank0/ds_config.json"), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
