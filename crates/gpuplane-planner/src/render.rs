@@ -99,14 +99,14 @@ pub fn split_label(p: &Plan) -> &'static str {
 
 /// What the training table's columns mean, printed under it.
 const TRAINING_LEGEND: &str = "\
-Columns: tp tensor-parallel, cp context-parallel (ring attention), ep expert-parallel, pp pipeline stages and
-dp data-parallel degrees; layers per pipeline stage (first/middle/last); split of the layers over the
-stages (even; emb+loss: the embedding and the loss count as a layer each; uneven: first/last stages
-hold fewer); vp virtual stages per GPU; mb micro-batch and gbs global batch, in sequences; accum
+Columns: tp tensor-parallel, cp context-parallel (ring attention), ep expert-parallel, pp pipeline stages
+and dp data-parallel degrees; layers per pipeline stage (first/middle/last); split of the layers over the
+stages (even; emb+loss: the embedding and the loss count as a layer each; uneven: first/last stages hold
+fewer); vp virtual stages per GPU; mb micro-batch and gbs global batch, in sequences; accum
 gradient-accumulation steps; zero ZeRO stage (0 = none; at dp 1 it shards nothing and only allows CPU
-offload); sp sequence parallelism; recompute activation recomputation; offload CPU offload; mem GB per GPU (the most loaded); step s per optimizer step;
-tokens/s of the whole cluster; TFLOP/s model FLOPs per GPU; MFU% of the GPU's peak; bubble% pipeline
-idle and comm% exposed communication, shares of the step.";
+offload); sp sequence parallelism; recompute activation recomputation; offload CPU offload; mem GB per GPU
+(the most loaded); step s per optimizer step; tokens/s of the whole cluster; TFLOP/s model FLOPs per GPU;
+MFU% of the GPU's peak; bubble% pipeline idle and comm% exposed communication, shares of the step.";
 
 /// The knobs of a training plan (what the table does not show is listed when two rows look alike).
 fn knob_differences(a: &Plan, b: &Plan) -> Vec<&'static str> {

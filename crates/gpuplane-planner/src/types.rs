@@ -580,6 +580,5 @@ pub struct AdviceResult {
     pub skipped: Vec<SkippedPool>,
     /// The cost tolerance of a tie, in basis points of the smaller cost (100 = 1%): of two
     /// options whose costs differ by no more, only the faster is shown.
-    #[serde(default)]
     pub cost_tie_bps: u32,
 }
