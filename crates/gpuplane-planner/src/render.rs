@@ -235,8 +235,8 @@ pub fn render_advice(result: &AdviceResult, name: &dyn Fn(&str) -> String) -> St
     } else {
         let _ = writeln!(
             s,
-            "{:>3}  {:<24} {:>14} {:>22} {:>9} {:>14}  {}",
-            "#", "pool", "GPUs", "layout", "hours", "cost", "meets / label"
+            "{:>3}  {:<24} {:>14} {:>22} {:>9} {:>14}  meets / label",
+            "#", "pool", "GPUs", "layout", "hours", "cost"
         );
         for (i, o) in result.options.iter().enumerate() {
             let mut flags: Vec<&str> = Vec::new();
