@@ -1102,3 +1102,26 @@ fn did_you_mean_prefers_the_family_and_never_offers_a_far_name() {
     let keys = gpu_keys();
     assert_eq!(suggestions("a100", keys.iter().map(String::as_str)), vec!["a100-40g", "a100-80g"]);
 }
+
+#[test]
+fn serving_advice_shows_the_cheapest_option_that_sustains_the_load() {
+    let mut req = advice_request_70b();
+    req.workload.kind = WorkloadKind::Inference;
+    req.target = AdviceTarget { serving_tokens_per_s: Some(2000.0), ..AdviceTarget::default() };
+    let res = advice(&req).unwrap();
+    // Throughput beyond the load buys nothing: one option meets it, first, and the rest are cheaper
+    // ones that fall short (shown so the price of the load is visible).
+    let meeting: Vec<&AdviceOption> = res.options.iter().filter(|o| o.meets_load).collect();
+    assert_eq!(
+        meeting.len(),
+        1,
+        "{:?}",
+        res.options.iter().map(|o| (o.gpu_count, &o.gpu_key, o.cost_minor)).collect::<Vec<_>>()
+    );
+    assert!(res.options[0].meets_load);
+    for o in &res.options[1..] {
+        assert!(!o.meets_load && o.cost_minor < meeting[0].cost_minor, "{o:?}");
+    }
+    let fastest = res.options.iter().find(|o| o.fastest).unwrap();
+    assert!(res.options.iter().all(|o| o.plan.tokens_per_s <= fastest.plan.tokens_per_s));
+}
