@@ -1,5 +1,7 @@
-//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `rotate-secrets`, `plan`, `agent`,
-//! `demo`.
+//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `rotate-secrets`, `plan`, `advise`,
+//! `agent`, `demo`.
+
+mod advise;
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +28,9 @@ pub enum Command {
     Openapi,
     /// Plan how to parallelize a model on a cluster (prints a table, or JSON with --json).
     Plan(Box<PlanArgs>),
+    /// Advise what to rent: the cost/time frontier over the platform's pools (from the database, as
+    /// `POST /v1/advice` answers) or over pools given with --pool.
+    Advise(Box<advise::AdviseArgs>),
     /// Run the node agent on a GPU host: register, then heartbeat with GPU telemetry (NVML or --simulate).
     Agent(gpuplane_agent::AgentArgs),
     /// Try gpuplane in one command: the service on its own `gpuplane_demo` database (recreated), demo keys and
@@ -69,6 +74,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Plan(args) => plan(&args),
+        Command::Advise(args) => advise::run(&args).await,
         Command::Agent(args) => gpuplane_agent::run(args).await,
         Command::Demo(args) => crate::demo::run(args).await,
         Command::Openapi => {
@@ -147,25 +153,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `gpuplane plan`: a model (preset or architecture), a workload, a cluster, and optional pins.
-///
-/// Every knob left out is searched: TP, CP, EP, PP (with uneven first/last stages), DP,
-/// virtual stages, micro-batch, ZeRO stage, sequence parallelism, recomputation, CPU offload.
+/// The model and the workload, as `plan` and `advise` both take them.
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Examples:\n  gpuplane plan --model llama3-70b --gpu h100 --gpus 64\n  gpuplane plan --model llama2-7b --gpu rtx4090 --gpus 1 --workload inference --concurrent 2\n  gpuplane plan --model mixtral-8x7b --gpu h100 --gpus 64 --seq 4096 --global-batch 256\n  gpuplane plan --list-models\n  gpuplane plan --list-gpus"
-)]
-pub struct PlanArgs {
+pub struct WorkloadArgs {
     /// Model preset, case-insensitive, e.g. llama3-70b or mixtral-8x7b (see --list-models). Or give the
     /// architecture with --layers --hidden --heads --ffn --vocab.
     #[arg(long, value_name = "PRESET")]
     pub model: Option<String>,
-    /// List the model presets with their sizes and exit.
-    #[arg(long)]
-    pub list_models: bool,
-    /// List the GPU keys of the built-in catalog and exit.
-    #[arg(long)]
-    pub list_gpus: bool,
     /// Architecture: transformer layers.
     #[arg(long, value_name = "N")]
     pub layers: Option<u32>,
@@ -224,6 +218,25 @@ pub struct PlanArgs {
     /// Inference: sequences in flight per model replica (their KV cache must fit) [default: 16].
     #[arg(long, value_name = "SEQUENCES")]
     pub concurrent: Option<u32>,
+}
+
+/// `gpuplane plan`: a model (preset or architecture), a workload, a cluster, and optional pins.
+///
+/// Every knob left out is searched: TP, CP, EP, PP (with uneven first/last stages), DP,
+/// virtual stages, micro-batch, ZeRO stage, sequence parallelism, recomputation, CPU offload.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Examples:\n  gpuplane plan --model llama3-70b --gpu h100 --gpus 64\n  gpuplane plan --model llama2-7b --gpu rtx4090 --gpus 1 --workload inference --concurrent 2\n  gpuplane plan --model mixtral-8x7b --gpu h100 --gpus 64 --seq 4096 --global-batch 256\n  gpuplane plan --list-models\n  gpuplane plan --list-gpus"
+)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub what: WorkloadArgs,
+    /// List the model presets with their sizes and exit.
+    #[arg(long)]
+    pub list_models: bool,
+    /// List the GPU keys of the built-in catalog and exit.
+    #[arg(long)]
+    pub list_gpus: bool,
     /// GPU model key, case-insensitive, e.g. h100, a100-80g, rtx4090 (see --list-gpus).
     #[arg(long, value_name = "KEY", required_unless_present_any = ["list_models", "list_gpus"])]
     pub gpu: Option<String>,
@@ -287,7 +300,7 @@ fn lower(s: &Option<String>) -> Option<String> {
     s.as_ref().map(|v| v.trim().to_ascii_lowercase().replace('-', "_"))
 }
 
-fn choice(flag: &str, given: &str, known: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn choice(flag: &str, given: &str, known: &[&str]) -> anyhow::Result<String> {
     let v = given.trim().to_ascii_lowercase();
     if known.contains(&v.as_str()) {
         return Ok(v);
@@ -295,9 +308,10 @@ fn choice(flag: &str, given: &str, known: &[&str]) -> anyhow::Result<String> {
     anyhow::bail!("{}", crate::planner::unknown_name_message(&format!("{flag} value"), given, known.iter().copied()))
 }
 
-impl PlanArgs {
-    /// The same request the API takes, so the CLI and `POST /v1/plans` validate alike.
-    pub fn to_request(&self) -> anyhow::Result<crate::planner::PlanRequest> {
+impl WorkloadArgs {
+    /// The model and workload as the API's JSON takes them (`model`, `workload`), so the CLI and the API
+    /// validate alike.
+    pub fn to_json(&self) -> anyhow::Result<(serde_json::Value, serde_json::Value)> {
         let moe = match self.experts {
             Some(experts) => Some(serde_json::json!({
                 "experts": experts, "experts_per_token": self.experts_per_token.unwrap_or(2),
@@ -324,6 +338,19 @@ impl PlanArgs {
         };
         let workload = choice("--workload", &self.workload, &["train", "lora", "inference"])?;
         let precision = choice("--precision", &self.precision, &["bf16", "fp16", "fp8"])?;
+        Ok((
+            serde_json::json!({ "preset": self.model, "architecture": architecture }),
+            serde_json::json!({ "kind": workload, "precision": precision, "seq_len": self.seq,
+                "global_batch": self.global_batch, "lora_rank": self.lora_rank, "context_len": self.context,
+                "concurrent_seqs": self.concurrent }),
+        ))
+    }
+}
+
+impl PlanArgs {
+    /// The same request the API takes, so the CLI and `POST /v1/plans` validate alike.
+    pub fn to_request(&self) -> anyhow::Result<crate::planner::PlanRequest> {
+        let (model, workload) = self.what.to_json()?;
         let recompute = match &self.recompute {
             Some(r) => Some(choice("--recompute", r, &["none", "selective", "full"])?),
             None => None,
@@ -336,10 +363,8 @@ impl PlanArgs {
             anyhow::bail!("give --gpu and --gpus (see --list-gpus)");
         };
         let request = serde_json::json!({
-            "model": { "preset": self.model, "architecture": architecture },
-            "workload": { "kind": workload, "precision": precision, "seq_len": self.seq,
-                "global_batch": self.global_batch, "lora_rank": self.lora_rank, "context_len": self.context,
-                "concurrent_seqs": self.concurrent },
+            "model": model,
+            "workload": workload,
             "cluster": { "gpu": gpu, "gpus": gpus, "gpus_per_node": self.gpus_per_node,
                 "inter_node_gbps": self.inter_node_gbps, "rdma": !self.no_rdma, "host_memory_gb": self.host_memory_gb },
             "pins": { "tp": self.tp, "cp": self.cp, "ep": self.ep, "pp": self.pp, "dp": self.dp, "vp": self.vp,

@@ -143,12 +143,14 @@ pub async fn pool_offers(db: &PgPool) -> Result<Vec<PoolOffer>, sqlx::Error> {
 }
 
 /// Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish and
-/// cost at the pool's price; ranked, with the cheapest and the fastest marked.
+/// cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and faster than
+/// an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the cheapest and
+/// the fastest of what is shown marked.
 #[utoipa::path(
     post, path = "/v1/advice", tag = "planner", operation_id = "create_advice",
     request_body = AdviceQuery,
     responses(
-        (status = 200, description = "Options across pools, best first", body = AdviceResult),
+        (status = 200, description = "The cost/time frontier across pools: options meeting every constraint first, each part cheapest first", body = AdviceResult),
         (status = 422, description = "Invalid input (`validation_failed`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]

@@ -25,6 +25,7 @@ mod migrations;
 mod network_e2e;
 mod openapi;
 mod outage_e2e;
+mod planner_cli;
 mod planning;
 mod readiness;
 mod readiness_e2e;

@@ -6,10 +6,15 @@
 //! sustains the load for `serving_hours`. Cost is in integer minor units, rounded up once:
 //! `cost = ceil(gpus * hours * price_per_gpu_hour_minor)`.
 //!
-//! Per pool the option kept is the cheapest one meeting the deadline (serving: meeting the
-//! load), else the fastest. Across pools, options meeting every constraint come first,
-//! cheapest first; the rest follow, fastest first.
+//! What is shown is the cost/time frontier over every (pool, GPU count) option ([`frontier`]):
+//! an option is left out when another one is at least as fast and costs no more, or costs
+//! within [`COST_TIE_BPS`] (1%) more: a cent never buys hours of waiting. Options meeting every
+//! constraint come first, then the rest; each part cheapest (and so slowest) first. The labels
+//! hold over what is shown: `cheapest` is the least cost of its currency, `fastest` the least
+//! hours (serving: the most throughput). A pool with nothing shown is in `skipped`, with the
+//! option that beats its best.
 
+use super::render::money;
 use super::search::best_plan;
 use super::types::{
     AdviceOption, AdviceRequest, AdviceResult, Pins, PlanError, PlanInput, SkippedPool, SmallestFit, Workload,
@@ -92,8 +97,10 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
         (tokens, 0.0, 0.0)
     };
 
-    let mut options: Vec<AdviceOption> = Vec::new();
+    let mut candidates: Vec<AdviceOption> = Vec::new();
     let mut skipped = Vec::new();
+    // Per pool: its best option by the old one-per-pool rule, to say why a pool shows nothing.
+    let mut pool_best: Vec<(usize, AdviceOption)> = Vec::new();
     for (i, pool) in req.pools.iter().enumerate() {
         validate_gpu(&pool.gpu, &format!("pools[{i}].gpu"))?;
         if pool.price_per_gpu_hour_minor < 0 {
@@ -164,19 +171,13 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
                 cheapest: false,
                 fastest: false,
             };
-            best = Some(match best {
-                None => opt,
-                Some(b) => {
-                    if better_in_pool(&opt, &b, serving) {
-                        opt
-                    } else {
-                        b
-                    }
-                }
-            });
+            if best.as_ref().is_none_or(|b| better_in_pool(&opt, b, serving)) {
+                best = Some(opt.clone());
+            }
+            candidates.push(opt);
         }
         match best {
-            Some(b) => options.push(b),
+            Some(b) => pool_best.push((i, b)),
             None => skipped.push(SkippedPool {
                 pool_id: pool.pool_id.clone(),
                 reason: format!("{model_name} does not fit on the {} free {} GPUs", pool.free_gpus, pool.gpu.name),
@@ -184,35 +185,147 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
         }
     }
 
-    options.sort_by(|a, b| {
-        let ok = |o: &AdviceOption| o.meets_deadline && o.meets_budget && o.meets_load;
-        ok(b).cmp(&ok(a)).then_with(|| {
-            if ok(a) {
-                a.cost_minor.cmp(&b.cost_minor).then(speed(b, serving).total_cmp(&speed(a, serving)))
-            } else {
-                speed(b, serving).total_cmp(&speed(a, serving))
-            }
-        })
-    });
+    // The frontier, per currency (costs of different currencies do not compare).
+    let mut currencies: Vec<String> = candidates.iter().map(|o| o.currency.clone()).collect();
+    currencies.sort();
+    currencies.dedup();
+    let mut options: Vec<AdviceOption> = Vec::new();
+    for cur in &currencies {
+        let group: Vec<&AdviceOption> = candidates.iter().filter(|o| &o.currency == cur).collect();
+        let points: Vec<Point> = group
+            .iter()
+            .map(|o| Point {
+                cost_minor: o.cost_minor,
+                speed: frontier_speed(o, serving, load),
+                meets_all: meets_all(o),
+            })
+            .collect();
+        let shown = frontier(&points);
+        if let Some(&first) = shown.first() {
+            let mut cheapest = group[first].clone();
+            cheapest.cheapest = true;
+            options.push(cheapest);
+            options.extend(shown[1..].iter().map(|&k| group[k].clone()));
+        }
+    }
     if let Some(fastest) = (0..options.len())
         .max_by(|&i, &j| speed(&options[i], serving).total_cmp(&speed(&options[j], serving)).then(j.cmp(&i)))
     {
         options[fastest].fastest = true;
     }
-    let currencies: Vec<String> = {
-        let mut c: Vec<String> = options.iter().map(|o| o.currency.clone()).collect();
-        c.sort();
-        c.dedup();
-        c
-    };
-    for cur in currencies {
-        if let Some(i) =
-            (0..options.len()).filter(|&i| options[i].currency == cur).min_by_key(|&i| (options[i].cost_minor, i))
-        {
-            options[i].cheapest = true;
+    // Options meeting every constraint first; each part cheapest (so slowest) first.
+    options.sort_by(|a, b| {
+        meets_all(b).cmp(&meets_all(a)).then_with(|| a.currency.cmp(&b.currency)).then(a.cost_minor.cmp(&b.cost_minor))
+    });
+
+    // A pool with nothing shown says which shown option beats its best one.
+    for (i, best) in pool_best {
+        let pool = &req.pools[i];
+        if options.iter().any(|o| o.pool_id == pool.pool_id) {
+            continue;
+        }
+        let beaten_by = options
+            .iter()
+            .filter(|o| o.currency == best.currency && speed(o, serving) >= speed(&best, serving))
+            .min_by_key(|o| o.cost_minor);
+        let reason = match beaten_by {
+            Some(o) => format!(
+                "not on the cost/time frontier: its best option, {} x {} in {:.2} h for {}, is beaten by {} x {} in {:.2} h for {} (at least as fast, and cheaper or within {}%)",
+                best.gpu_count,
+                pool.gpu.name,
+                best.hours,
+                money(best.cost_minor, &best.currency),
+                o.gpu_count,
+                o.gpu_key,
+                o.hours,
+                money(o.cost_minor, &o.currency),
+                COST_TIE_BPS as f64 / 100.0,
+            ),
+            None => "not on the cost/time frontier".to_string(),
+        };
+        skipped.push(SkippedPool { pool_id: pool.pool_id.clone(), reason });
+    }
+    Ok(AdviceResult { options, skipped, cost_tie_bps: COST_TIE_BPS as u32 })
+}
+
+fn meets_all(o: &AdviceOption) -> bool {
+    o.meets_deadline && o.meets_budget && o.meets_load
+}
+
+/// What the frontier weighs against cost: training, 1/hours; serving, throughput up to the load
+/// (throughput beyond the load buys nothing, so the cheapest option that sustains it wins).
+fn frontier_speed(o: &AdviceOption, serving: bool, load: f64) -> f64 {
+    if serving { speed(o, serving).min(load) } else { speed(o, serving) }
+}
+
+/// Two costs of one currency are equal for the advice when they differ by at most this many
+/// basis points of the smaller (100 = 1%): between such options the faster is shown and the
+/// slower left out. The one place this tolerance is set; the response states it
+/// (`cost_tie_bps`).
+pub const COST_TIE_BPS: i64 = 100;
+
+/// Whether two costs tie under [`COST_TIE_BPS`].
+pub fn costs_tie(a: i64, b: i64) -> bool {
+    let (lo, hi) = (i128::from(a.min(b)), i128::from(a.max(b)));
+    (hi - lo) * 10_000 <= i128::from(COST_TIE_BPS) * lo.max(0)
+}
+
+/// One option as the frontier sees it: cost, speed (higher is better), and whether it meets
+/// every constraint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub cost_minor: i64,
+    pub speed: f64,
+    pub meets_all: bool,
+}
+
+/// The options to show, as indices into `points`, cheapest first:
+/// 1. the Pareto set: a point is left out when another is at least as cheap and at least as
+///    fast and meets every constraint if it does (of equal points the first is kept);
+/// 2. ties: among the points that meet every constraint, and among the rest, walking from the
+///    fastest down, a point whose cost ties ([`costs_tie`]) with the last one kept is left
+///    out: the faster wins.
+///
+/// So every point left out has a shown one at least as fast, costing no more or within
+/// [`COST_TIE_BPS`] more, that meets every constraint if it does; no two shown points tie in cost
+/// unless one meets the constraints and the other does not; and within each of the two parts
+/// cost rises as time falls.
+pub fn frontier(points: &[Point]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..points.len()).filter(|&i| !points[i].speed.is_nan()).collect();
+    order.sort_by(|&a, &b| {
+        let (pa, pb) = (&points[a], &points[b]);
+        pa.cost_minor.cmp(&pb.cost_minor).then(pb.speed.total_cmp(&pa.speed)).then(a.cmp(&b))
+    });
+    // The fastest seen so far (so no dearer) among points meeting every constraint, and among all.
+    let (mut fastest_ok, mut fastest_any) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
+    let mut pareto: Vec<usize> = Vec::new();
+    for i in order {
+        let p = points[i];
+        let beaten = if p.meets_all { fastest_ok >= p.speed } else { fastest_any >= p.speed };
+        if !beaten {
+            pareto.push(i);
+        }
+        if p.meets_all {
+            fastest_ok = fastest_ok.max(p.speed);
+        }
+        fastest_any = fastest_any.max(p.speed);
+    }
+    let mut kept: Vec<usize> = Vec::new();
+    for class in [true, false] {
+        let mut last: Option<i64> = None;
+        for &i in pareto.iter().rev().filter(|&&i| points[i].meets_all == class) {
+            if last.is_some_and(|c| costs_tie(points[i].cost_minor, c)) {
+                continue;
+            }
+            last = Some(points[i].cost_minor);
+            kept.push(i);
         }
     }
-    Ok(AdviceResult { options, skipped })
+    kept.sort_by(|&a, &b| {
+        let (pa, pb) = (&points[a], &points[b]);
+        pa.cost_minor.cmp(&pb.cost_minor).then(pa.speed.total_cmp(&pb.speed)).then(a.cmp(&b))
+    });
+    kept
 }
 
 /// Training: higher is faster (1/hours); serving: throughput.

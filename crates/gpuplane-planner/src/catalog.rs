@@ -67,9 +67,19 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The names of `known` closest to `given` (case-insensitive): those it is a prefix of, else
-/// those that are a prefix of it, else the closest within an edit distance of a third of its length (at
-/// least 2).
+/// The family of a name: its leading letters ("mixtral-8x7b" -> "mixtral", "llama3-70b" ->
+/// "llama"); empty when it starts with a digit.
+fn family(name: &str) -> String {
+    name.chars().take_while(|c| c.is_ascii_alphabetic()).collect::<String>().to_ascii_lowercase()
+}
+
+/// The names of `known` closest to `given` (case-insensitive), never a far one:
+/// 1. those it is a prefix of ("mixtral" -> both Mixtrals), else those that are a prefix of it;
+/// 2. else the nearest by edit distance among names of its family ("llama-7b" -> "llama2-7b"),
+///    within a third of its length (at least 2);
+/// 3. else, when no name shares its family, only a typo away: the nearest within a sixth of its
+///    length (at least 1), so "lama3-70b" finds "llama3-70b" but "mistral-7b" is not offered
+///    "mixtral-8x7b", a different model.
 pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let g = given.trim().to_ascii_lowercase();
     if g.is_empty() {
@@ -85,16 +95,20 @@ pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) ->
             .copied()
             .filter(|k| {
                 let k = strip(k);
-                !gs.is_empty() && if extends { k.starts_with(&gs) } else { gs.starts_with(&k) }
+                !gs.is_empty() && !k.is_empty() && if extends { k.starts_with(&gs) } else { gs.starts_with(&k) }
             })
             .collect();
         if !prefixed.is_empty() {
             return prefixed;
         }
     }
-    let limit = (g.chars().count() / 3).max(2);
+    let len = g.chars().count();
+    let fam = family(&g);
+    let same_family: Vec<&str> = known.iter().copied().filter(|k| !fam.is_empty() && family(k) == fam).collect();
+    let (pool, limit) =
+        if same_family.is_empty() { (known, (len / 6).max(1)) } else { (same_family, (len / 3).max(2)) };
     let mut close: Vec<(usize, &str)> =
-        known.iter().map(|k| (edit_distance(&g, &k.to_ascii_lowercase()), *k)).filter(|(d, _)| *d <= limit).collect();
+        pool.iter().map(|k| (edit_distance(&g, &k.to_ascii_lowercase()), *k)).filter(|(d, _)| *d <= limit).collect();
     close.sort();
     let best = close.first().map_or(0, |(d, _)| *d);
     close.into_iter().take_while(|(d, _)| *d == best).map(|(_, k)| k).collect()
@@ -123,7 +137,7 @@ fn arch(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32, vocab: u3
     ModelArch { layers, hidden, heads, kv_heads, ffn, vocab, head_dim: None, moe: None, diffusion: None }
 }
 
-const PRESETS: [&str; 21] = [
+const PRESETS: [&str; 22] = [
     "llama2-7b",
     "llama2-13b",
     "llama2-70b",
@@ -134,6 +148,7 @@ const PRESETS: [&str; 21] = [
     "qwen2.5-14b",
     "qwen2.5-32b",
     "qwen2.5-72b",
+    "mistral-7b-v0.3",
     "gpt3-175b",
     "gpt-1t",
     "sdxl",
@@ -180,6 +195,8 @@ pub fn preset(name: &str) -> Option<ModelArch> {
         "qwen2.5-14b" => arch(48, 5120, 40, 8, 13824, 152064),
         "qwen2.5-32b" => arch(64, 5120, 40, 8, 27648, 152064),
         "qwen2.5-72b" => arch(80, 8192, 64, 8, 29568, 152064),
+        // Mistral 7B v0.3 (v0.1 and v0.2 differ only in a 32000-token vocabulary).
+        "mistral-7b-v0.3" => arch(32, 4096, 32, 8, 14336, 32768),
         "gpt3-175b" => arch(96, 12288, 96, 96, 49152, 50257),
         "gpt-1t" => arch(128, 25600, 160, 160, 102400, 51200),
         "mixtral-8x7b" => ModelArch { moe: Some(moe(8, 2, 0)), ..arch(32, 4096, 32, 8, 14336, 32000) },

@@ -284,6 +284,26 @@ impl TrainCtx {
     }
 }
 
+/// A plan whose memory comes within this fraction of the usable memory (5%) is flagged in its
+/// `notes`: allocator peaks, framework buffers or a longer sequence than planned may not fit in
+/// what is left. The one place this margin is set.
+pub const MEMORY_HEADROOM_MARGIN: f64 = 0.05;
+
+/// The headroom warning for a plan's memory, if it is within [`MEMORY_HEADROOM_MARGIN`] of usable.
+pub fn headroom_note(mem: &super::types::MemoryBreakdown) -> Option<String> {
+    let (total, usable) = (mem.total as f64, mem.usable as f64);
+    if usable <= 0.0 || total < usable * (1.0 - MEMORY_HEADROOM_MARGIN) {
+        return None;
+    }
+    Some(format!(
+        "little memory headroom: {:.1} of {:.1} GB usable per GPU ({:.1}% left, under the {:.0}% margin); allocator peaks or longer sequences may run out of memory, so prefer a plan with more headroom or more GPUs",
+        total / 1e9,
+        usable / 1e9,
+        ((usable - total) / usable * 100.0).max(0.0),
+        MEMORY_HEADROOM_MARGIN * 100.0
+    ))
+}
+
 /// Usable bytes per GPU: the label minus the CUDA context.
 pub fn usable_bytes(memory_bytes: u64) -> f64 {
     (memory_bytes as f64 - CUDA_CONTEXT_BYTES).max(0.0)

@@ -1,6 +1,7 @@
-//! Plain-text table of a plan result, for the CLI.
+//! Plain-text tables of a plan result and of advice, for the CLI.
 
-use super::types::{Offload, Plan, PlanResult, WorkloadKind, count};
+use super::cost::{MEMORY_HEADROOM_MARGIN, headroom_note};
+use super::types::{AdviceResult, Offload, Plan, PlanResult, StageSplit, WorkloadKind, count};
 use std::fmt::Write;
 
 fn gb(bytes: u64) -> f64 {
@@ -48,28 +49,90 @@ fn render_inference(s: &mut String, plans: &[Plan]) {
         "{:>4} {:>4} {:>4} {:>8} {:>10} {:>14} {:>14} {:>10}",
         "rank", "tp", "pp", "replicas", "mem GB", "decode tok/s", "prefill tok/s", "step ms"
     );
+    let mut tight = false;
     for (i, p) in plans.iter().enumerate() {
+        let flag = headroom_note(&p.memory).is_some();
+        tight |= flag;
         let _ = writeln!(
             s,
-            "{:>4} {:>4} {:>4} {:>8} {:>10.1} {:>14.0} {:>14.0} {:>10.2}",
+            "{:>4} {:>4} {:>4} {:>8} {:>10} {:>14.0} {:>14.0} {:>10.2}",
             i + 1,
             p.tp,
             p.pp,
             p.replicas,
-            gb(p.memory_per_gpu_bytes),
+            format!("{:.1}{}", gb(p.memory_per_gpu_bytes), if flag { "!" } else { "" }),
             p.tokens_per_s,
             p.prefill_tokens_per_s.unwrap_or(0.0),
             p.step_time_s * 1e3,
         );
     }
+    let _ = writeln!(
+        s,
+        "Columns: tp tensor-parallel and pp pipeline degrees of one replica; replicas serving side by side; mem GB\n\
+         per GPU (weights, KV cache, activations); decode and prefill tokens/s of the whole cluster; step ms of one\n\
+         decode step of all sequences in flight."
+    );
+    headroom_legend(s, tight);
+}
+
+fn headroom_legend(s: &mut String, tight: bool) {
+    if tight {
+        let _ = writeln!(
+            s,
+            "! memory within {:.0}% of the usable memory per GPU: little headroom for allocator peaks (see the plan's notes).",
+            MEMORY_HEADROOM_MARGIN * 100.0
+        );
+    }
+}
+
+/// How the layers are split over the stages, as the `split` column shows it.
+pub fn split_label(p: &Plan) -> &'static str {
+    if p.pp <= 1 {
+        return "-";
+    }
+    match p.stage_split {
+        StageSplit::Even => "even",
+        StageSplit::EmbeddingAndLoss => "emb+loss",
+        StageSplit::Uneven => "uneven",
+    }
+}
+
+/// What the training table's columns mean, printed under it.
+const TRAINING_LEGEND: &str = "\
+Columns: tp tensor-parallel, cp context-parallel (ring attention), ep expert-parallel, pp pipeline stages
+and dp data-parallel degrees; layers per pipeline stage (first/middle/last); split of the layers over the
+stages (even; emb+loss: the embedding and the loss count as a layer each; uneven: first/last stages hold
+fewer); vp virtual stages per GPU; mb micro-batch and gbs global batch, in sequences; accum
+gradient-accumulation steps; zero ZeRO stage (0 = none; at dp 1 it shards nothing and only allows CPU
+offload); sp sequence parallelism; recompute activation recomputation; offload CPU offload; mem GB per GPU
+(the most loaded); step s per optimizer step; tokens/s of the whole cluster; TFLOP/s model FLOPs per GPU;
+MFU% of the GPU's peak; bubble% pipeline idle and comm% exposed communication, shares of the step.";
+
+/// The knobs of a training plan (what the table does not show is listed when two rows look alike).
+fn knob_differences(a: &Plan, b: &Plan) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut check = |name: &'static str, same: bool| {
+        if !same {
+            out.push(name);
+        }
+    };
+    check("stage_split", a.stage_split == b.stage_split);
+    check("layers_per_stage", a.layers_per_stage == b.layers_per_stage);
+    check("offload", a.offload == b.offload);
+    check("host_memory_per_node_bytes", a.host_memory_per_node_bytes == b.host_memory_per_node_bytes);
+    check("zero_stage", a.zero_stage == b.zero_stage);
+    check("recompute", a.recompute == b.recompute);
+    check("sequence_parallel", a.sequence_parallel == b.sequence_parallel);
+    check("idle_gpus", a.idle_gpus == b.idle_gpus);
+    out
 }
 
 fn render_training(s: &mut String, plans: &[Plan]) {
     let offload = plans.iter().any(|p| p.offload != Offload::None);
     let _ = write!(
         s,
-        "{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>9} {:>3} {:>3} {:>5} {:>5} {:>4} {:>3} {:>9}",
-        "rank", "tp", "cp", "ep", "pp", "dp", "layers", "vp", "mb", "accum", "gbs", "zero", "sp", "recompute"
+        "{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>9} {:>8} {:>3} {:>3} {:>5} {:>5} {:>4} {:>3} {:>9}",
+        "rank", "tp", "cp", "ep", "pp", "dp", "layers", "split", "vp", "mb", "accum", "gbs", "zero", "sp", "recompute"
     );
     if offload {
         let _ = write!(s, " {:>9}", "offload");
@@ -79,17 +142,18 @@ fn render_training(s: &mut String, plans: &[Plan]) {
         " {:>8} {:>9} {:>12} {:>8} {:>6} {:>7} {:>6}",
         "mem GB", "step s", "tokens/s", "TFLOP/s", "MFU%", "bubble%", "comm%"
     );
+    let mut shown: Vec<String> = Vec::new();
+    let mut tight = false;
     for (i, p) in plans.iter().enumerate() {
-        let _ = write!(
-            s,
-            "{:>4} {:>3} {:>3} {:>3} {:>3} {:>5} {:>9} {:>3} {:>3} {:>5} {:>5} {:>4} {:>3} {:>9}",
-            i + 1,
+        let mut row = format!(
+            "{:>3} {:>3} {:>3} {:>3} {:>5} {:>9} {:>8} {:>3} {:>3} {:>5} {:>5} {:>4} {:>3} {:>9}",
             p.tp,
             p.cp,
             p.ep,
             p.pp,
             p.dp,
             stages_label(p),
+            split_label(p),
             p.vp,
             p.micro_batch,
             p.grad_accum,
@@ -104,12 +168,16 @@ fn render_training(s: &mut String, plans: &[Plan]) {
                 Offload::Optimizer => "optim",
                 Offload::OptimizerAndParams => "optim+par",
             };
-            let _ = write!(s, " {label:>9}");
+            let _ = write!(row, " {label:>9}");
         }
+        let flag = headroom_note(&p.memory).is_some();
+        tight |= flag;
+        let mem = format!("{:.1}{}", gb(p.memory_per_gpu_bytes), if flag { "!" } else { "" });
         let _ = writeln!(
             s,
-            " {:>8.1} {:>9.3} {:>12.0} {:>8.1} {:>6.1} {:>7.1} {:>6.1}",
-            gb(p.memory_per_gpu_bytes),
+            "{:>4} {row} {:>8} {:>9.3} {:>12.0} {:>8.1} {:>6.1} {:>7.1} {:>6.1}",
+            i + 1,
+            mem,
             p.step_time_s,
             p.tokens_per_s,
             p.tflops_per_gpu,
@@ -117,7 +185,18 @@ fn render_training(s: &mut String, plans: &[Plan]) {
             p.bubble_fraction * 100.0,
             p.comm_fraction * 100.0,
         );
+        shown.push(row);
     }
+    for (i, row) in shown.iter().enumerate() {
+        if let Some(j) = shown[..i].iter().position(|r| r == row) {
+            let fields = knob_differences(&plans[j], &plans[i]);
+            let what = if fields.is_empty() { "nothing the planner chooses".to_string() } else { fields.join(", ") };
+            let _ =
+                writeln!(s, "Rows {} and {} show the same columns; they differ in {what} (see --json).", j + 1, i + 1);
+        }
+    }
+    let _ = writeln!(s, "{TRAINING_LEGEND}");
+    headroom_legend(s, tight);
 }
 
 /// Renders the ranked plans as an aligned table (columns by kind of model and workload)
@@ -138,6 +217,73 @@ pub fn render_table(result: &PlanResult) -> String {
     );
     if let Some(best) = result.plans.first() {
         let _ = writeln!(s, "Best: {}", best.explanation);
+    }
+    s
+}
+
+/// Minor units as the console shows them: hundredths, two decimals.
+pub(crate) fn money(minor: i64, currency: &str) -> String {
+    format!("{}{}.{:02} {currency}", if minor < 0 { "-" } else { "" }, (minor / 100).abs(), (minor % 100).abs())
+}
+
+/// Renders advice as a table, the frontier cheapest first, with the tie rule and the skipped
+/// pools; `name` turns a pool id into what to print.
+pub fn render_advice(result: &AdviceResult, name: &dyn Fn(&str) -> String) -> String {
+    let mut s = String::new();
+    if result.options.is_empty() {
+        let _ = writeln!(s, "No pool can run this.");
+    } else {
+        let _ = writeln!(
+            s,
+            "{:>3}  {:<24} {:>14} {:>22} {:>9} {:>14}  meets / label",
+            "#", "pool", "GPUs", "layout", "hours", "cost"
+        );
+        for (i, o) in result.options.iter().enumerate() {
+            let mut flags: Vec<&str> = Vec::new();
+            if !o.meets_deadline {
+                flags.push("misses the deadline");
+            }
+            if !o.meets_budget {
+                flags.push("over budget");
+            }
+            if !o.meets_load {
+                flags.push("below the load");
+            }
+            if o.cheapest {
+                flags.push("cheapest");
+            }
+            if o.fastest {
+                flags.push("fastest");
+            }
+            let mut pool = name(&o.pool_id);
+            if pool.chars().count() > 24 {
+                pool = pool.chars().take(23).collect::<String>() + "~";
+            }
+            let _ = writeln!(
+                s,
+                "{:>3}  {:<24} {:>14} {:>22} {:>9.2} {:>14}  {}",
+                i + 1,
+                pool,
+                format!("{} x {}", o.gpu_count, o.gpu_key),
+                format!("tp {} pp {} dp {}", o.plan.tp, o.plan.pp, o.plan.dp),
+                o.hours,
+                money(o.cost_minor, &o.currency),
+                flags.join(", ")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "The cost/time frontier over every pool and GPU count: nothing left out is both cheaper and faster than \
+             an option shown; costs within {:.0}% count as equal and the faster is shown. cheapest = least cost shown, \
+             fastest = least hours shown (serving: most throughput).",
+            f64::from(result.cost_tie_bps) / 100.0
+        );
+        if let Some(best) = result.options.first() {
+            let _ = writeln!(s, "Option 1: {}", best.plan.explanation);
+        }
+    }
+    for skipped in &result.skipped {
+        let _ = writeln!(s, "Skipped {}: {}", name(&skipped.pool_id), skipped.reason);
     }
     s
 }

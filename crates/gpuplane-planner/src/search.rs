@@ -32,8 +32,19 @@ struct Searched {
     min_host: f64,
 }
 
-/// Runs one search.
+/// Runs one search; every plan found carries the headroom warning where it applies.
 fn run(input: &PlanInput, top_n: usize, first_only: bool) -> Searched {
+    let mut out = search_plans(input, top_n, first_only);
+    for plan in &mut out.result.plans {
+        if let Some(note) = cost::headroom_note(&plan.memory) {
+            plan.explanation.push_str(&format!(" Note: {note}."));
+            plan.notes.push(note);
+        }
+    }
+    out
+}
+
+fn search_plans(input: &PlanInput, top_n: usize, first_only: bool) -> Searched {
     let gpu = &input.cluster.gpu;
     match input.workload {
         Workload::Train(t) | Workload::Lora(t) => {

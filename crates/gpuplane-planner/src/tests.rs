@@ -54,6 +54,7 @@ fn preset_parameter_counts() {
         ("qwen2.5-14b", 14.7e9),
         ("qwen2.5-32b", 32.5e9),
         ("qwen2.5-72b", 72.7e9),
+        ("mistral-7b-v0.3", 7.25e9),
         ("gpt3-175b", 175.0e9),
         ("gpt-1t", 1.0e12),
         ("mixtral-8x7b", 46.7e9),
@@ -499,7 +500,8 @@ fn advice_survives_huge_pools() {
     req.pools = vec![p];
     let start = std::time::Instant::now();
     let res = advice(&req).unwrap();
-    assert_eq!(res.options.len(), 1);
+    assert!(!res.options.is_empty() && res.options.iter().all(|o| o.pool_id == "huge"));
+    assert_labels_and_frontier(&res);
     assert!(start.elapsed().as_secs() < 30);
 }
 
@@ -849,4 +851,277 @@ fn serving_splits_layers_unevenly_too() {
     let weights = preset("llama2-7b").unwrap().param_count() as f64 * 2.0;
     let largest = f64::from(*p.layers_per_stage.iter().max().unwrap()) / 32.0;
     assert!((p.memory.weights as f64 / (weights * largest) - 1.0).abs() < 0.01);
+}
+
+/// The demo's four pools (src/demo.rs) as offers.
+fn demo_pools() -> Vec<PoolOffer> {
+    [
+        ("rtx4090", 69, 16, 8, 100.0, false),
+        ("a100-80g", 179, 16, 8, 400.0, true),
+        ("a10", 45, 4, 4, 100.0, false),
+        ("b200", 599, 8, 8, 400.0, true),
+    ]
+    .into_iter()
+    .map(|(key, price, free, gpn, gbps, rdma)| PoolOffer {
+        free_gpus: free,
+        gpus_per_node: gpn,
+        inter_node_gbps: gbps,
+        rdma,
+        ..pool(&format!("p-{key}"), key, price)
+    })
+    .collect()
+}
+
+/// The demo's own query: LoRA of llama2-7b on 1B tokens.
+fn demo_lora_request() -> AdviceRequest {
+    AdviceRequest {
+        model: ModelRef { preset: Some("llama2-7b".into()), architecture: None },
+        workload: WorkloadFields {
+            kind: WorkloadKind::Lora,
+            precision: Precision::Bf16,
+            seq_len: Some(4096),
+            global_batch: Some(64),
+            lora_rank: None,
+            context_len: None,
+            concurrent_seqs: None,
+        },
+        target: AdviceTarget { training_tokens: Some(1_000_000_000), ..AdviceTarget::default() },
+        deadline_hours: None,
+        budget_minor: None,
+        pools: demo_pools(),
+    }
+}
+
+/// Every label is true over what is shown, and the options form a frontier with no ties.
+fn assert_labels_and_frontier(res: &AdviceResult) {
+    let o = &res.options;
+    assert!(!o.is_empty());
+    assert_eq!(res.cost_tie_bps, advice::COST_TIE_BPS as u32);
+    let fastest: Vec<&AdviceOption> = o.iter().filter(|x| x.fastest).collect();
+    assert_eq!(fastest.len(), 1, "{o:#?}");
+    assert!(o.iter().all(|x| x.hours >= fastest[0].hours), "fastest is the least time shown");
+    let cheapest: Vec<&AdviceOption> = o.iter().filter(|x| x.cheapest).collect();
+    assert_eq!(cheapest.len(), 1);
+    assert!(o.iter().all(|x| x.cost_minor >= cheapest[0].cost_minor), "cheapest is the least cost shown");
+    for a in o {
+        for b in o {
+            if std::ptr::eq(a, b) {
+                continue;
+            }
+            let dominates = a.cost_minor <= b.cost_minor && a.hours <= b.hours;
+            assert!(!dominates, "{}x{} dominates {}x{}", a.gpu_count, a.gpu_key, b.gpu_count, b.gpu_key);
+            let all = |o: &AdviceOption| o.meets_deadline && o.meets_budget && o.meets_load;
+            let alike = all(a) == all(b);
+            assert!(!(alike && advice::costs_tie(a.cost_minor, b.cost_minor)), "a cost tie is shown: {a:?} {b:?}");
+        }
+    }
+}
+
+#[test]
+fn the_demo_lora_advice_is_not_decided_by_a_cent() {
+    let res = advice(&demo_lora_request()).unwrap();
+    assert_labels_and_frontier(&res);
+    let shown: Vec<(String, u32, f64, i64)> =
+        res.options.iter().map(|o| (o.gpu_key.clone(), o.gpu_count, o.hours, o.cost_minor)).collect();
+    // 1 x B200 costs within a cent of 8 x B200 and takes 8 times as long: only the 8 are shown.
+    let b200 = |n: u32| res.options.iter().find(|o| o.gpu_key == "b200" && o.gpu_count == n);
+    assert!(b200(1).is_none(), "{shown:?}");
+    let eight = b200(8).unwrap_or_else(|| panic!("{shown:?}"));
+    assert!(eight.fastest, "{shown:?}");
+    // Every option shown is cheaper than the fastest, or it would be dominated.
+    for o in &res.options {
+        assert!(o.meets_deadline && o.meets_budget && o.meets_load);
+    }
+    // A pool with nothing on the frontier says which option beats it.
+    for s in &res.skipped {
+        assert!(!res.options.iter().any(|o| o.pool_id == s.pool_id), "{s:?}");
+        assert!(s.reason.contains("frontier") || s.reason.contains("does not fit"), "{s:?}");
+    }
+}
+
+#[test]
+fn a_deadline_and_a_budget_keep_their_options_first() {
+    let mut req = demo_lora_request();
+    req.deadline_hours = Some(4.0);
+    let res = advice(&req).unwrap();
+    assert_labels_and_frontier(&res);
+    let first = &res.options[0];
+    assert!(first.meets_deadline && first.hours <= 4.0, "{first:?}");
+    let met: Vec<bool> = res.options.iter().map(|o| o.meets_deadline && o.meets_budget).collect();
+    assert!(met.windows(2).all(|w| w[0] >= w[1]), "options meeting every constraint first: {met:?}");
+    // A budget below every option: nothing meets it, the frontier is still shown.
+    req.budget_minor = Some(1);
+    let res = advice(&req).unwrap();
+    assert!(res.options.iter().all(|o| !o.meets_budget));
+    assert_labels_and_frontier(&res);
+}
+
+#[test]
+fn costs_tie_within_the_stated_tolerance_only() {
+    assert_eq!(advice::COST_TIE_BPS, 100);
+    assert!(advice::costs_tie(4500, 4501));
+    assert!(advice::costs_tie(10_000, 10_100));
+    assert!(!advice::costs_tie(10_000, 10_101));
+    assert!(advice::costs_tie(0, 0) && !advice::costs_tie(0, 1));
+    assert!(advice::costs_tie(i64::MAX, i64::MAX));
+    use advice::{Point, frontier};
+    let p = |cost_minor, speed| Point { cost_minor, speed, meets_all: true };
+    // The cent that bought 7 hours of waiting: the faster option is shown alone.
+    assert_eq!(frontier(&[p(4500, 1.0 / 7.51), p(4501, 1.0 / 0.94)]), vec![1]);
+    // Beyond the tolerance both are shown, cheapest first.
+    assert_eq!(frontier(&[p(5000, 2.0), p(4500, 1.0)]), vec![1, 0]);
+    // Dominated: dearer and slower.
+    assert_eq!(frontier(&[p(4500, 2.0), p(6000, 1.0)]), vec![0]);
+    // A tie never hides an option that meets every constraint behind one that does not.
+    let over = Point { cost_minor: 4501, speed: 9.0, meets_all: false };
+    assert_eq!(frontier(&[p(4500, 1.0), over]), vec![0, 1]);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The frontier's promises over random options: nothing shown is dominated or tied by
+    /// another shown option; everything left out has a shown option at least as fast, costing at
+    /// most the tolerance more, that meets every constraint it meets.
+    #[test]
+    fn the_frontier_keeps_its_promises(
+        raw in proptest::collection::vec((0i64..20_000, 1u32..1000, any::<bool>()), 0..40)
+    ) {
+        use advice::{Point, costs_tie, frontier};
+        let points: Vec<Point> = raw.iter().map(|&(c, s, ok)| Point { cost_minor: c, speed: f64::from(s), meets_all: ok }).collect();
+        let shown = frontier(&points);
+        prop_assert_eq!(shown.is_empty(), points.is_empty());
+        prop_assert!(shown.windows(2).all(|w| points[w[0]].cost_minor <= points[w[1]].cost_minor), "cheapest first");
+        for class in [true, false] {
+            let part: Vec<Point> = shown.iter().map(|&i| points[i]).filter(|p| p.meets_all == class).collect();
+            for w in part.windows(2) {
+                prop_assert!(w[0].cost_minor < w[1].cost_minor && w[0].speed < w[1].speed, "cost rises, speed rises: {:?}", w);
+                prop_assert!(!costs_tie(w[0].cost_minor, w[1].cost_minor), "a tie is shown: {:?}", w);
+            }
+        }
+        for &i in &shown {
+            for &j in &shown {
+                let (a, b) = (points[i], points[j]);
+                let dominates = i != j && (a.meets_all || !b.meets_all) && a.cost_minor <= b.cost_minor && a.speed >= b.speed;
+                prop_assert!(!dominates, "{:?} dominates {:?}", a, b);
+            }
+        }
+        for (i, p) in points.iter().enumerate() {
+            if shown.contains(&i) {
+                continue;
+            }
+            let covered = shown.iter().any(|&k| {
+                let s = points[k];
+                s.speed >= p.speed
+                    && (s.cost_minor <= p.cost_minor || costs_tie(s.cost_minor, p.cost_minor))
+                    && (s.meets_all || !p.meets_all)
+            });
+            prop_assert!(covered, "{:?} left out with nothing better shown", p);
+        }
+    }
+}
+
+#[test]
+fn a_plan_near_the_memory_limit_says_so() {
+    let mem = |total: u64| MemoryBreakdown { total, usable: 78_500_000_000, ..MemoryBreakdown::default() };
+    assert_eq!(cost::MEMORY_HEADROOM_MARGIN, 0.05);
+    let note = cost::headroom_note(&mem(78_100_000_000)).unwrap();
+    assert!(note.contains("78.1 of 78.5 GB") && note.contains("5% margin"), "{note}");
+    assert!(cost::headroom_note(&mem(74_000_000_000)).is_none(), "6% left is enough");
+    // Every plan carries the note exactly when its memory is within the margin, and the table
+    // marks it.
+    let mut req = train_request("mixtral-8x7b", "h100", 16, 8);
+    req.top_n = Some(20);
+    let res = plan_request(&req).unwrap();
+    let mut any = false;
+    for p in &res.plans {
+        let tight = p.memory.total as f64 >= p.memory.usable as f64 * 0.95;
+        any |= tight;
+        assert_eq!(p.notes.iter().any(|n| n.contains("little memory headroom")), tight, "{:?}", p.notes);
+        assert_eq!(p.explanation.contains("little memory headroom"), tight);
+    }
+    let table = render_table(&res);
+    assert_eq!(table.contains("! memory within 5%"), any, "{table}");
+}
+
+#[test]
+fn two_stages_have_no_middle_ones_to_name() {
+    let mut req = train_request("llama2-7b", "a100-80g", 8, 8);
+    req.pins.pp = Some(2);
+    req.top_n = Some(200);
+    let res = plan_request(&req).unwrap();
+    let split = res.plans.iter().find(|p| p.stage_split == StageSplit::EmbeddingAndLoss).expect("an emb+loss plan");
+    assert!(split.explanation.contains("16 layers on each of the two stages"), "{}", split.explanation);
+    for p in &res.plans {
+        assert!(!p.explanation.contains("the others"), "{}", p.explanation);
+    }
+    // qwen2.5-7b: 28 layers + 2 over 3 stages.
+    let mut req = train_request("qwen2.5-7b", "h100", 6, 6);
+    req.pins.pp = Some(3);
+    req.top_n = Some(200);
+    let res = plan_request(&req).unwrap();
+    let split = res.plans.iter().find(|p| p.stage_split == StageSplit::EmbeddingAndLoss).expect("an emb+loss plan");
+    assert!(split.explanation.contains("first and last stages 9 layers, the middle one 10"), "{}", split.explanation);
+}
+
+#[test]
+fn the_table_has_a_legend_and_shows_what_tells_rows_apart() {
+    let mut req = train_request("llama2-7b", "a100-80g", 8, 8);
+    req.pins.pp = Some(2);
+    req.top_n = Some(200);
+    let res = plan_request(&req).unwrap();
+    let table = render_table(&res);
+    for needle in
+        ["split", "Columns: tp tensor-parallel", "accum", "gradient-accumulation steps", "ZeRO stage", "emb+loss"]
+    {
+        assert!(table.contains(needle), "missing {needle}:\n{table}");
+    }
+    // Rows that still render alike name the field that differs.
+    let lines: Vec<&str> = table.lines().filter(|l| l.starts_with(' ') && !l.contains("rank")).collect();
+    let bodies: Vec<String> =
+        lines.iter().map(|l| l.split_whitespace().skip(1).take(15).collect::<Vec<_>>().join(" ")).collect();
+    for (i, b) in bodies.iter().enumerate() {
+        if bodies[..i].contains(b) {
+            assert!(table.contains(&format!("and {} show the same columns", i + 1)), "{table}");
+        }
+    }
+}
+
+#[test]
+fn did_you_mean_prefers_the_family_and_never_offers_a_far_name() {
+    assert_eq!(suggestions("mistral-7b", preset_names()), vec!["mistral-7b-v0.3"]);
+    assert!(preset("mistral-7b-v0.3").is_some());
+    let without_mistral: Vec<&str> = preset_names().into_iter().filter(|n| !n.starts_with("mistral")).collect();
+    assert!(suggestions("mistral-7b", without_mistral.clone()).is_empty(), "mixtral-8x7b is another model");
+    let message = unknown_name_message("model preset", "mistral-7b", without_mistral.iter().copied());
+    assert!(!message.contains("did you mean"), "{message}");
+    assert_eq!(suggestions("llama-7b", preset_names()), vec!["llama2-7b"]);
+    assert_eq!(suggestions("lama3-70b", preset_names()), vec!["llama3-70b"]);
+    assert_eq!(suggestions("mixtrl-8x7b", preset_names()), vec!["mixtral-8x7b"]);
+    assert_eq!(suggestions("qwen2.5-8b", preset_names()), vec!["qwen2.5-7b"]);
+    let keys = gpu_keys();
+    assert_eq!(suggestions("a100", keys.iter().map(String::as_str)), vec!["a100-40g", "a100-80g"]);
+}
+
+#[test]
+fn serving_advice_shows_the_cheapest_option_that_sustains_the_load() {
+    let mut req = advice_request_70b();
+    req.workload.kind = WorkloadKind::Inference;
+    req.target = AdviceTarget { serving_tokens_per_s: Some(2000.0), ..AdviceTarget::default() };
+    let res = advice(&req).unwrap();
+    // Throughput beyond the load buys nothing: one option meets it, first, and the rest are cheaper
+    // ones that fall short (shown so the price of the load is visible).
+    let meeting: Vec<&AdviceOption> = res.options.iter().filter(|o| o.meets_load).collect();
+    assert_eq!(
+        meeting.len(),
+        1,
+        "{:?}",
+        res.options.iter().map(|o| (o.gpu_count, &o.gpu_key, o.cost_minor)).collect::<Vec<_>>()
+    );
+    assert!(res.options[0].meets_load);
+    for o in &res.options[1..] {
+        assert!(!o.meets_load && o.cost_minor < meeting[0].cost_minor, "{o:?}");
+    }
+    let fastest = res.options.iter().find(|o| o.fastest).unwrap();
+    assert!(res.options.iter().all(|o| o.plan.tokens_per_s <= fastest.plan.tokens_per_s));
 }

@@ -442,6 +442,11 @@ pub fn suggested_batch(global_batch: u32, unit: u32, step_s: f64, target_s: f64)
     (want / unit * unit).max(unit)
 }
 
+/// "the middle one" / "the 6 middle ones": the stages between the first and the last (pp >= 3).
+fn middle_stages(pp: u32) -> String {
+    if pp == 3 { "the middle one".to_string() } else { format!("the {} middle ones", pp.saturating_sub(2)) }
+}
+
 /// Turns a candidate into a public plan with its explanation.
 pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &str, link: &str) -> Plan {
     let cfg = cand.cfg;
@@ -487,13 +492,26 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
         };
         let split = match cfg.split.kind {
             StageSplit::Even => format!("{} layers per stage", cfg.split.first),
-            StageSplit::EmbeddingAndLoss => format!(
-                "embedding and loss counted as a layer each: first and last stages {} layers, the others {}",
-                cfg.split.first, cfg.split.mid
+            // With two stages there is no middle one to name.
+            StageSplit::EmbeddingAndLoss if cfg.pp == 2 => format!(
+                "embedding and loss counted as a layer each: {} layers on each of the two stages",
+                cfg.split.first
             ),
+            StageSplit::EmbeddingAndLoss => format!(
+                "embedding and loss counted as a layer each: first and last stages {} layers, {} {}",
+                cfg.split.first,
+                middle_stages(cfg.pp),
+                cfg.split.mid
+            ),
+            StageSplit::Uneven if cfg.pp == 2 => {
+                format!("uneven stages: first {}, last {} layers", cfg.split.first, cfg.split.last)
+            }
             StageSplit::Uneven => format!(
-                "uneven stages: first {}, last {}, the others {} layers",
-                cfg.split.first, cfg.split.last, cfg.split.mid
+                "uneven stages: first {}, last {}, {} {} layers",
+                cfg.split.first,
+                cfg.split.last,
+                middle_stages(cfg.pp),
+                cfg.split.mid
             ),
         };
         parts.push(format!("PP {} with {} ({split}), bubble {:.1}%", cfg.pp, sched, bubble_fraction * 100.0));

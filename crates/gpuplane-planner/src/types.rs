@@ -536,7 +536,7 @@ pub struct AdviceRequest {
     pub pools: Vec<PoolOffer>,
 }
 
-/// The best option of one pool.
+/// One option on the cost/time frontier: a pool, a GPU count, its best plan, hours and cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AdviceOption {
     pub pool_id: String,
@@ -554,23 +554,31 @@ pub struct AdviceOption {
     pub meets_budget: bool,
     /// Inference: whether the throughput sustains the load (always true for training).
     pub meets_load: bool,
-    /// Cheapest option among those of the same currency.
+    /// The least `cost_minor` of the options shown in this currency (one per currency).
     pub cheapest: bool,
-    /// Shortest hours (training) / highest throughput (inference).
+    /// The least `hours` (training) or the most throughput (inference) of all options shown
+    /// (exactly one).
     pub fastest: bool,
 }
 
-/// A pool that produced no option, and why.
+/// A pool with no option shown, and why: nothing of it fits, its GPUs cannot run the precision,
+/// or every option of it is beaten on the cost/time frontier (the reason names the option that
+/// beats it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SkippedPool {
     pub pool_id: String,
     pub reason: String,
 }
 
-/// Advice across pools, best first: options meeting every constraint, cheapest first, then
-/// the rest, fastest first.
+/// Advice across pools: the cost/time frontier of every pool and GPU count. An option is left
+/// out when another is at least as fast and costs no more, or no more than `cost_tie_bps` more
+/// (a tie goes to the faster). Options meeting every constraint (deadline, budget, load) come
+/// first, then the rest; each part cheapest, so slowest, first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AdviceResult {
     pub options: Vec<AdviceOption>,
     pub skipped: Vec<SkippedPool>,
+    /// The cost tolerance of a tie, in basis points of the smaller cost (100 = 1%): of two
+    /// options whose costs differ by no more, only the faster is shown.
+    pub cost_tie_bps: u32,
 }

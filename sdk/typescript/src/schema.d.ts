@@ -726,7 +726,9 @@ export interface paths {
         put?: never;
         /**
          * Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish and
-         *     cost at the pool's price; ranked, with the cheapest and the fastest marked.
+         *     cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and faster than
+         *     an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the cheapest and
+         *     the fastest of what is shown marked.
          */
         post: operations["create_advice"];
         delete?: never;
@@ -1516,9 +1518,9 @@ export interface components {
             /** @description One OpenSSH public key line: `<type> <base64> [comment]` (the comment is dropped). */
             public_key: string;
         };
-        /** @description The best option of one pool. */
+        /** @description One option on the cost/time frontier: a pool, a GPU count, its best plan, hours and cost. */
         AdviceOption: {
-            /** @description Cheapest option among those of the same currency. */
+            /** @description The least `cost_minor` of the options shown in this currency (one per currency). */
             cheapest: boolean;
             /**
              * Format: int64
@@ -1526,7 +1528,10 @@ export interface components {
              */
             cost_minor: number;
             currency: string;
-            /** @description Shortest hours (training) / highest throughput (inference). */
+            /**
+             * @description The least `hours` (training) or the most throughput (inference) of all options shown
+             *     (exactly one).
+             */
             fastest: boolean;
             /** Format: int64 */
             gpu_count: number;
@@ -1581,10 +1586,18 @@ export interface components {
             workload: components["schemas"]["WorkloadFields"];
         };
         /**
-         * @description Advice across pools, best first: options meeting every constraint, cheapest first, then
-         *     the rest, fastest first.
+         * @description Advice across pools: the cost/time frontier of every pool and GPU count. An option is left
+         *     out when another is at least as fast and costs no more, or no more than `cost_tie_bps` more
+         *     (a tie goes to the faster). Options meeting every constraint (deadline, budget, load) come
+         *     first, then the rest; each part cheapest, so slowest, first.
          */
         AdviceResult: {
+            /**
+             * Format: int64
+             * @description The cost tolerance of a tie, in basis points of the smaller cost (100 = 1%): of two
+             *     options whose costs differ by no more, only the faster is shown.
+             */
+            cost_tie_bps: number;
             options: components["schemas"]["AdviceOption"][];
             skipped: components["schemas"]["SkippedPool"][];
         };
@@ -3618,7 +3631,11 @@ export interface components {
              */
             replaces: string;
         };
-        /** @description A pool that produced no option, and why. */
+        /**
+         * @description A pool with no option shown, and why: nothing of it fits, its GPUs cannot run the precision,
+         *     or every option of it is beaten on the cost/time frontier (the reason names the option that
+         *     beats it).
+         */
         SkippedPool: {
             pool_id: string;
             reason: string;
@@ -5751,7 +5768,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Options across pools, best first */
+            /** @description The cost/time frontier across pools: options meeting every constraint first, each part cheapest first */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -313,6 +313,7 @@ async function viewAdvice() {
           h("button", { type: "button", class: "secondary", "data-plan": i, onclick: () => showPlan(o, i) }, "Plan"),
           isAdmin() ? h("button", { type: "button", class: "secondary", "data-pool": o.pool_id, onclick: () => show(h("h1", {}, "Lease this option"), leaseForm(pools, { pool_id: o.pool_id, gpu_count: o.gpu_count, hours: Math.max(1, Math.ceil(o.hours)) })) }, "Lease this") : ""]))
           : h("p", {}, "No pool can run this."),
+        r.options.length ? h("p", { class: "muted", id: "advice-frontier" }, `The cost/time frontier: nothing left out is both cheaper and faster than an option shown; costs within ${r.cost_tie_bps / 100}% count as equal and the faster is shown.`) : null,
         r.skipped.length ? h("p", { class: "muted" }, "Skipped: " + r.skipped.map((x) => `${(poolsById[x.pool_id] || {}).name || x.pool_id}: ${x.reason}`).join("; ")) : null].filter(Boolean));
         if (r.options.length) showPlan(r.options[0], 0); else planOut.replaceChildren();
       } catch (e) { out.replaceChildren(); flash(e instanceof Problem ? e.words() : String(e)); }

@@ -15,13 +15,14 @@ T = TypeVar("T", bound="AdviceOption")
 
 @_attrs_define
 class AdviceOption:
-    """The best option of one pool.
+    """One option on the cost/time frontier: a pool, a GPU count, its best plan, hours and cost.
 
     Attributes:
-        cheapest (bool): Cheapest option among those of the same currency.
+        cheapest (bool): The least `cost_minor` of the options shown in this currency (one per currency).
         cost_minor (int): `ceil(gpu_count * hours * price_per_gpu_hour_minor)`.
         currency (str):
-        fastest (bool): Shortest hours (training) / highest throughput (inference).
+        fastest (bool): The least `hours` (training) or the most throughput (inference) of all options shown
+            (exactly one).
         gpu_count (int):
         gpu_key (str):
         gpus_per_node (int):

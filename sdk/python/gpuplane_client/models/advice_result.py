@@ -16,19 +16,26 @@ T = TypeVar("T", bound="AdviceResult")
 
 @_attrs_define
 class AdviceResult:
-    """Advice across pools, best first: options meeting every constraint, cheapest first, then
-    the rest, fastest first.
+    """Advice across pools: the cost/time frontier of every pool and GPU count. An option is left
+    out when another is at least as fast and costs no more, or no more than `cost_tie_bps` more
+    (a tie goes to the faster). Options meeting every constraint (deadline, budget, load) come
+    first, then the rest; each part cheapest, so slowest, first.
 
         Attributes:
+            cost_tie_bps (int): The cost tolerance of a tie, in basis points of the smaller cost (100 = 1%): of two
+                options whose costs differ by no more, only the faster is shown.
             options (list[AdviceOption]):
             skipped (list[SkippedPool]):
     """
 
+    cost_tie_bps: int
     options: list[AdviceOption]
     skipped: list[SkippedPool]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        cost_tie_bps = self.cost_tie_bps
+
         options = []
         for options_item_data in self.options:
             options_item = options_item_data.to_dict()
@@ -43,6 +50,7 @@ class AdviceResult:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "cost_tie_bps": cost_tie_bps,
                 "options": options,
                 "skipped": skipped,
             }
@@ -56,6 +64,8 @@ class AdviceResult:
         from ..models.skipped_pool import SkippedPool
 
         d = dict(src_dict)
+        cost_tie_bps = d.pop("cost_tie_bps")
+
         options = []
         _options = d.pop("options")
         for options_item_data in _options:
@@ -71,6 +81,7 @@ class AdviceResult:
             skipped.append(skipped_item)
 
         advice_result = cls(
+            cost_tie_bps=cost_tie_bps,
             options=options,
             skipped=skipped,
         )

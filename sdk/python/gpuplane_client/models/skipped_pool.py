@@ -11,11 +11,13 @@ T = TypeVar("T", bound="SkippedPool")
 
 @_attrs_define
 class SkippedPool:
-    """A pool that produced no option, and why.
+    """A pool with no option shown, and why: nothing of it fits, its GPUs cannot run the precision,
+    or every option of it is beaten on the cost/time frontier (the reason names the option that
+    beats it).
 
-    Attributes:
-        pool_id (str):
-        reason (str):
+        Attributes:
+            pool_id (str):
+            reason (str):
     """
 
     pool_id: str

@@ -102,7 +102,11 @@ def sync_detailed(
 ) -> Response[AdviceResult | Problem]:
     """Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish
     and
-    cost at the pool's price; ranked, with the cheapest and the fastest marked.
+    cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and
+    faster than
+    an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
+    cheapest and
+    the fastest of what is shown marked.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
@@ -136,7 +140,11 @@ def sync(
 ) -> AdviceResult | Problem | None:
     """Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish
     and
-    cost at the pool's price; ranked, with the cheapest and the fastest marked.
+    cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and
+    faster than
+    an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
+    cheapest and
+    the fastest of what is shown marked.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
@@ -165,7 +173,11 @@ async def asyncio_detailed(
 ) -> Response[AdviceResult | Problem]:
     """Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish
     and
-    cost at the pool's price; ranked, with the cheapest and the fastest marked.
+    cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and
+    faster than
+    an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
+    cheapest and
+    the fastest of what is shown marked.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
@@ -197,7 +209,11 @@ async def asyncio(
 ) -> AdviceResult | Problem | None:
     """Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish
     and
-    cost at the pool's price; ranked, with the cheapest and the fastest marked.
+    cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and
+    faster than
+    an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
+    cheapest and
+    the fastest of what is shown marked.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
