@@ -28,5 +28,6 @@ mod outage_e2e;
 mod planning;
 mod readiness;
 mod readiness_e2e;
+mod sessions;
 mod tenants;
 mod webhooks;
