@@ -186,7 +186,10 @@ async fn latency_reports_are_kept_per_pair_and_alert_once_until_they_clear(db: P
 
     // The assignments tell each node its lease's other nodes and their echo ports.
     let list = app.get("/v1/agent/assignments", &a_token).await.expect(StatusCode::OK).body;
-    assert_eq!(list["leases"][0]["peers"], json!([{ "node_id": b, "address": "127.0.0.1", "echo_port": 40002, "lease_address": null }]));
+    assert_eq!(
+        list["leases"][0]["peers"],
+        json!([{ "node_id": b, "address": "127.0.0.1", "echo_port": 40002, "lease_address": null }])
+    );
 
     let network = format!("/v1/leases/{lease}/network");
     let empty = app.get(&network, &tenant).await.expect(StatusCode::OK).body;
