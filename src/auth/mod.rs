@@ -252,7 +252,8 @@ impl FromRequestParts<AppState> for Principal {
 /// not suspended, and the session, if named, still this key's and not expired): [`KeyCheck::verdict`] answers
 /// from it, and a statement that must not write for a token that may not act (lease release) conditions its
 /// writes on it. Embedded by statements that verify the key together with their own work (lease creation and
-/// release), and run alone by [`check_key`]. The session costs one primary-key probe in the same statement.
+/// release), and run alone by [`check_key`]. The session costs one primary-key probe in the same statement (a
+/// join, not an `EXISTS` in the select list: the planner flattens `k` and would run that once per reference).
 pub fn key_check_cte(key_param: &str, session_param: &str) -> String {
     format!(
         "key_check AS ( \
@@ -261,10 +262,11 @@ pub fn key_check_cte(key_param: &str, session_param: &str) -> String {
                 NOT k.revoked AND k.session_live AND t.status IS DISTINCT FROM 'suspended' AS key_may_act \
          FROM (SELECT a.id, a.tenant_id, \
                       a.revoked_at IS NOT NULL OR COALESCE(a.expires_at <= now(), false) AS revoked, \
-                      {session_param}::uuid IS NULL OR EXISTS (SELECT 1 FROM console_sessions s \
-                          WHERE s.id = {session_param}::uuid AND s.key_id = a.id AND s.expires_at > now()) \
-                          AS session_live \
-               FROM api_keys a WHERE a.id = {key_param}::uuid) k \
+                      {session_param}::uuid IS NULL OR s.id IS NOT NULL AS session_live \
+               FROM api_keys a \
+               LEFT JOIN console_sessions s \
+                   ON s.id = {session_param}::uuid AND s.key_id = a.id AND s.expires_at > now() \
+               WHERE a.id = {key_param}::uuid) k \
          LEFT JOIN tenants t ON t.id = k.tenant_id)"
     )
 }
