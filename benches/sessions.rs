@@ -7,8 +7,9 @@
 //! on the machine falls on both alike. Three views of it:
 //!
 //! 1. **The check as the service runs it**: `auth::check_key` on a pool of one connection (prepared statement,
-//!    as on a warm service connection), client-side round trip, pairs alternating which variant goes first.
-//! 2. **Server time**: `EXPLAIN (ANALYZE, BUFFERS)` of the same statement, execution time and the buffer pages
+//!    as on a warm service connection), client-side round trip, in rounds that rotate which variant goes first;
+//!    a third variant is the statement as it was before sessions.
+//! 2. **Server time**: `EXPLAIN (ANALYZE, BUFFERS, TIMING OFF)` of the same statement, execution time and the buffer pages
 //!    it touched, averaged.
 //! 3. **A whole request**: the real service in-process on 127.0.0.1:0, `BENCH_CLIENTS` closed-loop clients
 //!    calling `GET /v1/tenant` (key check + one tenant read), in alternating rounds with API tokens and with
@@ -21,10 +22,12 @@
 //! * `DATABASE_URL`: the PostgreSQL server (the bench creates its own database beside it). Default
 //!   `postgres://postgres@127.0.0.1:5432/postgres`.
 //! * `BENCH_KEYS` (default 2,000), `BENCH_SESSIONS_PER_KEY` (default 50).
-//! * `BENCH_PAIRS`: check pairs of view 1 (default 20,000). `BENCH_EXPLAINS`: runs of each variant in view 2
+//! * `BENCH_PAIRS`: rounds of view 1 (default 20,000). `BENCH_EXPLAINS`: runs of each variant in view 2
 //!   (default 500).
-//! * `BENCH_CLIENTS` (default 16), `BENCH_ROUND_SECS` (default 3), `BENCH_ROUNDS` (default 8, alternating) for
-//!   view 3.
+//! * `BENCH_CLIENTS` (default 16), `BENCH_ROUND_SECS` (default 1.5), `BENCH_ROUNDS` (default 24, alternating
+//!   in ABBA order; an even number) for view 3. Besides the totals it reports the median over the round pairs
+//!   (0-1, 2-3, ...: one of each variant, side by side in time) of the ratio of their rates, which load from
+//!   outside the bench (a shared machine) moves much less than the totals.
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/sessions.md`); empty: nowhere.
 
 #[path = "common/mod.rs"]
@@ -74,13 +77,19 @@ impl Config {
             pairs: env_or("BENCH_PAIRS", 20_000)?,
             explains: env_or("BENCH_EXPLAINS", 500)?,
             clients: env_or("BENCH_CLIENTS", 16)?,
-            round_secs: env_or("BENCH_ROUND_SECS", 3.0)?,
-            rounds: env_or("BENCH_ROUNDS", 8)?,
+            round_secs: env_or("BENCH_ROUND_SECS", 1.5)?,
+            rounds: env_or("BENCH_ROUNDS", 24)?,
             doc,
         };
-        if cfg.keys < 1 || cfg.sessions_per_key < 1 || cfg.pairs < 1 || cfg.clients < 1 || cfg.rounds < 2 {
+        if cfg.keys < 1
+            || cfg.sessions_per_key < 1
+            || cfg.pairs < 1
+            || cfg.clients < 1
+            || cfg.rounds < 2
+            || cfg.rounds % 2 == 1
+        {
             bail!(
-                "BENCH_KEYS, BENCH_SESSIONS_PER_KEY, BENCH_PAIRS and BENCH_CLIENTS must be positive, BENCH_ROUNDS >= 2"
+                "BENCH_KEYS, BENCH_SESSIONS_PER_KEY, BENCH_PAIRS and BENCH_CLIENTS must be positive, BENCH_ROUNDS even"
             );
         }
         Ok(cfg)
@@ -147,37 +156,63 @@ fn summarize(mut times: Vec<Duration>) -> Summary {
     }
 }
 
-/// View 1: `check_key` without and with the session, in pairs, on one pooled connection.
-async fn check_pairs(db: &PgPool, creds: &[Credential], pairs: usize) -> anyhow::Result<(Summary, Summary)> {
+/// The check statement as it was before sessions (commit ad128b9's `key_check_cte`), kept here only to
+/// measure against: the key and its tenant, no session parameter.
+const CHECK_BEFORE_SESSIONS: &str = "WITH key_check AS ( \
+     SELECT k.id AS checked_key_id, k.tenant_id AS checked_tenant_id, k.revoked AS key_revoked, \
+            NOT k.revoked AND t.status IS DISTINCT FROM 'suspended' AS key_may_act \
+     FROM (SELECT id, tenant_id, revoked_at IS NOT NULL OR COALESCE(expires_at <= now(), false) AS revoked \
+           FROM api_keys WHERE id = $1::uuid) k \
+     LEFT JOIN tenants t ON t.id = k.tenant_id) SELECT * FROM key_check";
+
+/// A row of [`CHECK_BEFORE_SESSIONS`]: key, tenant, revoked, may act.
+type BeforeRow = (Option<Uuid>, Option<Uuid>, Option<bool>, Option<bool>);
+
+/// One run of variant `v` of view 1: 0 the statement before sessions, 1 `check_key` without a session (an API
+/// token), 2 `check_key` with a live session.
+async fn check_variant(db: &PgPool, c: &Credential, v: usize) -> anyhow::Result<()> {
+    match v {
+        0 => {
+            let row: Option<BeforeRow> =
+                sqlx::query_as(CHECK_BEFORE_SESSIONS).bind(c.key_id).fetch_optional(db).await?;
+            anyhow::ensure!(row.is_some_and(|r| r.3 == Some(true)), "the key may act");
+        }
+        1 => check_key(db, c.key_id, None).await?,
+        _ => check_key(db, c.key_id, Some(c.session_id)).await?,
+    }
+    Ok(())
+}
+
+/// View 1: the three variants in rotating order, on one pooled connection.
+async fn check_rounds(db: &PgPool, creds: &[Credential], rounds: usize) -> anyhow::Result<[Summary; 3]> {
     let mut rng = XorShift::new(7);
     let one = |rng: &mut XorShift| creds[(rng.next() % creds.len() as u64) as usize];
     for _ in 0..200 {
         let c = one(&mut rng);
-        check_key(db, c.key_id, None).await?;
-        check_key(db, c.key_id, Some(c.session_id)).await?;
-    }
-    let (mut without, mut with) = (Vec::with_capacity(pairs), Vec::with_capacity(pairs));
-    for i in 0..pairs {
-        let c = one(&mut rng);
-        for with_session in [i % 2 == 0, i % 2 == 1] {
-            let started = Instant::now();
-            if with_session {
-                check_key(db, c.key_id, Some(c.session_id)).await?;
-                with.push(started.elapsed());
-            } else {
-                check_key(db, c.key_id, None).await?;
-                without.push(started.elapsed());
-            }
+        for v in 0..3 {
+            check_variant(db, &c, v).await?;
         }
     }
-    Ok((summarize(without), summarize(with)))
+    let mut times: [Vec<Duration>; 3] = std::array::from_fn(|_| Vec::with_capacity(rounds));
+    for i in 0..rounds {
+        let c = one(&mut rng);
+        for k in 0..3 {
+            let v = (i + k) % 3;
+            let started = Instant::now();
+            check_variant(db, &c, v).await?;
+            times[v].push(started.elapsed());
+        }
+    }
+    Ok(times.map(summarize))
 }
 
 /// Server time of one run of the check statement: (execution ms, shared buffers hit + read). Planning is left
 /// out: EXPLAIN plans anew each time, while the service's prepared statement reuses its plan.
 async fn explain(conn: &mut PgConnection, c: &Credential, with_session: bool) -> anyhow::Result<(f64, f64)> {
-    let sql =
-        format!("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) WITH {} SELECT * FROM key_check", key_check_cte("$1", "$2"));
+    let sql = format!(
+        "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) WITH {} SELECT * FROM key_check",
+        key_check_cte("$1", "$2")
+    );
     let (plan,): (serde_json::Value,) = sqlx::query_as(AssertSqlSafe(sql))
         .bind(c.key_id)
         .bind(with_session.then_some(c.session_id))
@@ -261,8 +296,9 @@ struct HttpResult {
     requests: u64,
 }
 
-/// View 3: alternating rounds with API tokens and with session tokens, against the real service.
-async fn http_rounds(db: &PgPool, creds: &[Credential], cfg: &Config) -> anyhow::Result<[HttpResult; 2]> {
+/// View 3: alternating rounds with API tokens and with session tokens, against the real service; the totals of
+/// each variant and the median over round pairs of (session rate / API-token rate).
+async fn http_rounds(db: &PgPool, creds: &[Credential], cfg: &Config) -> anyhow::Result<([HttpResult; 2], f64)> {
     let mut settings = Settings::new(Secret::new("sessions-bench-secret-0123456789abcdefghijklmnopqr"));
     settings.token_ttl = Duration::from_secs(3600);
     let state = AppState::new(db.clone(), settings)?;
@@ -289,11 +325,17 @@ async fn http_rounds(db: &PgPool, creds: &[Credential], cfg: &Config) -> anyhow:
         http_round(&http, &base, tokens.clone(), cfg.clients, 1.0).await?;
     }
     let mut totals: [(u64, f64, Vec<Duration>); 2] = [(0, 0.0, Vec::new()), (0, 0.0, Vec::new())];
+    let mut pair = [0.0f64; 2];
+    let mut ratios = Vec::new();
     for r in 0..cfg.rounds {
         // ABBA order: each variant goes first as often as the other.
         let v = if (r / 2 + r) % 2 == 0 { 0 } else { 1 };
         let round = http_round(&http, &base, variants[v].clone(), cfg.clients, cfg.round_secs).await?;
         eprintln!("  round {r}: {} {:.0} req/s", ["api token", "session"][v], round.requests as f64 / round.seconds);
+        pair[v] = round.requests as f64 / round.seconds;
+        if r % 2 == 1 {
+            ratios.push(pair[1] / pair[0]);
+        }
         let t = &mut totals[v];
         t.0 += round.requests;
         t.1 += round.seconds;
@@ -301,15 +343,20 @@ async fn http_rounds(db: &PgPool, creds: &[Credential], cfg: &Config) -> anyhow:
     }
     shutdown.cancel();
     server.await??;
-    Ok(totals.map(|(requests, seconds, times)| HttpResult {
+    ratios.sort_by(f64::total_cmp);
+    let median_ratio = ratios[ratios.len() / 2];
+    let results = totals.map(|(requests, seconds, times)| HttpResult {
         rate: requests as f64 / seconds,
         latency: summarize(times),
         requests,
-    }))
+    });
+    Ok((results, median_ratio))
 }
 
 async fn bench() -> anyhow::Result<()> {
     let cfg = Config::from_env()?;
+    let load_before = std::fs::read_to_string("/proc/loadavg").ok();
+    let load_before = load_before.as_deref().and_then(|l| l.split_whitespace().next()).unwrap_or("unknown").to_string();
     let mut admin = PgConnection::connect_with(&PgConnectOptions::from_str(&cfg.server_url).context("DATABASE_URL")?)
         .await
         .context("connecting to PostgreSQL (set DATABASE_URL)")?;
@@ -319,9 +366,11 @@ async fn bench() -> anyhow::Result<()> {
     let outcome = run(&cfg).await;
     drop_database(&mut admin, DB).await?;
     admin.close().await?;
-    let (check, server, http) = outcome?;
+    let (check, server, (http, median_ratio)) = outcome?;
 
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let load = std::fs::read_to_string("/proc/loadavg").ok();
+    let load = load.as_deref().and_then(|l| l.split_whitespace().next()).unwrap_or("unknown");
     let build = if cfg!(debug_assertions) { "debug (`--profile dev`)" } else { "release" };
     let sessions = cfg.keys * cfg.sessions_per_key;
     let mut out = String::new();
@@ -337,25 +386,43 @@ async fn bench() -> anyhow::Result<()> {
          **without** = the statement with no session (a `POST /v1/auth/token` token; the check as it was before \
          sessions), **with** = the same statement finding a live session. {} tenant keys in {TENANTS} tenants, {} \
          live session rows. {cores} cores shared by PostgreSQL, the service and the load generator, {postgres}, \
-         {build} build.\n",
+         {build} build; 1-minute load average {load_before} at the start, {load} at the end (anything above \
+         the bench's own share is other work on the machine, which the interleaving spreads over both \
+         variants).\n",
         with_thousands(cfg.keys),
         with_thousands(sessions),
     );
     let _ = writeln!(out, "## The check statement (`auth::check_key`, one warm connection, round trip)\n");
-    let _ =
-        writeln!(out, "{} pairs, random key each, alternating which goes first.\n", with_thousands(cfg.pairs as i64));
-    let _ = writeln!(out, "| | mean µs | p50 µs | p99 µs |\n|---|---:|---:|---:|");
-    for (name, s) in [("without session lookup", &check.0), ("with session lookup", &check.1)] {
-        let _ = writeln!(out, "| {name} | {:.1} | {:.1} | {:.1} |", s.mean_us, s.p50_us, s.p99_us);
-    }
     let _ = writeln!(
         out,
-        "| **difference** | **{:+.1}** | {:+.1} | {:+.1} |\n",
-        check.1.mean_us - check.0.mean_us,
-        check.1.p50_us - check.0.p50_us,
-        check.1.p99_us - check.0.p99_us
+        "{} rounds of three, random key each, rotating which goes first. **before sessions**: the statement as it \
+         was before this change (the key and its tenant only, kept in the bench to measure against).\n",
+        with_thousands(cfg.pairs as i64)
     );
-    let _ = writeln!(out, "## Server time (`EXPLAIN (ANALYZE, BUFFERS)`, mean of {} runs each)\n", cfg.explains);
+    let _ = writeln!(out, "| | mean µs | p50 µs | p99 µs |\n|---|---:|---:|---:|");
+    let rows = [
+        ("before sessions", &check[0]),
+        ("without session lookup (API token, `sid` NULL)", &check[1]),
+        ("with session lookup (console token)", &check[2]),
+    ];
+    for (name, s) in rows {
+        let _ = writeln!(out, "| {name} | {:.1} | {:.1} | {:.1} |", s.mean_us, s.p50_us, s.p99_us);
+    }
+    for (name, base) in [("**with - without**", &check[1]), ("**with - before sessions**", &check[0])] {
+        let _ = writeln!(
+            out,
+            "| {name} | **{:+.1}** | {:+.1} | {:+.1} |",
+            check[2].mean_us - base.mean_us,
+            check[2].p50_us - base.p50_us,
+            check[2].p99_us - base.p99_us
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "## Server time (`EXPLAIN (ANALYZE, BUFFERS, TIMING OFF)`, mean of {} runs each)\n",
+        cfg.explains
+    );
     let _ = writeln!(out, "Execution only: EXPLAIN plans each run anew, the service's prepared statement does not.\n");
     let _ = writeln!(out, "| | execution µs | shared buffers touched |\n|---|---:|---:|");
     for (name, (ms, buffers)) in [("without session lookup", server[0]), ("with session lookup", server[1])] {
@@ -370,7 +437,7 @@ async fn bench() -> anyhow::Result<()> {
     let _ = writeln!(
         out,
         "## A whole request (`GET /v1/tenant` over HTTP/1.1 keep-alive, real service in-process)\n\n\
-         {} closed-loop clients; {} alternating rounds of {:.0} s (ABBA order) after a warm-up; the tokens are \
+         {} closed-loop clients; {} alternating rounds of {:.1} s (ABBA order) after a warm-up; the tokens are \
          sent as bearer tokens (a cookie is read into the same check).\n",
         cfg.clients, cfg.rounds, cfg.round_secs
     );
@@ -394,6 +461,26 @@ async fn bench() -> anyhow::Result<()> {
         (http[1].latency.p50_us - http[0].latency.p50_us) / 1000.0,
         (http[1].latency.p99_us - http[0].latency.p99_us) / 1000.0
     );
+    let _ = writeln!(
+        out,
+        "\nMedian over the {} round pairs of (session rate / API-token rate): **{:+.1}%** (the totals above also \
+         carry whatever else the machine did during each round).",
+        cfg.rounds / 2,
+        (median_ratio - 1.0) * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "\n## Reading it\n\n\
+         - What a request pays is the round-trip difference of the first table: the statement it runs anyway does \
+         one more primary-key probe (the buffers of the second table: about 4 pages of `console_sessions`, its \
+         index root and leaf and the heap page), in the same round trip. The second table's execution times come \
+         from plans made anew for each EXPLAIN, so they overstate both variants and the difference; the round \
+         trip of the prepared statement is the figure to use.\n\
+         - A whole request costs tens of times the check, so the probe is within the run-to-run spread of the \
+         HTTP rates on a shared 2-core machine; the median of the paired rounds is the fairer comparison there.\n\
+         - The tokens of `POST /v1/auth/token` (no `sid`) run the same statement with the session parameter NULL: \
+         the probe reads no index page (compare the first two rows of the first table)."
+    );
     print!("{out}");
     if let Some(path) = &cfg.doc {
         std::fs::write(path, &out).with_context(|| format!("writing {}", path.display()))?;
@@ -402,7 +489,7 @@ async fn bench() -> anyhow::Result<()> {
     Ok(())
 }
 
-type Outcome = ((Summary, Summary), [(f64, f64); 2], [HttpResult; 2]);
+type Outcome = ([Summary; 3], [(f64, f64); 2], ([HttpResult; 2], f64));
 
 async fn run(cfg: &Config) -> anyhow::Result<Outcome> {
     let options = PgConnectOptions::from_str(&cfg.server_url)?.database(DB);
@@ -418,8 +505,11 @@ async fn run(cfg: &Config) -> anyhow::Result<Outcome> {
     );
     let single = PgPoolOptions::new().max_connections(1).connect_with(options).await?;
     eprintln!("check statement, {} pairs...", cfg.pairs);
-    let check = check_pairs(&single, &creds, cfg.pairs).await?;
-    eprintln!("  without {:.1} µs, with {:.1} µs (mean)", check.0.mean_us, check.1.mean_us);
+    let check = check_rounds(&single, &creds, cfg.pairs).await?;
+    eprintln!(
+        "  before sessions {:.1} µs, without {:.1} µs, with {:.1} µs (mean)",
+        check[0].mean_us, check[1].mean_us, check[2].mean_us
+    );
     eprintln!("EXPLAIN ANALYZE, {} runs each...", cfg.explains);
     let server = explains(&single, &creds, cfg.explains).await?;
     single.close().await;

@@ -602,8 +602,7 @@ async fn try_release(state: &AppState, token: &TenantAdminToken, lease_id: Uuid)
     let (key, ended) = store::end_lease_for_key(
         &mut conn,
         lease_id,
-        token.key_id(),
-        token.session_id(),
+        store::KeyScope { key_id: token.key_id(), session_id: token.session_id() },
         token.claimed_tenant_id(),
         LeaseState::Released,
         reason,

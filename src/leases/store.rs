@@ -788,23 +788,29 @@ pub async fn end_lease(
     Ok(end_lease_scoped(conn, lease_id, tenant_id, None, to, reason, actor, ended_at).await?.1)
 }
 
-/// [`end_lease`] by API key `key_id` of tenant `tenant_id` in console session `session_id` (a token's claims),
-/// which the same statement checks: it writes nothing unless the key may act now (`key_may_act` of
-/// [`crate::auth::key_check_cte`], the session included) and the lease
-/// is that key's tenant's and `tenant_id`'s. Whenever [`crate::auth::TenantAdminToken::accept`] refuses the
-/// returned [`crate::auth::KeyCheck`], nothing was written, so this may run on its own (autocommit).
+/// The API key, and console session if any, of the token that ends a lease (its claims, not yet checked): the
+/// statement that ends the lease checks them ([`crate::auth::key_check_cte`]).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyScope {
+    pub key_id: Uuid,
+    pub session_id: Option<Uuid>,
+}
+
+/// [`end_lease`] by the token `key` of tenant `tenant_id` (a token's claims), which the same statement checks: it
+/// writes nothing unless the key may act now (`key_may_act` of [`crate::auth::key_check_cte`], the console
+/// session included) and the lease is that key's tenant's and `tenant_id`'s. Whenever
+/// [`crate::auth::TenantAdminToken::accept`] refuses the returned [`crate::auth::KeyCheck`], nothing was
+/// written, so this may run on its own (autocommit).
 pub async fn end_lease_for_key(
     conn: &mut PgConnection,
     lease_id: Uuid,
-    key_id: Uuid,
-    session_id: Option<Uuid>,
+    key: KeyScope,
     tenant_id: Uuid,
     to: LeaseState,
     reason: &str,
     actor: &Actor,
 ) -> Result<(crate::auth::KeyCheck, Option<Ended>), sqlx::Error> {
-    let key = Some(KeyScope { key_id, session_id });
-    end_lease_scoped(conn, lease_id, Some(tenant_id), key, to, reason, actor, None).await
+    end_lease_scoped(conn, lease_id, Some(tenant_id), Some(key), to, reason, actor, None).await
 }
 
 /// One statement: the lease row locked and ended, its open jobs ended, its nodes locked in id order (the order
@@ -817,13 +823,6 @@ pub async fn end_lease_for_key(
 /// - The lease row must be the version of the statement's snapshot: any change to a lease's holdings also
 ///   updates its row (a queued lease starting), so if the row changed after the snapshot was taken the
 ///   statement writes nothing and runs again, in a new snapshot that sees those holdings.
-/// The API key, and console session if any, whose token ends a lease: checked by the statement that ends it.
-#[derive(Clone, Copy)]
-struct KeyScope {
-    key_id: Uuid,
-    session_id: Option<Uuid>,
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn end_lease_scoped(
     conn: &mut PgConnection,
