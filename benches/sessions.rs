@@ -383,8 +383,9 @@ async fn bench() -> anyhow::Result<()> {
         out,
         "Every request checks its credential in one statement (`auth::key_check_cte`: the key, its tenant and, for a \
          console sign-in's token, its `console_sessions` row by primary key). Side by side in one run, interleaved: \
-         **without** = the statement with no session (a `POST /v1/auth/token` token; the check as it was before \
-         sessions), **with** = the same statement finding a live session. {} tenant keys in {TENANTS} tenants, {} \
+         **without** = the statement with the session parameter NULL (a token of `POST /v1/auth/token`), \
+         **with** = the same statement finding a live session, and in the first table **before sessions** = the \
+         statement as it was before this change. {} tenant keys in {TENANTS} tenants, {} \
          live session rows. {cores} cores shared by PostgreSQL, the service and the load generator, {postgres}, \
          {build} build; 1-minute load average {load_before} at the start, {load} at the end (anything above \
          the bench's own share is other work on the machine, which the interleaving spreads over both \
@@ -476,8 +477,10 @@ async fn bench() -> anyhow::Result<()> {
          index root and leaf and the heap page), in the same round trip. The second table's execution times come \
          from plans made anew for each EXPLAIN, so they overstate both variants and the difference; the round \
          trip of the prepared statement is the figure to use.\n\
-         - A whole request costs tens of times the check, so the probe is within the run-to-run spread of the \
-         HTTP rates on a shared 2-core machine; the median of the paired rounds is the fairer comparison there.\n\
+         - A whole request costs tens of times the check, and on a shared 2-core machine the HTTP rate swings from \
+         round to round by far more than a few microseconds per request: neither the totals nor the paired \
+         median can resolve the probe, whatever their sign; they show that sessions cost no throughput that \
+         this machine can measure.\n\
          - The tokens of `POST /v1/auth/token` (no `sid`) run the same statement with the session parameter NULL: \
          the probe reads no index page (compare the first two rows of the first table)."
     );
