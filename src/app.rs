@@ -124,7 +124,7 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<t
         tokio::spawn(crate::leases::lifecycle::run(state.clone(), Duration::from_secs(1), shutdown.clone())),
         tokio::spawn(crate::agents::liveness::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::billing::metering::run(state.clone(), Duration::from_secs(15), shutdown.clone())),
-        tokio::spawn(crate::auth::lifecycle::sweep_expired_keys(
+        tokio::spawn(crate::auth::lifecycle::sweep_expired_credentials(
             state.clone(),
             Duration::from_secs(30),
             shutdown.clone(),

@@ -52,7 +52,7 @@ pub enum ApiError {
     #[error("malformed JSON body: {0}")]
     MalformedJson(String),
     #[error("{message}")]
-    Unauthorized { message: String },
+    Unauthorized { code: &'static str, message: String },
     #[error("{message}")]
     Forbidden { code: &'static str, message: String },
     #[error("{0} not found")]
@@ -86,7 +86,15 @@ impl ApiError {
     }
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
-        ApiError::Unauthorized { message: message.into() }
+        ApiError::Unauthorized { code: "unauthorized", message: message.into() }
+    }
+
+    /// A console session that no longer exists: signed out, its tenant suspended, or never this key's.
+    pub fn session_ended() -> Self {
+        ApiError::Unauthorized {
+            code: "session_ended",
+            message: "the console session has ended (signed out, or its tenant suspended): sign in again".into(),
+        }
     }
 
     pub fn forbidden(message: impl Into<String>) -> Self {
@@ -119,8 +127,8 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => "bad_request",
             ApiError::MalformedJson(_) => "malformed_json",
-            ApiError::Unauthorized { .. } => "unauthorized",
-            ApiError::Forbidden { code, .. }
+            ApiError::Unauthorized { code, .. }
+            | ApiError::Forbidden { code, .. }
             | ApiError::Conflict { code, .. }
             | ApiError::PreconditionFailed { code, .. }
             | ApiError::Unprocessable { code, .. }

@@ -61,7 +61,12 @@ pub const CONSOLE_SESSION: &str = "console_session";
 /// The shared error responses, by status, with the situation each one stands for.
 const PROBLEMS: &[(&str, &str, &str)] = &[
     ("400", "BadRequest", "Malformed request, e.g. invalid JSON (`malformed_json`)"),
-    ("401", "Unauthorized", "Missing, expired, tampered or revoked credentials (`unauthorized`)"),
+    (
+        "401",
+        "Unauthorized",
+        "Missing, expired, tampered or revoked credentials (`unauthorized`), or a console session that has ended: \
+         signed out, its tenant suspended (`session_ended`)",
+    ),
     (
         "403",
         "Forbidden",

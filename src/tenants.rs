@@ -296,7 +296,8 @@ pub struct UpdateTenantRequest {
         pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
     )]
     pub name: Option<String>,
-    /// `suspended` blocks every request of the tenant's users with 403 `tenant_suspended`.
+    /// `suspended` blocks every request of the tenant's users with 403 `tenant_suspended`, and ends their console
+    /// sessions (401 `session_ended`, also after reactivation).
     pub status: Option<TenantStatus>,
 }
 
@@ -335,6 +336,10 @@ pub async fn update_tenant(
     .map_err(name_conflict)?;
     if updated.rows_affected() == 0 {
         return Err(ApiError::NotFound("tenant"));
+    }
+    if req.status == Some(TenantStatus::Suspended) {
+        // Reactivation must not bring them back: they end now, with the suspension.
+        crate::auth::sessions::end_tenant_sessions(&mut tx, tenant_id).await?;
     }
     let tenant = load_tenant(&mut tx, tenant_id).await?.ok_or(ApiError::NotFound("tenant"))?;
     tx.commit().await?;

@@ -211,7 +211,7 @@ fn check_version_text(field: &str, version: Option<&str>, errors: &mut Vec<Field
 }
 
 fn invalid_join_token() -> ApiError {
-    ApiError::Unauthorized { message: "unknown, expired, used-up or revoked join token".into() }
+    ApiError::unauthorized("unknown, expired, used-up or revoked join token")
 }
 
 fn prefix_fields(err: ApiError, prefix: &str) -> ApiError {

@@ -1,9 +1,10 @@
 //! The console's session cookie: a bearer-equivalent for browsers, with CSRF protection.
 //!
-//! `POST /v1/console/session` exchanges an API key (the same exchange as `POST /v1/auth/token`) for the same
-//! short-lived access token, set as the HttpOnly cookie [`SESSION_COOKIE`]. The extractors read it when a request
-//! has no `Authorization` header and verify it exactly as a bearer token: same signature, expiry, key and role
-//! checks. A browser sends cookies on cross-site requests too, so every request authenticated by the cookie that
+//! `POST /v1/console/session` exchanges an API key (the same key check as `POST /v1/auth/token`) for a
+//! short-lived access token that also names a server-side session (`sid`, see `auth::sessions`), set as the
+//! HttpOnly cookie [`SESSION_COOKIE`]. The extractors read it when a request has no `Authorization` header and
+//! verify it exactly as a bearer token: same signature, expiry, key, session and role checks; the cookie must
+//! hold a session token. A browser sends cookies on cross-site requests too, so every request authenticated by the cookie that
 //! may change state (any method but GET, HEAD and OPTIONS) must also carry `X-CSRF-Token`, which only a page of
 //! this origin can know: it is derived from the session token (so it cannot be set by another site or replayed
 //! with another session) and given to the page in the sign-in response and in the readable cookie [`CSRF_COOKIE`].

@@ -359,7 +359,7 @@ pub async fn list_audit_events(
     Ok(Json(Page::from_rows(rows, limit, |e| e.id)))
 }
 
-/// One pass of [`sweep_expired_keys`]: how many keys it revoked.
+/// One pass of [`sweep_expired_credentials`] over keys: how many keys it revoked.
 pub async fn revoke_expired_keys(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
     let done =
         sqlx::query("UPDATE api_keys SET revoked_at = expires_at WHERE revoked_at IS NULL AND expires_at <= now()")
@@ -369,11 +369,15 @@ pub async fn revoke_expired_keys(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> 
 }
 
 /// Mark keys whose grace period has ended as revoked, so every check (including the SQL-side ones of the
-/// fast lease endpoints, which look at `revoked_at` only) sees them as such. Runs until `shutdown`.
-pub async fn sweep_expired_keys(state: AppState, every: Duration, shutdown: CancellationToken) {
+/// fast lease endpoints, which look at `revoked_at` only) sees them as such, and delete the rows of expired
+/// console sessions (`auth::sessions`). Runs until `shutdown`.
+pub async fn sweep_expired_credentials(state: AppState, every: Duration, shutdown: CancellationToken) {
     loop {
         if let Err(err) = revoke_expired_keys(&state.db).await {
             tracing::warn!(error = %err, "expired API key sweep failed; retrying");
+        }
+        if let Err(err) = super::sessions::delete_expired(&state.db).await {
+            tracing::warn!(error = %err, "expired console session sweep failed; retrying");
         }
         tokio::select! {
             _ = shutdown.cancelled() => return,

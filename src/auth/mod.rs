@@ -2,7 +2,9 @@
 //!
 //! API keys are exchanged for short-lived HS256 JWTs (`POST /v1/auth/token`). Each request's token is
 //! verified (signature, `exp`, `iss`, `aud`, algorithm pinned so `alg: none` fails) and its key is checked
-//! against the database, so a revoked key or a suspended tenant takes effect at once.
+//! against the database, so a revoked key or a suspended tenant takes effect at once. A console sign-in's token
+//! also names its server-side session (`sid`, see [`sessions`]), looked up by the same statement as the key:
+//! signing out ends it at once, wherever the token is replayed (cookie or bearer).
 //!
 //! Who may call a handler is in its signature: [`OperatorAuth`], [`TenantAuth`], [`TenantAdminAuth`] or
 //! [`AnyAuth`]. Agent credentials (a different audience) can never satisfy these.
@@ -11,6 +13,7 @@ pub mod cookie;
 pub mod keys;
 pub mod lifecycle;
 pub mod routes;
+pub mod sessions;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -66,6 +69,10 @@ pub struct Claims {
     pub aud: String,
     pub iat: u64,
     pub exp: u64,
+    /// The console session the token belongs to (`console_sessions.id`): it works only while that row exists
+    /// for this key. Absent on the tokens of `POST /v1/auth/token`, which live by their key alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sid: Option<Uuid>,
 }
 
 /// Claims of a node agent credential.
@@ -129,9 +136,10 @@ impl TokenKeys {
             .map_err(|err| token_rejection("agent credential", &err))
     }
 
-    pub fn issue(&self, key_id: Uuid, tenant_id: Option<Uuid>, role: Role) -> anyhow::Result<String> {
+    /// The claims of a user token issued now, without a session.
+    pub fn claims(&self, key_id: Uuid, tenant_id: Option<Uuid>, role: Role) -> Claims {
         let now = now_secs();
-        let claims = Claims {
+        Claims {
             sub: key_id,
             tenant_id,
             role,
@@ -139,8 +147,18 @@ impl TokenKeys {
             aud: USER_AUDIENCE.into(),
             iat: now,
             exp: now + self.ttl_secs,
-        };
-        Ok(jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)?)
+            sid: None,
+        }
+    }
+
+    /// A signed user token with these claims.
+    pub fn sign(&self, claims: &Claims) -> anyhow::Result<String> {
+        Ok(jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)?)
+    }
+
+    /// A user token without a session (`POST /v1/auth/token`).
+    pub fn issue(&self, key_id: Uuid, tenant_id: Option<Uuid>, role: Role) -> anyhow::Result<String> {
+        self.sign(&self.claims(key_id, tenant_id, role))
     }
 
     pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
@@ -164,23 +182,38 @@ pub fn now_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
 }
 
-/// A verified caller whose key is not revoked and whose tenant (if any) is active.
+/// A verified caller whose key is not revoked, whose tenant (if any) is active and whose console session (if
+/// its token names one) has not ended.
 #[derive(Debug, Clone, Copy)]
 pub struct Principal {
     pub key_id: Uuid,
     pub tenant_id: Option<Uuid>,
     pub role: Role,
+    /// The console session of the token, if it is a console sign-in's.
+    pub session_id: Option<Uuid>,
 }
 
 /// The user token of a request: the `Authorization: Bearer` header, or else the console's session cookie (with
-/// its CSRF check, see [`cookie`]). Both are verified the same way by the caller.
-pub fn user_token(parts: &Parts) -> Result<&str, ApiError> {
+/// its CSRF check, see [`cookie`]). Both are verified the same way by the caller. The flag: from the cookie.
+pub fn user_token(parts: &Parts) -> Result<(&str, bool), ApiError> {
     if !parts.headers.contains_key(AUTHORIZATION)
         && let Some(token) = cookie::session_token(parts)?
     {
-        return Ok(token);
+        return Ok((token, true));
     }
-    bearer_token(parts)
+    Ok((bearer_token(parts)?, false))
+}
+
+/// The verified claims of the request's user token (signature, expiry, issuer, audience; not yet the database
+/// checks). The cookie holds only console sessions: a token without `sid` there is refused, so every cookie can
+/// be signed out.
+pub fn verify_user_token(tokens: &TokenKeys, parts: &Parts) -> Result<Claims, ApiError> {
+    let (token, from_cookie) = user_token(parts)?;
+    let claims = tokens.verify(token)?;
+    if from_cookie && claims.sid.is_none() {
+        return Err(ApiError::unauthorized("the session cookie holds no console session: sign in again"));
+    }
+    Ok(claims)
 }
 
 /// Read the bearer token from the `Authorization` header.
@@ -203,27 +236,37 @@ impl FromRequestParts<AppState> for Principal {
         if let Some(principal) = parts.extensions.get::<Principal>() {
             return Ok(*principal);
         }
-        let claims = state.tokens.verify(user_token(parts)?)?;
-        check_key(&state.db, claims.sub).await?;
-        let principal = Principal { key_id: claims.sub, tenant_id: claims.tenant_id, role: claims.role };
+        let claims = verify_user_token(&state.tokens, parts)?;
+        check_key(&state.db, claims.sub, claims.sid).await?;
+        let principal =
+            Principal { key_id: claims.sub, tenant_id: claims.tenant_id, role: claims.role, session_id: claims.sid };
         parts.extensions.insert(principal);
         tracing::Span::current().record("tenant.id", tracing::field::display(OptionalId(principal.tenant_id)));
         Ok(principal)
     }
 }
 
-/// The CTE `key_check`: the state of the API key whose id is the parameter `key_param` (e.g. `"$1"`), as one
-/// row (none: no such key). Its `key_may_act` is the one definition of "this key may act now" (not revoked,
-/// not expired, its tenant not suspended): [`KeyCheck::verdict`] answers from it, and a statement that must not
-/// write for a key that may not act (lease release) conditions its writes on it. Embedded by statements that
-/// verify the key together with their own work (lease creation and release), and run alone by [`check_key`].
-pub fn key_check_cte(key_param: &str) -> String {
+/// The CTE `key_check`: the state of the API key whose id is the parameter `key_param` (e.g. `"$1"`) and of the
+/// console session `session_param` (NULL: the token names none), as one row (none: no such key). Its
+/// `key_may_act` is the one definition of "this token may act now" (key not revoked, not expired, its tenant
+/// not suspended, and the session, if named, still this key's and not expired): [`KeyCheck::verdict`] answers
+/// from it, and a statement that must not write for a token that may not act (lease release) conditions its
+/// writes on it. Embedded by statements that verify the key together with their own work (lease creation and
+/// release), and run alone by [`check_key`]. The session costs one primary-key probe in the same statement (a
+/// join, not an `EXISTS` in the select list: the planner flattens `k` and would run that once per reference).
+pub fn key_check_cte(key_param: &str, session_param: &str) -> String {
     format!(
         "key_check AS ( \
          SELECT k.id AS checked_key_id, k.tenant_id AS checked_tenant_id, k.revoked AS key_revoked, \
-                NOT k.revoked AND t.status IS DISTINCT FROM 'suspended' AS key_may_act \
-         FROM (SELECT id, tenant_id, revoked_at IS NOT NULL OR COALESCE(expires_at <= now(), false) AS revoked \
-               FROM api_keys WHERE id = {key_param}::uuid) k \
+                k.session_live, \
+                NOT k.revoked AND k.session_live AND t.status IS DISTINCT FROM 'suspended' AS key_may_act \
+         FROM (SELECT a.id, a.tenant_id, \
+                      a.revoked_at IS NOT NULL OR COALESCE(a.expires_at <= now(), false) AS revoked, \
+                      {session_param}::uuid IS NULL OR s.id IS NOT NULL AS session_live \
+               FROM api_keys a \
+               LEFT JOIN console_sessions s \
+                   ON s.id = {session_param}::uuid AND s.key_id = a.id AND s.expires_at > now() \
+               WHERE a.id = {key_param}::uuid) k \
          LEFT JOIN tenants t ON t.id = k.tenant_id)"
     )
 }
@@ -236,28 +279,33 @@ pub struct KeyCheck {
     checked_key_id: Option<Uuid>,
     checked_tenant_id: Option<Uuid>,
     key_revoked: Option<bool>,
+    session_live: Option<bool>,
     key_may_act: Option<bool>,
 }
 
 impl KeyCheck {
-    /// Ok when `key_may_act`; otherwise why, for the answer: 403 for a live key of a suspended tenant, 401 for a
-    /// missing, revoked or expired key.
+    /// Ok when `key_may_act`; otherwise why, for the answer: 401 for a missing, revoked or expired key; 401
+    /// `session_ended` for a console session that is gone (signed out, its tenant suspended, expired) or was
+    /// never this key's; 403 for a live key of a suspended tenant.
     fn verdict(&self, key_id: Uuid) -> Result<(), ApiError> {
-        match (self.checked_key_id, self.key_may_act) {
-            (Some(id), Some(true)) if id == key_id => Ok(()),
-            (Some(id), Some(false)) if id == key_id && self.key_revoked == Some(false) => {
-                Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() })
-            }
-            _ => Err(ApiError::unauthorized("the API key behind this token is revoked")),
+        if self.checked_key_id != Some(key_id) || self.key_revoked != Some(false) {
+            return Err(ApiError::unauthorized("the API key behind this token is revoked"));
+        }
+        match (self.session_live, self.key_may_act) {
+            (_, Some(true)) => Ok(()),
+            (Some(false), _) => Err(ApiError::session_ended()),
+            _ => Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() }),
         }
     }
 }
 
-/// The key behind a verified token must not be revoked, and its tenant (if any) not suspended.
-pub async fn check_key(db: &sqlx::PgPool, key_id: Uuid) -> Result<(), ApiError> {
+/// The key behind a verified token must not be revoked, its tenant (if any) not suspended, and its console
+/// session (`session_id`, the token's `sid`), if it names one, not ended: one statement, one round trip.
+pub async fn check_key(db: &sqlx::PgPool, key_id: Uuid, session_id: Option<Uuid>) -> Result<(), ApiError> {
     let check: Option<KeyCheck> =
-        sqlx::query_as(sqlx::AssertSqlSafe(format!("WITH {} SELECT * FROM key_check", key_check_cte("$1"))))
+        sqlx::query_as(sqlx::AssertSqlSafe(format!("WITH {} SELECT * FROM key_check", key_check_cte("$1", "$2"))))
             .bind(key_id)
+            .bind(session_id)
             .fetch_optional(db)
             .await?;
     match check {
@@ -356,16 +404,17 @@ impl FromRequestParts<AppState> for TenantAdminAuth {
 pub struct TenantAdminToken {
     tenant_id: Uuid,
     key_id: Uuid,
+    session_id: Option<Uuid>,
 }
 
 impl FromRequestParts<AppState> for TenantAdminToken {
     type Rejection = ApiError;
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let claims = state.tokens.verify(user_token(parts)?)?;
+        let claims = verify_user_token(&state.tokens, parts)?;
         match (claims.role, claims.tenant_id) {
             (Role::TenantAdmin, Some(tenant_id)) => {
                 tracing::Span::current().record("tenant.id", tracing::field::display(tenant_id));
-                Ok(TenantAdminToken { tenant_id, key_id: claims.sub })
+                Ok(TenantAdminToken { tenant_id, key_id: claims.sub, session_id: claims.sid })
             }
             (Role::TenantMember, Some(_)) => Err(ApiError::forbidden("this endpoint needs the tenant_admin role")),
             _ => Err(ApiError::forbidden("this endpoint is for tenant users")),
@@ -380,6 +429,11 @@ impl TenantAdminToken {
         self.key_id
     }
 
+    /// The console session to bind with [`Self::key_id`] as the session parameter of [`key_check_cte`].
+    pub fn session_id(&self) -> Option<Uuid> {
+        self.session_id
+    }
+
     /// The tenant the token names, not verified yet: only to narrow a statement that also verifies the key
     /// ([`key_check_cte`]) and takes the tenant from it, so that it finds nothing when [`Self::accept`] would
     /// refuse. Never proof of anything.
@@ -389,7 +443,7 @@ impl TenantAdminToken {
 
     /// Check the key now, in a query of its own.
     pub async fn check(&self, db: &sqlx::PgPool) -> Result<TenantAdminAuth, ApiError> {
-        check_key(db, self.key_id).await?;
+        check_key(db, self.key_id, self.session_id).await?;
         Ok(TenantAdminAuth { tenant_id: self.tenant_id, key_id: self.key_id, _checked: Checked })
     }
 

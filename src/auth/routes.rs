@@ -62,13 +62,15 @@ pub async fn create_token(
     State(state): State<AppState>,
     ApiJson(req): ApiJson<TokenRequest>,
 ) -> ApiResult<(NoStore, Json<TokenResponse>)> {
-    let access_token = exchange_api_key(&state, &req.api_key).await?;
+    let p = exchange_api_key(&state, &req.api_key).await?;
+    let access_token = state.tokens.issue(p.key_id, p.tenant_id, p.role)?;
     Ok((NO_STORE, Json(TokenResponse { access_token, token_type: "Bearer".into(), expires_in: state.tokens.ttl_secs })))
 }
 
-/// The one key -> token exchange, shared by `POST /v1/auth/token` and the console's sign-in: a known, unrevoked,
-/// unexpired key of an active tenant (or an operator key) gets a short-lived access token for its principal.
-pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<String> {
+/// The one key check of an exchange, shared by `POST /v1/auth/token` and the console's sign-in: a known,
+/// unrevoked, unexpired key of an active tenant (or an operator key) is its principal, for which the caller
+/// issues a short-lived access token (the console's with a session).
+pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<super::Principal> {
     if !keys::looks_like_key(api_key) {
         return Err(ApiError::unauthorized("invalid API key"));
     }
@@ -89,7 +91,7 @@ pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<Stri
     if tenant_status.as_deref() == Some("suspended") {
         return Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() });
     }
-    Ok(state.tokens.issue(key_id, tenant_id, role)?)
+    Ok(super::Principal { key_id, tenant_id, role, session_id: None })
 }
 
 /// Headers of a response that carries a secret: no cache (browser, proxy) may keep it (RFC 6749 section 5.1).

@@ -1,7 +1,8 @@
 //! `POST /v1/console/session` (sign in with an API key), `GET` (who is signed in) and `DELETE` (sign out).
 //!
-//! The cookie carries the very access token `POST /v1/auth/token` would give; see `auth::cookie` for how the
-//! extractors accept it and how state changes are protected against cross-site requests.
+//! The cookie carries an access token like the one `POST /v1/auth/token` gives, which also names a server-side
+//! session (`auth::sessions`) that sign-out ends; see `auth::cookie` for how the extractors accept it and how
+//! state changes are protected against cross-site requests.
 
 use axum::Json;
 use axum::extract::State;
@@ -17,6 +18,7 @@ use uuid::Uuid;
 use crate::app::AppState;
 use crate::auth::cookie::{CSRF_COOKIE, SESSION_COOKIE, csrf_token};
 use crate::auth::routes::{NO_STORE, TokenRequest, exchange_api_key};
+use crate::auth::sessions::{self, SessionToEnd};
 use crate::auth::{AnyAuth, Role};
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
@@ -85,8 +87,8 @@ pub async fn create_console_session(
     headers: HeaderMap,
     ApiJson(req): ApiJson<TokenRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    let token = exchange_api_key(&state, &req.api_key).await?;
-    let claims = state.tokens.verify(&token)?;
+    let principal = exchange_api_key(&state, &req.api_key).await?;
+    let token = sessions::start(&state.db, &state.tokens, &principal).await?;
     let csrf = csrf_token(&token);
     let ttl = state.tokens.ttl_secs;
     let secure = secure(&state, &headers);
@@ -94,8 +96,12 @@ pub async fn create_console_session(
         set_cookie(SESSION_COOKIE, &token, ttl, true, secure),
         set_cookie(CSRF_COOKIE, &csrf, ttl, false, secure),
     ]);
-    let body =
-        ConsoleSession { role: claims.role, tenant_id: claims.tenant_id, csrf_token: Some(csrf), expires_in: ttl };
+    let body = ConsoleSession {
+        role: principal.role,
+        tenant_id: principal.tenant_id,
+        csrf_token: Some(csrf),
+        expires_in: ttl,
+    };
     Ok((NO_STORE, cookies, Json(body)))
 }
 
@@ -119,16 +125,30 @@ pub async fn get_console_session(
     Ok((NO_STORE, Json(body)))
 }
 
-/// Sign out of the console: both cookies are cleared. Harmless without a session.
+/// Sign out of the console: the session is ended on the server, so its token is refused from now on wherever
+/// it is replayed (cookie or bearer), and both cookies are cleared. Harmless without a session.
+///
+/// The session is the one named by the request's token (the cookie, with its `X-CSRF-Token`, or a bearer token
+/// from a sign-in); a token that does not verify ends nothing.
 #[utoipa::path(
     delete, path = "/v1/console/session", tag = "auth", operation_id = "delete_console_session",
-    responses((status = 204, description = "Signed out; the cookies are cleared",
-        headers(("Set-Cookie" = String, description = "`gp_session` and `gp_csrf`, expired"))))
+    responses(
+        (status = 204, description = "Signed out: the session is ended and the cookies are cleared",
+            headers(("Set-Cookie" = String, description = "`gp_session` and `gp_csrf`, expired"))),
+        (status = 403, description = "The cookie without its `X-CSRF-Token` (`csrf_failed`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
 )]
-pub async fn delete_console_session(State(state): State<AppState>, headers: HeaderMap) -> impl IntoResponse {
+pub async fn delete_console_session(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    SessionToEnd(session): SessionToEnd,
+) -> ApiResult<impl IntoResponse> {
+    if let Some((session_id, key_id)) = session {
+        sessions::end(&state.db, session_id, key_id).await?;
+    }
     let secure = secure(&state, &headers);
-    (
+    Ok((
         StatusCode::NO_CONTENT,
         AppendHeaders([set_cookie(SESSION_COOKIE, "", 0, true, secure), set_cookie(CSRF_COOKIE, "", 0, false, secure)]),
-    )
+    ))
 }

@@ -278,7 +278,7 @@ async fn admit(
         months: req.months,
         created_by: token.key_id(),
     };
-    let admission = store::admit(conn, &new, try_lock).await?;
+    let admission = store::admit(conn, &new, token.session_id(), try_lock).await?;
     let auth = token.accept(&admission.key)?;
     let Some(currency) = &admission.pool_currency else { return Err(ApiError::field("pool_id", "no such pool")) };
     if admission.balance_covers == Some(false)
@@ -602,7 +602,7 @@ async fn try_release(state: &AppState, token: &TenantAdminToken, lease_id: Uuid)
     let (key, ended) = store::end_lease_for_key(
         &mut conn,
         lease_id,
-        token.key_id(),
+        store::KeyScope { key_id: token.key_id(), session_id: token.session_id() },
         token.claimed_tenant_id(),
         LeaseState::Released,
         reason,

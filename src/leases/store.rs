@@ -107,7 +107,12 @@ pub struct Admission {
 /// snapshot shows. When it is not (a change committed between the snapshot and the lock), the statement writes
 /// nothing and the caller goes on as without the write: in a transaction, [`place`] and [`write_lease`] on the
 /// node it holds, in a new snapshot. Run on its own (autocommit) it is a whole create in one round trip.
-pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> Result<Admission, sqlx::Error> {
+pub async fn admit(
+    conn: &mut PgConnection,
+    new: &NewLease,
+    session_id: Option<Uuid>,
+    try_lock: bool,
+) -> Result<Admission, sqlx::Error> {
     let actor = Actor::Tenant(new.created_by);
     let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
     let sql = format!(
@@ -142,7 +147,7 @@ pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> R
              gate.lock_tried AND (SELECT id FROM best_fit) IS NULL AND EXISTS ({fits}) AS node_fits, \
              (SELECT lease FROM written) AS lease \
          FROM gate LEFT JOIN key_check ON true LEFT JOIN tenant ON true LEFT JOIN pool ON true",
-        key_check = crate::auth::key_check_cte("$17"),
+        key_check = crate::auth::key_check_cte("$17", "$21"),
         covers = crate::billing::balance_covers_sql("due.balance_minor", "due.required_minor"),
         best_fit = best_fit_sql(
             "$11",
@@ -162,7 +167,11 @@ pub async fn admit(conn: &mut PgConnection, new: &NewLease, try_lock: bool) -> R
     // balance rule (`billing::balance_covers_sql`), of the best-fit rule (`best_fit_sql`) and of the lease's
     // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
     let write = LeaseWriteArgs { lease: LeaseWrite::Create(new), plan: None, event, active: true };
-    bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write).bind(try_lock).fetch_one(conn).await
+    bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write)
+        .bind(try_lock)
+        .bind(session_id)
+        .fetch_one(conn)
+        .await
 }
 
 impl Admission {
@@ -779,20 +788,29 @@ pub async fn end_lease(
     Ok(end_lease_scoped(conn, lease_id, tenant_id, None, to, reason, actor, ended_at).await?.1)
 }
 
-/// [`end_lease`] by API key `key_id` of tenant `tenant_id` (a token's claim), which the same statement checks:
-/// it writes nothing unless the key may act now (`key_may_act` of [`crate::auth::key_check_cte`]) and the lease
-/// is that key's tenant's and `tenant_id`'s. Whenever [`crate::auth::TenantAdminToken::accept`] refuses the
-/// returned [`crate::auth::KeyCheck`], nothing was written, so this may run on its own (autocommit).
+/// The API key, and console session if any, of the token that ends a lease (its claims, not yet checked): the
+/// statement that ends the lease checks them ([`crate::auth::key_check_cte`]).
+#[derive(Debug, Clone, Copy)]
+pub struct KeyScope {
+    pub key_id: Uuid,
+    pub session_id: Option<Uuid>,
+}
+
+/// [`end_lease`] by the token `key` of tenant `tenant_id` (a token's claims), which the same statement checks: it
+/// writes nothing unless the key may act now (`key_may_act` of [`crate::auth::key_check_cte`], the console
+/// session included) and the lease is that key's tenant's and `tenant_id`'s. Whenever
+/// [`crate::auth::TenantAdminToken::accept`] refuses the returned [`crate::auth::KeyCheck`], nothing was
+/// written, so this may run on its own (autocommit).
 pub async fn end_lease_for_key(
     conn: &mut PgConnection,
     lease_id: Uuid,
-    key_id: Uuid,
+    key: KeyScope,
     tenant_id: Uuid,
     to: LeaseState,
     reason: &str,
     actor: &Actor,
 ) -> Result<(crate::auth::KeyCheck, Option<Ended>), sqlx::Error> {
-    end_lease_scoped(conn, lease_id, Some(tenant_id), Some(key_id), to, reason, actor, None).await
+    end_lease_scoped(conn, lease_id, Some(tenant_id), Some(key), to, reason, actor, None).await
 }
 
 /// One statement: the lease row locked and ended, its open jobs ended, its nodes locked in id order (the order
@@ -810,7 +828,7 @@ async fn end_lease_scoped(
     conn: &mut PgConnection,
     lease_id: Uuid,
     tenant_id: Option<Uuid>,
-    key_id: Option<Uuid>,
+    key: Option<KeyScope>,
     to: LeaseState,
     reason: &str,
     actor: &Actor,
@@ -864,7 +882,7 @@ async fn end_lease_scoped(
              ended.old_state, ended.queue_waiting, \
              EXISTS (SELECT 1 FROM old) AND NOT EXISTS (SELECT 1 FROM current) AS stale \
          FROM (SELECT 1) one LEFT JOIN key_check ON true LEFT JOIN ended ON true",
-        key_check = crate::auth::key_check_cte("$8"),
+        key_check = crate::auth::key_check_cte("$8", "$12"),
         jobs = crate::jobs::store::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
         lease = lease_json("ended", "held"),
     );
@@ -881,10 +899,11 @@ async fn end_lease_scoped(
             .bind(tenant_id)
             .bind(job_state)
             .bind(&job_reason)
-            .bind(key_id)
+            .bind(key.map(|k| k.key_id))
             .bind(new_id())
             .bind(kind)
             .bind(actor.label())
+            .bind(key.and_then(|k| k.session_id))
             .fetch_one(&mut *conn)
             .await?;
         if row.stale {

@@ -270,7 +270,7 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
         months: None,
         created_by: key,
     };
-    let admission = store::admit(&mut tx, &new, try_lock).await.unwrap();
+    let admission = store::admit(&mut tx, &new, None, try_lock).await.unwrap();
     let lease = match admission.lease {
         // One client: the node it locked cannot have changed since the statement's snapshot.
         Some(lease) => lease.0,

@@ -30,6 +30,7 @@ mod planning;
 mod readiness;
 mod readiness_e2e;
 mod secrets;
+mod sessions;
 mod tenants;
 mod torch_e2e;
 mod webhooks;

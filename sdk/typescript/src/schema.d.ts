@@ -951,7 +951,12 @@ export interface paths {
          *     and `gp_csrf` (readable by the page), whose value must be echoed in `X-CSRF-Token` on state changes.
          */
         post: operations["create_console_session"];
-        /** Sign out of the console: both cookies are cleared. Harmless without a session. */
+        /**
+         * Sign out of the console: the session is ended on the server, so its token is refused from now on wherever
+         *     it is replayed (cookie or bearer), and both cookies are cleared. Harmless without a session.
+         * @description The session is the one named by the request's token (the cookie, with its `X-CSRF-Token`, or a bearer token
+         *     from a sign-in); a token that does not verify ends nothing.
+         */
         delete: operations["delete_console_session"];
         options?: never;
         head?: never;
@@ -4166,7 +4171,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Missing, expired, tampered or revoked credentials (`unauthorized`) */
+        /** @description Missing, expired, tampered or revoked credentials (`unauthorized`), or a console session that has ended: signed out, its tenant suspended (`session_ended`) */
         Unauthorized: {
             headers: {
                 [name: string]: unknown;
@@ -6274,7 +6279,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Signed out; the cookies are cleared */
+            /** @description Signed out: the session is ended and the cookies are cleared */
             204: {
                 headers: {
                     /** @description `gp_session` and `gp_csrf`, expired */
@@ -6282,6 +6287,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description The cookie without its `X-CSRF-Token` (`csrf_failed`) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
             };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

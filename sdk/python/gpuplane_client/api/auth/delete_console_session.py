@@ -26,6 +26,11 @@ def _parse_response(
         response_204 = cast(Any, None)
         return response_204
 
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
     if response.status_code == 500:
         response_500 = Problem.from_dict(response.json())
 
@@ -57,7 +62,13 @@ def sync_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Any | Problem]:
-    """Sign out of the console: both cookies are cleared. Harmless without a session.
+    """Sign out of the console: the session is ended on the server, so its token is refused from now on
+    wherever
+    it is replayed (cookie or bearer), and both cookies are cleared. Harmless without a session.
+
+     The session is the one named by the request's token (the cookie, with its `X-CSRF-Token`, or a
+    bearer token
+    from a sign-in); a token that does not verify ends nothing.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -80,7 +91,13 @@ def sync(
     *,
     client: AuthenticatedClient | Client,
 ) -> Any | Problem | None:
-    """Sign out of the console: both cookies are cleared. Harmless without a session.
+    """Sign out of the console: the session is ended on the server, so its token is refused from now on
+    wherever
+    it is replayed (cookie or bearer), and both cookies are cleared. Harmless without a session.
+
+     The session is the one named by the request's token (the cookie, with its `X-CSRF-Token`, or a
+    bearer token
+    from a sign-in); a token that does not verify ends nothing.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -99,7 +116,13 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient | Client,
 ) -> Response[Any | Problem]:
-    """Sign out of the console: both cookies are cleared. Harmless without a session.
+    """Sign out of the console: the session is ended on the server, so its token is refused from now on
+    wherever
+    it is replayed (cookie or bearer), and both cookies are cleared. Harmless without a session.
+
+     The session is the one named by the request's token (the cookie, with its `X-CSRF-Token`, or a
+    bearer token
+    from a sign-in); a token that does not verify ends nothing.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -120,7 +143,13 @@ async def asyncio(
     *,
     client: AuthenticatedClient | Client,
 ) -> Any | Problem | None:
-    """Sign out of the console: both cookies are cleared. Harmless without a session.
+    """Sign out of the console: the session is ended on the server, so its token is refused from now on
+    wherever
+    it is replayed (cookie or bearer), and both cookies are cleared. Harmless without a session.
+
+     The session is the one named by the request's token (the cookie, with its `X-CSRF-Token`, or a
+    bearer token
+    from a sign-in); a token that does not verify ends nothing.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -1,0 +1,95 @@
+//! Console sessions: the server-side state that makes a console sign-in revocable.
+//!
+//! A sign-in (`POST /v1/console/session`) writes a `console_sessions` row for the key and puts its id in the
+//! access token's `sid` claim, with the row's expiry as the token's `exp`. Every request with such a token, as
+//! the cookie or as a bearer token, finds the row in the statement that checks the key ([`super::key_check_cte`]),
+//! so what ends the row ends the token at once:
+//! - sign-out (`DELETE /v1/console/session`) deletes it ([`end`]);
+//! - suspending the tenant deletes the rows of its keys ([`end_tenant_sessions`], in the suspension's
+//!   transaction), so the sessions stay ended when the tenant is reactivated;
+//! - revoking or expiring the key needs nothing here: the same statement refuses the key, and the row goes with
+//!   the sweep.
+//!
+//! Expired rows are deleted by the credential sweep ([`delete_expired`], `auth::lifecycle`).
+
+use axum::extract::FromRequestParts;
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{Claims, Principal, TokenKeys, bearer_token, cookie};
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::extract::new_id;
+
+/// Start a console session for the key of `principal` (checked by the caller's key exchange just before) and
+/// return its signed access token: the session's row and the token expire together.
+pub async fn start(db: &sqlx::PgPool, tokens: &TokenKeys, principal: &Principal) -> Result<String, ApiError> {
+    let mut claims = tokens.claims(principal.key_id, principal.tenant_id, principal.role);
+    let session_id = new_id();
+    claims.sid = Some(session_id);
+    let expires_at = expiry(&claims)?;
+    sqlx::query!(
+        "INSERT INTO console_sessions (id, key_id, expires_at) VALUES ($1, $2, $3)",
+        session_id,
+        principal.key_id,
+        expires_at
+    )
+    .execute(db)
+    .await?;
+    Ok(tokens.sign(&claims)?)
+}
+
+fn expiry(claims: &Claims) -> anyhow::Result<DateTime<Utc>> {
+    let secs = i64::try_from(claims.exp)?;
+    DateTime::from_timestamp(secs, 0).ok_or_else(|| anyhow::anyhow!("token expiry {secs} out of range"))
+}
+
+/// End console session `session_id` of key `key_id` (both from a verified token). A session of another key is
+/// left alone. Returns whether a session ended.
+pub async fn end(db: &sqlx::PgPool, session_id: Uuid, key_id: Uuid) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query!("DELETE FROM console_sessions WHERE id = $1 AND key_id = $2", session_id, key_id)
+        .execute(db)
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// End every console session of the tenant's keys, in the caller's transaction (the tenant's suspension).
+pub async fn end_tenant_sessions(conn: &mut PgConnection, tenant_id: Uuid) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query!(
+        "DELETE FROM console_sessions s USING api_keys k WHERE s.key_id = k.id AND k.tenant_id = $1",
+        tenant_id
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Delete the rows of expired sessions (their tokens have expired too): how many.
+pub async fn delete_expired(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query!("DELETE FROM console_sessions WHERE expires_at <= now()").execute(db).await?;
+    Ok(done.rows_affected())
+}
+
+/// The session a sign-out ends: the one named by the request's token (`Authorization: Bearer`, else the cookie),
+/// when the token verifies and names one. No token or an invalid one is `None`: sign-out is harmless without a
+/// session. A cookie without the session's `X-CSRF-Token` is refused (403 `csrf_failed`), as for any state
+/// change by cookie, so another site cannot sign a browser out.
+pub struct SessionToEnd(pub Option<(Uuid, Uuid)>);
+
+impl FromRequestParts<AppState> for SessionToEnd {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let token = if parts.headers.contains_key(AUTHORIZATION) {
+            bearer_token(parts).ok()
+        } else {
+            cookie::session_token(parts)?
+        };
+        let session = token
+            .and_then(|token| state.tokens.verify(token).ok())
+            .and_then(|claims| claims.sid.map(|sid| (sid, claims.sub)));
+        Ok(SessionToEnd(session))
+    }
+}
