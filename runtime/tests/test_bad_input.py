@@ -219,11 +219,12 @@ def test_stalled_rank_fails_its_peers_after_the_collective_timeout(tmp_path: Pat
         ["3"],
         plan=FIXTURES / "dp2_zero0.json",
         env={"GPUPLANE_TEST_HANG_RANK": "1", "GPUPLANE_TEST_HANG_STEP": "1", "GPUPLANE_COLLECTIVE_TIMEOUT_S": "5"},
-        timeout=100,
+        # The stalled rank sleeps 600 s: the run ending well before that, with the timeout's message, is the
+        # proof that nothing waits for it (no wall-clock bound: the start-up alone varies with the machine's load).
+        timeout=500,
     )
     assert run.returncode != 0, run.output[-3000:]
     assert "rank 1 stalls before step 2" in run.output
     assert "step 2: a collective failed; a peer rank died or did not answer within the collective timeout (5 s)" in (
         run.output
     ), run.output[-3000:]
-    assert run.seconds < 90

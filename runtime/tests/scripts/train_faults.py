@@ -41,7 +41,7 @@ def main() -> None:
             os._exit(17)
         if model.topo.rank == hang_rank and step == hang_step:
             print(f"test: rank {hang_rank} stalls before step {step + 1}", file=sys.stderr, flush=True)
-            time.sleep(120)
+            time.sleep(600)
         model.train_step(make_batch(step, 0, model.plan.global_batch, model.plan.seq_len, 256))
     model.close()
 
