@@ -712,3 +712,33 @@ async fn heartbeats_are_stored_packed_and_read_back_as_sent(db: PgPool) {
     assert_eq!(gpu0["xid_count"], 2);
     assert_eq!(read["gpus"][1]["points"].as_array().unwrap().len(), 2);
 }
+
+#[sqlx::test]
+async fn a_hostile_lease_subnet_is_refused_at_registration_and_changes_nothing(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 10).await;
+    for bad in ["10.0.0.0/8", "10.0.0.0/25", "10.0.0.1/24", "not-a-net", "::1/64", "10.0.0.0/24; rm -rf /", ""] {
+        let mut node = facts("node-net", 2, "NVIDIA H100 80GB HBM3");
+        node["lease_subnet"] = json!(bad);
+        let res = app
+            .call(Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": token, "node": node })))
+            .await;
+        assert_eq!(res.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}: {:?}", res.body);
+        assert_eq!(res.error_fields(), ["node.lease_subnet"], "{bad}");
+    }
+    let (nodes, uses): (i64, i32) =
+        sqlx::query_as("SELECT (SELECT count(*) FROM nodes), (SELECT uses FROM join_tokens)")
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert_eq!((nodes, uses), (0, 0), "a refused registration changes nothing");
+    // A good one is stored as given.
+    let mut node = facts("node-net", 2, "NVIDIA H100 80GB HBM3");
+    node["lease_subnet"] = json!("10.233.7.0/24");
+    app.call(Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": token, "node": node })))
+        .await
+        .expect(StatusCode::CREATED);
+    let stored: Option<String> = sqlx::query_scalar("SELECT lease_subnet FROM nodes").fetch_one(&db).await.unwrap();
+    assert_eq!(stored.as_deref(), Some("10.233.7.0/24"));
+}
