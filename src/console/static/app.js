@@ -108,7 +108,8 @@ function lineChart(title, unit, series, fixedMax, days) {
   const x = (t) => L + (t1 === t0 ? 0.5 : (t - t0) / (t1 - t0)) * (W - L - R);
   const y = (v) => H - B - (v / ymax) * (H - B - T);
   svg.append(s("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }), s("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
-  for (const f of [0, 0.5, 1]) svg.append(s("text", { x: 2, y: y(ymax * f) + 4 }, `${Math.round(ymax * f)}${unit}`));
+  const axis = (v) => (ymax < 10 ? v.toFixed(2) : String(Math.round(v)));
+  for (const f of [0, 0.5, 1]) svg.append(s("text", { x: 2, y: y(ymax * f) + 4 }, `${axis(ymax * f)}${unit}`));
   const tick = (t) => (days ? new Date(t).toISOString().slice(0, 10) : new Date(t).toISOString().slice(11, 19));
   svg.append(s("text", { x: L, y: H - 6 }, tick(t0)), s("text", { x: W - R - 70, y: H - 6 }, tick(t1)));
   series.forEach((ser, i) => {
@@ -290,7 +291,22 @@ function jobsTable(jobs) {
     isAdmin() && !["succeeded", "failed", "cancelled"].includes(j.state) && !j.cancel_requested
       ? h("button", { type: "button", class: "danger", onclick: act(() => api("POST", `/v1/jobs/${j.id}/cancel`), "Cancel requested") }, "Cancel job") : null,
     table(["Node", "Rank", "State", "Exit"], j.nodes.map((n) => [n.hostname, String(n.node_rank), stateTag(n.state), n.exit_code === null || n.exit_code === undefined ? "-" : String(n.exit_code)])),
+    stepsView(j),
     j.nodes.map((n) => h("details", {}, h("summary", {}, `Output of ${n.hostname}`), h("pre", {}, (n.output_tail || []).join("\n") || "(no output yet)"))))));
+}
+// The steps the gpuplane runtime measured, against the plan: a summary line, then loss and step time per step.
+function stepsView(j) {
+  const m = j.measured;
+  if (!m) return null;
+  const vs = m.step_time_vs_plan ? ` (${m.step_time_vs_plan.toFixed(2)}x the plan's ${m.predicted_step_time_s.toFixed(4)} s)` : "";
+  const box = h("div", { class: "job-steps", id: `steps-${j.id}` },
+    h("p", {}, `${m.steps} steps measured: median step ${m.median_step_time_s.toFixed(3)} s${vs}, ${Math.round(m.tokens_per_s)} tokens/s, loss ${m.first_loss.toFixed(3)} to ${m.last_loss.toFixed(3)}`));
+  api("GET", `/v1/jobs/${j.id}/steps?limit=5000`).then((page) => {
+    const points = (key) => page.steps.map((x) => [Date.parse(x.at), x[key]]);
+    box.append(lineChart("Loss per step", "", [{ label: "loss", points: points("loss") }]),
+      lineChart("Step time", " s", [{ label: "step time", points: points("step_time_s") }]));
+  }).catch(() => box.append(h("p", { class: "muted" }, "Steps could not be loaded.")));
+  return box;
 }
 async function viewAdvice() {
   const pools = await loadPools();
