@@ -170,6 +170,8 @@ impl Agent {
                 cuda_version: self.facts.cuda_version.clone(),
                 latency: self.prober.take_report(),
                 steps: jobs.steps.oldest(MAX_STEPS_PER_HEARTBEAT),
+                // Reported at registration; the agent does not look again while it runs (a restart does).
+                launchers: None,
             };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();
