@@ -25,6 +25,8 @@
 ALTER TABLE nodes ADD COLUMN external boolean NOT NULL DEFAULT false;
 ALTER TABLE nodes ADD COLUMN launchers jsonb;
 
+-- A node is not ready until something proves it can run work.
+ALTER TABLE nodes ALTER COLUMN liveness SET DEFAULT 'awaiting_agent';
 ALTER TABLE nodes DROP CONSTRAINT nodes_liveness_valid;
 ALTER TABLE nodes ADD CONSTRAINT nodes_liveness_valid
     CHECK (liveness IN ('ready', 'not_ready', 'awaiting_agent', 'unreachable', 'offline'));

@@ -77,6 +77,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         facts,
         job_host: Some(job_host),
         prober: echo::Prober::default(),
+        container_runtime: args.container_runtime.program(),
     };
     let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     let exporter = match args.metrics_listen {
