@@ -17,7 +17,10 @@ pub fn validate(field: &str, launchers: &Launchers, errors: &mut Vec<FieldError>
     for (name, version) in launchers {
         if !LAUNCHERS.contains(&name.as_str()) {
             let known = LAUNCHERS.join(", ");
-            errors.push(FieldError::new(format!("{field}.{}", truncate(name)), format!("unknown launcher; one of {known}")));
+            errors.push(FieldError::new(
+                format!("{field}.{}", truncate(name)),
+                format!("unknown launcher; one of {known}"),
+            ));
         }
         if version.as_deref().is_some_and(|v| {
             v.is_empty() || v.chars().count() > MAX_LAUNCHER_VERSION_CHARS || v.chars().any(char::is_control)

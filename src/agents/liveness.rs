@@ -187,7 +187,8 @@ async fn active_leases_on(conn: &mut sqlx::PgConnection, node_id: Uuid) -> Resul
 /// Fail the jobs whose nodes never fetched their parts within the bound (`--assignment-pickup-timeout-secs`).
 pub async fn fail_unfetched_assignments(state: &crate::app::AppState) -> Result<Vec<Uuid>, sqlx::Error> {
     let mut tx = state.db.begin().await?;
-    let failed = crate::jobs::store::fail_unfetched_assignments(&mut tx, state.settings.assignment_pickup_timeout).await?;
+    let failed =
+        crate::jobs::store::fail_unfetched_assignments(&mut tx, state.settings.assignment_pickup_timeout).await?;
     tx.commit().await?;
     for job_id in &failed {
         tracing::warn!(job.id = %job_id, "job failed: a node never fetched its assignment");

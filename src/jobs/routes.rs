@@ -296,12 +296,11 @@ async fn node_launchers(
     node_ids: &[Uuid],
 ) -> Result<Vec<crate::agents::launchers::NodeLaunchers>, sqlx::Error> {
     type Row = (Uuid, String, bool, Option<sqlx::types::Json<crate::agents::launchers::Launchers>>);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT id, hostname, external, launchers FROM nodes WHERE id = ANY($1) ORDER BY hostname",
-    )
-    .bind(node_ids)
-    .fetch_all(conn)
-    .await?;
+    let rows: Vec<Row> =
+        sqlx::query_as("SELECT id, hostname, external, launchers FROM nodes WHERE id = ANY($1) ORDER BY hostname")
+            .bind(node_ids)
+            .fetch_all(conn)
+            .await?;
     Ok(rows
         .into_iter()
         .map(|(node_id, hostname, external, launchers)| crate::agents::launchers::NodeLaunchers {

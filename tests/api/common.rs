@@ -222,7 +222,14 @@ impl TestApp {
 
     /// An operator's node with no agent (`POST /v1/admin/nodes`): `awaiting_agent`, or `external` when asked.
     #[allow(dead_code)]
-    pub async fn manual_node(&self, operator: &str, pool_id: &str, hostname: &str, gpus: usize, external: bool) -> String {
+    pub async fn manual_node(
+        &self,
+        operator: &str,
+        pool_id: &str,
+        hostname: &str,
+        gpus: usize,
+        external: bool,
+    ) -> String {
         let gpu_list: Vec<Value> =
             (0..gpus).map(|i| json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}") })).collect();
         let res = self

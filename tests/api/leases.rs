@@ -910,8 +910,10 @@ async fn a_node_no_agent_reported_takes_no_lease_until_its_agent_registers(db: P
         .unwrap()
         .to_string();
     let gpus: Vec<Value> = (0..8)
-        .map(|i| json!({ "index": i, "uuid": format!("GPU-bare-0-{i}"), "name": "NVIDIA H100 80GB HBM3",
-                         "memory_bytes": 85_520_809_984i64 }))
+        .map(|i| {
+            json!({ "index": i, "uuid": format!("GPU-bare-0-{i}"), "name": "NVIDIA H100 80GB HBM3",
+                         "memory_bytes": 85_520_809_984i64 })
+        })
         .collect();
     let facts = json!({ "hostname": "bare-0", "address": "bare-0.test", "gpus": gpus, "intra_link": "nvlink",
                         "network_gbps": 400, "launchers": { "python3": "3.12.3", "torchrun": "2.5.1" } });

@@ -79,9 +79,12 @@ fn run(program: &Path, args: &[&str]) -> Option<(bool, String)> {
         }
     };
     let mut text = String::new();
-    for pipe in [child.stdout.take().map(|p| Box::new(p) as Box<dyn Read>), child.stderr.take().map(|p| Box::new(p) as Box<dyn Read>)]
-        .into_iter()
-        .flatten()
+    for pipe in [
+        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read>),
+        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read>),
+    ]
+    .into_iter()
+    .flatten()
     {
         let mut bytes = Vec::new();
         let _ = pipe.take(64 * 1024).read_to_end(&mut bytes);
@@ -108,9 +111,15 @@ mod tests {
     fn versions_are_found_in_what_launchers_print() {
         assert_eq!(version_in("Python 3.12.3\n").as_deref(), Some("3.12.3"));
         assert_eq!(version_in("2.5.1+cu124\n").as_deref(), Some("2.5.1+cu124"));
-        assert_eq!(version_in("OpenSSH_9.6p1 Ubuntu-3ubuntu13.5, OpenSSL 3.0.13 30 Jan 2024").as_deref(), Some("9.6p1"));
+        assert_eq!(
+            version_in("OpenSSH_9.6p1 Ubuntu-3ubuntu13.5, OpenSSL 3.0.13 30 Jan 2024").as_deref(),
+            Some("9.6p1")
+        );
         assert_eq!(version_in("Docker version 27.3.1, build ce12230").as_deref(), Some("27.3.1"));
-        assert_eq!(version_in("deepspeed info ................... 0.15.4, unknown, unknown").as_deref(), Some("0.15.4"));
+        assert_eq!(
+            version_in("deepspeed info ................... 0.15.4, unknown, unknown").as_deref(),
+            Some("0.15.4")
+        );
         assert_eq!(version_in("usage: torchrun [-h]"), None);
     }
 
@@ -119,7 +128,10 @@ mod tests {
         let found = detect("docker");
         assert!(found.keys().all(|k| LAUNCHERS.contains(&k.as_str())), "{found:?}");
         if find_on_path("python3").is_some() {
-            assert!(found.get("python3").is_some_and(|v| v.as_deref().is_some_and(|v| v.starts_with('3'))), "{found:?}");
+            assert!(
+                found.get("python3").is_some_and(|v| v.as_deref().is_some_and(|v| v.starts_with('3'))),
+                "{found:?}"
+            );
         }
     }
 }

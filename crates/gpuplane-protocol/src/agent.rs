@@ -98,8 +98,17 @@ pub struct NodeFacts {
 /// `python3 -c 'import torch'` prints); `torchrun`, `deepspeed`, `vllm`, `accelerate` and `sshd` on the PATH jobs
 /// see; `container_runtime` (the agent's `--container-runtime`, docker or podman); `gpuplane_runtime` (the
 /// Python package of the job runtime, importable by that `python3`).
-pub const LAUNCHERS: [&str; 9] =
-    ["python3", "torch", "torchrun", "deepspeed", "vllm", "accelerate", "sshd", "container_runtime", "gpuplane_runtime"];
+pub const LAUNCHERS: [&str; 9] = [
+    "python3",
+    "torch",
+    "torchrun",
+    "deepspeed",
+    "vllm",
+    "accelerate",
+    "sshd",
+    "container_runtime",
+    "gpuplane_runtime",
+];
 
 /// Launchers found on a host: name ([`LAUNCHERS`]) -> version (None when the launcher printed none). A name
 /// that is absent was not found.
