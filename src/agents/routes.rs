@@ -32,7 +32,8 @@ pub const MAX_SAMPLES: usize = 4096;
 /// Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its credential.
 /// Re-attaching needs proof that the caller is that node: its current agent credential as the bearer token, or
 /// an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join token alone
-/// never takes over a registered node.
+/// never takes over a node an agent registered; it does attach the first agent of a node an operator added by
+/// hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
 #[utoipa::path(
     post, path = "/v1/agent/register", tag = "agents", operation_id = "register_agent",
     request_body = RegisterRequest,

@@ -947,6 +947,46 @@ async fn an_external_node_is_leased_and_its_lease_says_so(db: PgPool) {
     let read = app.get(&format!("/v1/leases/{id}"), &tenant).await.expect(StatusCode::OK).body;
     assert_eq!((read["external"].as_bool(), read["gpus"][0]["external"].as_bool()), (Some(true), Some(true)));
 
+    // Billing is explicit: the external lease is charged to now on the operator's word; the agent lease only up
+    // to its node's last heartbeat (silent for the last 30 minutes here).
+    let agent_lease = on_agent["id"].as_str().unwrap();
+    sqlx::query(
+        "UPDATE leases SET starts_at = now() - interval '1 hour', metered_until = now() - interval '1 hour' \
+         WHERE id IN ($1::uuid, $2::uuid)",
+    )
+    .bind(id)
+    .bind(agent_lease)
+    .execute(&db)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE pool_prices SET effective_from = effective_from - interval '1 day'")
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '30 minutes' WHERE id = $1::uuid")
+        .bind(&agent_nodes[0])
+        .execute(&db)
+        .await
+        .unwrap();
+    gpuplane::billing::metering::meter_once(&db).await.unwrap();
+    let metered = |lease: &str| {
+        let db = db.clone();
+        let lease = lease.to_owned();
+        async move {
+            let (behind,): (f64,) = sqlx::query_as(
+                "SELECT extract(epoch FROM now() - metered_until)::float8 FROM leases WHERE id = $1::uuid",
+            )
+            .bind(lease)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+            behind
+        }
+    };
+    assert!(metered(id).await < 60.0, "the external lease is metered to now");
+    let agent_behind = metered(agent_lease).await;
+    assert!((1790.0..1900.0).contains(&agent_behind), "the agent lease stops at the last heartbeat: {agent_behind}");
+
     // No agent runs jobs there: a job is refused up front instead of staying pending.
     app.post("/v1/admin/templates", &op, json!({"name": "hello", "argv": ["/bin/echo", "hi"]}))
         .await
