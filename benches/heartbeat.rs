@@ -173,7 +173,14 @@ impl SimNode {
                 }
             })
             .collect();
-        HeartbeatRequest { samples, driver_version: None, cuda_version: None, latency: Vec::new(), steps: Vec::new() }
+        HeartbeatRequest {
+            samples,
+            driver_version: None,
+            cuda_version: None,
+            latency: Vec::new(),
+            steps: Vec::new(),
+            launchers: None,
+        }
     }
 }
 

@@ -244,6 +244,10 @@ pub struct AgentArgs {
     /// A node without a heartbeat for this long is `offline` and its leases are interrupted.
     #[arg(long, env = "GPUPLANE_OFFLINE_AFTER_SECS", default_value_t = 300)]
     pub offline_after_secs: u64,
+    /// A job part its node's agent has not fetched this long after the job was created fails the job, with the
+    /// node named in the reason (a host whose agent stopped polling, or lost its state).
+    #[arg(long, env = "GPUPLANE_ASSIGNMENT_PICKUP_TIMEOUT_SECS", default_value_t = DEFAULT_ASSIGNMENT_PICKUP_TIMEOUT_SECS)]
+    pub assignment_pickup_timeout_secs: u64,
     /// Raw telemetry samples are kept this long (whole daily partitions are dropped once entirely older).
     #[arg(long, env = "GPUPLANE_TELEMETRY_RETENTION_HOURS", default_value_t = 24)]
     pub telemetry_retention_hours: u64,
@@ -271,6 +275,11 @@ pub struct AgentArgs {
 }
 
 /// What NCCL-based parallel frameworks need at least.
+/// The default bound on a job part waiting for its node to fetch it: an agent learns of a new assignment from its
+/// next heartbeat's answer (every 10 s by default) and fetches it at once, so two minutes is a dozen missed
+/// chances; a job on a node whose agent is gone then fails with the node named instead of staying `pending`.
+pub const DEFAULT_ASSIGNMENT_PICKUP_TIMEOUT_SECS: u64 = 120;
+
 pub const DEFAULT_MIN_DRIVER_VERSION: &str = "525.60.13";
 pub const DEFAULT_MIN_CUDA_VERSION: &str = "11.8";
 
@@ -280,6 +289,7 @@ impl Default for AgentArgs {
             heartbeat_interval_secs: 10,
             unreachable_after_secs: 40,
             offline_after_secs: 300,
+            assignment_pickup_timeout_secs: DEFAULT_ASSIGNMENT_PICKUP_TIMEOUT_SECS,
             telemetry_retention_hours: 24,
             telemetry_minute_retention_days: 30,
             telemetry_hour_retention_days: 365,
@@ -319,6 +329,9 @@ pub struct Settings {
     pub heartbeat_interval: Duration,
     pub unreachable_after: Duration,
     pub offline_after: Duration,
+    /// How long a job's node may leave its assignment unfetched before the job fails
+    /// (`jobs::store::fail_unfetched_assignments`).
+    pub assignment_pickup_timeout: Duration,
     /// How long raw telemetry samples are kept.
     pub telemetry_retention: Duration,
     /// How long per-GPU per-minute rollups are kept.
@@ -356,6 +369,7 @@ impl Settings {
             heartbeat_interval: Duration::from_secs(agents.heartbeat_interval_secs.into()),
             unreachable_after: Duration::from_secs(agents.unreachable_after_secs),
             offline_after: Duration::from_secs(agents.offline_after_secs),
+            assignment_pickup_timeout: Duration::from_secs(agents.assignment_pickup_timeout_secs),
             telemetry_retention: Duration::from_secs(agents.telemetry_retention_hours * 3600),
             telemetry_minute_retention: Duration::from_secs(agents.telemetry_minute_retention_days * 86_400),
             telemetry_hour_retention: Duration::from_secs(agents.telemetry_hour_retention_days * 86_400),
@@ -401,6 +415,9 @@ impl ServeArgs {
             || a.offline_after_secs <= a.unreachable_after_secs
         {
             anyhow::bail!("need heartbeat interval < --unreachable-after-secs < --offline-after-secs");
+        }
+        if a.assignment_pickup_timeout_secs <= a.heartbeat_interval_secs as u64 {
+            anyhow::bail!("--assignment-pickup-timeout-secs must be above the heartbeat interval");
         }
         if !(a.fleet_silence_threshold > 0.0 && a.fleet_silence_threshold <= 1.0) {
             anyhow::bail!("--fleet-silence-threshold must be in (0, 1]");

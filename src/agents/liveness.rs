@@ -184,7 +184,19 @@ async fn active_leases_on(conn: &mut sqlx::PgConnection, node_id: Uuid) -> Resul
     .await
 }
 
-/// Run the liveness sweep every second and the telemetry upkeep (partitions ahead, retention, rollup fold)
+/// Fail the jobs whose nodes never fetched their parts within the bound (`--assignment-pickup-timeout-secs`).
+pub async fn fail_unfetched_assignments(state: &crate::app::AppState) -> Result<Vec<Uuid>, sqlx::Error> {
+    let mut tx = state.db.begin().await?;
+    let failed =
+        crate::jobs::store::fail_unfetched_assignments(&mut tx, state.settings.assignment_pickup_timeout).await?;
+    tx.commit().await?;
+    for job_id in &failed {
+        tracing::warn!(job.id = %job_id, "job failed: a node never fetched its assignment");
+    }
+    Ok(failed)
+}
+
+/// Run the liveness sweep (and the bound on unfetched job assignments) every second and the telemetry upkeep (partitions ahead, retention, rollup fold)
 /// every minute, until `shutdown`.
 pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::CancellationToken) {
     let mut timer = tokio::time::interval(std::time::Duration::from_secs(1));
@@ -213,6 +225,9 @@ pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::Cancel
                 }
             }
             Err(err) => tracing::warn!(error = %err, "liveness sweep failed"),
+        }
+        if let Err(err) = fail_unfetched_assignments(&state).await {
+            tracing::warn!(error = %err, "failing unfetched job assignments failed");
         }
         if ticks % 60 == 1
             && let Err(err) = super::rollups::upkeep(&state.db, settings).await

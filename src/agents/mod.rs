@@ -3,6 +3,7 @@
 
 pub mod codec;
 pub mod holds;
+pub mod launchers;
 pub mod liveness;
 pub mod matching;
 pub mod rollups;

@@ -33,7 +33,8 @@ pub const MAX_SAMPLES: usize = 4096;
 /// Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its credential.
 /// Re-attaching needs proof that the caller is that node: its current agent credential as the bearer token, or
 /// an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join token alone
-/// never takes over a registered node.
+/// never takes over a node an agent registered; it does attach the first agent of a node an operator added by
+/// hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
 #[utoipa::path(
     post, path = "/v1/agent/register", tag = "agents", operation_id = "register_agent",
     request_body = RegisterRequest,
@@ -60,6 +61,7 @@ pub async fn register_agent(
         network_gbps: facts.network_gbps,
         rdma: facts.rdma,
         gpus: facts.gpus.iter().map(|g| NewGpu { index: g.index, uuid: g.uuid.clone() }).collect(),
+        external: false,
     };
     node_request.validate().map_err(|err| prefix_fields(err, "node."))?;
     let mut errors = Vec::new();
@@ -73,6 +75,9 @@ pub async fn register_agent(
     }
     check_version_text("node.driver_version", facts.driver_version.as_deref(), &mut errors);
     check_version_text("node.cuda_version", facts.cuda_version.as_deref(), &mut errors);
+    if let Some(launchers) = &facts.launchers {
+        super::launchers::validate("node.launchers", launchers, &mut errors);
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -116,7 +121,7 @@ pub async fn register_agent(
         "driver_version": facts.driver_version, "cuda_version": facts.cuda_version, "topology": facts.topology,
     });
     let existing = sqlx::query!(
-        r#"SELECT id, pool_id, agent_generation,
+        r#"SELECT id, pool_id, agent_generation, agent_managed,
              coalesce(reregistration_allowed_until > now(), false) AS "operator_allowed!"
          FROM nodes WHERE hostname = $1 FOR UPDATE"#,
         &facts.hostname
@@ -130,7 +135,10 @@ pub async fn register_agent(
         Some(node) => {
             let (node_id, generation, operator_allowed) = (node.id, node.agent_generation, node.operator_allowed);
             let proven = proof.as_ref().is_some_and(|p| p.node_id == node_id && p.generation == generation);
-            if !proven && !operator_allowed {
+            // An operator's node that no agent ever registered has no credential to prove: the operator who
+            // created it and minted the pool's join token expects this agent (its GPUs must match, below).
+            let first_agent = !node.agent_managed;
+            if !proven && !operator_allowed && !first_agent {
                 return Err(ApiError::conflict(
                     "node_identity_required",
                     "this hostname is a registered node: re-attaching it needs the node's current agent credential \
@@ -170,15 +178,16 @@ pub async fn register_agent(
     };
     // Alive again with the verdict it had; `readiness::evaluate_node` then judges the versions just reported.
     let generation = sqlx::query_scalar!(
-        "UPDATE nodes SET agent_managed = true, agent_generation = agent_generation + 1, facts = $2, \
+        "UPDATE nodes SET agent_managed = true, external = false, agent_generation = agent_generation + 1, facts = $2, \
              liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END, \
              last_heartbeat_at = now(), generation = generation + 1, reregistration_allowed_until = NULL, \
-             echo_port = $3, lease_subnet = $4 \
+             echo_port = $3, lease_subnet = $4, launchers = $5 \
          WHERE id = $1 RETURNING agent_generation",
         node_id,
         facts_json,
         facts.echo_port,
-        facts.lease_subnet.as_deref()
+        facts.lease_subnet.as_deref(),
+        facts.launchers.as_ref().map(|l| serde_json::json!(l))
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -322,6 +331,9 @@ pub async fn post_heartbeat(
     check_version_text("cuda_version", req.cuda_version.as_deref(), &mut errors);
     crate::leases::network::validate(&req.latency, &mut errors);
     crate::jobs::steps::validate(&req.steps, &mut errors);
+    if let Some(launchers) = &req.launchers {
+        super::launchers::validate("launchers", launchers, &mut errors);
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -342,6 +354,17 @@ pub async fn post_heartbeat(
         || reported(&req.cuda_version, &stored.cuda_version)
     {
         update_versions(&state, agent.node_id, req.driver_version.as_deref(), req.cuda_version.as_deref()).await?;
+    }
+    if let Some(launchers) = &req.launchers {
+        sqlx::query!(
+            "UPDATE nodes SET launchers = $3, updated_at = now() \
+             WHERE id = $1 AND agent_generation = $2 AND launchers IS DISTINCT FROM $3",
+            agent.node_id,
+            agent.generation,
+            serde_json::json!(launchers)
+        )
+        .execute(&state.db)
+        .await?;
     }
     if !req.latency.is_empty() {
         crate::leases::network::record(&state, agent.node_id, &req.latency).await?;

@@ -47,6 +47,9 @@ pub enum NodeState {
     Drained,
     /// Out of service for maintenance.
     Maintenance,
+    /// Created by an operator without the `external` mark, and no agent has registered it yet: takes no leases
+    /// until one does (install the agent on the host and allow its re-registration; see docs/agent-install.md).
+    AwaitingAgent,
     /// Its agent reports a driver or CUDA version below the minimum (see `not_ready_reason`): takes no new
     /// leases until the agent reports a sufficient one.
     NotReady,
@@ -98,6 +101,13 @@ pub struct Node {
     pub not_ready_reason: Option<String>,
     /// UDP port of the agent's echo listener at `address` (round-trip probes between a lease's nodes).
     pub echo_port: Option<i32>,
+    /// Created as external by an operator: no agent runs on it, so the platform runs no jobs there and cannot
+    /// prove its liveness; its leases say so (`Lease.external`) and are billed from start to end.
+    pub external: bool,
+    /// What its agent found on the host to launch jobs with (name -> version, null when the launcher tells no
+    /// version); null when no agent reported them (no agent, or one older than this field).
+    #[schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>)]
+    pub launchers: Option<crate::agents::launchers::Launchers>,
     pub last_heartbeat_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -118,6 +128,8 @@ struct NodeRow {
     cuda_version: Option<String>,
     not_ready_reason: Option<String>,
     echo_port: Option<i32>,
+    external: bool,
+    launchers: Option<sqlx::types::Json<crate::agents::launchers::Launchers>>,
     last_heartbeat_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -127,7 +139,7 @@ fn node_select() -> String {
     format!(
         "SELECT n.id, n.pool_id, n.hostname, n.address, ({NODE_STATE_SQL}) AS state, n.intra_link, n.intra_link_gbps, \
          n.network_gbps, n.rdma, n.facts->>'driver_version' AS driver_version, \
-         n.facts->>'cuda_version' AS cuda_version, n.not_ready_reason, n.echo_port, n.last_heartbeat_at, \
+         n.facts->>'cuda_version' AS cuda_version, n.not_ready_reason, n.echo_port, n.external, n.launchers, n.last_heartbeat_at, \
          n.created_at, n.updated_at FROM nodes n"
     )
 }
@@ -161,6 +173,8 @@ async fn attach_gpus(conn: &mut PgConnection, rows: Vec<NodeRow>) -> Result<Vec<
             cuda_version: r.cuda_version,
             not_ready_reason: r.not_ready_reason,
             echo_port: r.echo_port,
+            external: r.external,
+            launchers: r.launchers.map(|l| l.0),
             last_heartbeat_at: r.last_heartbeat_at,
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -211,6 +225,12 @@ pub struct CreateNodeRequest {
     pub rdma: bool,
     #[schema(min_items = 1, max_items = 64)]
     pub gpus: Vec<NewGpu>,
+    /// A host no gpuplane agent will run on, leased as it is: it is `ready` at once, the platform runs no jobs
+    /// there and cannot prove its liveness, its leases say so (`Lease.external`) and are billed from start to
+    /// end. Without it (the default) the node is `awaiting_agent` and takes no leases until an agent registers
+    /// its host name.
+    #[serde(default)]
+    pub external: bool,
 }
 
 /// Most GPUs one node may carry.
@@ -276,8 +296,9 @@ pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> Ap
     });
     let id = new_id();
     sqlx::query(
-        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma, free_gpus, gpu_count) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)",
+        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma, free_gpus, gpu_count, \
+             external, liveness) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, CASE WHEN $10 THEN 'ready' ELSE 'awaiting_agent' END)",
     )
     .bind(id)
     .bind(req.pool_id)
@@ -288,6 +309,7 @@ pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> Ap
     .bind(req.network_gbps)
     .bind(req.rdma)
     .bind(req.gpus.len() as i32)
+    .bind(req.external)
     .execute(&mut *conn)
     .await
     .map_err(|err| match constraint_name(&err) {
@@ -311,7 +333,8 @@ pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> Ap
     Ok(id)
 }
 
-/// Add a node and its GPUs to a pool.
+/// Add a node and its GPUs to a pool. It takes leases once an agent registers its host name (it is
+/// `awaiting_agent` until then), or at once when created `external`.
 #[utoipa::path(
     post, path = "/v1/admin/nodes", tag = "admin", operation_id = "create_node",
     request_body = CreateNodeRequest,

@@ -291,6 +291,28 @@ async fn lease_topology(conn: &mut PgConnection, lease_id: Uuid, pool_id: Uuid) 
     Ok(LeaseTopology { pool_id, nodes, pcie_nodes, min_network_gbps })
 }
 
+/// What each of these nodes can launch jobs with, in hostname order.
+async fn node_launchers(
+    conn: &mut PgConnection,
+    node_ids: &[Uuid],
+) -> Result<Vec<crate::agents::launchers::NodeLaunchers>, sqlx::Error> {
+    type Row = (Uuid, String, bool, Option<sqlx::types::Json<crate::agents::launchers::Launchers>>);
+    let rows: Vec<Row> =
+        sqlx::query_as("SELECT id, hostname, external, launchers FROM nodes WHERE id = ANY($1) ORDER BY hostname")
+            .bind(node_ids)
+            .fetch_all(conn)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(node_id, hostname, external, launchers)| crate::agents::launchers::NodeLaunchers {
+            node_id,
+            hostname,
+            external,
+            launchers: launchers.map(|l| l.0),
+        })
+        .collect())
+}
+
 fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
@@ -372,7 +394,7 @@ async fn resolve_template(conn: &mut PgConnection, req: &CreateJobRequest) -> Ap
     responses(
         (status = 201, description = "The job, pending, with its plan and per-node launch specs", body = Job),
         (status = 409, description = "The lease is not active (`lease_not_active`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid values (`validation_failed`) or nothing fits the lease's GPUs (`plan_infeasible`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid values (`validation_failed`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_job(
@@ -444,6 +466,17 @@ pub async fn create_job(
         }
         _ => None,
     };
+
+    // Every node of the lease must be able to launch the template (an `auto` pick included).
+    let (template_label, needed): (&str, &[&str]) = match (&resolved, req.image.is_some()) {
+        (_, true) => (req.template.as_str(), super::templates::IMAGE_LAUNCHERS),
+        (Resolved::Builtin(builtin), false) => (builtin.name(), builtin.launchers()),
+        _ => (req.template.as_str(), &[]),
+    };
+    let mut conn = state.db.acquire().await?;
+    let node_ids: Vec<Uuid> = topology.nodes.iter().map(|n| n.node_id).collect();
+    crate::agents::launchers::missing_launchers(template_label, needed, &node_launchers(&mut conn, &node_ids).await?)?;
+    drop(conn);
 
     let job_id = new_id();
     let (choice, template_name, template_version, params) = match &resolved {

@@ -386,6 +386,46 @@ pub fn end_jobs_of_leases_ctes(lease_ids: &str, state_param: &str, reason_param:
     )
 }
 
+/// Fail the job parts that their node's agent has not fetched within `bound` of the job's creation (the
+/// service's `--assignment-pickup-timeout-secs`), each with a reason naming the node; their jobs then fail (and
+/// stop their other parts) as when a node reports a failure. Run by the liveness sweeper every second. Returns
+/// the jobs it failed.
+pub async fn fail_unfetched_assignments(
+    conn: &mut PgConnection,
+    bound: std::time::Duration,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    // Jobs before their nodes, in id order, as every other writer locks them.
+    let jobs: Vec<Uuid> = sqlx::query_scalar(
+        "SELECT j.id FROM jobs j WHERE j.id IN (SELECT job_id FROM job_nodes WHERE state = 'pending') \
+             AND j.state IN ('pending', 'assigned', 'running') AND j.created_at < now() - make_interval(secs => $1) \
+         ORDER BY j.id FOR UPDATE SKIP LOCKED",
+    )
+    .bind(bound.as_secs_f64())
+    .fetch_all(&mut *conn)
+    .await?;
+    if jobs.is_empty() {
+        return Ok(jobs);
+    }
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE job_nodes jn SET state = 'failed', finished_at = now(), updated_at = now(), \
+             reason = format('the agent of node %s did not fetch its assignment within %s s', n.hostname, $2::bigint), \
+             history = {} \
+         FROM nodes n WHERE n.id = jn.node_id AND jn.job_id = ANY($1) AND jn.state = 'pending'",
+        history_push(
+            "'failed'",
+            "format('the agent of node %s did not fetch its assignment within %s s', n.hostname, $2::bigint)"
+        )
+    )))
+    .bind(&jobs)
+    .bind(bound.as_secs() as i64)
+    .execute(&mut *conn)
+    .await?;
+    for job_id in &jobs {
+        refresh_job(conn, *job_id).await?;
+    }
+    Ok(jobs)
+}
+
 // Whether a node has an assignment it has not fetched or a cancel it has not applied (the heartbeat's hint)
 // is evaluated inside the heartbeat statement itself (`agents::routes::store_heartbeat`), at no round trip.
 

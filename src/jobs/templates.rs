@@ -68,6 +68,9 @@ pub enum Builtin {
     DiffusionDp,
 }
 
+/// What a host needs to run any job with an image.
+pub const IMAGE_LAUNCHERS: &[&str] = &["container_runtime"];
+
 impl Builtin {
     pub const ALL: [Builtin; 7] = [
         Builtin::Runtime,
@@ -129,6 +132,21 @@ impl Builtin {
                 "Data-parallel Stable Diffusion batch generation: one replica per GPU with torchrun; `command` \
                  defaults to [\"generate.py\"]."
             }
+        }
+    }
+
+    /// What a host must have to run this template without an image (names of
+    /// `gpuplane_protocol::agent::LAUNCHERS`, as its agent reports them): the one table of these needs, checked
+    /// by job creation against every node of the lease (`agents::launchers::missing_launchers`) and listed per
+    /// template in docs/agent-install.md. With an image the host needs only `container_runtime`
+    /// ([`IMAGE_LAUNCHERS`]): the template's programs come with the image.
+    pub fn launchers(self) -> &'static [&'static str] {
+        match self {
+            Builtin::Runtime => &["torchrun", "gpuplane_runtime"],
+            Builtin::TorchrunDdp | Builtin::Megatron | Builtin::DiffusionDp => &["torchrun"],
+            Builtin::TorchrunFsdp => &["accelerate"],
+            Builtin::Deepspeed => &["torchrun", "deepspeed"],
+            Builtin::Vllm => &["vllm"],
         }
     }
 

@@ -85,6 +85,9 @@ pub struct LeaseGpu {
     /// Index on the node (CUDA_VISIBLE_DEVICES numbering).
     pub index: i32,
     pub uuid: String,
+    /// On an external node (created so by the operator): no gpuplane agent runs there, so no jobs run on this
+    /// GPU and its liveness is not proven.
+    pub external: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -109,6 +112,10 @@ pub struct Lease {
     pub generation: i64,
     /// The GPUs held now (empty while queued and after the end).
     pub gpus: Vec<LeaseGpu>,
+    /// Some of its GPUs are on external nodes (see `LeaseGpu.external`): the platform runs no jobs on them and
+    /// does not prove they are alive, so the lease is billed from its start to its end on the operator's word,
+    /// not up to its nodes' last heartbeat as on agent nodes.
+    pub external: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }

@@ -358,10 +358,11 @@ impl LeaseWrite<'_> {
 /// a lease they wrote (a new lease, an ended one).
 fn lease_json(row: &str, gpus: &str) -> String {
     format!(
-        "(to_jsonb({row}) - 'gpu_ids') || jsonb_build_object('gpus', ( \
-             SELECT COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, 'hostname', n.hostname, \
-                 'address', n.address, 'index', h.idx, 'uuid', h.uuid) ORDER BY n.hostname, h.idx), '[]') \
-             FROM {gpus} h JOIN nodes n ON n.id = h.node_id))"
+        "(to_jsonb({row}) - 'gpu_ids') || ( \
+             SELECT jsonb_build_object('gpus', COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, \
+                 'hostname', n.hostname, 'address', n.address, 'index', h.idx, 'uuid', h.uuid, 'external', n.external) \
+                 ORDER BY n.hostname, h.idx), '[]'), 'external', COALESCE(bool_or(n.external), false)) \
+             FROM {gpus} h JOIN nodes n ON n.id = h.node_id)"
     )
 }
 
@@ -660,6 +661,7 @@ pub async fn load_lease(
 impl LeaseRow {
     pub fn into_lease(self, gpus: Vec<LeaseGpu>) -> Lease {
         Lease {
+            external: gpus.iter().any(|g| g.external),
             gpus,
             id: self.id,
             tenant_id: self.tenant_id,
@@ -690,6 +692,7 @@ struct HeldGpuRow {
     address: String,
     index: i32,
     uuid: String,
+    external: bool,
 }
 
 impl HeldGpuRow {
@@ -701,6 +704,7 @@ impl HeldGpuRow {
             address: self.address.clone(),
             index: self.index,
             uuid: self.uuid.clone(),
+            external: self.external,
         }
     }
 }
@@ -711,7 +715,8 @@ async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<L
         // One lease (the common case): an equality lookup, whatever the table statistics say.
         [one] => sqlx::query_as!(
             HeldGpuRow,
-            "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+            "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid, \
+                 n.external \
              FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) JOIN nodes n ON n.id = g.node_id \
              WHERE l.id = $1 ORDER BY n.hostname, g.idx",
             one.id
@@ -722,7 +727,8 @@ async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> Result<Vec<L
             let ids: Vec<Uuid> = many.iter().map(|r| r.id).collect();
             sqlx::query_as!(
                 HeldGpuRow,
-                "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid \
+                "SELECT l.id AS lease_id, g.id AS gpu_id, n.id AS node_id, n.hostname, n.address, g.idx AS index, g.uuid, \
+                 n.external \
                  FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) JOIN nodes n ON n.id = g.node_id \
                  WHERE l.id = ANY($1) ORDER BY l.id, n.hostname, g.idx",
                 &ids

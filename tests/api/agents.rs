@@ -409,10 +409,10 @@ async fn a_fatal_xid_takes_the_gpu_out_of_service_until_restored(db: PgPool) {
 }
 
 #[sqlx::test]
-async fn operator_made_nodes_are_not_subject_to_agent_liveness(db: PgPool) {
+async fn external_nodes_are_not_subject_to_agent_liveness(db: PgPool) {
     let app = TestApp::new(db.clone());
     let (op, _, pool) = setup(&app).await;
-    let node = app.node(&op, &pool, "manual-1", 2).await;
+    let node = app.manual_node(&op, &pool, "manual-1", 2, true).await;
     sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '1 day'").execute(&db).await.unwrap();
     app.sweep().await;
     assert_eq!(app.get(&format!("/v1/admin/nodes/{node}"), &op).await.body["state"], "ready");
@@ -741,4 +741,36 @@ async fn a_hostile_lease_subnet_is_refused_at_registration_and_changes_nothing(d
         .expect(StatusCode::CREATED);
     let stored: Option<String> = sqlx::query_scalar("SELECT lease_subnet FROM nodes").fetch_one(&db).await.unwrap();
     assert_eq!(stored.as_deref(), Some("10.233.7.0/24"));
+}
+
+#[sqlx::test]
+async fn registration_reports_launchers_bounded_and_a_new_report_replaces_them(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, _, pool) = setup(&app).await;
+    let token = join_token(&app, &op, &pool, 2).await;
+    let mut body = json!({ "join_token": token, "node": facts("node-l", 1, "NVIDIA H100 80GB HBM3") });
+    body["node"]["launchers"] = json!({ "torchrun": "2.5.1", "curl | sh": null, "vllm": "1.".repeat(40) });
+    let refused = app.call(Method::POST, "/v1/agent/register", None, Some(body.clone())).await;
+    assert_eq!(
+        refused.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(),
+        ["node.launchers.curl | sh", "node.launchers.vllm"]
+    );
+    let nodes: i64 = sqlx::query_scalar("SELECT count(*) FROM nodes").fetch_one(&db).await.unwrap();
+    assert_eq!(nodes, 0, "nothing registered");
+
+    body["node"]["launchers"] = json!({ "torchrun": "2.5.1", "sshd": null });
+    let agent = app.call(Method::POST, "/v1/agent/register", None, Some(body)).await.expect(StatusCode::CREATED).body;
+    let node_id = agent["node_id"].as_str().unwrap();
+    let creds = agent["agent_token"].as_str().unwrap();
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK).body;
+    assert_eq!(node["launchers"], json!({ "torchrun": "2.5.1", "sshd": null }));
+    // Installed meanwhile: the next heartbeat says so.
+    let report = json!({ "samples": [], "launchers": { "torchrun": "2.5.1", "sshd": null, "vllm": "0.6.3" } });
+    app.post("/v1/agent/heartbeat", creds, report).await.expect(StatusCode::OK);
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK).body;
+    assert_eq!(node["launchers"]["vllm"], "0.6.3");
+    // A heartbeat without them leaves them as they are.
+    heartbeat(&app, creds, vec![]).await.expect(StatusCode::OK);
+    let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK).body;
+    assert_eq!(node["launchers"]["vllm"], "0.6.3");
 }

@@ -201,10 +201,11 @@ async fn seed_inventory(db: &PgPool, rng: &mut StdRng, case: u64, pool: Uuid, te
             (false, true) => ("cordoned", "ready"),
             (false, false) => ("active", "unreachable"),
         };
+        // Agent nodes: only a node an agent reported (or an external one) may be ready and hold GPUs.
         sqlx::query(
             "INSERT INTO nodes (id, pool_id, hostname, address, admin_state, liveness, intra_link, intra_link_gbps, \
-                 network_gbps, gpu_count, free_gpus) \
-             VALUES ($1, $2, $3, $3 || '.test', $4, $5, 'nvlink', 900, 400, $6, $7)",
+                 network_gbps, gpu_count, free_gpus, agent_managed) \
+             VALUES ($1, $2, $3, $3 || '.test', $4, $5, 'nvlink', 900, 400, $6, $7, true)",
         )
         .bind(node.id)
         .bind(pool)

@@ -184,7 +184,52 @@ impl TestApp {
     }
 
     /// Create a node with `gpus` GPUs in `pool_id` and return its id.
+    /// A node of `gpus` GPUs of the pool's model, made as the walkthrough makes one: the operator adds it
+    /// (`POST /v1/admin/nodes`, it is then `awaiting_agent` and takes no leases), and its agent registers the host
+    /// name with a join token, which makes it `ready`. The agent reports no launchers (as an agent older than
+    /// that report), so job creation does not check them. Returns the node id.
     pub async fn node(&self, operator: &str, pool_id: &str, hostname: &str, gpus: usize) -> String {
+        let id = self.manual_node(operator, pool_id, hostname, gpus, false).await;
+        let token = self
+            .post(&format!("/v1/admin/pools/{pool_id}/join-tokens"), operator, json!({ "max_uses": 1 }))
+            .await
+            .expect(StatusCode::CREATED)
+            .body["join_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let (name, memory_bytes): (String, i64) = sqlx::query_as(
+            "SELECT m.name, m.memory_bytes FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1::uuid",
+        )
+        .bind(pool_id)
+        .fetch_one(&self.db)
+        .await
+        .unwrap();
+        let gpu_list: Vec<Value> = (0..gpus)
+            .map(|i| {
+                json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}"), "name": name, "memory_bytes": memory_bytes })
+            })
+            .collect();
+        let node = json!({ "hostname": hostname, "address": format!("{hostname}.test"), "gpus": gpu_list,
+                           "intra_link": "nvlink", "network_gbps": 400, "rdma": true });
+        let res = self
+            .call(Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": token, "node": node })))
+            .await
+            .expect(StatusCode::OK);
+        assert_eq!(res.body["node_id"], id.as_str(), "the agent attached to the operator's node");
+        id
+    }
+
+    /// An operator's node with no agent (`POST /v1/admin/nodes`): `awaiting_agent`, or `external` when asked.
+    #[allow(dead_code)]
+    pub async fn manual_node(
+        &self,
+        operator: &str,
+        pool_id: &str,
+        hostname: &str,
+        gpus: usize,
+        external: bool,
+    ) -> String {
         let gpu_list: Vec<Value> =
             (0..gpus).map(|i| json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}") })).collect();
         let res = self
@@ -192,7 +237,8 @@ impl TestApp {
                 "/v1/admin/nodes",
                 operator,
                 json!({ "pool_id": pool_id, "hostname": hostname, "address": format!("{hostname}.test"),
-                        "intra_link": "nvlink", "network_gbps": 400, "rdma": true, "gpus": gpu_list }),
+                        "intra_link": "nvlink", "network_gbps": 400, "rdma": true, "gpus": gpu_list,
+                        "external": external }),
             )
             .await
             .expect(StatusCode::CREATED);

@@ -138,7 +138,6 @@ async fn metrics_report_the_fleet_by_pool_and_state(db: PgPool) {
         (r#"gpuplane_leases{pool="alpha",state="queued"}"#, 1.0),
         (r#"gpuplane_leases{pool="beta",state="queued"}"#, 0.0),
         (r#"gpuplane_queue_oldest_age_seconds{pool="beta"}"#, 0.0),
-        (r#"gpuplane_heartbeat_age_max_seconds{pool="alpha"}"#, 0.0),
         ("gpuplane_fleet_scrape_success", 1.0),
     ];
     for (series, value) in expect {
@@ -146,6 +145,9 @@ async fn metrics_report_the_fleet_by_pool_and_state(db: PgPool) {
     }
     let oldest = sample(page, r#"gpuplane_queue_oldest_age_seconds{pool="alpha"}"#);
     assert!((0.0..60.0).contains(&oldest), "{oldest}");
+    // The pool's nodes were registered by their agents moments ago (their first heartbeat).
+    let heard = sample(page, r#"gpuplane_heartbeat_age_max_seconds{pool="alpha"}"#);
+    assert!((0.0..60.0).contains(&heard), "{heard}");
     let lag = sample(page, "gpuplane_metering_lag_seconds");
     assert!((0.0..60.0).contains(&lag), "{lag}");
     assert!(sample(page, "process_resident_memory_bytes") > 1e6);

@@ -42,10 +42,10 @@ impl Fixture {
             .body
     }
 
-    /// An agent credential for node `i` (operator-made nodes are at agent generation 0).
+    /// An agent credential for node `i` (the fixture's nodes were registered by an agent once: generation 1).
     fn agent(&self, i: usize) -> String {
         let node: Uuid = self.nodes[i].parse().unwrap();
-        self.app.state.tokens.issue_agent(node, 0).unwrap()
+        self.app.state.tokens.issue_agent(node, 1).unwrap()
     }
 }
 
@@ -348,7 +348,7 @@ async fn agents_fetch_assignments_and_report_forward_only(db: PgPool) {
         .expect_problem(StatusCode::NOT_FOUND, "not_found");
     // A user token is not an agent credential.
     f.app.get("/v1/agent/assignments", &f.tenant).await.expect(StatusCode::UNAUTHORIZED);
-    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["state"], "assigned");
+    assert_ne!(f.app.get(&job_path, &f.tenant).await.body["state"], "failed");
 
     let report = |token: &str, id: &str, body: Value| {
         let (app, token, path) = (&f.app, token.to_string(), format!("/v1/agent/assignments/{id}/status"));
@@ -554,4 +554,105 @@ async fn measured_steps_reach_the_job_and_its_insights_from_the_jobs_own_node_on
     // Another tenant's job is not found.
     let (_, other) = f.app.tenant_admin(&f.op, "other").await;
     f.app.get(&format!("{job_path}/steps"), &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+}
+
+/// Report launchers for node `i` through its agent's heartbeat.
+async fn report_launchers(f: &Fixture, i: usize, launchers: Value) {
+    f.app
+        .post("/v1/agent/heartbeat", &f.agent(i), json!({ "samples": [], "launchers": launchers }))
+        .await
+        .expect(StatusCode::OK);
+}
+
+#[sqlx::test]
+async fn a_job_a_node_cannot_launch_is_refused_naming_the_node_and_the_launcher(db: PgPool) {
+    let f = fixture(db, "h100", 2, 4).await;
+    let lease = f.lease(8, "pack").await;
+    let path = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+    let torch = json!({ "python3": "3.12.3", "torch": "2.5.1", "torchrun": "2.5.1" });
+    report_launchers(&f, 0, torch.clone()).await;
+    report_launchers(&f, 1, json!({ "python3": "3.12.3", "sshd": null })).await;
+    let node1 = f.app.get(&format!("/v1/admin/nodes/{}", f.nodes[1]), &f.op).await.expect(StatusCode::OK).body;
+    assert_eq!(node1["launchers"], json!({ "python3": "3.12.3", "sshd": null }), "the node view shows them");
+
+    let ddp = json!({ "template": "torchrun-ddp", "model": {"preset": "llama2-7b"}, "command": ["train.py"],
+                      "workload": {"kind": "lora", "seq_len": 2048, "global_batch": 64} });
+    let refused = f.app.post(&path, &f.tenant, ddp.clone()).await;
+    let refused = refused.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "launcher_missing");
+    assert_eq!(refused.body["context"]["hostname"], "node-1", "{}", refused.body);
+    assert_eq!(refused.body["context"]["node_id"], f.nodes[1].as_str());
+    assert_eq!(refused.body["context"]["missing"], json!(["torchrun"]));
+    assert!(refused.body["detail"].as_str().unwrap().contains("node-1"), "{}", refused.body);
+
+    // `auto` picks the gpuplane runtime for a training script: refused with what that template needs.
+    let auto = json!({ "template": "auto", "model": {"preset": "llama2-7b"}, "command": ["train.py"],
+                       "workload": {"kind": "lora", "seq_len": 2048, "global_batch": 64} });
+    let refused = f.app.post(&path, &f.tenant, auto.clone()).await;
+    let refused = refused.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "launcher_missing");
+    assert_eq!(refused.body["context"]["template"], "gpuplane-runtime");
+    assert_eq!(refused.body["context"]["hostname"], "node-0", "node-0 lacks the runtime package");
+    assert_eq!(refused.body["context"]["missing"], json!(["gpuplane_runtime"]));
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs").fetch_one(&f.app.db).await.unwrap();
+    assert_eq!(jobs, 0, "nothing stored");
+
+    // Installed on both: both start.
+    let full = json!({ "python3": "3.12.3", "torch": "2.5.1", "torchrun": "2.5.1", "gpuplane_runtime": "0.3.0" });
+    report_launchers(&f, 0, full.clone()).await;
+    report_launchers(&f, 1, full).await;
+    f.app.post(&path, &f.tenant, ddp).await.expect(StatusCode::CREATED);
+    let job = f.app.post(&path, &f.tenant, auto).await.expect(StatusCode::CREATED).body;
+    assert_eq!(job["template"], "gpuplane-runtime");
+
+    // A report the service cannot trust is refused whole and changes nothing.
+    let bad = f
+        .app
+        .post(
+            "/v1/agent/heartbeat",
+            &f.agent(0),
+            json!({ "samples": [], "launchers": { "nc -e": null, "vllm": "x".repeat(65) } }),
+        )
+        .await;
+    assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["launchers.nc -e", "launchers.vllm"]);
+    let node0 = f.app.get(&format!("/v1/admin/nodes/{}", f.nodes[0]), &f.op).await.expect(StatusCode::OK).body;
+    assert_eq!(node0["launchers"]["gpuplane_runtime"], "0.3.0");
+}
+
+#[sqlx::test]
+async fn a_job_whose_node_never_fetches_its_part_fails_naming_it_after_the_bound(db: PgPool) {
+    let f = fixture(db, "h100", 2, 4).await;
+    let lease = f.lease(8, "pack").await;
+    f.app
+        .post("/v1/admin/templates", &f.op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let path = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+    let job = f.app.post(&path, &f.tenant, json!({ "template": "sleeper" })).await.expect(StatusCode::CREATED).body;
+    let job_path = format!("/v1/jobs/{}", job["id"].as_str().unwrap());
+    // node-0's agent fetches its part; node-1's never does.
+    f.app.get("/v1/agent/assignments", &f.agent(0)).await.expect(StatusCode::OK);
+    let bound = f.app.state.settings.assignment_pickup_timeout;
+    assert_eq!(bound.as_secs(), gpuplane::config::DEFAULT_ASSIGNMENT_PICKUP_TIMEOUT_SECS);
+
+    let failed = gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap();
+    assert!(failed.is_empty(), "within the bound nothing happens");
+    assert_ne!(f.app.get(&job_path, &f.tenant).await.body["state"], "failed");
+
+    sqlx::query("UPDATE jobs SET created_at = created_at - make_interval(secs => $1 + 1)")
+        .bind(bound.as_secs_f64())
+        .execute(&f.app.db)
+        .await
+        .unwrap();
+    let failed = gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap();
+    assert_eq!(failed.len(), 1);
+    let job = f.app.get(&job_path, &f.tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(job["state"], "failed", "{job}");
+    let reason = job["reason"].as_str().unwrap();
+    assert!(reason.contains("node-1") && reason.contains("did not fetch its assignment"), "{reason}");
+    let by_rank = |rank: usize| job["nodes"][rank].clone();
+    assert_eq!(by_rank(1)["state"], "failed");
+    // The part that did start is told to stop, as when a node of the job fails.
+    let list = f.app.get("/v1/agent/assignments", &f.agent(0)).await.expect(StatusCode::OK).body;
+    assert_eq!(list["assignments"][0]["desired"], "cancel", "{list}");
+    // Again: nothing more to do.
+    assert!(gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap().is_empty());
 }

@@ -877,3 +877,122 @@ async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPo
     assert_eq!(ended.lease.gpus.len(), 2, "the GPUs it got are released with it");
     assert_eq!(allocation_invariants(&db).await, (0, 0, true));
 }
+
+#[sqlx::test]
+async fn a_node_no_agent_reported_takes_no_lease_until_its_agent_registers(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool, _) = setup(&app, &[]).await;
+    let bare = app.manual_node(&op, &pool, "bare-0", 8, false).await;
+    let node = app.get(&format!("/v1/admin/nodes/{bare}"), &op).await.expect(StatusCode::OK).body;
+    assert_eq!(node["state"], "awaiting_agent");
+    assert_eq!(node["external"], false);
+    assert_eq!(node["launchers"], Value::Null);
+    let refused = app.post("/v1/leases", &tenant, lease_body(&pool, 1)).await;
+    let refused = refused.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    assert_eq!(refused.body["context"]["free_gpus"], 0, "{}", refused.body);
+    let pools = app.get("/v1/pools", &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(pools[0]["free_gpus"], 0, "not offered as capacity either: {pools}");
+
+    // The schema holds the rule even against code that forgets it: such a node is never ready and holds nothing.
+    let ready = sqlx::query("UPDATE nodes SET liveness = 'ready' WHERE id = $1::uuid").bind(&bare).execute(&db).await;
+    assert!(ready.unwrap_err().to_string().contains("nodes_ready_runs_work"));
+    let taken =
+        sqlx::query("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1::uuid").bind(&bare).execute(&db).await;
+    assert!(taken.unwrap_err().to_string().contains("nodes_unverified_hold_nothing"));
+
+    // Its agent registers the host name with the pool's join token: now it takes leases.
+    let token = app
+        .post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 1 }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body["join_token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let gpus: Vec<Value> = (0..8)
+        .map(|i| {
+            json!({ "index": i, "uuid": format!("GPU-bare-0-{i}"), "name": "NVIDIA H100 80GB HBM3",
+                         "memory_bytes": 85_520_809_984i64 })
+        })
+        .collect();
+    let facts = json!({ "hostname": "bare-0", "address": "bare-0.test", "gpus": gpus, "intra_link": "nvlink",
+                        "network_gbps": 400, "launchers": { "python3": "3.12.3", "torchrun": "2.5.1" } });
+    let registered = app
+        .call(axum::http::Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": token, "node": facts })))
+        .await;
+    assert_eq!(registered.expect(StatusCode::OK).body["node_id"], bare.as_str());
+    let node = app.get(&format!("/v1/admin/nodes/{bare}"), &op).await.expect(StatusCode::OK).body;
+    assert_eq!(node["state"], "ready");
+    assert_eq!(node["launchers"], json!({ "python3": "3.12.3", "torchrun": "2.5.1" }));
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 8)).await.expect(StatusCode::CREATED).body;
+    assert_eq!(lease["external"], false);
+    assert_eq!(nodes_of(&lease), HashSet::from([bare]));
+}
+
+#[sqlx::test]
+async fn an_external_node_is_leased_and_its_lease_says_so(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, tenant, pool, agent_nodes) = setup(&app, &[2]).await;
+    let external = app.manual_node(&op, &pool, "ext-0", 4, true).await;
+    let node = app.get(&format!("/v1/admin/nodes/{external}"), &op).await.expect(StatusCode::OK).body;
+    assert_eq!((node["state"].as_str(), node["external"].as_bool()), (Some("ready"), Some(true)));
+
+    let on_agent = app.post("/v1/leases", &tenant, lease_body(&pool, 2)).await.expect(StatusCode::CREATED).body;
+    assert_eq!(on_agent["external"], false);
+    assert_eq!(nodes_of(&on_agent), HashSet::from([agent_nodes[0].clone()]));
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED).body;
+    assert_eq!(lease["external"], true, "{lease}");
+    assert!(lease["gpus"].as_array().unwrap().iter().all(|g| g["external"] == true));
+    let id = lease["id"].as_str().unwrap();
+    let read = app.get(&format!("/v1/leases/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!((read["external"].as_bool(), read["gpus"][0]["external"].as_bool()), (Some(true), Some(true)));
+
+    // Billing is explicit: the external lease is charged to now on the operator's word; the agent lease only up
+    // to its node's last heartbeat (silent for the last 30 minutes here).
+    let agent_lease = on_agent["id"].as_str().unwrap();
+    sqlx::query(
+        "UPDATE leases SET starts_at = now() - interval '1 hour', metered_until = now() - interval '1 hour' \
+         WHERE id IN ($1::uuid, $2::uuid)",
+    )
+    .bind(id)
+    .bind(agent_lease)
+    .execute(&db)
+    .await
+    .unwrap();
+    sqlx::query("UPDATE pool_prices SET effective_from = effective_from - interval '1 day'")
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '30 minutes' WHERE id = $1::uuid")
+        .bind(&agent_nodes[0])
+        .execute(&db)
+        .await
+        .unwrap();
+    gpuplane::billing::metering::meter_once(&db).await.unwrap();
+    let metered = |lease: &str| {
+        let db = db.clone();
+        let lease = lease.to_owned();
+        async move {
+            let (behind,): (f64,) = sqlx::query_as(
+                "SELECT extract(epoch FROM now() - metered_until)::float8 FROM leases WHERE id = $1::uuid",
+            )
+            .bind(lease)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+            behind
+        }
+    };
+    assert!(metered(id).await < 60.0, "the external lease is metered to now");
+    let agent_behind = metered(agent_lease).await;
+    assert!((1790.0..1900.0).contains(&agent_behind), "the agent lease stops at the last heartbeat: {agent_behind}");
+
+    // No agent runs jobs there: a job is refused up front instead of staying pending.
+    app.post("/v1/admin/templates", &op, json!({"name": "hello", "argv": ["/bin/echo", "hi"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let job = app.post(&format!("/v1/leases/{id}/jobs"), &tenant, json!({ "template": "hello" })).await;
+    let job = job.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "launcher_missing");
+    assert_eq!(job.body["context"]["hostname"], "ext-0");
+    assert!(job.body["detail"].as_str().unwrap().contains("external"), "{}", job.body);
+}

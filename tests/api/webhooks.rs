@@ -556,7 +556,7 @@ async fn audience_reads_are_served_by_the_audience_indexes(db: PgPool) {
 async fn sleeper_on_a_leased_gpu(app: &TestApp, op: &str, tenant: &str, secs: &str) -> (String, String) {
     let pool = app.pool(op, "h100-a", "h100").await;
     let node: uuid::Uuid = app.node(op, &pool, "node-a", 1).await.parse().unwrap();
-    let agent = app.state.tokens.issue_agent(node, 0).unwrap();
+    let agent = app.state.tokens.issue_agent(node, 1).unwrap();
     let lease = app
         .post("/v1/leases", tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
         .await

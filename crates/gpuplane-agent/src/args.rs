@@ -145,6 +145,16 @@ pub enum ContainerRuntime {
     Podman,
 }
 
+impl ContainerRuntime {
+    /// The program it is run as.
+    pub fn program(self) -> &'static str {
+        match self {
+            ContainerRuntime::Docker => "docker",
+            ContainerRuntime::Podman => "podman",
+        }
+    }
+}
+
 /// `--job-uids FIRST-LAST`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UidRange {

@@ -25,6 +25,9 @@ pub const MAX_SAMPLES_PER_HEARTBEAT: usize = 4096;
 const ASSIGNMENT_BACKSTOP_HEARTBEATS: u64 = 5;
 /// Until the service states its interval (attaching with a saved credential: the first heartbeat answer).
 const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
+/// How often the agent looks for launchers again (software installed or removed while it runs); a change goes
+/// to the service with the next heartbeat.
+const LAUNCHER_RECHECK: Duration = Duration::from_secs(600);
 
 /// The GPUs and the samples not yet delivered.
 pub struct Sampler {
@@ -90,6 +93,8 @@ pub struct Agent {
     pub job_host: Option<super::launch::JobHost>,
     /// Measures round trips to the other nodes of this node's leases.
     pub prober: super::echo::Prober,
+    /// The container runtime's program, looked for with the launchers (`launchers::detect`).
+    pub container_runtime: &'static str,
 }
 
 impl Agent {
@@ -130,6 +135,11 @@ impl Agent {
         let mut probe_at: Option<Instant> = None;
         let mut probe_trusted = true;
         let mut desired_state = DesiredState::Active;
+        // Launchers looked for again now and then, off the async workers; a change waits in `launchers_changed`
+        // until a heartbeat carrying it is accepted.
+        let mut launchers_recheck_at = now + LAUNCHER_RECHECK;
+        let mut launchers_lookup: Option<tokio::task::JoinHandle<gpuplane_protocol::agent::Launchers>> = None;
+        let mut launchers_changed: Option<gpuplane_protocol::agent::Launchers> = None;
         loop {
             let wake = probe_at.map_or(next_send, |p| p.min(next_send));
             tokio::select! {
@@ -164,12 +174,28 @@ impl Agent {
             probe_at = None;
 
             jobs.collect_steps();
+            if launchers_lookup.is_none() && Instant::now() >= launchers_recheck_at {
+                let runtime = self.container_runtime;
+                launchers_lookup = Some(tokio::task::spawn_blocking(move || super::launchers::detect(runtime)));
+                launchers_recheck_at = Instant::now() + LAUNCHER_RECHECK;
+            }
+            if launchers_lookup.as_ref().is_some_and(|lookup| lookup.is_finished())
+                && let Some(Ok(found)) = match launchers_lookup.take() {
+                    Some(lookup) => Some(lookup.await),
+                    None => None,
+                }
+                && self.facts.launchers.as_ref() != Some(&found)
+            {
+                tracing::info!(launchers = ?found, "the launchers on the PATH jobs see changed");
+                launchers_changed = Some(found);
+            }
             let request = HeartbeatRequest {
                 samples: sampler.buffer.oldest(MAX_SAMPLES_PER_HEARTBEAT),
                 driver_version: self.facts.driver_version.clone(),
                 cuda_version: self.facts.cuda_version.clone(),
                 latency: self.prober.take_report(),
                 steps: jobs.steps.oldest(MAX_STEPS_PER_HEARTBEAT),
+                launchers: launchers_changed.clone(),
             };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();
@@ -198,6 +224,9 @@ impl Agent {
             match outcome {
                 Ok(answer) => {
                     sampler.buffer.remove_oldest(settled);
+                    if let Some(found) = launchers_changed.take() {
+                        self.facts.launchers = Some(found);
+                    }
                     jobs.steps.remove_oldest(steps_sent);
                     unproven_registration = false;
                     probe_trusted = true;

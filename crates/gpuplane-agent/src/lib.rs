@@ -29,6 +29,7 @@ pub mod gpu_source;
 pub mod heartbeat;
 pub mod jobs;
 pub mod launch;
+pub mod launchers;
 pub mod lease_net;
 pub mod sandbox;
 pub mod signals;
@@ -56,6 +57,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut facts = node_facts(&args, &hostname, source.as_mut())?;
+    tracing::info!(launchers = ?facts.launchers, "launchers found on the PATH jobs see");
     let shutdown = CancellationToken::new();
     crate::signals::cancel_on_signal(shutdown.clone());
     let echo_delay = std::time::Duration::from_millis(args.simulate_echo_delay_ms);
@@ -75,6 +77,7 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
         facts,
         job_host: Some(job_host),
         prober: echo::Prober::default(),
+        container_runtime: args.container_runtime.program(),
     };
     let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     let exporter = match args.metrics_listen {
@@ -129,6 +132,7 @@ pub fn node_facts(args: &AgentArgs, hostname: &str, source: &mut dyn GpuSource) 
         rdma: args.rdma,
         echo_port: None,
         lease_subnet: None,
+        launchers: Some(launchers::detect(args.container_runtime.program())),
     })
 }
 

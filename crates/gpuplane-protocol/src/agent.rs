@@ -87,7 +87,35 @@ pub struct NodeFacts {
         schema(pattern = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/(1[6-9]|2[0-4])$", example = "100.64.7.0/24")
     )]
     pub lease_subnet: Option<String>,
+    /// What this host can launch jobs with ([`LAUNCHERS`]): each one found, with its version when it tells one.
+    /// Absent: not looked for (an older agent); the service then does not know what the host can run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>))]
+    pub launchers: Option<Launchers>,
 }
+
+/// The launchers an agent looks for, by the name it reports them under: `python3`; `torch` (the version
+/// `python3 -c 'import torch'` prints); `torchrun`, `deepspeed`, `vllm`, `accelerate` and `sshd` on the PATH jobs
+/// see; `container_runtime` (the agent's `--container-runtime`, docker or podman); `gpuplane_runtime` (the
+/// Python package of the job runtime, importable by that `python3`).
+pub const LAUNCHERS: [&str; 9] = [
+    "python3",
+    "torch",
+    "torchrun",
+    "deepspeed",
+    "vllm",
+    "accelerate",
+    "sshd",
+    "container_runtime",
+    "gpuplane_runtime",
+];
+
+/// Launchers found on a host: name ([`LAUNCHERS`]) -> version (None when the launcher printed none). A name
+/// that is absent was not found.
+pub type Launchers = std::collections::BTreeMap<String, Option<String>>;
+
+/// Longest launcher version kept (characters); longer output is cut by the agent and refused by the service.
+pub const MAX_LAUNCHER_VERSION_CHARS: usize = 64;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
@@ -194,6 +222,11 @@ pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "server", schema(max_items = 1024))]
     pub steps: Vec<crate::jobs::JobStep>,
+    /// The host's launchers, sent when they changed since registration (or the last heartbeat that carried
+    /// them): software installed or removed while the agent runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>))]
+    pub launchers: Option<Launchers>,
 }
 
 /// Round trips from this node to one other node of a lease (UDP echo probes).

@@ -353,7 +353,10 @@ export interface paths {
         /** List nodes, filtered by pool and state. */
         get: operations["list_nodes"];
         put?: never;
-        /** Add a node and its GPUs to a pool. */
+        /**
+         * Add a node and its GPUs to a pool. It takes leases once an agent registers its host name (it is
+         *     `awaiting_agent` until then), or at once when created `external`.
+         */
         post: operations["create_node"];
         delete?: never;
         options?: never;
@@ -824,7 +827,8 @@ export interface paths {
          * Register a node with a join token, or re-attach the same host (matched by hostname) and rotate its credential.
          *     Re-attaching needs proof that the caller is that node: its current agent credential as the bearer token, or
          *     an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join token alone
-         *     never takes over a registered node.
+         *     never takes over a node an agent registered; it does attach the first agent of a node an operator added by
+         *     hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
          */
         post: operations["register_agent"];
         delete?: never;
@@ -1972,6 +1976,13 @@ export interface components {
          */
         CreateNodeRequest: {
             address: string;
+            /**
+             * @description A host no gpuplane agent will run on, leased as it is: it is `ready` at once, the platform runs no jobs
+             *     there and cannot prove its liveness, its leases say so (`Lease.external`) and are billed from start to
+             *     end. Without it (the default) the node is `awaiting_agent` and takes no leases until an agent registers
+             *     its host name.
+             */
+            external?: boolean;
             gpus: components["schemas"]["NewGpu"][];
             hostname: string;
             intra_link: components["schemas"]["IntraLink"];
@@ -2448,6 +2459,13 @@ export interface components {
             driver_version?: string | null;
             /** @description Round trips measured since the last heartbeat to the other nodes of this node's multi-node leases. */
             latency?: components["schemas"]["PeerLatency"][];
+            /**
+             * @description The host's launchers, sent when they changed since registration (or the last heartbeat that carried
+             *     them): software installed or removed while the agent runs.
+             */
+            launchers?: {
+                [key: string]: string | null;
+            } | null;
             /** @description Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first). */
             samples: components["schemas"]["GpuSample"][];
             /**
@@ -2694,6 +2712,12 @@ export interface components {
              */
             ends_at?: string | null;
             /**
+             * @description Some of its GPUs are on external nodes (see `LeaseGpu.external`): the platform runs no jobs on them and
+             *     does not prove they are alive, so the lease is billed from its start to its end on the operator's word,
+             *     not up to its nodes' last heartbeat as on agent nodes.
+             */
+            external: boolean;
+            /**
              * Format: int64
              * @description Incremented on every change; send it as `If-Match` to extend safely.
              */
@@ -2739,6 +2763,11 @@ export interface components {
         /** @description A GPU held by a lease, with where to reach it. */
         LeaseGpu: {
             address: string;
+            /**
+             * @description On an external node (created so by the operator): no gpuplane agent runs there, so no jobs run on this
+             *     GPU and its liveness is not proven.
+             */
+            external: boolean;
             /** Format: uuid */
             gpu_id: string;
             hostname: string;
@@ -3057,6 +3086,11 @@ export interface components {
              * @description UDP port of the agent's echo listener at `address` (round-trip probes between a lease's nodes).
              */
             echo_port?: number | null;
+            /**
+             * @description Created as external by an operator: no agent runs on it, so the platform runs no jobs there and cannot
+             *     prove its liveness; its leases say so (`Lease.external`) and are billed from start to end.
+             */
+            external: boolean;
             gpus: components["schemas"]["Gpu"][];
             hostname: string;
             /** Format: uuid */
@@ -3069,6 +3103,13 @@ export interface components {
             intra_link_gbps: number;
             /** Format: date-time */
             last_heartbeat_at?: string | null;
+            /**
+             * @description What its agent found on the host to launch jobs with (name -> version, null when the launcher tells no
+             *     version); null when no agent reported them (no agent, or one older than this field).
+             */
+            launchers?: {
+                [key: string]: string | null;
+            } | null;
             /**
              * Format: int32
              * @description Inter-node network bandwidth, Gbit/s.
@@ -3106,6 +3147,13 @@ export interface components {
              * @description GPU-to-GPU bandwidth, GB/s, when known.
              */
             intra_link_gbps?: number | null;
+            /**
+             * @description What this host can launch jobs with ([`LAUNCHERS`]): each one found, with its version when it tells one.
+             *     Absent: not looked for (an older agent); the service then does not know what the host can run.
+             */
+            launchers?: {
+                [key: string]: string | null;
+            } | null;
             /**
              * @description The IPv4 subnet this node gives its leases' network namespaces (`100.64.7.0/24`, a /16 to /24), routed
              *     to this node's `address` by the lease's other nodes. Absent: the node runs jobs on its own network
@@ -3147,7 +3195,7 @@ export interface components {
          * @description What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
          * @enum {string}
          */
-        NodeState: "ready" | "cordoned" | "draining" | "drained" | "maintenance" | "not_ready" | "unreachable" | "offline";
+        NodeState: "ready" | "cordoned" | "draining" | "drained" | "maintenance" | "awaiting_agent" | "not_ready" | "unreachable" | "offline";
         NodeUtilization: {
             /** Format: double */
             avg_gpu_util?: number | null;
@@ -6851,7 +6899,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Invalid values (`validation_failed`) or nothing fits the lease's GPUs (`plan_infeasible`) */
+            /** @description Invalid values (`validation_failed`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs) */
             422: {
                 headers: {
                     [name: string]: unknown;

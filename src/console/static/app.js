@@ -440,7 +440,11 @@ async function viewNode(id) {
     h("h2", {}, `GPU utilization, last hour${tele.avg_gpu_util === null || tele.avg_gpu_util === undefined ? "" : ` (mean ${tele.avg_gpu_util.toFixed(0)} %)`}`),
     tele.gpus.length ? [heatmap(tele), h("p", { class: "muted" }, "One column a minute; pale: idle, dark blue: 100 % busy, blank: no samples. Hover a cell for its value.")]
       : h("p", { class: "muted", id: "heatmap-empty" }, "No samples in the last hour."),
-    h("h2", {}, "GPUs"), table(["GPU", "UUID", "Healthy"], n.gpus.map((g) => [String(g.index), g.uuid, g.healthy ? "yes" : "no"]))];
+    h("h2", {}, "GPUs"), table(["GPU", "UUID", "Healthy"], n.gpus.map((g) => [String(g.index), g.uuid, g.healthy ? "yes" : "no"])),
+    h("h2", {}, "Launchers"),
+    n.external ? h("p", { class: "muted" }, "External node: no agent runs jobs here.")
+      : n.launchers ? table(["Launcher", "Version"], Object.entries(n.launchers).map(([k, v]) => [k, v || "-"]))
+      : h("p", { class: "muted" }, "Its agent has not reported launchers (no agent yet, or an older one): jobs are not checked against them.")];
 }
 async function viewAllLeases() {
   const [leases] = await Promise.all([allPages("/v1/admin/leases?state=active"), loadPools()]);

@@ -57,6 +57,7 @@ from .gpu_series import GpuSeries
 from .gpu_spec import GpuSpec
 from .health_status import HealthStatus
 from .heartbeat_request import HeartbeatRequest
+from .heartbeat_request_launchers_type_0 import HeartbeatRequestLaunchersType0
 from .heartbeat_response import HeartbeatResponse
 from .insight import Insight
 from .insight_figures import InsightFigures
@@ -93,6 +94,8 @@ from .moe_spec import MoeSpec
 from .new_gpu import NewGpu
 from .node import Node
 from .node_facts import NodeFacts
+from .node_facts_launchers_type_0 import NodeFactsLaunchersType0
+from .node_launchers_type_0 import NodeLaunchersType0
 from .node_lease import NodeLease
 from .node_page import NodePage
 from .node_state import NodeState
@@ -219,6 +222,7 @@ __all__ = (
     "GpuSpec",
     "HealthStatus",
     "HeartbeatRequest",
+    "HeartbeatRequestLaunchersType0",
     "HeartbeatResponse",
     "Insight",
     "InsightFigures",
@@ -255,6 +259,8 @@ __all__ = (
     "NewGpu",
     "Node",
     "NodeFacts",
+    "NodeFactsLaunchersType0",
+    "NodeLaunchersType0",
     "NodeLease",
     "NodePage",
     "NodeState",

@@ -31,6 +31,11 @@ class CreateNodeRequest:
         intra_link (IntraLink): Link between the GPUs inside a node.
         network_gbps (int): Gbit/s between nodes.
         pool_id (UUID):
+        external (bool | Unset): A host no gpuplane agent will run on, leased as it is: it is `ready` at once, the
+            platform runs no jobs
+            there and cannot prove its liveness, its leases say so (`Lease.external`) and are billed from start to
+            end. Without it (the default) the node is `awaiting_agent` and takes no leases until an agent registers
+            its host name.
         intra_link_gbps (int | None | Unset): GB/s; defaults to the GPU model's link (NVLink) or PCIe 4.0 x16 (32 GB/s).
         rdma (bool | Unset):
     """
@@ -41,6 +46,7 @@ class CreateNodeRequest:
     intra_link: IntraLink
     network_gbps: int
     pool_id: UUID
+    external: bool | Unset = UNSET
     intra_link_gbps: int | None | Unset = UNSET
     rdma: bool | Unset = UNSET
 
@@ -59,6 +65,8 @@ class CreateNodeRequest:
         network_gbps = self.network_gbps
 
         pool_id = str(self.pool_id)
+
+        external = self.external
 
         intra_link_gbps: int | None | Unset
         if isinstance(self.intra_link_gbps, Unset):
@@ -80,6 +88,8 @@ class CreateNodeRequest:
                 "pool_id": pool_id,
             }
         )
+        if external is not UNSET:
+            field_dict["external"] = external
         if intra_link_gbps is not UNSET:
             field_dict["intra_link_gbps"] = intra_link_gbps
         if rdma is not UNSET:
@@ -109,6 +119,8 @@ class CreateNodeRequest:
 
         pool_id = UUID(d.pop("pool_id"))
 
+        external = d.pop("external", UNSET)
+
         def _parse_intra_link_gbps(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -127,6 +139,7 @@ class CreateNodeRequest:
             intra_link=intra_link,
             network_gbps=network_gbps,
             pool_id=pool_id,
+            external=external,
             intra_link_gbps=intra_link_gbps,
             rdma=rdma,
         )

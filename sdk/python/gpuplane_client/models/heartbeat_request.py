@@ -9,6 +9,9 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.gpu_sample import GpuSample
+    from ..models.heartbeat_request_launchers_type_0 import (
+        HeartbeatRequestLaunchersType0,
+    )
     from ..models.job_step import JobStep
     from ..models.peer_latency import PeerLatency
 
@@ -27,6 +30,9 @@ class HeartbeatRequest:
             registering again).
         latency (list[PeerLatency] | Unset): Round trips measured since the last heartbeat to the other nodes of this
             node's multi-node leases.
+        launchers (HeartbeatRequestLaunchersType0 | None | Unset): The host's launchers, sent when they changed since
+            registration (or the last heartbeat that carried
+            them): software installed or removed while the agent runs.
         steps (list[JobStep] | Unset): Optimizer steps the gpuplane runtime measured in this node's jobs since the last
             delivered heartbeat,
             oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
@@ -36,9 +42,14 @@ class HeartbeatRequest:
     cuda_version: None | str | Unset = UNSET
     driver_version: None | str | Unset = UNSET
     latency: list[PeerLatency] | Unset = UNSET
+    launchers: HeartbeatRequestLaunchersType0 | None | Unset = UNSET
     steps: list[JobStep] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.heartbeat_request_launchers_type_0 import (
+            HeartbeatRequestLaunchersType0,
+        )
+
         samples = []
         for samples_item_data in self.samples:
             samples_item = samples_item_data.to_dict()
@@ -63,6 +74,14 @@ class HeartbeatRequest:
                 latency_item = latency_item_data.to_dict()
                 latency.append(latency_item)
 
+        launchers: dict[str, Any] | None | Unset
+        if isinstance(self.launchers, Unset):
+            launchers = UNSET
+        elif isinstance(self.launchers, HeartbeatRequestLaunchersType0):
+            launchers = self.launchers.to_dict()
+        else:
+            launchers = self.launchers
+
         steps: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.steps, Unset):
             steps = []
@@ -83,6 +102,8 @@ class HeartbeatRequest:
             field_dict["driver_version"] = driver_version
         if latency is not UNSET:
             field_dict["latency"] = latency
+        if launchers is not UNSET:
+            field_dict["launchers"] = launchers
         if steps is not UNSET:
             field_dict["steps"] = steps
 
@@ -91,6 +112,9 @@ class HeartbeatRequest:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.gpu_sample import GpuSample
+        from ..models.heartbeat_request_launchers_type_0 import (
+            HeartbeatRequestLaunchersType0,
+        )
         from ..models.job_step import JobStep
         from ..models.peer_latency import PeerLatency
 
@@ -129,6 +153,25 @@ class HeartbeatRequest:
 
                 latency.append(latency_item)
 
+        def _parse_launchers(
+            data: object,
+        ) -> HeartbeatRequestLaunchersType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                launchers_type_0 = HeartbeatRequestLaunchersType0.from_dict(data)
+
+                return launchers_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(HeartbeatRequestLaunchersType0 | None | Unset, data)
+
+        launchers = _parse_launchers(d.pop("launchers", UNSET))
+
         _steps = d.pop("steps", UNSET)
         steps: list[JobStep] | Unset = UNSET
         if _steps is not UNSET:
@@ -143,6 +186,7 @@ class HeartbeatRequest:
             cuda_version=cuda_version,
             driver_version=driver_version,
             latency=latency,
+            launchers=launchers,
             steps=steps,
         )
 

@@ -25,6 +25,10 @@ class Lease:
     """
     Attributes:
         created_at (datetime.datetime):
+        external (bool): Some of its GPUs are on external nodes (see `LeaseGpu.external`): the platform runs no jobs on
+            them and
+            does not prove they are alive, so the lease is billed from its start to its end on the operator's word,
+            not up to its nodes' last heartbeat as on agent nodes.
         generation (int): Incremented on every change; send it as `If-Match` to extend safely.
         gpu_count (int):
         gpus (list[LeaseGpu]): The GPUs held now (empty while queued and after the end).
@@ -44,6 +48,7 @@ class Lease:
     """
 
     created_at: datetime.datetime
+    external: bool
     generation: int
     gpu_count: int
     gpus: list[LeaseGpu]
@@ -64,6 +69,8 @@ class Lease:
 
     def to_dict(self) -> dict[str, Any]:
         created_at = self.created_at.isoformat()
+
+        external = self.external
 
         generation = self.generation
 
@@ -135,6 +142,7 @@ class Lease:
         field_dict.update(
             {
                 "created_at": created_at,
+                "external": external,
                 "generation": generation,
                 "gpu_count": gpu_count,
                 "gpus": gpus,
@@ -168,6 +176,8 @@ class Lease:
 
         d = dict(src_dict)
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+
+        external = d.pop("external")
 
         generation = d.pop("generation")
 
@@ -274,6 +284,7 @@ class Lease:
 
         lease = cls(
             created_at=created_at,
+            external=external,
             generation=generation,
             gpu_count=gpu_count,
             gpus=gpus,

@@ -16,6 +16,9 @@ class LeaseGpu:
 
     Attributes:
         address (str):
+        external (bool): On an external node (created so by the operator): no gpuplane agent runs there, so no jobs run
+            on this
+            GPU and its liveness is not proven.
         gpu_id (UUID):
         hostname (str):
         index (int): Index on the node (CUDA_VISIBLE_DEVICES numbering).
@@ -24,6 +27,7 @@ class LeaseGpu:
     """
 
     address: str
+    external: bool
     gpu_id: UUID
     hostname: str
     index: int
@@ -33,6 +37,8 @@ class LeaseGpu:
 
     def to_dict(self) -> dict[str, Any]:
         address = self.address
+
+        external = self.external
 
         gpu_id = str(self.gpu_id)
 
@@ -49,6 +55,7 @@ class LeaseGpu:
         field_dict.update(
             {
                 "address": address,
+                "external": external,
                 "gpu_id": gpu_id,
                 "hostname": hostname,
                 "index": index,
@@ -64,6 +71,8 @@ class LeaseGpu:
         d = dict(src_dict)
         address = d.pop("address")
 
+        external = d.pop("external")
+
         gpu_id = UUID(d.pop("gpu_id"))
 
         hostname = d.pop("hostname")
@@ -76,6 +85,7 @@ class LeaseGpu:
 
         lease_gpu = cls(
             address=address,
+            external=external,
             gpu_id=gpu_id,
             hostname=hostname,
             index=index,

@@ -14,6 +14,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.gpu import Gpu
+    from ..models.node_launchers_type_0 import NodeLaunchersType0
 
 
 T = TypeVar("T", bound="Node")
@@ -25,6 +26,9 @@ class Node:
     Attributes:
         address (str): Address other nodes and tenants reach it at (IP or DNS name).
         created_at (datetime.datetime):
+        external (bool): Created as external by an operator: no agent runs on it, so the platform runs no jobs there and
+            cannot
+            prove its liveness; its leases say so (`Lease.external`) and are billed from start to end.
         gpus (list[Gpu]):
         hostname (str):
         id (UUID):
@@ -40,12 +44,16 @@ class Node:
         echo_port (int | None | Unset): UDP port of the agent's echo listener at `address` (round-trip probes between a
             lease's nodes).
         last_heartbeat_at (datetime.datetime | None | Unset):
+        launchers (NodeLaunchersType0 | None | Unset): What its agent found on the host to launch jobs with (name ->
+            version, null when the launcher tells no
+            version); null when no agent reported them (no agent, or one older than this field).
         not_ready_reason (None | str | Unset): Why the node is (or, once back, will be) `not_ready`, e.g. `driver
             470.57.02 < 525.60.13`.
     """
 
     address: str
     created_at: datetime.datetime
+    external: bool
     gpus: list[Gpu]
     hostname: str
     id: UUID
@@ -60,13 +68,18 @@ class Node:
     driver_version: None | str | Unset = UNSET
     echo_port: int | None | Unset = UNSET
     last_heartbeat_at: datetime.datetime | None | Unset = UNSET
+    launchers: NodeLaunchersType0 | None | Unset = UNSET
     not_ready_reason: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.node_launchers_type_0 import NodeLaunchersType0
+
         address = self.address
 
         created_at = self.created_at.isoformat()
+
+        external = self.external
 
         gpus = []
         for gpus_item_data in self.gpus:
@@ -117,6 +130,14 @@ class Node:
         else:
             last_heartbeat_at = self.last_heartbeat_at
 
+        launchers: dict[str, Any] | None | Unset
+        if isinstance(self.launchers, Unset):
+            launchers = UNSET
+        elif isinstance(self.launchers, NodeLaunchersType0):
+            launchers = self.launchers.to_dict()
+        else:
+            launchers = self.launchers
+
         not_ready_reason: None | str | Unset
         if isinstance(self.not_ready_reason, Unset):
             not_ready_reason = UNSET
@@ -129,6 +150,7 @@ class Node:
             {
                 "address": address,
                 "created_at": created_at,
+                "external": external,
                 "gpus": gpus,
                 "hostname": hostname,
                 "id": id,
@@ -149,6 +171,8 @@ class Node:
             field_dict["echo_port"] = echo_port
         if last_heartbeat_at is not UNSET:
             field_dict["last_heartbeat_at"] = last_heartbeat_at
+        if launchers is not UNSET:
+            field_dict["launchers"] = launchers
         if not_ready_reason is not UNSET:
             field_dict["not_ready_reason"] = not_ready_reason
 
@@ -157,11 +181,14 @@ class Node:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.gpu import Gpu
+        from ..models.node_launchers_type_0 import NodeLaunchersType0
 
         d = dict(src_dict)
         address = d.pop("address")
 
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+
+        external = d.pop("external")
 
         gpus = []
         _gpus = d.pop("gpus")
@@ -232,6 +259,23 @@ class Node:
 
         last_heartbeat_at = _parse_last_heartbeat_at(d.pop("last_heartbeat_at", UNSET))
 
+        def _parse_launchers(data: object) -> NodeLaunchersType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                launchers_type_0 = NodeLaunchersType0.from_dict(data)
+
+                return launchers_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(NodeLaunchersType0 | None | Unset, data)
+
+        launchers = _parse_launchers(d.pop("launchers", UNSET))
+
         def _parse_not_ready_reason(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -244,6 +288,7 @@ class Node:
         node = cls(
             address=address,
             created_at=created_at,
+            external=external,
             gpus=gpus,
             hostname=hostname,
             id=id,
@@ -258,6 +303,7 @@ class Node:
             driver_version=driver_version,
             echo_port=echo_port,
             last_heartbeat_at=last_heartbeat_at,
+            launchers=launchers,
             not_ready_reason=not_ready_reason,
         )
 

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.gpu_facts import GpuFacts
+    from ..models.node_facts_launchers_type_0 import NodeFactsLaunchersType0
 
 
 T = TypeVar("T", bound="NodeFacts")
@@ -31,6 +32,9 @@ class NodeFacts:
         echo_port (int | None | Unset): UDP port of the agent's echo listener at `address`: the lease's other nodes
             probe round trips to it.
         intra_link_gbps (int | None | Unset): GPU-to-GPU bandwidth, GB/s, when known.
+        launchers (NodeFactsLaunchersType0 | None | Unset): What this host can launch jobs with ([`LAUNCHERS`]): each
+            one found, with its version when it tells one.
+            Absent: not looked for (an older agent); the service then does not know what the host can run.
         lease_subnet (None | str | Unset): The IPv4 subnet this node gives its leases' network namespaces
             (`100.64.7.0/24`, a /16 to /24), routed
             to this node's `address` by the lease's other nodes. Absent: the node runs jobs on its own network
@@ -50,11 +54,14 @@ class NodeFacts:
     driver_version: None | str | Unset = UNSET
     echo_port: int | None | Unset = UNSET
     intra_link_gbps: int | None | Unset = UNSET
+    launchers: NodeFactsLaunchersType0 | None | Unset = UNSET
     lease_subnet: None | str | Unset = UNSET
     rdma: bool | Unset = UNSET
     topology: list[list[str]] | None | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.node_facts_launchers_type_0 import NodeFactsLaunchersType0
+
         address = self.address
 
         gpus = []
@@ -91,6 +98,14 @@ class NodeFacts:
             intra_link_gbps = UNSET
         else:
             intra_link_gbps = self.intra_link_gbps
+
+        launchers: dict[str, Any] | None | Unset
+        if isinstance(self.launchers, Unset):
+            launchers = UNSET
+        elif isinstance(self.launchers, NodeFactsLaunchersType0):
+            launchers = self.launchers.to_dict()
+        else:
+            launchers = self.launchers
 
         lease_subnet: None | str | Unset
         if isinstance(self.lease_subnet, Unset):
@@ -132,6 +147,8 @@ class NodeFacts:
             field_dict["echo_port"] = echo_port
         if intra_link_gbps is not UNSET:
             field_dict["intra_link_gbps"] = intra_link_gbps
+        if launchers is not UNSET:
+            field_dict["launchers"] = launchers
         if lease_subnet is not UNSET:
             field_dict["lease_subnet"] = lease_subnet
         if rdma is not UNSET:
@@ -144,6 +161,7 @@ class NodeFacts:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.gpu_facts import GpuFacts
+        from ..models.node_facts_launchers_type_0 import NodeFactsLaunchersType0
 
         d = dict(src_dict)
         address = d.pop("address")
@@ -197,6 +215,23 @@ class NodeFacts:
 
         intra_link_gbps = _parse_intra_link_gbps(d.pop("intra_link_gbps", UNSET))
 
+        def _parse_launchers(data: object) -> NodeFactsLaunchersType0 | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                launchers_type_0 = NodeFactsLaunchersType0.from_dict(data)
+
+                return launchers_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(NodeFactsLaunchersType0 | None | Unset, data)
+
+        launchers = _parse_launchers(d.pop("launchers", UNSET))
+
         def _parse_lease_subnet(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -240,6 +275,7 @@ class NodeFacts:
             driver_version=driver_version,
             echo_port=echo_port,
             intra_link_gbps=intra_link_gbps,
+            launchers=launchers,
             lease_subnet=lease_subnet,
             rdma=rdma,
             topology=topology,

@@ -2,6 +2,7 @@ from enum import StrEnum
 
 
 class NodeState(StrEnum):
+    AWAITING_AGENT = "awaiting_agent"
     CORDONED = "cordoned"
     DRAINED = "drained"
     DRAINING = "draining"

@@ -105,7 +105,8 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: CreateNodeRequest,
 ) -> Response[Node | Problem]:
-    """Add a node and its GPUs to a pool.
+    """Add a node and its GPUs to a pool. It takes leases once an agent registers its host name (it is
+    `awaiting_agent` until then), or at once when created `external`.
 
     Args:
         body (CreateNodeRequest):  Example: {'address': '10.0.0.11', 'gpus': [{'index': 0, 'uuid':
@@ -138,7 +139,8 @@ def sync(
     client: AuthenticatedClient,
     body: CreateNodeRequest,
 ) -> Node | Problem | None:
-    """Add a node and its GPUs to a pool.
+    """Add a node and its GPUs to a pool. It takes leases once an agent registers its host name (it is
+    `awaiting_agent` until then), or at once when created `external`.
 
     Args:
         body (CreateNodeRequest):  Example: {'address': '10.0.0.11', 'gpus': [{'index': 0, 'uuid':
@@ -166,7 +168,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: CreateNodeRequest,
 ) -> Response[Node | Problem]:
-    """Add a node and its GPUs to a pool.
+    """Add a node and its GPUs to a pool. It takes leases once an agent registers its host name (it is
+    `awaiting_agent` until then), or at once when created `external`.
 
     Args:
         body (CreateNodeRequest):  Example: {'address': '10.0.0.11', 'gpus': [{'index': 0, 'uuid':
@@ -197,7 +200,8 @@ async def asyncio(
     client: AuthenticatedClient,
     body: CreateNodeRequest,
 ) -> Node | Problem | None:
-    """Add a node and its GPUs to a pool.
+    """Add a node and its GPUs to a pool. It takes leases once an agent registers its host name (it is
+    `awaiting_agent` until then), or at once when created `external`.
 
     Args:
         body (CreateNodeRequest):  Example: {'address': '10.0.0.11', 'gpus': [{'index': 0, 'uuid':

@@ -116,7 +116,9 @@ def sync_detailed(
     token, or
     an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
     token alone
-    never takes over a registered node.
+    never takes over a node an agent registered; it does attach the first agent of a node an operator
+    added by
+    hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':
@@ -155,7 +157,9 @@ def sync(
     token, or
     an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
     token alone
-    never takes over a registered node.
+    never takes over a node an agent registered; it does attach the first agent of a node an operator
+    added by
+    hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':
@@ -189,7 +193,9 @@ async def asyncio_detailed(
     token, or
     an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
     token alone
-    never takes over a registered node.
+    never takes over a node an agent registered; it does attach the first agent of a node an operator
+    added by
+    hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':
@@ -226,7 +232,9 @@ async def asyncio(
     token, or
     an operator's `POST /v1/admin/nodes/{node_id}/allow-reregistration` within the last hour. A join
     token alone
-    never takes over a registered node.
+    never takes over a node an agent registered; it does attach the first agent of a node an operator
+    added by
+    hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
 
     Args:
         body (RegisterRequest):  Example: {'join_token': 'gpj_...', 'node': {'address':
