@@ -30,6 +30,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+from uuid import UUID
 
 from gpuplane_client import AuthenticatedClient
 from gpuplane_client.api.admin import (
@@ -39,7 +40,7 @@ from gpuplane_client.api.admin import (
     create_tenant,
     list_nodes,
 )
-from gpuplane_client.api.billing import create_ledger_entry, get_balance, list_ledger
+from gpuplane_client.api.billing import create_ledger_entry, export_usage, get_balance, list_ledger
 from gpuplane_client.api.inventory import list_pools
 from gpuplane_client.api.jobs import create_job, get_job, get_lease_insights
 from gpuplane_client.api.leases import create_lease, get_lease, get_lease_telemetry, release_lease
@@ -57,16 +58,21 @@ from gpuplane_client.models import (
     CreatePoolRequest,
     CreateTenantRequest,
     EntryKind,
+    Job,
     JobState,
     LeaseState,
+    LedgerEntry,
     ModelRef,
+    Node,
     NodeState,
     PlanRequest,
-    Role,
+    Problem,
+    Telemetry,
+    TenantRole,
     WorkloadFields,
     WorkloadKind,
 )
-from gpuplane_client.types import Unset
+from gpuplane_client.types import UNSET, Response, Unset
 from gpuplane_client_ext import GpuplaneError, login, raise_for_problem
 from gpuplane_client_ext import create_lease as create_lease_safely
 
@@ -127,13 +133,12 @@ class Journey:
             raise Stop(name)
 
     @staticmethod
-    def call(response: Any) -> Any:
-        """The parsed body of a `sync_detailed` response; a GpuplaneError for any error status."""
+    def call(response: Response[Problem | T]) -> T:
+        """The parsed body of a `sync_detailed` response, typed; a GpuplaneError for any error status."""
         return raise_for_problem(response)
 
     def wait(self, what: str, secs: float, probe: Callable[[], T | None], every: float = 0.5) -> T:
         deadline = time.monotonic() + secs
-        last: Any = None
         while True:
             last = probe()
             if last:
@@ -199,7 +204,7 @@ class Journey:
         tenant = self.call(create_tenant.sync_detailed(client=op, body=CreateTenantRequest(name="journey-ml")))
         key = self.call(
             create_api_key_for_tenant.sync_detailed(
-                tenant.id, client=op, body=CreateApiKeyRequest(name="journey admin", role=Role.TENANT_ADMIN)
+                tenant.id, client=op, body=CreateApiKeyRequest(name="journey admin", role=TenantRole.TENANT_ADMIN)
             )
         )
         self.check("operator creates a tenant and its admin key", key.api_key.startswith("gpk_"), str(tenant.id))
@@ -228,7 +233,7 @@ class Journey:
 
         node_ids = [self.start_agent(join.join_token, n) for n in range(1, NODES + 1)]
 
-        def both_ready() -> list[Any] | None:
+        def both_ready() -> list[Node] | None:
             page = self.call(list_nodes.sync_detailed(client=op, pool_id=pool.id))
             ready = [n for n in page.items if n.state == NodeState.READY and str(n.id) in node_ids]
             return ready if len(ready) == NODES else None
@@ -332,7 +337,7 @@ class Journey:
             f"template {job.template}",
         )
 
-        def job_state(states: set[JobState]) -> Any:
+        def job_state(states: set[JobState]) -> Job | None:
             j = self.call(get_job.sync_detailed(job.id, client=tc))
             return j if j.state in states else None
 
@@ -377,7 +382,7 @@ class Journey:
         )
 
         # Telemetry of the lease's GPUs.
-        def telemetry() -> Any:
+        def telemetry() -> Telemetry | None:
             t = self.call(get_lease_telemetry.sync_detailed(lease.id, client=tc, step_s=1))
             has_util = isinstance(t.avg_gpu_util, float | int)
             return t if has_util and len(t.gpus) == NODES * GPUS_PER_NODE else None
@@ -387,21 +392,19 @@ class Journey:
 
         # Release, then wait for metering to charge the whole lease.
         released = self.call(release_lease.sync_detailed(lease.id, client=tc))
+        ended_at = released.ended_at
         self.require(
             "tenant releases the lease",
-            released.state == LeaseState.RELEASED and not isinstance(released.ended_at, Unset) and released.ended_at,
-            f"ended {released.ended_at}",
+            released.state == LeaseState.RELEASED and isinstance(ended_at, dt.datetime),
+            f"ended {ended_at}",
         )
-        ended_at: dt.datetime = released.ended_at
+        assert isinstance(ended_at, dt.datetime)  # required just above
 
-        def ledger_entries() -> list[Any]:
-            items: list[Any] = []
-            after: Any = None
+        def ledger_entries() -> list[LedgerEntry]:
+            items: list[LedgerEntry] = []
+            after: UUID | Unset = UNSET
             while True:
-                kwargs: dict[str, Any] = {"client": tc, "limit": 500}
-                if after is not None:
-                    kwargs["after"] = after
-                page = self.call(list_ledger.sync_detailed(**kwargs))
+                page = self.call(list_ledger.sync_detailed(client=tc, limit=500, after=after))
                 items.extend(page.items)
                 if isinstance(page.next_after, Unset) or page.next_after is None:
                     return items
@@ -412,7 +415,7 @@ class Journey:
             until = dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1)
             return [r for r in self.export_csv(tc, since, until) if r["lease_id"] == str(lease.id)]
 
-        def fully_metered() -> tuple[list[Any], list[dict[str, str]]] | None:
+        def fully_metered() -> tuple[list[LedgerEntry], list[dict[str, str]]] | None:
             usage = [e for e in ledger_entries() if e.kind == EntryKind.USAGE and e.lease_id == lease.id]
             if not usage:
                 return None
@@ -444,25 +447,8 @@ class Journey:
         self.check("the lease stays released", after.state == LeaseState.RELEASED, after.state.value)
 
     def export_csv(self, client: AuthenticatedClient, since: dt.datetime, until: dt.datetime) -> list[dict[str, str]]:
-        """GET /v1/billing/usage/export as CSV, through the generated `export_usage` (see the note below)."""
-        try:
-            from gpuplane_client.api.billing import export_usage
-        except ImportError:
-            export_usage = None
-        if export_usage is not None:
-            text = self.call(export_usage.sync_detailed(client=client, from_=since, to=until))
-        else:
-            # The generator skipped the endpoint (it reported why when the SDK was generated): fetch it with the
-            # SDK's own authenticated HTTP client instead, and say so.
-            if not self.facts.get("export_warned"):
-                print("note: gpuplane_client lacks export_usage (the generator skipped it); using its HTTP client")
-                self.facts["export_warned"] = True
-            res = client.get_httpx_client().get(
-                "/v1/billing/usage/export", params={"from": since.isoformat(), "to": until.isoformat(), "format": "csv"}
-            )
-            if res.status_code >= 400:
-                raise GpuplaneError.from_body(res.status_code, res.content)
-            text = res.text
+        """GET /v1/billing/usage/export as CSV, through the generated `export_usage`."""
+        text = self.call(export_usage.sync_detailed(client=client, from_=since, to=until))
         return list(csv.DictReader(io.StringIO(text)))
 
 

@@ -28,8 +28,8 @@ from gpuplane_client.api.leases import create_lease as create_lease_api
 from gpuplane_client.models.create_lease_request import CreateLeaseRequest
 from gpuplane_client.models.lease import Lease
 from gpuplane_client.models.problem import Problem
+from gpuplane_client.models.problem_context_type_0 import ProblemContextType0
 from gpuplane_client.models.token_request import TokenRequest
-from gpuplane_client.models.token_response import TokenResponse
 from gpuplane_client.types import Response, Unset
 
 __all__ = ["FieldError", "GpuplaneError", "create_lease", "login", "raise_for_problem"]
@@ -50,15 +50,16 @@ class GpuplaneError(Exception):
     """An error answer of the API (RFC 9457 problem+json), with its stable ``code``.
 
     ``code`` is e.g. ``validation_failed`` (then ``errors`` lists the offending fields), ``not_found``,
-    ``insufficient_capacity`` or ``quota_exceeded`` (then ``context`` holds the facts). A response that is not
-    problem+json (a proxy's error page, say) gets ``code`` ``"http_<status>"``.
+    ``insufficient_capacity`` or ``quota_exceeded`` (then ``context`` holds the facts; it is empty when the
+    answer has none). A response that is not problem+json (a proxy's error page, say) gets ``code``
+    ``"http_<status>"``.
     """
 
     status: int
     code: str
     detail: str = ""
     errors: list[FieldError] = field(default_factory=list)
-    context: dict[str, Any] | None = None
+    context: dict[str, Any] = field(default_factory=dict)
     title: str = ""
 
     def __post_init__(self) -> None:
@@ -77,8 +78,7 @@ class GpuplaneError(Exception):
     @classmethod
     def from_problem(cls, problem: Problem, status: int | None = None) -> GpuplaneError:
         errors = [] if isinstance(problem.errors, Unset) else [FieldError(e.field, e.message) for e in problem.errors]
-        raw = problem.context
-        context = raw.to_dict() if hasattr(raw, "to_dict") else raw if isinstance(raw, dict) else None
+        context = problem.context.to_dict() if isinstance(problem.context, ProblemContextType0) else {}
         return cls(
             status=status if status is not None else problem.status,
             code=problem.code,
@@ -104,21 +104,29 @@ class GpuplaneError(Exception):
         return cls(status=status, code=f"http_{status}", detail=detail)
 
 
-def raise_for_problem(response: Response[T] | Response[Problem | T] | Any) -> T:
+def raise_for_problem(response: Response[Problem | T]) -> T:
     """Return the parsed success body of a ``sync_detailed``/``asyncio_detailed`` response, or raise.
 
+    Typed: for ``list_pools.sync_detailed(...)`` (a ``Response[Problem | list[Pool]]``) it returns ``list[Pool]``.
     Raises :class:`GpuplaneError` for every status of 400 or more: documented ones come back from the generated
-    code as ``Problem`` models; undocumented ones are parsed from the raw body. A success without a body
-    (204) returns ``None``.
+    code as ``Problem`` models; undocumented ones are parsed from the raw body. A success without a body (204,
+    whose operations are typed ``Any``) returns ``None``; any other success the generated code could not parse
+    (a status the API does not document) raises ``GpuplaneError`` with code ``unexpected_response``, so the
+    result is never a ``None`` typed as data.
     """
     status = int(response.status_code)
+    parsed = response.parsed
     if status >= 400:
-        if isinstance(response.parsed, Problem):
-            raise GpuplaneError.from_problem(response.parsed, status)
+        if isinstance(parsed, Problem):
+            raise GpuplaneError.from_problem(parsed, status)
         raise GpuplaneError.from_body(status, response.content)
-    if isinstance(response.parsed, Problem):  # never for this API; kept so a Problem is never taken for data
-        raise GpuplaneError.from_problem(response.parsed, status)
-    return response.parsed  # type: ignore[return-value]
+    if isinstance(parsed, Problem):  # never for this API; kept so a Problem is never taken for data
+        raise GpuplaneError.from_problem(parsed, status)
+    if parsed is None:
+        if status == 204:
+            return None  # type: ignore[return-value]  # the operations answering 204 are typed Response[Any | Problem]
+        raise GpuplaneError(status=status, code="unexpected_response", detail=f"undocumented success status {status}")
+    return parsed
 
 
 def login(base_url: str, api_key: str, **client_kwargs: Any) -> AuthenticatedClient:
@@ -129,8 +137,6 @@ def login(base_url: str, api_key: str, **client_kwargs: Any) -> AuthenticatedCli
     """
     with Client(base_url=base_url, **client_kwargs) as anonymous:
         token = raise_for_problem(create_token.sync_detailed(client=anonymous, body=TokenRequest(api_key=api_key)))
-    if not isinstance(token, TokenResponse):
-        raise GpuplaneError(status=0, code="unexpected_response", detail="no token in the response")
     return AuthenticatedClient(base_url=base_url, token=token.access_token, **client_kwargs)
 
 
@@ -159,9 +165,6 @@ def create_lease(
         else:
             status = int(response.status_code)
             if not (status == 429 or status >= 500) or last:
-                lease = raise_for_problem(response)
-                if not isinstance(lease, Lease):
-                    raise GpuplaneError(status=status, code="unexpected_response", detail="no lease in the response")
-                return lease
+                return raise_for_problem(response)
         time.sleep(min(0.5 * 2**attempt, 5.0))
     raise AssertionError("unreachable")
