@@ -70,7 +70,7 @@ async fn store_secrets(app: &TestApp, url: &str) -> Stored {
     )
     .await
     .expect(StatusCode::CREATED);
-    let agent = app.state.tokens.issue_agent(node.parse().unwrap(), 0).unwrap();
+    let agent = app.state.tokens.issue_agent(node.parse().unwrap(), 1).unwrap();
     Stored { op, tenant, tenant_endpoint, operator_endpoint, agent }
 }
 
