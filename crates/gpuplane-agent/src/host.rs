@@ -112,27 +112,42 @@ pub fn describe_simulated(given: &Given, hostname: &str) -> HostNetwork {
 /// The interface of the IPv4 default route (destination and mask 0) with the lowest metric, from
 /// `proc/net/route`.
 pub fn default_route_interface(root: &Path) -> Option<String> {
+    default_route(root).map(|route| route.iface)
+}
+
+/// The IPv4 default route: its interface and gateway.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DefaultRoute {
+    pub iface: String,
+    /// 0.0.0.0 for a point-to-point default route.
+    pub gateway: Ipv4Addr,
+}
+
+pub fn default_route(root: &Path) -> Option<DefaultRoute> {
     let table = std::fs::read_to_string(root.join("proc/net/route")).ok()?;
     parse_default_route(&table)
 }
 
 /// `/proc/net/route`: `Iface Destination Gateway Flags RefCnt Use Metric Mask ...`, hex fields, a header line.
-pub fn parse_default_route(table: &str) -> Option<String> {
+pub fn parse_default_route(table: &str) -> Option<DefaultRoute> {
     const RTF_UP: u32 = 0x1;
     table
         .lines()
         .skip(1)
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
-            let (iface, destination, flags, metric, mask) =
-                (fields.first()?, fields.get(1)?, fields.get(3)?, fields.get(6)?, fields.get(7)?);
+            let (iface, destination, gateway, flags, metric, mask) =
+                (fields.first()?, fields.get(1)?, fields.get(2)?, fields.get(3)?, fields.get(6)?, fields.get(7)?);
+            // The kernel prints addresses in host byte order (little-endian on the hosts this runs on).
+            let gateway = Ipv4Addr::from(u32::from_str_radix(gateway, 16).ok()?.swap_bytes());
             let flags = u32::from_str_radix(flags, 16).ok()?;
             let is_default =
                 u32::from_str_radix(destination, 16).ok()? == 0 && u32::from_str_radix(mask, 16).ok()? == 0;
-            (is_default && flags & RTF_UP != 0).then(|| (metric.parse::<u32>().unwrap_or(u32::MAX), iface.to_string()))
+            let metric = metric.parse::<u32>().unwrap_or(u32::MAX);
+            (is_default && flags & RTF_UP != 0).then(|| (metric, iface.to_string(), gateway))
         })
         .min()
-        .map(|(_, iface)| iface)
+        .map(|(_, iface, gateway)| DefaultRoute { iface, gateway })
 }
 
 /// The link speed of `iface` in Gbit/s (sysfs gives Mbit/s; -1 or nothing when the driver does not know, as for
@@ -154,11 +169,14 @@ pub fn rdma_devices(root: &Path) -> Vec<String> {
     devices
 }
 
-/// The source address the kernel picks for the default route: a UDP socket "connected" to a documentation
-/// address (no packet is sent). `None` without a default route.
-pub fn default_route_address() -> Option<IpAddr> {
+/// The address of the default route's interface: the source address the kernel picks to reach its gateway (a
+/// UDP socket "connected" to it; no packet is sent). `None` without a default route.
+pub fn default_route_address(root: &Path) -> Option<IpAddr> {
+    let route = default_route(root)?;
+    // A point-to-point default route has no gateway: any address outside local networks goes through it.
+    let target = if route.gateway.is_unspecified() { Ipv4Addr::new(198, 51, 100, 1) } else { route.gateway };
     let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).ok()?;
-    socket.connect((Ipv4Addr::new(192, 0, 2, 1), 9)).ok()?;
+    socket.connect((target, 9)).ok()?;
     let ip = socket.local_addr().ok()?.ip();
     (!ip.is_unspecified() && !ip.is_loopback()).then_some(ip)
 }
@@ -192,7 +210,8 @@ mod tests {
 
     #[test]
     fn the_default_route_is_the_lowest_metric_up_route_to_zero() {
-        assert_eq!(parse_default_route(ROUTE).as_deref(), Some("ens5f0"));
+        let route = parse_default_route(ROUTE).unwrap();
+        assert_eq!((route.iface.as_str(), route.gateway), ("ens5f0", Ipv4Addr::new(10, 0, 0, 1)));
         let down =
             "Iface Destination Gateway Flags RefCnt Use Metric Mask\neth0 00000000 0100000A 0002 0 0 0 00000000\n";
         assert_eq!(parse_default_route(down), None, "a route that is not up");

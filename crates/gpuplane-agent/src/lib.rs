@@ -116,7 +116,7 @@ pub fn describe_host(args: &mut AgentArgs, hostname: &str, root: &std::path::Pat
     let described = if args.simulate.is_some() {
         host::describe_simulated(&given, hostname)
     } else {
-        let route_address = if given.address.is_none() { host::default_route_address() } else { None };
+        let route_address = if given.address.is_none() { host::default_route_address(root) } else { None };
         host::describe(&given, hostname, root, route_address)
     };
     let hostname_source = if args.hostname.is_some() { "given" } else { "detected (the machine's host name)" };
