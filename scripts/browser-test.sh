@@ -8,7 +8,9 @@
 # The server and the agent are stopped on exit, whatever happens. Prints `ok ...` per check, `browser: ...` last.
 #
 #   DATABASE_URL         the PostgreSQL server to use (default postgres://postgres@127.0.0.1:5432/postgres)
-#   BROWSER_SCREENSHOTS  where the screenshots go (default docs/screenshots; empty: none)
+#   BROWSER_SCREENSHOTS  where the screenshots go (default target/browser-screenshots, so a run leaves the tree
+#                        clean; empty: none)
+#   SCREENSHOTS_UPDATE=1 write them over the committed ones in docs/screenshots (the README's) instead
 #   BROWSER_KEEP=1       keep the scratch directory (logs, failure page) and the database afterwards
 #   SELENIUM_VENV        where Selenium is installed (default ~/.cache/gpuplane/selenium-<version>)
 #   CHROMIUM, CHROMEDRIVER  the browser and its driver (default /usr/bin/chromium, /usr/bin/chromedriver)
@@ -20,7 +22,11 @@ root=$PWD
 
 SELENIUM_VERSION=4.27.1
 venv=${SELENIUM_VENV:-$HOME/.cache/gpuplane/selenium-$SELENIUM_VERSION}
-shots=${BROWSER_SCREENSHOTS-docs/screenshots}
+if [ "${SCREENSHOTS_UPDATE:-0}" = 1 ]; then
+  shots=docs/screenshots
+else
+  shots=${BROWSER_SCREENSHOTS-target/browser-screenshots}
+fi
 
 base_url=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 db_name=gpuplane_browser

@@ -2,6 +2,9 @@
 //! `agent`, `demo`.
 
 mod advise;
+mod config_doc;
+
+pub use config_doc::configuration_markdown;
 
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
@@ -69,6 +72,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(args) => serve(args).await,
         Command::Migrate(db) => {
             init_logging(LogFormat::Text);
+            say_database(&db);
             crate::db::connect_and_migrate(&db).await?;
             println!("database is migrated");
             Ok(())
@@ -83,6 +87,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bootstrap { database, name } => {
             init_logging(LogFormat::Text);
+            say_database(&database);
             let pool = crate::db::connect_and_migrate(&database).await?;
             let key = bootstrap_operator(&pool, &name).await?;
             println!("{key}");
@@ -92,6 +97,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
         Command::RotateSecrets(args) => {
             init_logging(LogFormat::Text);
             let keyring = args.secrets.keyring(args.dev)?;
+            say_database(&args.database);
             let pool = crate::db::connect_and_migrate(&args.database).await?;
             let done = crate::secrets::store::reseal(&pool, &keyring, crate::secrets::store::Scope::NotCurrent).await?;
             println!(
@@ -112,6 +118,36 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// Say on stderr which database a one-off command works on (never the password), and warn when it is the
+/// `postgres` maintenance database: what `cargo run` gets from .cargo/config.toml, meant for the tests.
+fn say_database(database: &DatabaseArgs) {
+    eprintln!("using {}", database_label(&database.database_url));
+    if database_name(&database.database_url).as_deref() == Some("postgres") {
+        eprintln!(
+            "warning: this is the `postgres` database (under `cargo run`, .cargo/config.toml's DATABASE_URL for the \
+             tests); the service's is named by --database-url (default {})",
+            crate::config::DEFAULT_DATABASE_URL
+        );
+    }
+}
+
+/// `database NAME on HOST:PORT`, from a PostgreSQL URL, without credentials.
+pub fn database_label(url: &str) -> String {
+    match url.parse::<sqlx::postgres::PgConnectOptions>() {
+        Ok(options) => format!(
+            "database `{}` on {}:{}",
+            options.get_database().unwrap_or("(the user's)"),
+            options.get_host(),
+            options.get_port()
+        ),
+        Err(_) => "a database URL that does not parse".to_owned(),
+    }
+}
+
+fn database_name(url: &str) -> Option<String> {
+    url.parse::<sqlx::postgres::PgConnectOptions>().ok()?.get_database().map(str::to_owned)
 }
 
 /// Create the first operator key. Serialized with an advisory lock so two concurrent bootstraps cannot both win.

@@ -23,7 +23,8 @@ pub enum LogFormat {
 /// Where the database is.
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
-    /// PostgreSQL connection URL. The database is created if missing.
+    /// PostgreSQL connection URL; the database is created if missing and migrated. TLS: `?sslmode=require`, or
+    /// `?sslmode=verify-full&sslrootcert=ca.pem`.
     #[arg(long, env = "DATABASE_URL", default_value = DEFAULT_DATABASE_URL)]
     pub database_url: String,
     /// Maximum connections in the pool.
@@ -260,7 +261,7 @@ pub struct AgentArgs {
     /// When at least this share of a pool's agent nodes is silent at once, interruptions in the pool are held.
     #[arg(long, env = "GPUPLANE_FLEET_SILENCE_THRESHOLD", default_value_t = 0.55)]
     pub fleet_silence_threshold: f64,
-    /// ... and at least this many of them.
+    /// Fewest silent agent nodes of a pool that hold its interruptions (with the share above).
     #[arg(long, env = "GPUPLANE_FLEET_SILENCE_MIN_NODES", default_value_t = 3)]
     pub fleet_silence_min_nodes: u32,
     /// Lowest NVIDIA driver version a node may report and still take leases (a pool may override it).

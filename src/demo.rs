@@ -185,7 +185,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 /// Warnings only unless `RUST_LOG` says otherwise, so that the service's info lines do not bury the welcome.
 fn init_demo_logging() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn,sqlx=error"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 /// Refuse any database but [`DEMO_DATABASE`]: the demo drops it. Names are compared as sqlx will resolve them.
@@ -413,6 +417,7 @@ impl Welcome<'_> {
         let mut out = String::new();
         out += "\ngpuplane demo: the real service with simulated GPU nodes.\n";
         out += &format!("Its database `{DEMO_DATABASE}` is recreated at every start.\n\n");
+        out += &format!("  console      {base}/   (sign in with a key below)\n");
         out += &format!("  API          {base}\n");
         out += &format!("  API docs     {base}/docs\n");
         out += &format!("  heartbeats   every {heartbeat_interval_secs} s\n\n");

@@ -87,6 +87,12 @@ async fn the_demo_serves_four_pools_of_simulated_nodes_and_stops_cleanly() {
     assert!(tenant_key.starts_with("gpk_"), "{text}");
     assert!(welcome.iter().any(|l| l.contains("operator key") && l.contains("gpk_")), "{text}");
     assert!(text.contains(&format!("{base}/docs")) && text.contains("curl -s $API/v1/pools"), "{text}");
+    // The console is in the banner, and is there.
+    let console_line = welcome.iter().find(|l| l.trim_start().starts_with("console")).expect("a console line");
+    assert!(console_line.contains(&format!("{base}/")), "{text}");
+    let page = reqwest::get(format!("{base}/")).await.unwrap();
+    assert!(page.status().is_success());
+    assert!(page.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
 
     // As the demo tenant: four pools, every node registered and ready.
     let client = reqwest::Client::new();

@@ -9,6 +9,7 @@ mod allocation_model;
 mod auth;
 mod billing;
 mod binary;
+mod config_docs;
 mod console;
 mod contract;
 mod demo;

@@ -42,8 +42,8 @@ pub struct AgentArgs {
     #[arg(long, env = "GPUPLANE_AGENT_JOB_MAX_PROCESSES", default_value_t = 16384, value_parser = clap::value_parser!(u32).range(16..))]
     pub job_max_processes: u32,
     /// A host directory every job may read (datasets, toolchains); repeatable. Nothing else of the host's
-    /// temporary directories is visible to jobs.
-    #[arg(long, value_name = "PATH")]
+    /// temporary directories is visible to jobs. In the environment, comma-separated.
+    #[arg(long, env = "GPUPLANE_AGENT_JOB_RO_BIND", value_delimiter = ',', value_name = "PATH")]
     pub job_ro_bind: Vec<PathBuf>,
     /// Ports the agent gives leases' SSH environments, as FIRST-LAST (open them in the host's firewall to tenants).
     #[arg(long, env = "GPUPLANE_AGENT_ENV_PORTS", default_value = "20000-20999", value_parser = PortRange::parse)]
@@ -60,13 +60,14 @@ pub struct AgentArgs {
     pub insecure_unsandboxed_jobs: bool,
     /// Simulated GPUs instead of NVML, as MODEL:COUNT, e.g. h100:8 (models: rtx4090, a10, a100-40g, a100-80g,
     /// h100, h200, b200).
-    #[arg(long, value_name = "MODEL:COUNT", value_parser = SimulateSpec::parse)]
+    #[arg(long, env = "GPUPLANE_AGENT_SIMULATE", value_name = "MODEL:COUNT", value_parser = SimulateSpec::parse)]
     pub simulate: Option<SimulateSpec>,
     /// Host name to register as (default: the machine's host name).
-    #[arg(long)]
+    #[arg(long, env = "GPUPLANE_AGENT_HOSTNAME")]
     pub hostname: Option<String>,
-    /// Address other nodes and tenants reach this host at (default: the host name).
-    #[arg(long)]
+    /// Address other nodes and tenants reach this host at: jobs' MASTER_ADDR, environments' SSH lines. Default:
+    /// the address of the default route's interface, else the host name (simulated hosts: the host name).
+    #[arg(long, env = "GPUPLANE_AGENT_ADDRESS")]
     pub address: Option<String>,
     /// The IPv4 subnet (a /16 to /24) this host gives its leases' network namespaces, routed to this host's
     /// address by the lease's other nodes: like a pod CIDR, one per host, distinct across hosts. Default: a /24
@@ -78,41 +79,44 @@ pub struct AgentArgs {
     #[arg(long, env = "GPUPLANE_AGENT_LEASE_EGRESS", value_enum, default_value = "public")]
     pub lease_egress: super::lease_net::Egress,
     /// A private address or network leases may reach all the same (a dataset store, a package mirror), as
-    /// A.B.C.D or A.B.C.D/P; repeatable.
-    #[arg(long, value_name = "CIDR", value_parser = parse_ipv4_network)]
+    /// A.B.C.D or A.B.C.D/P; repeatable. In the environment, comma-separated.
+    #[arg(long, env = "GPUPLANE_AGENT_LEASE_EGRESS_ALLOW", value_delimiter = ',', value_name = "CIDR", value_parser = parse_ipv4_network)]
     pub lease_egress_allow: Vec<String>,
-    /// Inter-node network bandwidth, Gbit/s.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i32).range(1..))]
-    pub network_gbps: i32,
-    /// The inter-node network supports RDMA (InfiniBand/RoCE).
-    #[arg(long)]
-    pub rdma: bool,
+    /// Inter-node network bandwidth, Gbit/s. Default: the link speed of the default route's interface
+    /// (/sys/class/net/IFACE/speed), else 100 (simulated hosts: 100).
+    #[arg(long, env = "GPUPLANE_AGENT_NETWORK_GBPS", value_parser = clap::value_parser!(i32).range(1..))]
+    pub network_gbps: Option<i32>,
+    /// The inter-node network supports RDMA (InfiniBand/RoCE): `--rdma`, `--rdma=false`. Default: whether
+    /// /sys/class/infiniband lists a device (simulated hosts: false).
+    #[arg(long, env = "GPUPLANE_AGENT_RDMA", num_args = 0..=1, require_equals = true, default_missing_value = "true",
+          value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new())]
+    pub rdma: Option<bool>,
     /// Serve the latest GPU sample for Prometheus at http://ADDR/metrics, in dcgm-exporter's names
     /// (DCGM_FI_DEV_GPU_UTIL, ...). Bind a management address: jobs must not reach it. Off by default.
     #[arg(long, env = "GPUPLANE_AGENT_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Print the host facts and one telemetry sample as JSON, then exit.
-    #[arg(long)]
+    #[arg(long, env = "GPUPLANE_AGENT_PROBE")]
     pub probe: bool,
     /// Simulation only: report XID CODE on GPU GPU_INDEX once, in the second sampling round.
-    #[arg(long, value_name = "GPU_INDEX:CODE", value_parser = InjectXid::parse, requires = "simulate")]
+    #[arg(long, env = "GPUPLANE_AGENT_INJECT_XID", value_name = "GPU_INDEX:CODE", value_parser = InjectXid::parse, requires = "simulate")]
     pub inject_xid: Option<InjectXid>,
     /// Simulation only: the NVIDIA driver version the host reports (default 550.54.15).
-    #[arg(long, value_name = "VERSION", requires = "simulate", value_parser = parse_version_arg)]
+    #[arg(long, env = "GPUPLANE_AGENT_DRIVER_VERSION", value_name = "VERSION", requires = "simulate", value_parser = parse_version_arg)]
     pub driver_version: Option<String>,
     /// Simulation only: the CUDA version the host reports (default 12.4).
-    #[arg(long, value_name = "VERSION", requires = "simulate", value_parser = parse_version_arg)]
+    #[arg(long, env = "GPUPLANE_AGENT_CUDA_VERSION", value_name = "VERSION", requires = "simulate", value_parser = parse_version_arg)]
     pub cuda_version: Option<String>,
     /// UDP port of the echo listener the lease's other nodes probe round trips against (0: any free port,
     /// registered with the node). Open it in the host's firewall between GPU hosts.
     #[arg(long, env = "GPUPLANE_AGENT_ECHO_PORT", default_value_t = 0)]
     pub echo_port: u16,
     /// Simulation only: answer echo probes this many milliseconds late (to exercise the latency alert).
-    #[arg(long, value_name = "MS", default_value_t = 0, requires = "simulate",
+    #[arg(long, env = "GPUPLANE_AGENT_SIMULATE_ECHO_DELAY_MS", value_name = "MS", default_value_t = 0, requires = "simulate",
           value_parser = clap::value_parser!(u64).range(0..=10_000))]
     pub simulate_echo_delay_ms: u64,
     /// Samples kept while the service is unreachable; beyond it the oldest are dropped.
-    #[arg(long, default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "GPUPLANE_AGENT_MAX_BUFFERED_SAMPLES", default_value_t = 100_000, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_buffered_samples: u32,
 }
 

@@ -27,6 +27,7 @@ pub mod environments;
 pub mod exporter;
 pub mod gpu_source;
 pub mod heartbeat;
+pub mod host;
 pub mod jobs;
 pub mod launch;
 pub mod launchers;
@@ -47,9 +48,10 @@ pub use args::{AgentArgs, InjectXid, SimulateSpec};
 use gpu_source::{GpuSource, open_gpu_source};
 
 /// Run the agent (`gpuplane-agent`, or `gpuplane agent` in the service's binary: the same code).
-pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
+pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {
     init_logging();
     let hostname = args.hostname.clone().unwrap_or_else(local_hostname);
+    describe_host(&mut args, &hostname, std::path::Path::new("/"));
     let mut source = open_gpu_source(&args, &hostname)?;
     if args.probe {
         let report = probe_report(&args, &hostname, source.as_mut())?;
@@ -97,11 +99,38 @@ pub async fn run(args: AgentArgs) -> anyhow::Result<()> {
     result
 }
 
-/// Text logs on stderr (journald adds the timestamps); `RUST_LOG` overrides the default level (info).
+/// Text logs on stderr (journald adds the timestamps), coloured only on a terminal; `RUST_LOG` overrides the
+/// default level (info).
 fn init_logging() {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Fill the address, bandwidth and RDMA facts not given with what `root` shows ([`host`]), and say at start
+/// where each fact came from, one line each.
+pub fn describe_host(args: &mut AgentArgs, hostname: &str, root: &std::path::Path) -> host::HostNetwork {
+    let given = host::Given { address: args.address.clone(), network_gbps: args.network_gbps, rdma: args.rdma };
+    let described = if args.simulate.is_some() {
+        host::describe_simulated(&given, hostname)
+    } else {
+        let route_address = if given.address.is_none() { host::default_route_address(root) } else { None };
+        host::describe(&given, hostname, root, route_address)
+    };
+    let hostname_source = if args.hostname.is_some() { "given" } else { "detected (the machine's host name)" };
+    tracing::info!("host fact: hostname {hostname}, {hostname_source}");
+    tracing::info!("host fact: address {}, {}", described.address.value, described.address.source);
+    tracing::info!("host fact: network {} Gbit/s, {}", described.network_gbps.value, described.network_gbps.source);
+    tracing::info!("host fact: rdma {}, {}", described.rdma.value, described.rdma.source);
+    args.address = Some(described.address.value.clone());
+    args.network_gbps = Some(described.network_gbps.value);
+    args.rdma = Some(described.rdma.value);
+    described
 }
 
 /// What `--probe` prints.
@@ -128,8 +157,8 @@ pub fn node_facts(args: &AgentArgs, hostname: &str, source: &mut dyn GpuSource) 
         topology: gpus.topology,
         driver_version: gpus.driver_version,
         cuda_version: gpus.cuda_version,
-        network_gbps: args.network_gbps,
-        rdma: args.rdma,
+        network_gbps: args.network_gbps.unwrap_or(host::DEFAULT_NETWORK_GBPS),
+        rdma: args.rdma.unwrap_or(false),
         echo_port: None,
         lease_subnet: None,
         launchers: Some(launchers::detect(args.container_runtime.program())),
