@@ -7,6 +7,7 @@ import contextlib
 import os
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -156,6 +157,7 @@ class ParallelModel(nn.Module):
         if self.plan.sequence_parallel and self.plan.tp > 1 and seq % self.plan.tp:
             raise PlanMismatchError(f"sequence length {seq} does not split over tp {self.plan.tp}")
         batch = batch.to(self.topo.device)
+        watchdog = self._watchdog()
         try:
             loss_sum = self._pipeline(batch) if self.plan.pp > 1 else self._accumulate(batch)
             if self.grad_sync == "allreduce":
@@ -174,17 +176,41 @@ class ParallelModel(nn.Module):
         except Exception as err:
             if isinstance(err, GpuplaneRuntimeError) or not _is_collective_failure(err):
                 raise
-            raise CollectiveError(
-                f"rank {self.topo.rank} (pp={self.topo.pp_rank} dp={self.topo.dp_rank} tp={self.topo.tp_rank}), "
-                f"step {self.step + 1}: a collective failed; a peer rank died or did not answer within the "
-                f"collective timeout ({self.topo.timeout_s:g} s): {err}"
-            ) from err
+            raise CollectiveError(f"{self._collective_failure()}: {err}") from err
+        finally:
+            watchdog.cancel()
         self.step += 1
         elapsed = time.perf_counter() - started
         if self.metrics is not None:
             tokens = self.plan.global_batch * seq if not local else self.local_batch_size * seq * self.plan.dp
             self.metrics.write(self.step, elapsed, tokens, loss, _peak_memory_bytes(self.topo.device))
         return loss
+
+    def _collective_failure(self) -> str:
+        return (
+            f"rank {self.topo.rank} (pp={self.topo.pp_rank} dp={self.topo.dp_rank} tp={self.topo.tp_rank}), "
+            f"step {self.step + 1}: a collective failed; a peer rank died or did not answer within the "
+            f"collective timeout ({self.topo.timeout_s:g} s)"
+        )
+
+    def _watchdog(self) -> threading.Timer:
+        """A backstop for a collective that does not honour its timeout (a gloo all-reduce inside DDP's backward
+        was seen waiting on a stalled peer past it): a step gets the collective timeout once per collective phase
+        it can hold (each micro-batch's forward and backward on each stage, the gradient sync, the loss), and a
+        step past that ends the process with the same message as a timed-out collective, so the job fails
+        instead of hanging."""
+        phases = 2 * self.plan.grad_accum * max(self.plan.pp, 1) + 3
+        message = f"gpuplane_runtime: {self._collective_failure()} (the step ran past {phases} x the timeout)\n"
+
+        def expire() -> None:
+            sys.stderr.write(message)
+            sys.stderr.flush()
+            os._exit(1)
+
+        timer = threading.Timer(self.topo.timeout_s * phases, expire)
+        timer.daemon = True
+        timer.start()
+        return timer
 
     def _autocast(self) -> contextlib.AbstractContextManager[Any]:
         if not self.autocast:
