@@ -59,6 +59,30 @@ def find_checkpoint(path: Path) -> Path | None:
     return None
 
 
+def should_resume(root: Path, world_size: int) -> bool:
+    """Whether ``root`` holds a checkpoint, agreed by every rank (a collective): ranks that see different things
+    (a directory that is not shared between nodes) fail alike instead of some loading while others train."""
+    try:
+        view = "found" if find_checkpoint(root) is not None else "none"
+    except CheckpointError as err:
+        view = str(err)
+    views: list[str | None] = [None] * world_size
+    dist.all_gather_object(views, view)
+    if all(v == "none" for v in views):
+        return False
+    if all(v == "found" for v in views):
+        return True
+    rank, odd = next((r, v) for r, v in enumerate(views) if v != views[0])
+    raise CheckpointError(
+        f"the ranks do not see the same checkpoint in {root}: rank 0 sees {_describe(views[0])}, rank {rank} sees "
+        f"{_describe(odd)} (the checkpoint directory must be one filesystem every node shares)"
+    )
+
+
+def _describe(view: str | None) -> str:
+    return {"found": "a checkpoint", "none": "none"}.get(view or "none", view or "none")
+
+
 # --- names: this rank's stage <-> the original full model --------------------------------------------------
 def _first_layer(stage: torch.nn.Module) -> int | None:
     inner = stage.module if isinstance(stage, DistributedDataParallel) else stage

@@ -465,6 +465,10 @@ def parallelize(
     if make_scheduler is not None:
         parallel.scheduler = make_scheduler(optimizer)
     parallel.checkpoint_dir = checkpoint.checkpoint_root(checkpoint_dir)
-    if resume and parallel.checkpoint_dir is not None and checkpoint.find_checkpoint(parallel.checkpoint_dir):
+    if (
+        resume
+        and parallel.checkpoint_dir is not None
+        and checkpoint.should_resume(parallel.checkpoint_dir, topo.world_size)
+    ):
         parallel.load_checkpoint()
     return parallel, optimizer
