@@ -3,7 +3,8 @@ original model's parameter names, so a checkpoint written under one (tp, pp, dp,
 
 A checkpoint is a directory ``<root>/step-<step>`` holding DCP's files (the model and optimizer tensors, each rank
 writing its shards; DCP reshards on load to whatever mesh and placements the loading model has) and
-``gpuplane.json`` (the step, the LR scheduler's state, every rank's RNG state, the script's own ``extra``).
+``gpuplane.json`` (the step, the LR scheduler's and fp16 loss scaler's state, every rank's RNG state, the
+script's own ``extra``).
 ``<root>/latest`` names the newest complete checkpoint; it is replaced only after every rank finished writing,
 so a job killed during a save resumes from the previous one.
 """
@@ -156,6 +157,7 @@ def save(model: ParallelModel, root: Path, extra: dict[str, Any] | None) -> Path
         "plan": {k: getattr(model.plan, k) for k in ("tp", "pp", "dp", "zero_stage", "global_batch")},
         "world_size": topo.world_size,
         "scheduler": scheduler,
+        "grad_scaler": model.scaler.state_dict() if model.scaler is not None else None,
         "extra": extra or {},
     }
     try:
@@ -261,6 +263,8 @@ def load(model: ParallelModel, path: Path) -> dict[str, Any]:
         if scheduler is None:
             raise CheckpointError(f"the checkpoint in {found} has no LR scheduler state, but this job has a scheduler")
         model.scheduler.load_state_dict(scheduler)
+    if model.scaler is not None and meta.get("grad_scaler"):
+        model.scaler.load_state_dict(meta["grad_scaler"])
     rngs = meta.get("rng") or []
     if rngs:
         # The same rank's RNG when the world size is the same; rank 0's otherwise (every rank seeded alike).
