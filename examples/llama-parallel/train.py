@@ -52,6 +52,10 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--pool", type=int, default=16, help="sequences in the data pool (0: fresh every step)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--checkpoint-dir", default=None, help="where checkpoints go and resume from (default $GPUPLANE_CHECKPOINT_DIR)"
+    )
+    parser.add_argument("--save-every", type=int, default=0, help="save a checkpoint every N steps (0: never)")
     args = parser.parse_args()
 
     # Every rank builds the same full model from the same seed; the runtime keeps this rank's part of it.
@@ -68,14 +72,19 @@ def main() -> None:
     )
     model = LlamaForCausalLM(config)
 
-    # train_step runs the optimizer; it is returned for what a script adds (an LR scheduler, checkpoints).
-    model, _optimizer = gpuplane_runtime.parallelize(model, lambda params: torch.optim.AdamW(params, lr=args.lr))
+    # train_step runs the optimizer; it is returned for what a script adds. When the checkpoint directory holds
+    # a checkpoint (saved under this plan or any other), parallelize loads it: model.step is where to go on.
+    model, _optimizer = gpuplane_runtime.parallelize(
+        model, lambda params: torch.optim.AdamW(params, lr=args.lr), checkpoint_dir=args.checkpoint_dir
+    )
     plan = model.plan
-    for step in range(args.steps):
+    for step in range(model.step, args.steps):  # batch `step` is the data position: a resumed job goes on from it
         batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, args.vocab, args.pool)
         loss = model.train_step(batch)
         if model.topo.rank == 0:
             print(f"step {step + 1} loss {loss:.6f}", flush=True)
+        if args.save_every and model.step % args.save_every == 0:
+            model.save_checkpoint()
     # Where every rank sat, said last by rank 0 (so it survives in the job's output tail).
     placed: list[dict[str, int] | None] = [None] * model.topo.world_size
     torch.distributed.all_gather_object(placed, {"rank": model.topo.rank, **model.topo.coordinates()})

@@ -8,8 +8,10 @@
 See runtime/README.md for the plan file, the metrics file and what each plan field does.
 """
 
+from .checkpoint import CHECKPOINT_DIR_ENV
 from .core import ParallelModel, causal_lm_loss, parallelize
 from .errors import (
+    CheckpointError,
     CollectiveError,
     GpuplaneRuntimeError,
     PlanFileError,
@@ -20,9 +22,11 @@ from .metrics import DEFAULT_METRICS_FILE, METRICS_FILE_ENV, StepMetricsWriter
 from .plan import PLAN_FILE_ENV, RuntimePlan, load_plan, parse_plan
 
 __all__ = [
+    "CHECKPOINT_DIR_ENV",
     "DEFAULT_METRICS_FILE",
     "METRICS_FILE_ENV",
     "PLAN_FILE_ENV",
+    "CheckpointError",
     "CollectiveError",
     "GpuplaneRuntimeError",
     "ParallelModel",

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -21,13 +22,14 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
-from . import llama
+from . import checkpoint, llama
 from .distributed import Topology, setup
-from .errors import CollectiveError, GpuplaneRuntimeError, PlanMismatchError, UnsupportedModelError
+from .errors import CheckpointError, CollectiveError, GpuplaneRuntimeError, PlanMismatchError, UnsupportedModelError
 from .metrics import StepMetricsWriter
 from .plan import RuntimePlan, load_plan
 
 MakeOptimizer = Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer]
+MakeScheduler = Callable[[torch.optim.Optimizer], torch.optim.lr_scheduler.LRScheduler]
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 _DTYPES = {"bf16": torch.bfloat16, "fp8": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -84,7 +86,11 @@ class ParallelModel(nn.Module):
         self.loss_fn = loss_fn
         self.metrics = metrics
         self.optimizer: torch.optim.Optimizer | None = None
+        self.scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
         self.step = 0
+        self.checkpoint_dir: Path | None = None
+        self.checkpoint_extra: dict[str, Any] = {}
+        self.resumed_from: Path | None = None
         self.is_first_stage = topo.pp_rank == 0
         self.is_last_stage = topo.pp_rank == plan.pp - 1
         self.compute_dtype = _DTYPES[plan.precision]
@@ -168,6 +174,8 @@ class ParallelModel(nn.Module):
             else:
                 self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
+            if self.scheduler is not None:
+                self.scheduler.step()
             # The loss lives on the last stage; one all-reduce gives every rank the global mean.
             contributes = self.is_last_stage and self.topo.tp_rank == 0
             total = torch.tensor([loss_sum if contributes else 0.0], dtype=torch.float64, device=self.topo.device)
@@ -321,6 +329,40 @@ class ParallelModel(nn.Module):
                 g.copy_(flat[offset : offset + n].view_as(g))
                 offset += n
 
+    # --- checkpoints --------------------------------------------------------------------------------------------
+    def save_checkpoint(
+        self, path: str | os.PathLike[str] | None = None, *, extra: dict[str, Any] | None = None
+    ) -> Path:
+        """Save the model, optimizer, LR scheduler, step and RNG state under ``path`` (default: the
+        ``checkpoint_dir`` given to :func:`parallelize`, else ``$GPUPLANE_CHECKPOINT_DIR``) as ``step-<step>``,
+        and point ``latest`` at it. ``extra`` (JSON: e.g. a data loader's position) comes back as
+        :attr:`checkpoint_extra` on resume. Every rank must call it. Returns the checkpoint's directory."""
+        root = Path(path) if path is not None else self.checkpoint_dir
+        if root is None:
+            raise CheckpointError(
+                f"save_checkpoint needs a directory: pass one, or checkpoint_dir= to parallelize(), or set "
+                f"{checkpoint.CHECKPOINT_DIR_ENV}"
+            )
+        saved = checkpoint.save(self, root, extra)
+        _log(self.topo, f"saved checkpoint {saved} at step {self.step}")
+        return saved
+
+    def load_checkpoint(self, path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+        """Load a checkpoint saved under any plan (``path`` is a checkpoint or a directory whose ``latest``
+        names one; default: the checkpoint directory) into this plan: the model and optimizer reshard, the step,
+        scheduler and RNG continue. Every rank must call it. Returns (and keeps as :attr:`checkpoint_extra`) the
+        ``extra`` that was saved."""
+        root = Path(path) if path is not None else self.checkpoint_dir
+        if root is None:
+            raise CheckpointError(
+                f"load_checkpoint needs a directory: pass one, or checkpoint_dir= to parallelize(), or set "
+                f"{checkpoint.CHECKPOINT_DIR_ENV}"
+            )
+        self.checkpoint_extra = checkpoint.load(self, root)
+        self.resumed_from = checkpoint.find_checkpoint(root)
+        _log(self.topo, f"resumed from checkpoint {self.resumed_from} at step {self.step}")
+        return self.checkpoint_extra
+
     def close(self) -> None:
         if self.metrics is not None:
             self.metrics.close()
@@ -361,6 +403,9 @@ def parallelize(
     plan_file: str | os.PathLike[str] | None = None,
     loss_fn: LossFn = causal_lm_loss,
     metrics_file: str | os.PathLike[str] | None = None,
+    make_scheduler: MakeScheduler | None = None,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    resume: bool = True,
 ) -> tuple[ParallelModel, torch.optim.Optimizer]:
     """Apply the job's plan (``$GPUPLANE_PLAN_FILE``, or ``plan``/``plan_file``) to ``model``.
 
@@ -372,6 +417,12 @@ def parallelize(
     Raises :class:`~gpuplane_runtime.GpuplaneRuntimeError` (a subclass naming the problem) before any
     collective when the plan file is missing or invalid, the world size or mesh does not fit, or the model
     cannot be split.
+
+    ``make_scheduler(optimizer)`` builds an LR scheduler that :meth:`ParallelModel.train_step` steps after each
+    optimizer step. ``checkpoint_dir`` (default ``$GPUPLANE_CHECKPOINT_DIR``) is where
+    :meth:`ParallelModel.save_checkpoint` writes; with ``resume`` (the default), when it holds a checkpoint
+    (saved under this plan or any other), the model, optimizer, scheduler, step and RNG are loaded from it
+    before returning: continue the loop from ``model.step``.
     """
     if plan is None:
         plan = load_plan(plan_file)
@@ -437,4 +488,13 @@ def parallelize(
     )
     optimizer = make_optimizer(stage.parameters())
     parallel.optimizer = optimizer
+    if make_scheduler is not None:
+        parallel.scheduler = make_scheduler(optimizer)
+    parallel.checkpoint_dir = checkpoint.checkpoint_root(checkpoint_dir)
+    if (
+        resume
+        and parallel.checkpoint_dir is not None
+        and checkpoint.should_resume(parallel.checkpoint_dir, topo.world_size)
+    ):
+        parallel.load_checkpoint()
     return parallel, optimizer

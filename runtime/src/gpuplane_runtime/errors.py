@@ -24,3 +24,7 @@ class UnsupportedModelError(GpuplaneRuntimeError):
 
 class CollectiveError(GpuplaneRuntimeError):
     """A collective or point-to-point operation failed: a peer died or the collective timeout passed."""
+
+
+class CheckpointError(GpuplaneRuntimeError):
+    """A checkpoint cannot be saved or loaded: missing, unreadable, or saved from another model."""
