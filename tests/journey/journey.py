@@ -323,16 +323,18 @@ class Journey:
             str(lease.id),
         )
 
-        # An auto job: planned for the lease's GPUs, run by both agents.
+        # A planned job, run by both agents. Not `auto`: auto picks the gpuplane-runtime template for a training
+        # script, and these simulated hosts have only the stand-in torchrun (their agents report no
+        # gpuplane_runtime, so the service would refuse it: 422 launcher_missing).
         job = self.call(
             create_job.sync_detailed(
                 lease.id,
                 client=tc,
-                body=CreateJobRequest(template="auto", model=model, workload=workload, command=JOB_COMMAND),
+                body=CreateJobRequest(template="torchrun-ddp", model=model, workload=workload, command=JOB_COMMAND),
             )
         )
         self.check(
-            "an auto job is planned and rendered for every node",
+            "a torchrun-ddp job is planned and rendered for every node",
             len(job.nodes) == NODES and job.plan is not None,
             f"template {job.template}",
         )
