@@ -612,7 +612,7 @@ pub struct StepListParams {
     #[param(minimum = 1, maximum = 5000)]
     pub limit: Option<i64>,
     /// Only steps after this one (the last `step` of the previous page).
-    #[param(minimum = 0)]
+    #[param(minimum = 0, maximum = 1000000000)]
     pub after: Option<i64>,
 }
 
@@ -642,8 +642,8 @@ pub async fn list_job_steps(
         return Err(ApiError::field("limit", "must be between 1 and 5000"));
     }
     let after = params.after.unwrap_or(0);
-    if after < 0 {
-        return Err(ApiError::field("after", "a step number, 0 or more"));
+    if !(0..=1_000_000_000).contains(&after) {
+        return Err(ApiError::field("after", "a step number, 0 to 1000000000"));
     }
     let mut conn = state.db.acquire().await?;
     let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM jobs WHERE id = $1 AND tenant_id = $2")
