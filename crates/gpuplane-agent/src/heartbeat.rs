@@ -29,6 +29,12 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 /// to the service with the next heartbeat.
 const LAUNCHER_RECHECK: Duration = Duration::from_secs(600);
 
+/// When the next heartbeat goes after one was settled: at once while samples or steps wait (a backlog goes out
+/// in several requests), else on schedule.
+fn next_send_after_delivery(sampler: &Sampler, jobs: &JobRunner, schedule: &Schedule) -> Instant {
+    if sampler.buffer.is_empty() && jobs.steps.is_empty() { schedule.next() } else { Instant::now() }
+}
+
 /// The GPUs and the samples not yet delivered.
 pub struct Sampler {
     source: Box<dyn GpuSource>,
@@ -251,11 +257,7 @@ impl Agent {
                     }
                     schedule.interval = Duration::from_secs(u64::from(answer.heartbeat_interval_s.max(1)));
                     self.prober.set_heartbeat_interval(schedule.interval);
-                    next_send = if sampler.buffer.is_empty() && jobs.steps.is_empty() {
-                        schedule.next()
-                    } else {
-                        Instant::now()
-                    };
+                    next_send = next_send_after_delivery(&sampler, &jobs, &schedule);
                 }
                 Err(CallError::Transient(reason)) => {
                     let delay = backoff.next_delay(&mut rng);
@@ -269,11 +271,7 @@ impl Agent {
                     sampler.buffer.remove_oldest(settled);
                     jobs.steps.remove_oldest(steps_sent);
                     backoff.reset();
-                    next_send = if sampler.buffer.is_empty() && jobs.steps.is_empty() {
-                        schedule.next()
-                    } else {
-                        Instant::now()
-                    };
+                    next_send = next_send_after_delivery(&sampler, &jobs, &schedule);
                 }
                 Err(CallError::Unauthorized(problem)) => {
                     if self.join_token.is_none() {
