@@ -141,18 +141,23 @@ async fn run_to_end(api: &Api, token: &str, lease: &str, command: &[&str]) -> Va
     .await
 }
 
-/// The scripts, where every job can read them (the host's /var is in every sandbox, read-only): a job's
-/// arguments may not hold newlines.
-fn scripts() -> std::path::PathBuf {
+/// A directory of files every job can read (the host's /var is in every sandbox, read-only), removed by the
+/// caller: a job's arguments may not hold newlines, so scripts travel as files.
+pub fn shared_with_jobs(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::path::PathBuf::from(format!("/var/tmp/gpuplane-net-e2e-{}", std::process::id()));
+    let dir = std::path::PathBuf::from(format!("/var/tmp/gpuplane-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    for (name, text) in [("probe.py", PROBE), ("rendezvous.py", RENDEZVOUS), ("listener.py", LISTENER)] {
-        std::fs::write(dir.join(name), text).unwrap();
-        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+        std::fs::set_permissions(dir.join(file), std::fs::Permissions::from_mode(0o644)).unwrap();
     }
     dir
+}
+
+/// The probe, rendezvous and listener scripts.
+fn scripts() -> std::path::PathBuf {
+    shared_with_jobs("net-e2e", &[("probe.py", PROBE), ("rendezvous.py", RENDEZVOUS), ("listener.py", LISTENER)])
 }
 
 #[sqlx::test]

@@ -42,17 +42,10 @@ fn runtime_venv() -> (PathBuf, PathBuf) {
     (venv, python_root)
 }
 
-/// The example, where every job can read it (the host's /var is in every sandbox, read-only).
+/// The example, where every job can read it.
 fn example() -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = PathBuf::from(format!("/var/tmp/gpuplane-torch-e2e-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/llama-parallel/train.py");
-    let target = dir.join("train.py");
-    std::fs::copy(source, &target).unwrap();
-    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
-    dir
+    crate::network_e2e::shared_with_jobs("torch-e2e", &[("train.py", &std::fs::read_to_string(source).unwrap())])
 }
 
 /// The example's closing `mesh of rank 3/4: pp=1 dp=0 cp=0 tp=1` lines (rank 0 gathers every rank's
