@@ -16,9 +16,20 @@ STEPS = 5
 TOLERANCE = 2e-3
 
 
-def _run(tmp: Path, plan: str, ckpt: Path, metrics: str, *, save_at: str = "", args: list[str] | None = None) -> Run:
+def _run(
+    tmp: Path,
+    plan: str,
+    ckpt: Path,
+    metrics: str,
+    *,
+    save_at: str = "",
+    args: list[str] | None = None,
+    notice_at: int = 0,
+) -> Run:
     nproc = 2 if plan == "dp2_zero0" else 4
     env = {"GPUPLANE_CHECKPOINT_DIR": str(ckpt), "GPUPLANE_METRICS_FILE": metrics, "GPUPLANE_TEST_SAVE_AT": save_at}
+    if notice_at:
+        env |= {"GPUPLANE_STOP_NOTICE_FILE": str(tmp / f"notice-{metrics}"), "GPUPLANE_TEST_NOTICE_AT": str(notice_at)}
     return torchrun(tmp, nproc, SCRIPT, ["--steps", str(STEPS), *(args or [])], plan=FIXTURES / f"{plan}.json", env=env)
 
 
@@ -36,6 +47,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run | Path]:
     # A pipeline plan (each stage saves only its layers) saving after step 3, resumed under TP x PP.
     out["pp2_dp2"] = _run(tmp, "pp2_dp2", tmp / "ckpt_b", "pp2_dp2.jsonl", save_at="3")
     out["pp2_dp2->tp2_pp2"] = _run(tmp, "tp2_pp2", tmp / "ckpt_b", "resumed_tp2pp2.jsonl")
+    # A stop notice after step 2 under tp2_dp2: every rank stops after step 3 with a checkpoint; dp4 resumes.
+    out["noticed"] = _run(tmp, "tp2_dp2", tmp / "ckpt_c", "noticed.jsonl", notice_at=2)
+    out["noticed->dp4_zero3"] = _run(tmp, "dp4_zero3", tmp / "ckpt_c", "after_notice.jsonl")
     # Another model (hidden 64, not 128) pointed at plan A's checkpoint.
     out["other_model"] = _run(tmp, "dp2_zero0", tmp / "ckpt_a", "other.jsonl", args=["--hidden", "64"])
     return out
@@ -96,3 +110,19 @@ def test_checkpoint_of_another_model_fails_clearly(runs: dict[str, Run | Path]) 
     assert "[256, 64] in this model" in run.output
     assert "collective timeout" not in run.output.split("cannot load the checkpoint")[1][:400]
     assert run.metrics == []
+
+
+def test_a_stop_notice_checkpoints_every_rank_at_one_step_and_the_job_resumes_under_another_plan(
+    runs: dict[str, Run | Path],
+) -> None:
+    noticed, resumed, whole = _ok(runs["noticed"]), _ok(runs["noticed->dp4_zero3"]), _ok(runs["tp2_dp2"])
+    # The notice appeared after step 2; the step-3 all-reduce carried it to every rank: all stopped after step 3.
+    assert [m["step"] for m in noticed.metrics] == [1, 2, 3], noticed.output[-3000:]
+    assert "stop notice (test, 60 s of grace): checkpointing at step 3" in noticed.output
+    assert "test: starting at step 3, batch 3" in resumed.output, resumed.output[-3000:]
+    assert [m["step"] for m in resumed.metrics] == [4, 5]
+    # The same training: the resumed steps' losses are the uninterrupted run's.
+    assert all(abs(_losses(resumed)[s] - _losses(whole)[s]) <= TOLERANCE for s in (4, 5)), (
+        _losses(resumed),
+        _losses(whole),
+    )

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .core import ParallelModel
 
 CHECKPOINT_DIR_ENV = "GPUPLANE_CHECKPOINT_DIR"
+JOB_ID_ENV = "GPUPLANE_JOB_ID"
 FORMAT_VERSION = 1
 META_FILE = "gpuplane.json"
 LATEST_FILE = "latest"
@@ -40,11 +41,16 @@ _OPTIONS = StateDictOptions(flatten_optimizer_state_dict=True)
 
 
 def checkpoint_root(explicit: str | os.PathLike[str] | None) -> Path | None:
-    """The checkpoint directory: ``explicit``, else ``$GPUPLANE_CHECKPOINT_DIR``, else none."""
+    """The checkpoint directory: ``explicit``, else ``$GPUPLANE_CHECKPOINT_DIR``, else, in a gpuplane job
+    (``$GPUPLANE_JOB_ID``), ``~/checkpoints/<job id>`` (the lease's home: every generation of the job, whatever
+    its plan, saves and resumes there), else none."""
     if explicit is not None:
         return Path(explicit)
     env = os.environ.get(CHECKPOINT_DIR_ENV)
-    return Path(env) if env else None
+    if env:
+        return Path(env)
+    job = os.environ.get(JOB_ID_ENV)
+    return Path.home() / "checkpoints" / job if job else None
 
 
 def find_checkpoint(path: Path) -> Path | None:

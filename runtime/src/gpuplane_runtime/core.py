@@ -22,7 +22,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel
 
-from . import checkpoint, llama
+from . import checkpoint, llama, notice
 from .distributed import Topology, setup
 from .errors import CheckpointError, CollectiveError, GpuplaneRuntimeError, PlanMismatchError, UnsupportedModelError
 from .metrics import StepMetricsWriter
@@ -108,6 +108,7 @@ class ParallelModel(nn.Module):
             topo.global_rank_at(topo.pp_rank + 1, topo.dp_rank, topo.tp_rank) if not self.is_last_stage else -1
         )
         self.dp_group = topo.mesh.get_group("dp")
+        self.notice = notice.StopNotice.from_environment()
 
     # --- where this rank sits -----------------------------------------------------------------------------
     @property
@@ -177,10 +178,15 @@ class ParallelModel(nn.Module):
             if self.scheduler is not None:
                 self.scheduler.step()
             # The loss lives on the last stage; one all-reduce gives every rank the global mean.
+            # The same all-reduce tells every rank whether any has a stop notice, so all stop at this boundary.
             contributes = self.is_last_stage and self.topo.tp_rank == 0
-            total = torch.tensor([loss_sum if contributes else 0.0], dtype=torch.float64, device=self.topo.device)
+            noticed = 1.0 if self.notice.seen() else 0.0
+            total = torch.tensor(
+                [loss_sum if contributes else 0.0, noticed], dtype=torch.float64, device=self.topo.device
+            )
             dist.all_reduce(total)
-            loss = float(total.item()) / (self.plan.dp * self.plan.grad_accum)
+            loss = float(total[0].item()) / (self.plan.dp * self.plan.grad_accum)
+            stop = float(total[1].item()) > 0
         except Exception as err:
             if isinstance(err, GpuplaneRuntimeError) or not _is_collective_failure(err):
                 raise
@@ -192,7 +198,21 @@ class ParallelModel(nn.Module):
         if self.metrics is not None:
             tokens = self.plan.global_batch * seq if not local else self.local_batch_size * seq * self.plan.dp
             self.metrics.write(self.step, elapsed, tokens, loss, _peak_memory_bytes(self.topo.device))
+        if stop:
+            self._stop_on_notice()
         return loss
+
+    def _stop_on_notice(self) -> None:
+        """A rank has a stop notice (a replan, the lease ending): checkpoint at this step boundary, every rank
+        together, and exit 0. The job resumes from this checkpoint when it starts again, under any plan."""
+        _log(self.topo, f"stop notice ({self.notice.describe()}): checkpointing at step {self.step}, then exiting")
+        if self.checkpoint_dir is not None:
+            self.save_checkpoint()
+        else:
+            _log(self.topo, "no checkpoint directory: exiting without a checkpoint")
+        self.close()
+        dist.destroy_process_group()
+        raise SystemExit(0)
 
     def _collective_failure(self) -> str:
         return (

@@ -1,6 +1,7 @@
 """A training script for the checkpoint tests: the example's tiny Llama with an LR schedule, a checkpoint saved
-after the steps named in GPUPLANE_TEST_SAVE_AT (comma-separated), resumed by parallelize() from
-$GPUPLANE_CHECKPOINT_DIR when it holds one. ``--hidden`` makes another model (the bad-input test)."""
+after the steps named in GPUPLANE_TEST_SAVE_AT (comma-separated), a stop notice written by rank 0 after step
+GPUPLANE_TEST_NOTICE_AT, resumed by parallelize() from $GPUPLANE_CHECKPOINT_DIR when it holds one. ``--hidden``
+makes another model (the bad-input test)."""
 
 from __future__ import annotations
 
@@ -39,8 +40,10 @@ def main() -> None:
         lambda p: torch.optim.AdamW(p, lr=4e-3),
         make_scheduler=lambda opt: torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0 / (1 + s)),
     )
-    # The data position: the next global batch's index (the step, here; a loader's state in general).
-    position = int(model.checkpoint_extra.get("next_batch", 0))
+    # The data position: the next global batch's index (the step, here; a loader's state in general). A
+    # checkpoint the runtime saved on a stop notice has no `extra`: the step is the position then.
+    position = int(model.checkpoint_extra.get("next_batch", model.step))
+    notice_at = int(os.environ.get("GPUPLANE_TEST_NOTICE_AT", "0"))
     if model.topo.rank == 0:
         print(f"test: starting at step {model.step}, batch {position}", flush=True)
     while model.step < args.steps:
@@ -48,6 +51,9 @@ def main() -> None:
         position += 1
         if model.step in save_at:
             model.save_checkpoint(extra={"next_batch": position})
+        if model.step == notice_at and model.topo.rank == 0:
+            # As the agent does: the notice file appears; the next step's all-reduce tells every rank.
+            Path(os.environ["GPUPLANE_STOP_NOTICE_FILE"]).write_text('{"reason": "test", "grace_s": 60}')
     model.close()
 
 
