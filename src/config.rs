@@ -273,6 +273,10 @@ pub struct AgentArgs {
     /// Round-trip p99 between two nodes of a lease, milliseconds, above which `comm.latency_high` is raised.
     #[arg(long, env = "GPUPLANE_COMM_LATENCY_P99_MS", default_value_t = 20.0)]
     pub comm_latency_p99_ms: f64,
+    /// The longest stop notice a job may ask for (`stop_grace_s`): how long a replan or a lease's end may wait
+    /// for its processes to checkpoint and exit, billed to the lease.
+    #[arg(long, env = "GPUPLANE_MAX_STOP_GRACE_SECS", default_value_t = 600)]
+    pub max_stop_grace_secs: u64,
 }
 
 /// What NCCL-based parallel frameworks need at least.
@@ -299,6 +303,7 @@ impl Default for AgentArgs {
             min_driver_version: DEFAULT_MIN_DRIVER_VERSION.to_owned(),
             min_cuda_version: DEFAULT_MIN_CUDA_VERSION.to_owned(),
             comm_latency_p99_ms: 20.0,
+            max_stop_grace_secs: 600,
         }
     }
 }
@@ -349,6 +354,8 @@ pub struct Settings {
     pub min_cuda_version: String,
     /// p99 round trip between a lease's nodes above which `comm.latency_high` is raised.
     pub comm_latency_p99: Duration,
+    /// The longest grace a job's stop notice may give.
+    pub max_stop_grace: Duration,
     pub rate_limit: RateLimitArgs,
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
@@ -379,6 +386,7 @@ impl Settings {
             min_driver_version: agents.min_driver_version.clone(),
             min_cuda_version: agents.min_cuda_version.clone(),
             comm_latency_p99: Duration::from_secs_f64(agents.comm_latency_p99_ms / 1000.0),
+            max_stop_grace: Duration::from_secs(agents.max_stop_grace_secs),
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
             webhooks: WebhookSettings::from(&WebhookArgs::default()),
@@ -422,6 +430,9 @@ impl ServeArgs {
         }
         if !(a.fleet_silence_threshold > 0.0 && a.fleet_silence_threshold <= 1.0) {
             anyhow::bail!("--fleet-silence-threshold must be in (0, 1]");
+        }
+        if a.max_stop_grace_secs > 86_400 {
+            anyhow::bail!("--max-stop-grace-secs must be at most 86400");
         }
         if a.fleet_silence_min_nodes == 0 {
             anyhow::bail!("--fleet-silence-min-nodes must be at least 1");

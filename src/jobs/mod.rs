@@ -4,6 +4,8 @@
 
 pub mod insights;
 pub mod render;
+pub mod retune;
+pub mod retuning;
 pub mod routes;
 pub mod steps;
 pub mod store;
@@ -80,6 +82,91 @@ pub struct JobNode {
     pub spec: LaunchSpec,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+    /// The stop notice its process was given (a replan, the lease ending), with the grace it had.
+    pub notice: Option<NodeNotice>,
+}
+
+/// A stop notice as a job's part received it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NodeNotice {
+    pub reason: String,
+    /// Seconds the process had to checkpoint and exit before it was stopped.
+    pub grace_s: i32,
+    pub at: DateTime<Utc>,
+}
+
+/// What the service does with a running job's measured steps (the gpuplane runtime's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum RetuneMode {
+    /// Nothing: the tenant replans by hand (`POST /v1/jobs/{job_id}/replan`).
+    #[default]
+    Off,
+    /// When the corrected planner's best plan beats the running one by the minimum gain, say so once per
+    /// generation (the `replan_suggested` insight and the `job.replan_suggested` event); change nothing.
+    Suggest,
+    /// Then replan: checkpoint, stop, start under the better plan on the same GPUs, resume.
+    Auto,
+}
+
+/// Re-planning from measurements; see [`retune`] for how the planner is corrected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Retune {
+    #[serde(default)]
+    pub mode: RetuneMode,
+    /// The least predicted gain in step time, percent of the measured step, that suggests or makes a replan.
+    #[serde(default = "default_min_gain_pct")]
+    #[schema(minimum = 1, maximum = 90, default = 20)]
+    pub min_gain_pct: i32,
+}
+
+fn default_min_gain_pct() -> i32 {
+    20
+}
+
+impl Default for Retune {
+    fn default() -> Self {
+        Retune { mode: RetuneMode::Off, min_gain_pct: default_min_gain_pct() }
+    }
+}
+
+/// Where a generation (one plan a job ran) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum GenerationState {
+    /// Asked for: the running generation is checkpointing and stopping.
+    Pending,
+    /// The job's current plan (it stays so after the job ends).
+    Running,
+    /// A later generation replaced it.
+    Ended,
+    /// The replan did not happen: the job ended first, or the running processes did not stop cleanly.
+    Abandoned,
+}
+
+/// One plan a job ran, in its history.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct JobGeneration {
+    /// 1 for the plan the job was created with, then one more per replan.
+    pub generation: i32,
+    pub state: GenerationState,
+    pub plan: Option<Plan>,
+    /// `created`, or why it was asked for (by whom, the pins, the measured figures for a retune).
+    pub reason: String,
+    /// The API key that asked for it (absent when the service did).
+    pub requested_by: Option<Uuid>,
+    /// What it measured while it ran (set when it ended).
+    #[schema(value_type = Option<Object>)]
+    pub measured: Option<serde_json::Value>,
+    /// How the planner's prediction was corrected by the previous generation's measurements.
+    #[schema(value_type = Option<Object>)]
+    pub correction: Option<serde_json::Value>,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub ended_at: Option<DateTime<Utc>>,
 }
 
 /// A job on a lease.
@@ -95,12 +182,19 @@ pub struct Job {
     pub cancel_requested: bool,
     /// Why it failed or was cancelled.
     pub reason: Option<String>,
-    /// The planner's best plan for the lease's GPUs (absent for a custom template run without a model).
+    /// The plan it runs now, its current generation's (absent for a custom template run without a model).
     pub plan: Option<Plan>,
-    /// Per node, in rank order.
+    /// The current generation: 1, then one more per replan.
+    pub generation: i32,
+    /// Every plan it ran, oldest first, and a pending replan last.
+    pub generations: Vec<JobGeneration>,
+    pub retune: Retune,
+    /// Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or expiring).
+    pub stop_grace_s: i32,
+    /// The current generation's parts, per node in rank order.
     pub nodes: Vec<JobNode>,
-    /// The optimizer steps the gpuplane runtime measured, against the plan's predicted step time and throughput
-    /// (absent until a step is reported; the steps themselves: `GET /v1/jobs/{job_id}/steps`).
+    /// The optimizer steps the gpuplane runtime measured in the current generation, against its plan's predicted
+    /// step time and throughput (absent until a step is reported; every step: `GET /v1/jobs/{job_id}/steps`).
     pub measured: Option<steps::MeasuredSteps>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

@@ -42,6 +42,7 @@ pub const RESERVED_ENV: &[&str] = &[
     "NCCL_P2P_DISABLE",
     // Set by the agent's sandbox.
     "GPUPLANE_HOST_GPUS",
+    gpuplane_protocol::jobs::STOP_NOTICE_ENV,
     "HOME",
     "USER",
     "LOGNAME",

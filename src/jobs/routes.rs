@@ -13,9 +13,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::Job;
 use super::insights::{self, Insight, InsightInput, Measured};
 use super::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusResponse};
+use super::{Job, JobState};
 use gpuplane_protocol::lease_network::lease_address;
 
 use super::render::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
@@ -41,6 +41,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_job))
         .routes(routes!(list_job_steps))
         .routes(routes!(cancel_job))
+        .routes(routes!(replan_job))
         .routes(routes!(get_assignments))
         .routes(routes!(report_assignment_status))
         .routes(routes!(get_lease_insights))
@@ -195,6 +196,14 @@ pub struct CreateJobRequest {
     /// Rendezvous port on the first node (default 29500).
     #[serde(default)]
     pub master_port: Option<u16>,
+    /// What the service does with the job's measured steps (`gpuplane-runtime` jobs with a model).
+    #[serde(default)]
+    pub retune: super::Retune,
+    /// Seconds a stop notice (a replan, the lease released or reaching its end) gives the job to checkpoint
+    /// and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's remaining time.
+    #[serde(default)]
+    #[schema(minimum = 0, maximum = 86400)]
+    pub stop_grace_s: Option<i32>,
 }
 
 /// Most extra environment variables, and bytes per value.
@@ -244,6 +253,9 @@ impl CreateJobRequest {
         }
         if self.master_port.is_some_and(|p| p < 1024) {
             errors.push(FieldError::new("master_port", "1024-65535"));
+        }
+        if !(1..=90).contains(&self.retune.min_gain_pct) {
+            errors.push(FieldError::new("retune.min_gain_pct", "1 to 90 (percent of the measured step time)"));
         }
         if self.model.is_some() != self.workload.is_some() {
             errors.push(FieldError::new("workload", "give a model and its workload together"));
@@ -385,44 +397,79 @@ async fn resolve_template(conn: &mut PgConnection, req: &CreateJobRequest) -> Ap
     }
 }
 
-/// Run a job on the lease's GPUs. The planner plans it for exactly those GPUs; the response holds the plan and
-/// each node's rendered launch spec. The nodes' agents fetch and start it.
-#[utoipa::path(
-    post, path = "/v1/leases/{lease_id}/jobs", tag = "jobs", operation_id = "create_job",
-    params(("lease_id" = Uuid, Path, description = "Lease id")),
-    request_body = CreateJobRequest,
-    responses(
-        (status = 201, description = "The job, pending, with its plan and per-node launch specs", body = Job),
-        (status = 409, description = "The lease is not active (`lease_not_active`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid values (`validation_failed`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
-    )
-)]
-pub async fn create_job(
-    State(state): State<AppState>,
-    auth: TenantAdminAuth,
-    ApiPath(lease_id): ApiPath<Uuid>,
-    ApiJson(req): ApiJson<CreateJobRequest>,
-) -> ApiResult<(StatusCode, Json<Job>)> {
-    let mut conn = state.db.acquire().await?;
-    let lease: Option<(LeaseState, Uuid)> =
-        sqlx::query_as("SELECT state, pool_id FROM leases WHERE id = $1 AND tenant_id = $2")
-            .bind(lease_id)
-            .bind(auth.tenant_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let Some((lease_state, pool_id)) = lease else { return Err(ApiError::NotFound("lease")) };
-    if lease_state != LeaseState::Active {
-        return Err(lease_not_active(lease_state));
-    }
-    req.validate()?;
-    let topology = lease_topology(&mut conn, lease_id, pool_id).await?;
+/// A job's generation planned and rendered for exactly its lease's GPUs: what `create_job` stores as the
+/// first, and a replan as the next.
+struct Rendered {
+    /// The template's name (`auto` resolved) and a custom one's version.
+    template_name: String,
+    template_version: Option<i32>,
+    planned: Option<(PlanInput, Plan)>,
+    /// (node id, spec) in rank order.
+    parts: Vec<(Uuid, render::LaunchSpec)>,
+}
+
+/// The lease's nodes and GPUs, and its pool's GPU model.
+async fn lease_gpus(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    pool_id: Uuid,
+) -> Result<(LeaseTopology, GpuModel), sqlx::Error> {
+    let topology = lease_topology(conn, lease_id, pool_id).await?;
     let gpu: GpuModel = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {GPU_MODEL_COLUMNS} FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)"
     )))
     .bind(topology.pool_id)
-    .fetch_one(&mut *conn)
+    .fetch_one(conn)
     .await?;
-    let mut resolved = resolve_template(&mut conn, &req).await?;
+    Ok((topology, gpu))
+}
+
+/// Most candidate plans a retune weighs.
+const RETUNE_CANDIDATES: u32 = 64;
+
+/// The plans a running job could move to on its lease's GPUs: the planner's best, under the job's template's
+/// limits only (the tenant's first pins are where the job started, not a bound), best predicted first.
+pub async fn retune_candidates(state: &AppState, job: &Job) -> ApiResult<Vec<Plan>> {
+    let req: CreateJobRequest = serde_json::from_value(job_request(state, job.id).await?)
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("job {}'s stored request: {e}", job.id)))?;
+    let (Some(model), Some(workload), Some(builtin)) = (req.model, req.workload, Builtin::by_name(&job.template))
+    else {
+        return Ok(Vec::new());
+    };
+    let mut conn = state.db.acquire().await?;
+    let pool_id: Uuid =
+        sqlx::query_scalar("SELECT pool_id FROM leases WHERE id = $1").bind(job.lease_id).fetch_one(&mut *conn).await?;
+    let (topology, gpu) = lease_gpus(&mut conn, job.lease_id, pool_id).await?;
+    drop(conn);
+    let (_, arch) = planner::validate::resolve_model(&model).map_err(plan_error)?;
+    let pins = render::template_pins(builtin, &Pins::default(), workload.kind, &arch)
+        .map_err(|e| ApiError::Validation(vec![e]))?;
+    let mut request = lease_plan_request(model, workload, pins, &gpu, &topology);
+    request.top_n = Some(RETUNE_CANDIDATES);
+    tokio::task::spawn_blocking(move || Ok::<_, planner::PlanError>(planner::plan(&request.resolve()?)?.plans))
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?
+        .map_err(plan_error)
+}
+
+async fn job_request(state: &AppState, job_id: Uuid) -> Result<serde_json::Value, sqlx::Error> {
+    let mut conn = state.db.acquire().await?;
+    sqlx::query_scalar("SELECT request FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await
+}
+
+/// Plan `req` for the lease's GPUs (the pins as given: a template's own limits added), check every node can
+/// launch the template, and render each node's spec. Bad input, a plan that does not fit or uses fewer than
+/// all the GPUs, and a missing launcher are 422s.
+async fn plan_and_render(
+    state: &AppState,
+    lease_id: Uuid,
+    pool_id: Uuid,
+    job_id: Uuid,
+    req: &CreateJobRequest,
+) -> ApiResult<Rendered> {
+    let mut conn = state.db.acquire().await?;
+    let (topology, gpu) = lease_gpus(&mut conn, lease_id, pool_id).await?;
+    let mut resolved = resolve_template(&mut conn, req).await?;
     drop(conn);
 
     // Plan for the lease's GPUs (CPU-bound: off the async workers).
@@ -478,7 +525,6 @@ pub async fn create_job(
     crate::agents::launchers::missing_launchers(template_label, needed, &node_launchers(&mut conn, &node_ids).await?)?;
     drop(conn);
 
-    let job_id = new_id();
     let (choice, template_name, template_version, params) = match &resolved {
         Resolved::Auto => return Err(ApiError::field("workload", "`auto` is planned: give a model and workload")),
         Resolved::Builtin(builtin) => {
@@ -504,6 +550,47 @@ pub async fn create_job(
         image: req.image.as_deref(),
     })
     .map_err(ApiError::Validation)?;
+    Ok(Rendered { template_name, template_version, planned, parts: node_ids.into_iter().zip(specs).collect() })
+}
+
+/// Run a job on the lease's GPUs. The planner plans it for exactly those GPUs; the response holds the plan and
+/// each node's rendered launch spec. The nodes' agents fetch and start it.
+#[utoipa::path(
+    post, path = "/v1/leases/{lease_id}/jobs", tag = "jobs", operation_id = "create_job",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    request_body = CreateJobRequest,
+    responses(
+        (status = 201, description = "The job, pending, with its plan and per-node launch specs", body = Job),
+        (status = 409, description = "The lease is not active (`lease_not_active`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_job(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<CreateJobRequest>,
+) -> ApiResult<(StatusCode, Json<Job>)> {
+    let mut conn = state.db.acquire().await?;
+    let lease: Option<(LeaseState, Uuid, Option<DateTime<Utc>>)> =
+        sqlx::query_as("SELECT state, pool_id, ends_at FROM leases WHERE id = $1 AND tenant_id = $2")
+            .bind(lease_id)
+            .bind(auth.tenant_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((lease_state, pool_id, ends_at)) = lease else { return Err(ApiError::NotFound("lease")) };
+    if lease_state != LeaseState::Active {
+        return Err(lease_not_active(lease_state));
+    }
+    drop(conn);
+    req.validate()?;
+    let grace = req.stop_grace_s.unwrap_or(DEFAULT_STOP_GRACE_S);
+    check_grace(grace, state.settings.max_stop_grace, ends_at)?;
+    let job_id = new_id();
+    let rendered = plan_and_render(&state, lease_id, pool_id, job_id, &req).await?;
+    if req.retune.mode != super::RetuneMode::Off && !replannable(&rendered.template_name, rendered.planned.is_some()) {
+        return Err(ApiError::field("retune.mode", not_replannable_message(&rendered.template_name)));
+    }
 
     let mut tx = state.db.begin().await?;
     // Hold the lease against a concurrent end until the job is stored (ending it then ends the job too).
@@ -519,20 +606,181 @@ pub async fn create_job(
             id: job_id,
             tenant_id: auth.tenant_id,
             lease_id,
-            template: &template_name,
-            template_version,
+            template: &rendered.template_name,
+            template_version: rendered.template_version,
             request: stored_request(&req),
-            plan: planned.as_ref().map(|p| &p.1),
+            plan: rendered.planned.as_ref().map(|p| &p.1),
             created_by: auth.key_id,
-            nodes: topology.nodes.iter().map(|n| n.node_id).zip(specs).collect(),
+            nodes: rendered.parts,
             secrets: &req.secret_env,
+            retune: req.retune,
+            stop_grace_s: grace,
         },
     )
     .await?;
     let job = store::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
     tx.commit().await?;
-    tracing::info!(job.id = %job_id, lease.id = %lease_id, template = %template_name, nodes = job.nodes.len(), "job created");
+    tracing::info!(job.id = %job_id, lease.id = %lease_id, template = %rendered.template_name, nodes = job.nodes.len(), "job created");
     Ok((StatusCode::CREATED, Json(job)))
+}
+
+/// Seconds a stop notice gives a job that does not say.
+pub const DEFAULT_STOP_GRACE_S: i32 = 60;
+
+/// A job's grace: at most the service's maximum, and no longer than its lease has left (a notice before the
+/// lease's end must fit before it).
+fn check_grace(grace: i32, max: std::time::Duration, ends_at: Option<DateTime<Utc>>) -> ApiResult<()> {
+    let max_s = i32::try_from(max.as_secs()).unwrap_or(i32::MAX);
+    if !(0..=max_s).contains(&grace) {
+        return Err(ApiError::field("stop_grace_s", format!("0 to {max_s} seconds (the service's maximum)")));
+    }
+    if let Some(ends_at) = ends_at {
+        let left = (ends_at - Utc::now()).num_seconds();
+        if i64::from(grace) > left {
+            return Err(ApiError::field(
+                "stop_grace_s",
+                format!(
+                    "{grace} s is longer than the lease has left ({} s): extend the lease or ask for less",
+                    left.max(0)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Only the gpuplane runtime's jobs resume under another plan: it checkpoints on the notice and reshards the
+/// checkpoint on load. Other templates restart from whatever their script saves, under their own rules.
+fn replannable(template: &str, planned: bool) -> bool {
+    planned && template == Builtin::Runtime.name()
+}
+
+fn not_replannable_message(template: &str) -> String {
+    format!(
+        "only `{}` jobs with a model are replanned (the runtime checkpoints on the notice and reshards on load); this job runs `{template}`",
+        Builtin::Runtime.name()
+    )
+}
+
+/// A replan of a running job: the plan to move to.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"pins": {"dp": 4, "tp": 1, "pp": 1, "zero_stage": 3}, "reason": "more data parallel"}))]
+pub struct ReplanRequest {
+    /// Planner pins for the new plan; none: the planner's best for the lease's GPUs.
+    #[serde(default)]
+    pub pins: Pins,
+    /// Why, kept in the job's history (at most 200 characters).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// Re-plan a running job on the same lease and GPUs. The new plan is made now (422 when it does not fit);
+/// the running processes get a stop notice (the job's `stop_grace_s`), checkpoint at the next step boundary and
+/// exit; then every node starts under the new plan and resumes from the checkpoint. The job keeps its id; the
+/// change is a new generation in `generations` (`pending` until it starts), announced by `job.replanned`.
+/// Only `gpuplane-runtime` jobs with a model are replanned.
+#[utoipa::path(
+    post, path = "/v1/jobs/{job_id}/replan", tag = "jobs", operation_id = "replan_job",
+    params(("job_id" = Uuid, Path, description = "Job id")),
+    request_body = ReplanRequest,
+    responses(
+        (status = 202, description = "The job with its pending generation; its processes have their notice", body = Job),
+        (status = 404, description = "No such job of the tenant", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The job is not running (`job_not_running`), or another replan of it is pending (`replan_in_progress`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid values (`validation_failed`: `pins` that fit nowhere or leave GPUs idle, a job that cannot resume), or nothing fits (`plan_infeasible`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn replan_job(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(job_id): ApiPath<Uuid>,
+    ApiJson(req): ApiJson<ReplanRequest>,
+) -> ApiResult<(StatusCode, Json<Job>)> {
+    if req.reason.as_ref().is_some_and(|r| r.chars().count() > 200 || r.chars().any(char::is_control)) {
+        return Err(ApiError::field("reason", "at most 200 characters, no control characters"));
+    }
+    let reason = match &req.reason {
+        Some(why) => format!("replan asked for: {why}"),
+        None => "replan asked for".to_string(),
+    };
+    let generation =
+        start_replan(&state, Some(auth.tenant_id), job_id, req.pins, &reason, Some(auth.key_id), None).await?;
+    let mut conn = state.db.acquire().await?;
+    let job = store::load_job(&mut conn, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
+    tracing::info!(job.id = %job_id, generation, "replan asked for");
+    Ok((StatusCode::ACCEPTED, Json(job)))
+}
+
+/// Plan and render the job's next generation with `pins` (the job's own request otherwise) and store it as its
+/// pending replan, the running processes noticed. With `tenant_id`, only that tenant's job. Shared by the API
+/// and retune `auto`. Returns the pending generation.
+pub async fn start_replan(
+    state: &AppState,
+    tenant_id: Option<Uuid>,
+    job_id: Uuid,
+    pins: Pins,
+    reason: &str,
+    requested_by: Option<Uuid>,
+    correction: Option<serde_json::Value>,
+) -> ApiResult<i32> {
+    let mut conn = state.db.acquire().await?;
+    type Row = (JobState, Uuid, String, serde_json::Value, Uuid, Option<serde_json::Value>);
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT j.state, j.lease_id, j.template, j.request, l.pool_id, \
+             (SELECT to_jsonb(g.generation) FROM job_generations g WHERE g.job_id = j.id AND g.state = 'pending') \
+         FROM jobs j JOIN leases l ON l.id = j.lease_id WHERE j.id = $1 AND ($2::uuid IS NULL OR j.tenant_id = $2)",
+    )
+    .bind(job_id)
+    .bind(tenant_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    drop(conn);
+    let Some((job_state, lease_id, template, request, pool_id, pending)) = row else {
+        return Err(ApiError::NotFound("job"));
+    };
+    if job_state != JobState::Running {
+        return Err(job_not_running(job_state));
+    }
+    if pending.is_some() {
+        return Err(replan_in_progress());
+    }
+    let mut req: CreateJobRequest = serde_json::from_value(request)
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!("job {job_id}'s stored request: {e}")))?;
+    if !replannable(&template, req.model.is_some()) {
+        return Err(ApiError::field("job", not_replannable_message(&template)));
+    }
+    // The template the job runs, its script and settings; only the split changes.
+    req.template = template;
+    req.pins = pins;
+    let rendered = plan_and_render(state, lease_id, pool_id, job_id, &req).await?;
+    let Some((_, plan)) = rendered.planned else {
+        return Err(ApiError::field("job", not_replannable_message(&rendered.template_name)));
+    };
+    let mut tx = state.db.begin().await?;
+    let generation = store::replan(
+        &mut tx,
+        store::NewGeneration { job_id, plan: &plan, parts: rendered.parts, reason, requested_by, correction },
+    )
+    .await
+    .map_err(|err| match err {
+        store::ReplanError::NotRunning(state) => job_not_running(state),
+        store::ReplanError::InProgress => replan_in_progress(),
+        store::ReplanError::Database(err) => err.into(),
+    })?;
+    tx.commit().await?;
+    Ok(generation)
+}
+
+fn job_not_running(state: JobState) -> ApiError {
+    ApiError::conflict("job_not_running", format!("the job is {}: only a running job is replanned", state.as_str()))
+}
+
+fn replan_in_progress() -> ApiError {
+    ApiError::conflict(
+        "replan_in_progress",
+        "another replan of this job is pending: wait for `job.replanned` (or the job's generations)",
+    )
 }
 
 /// The request as the job keeps it: secret values are not part of it (they live in `job_secrets`).

@@ -116,10 +116,14 @@ pub fn summarize(totals: &StepTotals, plan: Option<&Plan>) -> MeasuredSteps {
     }
 }
 
-/// The totals of each of these jobs that has steps.
+/// The totals of each of these jobs that has steps in its current generation.
 pub async fn totals(conn: &mut PgConnection, job_ids: &[Uuid]) -> Result<HashMap<Uuid, StepTotals>, sqlx::Error> {
+    // The current generation's steps: a replanned job is judged by what its plan now measures.
     let rows: Vec<StepTotals> = sqlx::query_as(
-        "SELECT s.job_id, count(*) AS steps, max(s.step) AS last_step, \
+        "WITH current AS ( \
+             SELECT s.* FROM job_steps s JOIN job_nodes jn ON jn.id = s.job_node_id \
+             JOIN jobs j ON j.id = s.job_id AND j.generation = jn.generation WHERE s.job_id = ANY($1)) \
+         SELECT s.job_id, count(*) AS steps, max(s.step) AS last_step, \
              (array_agg(s.loss ORDER BY s.step))[1] AS first_loss, \
              (array_agg(s.loss ORDER BY s.step DESC))[1] AS last_loss, \
              coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY s.step_time_s) \
@@ -127,9 +131,9 @@ pub async fn totals(conn: &mut PgConnection, job_ids: &[Uuid]) -> Result<HashMap
              coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY s.tokens) \
                  FILTER (WHERE s.step > w.warmup), 0) AS median_tokens, \
              max(s.peak_memory_bytes) AS peak_memory_bytes, max(s.at) AS last_at \
-         FROM job_steps s \
+         FROM current s \
          JOIN (SELECT job_id, CASE WHEN count(*) > $2 THEN min(step) + $2 - 1 ELSE 0 END AS warmup \
-               FROM job_steps WHERE job_id = ANY($1) GROUP BY job_id) w ON w.job_id = s.job_id \
+               FROM current GROUP BY job_id) w ON w.job_id = s.job_id \
          GROUP BY s.job_id",
     )
     .bind(job_ids)

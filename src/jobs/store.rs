@@ -10,9 +10,12 @@ use uuid::Uuid;
 
 use gpuplane_protocol::lease_network::lease_address;
 
-use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, clamp_tail};
+use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, StopNotice, clamp_tail};
 use super::render::LaunchSpec;
-use super::{Desired, Job, JobNode, JobState, StateChange, aggregate};
+use super::{
+    Desired, GenerationState, Job, JobGeneration, JobNode, JobState, NodeNotice, Retune, RetuneMode, StateChange,
+    aggregate,
+};
 use crate::extract::new_id;
 use crate::leases::LeaseState;
 use crate::planner::Plan;
@@ -40,13 +43,19 @@ pub struct NewJob<'a> {
     pub nodes: Vec<(Uuid, LaunchSpec)>,
     /// Secret environment values: stored apart from the specs, which the API returns.
     pub secrets: &'a BTreeMap<String, String>,
+    pub retune: Retune,
+    pub stop_grace_s: i32,
 }
 
 /// Store a job; its secret values sealed under the keyring's current key.
 pub async fn insert_job(conn: &mut PgConnection, keyring: &Keyring, job: NewJob<'_>) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO jobs (id, tenant_id, lease_id, template, template_version, request, plan, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "WITH job AS ( \
+             INSERT INTO jobs (id, tenant_id, lease_id, template, template_version, request, plan, created_by, \
+                 retune, retune_min_gain_pct, stop_grace_s) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, plan, created_by, created_at) \
+         INSERT INTO job_generations (job_id, generation, state, plan, reason, requested_by, created_at) \
+         SELECT id, 1, 'running', plan, 'created', created_by, created_at FROM job",
     )
     .bind(job.id)
     .bind(job.tenant_id)
@@ -56,26 +65,12 @@ pub async fn insert_job(conn: &mut PgConnection, keyring: &Keyring, job: NewJob<
     .bind(&job.request)
     .bind(job.plan.map(sqlx::types::Json))
     .bind(job.created_by)
+    .bind(job.retune.mode)
+    .bind(job.retune.min_gain_pct)
+    .bind(job.stop_grace_s)
     .execute(&mut *conn)
     .await?;
-    let ids: Vec<Uuid> = job.nodes.iter().map(|_| new_id()).collect();
-    let nodes: Vec<Uuid> = job.nodes.iter().map(|n| n.0).collect();
-    let ranks: Vec<i32> = (0..job.nodes.len() as i32).collect();
-    let specs: Vec<serde_json::Value> =
-        job.nodes.iter().map(|n| serde_json::to_value(&n.1).unwrap_or_default()).collect();
-    sqlx::query(
-        "INSERT INTO job_nodes (id, job_id, node_id, node_rank, spec, history) \
-         SELECT u.id, $1, u.node, u.rank, u.spec, \
-             jsonb_build_array(jsonb_build_object('state', 'pending', 'at', now(), 'reason', NULL)) \
-         FROM UNNEST($2::uuid[], $3::uuid[], $4::int[], $5::jsonb[]) AS u(id, node, rank, spec)",
-    )
-    .bind(job.id)
-    .bind(&ids)
-    .bind(&nodes)
-    .bind(&ranks)
-    .bind(&specs)
-    .execute(&mut *conn)
-    .await?;
+    insert_parts(conn, job.id, 1, &job.nodes).await?;
     if !job.secrets.is_empty() {
         let names: Vec<&str> = job.secrets.keys().map(String::as_str).collect();
         let sealed: Vec<_> = job
@@ -96,6 +91,34 @@ pub async fn insert_job(conn: &mut PgConnection, keyring: &Keyring, job: NewJob<
         .execute(conn)
         .await?;
     }
+    Ok(())
+}
+
+/// Insert a generation's parts of a job: (node id, spec) in rank order, pending.
+async fn insert_parts(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    generation: i32,
+    parts: &[(Uuid, LaunchSpec)],
+) -> Result<(), sqlx::Error> {
+    let ids: Vec<Uuid> = parts.iter().map(|_| new_id()).collect();
+    let nodes: Vec<Uuid> = parts.iter().map(|n| n.0).collect();
+    let ranks: Vec<i32> = (0..parts.len() as i32).collect();
+    let specs: Vec<serde_json::Value> = parts.iter().map(|n| serde_json::to_value(&n.1).unwrap_or_default()).collect();
+    sqlx::query(
+        "INSERT INTO job_nodes (id, job_id, generation, node_id, node_rank, spec, history) \
+         SELECT u.id, $1, $2, u.node, u.rank, u.spec, \
+             jsonb_build_array(jsonb_build_object('state', 'pending', 'at', now(), 'reason', NULL)) \
+         FROM UNNEST($3::uuid[], $4::uuid[], $5::int[], $6::jsonb[]) AS u(id, node, rank, spec)",
+    )
+    .bind(job_id)
+    .bind(generation)
+    .bind(&ids)
+    .bind(&nodes)
+    .bind(&ranks)
+    .bind(&specs)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
@@ -146,6 +169,10 @@ struct JobRow {
     cancel_requested: bool,
     reason: Option<String>,
     plan: Option<sqlx::types::Json<Plan>>,
+    generation: i32,
+    retune: RetuneMode,
+    retune_min_gain_pct: i32,
+    stop_grace_s: i32,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     started_at: Option<DateTime<Utc>>,
@@ -153,7 +180,7 @@ struct JobRow {
 }
 
 const JOB_COLUMNS: &str = "id, lease_id, template, template_version, state, cancel_requested, reason, plan, \
-    created_at, updated_at, started_at, finished_at";
+    generation, retune, retune_min_gain_pct, stop_grace_s, created_at, updated_at, started_at, finished_at";
 
 #[derive(sqlx::FromRow)]
 struct NodeRow {
@@ -171,14 +198,42 @@ struct NodeRow {
     spec: sqlx::types::Json<LaunchSpec>,
     started_at: Option<DateTime<Utc>>,
     finished_at: Option<DateTime<Utc>>,
+    notice_reason: Option<String>,
+    notice_grace_s: Option<i32>,
+    notice_at: Option<DateTime<Utc>>,
+}
+
+#[derive(sqlx::FromRow)]
+struct GenerationRow {
+    job_id: Uuid,
+    generation: i32,
+    state: GenerationState,
+    plan: Option<sqlx::types::Json<Plan>>,
+    reason: String,
+    requested_by: Option<Uuid>,
+    measured: Option<serde_json::Value>,
+    correction: Option<serde_json::Value>,
+    created_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    ended_at: Option<DateTime<Utc>>,
 }
 
 async fn with_nodes(conn: &mut PgConnection, rows: Vec<JobRow>) -> Result<Vec<Job>, sqlx::Error> {
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let nodes: Vec<NodeRow> = sqlx::query_as(
         "SELECT jn.job_id, jn.id, jn.node_id, n.hostname, jn.node_rank, jn.state, jn.desired, jn.exit_code, \
-             jn.output_tail, jn.reason, jn.history, jn.spec, jn.started_at, jn.finished_at \
-         FROM job_nodes jn JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) ORDER BY jn.job_id, jn.node_rank",
+             jn.output_tail, jn.reason, jn.history, jn.spec, jn.started_at, jn.finished_at, \
+             jn.notice_reason, jn.notice_grace_s, jn.notice_at \
+         FROM job_nodes jn JOIN jobs j ON j.id = jn.job_id AND j.generation = jn.generation \
+         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) ORDER BY jn.job_id, jn.node_rank",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *conn)
+    .await?;
+    let generations: Vec<GenerationRow> = sqlx::query_as(
+        "SELECT job_id, generation, state, plan, reason, requested_by, measured, correction, created_at, \
+             started_at, ended_at \
+         FROM job_generations WHERE job_id = ANY($1) ORDER BY job_id, generation",
     )
     .bind(&ids)
     .fetch_all(&mut *conn)
@@ -205,8 +260,33 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<JobRow>) -> Result<Vec<Jo
                     spec: n.spec.0.clone(),
                     started_at: n.started_at,
                     finished_at: n.finished_at,
+                    notice: match (&n.notice_reason, n.notice_grace_s, n.notice_at) {
+                        (Some(reason), Some(grace_s), Some(at)) => {
+                            Some(NodeNotice { reason: reason.clone(), grace_s, at })
+                        }
+                        _ => None,
+                    },
                 })
                 .collect(),
+            generations: generations
+                .iter()
+                .filter(|g| g.job_id == r.id)
+                .map(|g| JobGeneration {
+                    generation: g.generation,
+                    state: g.state,
+                    plan: g.plan.as_ref().map(|p| p.0.clone()),
+                    reason: g.reason.clone(),
+                    requested_by: g.requested_by,
+                    measured: g.measured.clone(),
+                    correction: g.correction.clone(),
+                    created_at: g.created_at,
+                    started_at: g.started_at,
+                    ended_at: g.ended_at,
+                })
+                .collect(),
+            generation: r.generation,
+            retune: Retune { mode: r.retune, min_gain_pct: r.retune_min_gain_pct },
+            stop_grace_s: r.stop_grace_s,
             id: r.id,
             lease_id: r.lease_id,
             template: r.template,
@@ -255,11 +335,17 @@ pub async fn list_jobs(
     with_nodes(conn, rows).await
 }
 
-/// Recompute a job's state from its nodes' (the job row must be locked by the caller). A job that failed has
-/// its remaining nodes stopped: a distributed job with a dead rank cannot go on.
+/// Recompute a job's state from its current generation's nodes' (the job row must be locked by the caller). A
+/// job that failed has its remaining nodes stopped: a distributed job with a dead rank cannot go on. A job that
+/// has started stays `running` until it ends (a replan's next generation starts as `pending` parts).
+///
+/// With a replan pending: once every part of the running generation has ended cleanly (stopped on its notice,
+/// or finished), the pending generation starts ([`start_pending_generation`]); a part that failed instead
+/// fails the job as always, and the replan is abandoned (the last complete checkpoint is what the failed
+/// generation left: the runtime replaces `latest` only once every rank has written).
 pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobState, sqlx::Error> {
-    let (current, cancel_requested): (JobState, bool) =
-        sqlx::query_as("SELECT state, cancel_requested FROM jobs WHERE id = $1")
+    let (current, cancel_requested, generation): (JobState, bool, i32) =
+        sqlx::query_as("SELECT state, cancel_requested, generation FROM jobs WHERE id = $1")
             .bind(job_id)
             .fetch_one(&mut *conn)
             .await?;
@@ -267,20 +353,37 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     type NodeOutcome = (JobState, String, i32, Option<String>, Option<i32>);
     let nodes: Vec<NodeOutcome> = sqlx::query_as(
         "SELECT jn.state, n.hostname, jn.node_rank, jn.reason, jn.exit_code FROM job_nodes jn \
-         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = $1 ORDER BY jn.node_rank",
+         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = $1 AND jn.generation = $2 ORDER BY jn.node_rank",
     )
     .bind(job_id)
+    .bind(generation)
     .fetch_all(&mut *conn)
     .await?;
     if current.is_terminal() {
         return Ok(current);
     }
     let states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
-    let next = aggregate(cancel_requested, &states);
+    let replan: Option<i32> =
+        sqlx::query_scalar("SELECT generation FROM job_generations WHERE job_id = $1 AND state = 'pending'")
+            .bind(job_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let any_failed = states.contains(&JobState::Failed);
+    if let Some(next_generation) = replan.filter(|_| !cancel_requested && !any_failed) {
+        if states.iter().all(|s| s.is_terminal()) {
+            start_pending_generation(conn, job_id, generation, next_generation).await?;
+        }
+        // Until then the job runs: its processes are checkpointing and stopping.
+        return Ok(current);
+    }
+    let mut next = aggregate(cancel_requested, &states);
+    if current == JobState::Running && matches!(next, JobState::Pending | JobState::Assigned) {
+        next = JobState::Running;
+    }
     if next == current {
         return Ok(current);
     }
-    let reason = match next {
+    let mut reason = match next {
         JobState::Failed => nodes.iter().find(|n| n.0 == JobState::Failed).map(|(_, host, rank, reason, code)| {
             let why = match (reason, code) {
                 (Some(r), _) => r.clone(),
@@ -292,6 +395,20 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         JobState::Cancelled => Some("cancelled by the tenant".to_string()),
         _ => None,
     };
+    if next.is_terminal() {
+        let abandoned: Option<i32> = sqlx::query_scalar(
+            "UPDATE job_generations SET state = 'abandoned', ended_at = now() \
+             WHERE job_id = $1 AND state = 'pending' RETURNING generation",
+        )
+        .bind(job_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+        if let (Some(abandoned), JobState::Failed) = (abandoned, next) {
+            reason = reason.map(|r| {
+                format!("the replan to generation {abandoned} was abandoned: {r}; the last complete checkpoint is kept")
+            });
+        }
+    }
     let (tenant_id, lease_id, reason): (Uuid, Uuid, Option<String>) = sqlx::query_as(
         "UPDATE jobs SET state = $2, reason = COALESCE(reason, $3), updated_at = now(), \
              started_at = CASE WHEN $2 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END, \
@@ -303,6 +420,15 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     .bind(reason)
     .fetch_one(&mut *conn)
     .await?;
+    if next == JobState::Running {
+        sqlx::query(
+            "UPDATE job_generations SET started_at = COALESCE(started_at, now()) WHERE job_id = $1 AND generation = $2",
+        )
+        .bind(job_id)
+        .bind(generation)
+        .execute(&mut *conn)
+        .await?;
+    }
     let event_type = match next {
         JobState::Running => Some("job.started"),
         JobState::Succeeded => Some("job.succeeded"),
@@ -317,6 +443,154 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         stop_nodes(conn, job_id, "another node of the job failed").await?;
     }
     Ok(next)
+}
+
+/// The replan's generation starts: the one that ran is ended with what it measured, the pending one's parts are
+/// inserted (new assignments, pending, fetched by the agents as any job's) and it becomes the job's plan.
+/// `job.replanned` announces it. The job row is locked by the caller.
+async fn start_pending_generation(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    ended: i32,
+    next: i32,
+) -> Result<(), sqlx::Error> {
+    let (plan, specs, reason): (Option<sqlx::types::Json<Plan>>, sqlx::types::Json<Vec<GenerationPart>>, String) =
+        sqlx::query_as("SELECT plan, specs, reason FROM job_generations WHERE job_id = $1 AND generation = $2")
+            .bind(job_id)
+            .bind(next)
+            .fetch_one(&mut *conn)
+            .await?;
+    let old_plan: Option<sqlx::types::Json<Plan>> =
+        sqlx::query_scalar("SELECT plan FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await?;
+    let measured = super::steps::totals(conn, &[job_id]).await?.remove(&job_id).map(|t| {
+        serde_json::to_value(super::steps::summarize(&t, old_plan.as_ref().map(|p| &p.0))).unwrap_or_default()
+    });
+    sqlx::query(
+        "UPDATE job_generations SET state = 'ended', ended_at = now(), measured = $3 WHERE job_id = $1 AND generation = $2",
+    )
+    .bind(job_id)
+    .bind(ended)
+    .bind(&measured)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE job_generations SET state = 'running' WHERE job_id = $1 AND generation = $2")
+        .bind(job_id)
+        .bind(next)
+        .execute(&mut *conn)
+        .await?;
+    let parts: Vec<(Uuid, LaunchSpec)> = specs.0.into_iter().map(|p| (p.node_id, p.spec)).collect();
+    insert_parts(conn, job_id, next, &parts).await?;
+    let (tenant_id, lease_id): (Uuid, Uuid) = sqlx::query_as(
+        "UPDATE jobs SET generation = $2, plan = $3, updated_at = now() WHERE id = $1 RETURNING tenant_id, lease_id",
+    )
+    .bind(job_id)
+    .bind(next)
+    .bind(&plan)
+    .fetch_one(&mut *conn)
+    .await?;
+    tracing::info!(job.id = %job_id, generation = next, "replan: the next generation starts");
+    let data = serde_json::json!({
+        "job_id": job_id, "lease_id": lease_id, "generation": next, "reason": reason,
+        "plan": plan.as_ref().map(|p| super::retune::plan_shape(&p.0)),
+    });
+    crate::webhooks::emit(conn, crate::webhooks::Audience::Tenant(tenant_id), "job.replanned", data).await?;
+    Ok(())
+}
+
+/// One node's part of a pending generation, as `job_generations.specs` keeps it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct GenerationPart {
+    pub node_id: Uuid,
+    pub spec: LaunchSpec,
+}
+
+/// A replan about to be stored: the plan and every node's spec, rendered for the job's lease.
+pub struct NewGeneration<'a> {
+    pub job_id: Uuid,
+    pub plan: &'a Plan,
+    /// (node id, spec) in rank order.
+    pub parts: Vec<(Uuid, LaunchSpec)>,
+    pub reason: &'a str,
+    pub requested_by: Option<Uuid>,
+    pub correction: Option<serde_json::Value>,
+}
+
+/// Why a replan was not stored.
+#[derive(Debug)]
+pub enum ReplanError {
+    /// The job is not running (its state).
+    NotRunning(JobState),
+    /// Another replan of the job is pending.
+    InProgress,
+    Database(sqlx::Error),
+}
+
+impl From<sqlx::Error> for ReplanError {
+    fn from(err: sqlx::Error) -> Self {
+        ReplanError::Database(err)
+    }
+}
+
+/// Store a replan and give the running generation its stop notice (the job's grace). The job row is locked
+/// here; a second replan racing this one fails on `job_generations_one_pending` whichever replica takes it.
+/// Returns the pending generation's number.
+pub async fn replan(conn: &mut PgConnection, new: NewGeneration<'_>) -> Result<i32, ReplanError> {
+    let row: Option<(JobState, i32, i32)> =
+        sqlx::query_as("SELECT state, generation, stop_grace_s FROM jobs WHERE id = $1 FOR UPDATE")
+            .bind(new.job_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some((state, generation, grace_s)) = row else { return Err(ReplanError::NotRunning(JobState::Cancelled)) };
+    if state != JobState::Running {
+        return Err(ReplanError::NotRunning(state));
+    }
+    let parts: Vec<GenerationPart> =
+        new.parts.into_iter().map(|(node_id, spec)| GenerationPart { node_id, spec }).collect();
+    let next: Option<i32> = sqlx::query_scalar(
+        "INSERT INTO job_generations (job_id, generation, state, plan, specs, reason, requested_by, correction) \
+         SELECT $1, max(generation) + 1, 'pending', $2, $3, $4, $5, $6 FROM job_generations WHERE job_id = $1 \
+         ON CONFLICT (job_id) WHERE state = 'pending' DO NOTHING RETURNING generation",
+    )
+    .bind(new.job_id)
+    .bind(sqlx::types::Json(new.plan))
+    .bind(sqlx::types::Json(&parts))
+    .bind(new.reason)
+    .bind(new.requested_by)
+    .bind(&new.correction)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(next) = next else { return Err(ReplanError::InProgress) };
+    give_notice(conn, new.job_id, &format!("replan to generation {next}"), grace_s).await?;
+    tracing::info!(job.id = %new.job_id, from = generation, to = next, "replan: notice given");
+    refresh_job(conn, new.job_id).await?;
+    Ok(next)
+}
+
+/// Tell the current generation's unfinished parts of a job that they will be stopped after `grace_s` seconds:
+/// a part no agent has fetched yet is cancelled at once (nothing runs to tell); the others get the notice,
+/// which their agents pass on to the processes. A part keeps the first notice it got. The caller holds the
+/// job's lock and refreshes it.
+pub async fn give_notice(conn: &mut PgConnection, job_id: Uuid, reason: &str, grace_s: i32) -> Result<(), sqlx::Error> {
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE job_nodes SET state = 'cancelled', reason = $2, finished_at = now(), updated_at = now(), history = {} \
+         WHERE job_id = $1 AND generation = (SELECT generation FROM jobs WHERE id = $1) AND state = 'pending'",
+        history_push("'cancelled'", "$2")
+    )))
+    .bind(job_id)
+    .bind(format!("stopped before it started: {reason}"))
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE job_nodes SET notice_reason = $2, notice_grace_s = $3, notice_at = now(), updated_at = now() \
+         WHERE job_id = $1 AND generation = (SELECT generation FROM jobs WHERE id = $1) \
+             AND state IN ('assigned', 'running') AND notice_at IS NULL",
+    )
+    .bind(job_id)
+    .bind(reason)
+    .bind(grace_s)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// Stop a job's unfinished nodes: not yet fetched ones are cancelled at once, the others are told to stop.
@@ -368,7 +642,7 @@ pub fn job_end_for_lease(lease_state: LeaseState, reason: &str) -> (JobState, St
     (to, format!("lease {}: {reason}", lease_state.as_str()))
 }
 
-/// CTEs `open_jobs` and `ended_job_nodes` that end every open job (and its nodes' parts) of the leases whose ids
+/// CTEs `open_jobs`, `ended_job_nodes` and `abandoned_generations` that end every open job (and its nodes' parts) of the leases whose ids
 /// `lease_ids` (an SQL subquery) yields, in state `state_param` with reason `reason_param` (parameters, see
 /// [`job_end_for_lease`]). Embedded by the statement that ends a lease, so ending its jobs costs no round trip.
 /// Their nodes are finished at once; the agents stop the processes when the assignments disappear.
@@ -381,12 +655,15 @@ pub fn end_jobs_of_leases_ctes(lease_ids: &str, state_param: &str, reason_param:
          ended_job_nodes AS ( \
              UPDATE job_nodes SET state = {state_param}, reason = COALESCE(reason, {reason_param}), finished_at = now(), \
                  updated_at = now(), history = {} \
-             WHERE job_id IN (SELECT id FROM open_jobs) AND state IN ('pending', 'assigned', 'running'))",
+             WHERE job_id IN (SELECT id FROM open_jobs) AND state IN ('pending', 'assigned', 'running')), \
+         abandoned_generations AS ( \
+             UPDATE job_generations SET state = 'abandoned', ended_at = now() \
+             WHERE job_id IN (SELECT id FROM open_jobs) AND state = 'pending')",
         history_push(state_param, reason_param)
     )
 }
 
-/// Fail the job parts that their node's agent has not fetched within `bound` of the job's creation (the
+/// Fail the job parts that their node's agent has not fetched within `bound` of their creation (the
 /// service's `--assignment-pickup-timeout-secs`), each with a reason naming the node; their jobs then fail (and
 /// stop their other parts) as when a node reports a failure. Run by the liveness sweeper every second. Returns
 /// the jobs it failed.
@@ -396,8 +673,9 @@ pub async fn fail_unfetched_assignments(
 ) -> Result<Vec<Uuid>, sqlx::Error> {
     // Jobs before their nodes, in id order, as every other writer locks them.
     let jobs: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT j.id FROM jobs j WHERE j.id IN (SELECT job_id FROM job_nodes WHERE state = 'pending') \
-             AND j.state IN ('pending', 'assigned', 'running') AND j.created_at < now() - make_interval(secs => $1) \
+        "SELECT j.id FROM jobs j WHERE j.id IN (SELECT job_id FROM job_nodes WHERE state = 'pending' \
+                 AND created_at < now() - make_interval(secs => $1)) \
+             AND j.state IN ('pending', 'assigned', 'running') \
          ORDER BY j.id FOR UPDATE SKIP LOCKED",
     )
     .bind(bound.as_secs_f64())
@@ -410,7 +688,8 @@ pub async fn fail_unfetched_assignments(
         "UPDATE job_nodes jn SET state = 'failed', finished_at = now(), updated_at = now(), \
              reason = format('the agent of node %s did not fetch its assignment within %s s', n.hostname, $2::bigint), \
              history = {} \
-         FROM nodes n WHERE n.id = jn.node_id AND jn.job_id = ANY($1) AND jn.state = 'pending'",
+         FROM nodes n WHERE n.id = jn.node_id AND jn.job_id = ANY($1) AND jn.state = 'pending' \
+             AND jn.created_at < now() - make_interval(secs => $2::bigint)",
         history_push(
             "'failed'",
             "format('the agent of node %s did not fetch its assignment within %s s', n.hostname, $2::bigint)"
@@ -471,9 +750,10 @@ pub async fn fetch_assignments(
             refresh_job(conn, *job_id).await?;
         }
     }
-    type Row = (Uuid, Uuid, Uuid, Desired, JobState, sqlx::types::Json<LaunchSpec>);
+    type Row = (Uuid, Uuid, Uuid, Desired, JobState, sqlx::types::Json<LaunchSpec>, Option<String>, Option<i32>);
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT jn.id, jn.job_id, j.lease_id, jn.desired, jn.state, jn.spec FROM job_nodes jn \
+        "SELECT jn.id, jn.job_id, j.lease_id, jn.desired, jn.state, jn.spec, jn.notice_reason, jn.notice_grace_s \
+         FROM job_nodes jn \
          JOIN jobs j ON j.id = jn.job_id \
          WHERE jn.node_id = $1 AND jn.state IN ('pending', 'assigned', 'running') ORDER BY jn.id",
     )
@@ -485,12 +765,15 @@ pub async fn fetch_assignments(
     let secrets = job_secrets(conn, keyring, &job_ids).await?;
     let assignments = rows
         .into_iter()
-        .map(|(job_node_id, job_id, lease_id, desired, state, spec)| {
+        .map(|(job_node_id, job_id, lease_id, desired, state, spec, notice_reason, notice_grace_s)| {
             let mut spec = spec.0;
             for (_, name, value) in secrets.iter().filter(|s| s.0 == job_id) {
                 spec.env.insert(name.clone(), value.clone());
             }
-            Assignment { job_node_id, job_id, lease_id, desired, state, spec }
+            let notice = notice_reason
+                .zip(notice_grace_s)
+                .map(|(reason, grace_s)| StopNotice { reason, grace_s: u32::try_from(grace_s).unwrap_or(0) });
+            Assignment { job_node_id, job_id, lease_id, desired, state, spec, notice }
         })
         .collect();
     let leases: Vec<(Uuid, Vec<i32>)> = sqlx::query_as(

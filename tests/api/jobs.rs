@@ -637,7 +637,7 @@ async fn a_job_whose_node_never_fetches_its_part_fails_naming_it_after_the_bound
     assert!(failed.is_empty(), "within the bound nothing happens");
     assert_ne!(f.app.get(&job_path, &f.tenant).await.body["state"], "failed");
 
-    sqlx::query("UPDATE jobs SET created_at = created_at - make_interval(secs => $1 + 1)")
+    sqlx::query("UPDATE job_nodes SET created_at = created_at - make_interval(secs => $1 + 1)")
         .bind(bound.as_secs_f64())
         .execute(&f.app.db)
         .await
@@ -655,4 +655,152 @@ async fn a_job_whose_node_never_fetches_its_part_fails_naming_it_after_the_bound
     assert_eq!(list["assignments"][0]["desired"], "cancel", "{list}");
     // Again: nothing more to do.
     assert!(gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap().is_empty());
+}
+
+/// The body of a `gpuplane-runtime` job of the tiny Llama the torch tests train, with `extra` fields.
+fn runtime_job(pins: Value, extra: Value) -> Value {
+    let mut body = json!({
+        "template": "gpuplane-runtime",
+        "model": { "architecture": { "layers": 4, "hidden": 128, "heads": 4, "kv_heads": 2, "ffn": 256, "vocab": 256 } },
+        "workload": { "kind": "train", "precision": "bf16", "seq_len": 32, "global_batch": 8 },
+        "pins": pins,
+        "command": ["train.py"],
+    });
+    body.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    body
+}
+
+#[sqlx::test]
+async fn a_running_job_is_replanned_through_a_notice_into_its_next_generation(db: PgPool) {
+    let f = fixture(db, "h100", 2, 2).await;
+    let full = json!({ "python3": "3.12.3", "torch": "2.9.1", "torchrun": "2.9.1", "gpuplane_runtime": "0.1.0" });
+    report_launchers(&f, 0, full.clone()).await;
+    report_launchers(&f, 1, full).await;
+    let lease = f.lease(4, "spread").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let jobs_path = format!("/v1/leases/{lease_id}/jobs");
+
+    // Bad options are field errors and store nothing.
+    for (extra, field) in [
+        (json!({ "stop_grace_s": 7200 }), "stop_grace_s"),
+        (json!({ "stop_grace_s": -1 }), "stop_grace_s"),
+        (json!({ "retune": { "mode": "auto", "min_gain_pct": 0 } }), "retune.min_gain_pct"),
+    ] {
+        let refused = f.app.post(&jobs_path, &f.tenant, runtime_job(json!({"tp": 2}), extra.clone())).await;
+        let refused = refused.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+        assert_eq!(refused.body["errors"][0]["field"], field, "{extra}: {}", refused.body);
+    }
+    f.app
+        .post("/v1/admin/templates", &f.op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let refused = f
+        .app
+        .post(&jobs_path, &f.tenant, json!({ "template": "sleeper", "retune": { "mode": "suggest" } }))
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(refused.body["errors"][0]["field"], "retune.mode", "{}", refused.body);
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM jobs").fetch_one(&f.app.db).await.unwrap();
+    assert_eq!(jobs, 0, "nothing stored");
+
+    let job = f
+        .app
+        .post(&jobs_path, &f.tenant, runtime_job(json!({"tp": 2, "dp": 2, "pp": 1}), json!({ "stop_grace_s": 30 })))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    assert_eq!((job["generation"].clone(), job["stop_grace_s"].clone()), (json!(1), json!(30)));
+    assert_eq!(job["generations"].as_array().unwrap().len(), 1);
+    assert_eq!(job["generations"][0]["reason"], "created");
+    let job_path = format!("/v1/jobs/{}", job["id"].as_str().unwrap());
+    let replan = format!("{job_path}/replan");
+    let to_dp4 = json!({ "pins": { "dp": 4, "tp": 1, "pp": 1, "zero_stage": 3 }, "reason": "more data parallel" });
+
+    // Not running yet: refused, nothing changed.
+    f.app.post(&replan, &f.tenant, to_dp4.clone()).await.expect_problem(StatusCode::CONFLICT, "job_not_running");
+    let (a0, a1) = (f.agent(0), f.agent(1));
+    let fetch = |token: String| {
+        let app = &f.app;
+        async move { app.get("/v1/agent/assignments", &token).await.expect(StatusCode::OK).body["assignments"].clone() }
+    };
+    let report = |token: String, id: String, body: Value| {
+        let app = &f.app;
+        async move {
+            app.post(&format!("/v1/agent/assignments/{id}/status"), &token, body).await.expect(StatusCode::OK);
+        }
+    };
+    let first = [fetch(a0.clone()).await, fetch(a1.clone()).await];
+    let first_ids: Vec<String> = first.iter().map(|a| a[0]["job_node_id"].as_str().unwrap().to_string()).collect();
+    assert!(first.iter().all(|a| a[0].get("notice").is_none()), "no notice yet: {first:?}");
+    report(a0.clone(), first_ids[0].clone(), json!({"state": "running"})).await;
+    report(a1.clone(), first_ids[1].clone(), json!({"state": "running"})).await;
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["state"], "running");
+
+    // Pins that do not fit, a reason too long, another tenant: refused, nothing changed.
+    let refused = f.app.post(&replan, &f.tenant, json!({ "pins": { "tp": 3 } })).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", refused.body);
+    let refused = f.app.post(&replan, &f.tenant, json!({ "reason": "x".repeat(201) })).await;
+    refused.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let (_, other) = f.app.tenant_admin(&f.op, "other").await;
+    f.app.post(&replan, &other, to_dp4.clone()).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["generations"].as_array().unwrap().len(), 1);
+
+    // The replan: pending, the running parts noticed with the job's grace; a second one is refused.
+    let accepted = f.app.post(&replan, &f.tenant, to_dp4.clone()).await.expect(StatusCode::ACCEPTED).body;
+    assert_eq!(accepted["state"], "running");
+    assert_eq!(accepted["generation"], 1, "still the first plan until its processes stop");
+    assert_eq!(accepted["generations"][1]["state"], "pending");
+    assert_eq!(accepted["generations"][1]["plan"]["dp"], 4);
+    assert_eq!(accepted["generations"][1]["reason"], "replan asked for: more data parallel");
+    f.app.post(&replan, &f.tenant, to_dp4.clone()).await.expect_problem(StatusCode::CONFLICT, "replan_in_progress");
+    for token in [a0.clone(), a1.clone()] {
+        let listed = fetch(token).await;
+        assert_eq!(listed[0]["notice"], json!({ "reason": "replan to generation 2", "grace_s": 30 }), "{listed}");
+    }
+    let noticed = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(noticed["nodes"][0]["notice"]["grace_s"], 30, "{noticed:#}");
+
+    // One part stopped as asked: the job waits for the other.
+    let stopped =
+        json!({"state": "cancelled", "exit_code": 0, "reason": "stopped on its stop notice (replan to generation 2)"});
+    report(a0.clone(), first_ids[0].clone(), stopped.clone()).await;
+    let waiting = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!((waiting["state"].clone(), waiting["generation"].clone()), (json!("running"), json!(1)));
+    report(a1.clone(), first_ids[1].clone(), stopped.clone()).await;
+
+    // Both stopped: the second generation starts on the same GPUs, as new assignments.
+    let second = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(second["state"], "running", "{second:#}");
+    assert_eq!(second["generation"], 2);
+    assert_eq!((second["plan"]["dp"].clone(), second["plan"]["zero_stage"].clone()), (json!(4), json!(3)));
+    let states: Vec<&str> =
+        second["generations"].as_array().unwrap().iter().map(|g| g["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["ended", "running"]);
+    assert!(second["generations"][0]["ended_at"].is_string());
+    assert!(second["nodes"].as_array().unwrap().iter().all(|n| n["state"] == "pending" && n["notice"].is_null()));
+    let next = [fetch(a0.clone()).await, fetch(a1.clone()).await];
+    let next_ids: Vec<String> = next.iter().map(|a| a[0]["job_node_id"].as_str().unwrap().to_string()).collect();
+    assert!(next.iter().all(|a| a.as_array().unwrap().len() == 1), "only the new parts are listed: {next:?}");
+    assert!(next_ids.iter().all(|id| !first_ids.contains(id)), "new assignments");
+    let plan_file =
+        next[0][0]["spec"]["files"].as_array().unwrap().iter().find(|f| f["path"] == "gpuplane_plan.json").unwrap();
+    assert!(plan_file["content"].as_str().unwrap().contains("\"dp\": 4"), "the new plan's file");
+    let replanned: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_events WHERE type = 'job.replanned'")
+        .fetch_one(&f.app.db)
+        .await
+        .unwrap();
+    assert_eq!(replanned, 1, "announced once");
+
+    // A replan whose running processes do not stop cleanly fails the job and is abandoned.
+    report(a0.clone(), next_ids[0].clone(), json!({"state": "running"})).await;
+    report(a1.clone(), next_ids[1].clone(), json!({"state": "running"})).await;
+    f.app.post(&replan, &f.tenant, json!({})).await.expect(StatusCode::ACCEPTED);
+    report(a0.clone(), next_ids[0].clone(), json!({"state": "failed", "exit_code": 1, "reason": "exit code 1 after its stop notice (replan to generation 3)"})).await;
+    let failed = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(failed["state"], "failed", "{failed:#}");
+    let reason = failed["reason"].as_str().unwrap();
+    assert!(reason.starts_with("the replan to generation 3 was abandoned: node node-0 (rank 0)"), "{reason}");
+    assert!(reason.ends_with("the last complete checkpoint is kept"), "{reason}");
+    assert_eq!(failed["generations"][2]["state"], "abandoned");
+    f.app.post(&replan, &f.tenant, json!({})).await.expect_problem(StatusCode::CONFLICT, "job_not_running");
 }

@@ -34,7 +34,7 @@ use super::sandbox::{processes_of_uid, signal_processes};
 use gpuplane_protocol::jobs::{
     Assignment, AssignmentStatus, NodeLease, OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES, ReportedState,
 };
-use gpuplane_protocol::jobs::{Desired, JobStep};
+use gpuplane_protocol::jobs::{Desired, JobStep, StopNotice, StopNoticeFile};
 
 /// What `jobs.json` remembers of an assignment this agent started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,6 +96,16 @@ enum StopReason {
     /// The assignment is no longer listed (its lease ended).
     Gone,
     AgentShutdown,
+    /// Its stop notice's grace ran out before it exited.
+    NoticeExpired,
+}
+
+/// A stop notice passed on to a running process.
+struct Noticed {
+    reason: String,
+    grace_s: u32,
+    /// When its grace runs out (checked at every sync, which runs every heartbeat while a job runs).
+    deadline: tokio::time::Instant,
 }
 
 struct Running {
@@ -107,6 +117,7 @@ struct Running {
     tail: SharedTail,
     reported_version: u64,
     stopping: Option<StopReason>,
+    noticed: Option<Noticed>,
 }
 
 /// A process ended.
@@ -246,19 +257,15 @@ impl JobRunner {
         let exit = JobExit { job_node_id, code: exit.code, tail: exit.tail };
         // Its last steps are read before it is forgotten.
         self.collect_steps_of(job_node_id);
-        let stopping = self.running.remove(&exit.job_node_id).and_then(|r| r.stopping);
+        let (stopping, noticed) = match self.running.remove(&exit.job_node_id) {
+            Some(r) => (r.stopping, r.noticed),
+            None => (None, None),
+        };
         if let Some(started) = self.file.jobs.get_mut(&exit.job_node_id) {
             started.finished = true;
         }
         self.persist_or_warn();
-        let (state, reason) = match (stopping, exit.code) {
-            (Some(StopReason::Cancelled), _) => (ReportedState::Cancelled, Some("cancelled".to_string())),
-            (Some(StopReason::Gone), _) => (ReportedState::Cancelled, Some("the assignment ended".to_string())),
-            (Some(StopReason::AgentShutdown), _) => (ReportedState::Failed, Some("agent shut down".to_string())),
-            (None, Some(0)) => (ReportedState::Succeeded, None),
-            (None, Some(code)) => (ReportedState::Failed, Some(format!("exit code {code}"))),
-            (None, None) => (ReportedState::Failed, Some("the process could not be waited for".to_string())),
-        };
+        let (state, reason) = exit_outcome(stopping, noticed.as_ref(), exit.code);
         tracing::info!(job_node.id = %exit.job_node_id, ?state, code = ?exit.code, "job process ended");
         self.outbox
             .push((exit.job_node_id, AssignmentStatus { state, exit_code: exit.code, output_tail: exit.tail, reason }));
@@ -321,8 +328,30 @@ impl JobRunner {
         for assignment in list {
             let id = assignment.job_node_id;
             match assignment.desired {
-                Desired::Run if self.running.contains_key(&id) => {}
+                Desired::Run if self.running.contains_key(&id) => {
+                    if let Some(notice) = &assignment.notice {
+                        self.notice(id, notice);
+                    }
+                }
                 Desired::Run => match self.file.jobs.get(&id) {
+                    None if assignment.notice.is_some() => {
+                        // Noticed before it started here: it never starts.
+                        let reason = assignment.notice.as_ref().map(|n| n.reason.clone()).unwrap_or_default();
+                        self.file.jobs.insert(
+                            id,
+                            Started { job_id: assignment.job_id, pid: None, finished: true, container: false },
+                        );
+                        self.persist_or_warn();
+                        self.outbox.push((
+                            id,
+                            AssignmentStatus {
+                                state: ReportedState::Cancelled,
+                                exit_code: None,
+                                output_tail: Vec::new(),
+                                reason: Some(format!("stopped before it started: {reason}")),
+                            },
+                        ));
+                    }
                     None => self.start(&assignment, &leases),
                     Some(started) if started.finished && !self.outbox.iter().any(|(o, _)| *o == id) => {
                         // Ended here, yet the service still lists it: the final report was lost.
@@ -359,6 +388,18 @@ impl JobRunner {
                     }
                 }
             }
+        }
+        // Notices whose grace ran out.
+        let now = tokio::time::Instant::now();
+        let expired: Vec<Uuid> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.stopping.is_none() && r.noticed.as_ref().is_some_and(|n| n.deadline <= now))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in expired {
+            tracing::warn!(job_node.id = %id, "the job did not exit within its stop notice's grace: stopping it");
+            self.stop(id, StopReason::NoticeExpired);
         }
         let vanished: Vec<Uuid> = self.running.keys().filter(|id| !listed.contains(id)).copied().collect();
         for id in vanished {
@@ -517,9 +558,43 @@ impl JobRunner {
                 tail,
                 reported_version: 0,
                 stopping: None,
+                noticed: None,
             },
         );
         Ok(pid)
+    }
+
+    /// Pass a stop notice on to a running process, once: the notice file in its working directory, SIGUSR1 to
+    /// its ranks (the processes a launcher started, which have `LOCAL_RANK`: the launcher itself would die of
+    /// the signal), and a deadline after which it is stopped. A grace of 0 stops it at once.
+    fn notice(&mut self, id: Uuid, notice: &StopNotice) {
+        let Some(running) = self.running.get_mut(&id) else { return };
+        if running.noticed.is_some() || running.stopping.is_some() {
+            return;
+        }
+        let grace = Duration::from_secs(notice.grace_s.into());
+        running.noticed = Some(Noticed {
+            reason: notice.reason.clone(),
+            grace_s: notice.grace_s,
+            deadline: tokio::time::Instant::now() + grace,
+        });
+        let deadline = chrono::Utc::now() + grace;
+        let file = StopNoticeFile {
+            reason: notice.reason.clone(),
+            grace_s: notice.grace_s,
+            deadline: deadline.timestamp_millis() as f64 / 1000.0,
+        };
+        let dir = self.host.lease_dir(running.lease_id).join("jobs").join(id.to_string());
+        if let Err(err) = super::launch::write_notice(&dir, &file) {
+            tracing::warn!(job_node.id = %id, err = format!("{err:#}"), "could not write the stop notice file");
+        }
+        let (pid, kind) = (running.pid, running.kind.clone());
+        let ranks = super::sandbox::ranks_of(pid, &kind);
+        tracing::info!(job_node.id = %id, reason = %notice.reason, grace_s = notice.grace_s, ranks = ranks.len(), "stop notice given");
+        signal_processes(&ranks, "USR1");
+        if notice.grace_s == 0 {
+            self.stop(id, StopReason::NoticeExpired);
+        }
     }
 
     /// SIGTERM the process group now, SIGKILL it after the grace period unless it exited.
@@ -552,6 +627,39 @@ impl JobRunner {
             }
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), self.flush(client, token)).await;
+    }
+}
+
+/// The state and reason a process's end is reported with: why it was stopped, the notice it had, its exit code.
+/// After a notice, a clean exit (0) is `cancelled` (it stopped as asked), anything else `failed`.
+fn exit_outcome(
+    stopping: Option<StopReason>,
+    noticed: Option<&Noticed>,
+    code: Option<i32>,
+) -> (ReportedState, Option<String>) {
+    match (stopping, noticed, code) {
+        (Some(StopReason::Cancelled), _, _) => (ReportedState::Cancelled, Some("cancelled".to_string())),
+        (Some(StopReason::Gone), _, _) => (ReportedState::Cancelled, Some("the assignment ended".to_string())),
+        (Some(StopReason::AgentShutdown), _, _) => (ReportedState::Failed, Some("agent shut down".to_string())),
+        (Some(StopReason::NoticeExpired), n, _) => (
+            ReportedState::Failed,
+            Some(match n {
+                Some(n) if n.grace_s > 0 => {
+                    format!("did not exit within the {} s grace of its stop notice ({})", n.grace_s, n.reason)
+                }
+                Some(n) => format!("stopped at once on its stop notice ({})", n.reason),
+                None => "stopped".to_string(),
+            }),
+        ),
+        (None, Some(n), Some(0)) => {
+            (ReportedState::Cancelled, Some(format!("stopped on its stop notice ({})", n.reason)))
+        }
+        (None, Some(n), Some(code)) => {
+            (ReportedState::Failed, Some(format!("exit code {code} after its stop notice ({})", n.reason)))
+        }
+        (None, None, Some(0)) => (ReportedState::Succeeded, None),
+        (None, _, Some(code)) => (ReportedState::Failed, Some(format!("exit code {code}"))),
+        (None, _, None) => (ReportedState::Failed, Some("the process could not be waited for".to_string())),
     }
 }
 

@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::args::{ContainerRuntime, UidRange};
 use super::sandbox::{DeviceFiles, LEASE_MOUNT, Launch, Sandbox, group_file, passwd_file};
-use gpuplane_protocol::jobs::LaunchSpec;
+use gpuplane_protocol::jobs::{LaunchSpec, STOP_NOTICE_ENV, STOP_NOTICE_FILE, StopNoticeFile};
 
 /// How jobs run on this host, decided once at start-up.
 #[derive(Debug)]
@@ -179,15 +179,24 @@ impl JobHost {
         self.refuse_unsandboxable(spec.image.as_deref())?;
         let lease_dir = self.prepare_lease(lease_id, uid)?;
         let job_dir = write_job_dir(&lease_dir, job_node_id, spec, self.sandboxed().then_some(uid))?;
+        let cwd = format!("{LEASE_MOUNT}/jobs/{job_node_id}");
+        let mut env = spec.env.clone();
+        // Where a stop notice will appear, as the job sees its working directory.
+        let notice = if self.sandboxed() || spec.image.is_some() {
+            format!("{cwd}/{STOP_NOTICE_FILE}")
+        } else {
+            job_dir.join(STOP_NOTICE_FILE).to_string_lossy().into_owned()
+        };
+        env.insert(STOP_NOTICE_ENV.into(), notice);
         self.command(&InLease {
             lease_id,
             uid,
             gpu_indices,
             argv: &spec.argv,
-            cwd: &format!("{LEASE_MOUNT}/jobs/{job_node_id}"),
+            cwd: &cwd,
             host_cwd: &job_dir,
             image: spec.image.as_deref(),
-            env: spec.env.clone(),
+            env,
             agent_path,
             container: &container_name(job_node_id),
         })
@@ -397,6 +406,23 @@ fn write_job_dir(
         }
     }
     Ok(dir)
+}
+
+/// Write a stop notice into a job's working directory as one whole file: written under a fresh name the tenant
+/// cannot have prepared (`create_new` refuses an existing file or link), then renamed over the notice's name
+/// (a rename replaces a link the tenant may have put there; it never follows one). The directory itself is
+/// the agent's to name: its parent belongs to root.
+pub fn write_notice(job_dir: &Path, notice: &StopNoticeFile) -> anyhow::Result<()> {
+    use std::io::Write;
+    let tmp = job_dir.join(format!(".gpuplane-notice-{}", Uuid::new_v4()));
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    out.write_all(&serde_json::to_vec(notice)?)?;
+    drop(out);
+    std::fs::rename(&tmp, job_dir.join(STOP_NOTICE_FILE)).with_context(|| format!("renaming {}", tmp.display()))
 }
 
 /// A job with an image, as the container runtime runs it.

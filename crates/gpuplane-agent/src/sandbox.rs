@@ -337,6 +337,34 @@ fn start_time(pid: u32) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
+/// A job's ranks: the processes of its sandbox (or, unsandboxed, of its process group) whose environment has
+/// `LOCAL_RANK`, which launchers (torchrun, accelerate, deepspeed) give their workers and not themselves. A
+/// container's are not reached (they get the notice file only).
+pub fn ranks_of(pid: u32, kind: &super::launch::ProcessKind) -> Vec<u32> {
+    use super::launch::ProcessKind;
+    let candidates: Vec<u32> = match kind {
+        ProcessKind::Sandbox => sandbox_processes(pid),
+        ProcessKind::Plain => {
+            list_processes().iter().filter(|p| process_group(p.pid) == Some(pid)).map(|p| p.pid).collect()
+        }
+        ProcessKind::Container(_) => Vec::new(),
+    };
+    candidates.into_iter().filter(|p| has_variable(*p, "LOCAL_RANK")).collect()
+}
+
+fn process_group(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
+}
+
+/// Whether the process was started with the variable `name` in its environment.
+fn has_variable(pid: u32, name: &str) -> bool {
+    let prefix = format!("{name}=");
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|entry| entry.starts_with(prefix.as_bytes())))
+        .unwrap_or(false)
+}
+
 /// Every process running as `uid` (real uid).
 pub fn processes_of_uid(uid: u32) -> Vec<u32> {
     list_processes().into_iter().filter(|p| p.uid == Some(uid)).map(|p| p.pid).collect()

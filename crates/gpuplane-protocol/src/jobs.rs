@@ -23,7 +23,37 @@ pub struct Assignment {
     /// The state the service last recorded.
     pub state: JobState,
     pub spec: LaunchSpec,
+    /// The part is to stop: tell the process (the notice file, SIGUSR1 to its ranks) and give it the grace to
+    /// checkpoint and exit before stopping it. Absent: no stop is foreseen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<StopNotice>,
 }
+
+/// A foreseeable stop of a job's part (a replan, its lease ending, a drain), announced before it happens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct StopNotice {
+    /// Why, e.g. `replan to generation 2` or `lease released`.
+    pub reason: String,
+    /// Seconds the process has, from when its agent sees the notice, before it is stopped (SIGTERM, then
+    /// SIGKILL). 0: stop at once.
+    pub grace_s: u32,
+}
+
+/// What the agent writes into [`STOP_NOTICE_FILE`] when a notice arrives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StopNoticeFile {
+    pub reason: String,
+    pub grace_s: u32,
+    /// Unix seconds (the node's clock) after which the process is stopped.
+    pub deadline: f64,
+}
+
+/// Name of the notice file in the job's working directory; the job finds its absolute path in
+/// [`STOP_NOTICE_ENV`]. It appears (written whole, by a rename) when a stop notice arrives, and never otherwise.
+pub const STOP_NOTICE_FILE: &str = "gpuplane_stop_notice.json";
+/// The variable naming the notice file's path, in every job's environment.
+pub const STOP_NOTICE_ENV: &str = "GPUPLANE_STOP_NOTICE_FILE";
 
 /// The node's unfinished assignments. One that disappears from the list (its lease ended) must be stopped.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

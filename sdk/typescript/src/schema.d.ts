@@ -1035,6 +1035,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/{job_id}/replan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Re-plan a running job on the same lease and GPUs. The new plan is made now (422 when it does not fit);
+         *     the running processes get a stop notice (the job's `stop_grace_s`), checkpoint at the next step boundary and
+         *     exit; then every node starts under the new plan and resumes from the checkpoint. The job keeps its id; the
+         *     change is a new generation in `generations` (`pending` until it starts), announced by `job.replanned`.
+         *     Only `gpuplane-runtime` jobs with a model are replanned.
+         */
+        post: operations["replan_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{job_id}/steps": {
         parameters: {
             query?: never;
@@ -1672,6 +1695,7 @@ export interface components {
              * @description The lease it runs on: its processes run as that lease's user, in that lease's directory.
              */
             lease_id: string;
+            notice?: components["schemas"]["StopNotice"] | null;
             spec: components["schemas"]["LaunchSpec"];
             /** @description The state the service last recorded. */
             state: components["schemas"]["JobState"];
@@ -1862,6 +1886,8 @@ export interface components {
             parameters?: Record<string, never>;
             /** @description Planner pins (e.g. `{"tp": 2}`). */
             pins?: components["schemas"]["Pins"];
+            /** @description What the service does with the job's measured steps (`gpuplane-runtime` jobs with a model). */
+            retune?: components["schemas"]["Retune"];
             /**
              * @description Secret environment (tokens, passwords), same name rules as `env`, values of 8 to 32768 bytes: never
              *     returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
@@ -1870,6 +1896,12 @@ export interface components {
             secret_env?: {
                 [key: string]: string;
             };
+            /**
+             * Format: int32
+             * @description Seconds a stop notice (a replan, the lease released or reaching its end) gives the job to checkpoint
+             *     and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's remaining time.
+             */
+            stop_grace_s?: number | null;
             /** @description `auto` (the planner picks a built-in template), a built-in name, or a custom template's name. */
             template: string;
             /**
@@ -2271,6 +2303,11 @@ export interface components {
             /** @description The month, `YYYY-MM`. */
             month: string;
         };
+        /**
+         * @description Where a generation (one plan a job ran) stands.
+         * @enum {string}
+         */
+        GenerationState: "pending" | "running" | "ended" | "abandoned";
         Gpu: {
             /** @description False after a fatal XID until an operator returns it to service. */
             healthy: boolean;
@@ -2568,19 +2605,32 @@ export interface components {
             created_at: string;
             /** Format: date-time */
             finished_at?: string | null;
+            /**
+             * Format: int32
+             * @description The current generation: 1, then one more per replan.
+             */
+            generation: number;
+            /** @description Every plan it ran, oldest first, and a pending replan last. */
+            generations: components["schemas"]["JobGeneration"][];
             /** Format: uuid */
             id: string;
             /** Format: uuid */
             lease_id: string;
             measured?: components["schemas"]["MeasuredSteps"] | null;
-            /** @description Per node, in rank order. */
+            /** @description The current generation's parts, per node in rank order. */
             nodes: components["schemas"]["JobNode"][];
             plan?: components["schemas"]["Plan"] | null;
             /** @description Why it failed or was cancelled. */
             reason?: string | null;
+            retune: components["schemas"]["Retune"];
             /** Format: date-time */
             started_at?: string | null;
             state: components["schemas"]["JobState"];
+            /**
+             * Format: int32
+             * @description Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or expiring).
+             */
+            stop_grace_s: number;
             /** @description The template's name (`auto` resolves to a built-in one). */
             template: string;
             /**
@@ -2590,6 +2640,33 @@ export interface components {
             template_version?: number | null;
             /** Format: date-time */
             updated_at: string;
+        };
+        /** @description One plan a job ran, in its history. */
+        JobGeneration: {
+            /** @description How the planner's prediction was corrected by the previous generation's measurements. */
+            correction?: Record<string, never> | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            ended_at?: string | null;
+            /**
+             * Format: int32
+             * @description 1 for the plan the job was created with, then one more per replan.
+             */
+            generation: number;
+            /** @description What it measured while it ran (set when it ended). */
+            measured?: Record<string, never> | null;
+            plan?: components["schemas"]["Plan"] | null;
+            /** @description `created`, or why it was asked for (by whom, the pins, the measured figures for a retune). */
+            reason: string;
+            /**
+             * Format: uuid
+             * @description The API key that asked for it (absent when the service did).
+             */
+            requested_by?: string | null;
+            /** Format: date-time */
+            started_at?: string | null;
+            state: components["schemas"]["GenerationState"];
         };
         /** @description A job's part on one node of its lease. */
         JobNode: {
@@ -2610,6 +2687,7 @@ export interface components {
              * @description `NODE_RANK`: 0 is the node `MASTER_ADDR` names.
              */
             node_rank: number;
+            notice?: components["schemas"]["NodeNotice"] | null;
             /** @description The last lines of the process's output (stdout and stderr), at most 50. */
             output_tail: string[];
             reason?: string | null;
@@ -3183,6 +3261,17 @@ export interface components {
             /** @description The lease's other nodes, whose round trips this node measures (empty for a single-node lease). */
             peers?: components["schemas"]["LeasePeer"][];
         };
+        /** @description A stop notice as a job's part received it. */
+        NodeNotice: {
+            /** Format: date-time */
+            at: string;
+            /**
+             * Format: int32
+             * @description Seconds the process had to checkpoint and exit before it was stopped.
+             */
+            grace_s: number;
+            reason: string;
+        };
         NodePage: {
             items: components["schemas"]["Node"][];
             /**
@@ -3645,10 +3734,43 @@ export interface components {
             pool_id: string;
         };
         /**
+         * @description A replan of a running job: the plan to move to.
+         * @example {
+         *       "pins": {
+         *         "dp": 4,
+         *         "pp": 1,
+         *         "tp": 1,
+         *         "zero_stage": 3
+         *       },
+         *       "reason": "more data parallel"
+         *     }
+         */
+        ReplanRequest: {
+            /** @description Planner pins for the new plan; none: the planner's best for the lease's GPUs. */
+            pins?: components["schemas"]["Pins"];
+            /** @description Why, kept in the job's history (at most 200 characters). */
+            reason?: string | null;
+        };
+        /**
          * @description A state an agent reports.
          * @enum {string}
          */
         ReportedState: "running" | "succeeded" | "failed" | "cancelled";
+        /** @description Re-planning from measurements; see [`retune`] for how the planner is corrected. */
+        Retune: {
+            /**
+             * Format: int32
+             * @description The least predicted gain in step time, percent of the measured step, that suggests or makes a replan.
+             * @default 20
+             */
+            min_gain_pct: number;
+            mode?: components["schemas"]["RetuneMode"];
+        };
+        /**
+         * @description What the service does with a running job's measured steps (the gpuplane runtime's).
+         * @enum {string}
+         */
+        RetuneMode: "off" | "suggest" | "auto";
         Revenue: {
             /** Format: date-time */
             from: string;
@@ -3755,6 +3877,17 @@ export interface components {
             step_time_s: number;
             /** Format: int64 */
             tokens: number;
+        };
+        /** @description A foreseeable stop of a job's part (a replan, its lease ending, a drain), announced before it happens. */
+        StopNotice: {
+            /**
+             * Format: int64
+             * @description Seconds the process has, from when its agent sees the notice, before it is stopped (SIGTERM, then
+             *     SIGKILL). 0: stop at once.
+             */
+            grace_s: number;
+            /** @description Why, e.g. `replan to generation 2` or `lease released`. */
+            reason: string;
         };
         Telemetry: {
             /**
@@ -6459,6 +6592,67 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    replan_job: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplanRequest"];
+            };
+        };
+        responses: {
+            /** @description The job with its pending generation; its processes have their notice */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Job"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such job of the tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The job is not running (`job_not_running`), or another replan of it is pending (`replan_in_progress`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid values (`validation_failed`: `pins` that fit nowhere or leave GPUs idle, a job that cannot resume), or nothing fits (`plan_infeasible`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     list_job_steps: {
         parameters: {
             query?: {
@@ -6899,7 +7093,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Invalid values (`validation_failed`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs) */
+            /** @description Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs) */
             422: {
                 headers: {
                     [name: string]: unknown;

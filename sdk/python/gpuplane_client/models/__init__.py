@@ -49,6 +49,7 @@ from .extend_lease_request import ExtendLeaseRequest
 from .field_error import FieldError
 from .fleet_pool import FleetPool
 from .generate_invoices_request import GenerateInvoicesRequest
+from .generation_state import GenerationState
 from .gpu import Gpu
 from .gpu_facts import GpuFacts
 from .gpu_model import GpuModel
@@ -65,6 +66,9 @@ from .intra_link import IntraLink
 from .invoice import Invoice
 from .invoice_line import InvoiceLine
 from .job import Job
+from .job_generation import JobGeneration
+from .job_generation_correction_type_0 import JobGenerationCorrectionType0
+from .job_generation_measured_type_0 import JobGenerationMeasuredType0
 from .job_node import JobNode
 from .job_page import JobPage
 from .job_state import JobState
@@ -97,6 +101,7 @@ from .node_facts import NodeFacts
 from .node_facts_launchers_type_0 import NodeFactsLaunchersType0
 from .node_launchers_type_0 import NodeLaunchersType0
 from .node_lease import NodeLease
+from .node_notice import NodeNotice
 from .node_page import NodePage
 from .node_state import NodeState
 from .node_utilization import NodeUtilization
@@ -122,7 +127,10 @@ from .quotas import Quotas
 from .recompute import Recompute
 from .register_request import RegisterRequest
 from .register_response import RegisterResponse
+from .replan_request import ReplanRequest
 from .reported_state import ReportedState
+from .retune import Retune
+from .retune_mode import RetuneMode
 from .revenue import Revenue
 from .role import Role
 from .rotate_api_key_request import RotateApiKeyRequest
@@ -135,6 +143,7 @@ from .start_environment_request import StartEnvironmentRequest
 from .state_change import StateChange
 from .step_page import StepPage
 from .step_view import StepView
+from .stop_notice import StopNotice
 from .telemetry import Telemetry
 from .telemetry_point import TelemetryPoint
 from .template import Template
@@ -214,6 +223,7 @@ __all__ = (
     "FieldError",
     "FleetPool",
     "GenerateInvoicesRequest",
+    "GenerationState",
     "Gpu",
     "GpuFacts",
     "GpuModel",
@@ -230,6 +240,9 @@ __all__ = (
     "Invoice",
     "InvoiceLine",
     "Job",
+    "JobGeneration",
+    "JobGenerationCorrectionType0",
+    "JobGenerationMeasuredType0",
     "JobNode",
     "JobPage",
     "JobState",
@@ -262,6 +275,7 @@ __all__ = (
     "NodeFactsLaunchersType0",
     "NodeLaunchersType0",
     "NodeLease",
+    "NodeNotice",
     "NodePage",
     "NodeState",
     "NodeUtilization",
@@ -287,7 +301,10 @@ __all__ = (
     "Recompute",
     "RegisterRequest",
     "RegisterResponse",
+    "ReplanRequest",
     "ReportedState",
+    "Retune",
+    "RetuneMode",
     "Revenue",
     "Role",
     "RotateApiKeyRequest",
@@ -300,6 +317,7 @@ __all__ = (
     "StateChange",
     "StepPage",
     "StepView",
+    "StopNotice",
     "Telemetry",
     "TelemetryPoint",
     "Template",

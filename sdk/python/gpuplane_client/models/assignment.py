@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
@@ -9,9 +9,11 @@ from attrs import field as _attrs_field
 
 from ..models.desired import Desired
 from ..models.job_state import JobState
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.launch_spec import LaunchSpec
+    from ..models.stop_notice import StopNotice
 
 
 T = TypeVar("T", bound="Assignment")
@@ -29,6 +31,7 @@ class Assignment:
         spec (LaunchSpec): What one node runs: exactly this argv (no shell) with exactly this environment (plus PATH and
             HOME).
         state (JobState): State of a job, and of each of its nodes.
+        notice (None | StopNotice | Unset):
     """
 
     desired: Desired
@@ -37,9 +40,12 @@ class Assignment:
     lease_id: UUID
     spec: LaunchSpec
     state: JobState
+    notice: None | StopNotice | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.stop_notice import StopNotice
+
         desired = self.desired.value
 
         job_id = str(self.job_id)
@@ -51,6 +57,14 @@ class Assignment:
         spec = self.spec.to_dict()
 
         state = self.state.value
+
+        notice: dict[str, Any] | None | Unset
+        if isinstance(self.notice, Unset):
+            notice = UNSET
+        elif isinstance(self.notice, StopNotice):
+            notice = self.notice.to_dict()
+        else:
+            notice = self.notice
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -64,12 +78,15 @@ class Assignment:
                 "state": state,
             }
         )
+        if notice is not UNSET:
+            field_dict["notice"] = notice
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.launch_spec import LaunchSpec
+        from ..models.stop_notice import StopNotice
 
         d = dict(src_dict)
         desired = Desired(d.pop("desired"))
@@ -84,6 +101,23 @@ class Assignment:
 
         state = JobState(d.pop("state"))
 
+        def _parse_notice(data: object) -> None | StopNotice | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                notice_type_0 = StopNotice.from_dict(data)
+
+                return notice_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | StopNotice | Unset, data)
+
+        notice = _parse_notice(d.pop("notice", UNSET))
+
         assignment = cls(
             desired=desired,
             job_id=job_id,
@@ -91,6 +125,7 @@ class Assignment:
             lease_id=lease_id,
             spec=spec,
             state=state,
+            notice=notice,
         )
 
         assignment.additional_properties = d

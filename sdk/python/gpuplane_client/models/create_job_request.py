@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.create_job_request_secret_env import CreateJobRequestSecretEnv
     from ..models.model_ref import ModelRef
     from ..models.pins import Pins
+    from ..models.retune import Retune
     from ..models.workload_fields import WorkloadFields
 
 
@@ -40,10 +41,14 @@ class CreateJobRequest:
         model (ModelRef | None | Unset):
         parameters (CreateJobRequestParameters | Unset): Values of the template's parameters.
         pins (Pins | Unset): Optional pins: a `Some` fixes that knob, `None` lets the search choose.
+        retune (Retune | Unset): Re-planning from measurements; see [`retune`] for how the planner is corrected.
         secret_env (CreateJobRequestSecretEnv | Unset): Secret environment (tokens, passwords), same name rules as
             `env`, values of 8 to 32768 bytes: never
             returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
             tails, and delivered only to the agents of the job's nodes.
+        stop_grace_s (int | None | Unset): Seconds a stop notice (a replan, the lease released or reaching its end)
+            gives the job to checkpoint
+            and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's remaining time.
         template_version (int | None | Unset): A custom template's version (default: the latest).
         workload (None | Unset | WorkloadFields):
     """
@@ -57,7 +62,9 @@ class CreateJobRequest:
     model: ModelRef | None | Unset = UNSET
     parameters: CreateJobRequestParameters | Unset = UNSET
     pins: Pins | Unset = UNSET
+    retune: Retune | Unset = UNSET
     secret_env: CreateJobRequestSecretEnv | Unset = UNSET
+    stop_grace_s: int | None | Unset = UNSET
     template_version: int | None | Unset = UNSET
     workload: None | Unset | WorkloadFields = UNSET
 
@@ -107,9 +114,19 @@ class CreateJobRequest:
         if not isinstance(self.pins, Unset):
             pins = self.pins.to_dict()
 
+        retune: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.retune, Unset):
+            retune = self.retune.to_dict()
+
         secret_env: dict[str, Any] | Unset = UNSET
         if not isinstance(self.secret_env, Unset):
             secret_env = self.secret_env.to_dict()
+
+        stop_grace_s: int | None | Unset
+        if isinstance(self.stop_grace_s, Unset):
+            stop_grace_s = UNSET
+        else:
+            stop_grace_s = self.stop_grace_s
 
         template_version: int | None | Unset
         if isinstance(self.template_version, Unset):
@@ -148,8 +165,12 @@ class CreateJobRequest:
             field_dict["parameters"] = parameters
         if pins is not UNSET:
             field_dict["pins"] = pins
+        if retune is not UNSET:
+            field_dict["retune"] = retune
         if secret_env is not UNSET:
             field_dict["secret_env"] = secret_env
+        if stop_grace_s is not UNSET:
+            field_dict["stop_grace_s"] = stop_grace_s
         if template_version is not UNSET:
             field_dict["template_version"] = template_version
         if workload is not UNSET:
@@ -164,6 +185,7 @@ class CreateJobRequest:
         from ..models.create_job_request_secret_env import CreateJobRequestSecretEnv
         from ..models.model_ref import ModelRef
         from ..models.pins import Pins
+        from ..models.retune import Retune
         from ..models.workload_fields import WorkloadFields
 
         d = dict(src_dict)
@@ -229,12 +251,28 @@ class CreateJobRequest:
         else:
             pins = Pins.from_dict(_pins)
 
+        _retune = d.pop("retune", UNSET)
+        retune: Retune | Unset
+        if isinstance(_retune, Unset):
+            retune = UNSET
+        else:
+            retune = Retune.from_dict(_retune)
+
         _secret_env = d.pop("secret_env", UNSET)
         secret_env: CreateJobRequestSecretEnv | Unset
         if isinstance(_secret_env, Unset):
             secret_env = UNSET
         else:
             secret_env = CreateJobRequestSecretEnv.from_dict(_secret_env)
+
+        def _parse_stop_grace_s(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        stop_grace_s = _parse_stop_grace_s(d.pop("stop_grace_s", UNSET))
 
         def _parse_template_version(data: object) -> int | None | Unset:
             if data is None:
@@ -272,7 +310,9 @@ class CreateJobRequest:
             model=model,
             parameters=parameters,
             pins=pins,
+            retune=retune,
             secret_env=secret_env,
+            stop_grace_s=stop_grace_s,
             template_version=template_version,
             workload=workload,
         )

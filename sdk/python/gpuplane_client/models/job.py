@@ -12,9 +12,11 @@ from ..models.job_state import JobState
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.job_generation import JobGeneration
     from ..models.job_node import JobNode
     from ..models.measured_steps import MeasuredSteps
     from ..models.plan import Plan
+    from ..models.retune import Retune
 
 
 T = TypeVar("T", bound="Job")
@@ -27,10 +29,15 @@ class Job:
     Attributes:
         cancel_requested (bool):
         created_at (datetime.datetime):
+        generation (int): The current generation: 1, then one more per replan.
+        generations (list[JobGeneration]): Every plan it ran, oldest first, and a pending replan last.
         id (UUID):
         lease_id (UUID):
-        nodes (list[JobNode]): Per node, in rank order.
+        nodes (list[JobNode]): The current generation's parts, per node in rank order.
+        retune (Retune): Re-planning from measurements; see [`retune`] for how the planner is corrected.
         state (JobState): State of a job, and of each of its nodes.
+        stop_grace_s (int): Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or
+            expiring).
         template (str): The template's name (`auto` resolves to a built-in one).
         updated_at (datetime.datetime):
         finished_at (datetime.datetime | None | Unset):
@@ -43,10 +50,14 @@ class Job:
 
     cancel_requested: bool
     created_at: datetime.datetime
+    generation: int
+    generations: list[JobGeneration]
     id: UUID
     lease_id: UUID
     nodes: list[JobNode]
+    retune: Retune
     state: JobState
+    stop_grace_s: int
     template: str
     updated_at: datetime.datetime
     finished_at: datetime.datetime | None | Unset = UNSET
@@ -65,6 +76,13 @@ class Job:
 
         created_at = self.created_at.isoformat()
 
+        generation = self.generation
+
+        generations = []
+        for generations_item_data in self.generations:
+            generations_item = generations_item_data.to_dict()
+            generations.append(generations_item)
+
         id = str(self.id)
 
         lease_id = str(self.lease_id)
@@ -74,7 +92,11 @@ class Job:
             nodes_item = nodes_item_data.to_dict()
             nodes.append(nodes_item)
 
+        retune = self.retune.to_dict()
+
         state = self.state.value
+
+        stop_grace_s = self.stop_grace_s
 
         template = self.template
 
@@ -130,10 +152,14 @@ class Job:
             {
                 "cancel_requested": cancel_requested,
                 "created_at": created_at,
+                "generation": generation,
+                "generations": generations,
                 "id": id,
                 "lease_id": lease_id,
                 "nodes": nodes,
+                "retune": retune,
                 "state": state,
+                "stop_grace_s": stop_grace_s,
                 "template": template,
                 "updated_at": updated_at,
             }
@@ -155,14 +181,25 @@ class Job:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.job_generation import JobGeneration
         from ..models.job_node import JobNode
         from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
+        from ..models.retune import Retune
 
         d = dict(src_dict)
         cancel_requested = d.pop("cancel_requested")
 
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+
+        generation = d.pop("generation")
+
+        generations = []
+        _generations = d.pop("generations")
+        for generations_item_data in _generations:
+            generations_item = JobGeneration.from_dict(generations_item_data)
+
+            generations.append(generations_item)
 
         id = UUID(d.pop("id"))
 
@@ -175,7 +212,11 @@ class Job:
 
             nodes.append(nodes_item)
 
+        retune = Retune.from_dict(d.pop("retune"))
+
         state = JobState(d.pop("state"))
+
+        stop_grace_s = d.pop("stop_grace_s")
 
         template = d.pop("template")
 
@@ -270,10 +311,14 @@ class Job:
         job = cls(
             cancel_requested=cancel_requested,
             created_at=created_at,
+            generation=generation,
+            generations=generations,
             id=id,
             lease_id=lease_id,
             nodes=nodes,
+            retune=retune,
             state=state,
+            stop_grace_s=stop_grace_s,
             template=template,
             updated_at=updated_at,
             finished_at=finished_at,

@@ -14,6 +14,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.launch_spec import LaunchSpec
+    from ..models.node_notice import NodeNotice
     from ..models.state_change import StateChange
 
 
@@ -37,6 +38,7 @@ class JobNode:
         state (JobState): State of a job, and of each of its nodes.
         exit_code (int | None | Unset):
         finished_at (datetime.datetime | None | Unset):
+        notice (NodeNotice | None | Unset):
         reason (None | str | Unset):
         started_at (datetime.datetime | None | Unset):
     """
@@ -52,11 +54,14 @@ class JobNode:
     state: JobState
     exit_code: int | None | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
+    notice: NodeNotice | None | Unset = UNSET
     reason: None | str | Unset = UNSET
     started_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.node_notice import NodeNotice
+
         desired = self.desired.value
 
         history = []
@@ -92,6 +97,14 @@ class JobNode:
         else:
             finished_at = self.finished_at
 
+        notice: dict[str, Any] | None | Unset
+        if isinstance(self.notice, Unset):
+            notice = UNSET
+        elif isinstance(self.notice, NodeNotice):
+            notice = self.notice.to_dict()
+        else:
+            notice = self.notice
+
         reason: None | str | Unset
         if isinstance(self.reason, Unset):
             reason = UNSET
@@ -125,6 +138,8 @@ class JobNode:
             field_dict["exit_code"] = exit_code
         if finished_at is not UNSET:
             field_dict["finished_at"] = finished_at
+        if notice is not UNSET:
+            field_dict["notice"] = notice
         if reason is not UNSET:
             field_dict["reason"] = reason
         if started_at is not UNSET:
@@ -135,6 +150,7 @@ class JobNode:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.launch_spec import LaunchSpec
+        from ..models.node_notice import NodeNotice
         from ..models.state_change import StateChange
 
         d = dict(src_dict)
@@ -187,6 +203,23 @@ class JobNode:
 
         finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
 
+        def _parse_notice(data: object) -> NodeNotice | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                notice_type_0 = NodeNotice.from_dict(data)
+
+                return notice_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(NodeNotice | None | Unset, data)
+
+        notice = _parse_notice(d.pop("notice", UNSET))
+
         def _parse_reason(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -225,6 +258,7 @@ class JobNode:
             state=state,
             exit_code=exit_code,
             finished_at=finished_at,
+            notice=notice,
             reason=reason,
             started_at=started_at,
         )
