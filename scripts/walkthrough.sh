@@ -39,8 +39,9 @@ cleanup() {
   fi
   if [ "$rc" -ne 0 ]; then
     [ "$rc" -ne 124 ] || echo "walkthrough: the document did not finish within ${WALKTHROUGH_TIMEOUT:-240} s" >&2
-    echo "walkthrough: FAILED (exit $rc); the end of the run's log ($work/run.log):" >&2
-    tail -n 40 "$work/run.log" 2>/dev/null >&2 || true
+    echo "walkthrough: FAILED (exit $rc); the end of the run's log ($work/run.log: the trace, the answers, the checks):" >&2
+    tail -n 30 "$work/run.log" 2>/dev/null >&2 || true
+    grep -E '^FAILED ' "$work/run.log" 2>/dev/null >&2 || true
     # The logs the document writes into its own scratch directory (made by mktemp -d under TMPDIR).
     for log in "$work"/tmp.*/*.log; do
       [ -f "$log" ] || continue
@@ -92,7 +93,7 @@ set -x
 . "$WALKTHROUGH_WORK/walkthrough.sh"
 { set +x; } 2>/dev/null
 echo "walkthrough: the document ran; checking the end state"
-API=$API OP=$OP TOKEN=$TOKEN POOL=$POOL LEASE=$LEASE JOB=$JOB python3 "$WALKTHROUGH_ROOT/tests/walkthrough/check_end_state.py"
+API=$API OP=$OP TOKEN=$TOKEN POOL=$POOL LEASE=$LEASE JOB=$JOB python3 -u "$WALKTHROUGH_ROOT/tests/walkthrough/check_end_state.py"
 EOF
 
 mkdir -p "$work/run/target/release"
