@@ -40,8 +40,8 @@ cleanup() {
   if [ "$rc" -ne 0 ]; then
     [ "$rc" -ne 124 ] || echo "walkthrough: the document did not finish within ${WALKTHROUGH_TIMEOUT:-240} s" >&2
     echo "walkthrough: FAILED (exit $rc); the end of the run's log ($work/run.log: the trace, the answers, the checks):" >&2
-    tail -n 30 "$work/run.log" 2>/dev/null >&2 || true
-    grep -E '^FAILED ' "$work/run.log" 2>/dev/null >&2 || true
+    tail -n 30 "$work/run.log" >&2 2>/dev/null || true
+    grep -E '^FAILED ' "$work/run.log" >&2 2>/dev/null || true
     # The logs the document writes into its own scratch directory (made by mktemp -d under TMPDIR).
     for log in "$work"/tmp.*/*.log; do
       [ -f "$log" ] || continue
@@ -72,8 +72,10 @@ bin="$(cargo metadata --format-version 1 --no-deps | python3 -c 'import sys, jso
 echo "walkthrough: fresh database $db_name"
 fresh_database "$base_url" "$db_name"
 
-# The document's ```sh blocks; every other line blank, so that line numbers in the trace are the document's.
-awk '/^```sh$/ { inside = 1; print ""; next } /^```/ && inside { inside = 0 } { print inside ? $0 : "" }' \
+# The document's ```sh blocks; every other line blank but the first (never a command: a heading or a fence), which
+# turns the trace on, so that the trace's line numbers are the document's.
+awk 'NR == 1 { print "set -x"; inside = /^```sh$/; next }
+  /^```sh$/ { inside = 1; print ""; next } /^```/ && inside { inside = 0 } { print inside ? $0 : "" }' \
   "$doc" >"$work/walkthrough.sh"
 blocks=$(grep -c '^```sh$' "$doc" || true)
 [ "$blocks" -gt 0 ] || { echo "walkthrough: no \`\`\`sh block in $doc" >&2; exit 1; }
@@ -84,12 +86,13 @@ cat >"$work/shell.sh" <<'EOF'
 . "$WALKTHROUGH_ROOT/scripts/lib/server.sh"
 stop_started() {
   local pid
+  # shellcheck disable=SC2034 # server_pid is stop_server's argument
   for pid in $(jobs -p | tac); do server_pid=$pid; stop_server; done
 }
 trap stop_started EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
-set -x
+PS4='+ walkthrough.md:${LINENO}: '
 . "$WALKTHROUGH_WORK/walkthrough.sh"
 { set +x; } 2>/dev/null
 echo "walkthrough: the document ran; checking the end state"
@@ -103,11 +106,10 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 echo "walkthrough: running the $blocks sh blocks of $doc (server on 127.0.0.1:$port)"
 started=$SECONDS
 # timeout signals its own process group (the shell, the server, the agent); the shell's trap then stops the rest.
-# shellcheck disable=SC2016 # PS4 is expanded by the traced shell, at each command
 (
   cd "$work/run"
   exec env -i PATH="$PATH" HOME="$HOME" WALKTHROUGH_ROOT="$root" WALKTHROUGH_WORK="$work" TMPDIR="$work" \
-    DATABASE_URL="$walk_url" GPUPLANE_BIND="127.0.0.1:$port" PS4='+ walkthrough.md:${LINENO}: ' \
+    DATABASE_URL="$walk_url" GPUPLANE_BIND="127.0.0.1:$port" \
     timeout "${WALKTHROUGH_TIMEOUT:-240}" bash -eu "$work/shell.sh"
 ) >"$work/run.log" 2>&1 &
 run_pid=$!
