@@ -110,7 +110,7 @@ pub struct Lease {
     pub end_reason: Option<String>,
     /// Incremented on every change; send it as `If-Match` to extend safely.
     pub generation: i64,
-    /// The GPUs held now (empty while queued and after the end).
+    /// Its GPUs (empty while queued); after its end, the ones it held.
     pub gpus: Vec<LeaseGpu>,
     /// Some of its GPUs are on external nodes (see `LeaseGpu.external`): the platform runs no jobs on them and
     /// does not prove they are alive, so the lease is billed from its start to its end on the operator's word,

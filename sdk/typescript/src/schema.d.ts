@@ -2802,7 +2802,7 @@ export interface components {
             generation: number;
             /** Format: int32 */
             gpu_count: number;
-            /** @description The GPUs held now (empty while queued and after the end). */
+            /** @description Its GPUs (empty while queued); after its end, the ones it held. */
             gpus: components["schemas"]["LeaseGpu"][];
             /** Format: uuid */
             id: string;

@@ -31,7 +31,7 @@ class Lease:
             not up to its nodes' last heartbeat as on agent nodes.
         generation (int): Incremented on every change; send it as `If-Match` to extend safely.
         gpu_count (int):
-        gpus (list[LeaseGpu]): The GPUs held now (empty while queued and after the end).
+        gpus (list[LeaseGpu]): Its GPUs (empty while queued); after its end, the ones it held.
         id (UUID):
         placement (Placement): How a lease's GPUs are laid over nodes.
         pool_id (UUID):
