@@ -206,7 +206,12 @@ async fn node(op: &Client, id: &str) -> anyhow::Result<()> {
 }
 
 async fn all_leases(op: &Client) -> anyhow::Result<()> {
-    tokio::try_join!(op.all_pages("/v1/admin/leases?state=active"), op.get("/v1/pools"))?;
+    // The tenants too: the page names each lease's tenant.
+    tokio::try_join!(
+        op.all_pages("/v1/admin/leases?state=active"),
+        op.all_pages("/v1/admin/tenants"),
+        op.get("/v1/pools")
+    )?;
     Ok(())
 }
 

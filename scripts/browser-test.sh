@@ -74,7 +74,7 @@ fi
 
 echo "browser: cargo build"
 cargo build --quiet
-bin="$root/target/debug/gpuplane"
+bin="$(realpath -m "${CARGO_TARGET_DIR:-target}")/debug/gpuplane"  # where cargo build put it
 
 echo "browser: fresh database $db_name"
 fresh_database "$base_url" "$db_name"

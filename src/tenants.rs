@@ -15,6 +15,7 @@ use crate::app::AppState;
 use crate::auth::lifecycle::create_api_key;
 use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, NO_STORE, NoStore};
 use crate::auth::{OperatorAuth, TenantAuth};
+use crate::billing::ledger::Balance;
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 
@@ -64,6 +65,10 @@ pub struct Tenant {
     pub name: String,
     pub status: TenantStatus,
     pub quotas: Quotas,
+    /// The prepaid balance per currency (the sum of the tenant's ledger entries, as `GET /v1/billing/balance`
+    /// gives it), in currency order; empty before the first ledger entry.
+    #[serde(default)]
+    pub balances: Vec<Balance>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -79,7 +84,7 @@ struct TenantRow {
 }
 
 impl TenantRow {
-    fn into_tenant(self, pools: Vec<PoolQuota>) -> Tenant {
+    fn into_tenant(self, pools: Vec<PoolQuota>, balances: Vec<Balance>) -> Tenant {
         Tenant {
             id: self.id,
             name: self.name,
@@ -89,6 +94,7 @@ impl TenantRow {
                 max_gpus_per_pool: self.max_gpus_per_pool,
                 pools,
             },
+            balances,
             created_at: self.created_at,
             updated_at: self.updated_at,
         }
@@ -108,7 +114,20 @@ pub async fn load_tenant(conn: &mut PgConnection, id: Uuid) -> Result<Option<Ten
     .await?;
     let Some(row) = row else { return Ok(None) };
     let pools = load_pool_quotas(conn, &[id]).await?.into_iter().map(|(_, q)| q).collect();
-    Ok(Some(row.into_tenant(pools)))
+    let balances = load_balances(conn, &[id]).await?.into_iter().map(|(_, b)| b).collect();
+    Ok(Some(row.into_tenant(pools, balances)))
+}
+
+/// The balances of these tenants, per tenant in currency order.
+async fn load_balances(conn: &mut PgConnection, tenant_ids: &[Uuid]) -> Result<Vec<(Uuid, Balance)>, sqlx::Error> {
+    let rows: Vec<(Uuid, String, i64)> = sqlx::query_as(
+        "SELECT tenant_id, currency, balance_minor FROM tenant_balances WHERE tenant_id = ANY($1) \
+         ORDER BY tenant_id, currency",
+    )
+    .bind(tenant_ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(t, currency, balance_minor)| (t, Balance { currency, balance_minor })).collect())
 }
 
 async fn load_pool_quotas(conn: &mut PgConnection, tenant_ids: &[Uuid]) -> Result<Vec<(Uuid, PoolQuota)>, sqlx::Error> {
@@ -236,7 +255,7 @@ async fn write_pool_quotas(conn: &mut PgConnection, tenant_id: Uuid, pools: &[Po
     Ok(())
 }
 
-/// List tenants, in creation order.
+/// List tenants, in creation order, with their quotas and balances.
 #[utoipa::path(
     get, path = "/v1/admin/tenants", tag = "admin", operation_id = "list_tenants",
     params(PageParams),
@@ -261,11 +280,13 @@ pub async fn list_tenants(
     .await?;
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
     let quotas = load_pool_quotas(&mut conn, &ids).await?;
+    let balances = load_balances(&mut conn, &ids).await?;
     let tenants = rows
         .into_iter()
         .map(|row| {
             let pools = quotas.iter().filter(|(t, _)| *t == row.id).map(|(_, q)| q.clone()).collect();
-            row.into_tenant(pools)
+            let balances = balances.iter().filter(|(t, _)| *t == row.id).map(|(_, b)| b.clone()).collect();
+            row.into_tenant(pools, balances)
         })
         .collect();
     Ok(Json(Page::from_rows(tenants, limit, |t| t.id)))

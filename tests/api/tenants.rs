@@ -103,6 +103,49 @@ async fn operators_set_quotas_per_pool(db: PgPool) {
     assert_eq!(me.body["quotas"]["pools"].as_array().unwrap().len(), 1);
 }
 
+/// The operator's tenant list and a tenant's own record carry its balance per currency, as the tenant's
+/// `GET /v1/billing/balance` gives it (the console's tenants page shows them without a request per tenant).
+#[sqlx::test]
+async fn tenants_carry_their_balances(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (rich, admin) = app.tenant_admin(&op, "rich").await;
+    let (poor, _) = app.tenant_key_without_balance(&op, "poor", Role::TenantAdmin).await;
+    let before = app.get(&format!("/v1/admin/tenants/{rich}"), &op).await.expect(StatusCode::OK);
+    let usd = |body: &serde_json::Value| {
+        body["balances"].as_array().unwrap().iter().find(|b| b["currency"] == "USD").unwrap()["balance_minor"].as_i64()
+    };
+    let start = usd(&before.body).unwrap();
+    app.top_up(&op, &rich, 1234).await;
+    app.post(
+        &format!("/v1/admin/tenants/{rich}/ledger"),
+        &op,
+        json!({ "kind": "topup", "amount_minor": 500, "currency": "EUR", "reason": "test top-up" }),
+    )
+    .await
+    .expect(StatusCode::CREATED);
+
+    let own = app.get("/v1/billing/balance", &admin).await.expect(StatusCode::OK);
+    let list = app.get("/v1/admin/tenants", &op).await.expect(StatusCode::OK);
+    let by_name =
+        |name: &str| list.body["items"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap().clone();
+    assert_eq!(by_name("rich")["balances"], own.body, "the list agrees with the tenant's own balance");
+    assert_eq!(
+        by_name("rich")["balances"],
+        json!([
+            { "currency": "EUR", "balance_minor": 500 },
+            { "currency": "USD", "balance_minor": start + 1234 },
+        ]),
+        "in currency order"
+    );
+    assert_eq!(by_name("poor")["balances"], json!([]), "no ledger entry, no balance; another tenant's not mixed in");
+    assert_eq!(by_name("poor")["id"], poor.as_str());
+    let got = app.get(&format!("/v1/admin/tenants/{rich}"), &op).await.expect(StatusCode::OK);
+    assert_eq!(got.body["balances"], own.body);
+    let me = app.get("/v1/tenant", &admin).await.expect(StatusCode::OK);
+    assert_eq!(me.body["balances"], own.body);
+}
+
 /// Every tenant-scoped route answers 404 for another tenant's objects, never revealing them.
 #[sqlx::test]
 async fn another_tenants_objects_are_404(db: PgPool) {

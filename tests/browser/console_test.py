@@ -5,12 +5,18 @@ Run by scripts/browser-test.sh, which builds the binary, starts the server on a 
 operator key. This script seeds a tenant (admin and member keys, a balance), a pool and one real agent on
 simulated GPUs over plain HTTP (the public API, standard library only), then drives the console as a person would:
 
-  tenant admin: sign in, see the pools, get advice, lease the advised pool in one click, see the lease with its
-                utilization chart, release it, see the charge on the lease and in billing;
+  tenant admin: sign in (no "Sign out" on the sign-in page), see the pools, get advice with a sequence length,
+                batch, budget and deadline (options that miss them are marked), lease the advised pool in one click
+                with its plan carried along, see the lease with its utilization chart, start a job from the plan
+                on it (a stand-in training script under the real agent's sandbox writes the runtime's steps file:
+                the loss and step-time charts draw its steps), see a failed job's reason in view, tell three
+                leases made within a minute apart by their short ids, release the lease, see the charge on the
+                lease and a one-day spend chart that fills its axis in billing;
   the session:  the cookie is HttpOnly and SameSite=Strict; a state change without X-CSRF-Token is 403 csrf_failed;
   member:       sees pools and leases, but no create-lease form, no release button and no API keys section;
-  operator:     sees the fleet at a glance and cordons a node; opens the node's per-GPU heatmap and puts it into
-                maintenance and back; sets a tenant's quota; adds a price; generates, issues and pays an invoice.
+  operator:     sees the fleet at a glance ("1 node", not "1 nodes") and cordons a node; opens the node's per-GPU
+                heatmap and puts it into maintenance and back; sets a tenant's quota, sees its balance and tops it
+                up; sees the active leases by tenant name; adds a price; generates, issues and pays an invoice.
 
 Screenshots of the main pages go to --screenshots. Prints one line per check; exits 1 on any failure.
 """
@@ -20,6 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -37,6 +45,30 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 GPU = "a100-80g"
 GPUS = 4
 PRICE_PER_GPU_HOUR_MINOR = 3600  # one minor unit per GPU-second: a short lease still costs something visible
+STEPS = 12  # the stand-in training run's steps
+
+# A stand-in training run: no GPU work (the GPUs are simulated), but it prints the layout the plan gave it and
+# appends one line per step to the file the launch names in GPUPLANE_METRICS_FILE, as the gpuplane runtime does,
+# so the agent ships real steps. `--fail` exits 3 with an error, as a crashed run would.
+TRAIN_PY = """\
+import argparse, json, os, sys, time
+p = argparse.ArgumentParser()
+p.add_argument("--steps", type=int, default=10)
+p.add_argument("--fail", action="store_true")
+p.add_argument("--tp"); p.add_argument("--pp"); p.add_argument("--dp")
+a = p.parse_args()
+print(f"layout: tp {a.tp} pp {a.pp} dp {a.dp}", flush=True)
+if a.fail:
+    print("RuntimeError: CUDA out of memory (simulated)", file=sys.stderr, flush=True)
+    sys.exit(3)
+now = time.time()
+with open(os.environ["GPUPLANE_METRICS_FILE"], "a") as f:
+    for i in range(1, a.steps + 1):
+        step = {"step": i, "step_time_s": 0.3 if i == 1 else 0.1 + 0.01 * (i % 3), "tokens": 4096,
+                "loss": round(3.0 * 0.85 ** i, 4), "peak_memory_bytes": 10**9, "time": now - (a.steps - i) * 0.1}
+        f.write(json.dumps(step) + "\\n")
+print(f"{a.steps} steps", flush=True)
+"""
 
 
 class Failed(Exception):
@@ -95,6 +127,15 @@ class Api:
         return self.ok("POST", "/v1/auth/token", body={"api_key": key})["access_token"]
 
 
+def short(id_: str) -> str:
+    """The console's short id (app.js `short`): the last 8 hex digits."""
+    return id_.replace("-", "")[-8:]
+
+
+def money(minor: int, currency: str = "USD") -> str:
+    return f"{minor / 100:.2f} {currency}"
+
+
 def previous_month() -> str:
     """`YYYY-MM` of the month before this one (UTC)."""
     now = time.gmtime()
@@ -114,6 +155,16 @@ def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     pool = api.ok("POST", "/v1/admin/pools", op, {"name": "a100-browser", "gpu_model": GPU, "region": "test",
                                                    "price_per_gpu_hour_minor": PRICE_PER_GPU_HOUR_MINOR, "currency": "USD"})  # fmt: skip
     join = api.ok("POST", f"/v1/admin/pools/{pool['id']}/join-tokens", op, {"max_uses": 1})
+    # The training script, where every sandboxed job can read it (the host's /var is in every sandbox, read-only),
+    # and a template that runs it with the plan's layout: a job with a model gets {tp}, {pp} and {dp} filled in.
+    scripts = Path(f"/var/tmp/gpuplane-browser-{os.getpid()}")
+    scripts.mkdir(mode=0o755, exist_ok=True)
+    scripts.chmod(0o755)
+    (scripts / "train.py").write_text(TRAIN_PY)
+    (scripts / "train.py").chmod(0o644)
+    api.ok("POST", "/v1/admin/templates", op, {"name": "train", "description": "The browser test's stand-in run",
+                                               "argv": ["/usr/bin/python3", "{command}", "--tp", "{tp}", "--pp", "{pp}",
+                                                        "--dp", "{dp}"]})  # fmt: skip
     env = dict(os.environ, RUST_LOG="warn")
     with open(work / "agent.out", "wb") as out, open(work / "agent.log", "wb") as err:
         agent = subprocess.Popen(
@@ -132,7 +183,8 @@ def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     nodes = wait_for("the agent's node is ready", 30, ready)
     check("seeded a tenant, a pool and a ready node with 4 simulated GPUs", len(nodes[0]["gpus"]) == GPUS)
     return {"operator_key": operator_key, "admin_key": admin["api_key"], "member_key": member["api_key"],
-            "pool": pool, "node": nodes[0], "tenant": tenant}  # fmt: skip
+            "pool": pool, "node": nodes[0], "tenant": tenant, "script": str(scripts / "train.py"),
+            "scripts": scripts}  # fmt: skip
 
 
 class Console:
@@ -196,8 +248,38 @@ class Console:
         self.d.quit()
 
 
+def advise(c: Console, fields: dict) -> list:
+    """Fill the advice form, submit it, and return the results' rows once the new results are shown."""
+    for key, value in fields.items():
+        box = c.d.find_element(By.ID, f"advice-{key}")
+        box.clear()
+        box.send_keys(value)
+    old = c.d.find_elements(By.CSS_SELECTOR, "#advice-results table")
+    c.d.find_element(By.CSS_SELECTOR, "#advice-form button[type=submit]").click()
+    if old:
+        c.wait(EC.staleness_of(old[0]), 30)
+    c.css("#advice-results table", 30)
+    return c.d.find_elements(By.CSS_SELECTOR, "#advice-results tbody tr")
+
+
+def job_card(c: Console, job_id: str, state: str, secs: float = 60):
+    """Reload the lease page until the job's card shows `state`."""
+
+    def probe():
+        c.d.refresh()
+        card = c.css(f"section[data-job='{job_id}']")
+        return card if card.find_element(By.CSS_SELECTOR, "h3 .state").text == state else None
+
+    return wait_for(f"job {short(job_id)} is {state}", secs, probe, 1.0)
+
+
 def tenant_admin(c: Console, seeded: dict) -> None:
     pool = seeded["pool"]
+    api = Api(c.url)
+    tenant_token = api.token(seeded["admin_key"])
+    c.d.get(c.url + "/#/signin")
+    c.css("#api-key")
+    check("the sign-in page shows no Sign out button", not c.d.find_element(By.ID, "signout").is_displayed())
     c.sign_in(seeded["admin_key"])
     c.wait_text("a100-browser")
     check("tenant admin signs in and sees the pools", "4 / 4" in c.text(), "a100-browser: 4 / 4 free")
@@ -213,9 +295,17 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     check("a state change without X-CSRF-Token is refused", refused["status"] == 403 and body.get("code") == "csrf_failed",
           f"{refused['status']} {body.get('code')}")  # fmt: skip
 
+    # Advice with a sequence length, a batch, and a budget and deadline nothing can meet: every option is marked.
     c.view("#/advice", "What should I rent")
-    c.d.find_element(By.CSS_SELECTOR, "#advice-form button[type=submit]").click()
-    c.css("#advice-results table", 30)
+    rows = advise(c, {"seq": "2048", "batch": "32", "budget": "0.01", "deadline": "0.01"})
+    marks = [r.find_element(By.CSS_SELECTOR, "[data-misses]").get_attribute("data-misses") for r in rows]
+    check("advice marks options over the budget and past the deadline",
+          bool(marks) and all("over budget" in m and "misses deadline" in m for m in marks), str(marks))  # fmt: skip
+    rows = advise(c, {"budget": "1000", "deadline": "100"})
+    marks = [r.find_element(By.CSS_SELECTOR, "[data-misses]").get_attribute("data-misses") for r in rows]
+    check("with room to spare the first option meets the deadline and budget", marks[0] == "", str(marks))
+    summary = c.css("#plan-summary").text
+    check("the advice is planned for the asked batch", "global batch 32" in summary, summary)
     c.shot("advice")
     check("advice ranks the pool for a 7B LoRA fine-tune", "a100-browser" in c.text())
     c.css("button[data-plan='0']").click()
@@ -224,15 +314,24 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     check("the plan viewer charts the memory per GPU", {"weights", "activations"} <= set(parts) and
           "usable" in c.css("#plan-view").text, str(parts))  # fmt: skip
     check("the plan viewer charts the step-time split", "compute" in steps, str(steps))
+    plan_text = c.css("#plan-view").text
+    check("memory is in GB, as the planner's own text says it", " GB" in plan_text and "GiB" not in plan_text,
+          re.search(r"Memory per GPU: .*", plan_text).group(0))  # fmt: skip
     c.d.execute_script("document.getElementById('plan-view').scrollIntoView()")
     c.shot("plan")
     c.d.execute_script("window.scrollTo(0, 0)")
-    c.d.find_element(By.CSS_SELECTOR, f"button[data-pool='{pool['id']}']").click()
+
+    # "Lease this" on the 4-GPU option: the form gets its pool, count and plan.
+    c.d.find_element(By.CSS_SELECTOR, f"button[data-pool='{pool['id']}'][data-gpus='{GPUS}']").click()
     c.css("#lease-form")
     check(
         "one click on an option fills the lease form with its pool",
         Select(c.d.find_element(By.ID, "lease-pool")).first_selected_option.get_attribute("value") == pool["id"],
     )
+    carried = c.css("#lease-plan").text
+    layout = re.search(r"tp (\d+) x pp (\d+) x dp (\d+), micro-batch (\d+), ZeRO (\d+)", carried)
+    check("the lease form carries the option's plan", bool(layout) and "sequence 2048, batch 32" in carried, carried)
+    pins = dict(zip(["tp", "pp", "dp", "micro_batch", "zero_stage"], layout.groups(), strict=True))
     gpus = c.d.find_element(By.ID, "lease-gpus")
     gpus.clear()
     gpus.send_keys("64")
@@ -243,10 +342,17 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     gpus = c.d.find_element(By.ID, "lease-gpus")
     gpus.clear()
     gpus.send_keys(str(GPUS))
+    # Two more leases within the same minute (made and released through the API): UUIDv7 ids made this close
+    # share their first 8 hex digits, so only a short id taken from the random tail tells the three apart.
+    others = []
+    for _ in range(2):
+        other = api.ok("POST", "/v1/leases", tenant_token, {"pool_id": pool["id"], "gpu_count": 1, "duration_hours": 1})
+        api.ok("POST", f"/v1/leases/{other['id']}/release", tenant_token, {})
+        others.append(other["id"])
     c.d.find_element(By.ID, "create-lease").click()
     c.wait(lambda d: "#/lease/" in d.current_url)
     lease_id = c.d.current_url.rsplit("/", 1)[1]
-    c.wait_text("active")
+    c.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main h1").text == f"Lease {short(lease_id)} active")
     check("the lease is created and shown active", "browser-1" in c.text(), lease_id)
 
     # The chart fills as the agent's heartbeats bring samples: reload the page until every GPU has a line.
@@ -259,9 +365,83 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     lines = wait_for("the utilization chart draws the GPUs' samples", 60, chart_has_lines, 1.0)
     check("the lease page charts utilization per GPU", True, f"{len(lines)} GPUs, {min(lines)}+ points each")
     c.shot("lease")
+    memory_ticks = [t.text for t in c.css("svg.chart[aria-label='Memory used chart']").find_elements(By.CSS_SELECTOR, "text[data-tick]")]
+    check("the memory chart is in GB too", all(t.endswith(" GB") for t in memory_ticks) and "MiB" not in c.text(),
+          str(memory_ticks))  # fmt: skip
+    check("the lease page says 4 GPUs", "4 GPUs, pack" in c.text())
+
+    # Start a job from the carried plan: the form holds the plan's model, workload and layout as pins.
+    form_pins = {k: c.css(f"#job-pin-{k}").get_attribute("value") for k in pins}
+    check("the job form starts from the advised plan",
+          form_pins == pins and c.css("#job-model").get_attribute("value") == "llama2-7b"
+          and c.css("#job-seq").get_attribute("value") == "2048" and c.css("#job-batch").get_attribute("value") == "32",
+          f"{form_pins} vs {pins}")  # fmt: skip
+    c.d.execute_script("arguments[0].scrollIntoView()", c.css("#job-form"))
+    c.shot("job-form")
+
+    def start_job(command: str) -> str:
+        before = {s.get_attribute("data-job") for s in c.d.find_elements(By.CSS_SELECTOR, "section[data-job]")}
+        Select(c.css("#job-template")).select_by_value("train")
+        box = c.css("#job-command")
+        box.clear()
+        box.send_keys(command)
+        c.css("#start-job").click()
+        c.wait(lambda d: "started" in d.find_element(By.ID, "flash").text)
+        new = wait_for("the new job is listed", 15, lambda: {
+            s.get_attribute("data-job") for s in c.d.find_elements(By.CSS_SELECTOR, "section[data-job]")} - before)
+        return new.pop()
+
+    job_id = start_job(f"{seeded['script']} --steps {STEPS}")
+    card = job_card(c, job_id, "succeeded")
+    job = api.ok("GET", f"/v1/jobs/{job_id}", tenant_token)
+    ran = {k: str(job["plan"][k]) for k in pins} if job.get("plan") else {}
+    argv = job["nodes"][0]["spec"]["argv"]
+    check("the job ran with the advised plan", ran == pins and argv[argv.index("--tp") + 1] == pins["tp"],
+          f"plan {ran}, argv {argv}")  # fmt: skip
+    check("a job's short id is its own, not its lease's",
+          f"Job {short(job_id)} " in card.text and short(job_id) != short(lease_id)
+          and c.css("main h1").text.startswith(f"Lease {short(lease_id)}"), card.find_element(By.TAG_NAME, "h3").text)  # fmt: skip
+
+    def step_charts():
+        c.d.refresh()
+        c.css(f"section[data-job='{job_id}']")
+        boxes = c.d.find_elements(By.ID, f"steps-{job_id}")  # there once the agent has shipped a step
+        if not boxes:
+            return None
+        box = boxes[0]
+        got = {}
+        for name in ("Loss per step", "Step time"):
+            paths = box.find_elements(By.CSS_SELECTOR, f"svg[aria-label='{name} chart'] path[data-points]")
+            got[name] = int(paths[0].get_attribute("data-points")) if paths else 0
+        return got if all(n == STEPS for n in got.values()) else None
+
+    charts = wait_for("the job's steps are charted", 30, step_charts, 1.0)
+    check("the lease page charts the job's loss and step time per step", True, str(charts))
+    summary = c.css(f"#steps-{job_id} p").text
+    check("the steps summary counts the steps", summary.startswith(f"{STEPS} steps measured"), summary)
+    c.d.execute_script("arguments[0].scrollIntoView()", c.css(f"section[data-job='{job_id}']"))
+    c.shot("job-steps")
+
+    # A job that fails: the reason is in view, and the failed node's output is open.
+    c.d.execute_script("window.scrollTo(0, 0)")
+    failed_id = start_job(f"{seeded['script']} --fail")
+    card = job_card(c, failed_id, "failed")
+    reason = card.find_element(By.CSS_SELECTOR, ".job-reason")
+    output = card.find_element(By.CSS_SELECTOR, "details[open] pre")
+    check("a failed job's reason is in view", reason.is_displayed() and "exit code 3" in reason.text, reason.text)
+    check("and the failed node's output is open", output.is_displayed() and "CUDA out of memory" in output.text,
+          output.text)  # fmt: skip
+    c.d.execute_script("arguments[0].scrollIntoView()", card)
+    c.shot("job-failed")
 
     c.view("#/leases", "Leases")
-    c.wait_text(lease_id[:8])
+    c.wait_text(short(lease_id))
+    links = {a.get_attribute("href").rsplit("/", 1)[1]: a.text for a in c.d.find_elements(By.CSS_SELECTOR, "main a[href^='#/lease/']")}
+    made = [lease_id, *others]
+    shown = [links.get(i) for i in made]
+    check("three leases made within a minute have three different short ids",
+          len(set(shown)) == 3 and shown == [short(i) for i in made],
+          f"shown {shown}; their first 8 digits: {sorted({i[:8] for i in made})}")  # fmt: skip
     c.shot("leases")
     # On a phone: the table turns into labelled rows, nothing overflows sideways.
     c.d.set_window_size(390, 844)
@@ -288,6 +468,17 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     check("billing lists the usage charge", "usage" in c.text() and "Balance" in c.text())
     per_pool = c.css("#spend-per-pool svg").get_attribute("aria-label")
     check("billing charts spend per pool", "a100-browser" in per_pool and "USD" in per_pool, per_pool)
+    # Today's spend is one column that fills most of an axis scaled to it (not a dot on a 0 to 1 axis).
+    chart = c.css("#spend-per-day-chart")
+    bars = chart.find_elements(By.CSS_SELECTOR, "rect[data-day]")
+    ticks = [t.text for t in chart.find_elements(By.CSS_SELECTOR, "text[data-tick]")]
+    today = time.strftime("%Y-%m-%d", time.gmtime())
+    y_axis = chart.find_elements(By.CSS_SELECTOR, "line.axis")[1]
+    plot = float(y_axis.get_attribute("y2")) - float(y_axis.get_attribute("y1"))
+    fill = float(bars[0].get_attribute("height")) / plot if bars else 0
+    check("a one-day spend chart is one column filling its axis",
+          len(bars) == 1 and bars[0].get_attribute("data-day") == today and fill >= 0.4 and len(set(ticks)) == 3,
+          f"{len(bars)} columns, {fill:.0%} of the height, axis {ticks}")  # fmt: skip
     c.shot("billing")
 
 
@@ -305,11 +496,13 @@ def member(c: Console, seeded: dict) -> None:
 
 
 def operator(c: Console, seeded: dict) -> None:
+    api = Api(c.url)
     c.sign_in(seeded["operator_key"])
     card = c.css(f"#fleet [data-pool='{seeded['pool']['id']}']")
     text = card.text.replace("\n", " / ")
     check("the operator sees the fleet at a glance", "4 free, 0 leased, 0 unhealthy of 4 GPUs" in text, text)
     check("the fleet shows the pool's revenue today", "Revenue today:" in text and "today: 0.00" not in text, text)
+    check("one node is '1 node'", "1 node (1 ready)" in text and "1 nodes" not in text, text)
     c.shot("fleet")
     c.view("#/nodes", "Nodes")
     c.css("button[data-action=cordon][data-node=browser-1]").click()
@@ -346,6 +539,32 @@ def operator(c: Console, seeded: dict) -> None:
     box.find_element(By.XPATH, "./ancestor::form").find_element(By.CSS_SELECTOR, "button[type=submit]").click()
     c.wait(lambda d: "quotas saved" in d.find_element(By.ID, "flash").text)
     check("the operator sets a tenant's quota", c.css("input[data-quota=leases]").get_attribute("value") == "3")
+
+    # The tenant's balance, as the tenant's own billing API gives it; a top-up from the console shows in it.
+    tenant_token = api.token(seeded["admin_key"])
+
+    def balance_shown():
+        c.d.refresh()
+        cell = c.css("[data-tenant=browser-ml].balance").text
+        usd = [b for b in api.ok("GET", "/v1/billing/balance", tenant_token) if b["currency"] == "USD"]
+        return (cell, usd[0]["balance_minor"]) if usd and cell == money(usd[0]["balance_minor"]) else None
+
+    before, minor = wait_for("the tenants page shows the tenant's balance", 30, balance_shown, 1.0)
+    check("the operator sees each tenant's balance", True, before)
+    c.css("input[aria-label='Top-up amount for browser-ml']").find_element(By.XPATH, "./ancestor::form").find_element(
+        By.CSS_SELECTOR, "button[type=submit]").click()  # fmt: skip
+    c.wait(lambda d: "topped up" in d.find_element(By.ID, "flash").text)
+    after = c.css("[data-tenant=browser-ml].balance").text
+    check("a top-up shows in the balance", after == money(minor + 10_000), f"{before} -> {after}")
+    c.shot("tenants")
+
+    # Every tenant's active leases, by tenant name.
+    lease = api.ok("POST", "/v1/leases", tenant_token, {"pool_id": seeded["pool"]["id"], "gpu_count": 1, "duration_hours": 1})
+    c.view("#/all-leases", "Active leases")
+    row = c.css("main tbody tr").text
+    check("the operator's lease list names the tenant", "browser-ml" in row and short(lease["id"]) in row
+          and short(seeded["tenant"]["id"]) not in row, row)  # fmt: skip
+    api.ok("POST", f"/v1/leases/{lease['id']}/release", tenant_token, {})
 
     c.view("#/prices", "Prices")
     price = c.css("input[data-price-pool=a100-browser]")
@@ -394,6 +613,7 @@ def main() -> int:
         return 1
     finally:
         c.quit()
+        shutil.rmtree(seeded["scripts"], ignore_errors=True)
     print("browser: all checks passed")
     return 0
 

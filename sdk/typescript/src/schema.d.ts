@@ -638,7 +638,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List tenants, in creation order. */
+        /** List tenants, in creation order, with their quotas and balances. */
         get: operations["list_tenants"];
         put?: never;
         /** Create a tenant. */
@@ -4021,6 +4021,11 @@ export interface components {
             parameters?: components["schemas"]["TemplateParam"][];
         };
         Tenant: {
+            /**
+             * @description The prepaid balance per currency (the sum of the tenant's ledger entries, as `GET /v1/billing/balance`
+             *     gives it), in currency order; empty before the first ledger entry.
+             */
+            balances?: components["schemas"]["Balance"][];
             /** Format: date-time */
             created_at: string;
             /** Format: uuid */

@@ -41,7 +41,23 @@ function show(...nodes) { $("#main").replaceChildren(...nodes.flat().filter((n) 
 let routeSeq = 0;
 function stateTag(st) { return h("span", { class: `state state-${st}` }, st); }
 function money(minor, cur) { return `${(minor / 100).toFixed(2)} ${cur || ""}`.trim(); }
-function short(id) { return String(id).slice(0, 8); }
+// The one short form of an id: its last 8 hex digits. Ids are UUIDv7, whose first 48 bits are the creation time,
+// so ids made within a minute share their head (three leases all showed `01a23372`); the tail is random.
+function short(id) { return String(id).replace(/-/g, "").slice(-8); }
+// The one plural rule: "1 node", "2 nodes".
+function plural(n, one, many) { return `${n} ${n === 1 ? one : many || `${one}s`}`; }
+// The one memory unit: GB (10^9 bytes), as the API's planner writes it ("fits in 23.9 of 78.5 GB per GPU").
+const GB = 1e9;
+function gb(bytes) { return `${(bytes / GB).toFixed(1)} GB`; }
+// A number as an axis shows it: three significant digits, no trailing zeros (0.15, 2.5, 1200).
+function num(v) { return String(Number(v.toPrecision(3))); }
+// The top of an axis for values up to `max`: the next of 1, 2, 2.5, 5 times a power of ten, so small values fill
+// the chart (0.27 on a 0 to 0.3 axis, not a dot at the bottom of 0 to 1).
+function niceMax(max) {
+  if (!(max > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(max));
+  return [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].map((m) => m * p).find((v) => v >= max * 1.0001) || 10 * p;
+}
 function ago(ts) { return ts ? new Date(ts).toISOString().replace("T", " ").slice(0, 16) + " UTC" : "-"; }
 function left(ts) {
   if (!ts) return "-";
@@ -97,20 +113,21 @@ function act(fn, okMsg) {
 
 // ---- charts (inline SVG) -----------------------------------------------------------------------------------
 const COLORS = ["#0b57d0", "#b3261e", "#146c2e", "#8a5300", "#6a1b9a", "#00695c", "#ad1457", "#37474f"];
-// A line chart of series [{label, points:[[t, v]]}], with a y axis from 0 to max.
-function lineChart(title, unit, series, fixedMax, days) {
+// A line chart of series [{label, points:[[x, v]]}], y from 0 to `max` (or a nice number above the data). `x` is
+// "time" (ms, ticks as hh:mm:ss) or "step" (a step number).
+function lineChart(title, series, opts) {
+  const { unit = "", max, x: xKind = "time" } = opts || {};
   const W = 640, H = 200, L = 46, B = 22, T = 8, R = 8;
   const all = series.flatMap((x) => x.points);
   const svg = s("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title} chart` }, s("title", {}, title));
   if (!all.length) { svg.append(s("text", { x: L, y: H / 2 }, "no samples yet")); return svg; }
   const t0 = Math.min(...all.map((p) => p[0])), t1 = Math.max(...all.map((p) => p[0]));
-  const ymax = fixedMax || Math.max(1, ...all.map((p) => p[1])) * 1.1;
+  const ymax = max || niceMax(Math.max(...all.map((p) => p[1])));
   const x = (t) => L + (t1 === t0 ? 0.5 : (t - t0) / (t1 - t0)) * (W - L - R);
   const y = (v) => H - B - (v / ymax) * (H - B - T);
   svg.append(s("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }), s("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
-  const axis = (v) => (ymax < 10 ? v.toFixed(2) : String(Math.round(v)));
-  for (const f of [0, 0.5, 1]) svg.append(s("text", { x: 2, y: y(ymax * f) + 4 }, `${axis(ymax * f)}${unit}`));
-  const tick = (t) => (days ? new Date(t).toISOString().slice(0, 10) : new Date(t).toISOString().slice(11, 19));
+  for (const f of [0, 0.5, 1]) svg.append(s("text", { x: 2, y: y(ymax * f) + 4, "data-tick": f }, `${num(ymax * f)}${unit}`));
+  const tick = (t) => (xKind === "step" ? `step ${t}` : new Date(t).toISOString().slice(11, 19));
   svg.append(s("text", { x: L, y: H - 6 }, tick(t0)), s("text", { x: W - R - 70, y: H - 6 }, tick(t1)));
   series.forEach((ser, i) => {
     const d = ser.points.map((p, j) => `${j ? "L" : "M"}${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join("");
@@ -118,6 +135,30 @@ function lineChart(title, unit, series, fixedMax, days) {
     svg.append(s("path", { d, fill: "none", stroke: color, "stroke-width": 2, "data-points": ser.points.length }, s("title", {}, ser.label)));
     if (ser.points.length < 3) for (const p of ser.points) svg.append(s("circle", { cx: x(p[0]), cy: y(p[1]), r: 3, fill: color }));
   });
+  return svg;
+}
+// One column per day from the first day with a value to the last (a day without one shows as a gap), y from 0 to a
+// nice number above the largest: a single day is one column that fills most of the height.
+function dayChart(id, title, days, fmt, unit) {
+  const W = 640, H = 200, L = 46, B = 22, T = 20, R = 8, DAY = 86400 * 1000;
+  const label = `${title}${unit ? ` (${unit})` : ""}`;
+  const svg = s("svg", { id, class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${label}: ${days.map(([d, v]) => `${d} ${fmt(v)}`).join(", ") || "none"}` }, s("title", {}, label));
+  if (!days.length) { svg.append(s("text", { x: L, y: H / 2 }, "nothing yet")); return svg; }
+  const first = Date.parse(days[0][0]), count = Math.min(400, Math.round((Date.parse(days[days.length - 1][0]) - first) / DAY) + 1);
+  const value = Object.fromEntries(days), ymax = niceMax(Math.max(...days.map((d) => d[1])));
+  const slot = (W - L - R) / count, width = Math.min(48, Math.max(1, slot * 0.7));
+  const y = (v) => H - B - (v / ymax) * (H - B - T);
+  svg.append(s("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }), s("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
+  for (const f of [0, 0.5, 1]) svg.append(s("text", { x: 2, y: y(ymax * f) + 4, "data-tick": f }, num(ymax * f)));
+  // A week or less: each day's date under its column and its amount on top; longer: the first and last date.
+  const few = count <= 7;
+  for (let i = 0; i < count; i++) {
+    const day = new Date(first + i * DAY).toISOString().slice(0, 10), v = value[day] || 0, mid = L + (i + 0.5) * slot;
+    if (v > 0) svg.append(s("rect", { x: mid - width / 2, y: y(v), width, height: H - B - y(v), fill: COLORS[0], "data-day": day, "data-value": v }, s("title", {}, `${day}: ${fmt(v)}`)));
+    if (few) svg.append(s("text", { x: mid, y: H - 6, "text-anchor": "middle" }, day));
+    if (few && v > 0) svg.append(s("text", { x: mid, y: y(v) - 4, "text-anchor": "middle" }, fmt(v)));
+  }
+  if (!few) svg.append(s("text", { x: L, y: H - 6 }, days[0][0]), s("text", { x: W - R - 70, y: H - 6 }, days[days.length - 1][0]));
   return svg;
 }
 function legend(series) {
@@ -163,7 +204,10 @@ function partsChart(id, title, parts, limit, fmt) {
     s("svg", { width: 10, height: 10, "aria-hidden": "true" }, s("rect", { width: 10, height: 10, fill: COLORS[i % COLORS.length] })), ` ${p.label} ${fmt(p.value)}`)),
   limit ? h("span", {}, `| limit ${fmt(limit)}`) : null)];
 }
-const gib = (b) => `${(b / 2 ** 30).toFixed(1)} GiB`;
+// A plan's layout in one line (the advice table, the plan viewer, the lease form and each job say it alike).
+function layout(plan) {
+  return `tp ${plan.tp} x pp ${plan.pp} x dp ${plan.dp}, micro-batch ${plan.micro_batch}, ZeRO ${plan.zero_stage}${plan.global_batch ? `, global batch ${plan.global_batch}` : ""}`;
+}
 // The plan viewer: memory per GPU against the GPU's usable memory, and where a step's time goes.
 function planView(plan, heading) {
   const m = plan.memory;
@@ -174,8 +218,8 @@ function planView(plan, heading) {
   const secs = (f) => `${(f * plan.step_time_s).toFixed(3)} s (${(f * 100).toFixed(0)} %)`;
   return h("section", { class: "plan", id: "plan-view", "aria-label": heading },
     h("h2", {}, heading),
-    h("p", {}, `tp ${plan.tp} x pp ${plan.pp} x dp ${plan.dp}, micro-batch ${plan.micro_batch}, ZeRO ${plan.zero_stage}; ${Math.round(plan.tokens_per_s)} tokens/s, MFU ${(plan.mfu * 100).toFixed(0)} %`),
-    h("h3", {}, `Memory per GPU: ${gib(m.total)} of ${gib(m.usable)} usable`), partsChart("plan-memory", "Memory per GPU", mem, m.usable, gib),
+    h("p", { id: "plan-summary" }, `${layout(plan)}; ${Math.round(plan.tokens_per_s)} tokens/s, MFU ${(plan.mfu * 100).toFixed(0)} %`),
+    h("h3", {}, `Memory per GPU: ${gb(m.total)} of ${gb(m.usable)} usable`), partsChart("plan-memory", "Memory per GPU", mem, m.usable, gb),
     h("h3", {}, `Step time: ${plan.step_time_s.toFixed(3)} s`), partsChart("plan-step", "Step time split", step, 0, secs),
     h("p", { class: "muted" }, plan.explanation), (plan.notes || []).length ? h("ul", {}, plan.notes.map((n) => h("li", {}, n))) : null);
 }
@@ -183,7 +227,7 @@ function planView(plan, heading) {
 function heatmap(tele) {
   const W = 640, L = 60, row = 16, gpus = tele.gpus;
   const from = Date.parse(tele.from), to = Date.parse(tele.to), cols = Math.max(1, Math.ceil((to - from) / 1000 / tele.step_s)), cw = (W - L) / cols;
-  const svg = s("svg", { id: "heatmap", class: "chart", viewBox: `0 0 ${W} ${gpus.length * row + 20}`, role: "img", "aria-label": `GPU utilization heatmap, ${gpus.length} GPUs, ${ago(tele.from)} to ${ago(tele.to)}` }, s("title", {}, "GPU utilization per GPU"));
+  const svg = s("svg", { id: "heatmap", class: "chart", viewBox: `0 0 ${W} ${gpus.length * row + 20}`, role: "img", "aria-label": `GPU utilization heatmap, ${plural(gpus.length, "GPU")}, ${ago(tele.from)} to ${ago(tele.to)}` }, s("title", {}, "GPU utilization per GPU"));
   gpus.forEach((g, i) => {
     svg.append(s("text", { x: 2, y: i * row + 12 }, `GPU ${g.index}`));
     for (const p of g.points) {
@@ -223,18 +267,36 @@ async function loadPools() {
   poolsById = Object.fromEntries(pools.map((p) => [p.id, p]));
   return pools;
 }
+// A plan carried from the advice to a lease and on to its first job: the model and workload asked about and the
+// chosen plan's layout as pins. Kept in the tab (sessionStorage) under the lease's id once the lease exists.
+function carriedPlan(query, plan) {
+  const pins = { tp: plan.tp, pp: plan.pp, dp: plan.dp, micro_batch: plan.micro_batch, zero_stage: plan.zero_stage };
+  return { model: query.model, workload: query.workload, pins, layout: layout(plan) };
+}
+function describeCarried(c) {
+  const w = c.workload || {};
+  return `${c.model.preset} ${w.kind}${w.seq_len ? `, sequence ${w.seq_len}` : ""}${w.global_batch ? `, batch ${w.global_batch}` : ""}; ${c.layout}`;
+}
+function rememberPlan(leaseId, carried) { try { sessionStorage.setItem(`gp-plan-${leaseId}`, JSON.stringify(carried)); } catch { /* storage off: the job form starts empty */ } }
+function recalledPlan(leaseId) { try { return JSON.parse(sessionStorage.getItem(`gp-plan-${leaseId}`) || "null"); } catch { return null; } }
+const idempotencyKey = () => ({ "Idempotency-Key": `console-${Date.now()}-${Math.random().toString(36).slice(2)}` });
+// A link to a lease or job by its short id, the full id on hover.
+function idLink(href, id) { return h("a", { href, title: id, class: "id" }, short(id)); }
+
 function leaseForm(pools, preset) {
-  const pool = h("select", { id: "lease-pool", name: "pool_id" }, pools.map((p) => h("option", { value: p.id, selected: preset && preset.pool_id === p.id }, `${p.name} (${p.gpu_model.key}, ${p.free_gpus} free)`)));
-  const gpus = h("input", { id: "lease-gpus", name: "gpu_count", type: "number", min: 1, max: 4096, value: (preset && preset.gpu_count) || 1, required: true });
+  preset = preset || {};
+  const pool = h("select", { id: "lease-pool", name: "pool_id" }, pools.map((p) => h("option", { value: p.id, selected: preset.pool_id === p.id }, `${p.name} (${p.gpu_model.key}, ${p.free_gpus} free)`)));
+  const gpus = h("input", { id: "lease-gpus", name: "gpu_count", type: "number", min: 1, max: 4096, value: preset.gpu_count || 1, required: true });
   const placement = h("select", { id: "lease-placement", name: "placement" }, ["pack", "single_node", "spread"].map((p) => h("option", { value: p }, p)));
-  const hours = h("input", { id: "lease-hours", name: "duration_hours", type: "number", min: 1, max: 8760, value: (preset && preset.hours) || 1, required: true });
+  const hours = h("input", { id: "lease-hours", name: "duration_hours", type: "number", min: 1, max: 8760, value: preset.hours || 1, required: true });
   return h("form", { class: "inline", id: "lease-form", "aria-label": "Create a lease", onsubmit: act(async () => {
-    const lease = await api("POST", "/v1/leases", { pool_id: pool.value, gpu_count: Number(gpus.value), placement: placement.value, duration_hours: Number(hours.value) },
-      { "Idempotency-Key": `console-${Date.now()}-${Math.random().toString(36).slice(2)}` });
+    const lease = await api("POST", "/v1/leases", { pool_id: pool.value, gpu_count: Number(gpus.value), placement: placement.value, duration_hours: Number(hours.value) }, idempotencyKey());
+    if (preset.plan) rememberPlan(lease.id, preset.plan);
     location.hash = `#/lease/${lease.id}`;
   }, "Lease created") },
     field("Pool", pool), field("GPUs", gpus), field("Placement", placement), field("Hours", hours),
-    h("button", { type: "submit", id: "create-lease" }, "Create lease"));
+    h("button", { type: "submit", id: "create-lease" }, "Create lease"),
+    preset.plan ? h("p", { id: "lease-plan", class: "carried" }, `With the plan: ${describeCarried(preset.plan)}. Once the lease is active, its page starts a job with it.`) : null);
 }
 async function viewPools() {
   const pools = await loadPools();
@@ -254,7 +316,7 @@ async function viewLeases() {
   return [h("h1", {}, "Leases"),
     page.items.length ? table(["Lease", "State", "Pool", "GPUs", "Nodes", "Time left", "Charged so far"], page.items.map((l) => {
       const p = poolsById[l.pool_id];
-      return [h("a", { href: `#/lease/${l.id}` }, short(l.id)), stateTag(l.state), p ? p.name : short(l.pool_id), String(l.gpu_count),
+      return [idLink(`#/lease/${l.id}`, l.id), stateTag(l.state), p ? p.name : short(l.pool_id), String(l.gpu_count),
         [...new Set(l.gpus.map((g) => g.hostname))].join(", ") || "-", l.state === "active" ? left(l.ends_at) : "-", money(cost[l.id] || 0, p && p.currency)];
     })) : h("p", {}, "No leases yet. ", h("a", { href: "#/pools" }, "Rent GPUs"), " or ", h("a", { href: "#/advice" }, "ask what to rent"), ".")];
 }
@@ -265,34 +327,74 @@ async function viewLease(id) {
   const from = Math.max(Date.parse(lease.starts_at || lease.created_at), to - 3600 * 1000);
   const step = Math.max(1, Math.ceil((to - from) / 1000 / 120));
   const range = `from=${encodeURIComponent(new Date(from).toISOString())}&to=${encodeURIComponent(new Date(to).toISOString())}&step_s=${step}`;
-  const [tele, insights, cost, jobs] = await Promise.all([
+  const startsJobs = isAdmin() && lease.state === "active";
+  const [tele, insights, cost, jobs, templates] = await Promise.all([
     api("GET", `/v1/leases/${id}/telemetry?${range}`).catch(() => ({ gpus: [] })),
-    api("GET", `/v1/leases/${id}/insights`).catch(() => ({ insights: [] })), ledgerByLease(), api("GET", `/v1/leases/${id}/jobs`).catch(() => ({ items: [] }))]);
-  const series = (metric) => tele.gpus.map((g) => ({ label: `${g.hostname} GPU ${g.index}`, points: g.points.map((p) => [Date.parse(p.t), p[metric]]) }));
+    api("GET", `/v1/leases/${id}/insights`).catch(() => ({ insights: [] })), ledgerByLease(), api("GET", `/v1/leases/${id}/jobs`).catch(() => ({ items: [] })),
+    startsJobs ? api("GET", "/v1/templates").catch(() => []) : []]);
+  const series = (metric, scale) => tele.gpus.map((g) => ({ label: `${g.hostname} GPU ${g.index}`, points: g.points.map((p) => [Date.parse(p.t), scale ? scale(p[metric]) : p[metric]]) }));
   const live = ["active", "queued"].includes(lease.state);
   const hours = h("input", { id: "extend-hours", type: "number", min: 1, max: 8760, value: 1 });
   return [h("h1", {}, `Lease ${short(lease.id)} `, stateTag(lease.state)),
-    h("p", {}, `${lease.gpu_count} GPUs, ${lease.placement}; ends ${ago(lease.ends_at)} (${live ? left(lease.ends_at) + " left" : lease.end_reason || "ended"}); charged so far `,
+    h("p", {}, `${plural(lease.gpu_count, "GPU")}, ${lease.placement}; ends ${ago(lease.ends_at)} (${live ? left(lease.ends_at) + " left" : lease.end_reason || "ended"}); charged so far `,
       h("strong", { id: "lease-charge" }, money(cost[lease.id] || 0, "USD"))),
     isAdmin() && live ? h("form", { class: "inline", "aria-label": "Lease actions", onsubmit: act(() => api("POST", `/v1/leases/${id}/extend`, { hours: Number(hours.value) }), "Lease extended") },
       field("Extend by hours", hours), h("button", { type: "submit", class: "secondary" }, "Extend"),
       h("button", { type: "button", id: "release-lease", class: "danger", onclick: act(() => api("POST", `/v1/leases/${id}/release`), "Lease released") }, "Release")) : null,
-    h("h2", {}, "GPU utilization"), lineChart("GPU utilization", "%", series("gpu_util"), 100), legend(series("gpu_util")),
-    h("h2", {}, "Memory used"), lineChart("Memory used", " MiB", series("fb_used_mib")),
-    h("h2", {}, "Power"), lineChart("Power", " W", series("power_w")),
+    h("h2", {}, "GPU utilization"), lineChart("GPU utilization", series("gpu_util"), { unit: "%", max: 100 }), legend(series("gpu_util")),
+    h("h2", {}, "Memory used"), lineChart("Memory used", series("fb_used_mib", (mib) => (mib * 2 ** 20) / GB), { unit: " GB" }),
+    h("h2", {}, "Power"), lineChart("Power", series("power_w"), { unit: " W" }),
     h("h2", {}, "Insights"), insights.insights.length ? h("ul", {}, insights.insights.map((i) => h("li", {}, h("strong", {}, i.message), " ", i.suggestion))) : h("p", { class: "muted" }, "No findings."),
     h("h2", {}, "GPUs"), table(["Node", "GPU", "UUID"], lease.gpus.map((g) => [g.hostname, String(g.index), g.uuid])),
-    h("h2", {}, "Jobs"), jobsTable(jobs.items)];
+    h("h2", {}, "Jobs"), startsJobs ? jobForm(lease, templates, recalledPlan(lease.id)) : null, jobsTable(jobs.items)];
 }
+// Start a job on an active lease (`POST /v1/leases/{id}/jobs`): a template, the program, and optionally a model
+// with its workload and pins for the planner; a plan carried from the advice fills them in.
+function jobForm(lease, templates, carried) {
+  const c = carried || {}, w = c.workload || {}, pins = c.pins || {};
+  const template = h("select", { id: "job-template" }, h("option", { value: "auto" }, "auto (the planner picks)"),
+    templates.map((t) => h("option", { value: t.name }, t.builtin ? t.name : `${t.name} (v${t.version})`)));
+  const command = h("input", { id: "job-command", placeholder: "train.py --epochs 3", size: 28, "aria-describedby": "job-help" });
+  const model = h("input", { id: "job-model", placeholder: "llama2-7b", value: (c.model && c.model.preset) || "" });
+  const kind = h("select", { id: "job-kind" }, ["lora", "train", "inference"].map((k) => h("option", { value: k, selected: w.kind === k }, k)));
+  const seq = h("input", { id: "job-seq", type: "number", min: 1, placeholder: "4096", value: w.seq_len || "" });
+  const batch = h("input", { id: "job-batch", type: "number", min: 1, placeholder: "512", value: w.global_batch || "" });
+  const pin = (key) => h("input", { id: `job-pin-${key}`, "data-pin": key, type: "number", min: key === "zero_stage" ? 0 : 1, max: key === "zero_stage" ? 3 : 4096, value: pins[key] ?? "" });
+  const pinInputs = ["tp", "pp", "dp", "micro_batch", "zero_stage"].map((k) => [k, pin(k)]);
+  const optional = (input) => (input.value === "" ? undefined : Number(input.value));
+  return h("form", { class: "inline", id: "job-form", "aria-label": "Start a job", onsubmit: act(async () => {
+    const body = { template: template.value, command: command.value.trim().split(/\s+/).filter(Boolean) };
+    if (model.value.trim()) {
+      body.model = { preset: model.value.trim() };
+      body.workload = { kind: kind.value, seq_len: optional(seq), global_batch: kind.value === "inference" ? undefined : optional(batch) };
+      body.pins = Object.fromEntries(pinInputs.filter(([, i]) => i.value !== "").map(([k, i]) => [k, Number(i.value)]));
+    }
+    const job = await api("POST", `/v1/leases/${lease.id}/jobs`, body);
+    flash(`Job ${short(job.id)} started`, true);
+  }) },
+    h("h3", { class: "form-title" }, "Start a job"),
+    carried ? h("p", { id: "job-plan", class: "carried" }, `The plan from the advice: ${describeCarried(carried)}.`) : null,
+    field("Template", template), field("Command (split at spaces)", command),
+    field("Model preset (empty: no plan)", model), field("Workload", kind), field("Sequence length", seq), field("Global batch", batch),
+    pinInputs.map(([k, i]) => field(`Pin ${k.replace("_", " ")}`, i)),
+    h("p", { id: "job-help", class: "muted" }, "With a model the planner plans the job for this lease's GPUs; pins fix its layout (empty: the planner chooses)."),
+    h("button", { type: "submit", id: "start-job" }, "Start job"));
+}
+const JOB_ENDED = ["succeeded", "failed", "cancelled"];
 function jobsTable(jobs) {
   if (!jobs.length) return h("p", { class: "muted" }, "No jobs on this lease.");
-  return h("div", {}, jobs.map((j) => h("section", { class: "card" },
-    h("h3", {}, `Job ${short(j.id)} (${j.template}) `, stateTag(j.state)),
-    isAdmin() && !["succeeded", "failed", "cancelled"].includes(j.state) && !j.cancel_requested
+  const exit = (code) => (code === null || code === undefined ? "-" : String(code));
+  return h("div", {}, jobs.map((j) => h("section", { class: "card job", id: `job-${j.id}`, "data-job": j.id },
+    h("h3", {}, `Job ${short(j.id)} (${j.template}${j.template_version ? ` v${j.template_version}` : ""}) `, stateTag(j.state)),
+    // Why it failed or was cancelled, in view: not folded into the output below.
+    j.reason ? h("p", { class: `job-reason state-${j.state}` }, h("strong", {}, j.state === "failed" ? "Failed: " : "Stopped: "), j.reason) : null,
+    j.plan ? h("p", { class: "muted job-layout" }, `Plan: ${layout(j.plan)}`) : null,
+    isAdmin() && !JOB_ENDED.includes(j.state) && !j.cancel_requested
       ? h("button", { type: "button", class: "danger", onclick: act(() => api("POST", `/v1/jobs/${j.id}/cancel`), "Cancel requested") }, "Cancel job") : null,
-    table(["Node", "Rank", "State", "Exit"], j.nodes.map((n) => [n.hostname, String(n.node_rank), stateTag(n.state), n.exit_code === null || n.exit_code === undefined ? "-" : String(n.exit_code)])),
+    table(["Node", "Rank", "State", "Exit", "Reason"], j.nodes.map((n) => [n.hostname, String(n.node_rank), stateTag(n.state), exit(n.exit_code), n.reason || "-"])),
     stepsView(j),
-    j.nodes.map((n) => h("details", {}, h("summary", {}, `Output of ${n.hostname}`), h("pre", {}, (n.output_tail || []).join("\n") || "(no output yet)"))))));
+    // A failed node's output is open: its last lines usually say why.
+    j.nodes.map((n) => h("details", { open: n.state === "failed" }, h("summary", {}, `Output of ${n.hostname}`), h("pre", {}, (n.output_tail || []).join("\n") || "(no output yet)"))))));
 }
 // The steps the gpuplane runtime measured, against the plan: a summary line, then loss and step time per step.
 function stepsView(j) {
@@ -300,47 +402,67 @@ function stepsView(j) {
   if (!m) return null;
   const vs = m.step_time_vs_plan ? ` (${m.step_time_vs_plan.toFixed(2)}x the plan's ${m.predicted_step_time_s.toFixed(4)} s)` : "";
   const box = h("div", { class: "job-steps", id: `steps-${j.id}` },
-    h("p", {}, `${m.steps} steps measured: median step ${m.median_step_time_s.toFixed(3)} s${vs}, ${Math.round(m.tokens_per_s)} tokens/s, loss ${m.first_loss.toFixed(3)} to ${m.last_loss.toFixed(3)}`));
+    h("p", {}, `${plural(m.steps, "step")} measured: median step ${m.median_step_time_s.toFixed(3)} s${vs}, ${Math.round(m.tokens_per_s)} tokens/s, loss ${m.first_loss.toFixed(3)} to ${m.last_loss.toFixed(3)}`));
   api("GET", `/v1/jobs/${j.id}/steps?limit=5000`).then((page) => {
-    const points = (key) => page.steps.map((x) => [Date.parse(x.at), x[key]]);
-    box.append(lineChart("Loss per step", "", [{ label: "loss", points: points("loss") }]),
-      lineChart("Step time", " s", [{ label: "step time", points: points("step_time_s") }]));
+    const points = (key) => page.steps.map((x) => [x.step, x[key]]);
+    box.append(h("h4", {}, "Loss per step"), lineChart("Loss per step", [{ label: "loss", points: points("loss") }], { x: "step" }),
+      h("h4", {}, "Step time"), lineChart("Step time", [{ label: "step time", points: points("step_time_s") }], { unit: " s", x: "step" }));
   }).catch(() => box.append(h("p", { class: "muted" }, "Steps could not be loaded.")));
   return box;
 }
 async function viewAdvice() {
   const pools = await loadPools();
+  const currencies = [...new Set(pools.map((p) => p.currency))];
   const model = h("input", { id: "advice-model", name: "preset", value: "llama2-7b", required: true });
   const kind = h("select", { id: "advice-kind", name: "kind" }, ["lora", "train", "inference"].map((k) => h("option", { value: k }, k)));
   const tokens = h("input", { id: "advice-tokens", type: "number", min: 1, value: 100000000 });
+  const seq = h("input", { id: "advice-seq", type: "number", min: 1, max: 1048576, placeholder: "4096" });
+  const batch = h("input", { id: "advice-batch", type: "number", min: 1, max: 1048576, placeholder: "512" });
+  const budget = h("input", { id: "advice-budget", type: "number", min: 0.01, step: "0.01", placeholder: "no limit" });
+  const deadline = h("input", { id: "advice-deadline", type: "number", min: 0.01, step: "0.01", placeholder: "no limit" });
   const out = h("div", { id: "advice-results" });
   const planOut = h("div", { id: "plan-out" });
+  const optional = (input, scale) => (input.value === "" ? undefined : Math.round(Number(input.value) * (scale || 1)));
+  const poolName = (id) => (poolsById[id] || {}).name || short(id);
+  // What an option misses of the asked deadline, budget and load (nothing: "meets all").
+  const misses = (o) => [o.meets_budget ? null : "over budget", o.meets_deadline ? null : "misses deadline", o.meets_load ? null : "misses load"].filter(Boolean);
   return [h("h1", {}, "What should I rent?"),
     h("form", { class: "inline", id: "advice-form", "aria-label": "Advice", onsubmit: async (ev) => {
       ev.preventDefault(); flash(""); out.replaceChildren(h("p", {}, "Planning..."));
       try {
-        const workload = { kind: kind.value };
-        const target = kind.value === "inference" ? { serving_tokens_per_s: 1000 } : { training_tokens: Number(tokens.value) };
-        const r = await api("POST", "/v1/advice", { model: { preset: model.value.trim() }, workload, target });
-        const showPlan = (o, i) => planOut.replaceChildren(planView(o.plan, `Plan of option ${i + 1}: ${(poolsById[o.pool_id] || {}).name || short(o.pool_id)}, ${o.gpu_count} x ${o.gpu_key}`));
-        out.replaceChildren(...[r.options.length ? table(["#", "Pool", "GPUs", "Layout", "Hours", "Cost", "", "", ""], r.options.map((o, i) => [
-          String(i + 1), (poolsById[o.pool_id] || {}).name || short(o.pool_id), `${o.gpu_count} x ${o.gpu_key}`, `tp ${o.plan.tp} pp ${o.plan.pp} dp ${o.plan.dp}`,
-          o.hours.toFixed(2), money(o.cost_minor, o.currency), [o.cheapest ? "cheapest " : "", o.fastest ? "fastest" : ""].join(""),
+        const training = kind.value !== "inference";
+        const workload = { kind: kind.value, seq_len: optional(seq), global_batch: training ? optional(batch) : undefined };
+        const target = training ? { training_tokens: Number(tokens.value) } : { serving_tokens_per_s: 1000 };
+        const query = { model: { preset: model.value.trim() }, workload };
+        const r = await api("POST", "/v1/advice", { ...query, target, budget_minor: optional(budget, 100), deadline_hours: deadline.value === "" ? undefined : Number(deadline.value) });
+        const showPlan = (o, i) => planOut.replaceChildren(planView(o.plan, `Plan of option ${i + 1}: ${poolName(o.pool_id)}, ${o.gpu_count} x ${o.gpu_key}`));
+        const leaseThis = (o) => show(h("h1", {}, "Lease this option"),
+          leaseForm(pools, { pool_id: o.pool_id, gpu_count: o.gpu_count, hours: Math.max(1, Math.ceil(o.hours)), plan: carriedPlan(query, o.plan) }),
+          planView(o.plan, `The plan: ${poolName(o.pool_id)}, ${o.gpu_count} x ${o.gpu_key}`));
+        out.replaceChildren(...[r.options.length ? table(["#", "Pool", "GPUs", "Layout", "Hours", "Cost", "Deadline, budget", "", "", ""], r.options.map((o, i) => [
+          String(i + 1), poolName(o.pool_id), `${o.gpu_count} x ${o.gpu_key}`, `tp ${o.plan.tp} pp ${o.plan.pp} dp ${o.plan.dp}`,
+          o.hours.toFixed(2), money(o.cost_minor, o.currency),
+          h("span", { class: misses(o).length ? "misses" : "meets", "data-misses": misses(o).join(",") }, misses(o).join(", ") || "meets all"),
+          [o.cheapest ? "cheapest " : "", o.fastest ? "fastest" : ""].join(""),
           h("button", { type: "button", class: "secondary", "data-plan": i, onclick: () => showPlan(o, i) }, "Plan"),
-          isAdmin() ? h("button", { type: "button", class: "secondary", "data-pool": o.pool_id, onclick: () => show(h("h1", {}, "Lease this option"), leaseForm(pools, { pool_id: o.pool_id, gpu_count: o.gpu_count, hours: Math.max(1, Math.ceil(o.hours)) })) }, "Lease this") : ""]))
+          isAdmin() ? h("button", { type: "button", class: "secondary", "data-pool": o.pool_id, "data-gpus": o.gpu_count, onclick: () => leaseThis(o) }, "Lease this") : ""]))
           : h("p", {}, "No pool can run this."),
-        r.options.length ? h("p", { class: "muted", id: "advice-frontier" }, `The cost/time frontier: nothing left out is both cheaper and faster than an option shown; costs within ${r.cost_tie_bps / 100}% count as equal and the faster is shown.`) : null,
-        r.skipped.length ? h("p", { class: "muted" }, "Skipped: " + r.skipped.map((x) => `${(poolsById[x.pool_id] || {}).name || x.pool_id}: ${x.reason}`).join("; ")) : null].filter(Boolean));
+        r.options.length ? h("p", { class: "muted", id: "advice-frontier" }, `The cost/time frontier: nothing left out is both cheaper and faster than an option shown; costs within ${r.cost_tie_bps / 100}% count as equal and the faster is shown. Options meeting the deadline and budget come first.`) : null,
+        r.skipped.length ? h("p", { class: "muted" }, "Skipped: " + r.skipped.map((x) => `${poolName(x.pool_id)}: ${x.reason}`).join("; ")) : null].filter(Boolean));
         if (r.options.length) showPlan(r.options[0], 0); else planOut.replaceChildren();
       } catch (e) { out.replaceChildren(); flash(e instanceof Problem ? e.words() : String(e)); }
-    } }, field("Model preset", model), field("Workload", kind), field("Training tokens", tokens), h("button", { type: "submit" }, "Get advice")),
+    } }, field("Model preset", model), field("Workload", kind), field("Training tokens", tokens),
+      field("Sequence length", seq), field("Global batch (sequences)", batch),
+      field(`Budget (${currencies.length === 1 ? currencies[0] : "the pool's currency"})`, budget), field("Deadline (hours)", deadline),
+      h("button", { type: "submit" }, "Get advice")),
     out, planOut];
 }
 async function viewBilling() {
   const [bal, inv, ledger] = await Promise.all([api("GET", "/v1/billing/balance"), api("GET", "/v1/billing/invoices"), api("GET", "/v1/billing/ledger?limit=200")]);
   const byDay = {};
-  for (const e of ledger.items) if (e.kind === "usage") { const d = e.period_at.slice(0, 10); byDay[d] = (byDay[d] || 0) - e.amount_minor; }
-  const days = Object.keys(byDay).sort();
+  let currency = "";
+  for (const e of ledger.items) if (e.kind === "usage") { const d = e.period_at.slice(0, 10); byDay[d] = (byDay[d] || 0) - e.amount_minor; currency = e.currency; }
+  const days = Object.keys(byDay).sort().map((d) => [d, byDay[d] / 100]);
   const since = new Date(Date.now() - 30 * 86400 * 1000).toISOString();
   const usage = await api("GET", `/v1/billing/usage/export?format=jsonl&from=${encodeURIComponent(since)}`).catch(() => "");
   const perPool = {};
@@ -353,10 +475,10 @@ async function viewBilling() {
   const pools = Object.values(perPool).sort((a, b) => b.value - a.value);
   return [h("h1", {}, "Billing"),
     h("div", { class: "cards" }, bal.map((b) => h("div", { class: "card" }, h("h3", {}, "Balance"), h("strong", { id: `balance-${b.currency}` }, money(b.balance_minor, b.currency))))),
-    h("h2", {}, "Spend per day"), lineChart("Spend per day", "", [{ label: "spend", points: days.map((d) => [Date.parse(d), byDay[d] / 100]) }], null, true),
+    h("h2", {}, "Spend per day"), h("div", { id: "spend-per-day" }, dayChart("spend-per-day-chart", "Spend per day", days, (v) => money(Math.round(v * 100), currency), currency)),
     h("h2", {}, "Spend per pool, last 30 days"), pools.length ? h("div", { id: "spend-per-pool" }, barChart("Spend per pool", pools.map((p) => ({ label: p.label, value: p.value, text: money(p.value, p.currency) }))))
       : h("p", { class: "muted", id: "spend-per-pool" }, "No usage in the last 30 days."),
-    h("h2", {}, "Ledger"), table(["When", "Kind", "Amount", "Lease"], ledger.items.slice(0, 50).map((e) => [ago(e.created_at), e.kind, money(e.amount_minor, e.currency), e.lease_id ? h("a", { href: `#/lease/${e.lease_id}` }, short(e.lease_id)) : "-"])),
+    h("h2", {}, "Ledger"), table(["When", "Kind", "Amount", "Lease"], ledger.items.slice(0, 50).map((e) => [ago(e.created_at), e.kind, money(e.amount_minor, e.currency), e.lease_id ? idLink(`#/lease/${e.lease_id}`, e.lease_id) : "-"])),
     h("h2", {}, "Invoices"), inv.length ? table(["Month", "State", "Usage", "Credits", "Total"], inv.map((i) => [i.month, i.state, money(i.usage_minor, i.currency), money(i.credits_minor, i.currency), money(i.total_minor, i.currency)])) : h("p", { class: "muted" }, "No invoices yet."),
     h("p", {}, h("a", { class: "button", href: "/v1/billing/usage/export?format=csv", download: "usage.csv" }, "Download usage (CSV)"))];
 }
@@ -407,8 +529,8 @@ async function viewFleet() {
     return h("section", { class: "card", "data-pool": p.id },
       h("h3", {}, `${p.name} (${p.gpu_model.key})`),
       stackBar(`${p.name} GPUs`, [{ label: "leased", value: leased, color: "#0b57d0" }, { label: "free", value: free, color: "#8bc34a" }, { label: "unhealthy", value: unhealthy, color: "#b3261e" }]),
-      h("p", {}, `${free} free, ${leased} leased, ${unhealthy} unhealthy of ${p.total_gpus} GPUs`),
-      h("p", {}, `${c.nodes} nodes (${c.nodes_ready} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`),
+      h("p", {}, `${free} free, ${leased} leased, ${unhealthy} unhealthy of ${plural(p.total_gpus, "GPU")}`),
+      h("p", {}, `${plural(c.nodes, "node")} (${c.nodes_ready} ready); utilization ${u === null || u === undefined ? "-" : u.toFixed(0) + " %"}`),
       h("p", {}, `Revenue today: ${money((earned[p.id] || {}).amount_minor || 0, (earned[p.id] || {}).currency || p.currency)}`));
   }))];
 }
@@ -435,7 +557,7 @@ async function viewNode(id) {
   const action = (node, what, label) => h("button", { type: "button", class: what === "maintenance" ? "danger" : "secondary", "data-action": what, "data-node": node.hostname,
     onclick: act(() => api("POST", `/v1/admin/nodes/${node.id}/${what}`), `${node.hostname}: ${label.toLowerCase()} done`) }, label);
   return [h("h1", {}, `Node ${n.hostname} `, stateTag(n.state)),
-    h("p", {}, `${(poolsById[n.pool_id] || {}).name || short(n.pool_id)}; ${n.gpus.length} GPUs (${n.gpus.filter((g) => !g.healthy).length} unhealthy); ${n.address}; last heartbeat ${ago(n.last_heartbeat_at)}`),
+    h("p", {}, `${(poolsById[n.pool_id] || {}).name || short(n.pool_id)}; ${plural(n.gpus.length, "GPU")} (${n.gpus.filter((g) => !g.healthy).length} unhealthy); ${n.address}; last heartbeat ${ago(n.last_heartbeat_at)}`),
     nodeActions(n, action),
     h("h2", {}, `GPU utilization, last hour${tele.avg_gpu_util === null || tele.avg_gpu_util === undefined ? "" : ` (mean ${tele.avg_gpu_util.toFixed(0)} %)`}`),
     tele.gpus.length ? [heatmap(tele), h("p", { class: "muted" }, "One column a minute; pale: idle, dark blue: 100 % busy, blank: no samples. Hover a cell for its value.")]
@@ -446,9 +568,13 @@ async function viewNode(id) {
       : n.launchers ? table(["Launcher", "Version"], Object.entries(n.launchers).map(([k, v]) => [k, v || "-"]))
       : h("p", { class: "muted" }, "Its agent has not reported launchers (no agent yet, or an older one): jobs are not checked against them.")];
 }
+async function tenantNames() {
+  return Object.fromEntries((await allPages("/v1/admin/tenants")).map((t) => [t.id, t.name]));
+}
 async function viewAllLeases() {
-  const [leases] = await Promise.all([allPages("/v1/admin/leases?state=active"), loadPools()]);
-  return [h("h1", {}, "Active leases, all tenants"), leases.length ? table(["Lease", "Tenant", "Pool", "GPUs", "Time left", ""], leases.map((l) => [short(l.id), short(l.tenant_id),
+  const [leases, names] = await Promise.all([allPages("/v1/admin/leases?state=active"), tenantNames(), loadPools()]);
+  return [h("h1", {}, "Active leases, all tenants"), leases.length ? table(["Lease", "Tenant", "Pool", "GPUs", "Time left", ""], leases.map((l) => [
+    h("span", { class: "id", title: l.id }, short(l.id)), names[l.tenant_id] || short(l.tenant_id),
     (poolsById[l.pool_id] || {}).name || short(l.pool_id), String(l.gpu_count), left(l.ends_at),
     h("button", { type: "button", class: "danger", onclick: act(() => {
       const reason = prompt("Reason for terminating this lease (shown to the tenant):");
@@ -459,18 +585,19 @@ async function viewAllLeases() {
 async function viewTenants() {
   const tenants = await allPages("/v1/admin/tenants");
   const limit = (v) => (v === "" ? null : Number(v));
-  return [h("h1", {}, "Tenants"), table(["Tenant", "Status", "Quotas (empty: no limit)", "Top up (USD)", ""], tenants.map((t) => {
+  return [h("h1", {}, "Tenants"), table(["Tenant", "Status", "Balance", "Quotas (empty: no limit)", "Top up (USD)", ""], tenants.map((t) => {
     const amount = h("input", { type: "number", min: 1, step: "0.01", "aria-label": `Top-up amount for ${t.name}`, value: 100 });
     const q = t.quotas || {};
     const leases = h("input", { type: "number", min: 0, max: 1000000, value: q.max_concurrent_leases ?? "", "data-quota": "leases" });
     const gpus = h("input", { type: "number", min: 0, max: 1000000, value: q.max_gpus_per_pool ?? "", "data-quota": "gpus" });
     return [t.name, stateTag(t.status),
+      h("span", { class: "balance", "data-tenant": t.name }, (t.balances || []).map((b) => money(b.balance_minor, b.currency)).join(", ") || money(0, "USD")),
       h("form", { class: "inline", "aria-label": `Quotas of ${t.name}`, onsubmit: act(() => api("PUT", `/v1/admin/tenants/${t.id}/quotas`,
         { max_concurrent_leases: limit(leases.value), max_gpus_per_pool: limit(gpus.value), pools: q.pools || [] }), `${t.name}: quotas saved`) },
-        field("Leases at once", leases), field("GPUs per pool", gpus), (q.pools || []).length ? h("span", { class: "muted" }, `${q.pools.length} pool limits kept`) : null,
+        field("Leases at once", leases), field("GPUs per pool", gpus), (q.pools || []).length ? h("span", { class: "muted" }, `${plural(q.pools.length, "pool limit")} kept`) : null,
         h("button", { type: "submit", class: "secondary" }, "Save quotas")),
       h("form", { class: "inline", onsubmit: act(() => api("POST", `/v1/admin/tenants/${t.id}/ledger`, { kind: "topup", amount_minor: Math.round(Number(amount.value) * 100), currency: "USD", reason: "console top-up" },
-        { "Idempotency-Key": `console-${Date.now()}-${Math.random().toString(36).slice(2)}` }), `${t.name} topped up`) }, amount, h("button", { type: "submit", class: "secondary" }, "Top up")),
+        idempotencyKey()), `${t.name} topped up`) }, amount, h("button", { type: "submit", class: "secondary" }, "Top up")),
       h("button", { type: "button", class: t.status === "active" ? "danger" : "secondary", onclick: act(() => api("PATCH", `/v1/admin/tenants/${t.id}`, { status: t.status === "active" ? "suspended" : "active" }), "Tenant updated") },
         t.status === "active" ? "Suspend" : "Reactivate")];
   }))];
@@ -492,8 +619,7 @@ async function viewPrices() {
 }
 async function viewInvoices(month) {
   month = month || new Date().toISOString().slice(0, 7);
-  const [invoices, tenants] = await Promise.all([api("GET", `/v1/admin/invoices?month=${encodeURIComponent(month)}`), allPages("/v1/admin/tenants")]);
-  const names = Object.fromEntries(tenants.map((t) => [t.id, t.name]));
+  const [invoices, names] = await Promise.all([api("GET", `/v1/admin/invoices?month=${encodeURIComponent(month)}`), tenantNames()]);
   const pick = h("input", { id: "invoice-month", type: "month", value: month, required: true });
   const step = (i, what, label) => h("button", { type: "button", class: "secondary", "data-invoice": what, onclick: act(() => api("POST", `/v1/admin/invoices/${i.id}/${what}`), `Invoice ${label.toLowerCase()}`) }, label);
   return [h("h1", {}, `Invoices, ${month}`),

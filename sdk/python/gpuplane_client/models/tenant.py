@@ -9,8 +9,10 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.tenant_status import TenantStatus
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.balance import Balance
     from ..models.quotas import Quotas
 
 
@@ -27,6 +29,9 @@ class Tenant:
         quotas (Quotas): Limits on what a tenant may hold at once. Absent (null) means unlimited.
         status (TenantStatus):
         updated_at (datetime.datetime):
+        balances (list[Balance] | Unset): The prepaid balance per currency (the sum of the tenant's ledger entries, as
+            `GET /v1/billing/balance`
+            gives it), in currency order; empty before the first ledger entry.
     """
 
     created_at: datetime.datetime
@@ -35,6 +40,7 @@ class Tenant:
     quotas: Quotas
     status: TenantStatus
     updated_at: datetime.datetime
+    balances: list[Balance] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -50,6 +56,13 @@ class Tenant:
 
         updated_at = self.updated_at.isoformat()
 
+        balances: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.balances, Unset):
+            balances = []
+            for balances_item_data in self.balances:
+                balances_item = balances_item_data.to_dict()
+                balances.append(balances_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -62,11 +75,14 @@ class Tenant:
                 "updated_at": updated_at,
             }
         )
+        if balances is not UNSET:
+            field_dict["balances"] = balances
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.balance import Balance
         from ..models.quotas import Quotas
 
         d = dict(src_dict)
@@ -82,6 +98,15 @@ class Tenant:
 
         updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
 
+        _balances = d.pop("balances", UNSET)
+        balances: list[Balance] | Unset = UNSET
+        if _balances is not UNSET:
+            balances = []
+            for balances_item_data in _balances:
+                balances_item = Balance.from_dict(balances_item_data)
+
+                balances.append(balances_item)
+
         tenant = cls(
             created_at=created_at,
             id=id,
@@ -89,6 +114,7 @@ class Tenant:
             quotas=quotas,
             status=status,
             updated_at=updated_at,
+            balances=balances,
         )
 
         tenant.additional_properties = d

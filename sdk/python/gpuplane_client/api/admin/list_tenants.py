@@ -93,7 +93,7 @@ def sync_detailed(
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
 ) -> Response[Problem | TenantPage]:
-    """List tenants, in creation order.
+    """List tenants, in creation order, with their quotas and balances.
 
     Args:
         limit (int | Unset):
@@ -125,7 +125,7 @@ def sync(
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
 ) -> Problem | TenantPage | None:
-    """List tenants, in creation order.
+    """List tenants, in creation order, with their quotas and balances.
 
     Args:
         limit (int | Unset):
@@ -152,7 +152,7 @@ async def asyncio_detailed(
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
 ) -> Response[Problem | TenantPage]:
-    """List tenants, in creation order.
+    """List tenants, in creation order, with their quotas and balances.
 
     Args:
         limit (int | Unset):
@@ -182,7 +182,7 @@ async def asyncio(
     limit: int | Unset = UNSET,
     after: UUID | Unset = UNSET,
 ) -> Problem | TenantPage | None:
-    """List tenants, in creation order.
+    """List tenants, in creation order, with their quotas and balances.
 
     Args:
         limit (int | Unset):
