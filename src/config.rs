@@ -273,8 +273,8 @@ pub struct AgentArgs {
     /// Round-trip p99 between two nodes of a lease, milliseconds, above which `comm.latency_high` is raised.
     #[arg(long, env = "GPUPLANE_COMM_LATENCY_P99_MS", default_value_t = 20.0)]
     pub comm_latency_p99_ms: f64,
-    /// The longest stop notice a job may ask for (`stop_grace_s`): how long a replan or a lease's end may wait
-    /// for its processes to checkpoint and exit, billed to the lease.
+    /// The longest stop notice a job may ask for (`stop_grace_s`): how long its processes get to checkpoint and
+    /// exit before a replan stops them.
     #[arg(long, env = "GPUPLANE_MAX_STOP_GRACE_SECS", default_value_t = 600)]
     pub max_stop_grace_secs: u64,
 }

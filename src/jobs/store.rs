@@ -392,7 +392,11 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
             };
             format!("node {host} (rank {rank}): {why}")
         }),
-        JobState::Cancelled => Some("cancelled by the tenant".to_string()),
+        JobState::Cancelled if cancel_requested => Some("cancelled by the tenant".to_string()),
+        // Stopped otherwise: on a stop notice (the lease's end), by its node.
+        JobState::Cancelled => {
+            nodes.iter().find_map(|(_, _, _, reason, _)| reason.clone()).or_else(|| Some("cancelled".to_string()))
+        }
         _ => None,
     };
     if next.is_terminal() {
@@ -564,6 +568,29 @@ pub async fn replan(conn: &mut PgConnection, new: NewGeneration<'_>) -> Result<i
     tracing::info!(job.id = %new.job_id, from = generation, to = next, "replan: notice given");
     refresh_job(conn, new.job_id).await?;
     Ok(next)
+}
+
+/// Give notice to the running jobs whose lease ends within their grace (`ends_at - stop_grace_s` has come) and
+/// whose running parts have none yet: the grace is what is left until the lease's end, so the checkpoint fits
+/// in the time paid for. Safe with several replicas (SKIP LOCKED). Returns the jobs noticed.
+pub async fn notice_before_lease_end(conn: &mut PgConnection) -> Result<Vec<Uuid>, sqlx::Error> {
+    let due: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT j.id, l.ends_at FROM jobs j JOIN leases l ON l.id = j.lease_id \
+         WHERE l.state = 'active' AND l.ends_at IS NOT NULL AND j.state IN ('assigned', 'running') \
+             AND j.stop_grace_s > 0 AND l.ends_at - make_interval(secs => j.stop_grace_s) <= now() \
+             AND EXISTS (SELECT 1 FROM job_nodes jn WHERE jn.job_id = j.id AND jn.generation = j.generation \
+                 AND jn.state IN ('assigned', 'running') AND jn.notice_at IS NULL) \
+         ORDER BY j.id LIMIT 500 FOR UPDATE OF j SKIP LOCKED",
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for (job_id, ends_at) in &due {
+        let left = (*ends_at - Utc::now()).num_seconds().clamp(0, i64::from(i32::MAX)) as i32;
+        give_notice(conn, *job_id, &format!("the lease ends at {}", ends_at.format("%Y-%m-%dT%H:%M:%SZ")), left)
+            .await?;
+        refresh_job(conn, *job_id).await?;
+    }
+    Ok(due.into_iter().map(|d| d.0).collect())
 }
 
 /// Tell the current generation's unfinished parts of a job that they will be stopped after `grace_s` seconds:

@@ -804,3 +804,75 @@ async fn a_running_job_is_replanned_through_a_notice_into_its_next_generation(db
     assert_eq!(failed["generations"][2]["state"], "abandoned");
     f.app.post(&replan, &f.tenant, json!({})).await.expect_problem(StatusCode::CONFLICT, "job_not_running");
 }
+
+#[sqlx::test]
+async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_paid_for(db: PgPool) {
+    let f = fixture(db, "h100", 2, 2).await;
+    let full = json!({ "python3": "3.12.3", "torch": "2.9.1", "torchrun": "2.9.1", "gpuplane_runtime": "0.1.0" });
+    report_launchers(&f, 0, full.clone()).await;
+    report_launchers(&f, 1, full).await;
+    let lease = f.lease(4, "spread").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let jobs_path = format!("/v1/leases/{lease_id}/jobs");
+    let noticed = f
+        .app
+        .post(&jobs_path, &f.tenant, runtime_job(json!({"tp": 2}), json!({ "stop_grace_s": 120 })))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let job_path = format!("/v1/jobs/{}", noticed["id"].as_str().unwrap());
+    let (a0, a1) = (f.agent(0), f.agent(1));
+    let mut parts = Vec::new();
+    for token in [&a0, &a1] {
+        let list = f.app.get("/v1/agent/assignments", token).await.expect(StatusCode::OK).body;
+        let id = list["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
+        f.app
+            .post(&format!("/v1/agent/assignments/{id}/status"), token, json!({"state": "running"}))
+            .await
+            .expect(StatusCode::OK);
+        parts.push(id);
+    }
+    let notice_of = |token: String| {
+        let app = &f.app;
+        async move {
+            app.get("/v1/agent/assignments", &token).await.expect(StatusCode::OK).body["assignments"][0]["notice"]
+                .clone()
+        }
+    };
+
+    // An hour left: more than the grace, nothing happens.
+    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    assert!(notice_of(a0.clone()).await.is_null());
+    // 50 s left, a 120 s grace: noticed now, with the 50 s that remain (the lease still ends on time).
+    sqlx::query("UPDATE leases SET ends_at = now() + interval '50 seconds' WHERE id = $1::uuid")
+        .bind(lease_id)
+        .execute(&f.app.db)
+        .await
+        .unwrap();
+    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    let notice = notice_of(a0.clone()).await;
+    assert!(notice["reason"].as_str().unwrap().starts_with("the lease ends at "), "{notice}");
+    let grace = notice["grace_s"].as_u64().unwrap();
+    assert!((45..=50).contains(&grace), "what is left of the lease: {notice}");
+    assert_eq!(notice_of(a1.clone()).await, notice, "every running part");
+    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    assert_eq!(notice_of(a0.clone()).await, notice, "given once");
+    let lease_now = f.app.get(&format!("/v1/leases/{lease_id}"), &f.tenant).await.body;
+    assert_eq!(lease_now["state"], "active", "the lease ends at its time, not before");
+
+    // The ranks checkpoint and exit: the job ends cancelled with the notice's reason.
+    for (token, id) in [(&a0, &parts[0]), (&a1, &parts[1])] {
+        let reason = format!("stopped on its stop notice ({})", notice["reason"].as_str().unwrap());
+        f.app
+            .post(
+                &format!("/v1/agent/assignments/{id}/status"),
+                token,
+                json!({"state": "cancelled", "exit_code": 0, "reason": reason}),
+            )
+            .await
+            .expect(StatusCode::OK);
+    }
+    let ended = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(ended["state"], "cancelled", "{ended:#}");
+    assert!(ended["reason"].as_str().unwrap().contains("stopped on its stop notice (the lease ends at"), "{ended:#}");
+}

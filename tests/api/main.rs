@@ -30,6 +30,7 @@ mod planner_cli;
 mod planning;
 mod readiness;
 mod readiness_e2e;
+mod replan_e2e;
 mod secrets;
 mod sessions;
 mod tenants;

@@ -28,7 +28,7 @@ const STEPS: usize = 8;
 
 /// The runtime's virtual environment (built on first use, then reused) and the Python installation it was made
 /// from: both are bound read-only into every sandbox.
-fn runtime_venv() -> (PathBuf, PathBuf) {
+pub fn runtime_venv() -> (PathBuf, PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(root.join("scripts/runtime-venv.sh"))
         .stderr(Stdio::inherit())
@@ -43,7 +43,7 @@ fn runtime_venv() -> (PathBuf, PathBuf) {
 }
 
 /// The example, where every job can read it.
-fn example() -> PathBuf {
+pub fn example() -> PathBuf {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/llama-parallel/train.py");
     crate::network_e2e::shared_with_jobs("torch-e2e", &[("train.py", &std::fs::read_to_string(source).unwrap())])
 }

@@ -143,6 +143,9 @@ pub enum Owner {
     Environment(Uuid),
 }
 
+/// The signal a stop notice sends to the processes that catch it.
+const SIGUSR1: u32 = 10;
+
 /// Steps kept while the service is away (the oldest go first past this).
 pub const MAX_BUFFERED_STEPS: usize = 100_000;
 
@@ -565,8 +568,8 @@ impl JobRunner {
     }
 
     /// Pass a stop notice on to a running process, once: the notice file in its working directory, SIGUSR1 to
-    /// its ranks (the processes a launcher started, which have `LOCAL_RANK`: the launcher itself would die of
-    /// the signal), and a deadline after which it is stopped. A grace of 0 stops it at once.
+    /// those of its processes that catch it (the runtime's ranks; a launcher or a script without a handler would
+    /// die of it), and a deadline after which it is stopped. A grace of 0 stops it at once.
     fn notice(&mut self, id: Uuid, notice: &StopNotice) {
         let Some(running) = self.running.get_mut(&id) else { return };
         if running.noticed.is_some() || running.stopping.is_some() {
@@ -589,7 +592,7 @@ impl JobRunner {
             tracing::warn!(job_node.id = %id, err = format!("{err:#}"), "could not write the stop notice file");
         }
         let (pid, kind) = (running.pid, running.kind.clone());
-        let ranks = super::sandbox::ranks_of(pid, &kind);
+        let ranks = super::sandbox::processes_catching(pid, &kind, SIGUSR1);
         tracing::info!(job_node.id = %id, reason = %notice.reason, grace_s = notice.grace_s, ranks = ranks.len(), "stop notice given");
         signal_processes(&ranks, "USR1");
         if notice.grace_s == 0 {

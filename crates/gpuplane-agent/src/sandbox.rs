@@ -337,10 +337,11 @@ fn start_time(pid: u32) -> u64 {
         .unwrap_or(u64::MAX)
 }
 
-/// A job's ranks: the processes of its sandbox (or, unsandboxed, of its process group) whose environment has
-/// `LOCAL_RANK`, which launchers (torchrun, accelerate, deepspeed) give their workers and not themselves. A
-/// container's are not reached (they get the notice file only).
-pub fn ranks_of(pid: u32, kind: &super::launch::ProcessKind) -> Vec<u32> {
+/// The processes of a job that catch `signal` (their `SigCgt` mask in `/proc/PID/status`): the ones that asked
+/// to be told, such as the gpuplane runtime's ranks for SIGUSR1. A process that does not catch it (a launcher
+/// such as torchrun, a script without a handler) would die of it, so it is never sent there. Those of its
+/// sandbox, or, unsandboxed, of its process group; a container's are not reached.
+pub fn processes_catching(pid: u32, kind: &super::launch::ProcessKind, signal: u32) -> Vec<u32> {
     use super::launch::ProcessKind;
     let candidates: Vec<u32> = match kind {
         ProcessKind::Sandbox => sandbox_processes(pid),
@@ -349,7 +350,7 @@ pub fn ranks_of(pid: u32, kind: &super::launch::ProcessKind) -> Vec<u32> {
         }
         ProcessKind::Container(_) => Vec::new(),
     };
-    candidates.into_iter().filter(|p| has_variable(*p, "LOCAL_RANK")).collect()
+    candidates.into_iter().filter(|p| catches(*p, signal)).collect()
 }
 
 fn process_group(pid: u32) -> Option<u32> {
@@ -357,12 +358,14 @@ fn process_group(pid: u32) -> Option<u32> {
     stat.rsplit_once(')')?.1.split_whitespace().nth(2)?.parse().ok()
 }
 
-/// Whether the process was started with the variable `name` in its environment.
-fn has_variable(pid: u32, name: &str) -> bool {
-    let prefix = format!("{name}=");
-    std::fs::read(format!("/proc/{pid}/environ"))
-        .map(|env| env.split(|b| *b == 0).any(|entry| entry.starts_with(prefix.as_bytes())))
-        .unwrap_or(false)
+/// Whether the process has a handler for `signal` (bit `signal - 1` of `SigCgt`).
+fn catches(pid: u32, signal: u32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| (1..=64).contains(&signal) && mask & (1 << (signal - 1)) != 0)
 }
 
 /// Every process running as `uid` (real uid).
@@ -503,6 +506,15 @@ mod tests {
                 "train.py"
             ]
         );
+    }
+
+    #[test]
+    fn only_a_process_that_catches_a_signal_is_counted_as_catching_it() {
+        // The test runner installs no handler for SIGUSR1 (10).
+        let me = std::process::id();
+        assert!(!catches(me, 10), "no SIGUSR1 handler here");
+        assert!(!catches(me, 0) && !catches(me, 65), "out of range");
+        assert!(!catches(u32::MAX, 10), "no such process");
     }
 
     #[test]

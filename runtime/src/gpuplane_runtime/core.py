@@ -109,6 +109,8 @@ class ParallelModel(nn.Module):
         )
         self.dp_group = topo.mesh.get_group("dp")
         self.notice = notice.StopNotice.from_environment()
+        if self.notice.path is not None:
+            _log(topo, f"stop notices: watching {self.notice.path} and SIGUSR1")
 
     # --- where this rank sits -----------------------------------------------------------------------------
     @property
