@@ -60,8 +60,10 @@ CREATE TABLE job_generations (
     -- What the generation measured when it ended, and how the planner was corrected for the next one.
     measured     jsonb,
     correction   jsonb,
-    -- A suggestion (retune `suggest`) is announced once per generation.
+    -- A suggestion (retune `suggest`: the reason, the correction and the split to pin) is announced once per
+    -- generation, and shown as an insight while the generation runs.
     suggested_at timestamptz,
+    suggestion   jsonb,
     created_at   timestamptz NOT NULL DEFAULT now(),
     started_at   timestamptz,
     ended_at     timestamptz,

@@ -42,13 +42,15 @@ pub struct InsightInput<'a> {
     pub min_gpus_per_node: u32,
     /// The steps the gpuplane runtime measured (absent when the job reports none).
     pub steps: Option<&'a MeasuredSteps>,
+    /// Retune `suggest`'s proposal for the running generation (`reason`, `correction` with the split `to`).
+    pub replan_suggestion: Option<&'a serde_json::Value>,
 }
 
 /// One finding, with the change suggested and the numbers behind it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Insight {
-    /// `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie` or
-    /// `tensor_parallel_across_nodes`.
+    /// `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie`,
+    /// `tensor_parallel_across_nodes` or `replan_suggested`.
     pub kind: String,
     pub message: String,
     pub suggestion: String,
@@ -94,6 +96,15 @@ fn suggestion_for(plan: &Plan, pcie_only: bool) -> String {
 /// Apply the rules.
 pub fn assess(input: &InsightInput<'_>) -> Vec<Insight> {
     let mut out = Vec::new();
+    if let Some(suggested) = input.replan_suggestion {
+        let to = &suggested["correction"]["to"];
+        out.push(Insight {
+            kind: "replan_suggested".into(),
+            message: format!("retune: {}", suggested["reason"].as_str().unwrap_or("a better split was found")),
+            suggestion: format!("replan with these pins: POST /v1/jobs/{{job_id}}/replan {{\"pins\": {to}}}"),
+            figures: suggested["correction"].clone(),
+        });
+    }
     let m = input.measured;
     let measured_json = serde_json::json!({
         "avg_gpu_util": m.avg_gpu_util, "samples": m.samples, "window_s": m.window_s, "running_for_s": m.running_for_s,
@@ -243,6 +254,7 @@ pub(crate) mod tests {
             pcie_only: false,
             min_gpus_per_node: 8,
             steps: None,
+            replan_suggestion: None,
         };
         assert!(assess(&input).is_empty());
     }
@@ -256,6 +268,7 @@ pub(crate) mod tests {
             pcie_only: false,
             min_gpus_per_node: 8,
             steps: None,
+            replan_suggestion: None,
         };
         let found = assess(&input);
         assert_eq!(kinds(&found), ["low_utilization"]);
@@ -298,6 +311,7 @@ pub(crate) mod tests {
                 pcie_only: false,
                 min_gpus_per_node: 8,
                 steps: Some(s),
+                replan_suggestion: None,
             }))
             .join(",")
         };
@@ -315,6 +329,7 @@ pub(crate) mod tests {
             pcie_only: true,
             min_gpus_per_node: 2,
             steps: None,
+            replan_suggestion: None,
         };
         let found = assess(&input);
         assert_eq!(
@@ -330,10 +345,32 @@ pub(crate) mod tests {
             pcie_only: false,
             min_gpus_per_node: 8,
             steps: None,
+            replan_suggestion: None,
         };
         let found = assess(&input);
         assert_eq!(kinds(&found), ["communication_bound"]);
         assert!(found[0].suggestion.contains("ZeRO stage 2"));
         assert!(found[0].message.contains("45%") || found[0].message.contains("40%"));
+    }
+
+    #[test]
+    fn a_retune_suggestion_is_an_insight_with_the_pins_to_use() {
+        let plan = plan(2, 0, 0.1, 0.5);
+        let suggestion = serde_json::json!({
+            "reason": "measured 1.200 s/step (3.00x the prediction); ...",
+            "correction": { "gain_pct": 35.0, "to": { "tp": 1, "dp": 8 } },
+        });
+        let found = assess(&InsightInput {
+            plan: Some(&plan),
+            measured: measured(95.0, 600),
+            pcie_only: false,
+            min_gpus_per_node: 8,
+            steps: None,
+            replan_suggestion: Some(&suggestion),
+        });
+        let insight = found.iter().find(|i| i.kind == "replan_suggested").expect("the suggestion is shown");
+        assert!(insight.message.starts_with("retune: measured 1.200 s/step"), "{insight:?}");
+        assert!(insight.suggestion.contains(r#"{"pins": {"dp":8,"tp":1}}"#), "{insight:?}");
+        assert_eq!(insight.figures["gain_pct"], 35.0);
     }
 }

@@ -88,12 +88,14 @@ async fn judge(state: &AppState, job_id: Uuid, mode: RetuneMode) -> Result<bool,
         RetuneMode::Off => Ok(false),
         RetuneMode::Suggest => {
             let mut tx = state.db.begin().await?;
+            let suggestion = serde_json::json!({ "reason": reason, "correction": correction });
             let tenant: Option<(Uuid,)> = sqlx::query_as(
-                "UPDATE job_generations g SET suggested_at = now() FROM jobs j \
+                "UPDATE job_generations g SET suggested_at = now(), suggestion = $2 FROM jobs j \
                  WHERE g.job_id = $1 AND j.id = g.job_id AND g.generation = j.generation AND g.suggested_at IS NULL \
                  RETURNING j.tenant_id",
             )
             .bind(job_id)
+            .bind(&suggestion)
             .fetch_optional(&mut *tx)
             .await?;
             let Some((tenant_id,)) = tenant else { return Ok(false) };

@@ -1083,12 +1083,21 @@ pub async fn evaluate_lease(
         .await?
         .remove(&job_id)
         .map(|totals| super::steps::summarize(&totals, plan.as_ref()));
+    let suggestion: Option<serde_json::Value> = sqlx::query_scalar(
+        "SELECT g.suggestion FROM job_generations g JOIN jobs j ON j.id = g.job_id AND j.generation = g.generation \
+         WHERE j.id = $1",
+    )
+    .bind(job_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .flatten();
     let found = insights::assess(&InsightInput {
         plan: plan.as_ref(),
         measured,
         pcie_only: gpu_link == "none" || topology.pcie_nodes,
         min_gpus_per_node: topology.nodes.iter().map(|n| n.gpu_indices.len() as u32).min().unwrap_or(0),
         steps: steps.as_ref(),
+        replan_suggestion: suggestion.as_ref(),
     });
     Ok(LeaseInsights { lease_id, job_id: Some(job_id), measured: Some(measured), steps, plan, insights: found })
 }

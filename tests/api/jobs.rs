@@ -876,3 +876,98 @@ async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_pai
     assert_eq!(ended["state"], "cancelled", "{ended:#}");
     assert!(ended["reason"].as_str().unwrap().contains("stopped on its stop notice (the lease ends at"), "{ended:#}");
 }
+
+#[sqlx::test]
+async fn retune_suggests_once_per_generation_or_replans_by_itself_from_measured_steps(db: PgPool) {
+    let f = fixture(db, "h100", 2, 2).await;
+    let full = json!({ "python3": "3.12.3", "torch": "2.9.1", "torchrun": "2.9.1", "gpuplane_runtime": "0.1.0" });
+    report_launchers(&f, 0, full.clone()).await;
+    report_launchers(&f, 1, full).await;
+    let lease = f.lease(4, "spread").await;
+    let lease_id = lease["id"].as_str().unwrap();
+    let jobs_path = format!("/v1/leases/{lease_id}/jobs");
+    let (a0, a1) = (f.agent(0), f.agent(1));
+
+    // A job started at tp 2 x dp 2 that runs its steps at `slowdown` x the prediction.
+    let start = |mode: &'static str, slowdown: f64, min_gain_pct: i32| {
+        let (f, jobs_path, a0, a1) = (&f, jobs_path.clone(), a0.clone(), a1.clone());
+        async move {
+            let job = f
+                .app
+                .post(
+                    &jobs_path,
+                    &f.tenant,
+                    runtime_job(
+                        json!({"tp": 2, "dp": 2, "pp": 1}),
+                        json!({ "retune": { "mode": mode, "min_gain_pct": min_gain_pct } }),
+                    ),
+                )
+                .await
+                .expect(StatusCode::CREATED)
+                .body;
+            let predicted = job["plan"]["step_time_s"].as_f64().unwrap();
+            let mut parts = Vec::new();
+            for token in [&a0, &a1] {
+                let list = f.app.get("/v1/agent/assignments", token).await.expect(StatusCode::OK).body;
+                let mine =
+                    list["assignments"].as_array().unwrap().iter().find(|a| a["job_id"] == job["id"]).unwrap().clone();
+                let id = mine["job_node_id"].as_str().unwrap().to_string();
+                f.app
+                    .post(&format!("/v1/agent/assignments/{id}/status"), token, json!({"state": "running"}))
+                    .await
+                    .expect(StatusCode::OK);
+                parts.push(id);
+            }
+            let steps: Vec<Value> = (1..=8)
+                .map(|i| {
+                    json!({ "job_node_id": parts[0], "step": i, "step_time_s": predicted * slowdown, "tokens": 256,
+                                 "loss": 5.0, "peak_memory_bytes": 1_000_000, "at": "2026-12-02T08:00:00Z" })
+                })
+                .collect();
+            f.app.post("/v1/agent/heartbeat", &a0, json!({"samples": [], "steps": steps})).await.expect(StatusCode::OK);
+            job["id"].as_str().unwrap().to_string()
+        }
+    };
+    let events = |kind: &'static str| {
+        let db = f.app.db.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT count(*) FROM webhook_events WHERE type = $1")
+                .bind(kind)
+                .fetch_one(&db)
+                .await
+                .unwrap()
+        }
+    };
+
+    // Measured as predicted, with a minimum gain above what any other split is predicted to give: nothing.
+    let on_plan = start("suggest", 1.0, 90).await;
+    assert_eq!(gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap(), Vec::<uuid::Uuid>::new());
+    f.app.post(&format!("/v1/jobs/{on_plan}/cancel"), &f.tenant, json!({})).await.expect(StatusCode::OK);
+
+    // 50x slower than predicted: the excess is charged to communication and another split wins by far.
+    let suggested = start("suggest", 50.0, 10).await;
+    let acted = gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap();
+    assert_eq!(acted.iter().map(|id| id.to_string()).collect::<Vec<_>>(), [suggested.clone()]);
+    assert_eq!(events("job.replan_suggested").await, 1);
+    assert!(gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap().is_empty(), "once per generation");
+    assert_eq!(events("job.replan_suggested").await, 1);
+    let job = f.app.get(&format!("/v1/jobs/{suggested}"), &f.tenant).await.body;
+    assert_eq!(job["generations"].as_array().unwrap().len(), 1, "suggest changes nothing");
+    let insights = f.app.get(&format!("/v1/leases/{lease_id}/insights"), &f.tenant).await.expect(StatusCode::OK).body;
+    let insight = insights["insights"].as_array().unwrap().iter().find(|i| i["kind"] == "replan_suggested").unwrap();
+    assert!(insight["figures"]["gain_pct"].as_f64().unwrap() >= 10.0, "{insight}");
+    assert!(insight["suggestion"].as_str().unwrap().contains("/replan"), "{insight}");
+    f.app.post(&format!("/v1/jobs/{suggested}/cancel"), &f.tenant, json!({})).await.expect(StatusCode::OK);
+
+    // auto: the service replans by itself, with the correction in the new generation.
+    let auto = start("auto", 50.0, 10).await;
+    gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap();
+    let job = f.app.get(&format!("/v1/jobs/{auto}"), &f.tenant).await.body;
+    let pending = &job["generations"][1];
+    assert_eq!(pending["state"], "pending", "{job:#}");
+    assert!(pending["reason"].as_str().unwrap().starts_with("retune auto: measured"), "{pending}");
+    assert!((pending["correction"]["measured_vs_predicted"].as_f64().unwrap() - 50.0).abs() < 1e-6, "{pending}");
+    assert_ne!(pending["correction"]["to"], pending["correction"]["from"]);
+    assert!(job["nodes"].as_array().unwrap().iter().all(|n| n["notice"]["reason"] == "replan to generation 2"));
+    assert!(gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap().is_empty(), "one replan at a time");
+}

@@ -2528,8 +2528,8 @@ export interface components {
             /** @description The figures behind it (measured utilization, samples, window, plan figures). */
             figures: Record<string, never>;
             /**
-             * @description `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie` or
-             *     `tensor_parallel_across_nodes`.
+             * @description `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie`,
+             *     `tensor_parallel_across_nodes` or `replan_suggested`.
              */
             kind: string;
             message: string;

@@ -19,8 +19,8 @@ class Insight:
 
     Attributes:
         figures (InsightFigures): The figures behind it (measured utilization, samples, window, plan figures).
-        kind (str): `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie` or
-            `tensor_parallel_across_nodes`.
+        kind (str): `low_utilization`, `slower_than_plan`, `communication_bound`, `tensor_parallel_over_pcie`,
+            `tensor_parallel_across_nodes` or `replan_suggested`.
         message (str):
         suggestion (str):
     """
