@@ -947,7 +947,7 @@ async fn retune_suggests_once_per_generation_or_replans_by_itself_from_measured_
     // 50x slower than predicted: the excess is charged to communication and another split wins by far.
     let suggested = start("suggest", 50.0, 10).await;
     let acted = gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap();
-    assert_eq!(acted.iter().map(|id| id.to_string()).collect::<Vec<_>>(), [suggested.clone()]);
+    assert_eq!(acted.iter().map(|id| id.to_string()).collect::<Vec<_>>(), std::slice::from_ref(&suggested));
     assert_eq!(events("job.replan_suggested").await, 1);
     assert!(gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap().is_empty(), "once per generation");
     assert_eq!(events("job.replan_suggested").await, 1);
