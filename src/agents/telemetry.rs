@@ -228,6 +228,46 @@ async fn series(
     Ok(Telemetry { from, to, step_s: step, avg_gpu_util: (count > 0).then(|| weighted / count as f64), gpus })
 }
 
+/// What a lease's GPUs measured over the last `window_s` seconds, or since `since` when that is later (a job's
+/// start, the lease's): the mean of every sample, the busiest GPU's mean, how many of the lease's GPUs reported,
+/// and how long it has been since `since`. From raw samples, to the heartbeat. The one measurement of a lease's
+/// utilization: the `low_utilization` insight and the idle-lease judgement (`leases::idle`) both read it.
+pub async fn measure_lease(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    since: DateTime<Utc>,
+    window_s: i64,
+) -> Result<crate::jobs::insights::Measured, sqlx::Error> {
+    type Row = (Option<f64>, i64, Option<f64>, i64, i64, f64, f64);
+    let (avg, samples, busiest, reporting, gpus, window_s, running_for_s): Row = sqlx::query_as(
+        "WITH lease AS (SELECT gpu_ids FROM leases WHERE id = $1), \
+         per_gpu AS ( \
+             SELECT s.gpu_id, sum(s.gpu_util::float8) AS util_sum, count(*) AS n FROM gpu_samples s \
+             WHERE s.gpu_id = ANY((SELECT gpu_ids FROM lease)::uuid[]) \
+                 AND s.at >= GREATEST(now() - make_interval(secs => $3), $2) \
+             GROUP BY s.gpu_id) \
+         SELECT (sum(util_sum) / NULLIF(sum(n), 0))::float8, COALESCE(sum(n), 0)::bigint, max(util_sum / n)::float8, \
+             count(*), COALESCE((SELECT cardinality(gpu_ids) FROM lease), 0)::bigint, \
+             extract(epoch FROM now() - GREATEST(now() - make_interval(secs => $3), $2))::float8, \
+             extract(epoch FROM now() - $2)::float8 \
+         FROM per_gpu",
+    )
+    .bind(lease_id)
+    .bind(since)
+    .bind(window_s as f64)
+    .fetch_one(conn)
+    .await?;
+    Ok(crate::jobs::insights::Measured {
+        avg_gpu_util: avg,
+        samples,
+        window_s: window_s.max(0.0) as i64,
+        running_for_s: running_for_s.max(0.0) as i64,
+        busiest_gpu_util: busiest,
+        gpus_reporting: reporting,
+        gpus,
+    })
+}
+
 /// Telemetry of the lease's GPUs, only within the lease's own period.
 #[utoipa::path(
     get, path = "/v1/leases/{lease_id}/telemetry", tag = "leases", operation_id = "get_lease_telemetry",

@@ -1,5 +1,7 @@
 //! Utilization insight: compare what a running job's GPUs measure with what its plan predicted, and say what to
-//! change. Pure rules; the handler (`routes::get_lease_insights`) gathers the numbers.
+//! change. Pure rules; the handler (`routes::get_lease_insights`) gathers the numbers
+//! (`agents::telemetry::measure_lease`). The utilization rule ([`under_threshold`]) is also what judges a lease
+//! idle ([`idle`], applied by `leases::idle`).
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -18,7 +20,7 @@ pub const SLOW_STEP_RATIO: f64 = 1.5;
 /// Steps measured before the step time is judged.
 pub const MIN_JUDGED_STEPS: i64 = 5;
 
-/// What was measured on the job's GPUs.
+/// What was measured on a lease's GPUs over a window (for a job: since the job started).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Measured {
     /// Mean DCGM_FI_DEV_GPU_UTIL over the window, percent (absent without samples).
@@ -29,6 +31,31 @@ pub struct Measured {
     pub window_s: i64,
     /// How long the job has been running.
     pub running_for_s: i64,
+    /// The busiest GPU's mean utilization over the window, percent (absent without samples).
+    pub busiest_gpu_util: Option<f64>,
+    /// The lease's GPUs with samples in the window.
+    pub gpus_reporting: i64,
+    /// The lease's GPUs.
+    pub gpus: i64,
+}
+
+/// The utilization rule: `util`, a mean over the last `window_s`, is under `threshold_percent`, judged only with
+/// samples and once the subject (a job, a lease) has run for the whole window. Returns the utilization when it
+/// holds. `low_utilization` applies it to the mean of a running job's GPUs, [`idle`] to a lease's busiest GPU.
+pub fn under_threshold(util: Option<f64>, m: &Measured, window_s: i64, threshold_percent: f64) -> Option<f64> {
+    let util = util?;
+    (m.samples > 0 && m.running_for_s >= window_s && util < threshold_percent).then_some(util)
+}
+
+/// A lease is idle over the window when every one of its GPUs reported in it and even the busiest one's mean is
+/// under the threshold ([`under_threshold`]; `running_for_s` is then how long the lease has been active). A GPU
+/// without samples (an external node has no agent to send any) is not known to be idle, so neither is its lease.
+/// Returns the busiest GPU's utilization when the lease is idle.
+pub fn idle(m: &Measured, window_s: i64, threshold_percent: f64) -> Option<f64> {
+    if m.gpus == 0 || m.gpus_reporting < m.gpus {
+        return None;
+    }
+    under_threshold(m.busiest_gpu_util, m, window_s, threshold_percent)
 }
 
 /// The facts the rules look at.
@@ -110,11 +137,7 @@ pub fn assess(input: &InsightInput<'_>) -> Vec<Insight> {
         "avg_gpu_util": m.avg_gpu_util, "samples": m.samples, "window_s": m.window_s, "running_for_s": m.running_for_s,
         "threshold_percent": LOW_UTIL_PERCENT,
     });
-    if let Some(util) = m.avg_gpu_util
-        && m.samples > 0
-        && m.running_for_s >= WINDOW_S
-        && util < LOW_UTIL_PERCENT
-    {
+    if let Some(util) = under_threshold(m.avg_gpu_util, &m, WINDOW_S, LOW_UTIL_PERCENT) {
         let suggestion = match input.plan {
             Some(plan) => suggestion_for(plan, input.pcie_only),
             None => "check the input pipeline (data loading, preprocessing): the GPUs wait for work".to_string(),
@@ -238,7 +261,15 @@ pub(crate) mod tests {
     }
 
     fn measured(util: f64, running_for_s: i64) -> Measured {
-        Measured { avg_gpu_util: Some(util), samples: 1200, window_s: WINDOW_S.min(running_for_s), running_for_s }
+        Measured {
+            avg_gpu_util: Some(util),
+            samples: 1200,
+            window_s: WINDOW_S.min(running_for_s),
+            running_for_s,
+            busiest_gpu_util: Some(util),
+            gpus_reporting: 8,
+            gpus: 8,
+        }
     }
 
     fn kinds(found: &[Insight]) -> Vec<&str> {
@@ -281,10 +312,43 @@ pub(crate) mod tests {
         assert!(assess(&early).is_empty());
         // No samples, no verdict.
         let none = InsightInput {
-            measured: Measured { avg_gpu_util: None, samples: 0, window_s: 300, running_for_s: 900 },
+            measured: Measured {
+                avg_gpu_util: None,
+                samples: 0,
+                window_s: 300,
+                running_for_s: 900,
+                busiest_gpu_util: None,
+                gpus_reporting: 0,
+                gpus: 8,
+            },
             ..input
         };
         assert!(assess(&none).is_empty());
+    }
+
+    #[test]
+    fn a_lease_is_idle_only_when_every_gpu_reported_and_the_busiest_is_under_the_threshold() {
+        let window = 1800;
+        let m = |busiest: Option<f64>, reporting: i64, running_for_s: i64| Measured {
+            avg_gpu_util: busiest.map(|b| b / 8.0),
+            samples: if reporting > 0 { 180 * reporting } else { 0 },
+            window_s: window,
+            running_for_s,
+            busiest_gpu_util: busiest,
+            gpus_reporting: reporting,
+            gpus: 8,
+        };
+        assert_eq!(idle(&m(Some(3.0), 8, 7200), window, 5.0), Some(3.0));
+        // One GPU busy keeps the lease busy, even when the mean of all is under the threshold.
+        assert_eq!(idle(&m(Some(30.0), 8, 7200), window, 5.0), None);
+        assert_eq!(idle(&m(Some(5.0), 8, 7200), window, 5.0), None, "under, not at");
+        // Not judged before the lease has been active for the whole window.
+        assert_eq!(idle(&m(Some(0.0), 8, 1799), window, 5.0), None);
+        // A GPU without samples (no agent, or one that stopped reporting): not known to be idle.
+        assert_eq!(idle(&m(Some(0.0), 7, 7200), window, 5.0), None);
+        assert_eq!(idle(&m(None, 0, 7200), window, 5.0), None, "no samples at all: never idle");
+        let no_gpus = Measured { gpus: 0, gpus_reporting: 0, ..m(None, 0, 7200) };
+        assert_eq!(idle(&no_gpus, window, 5.0), None);
     }
 
     #[test]

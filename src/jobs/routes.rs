@@ -1055,30 +1055,13 @@ pub async fn evaluate_lease(
         });
     };
     let plan = plan.map(|p| p.0);
-    let (avg, samples, window_s, running_for_s): (Option<f64>, i64, f64, f64) = sqlx::query_as(
-        "SELECT avg(s.gpu_util)::float8, count(s.gpu_id), \
-             extract(epoch FROM now() - GREATEST(now() - make_interval(secs => $3), $2))::float8, \
-             extract(epoch FROM now() - $2)::float8 \
-         FROM gpu_samples s WHERE s.gpu_id = ANY((SELECT gpu_ids FROM leases WHERE id = $1)::uuid[]) \
-             AND s.at >= GREATEST(now() - make_interval(secs => $3), $2)",
-    )
-    .bind(lease_id)
-    .bind(started_at)
-    .bind(insights::WINDOW_S as f64)
-    .fetch_one(&mut *conn)
-    .await?;
+    let measured = crate::agents::telemetry::measure_lease(conn, lease_id, started_at, insights::WINDOW_S).await?;
     let topology = lease_topology(conn, lease_id, pool_id).await?;
     let (gpu_link,): (String,) =
         sqlx::query_as("SELECT m.gpu_link FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")
             .bind(pool_id)
             .fetch_one(&mut *conn)
             .await?;
-    let measured = Measured {
-        avg_gpu_util: avg,
-        samples,
-        window_s: window_s.max(0.0) as i64,
-        running_for_s: running_for_s.max(0.0) as i64,
-    };
     let steps = super::steps::totals(conn, &[job_id])
         .await?
         .remove(&job_id)
