@@ -63,6 +63,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub webhooks: WebhookArgs,
     #[command(flatten)]
+    pub idle: IdleArgs,
+    #[command(flatten)]
     pub secrets: SecretsKeyArgs,
 }
 
@@ -207,6 +209,54 @@ impl From<&WebhookArgs> for WebhookSettings {
             queue_stalled_after: Duration::from_secs(a.queue_stalled_after_secs),
             poll_interval: Duration::from_millis(500),
             alert_interval: Duration::from_secs(30),
+        }
+    }
+}
+
+/// When a lease counts as idle (`leases::idle`): the alert, and the release of leases that opt in.
+#[derive(Debug, Clone, Args)]
+pub struct IdleArgs {
+    /// A lease is idle while even its busiest GPU averages under this GPU utilization (percent) over the idle
+    /// window; `lease.idle` is sent, and leases with `idle_release_after_minutes` are released once idle that long.
+    #[arg(long, env = "GPUPLANE_LEASE_IDLE_GPU_UTIL_PERCENT", default_value_t = DEFAULT_IDLE_GPU_UTIL_PERCENT)]
+    pub lease_idle_gpu_util_percent: f64,
+    /// The idle window, in minutes: a lease is judged over its last this many minutes, and only once it has been
+    /// active that long. It is also the shortest idle spell before a release.
+    #[arg(long, env = "GPUPLANE_LEASE_IDLE_AFTER_MINUTES", default_value_t = DEFAULT_IDLE_AFTER_MINUTES)]
+    pub lease_idle_after_minutes: u64,
+}
+
+pub const DEFAULT_IDLE_GPU_UTIL_PERCENT: f64 = 5.0;
+pub const DEFAULT_IDLE_AFTER_MINUTES: u64 = 30;
+/// The longest idle window: every lease is judged over it from raw samples (kept an hour at least) each round.
+pub const MAX_IDLE_AFTER_MINUTES: u64 = 60;
+
+impl Default for IdleArgs {
+    fn default() -> Self {
+        IdleArgs {
+            lease_idle_gpu_util_percent: DEFAULT_IDLE_GPU_UTIL_PERCENT,
+            lease_idle_after_minutes: DEFAULT_IDLE_AFTER_MINUTES,
+        }
+    }
+}
+
+/// Idle-lease settings the running service holds.
+#[derive(Debug, Clone, Copy)]
+pub struct IdleSettings {
+    /// See [`IdleArgs::lease_idle_gpu_util_percent`].
+    pub below_percent: f64,
+    /// See [`IdleArgs::lease_idle_after_minutes`].
+    pub window: Duration,
+    /// How often leases are judged and idle releases moved on.
+    pub interval: Duration,
+}
+
+impl From<&IdleArgs> for IdleSettings {
+    fn from(a: &IdleArgs) -> Self {
+        IdleSettings {
+            below_percent: a.lease_idle_gpu_util_percent,
+            window: Duration::from_secs(a.lease_idle_after_minutes * 60),
+            interval: Duration::from_secs(15),
         }
     }
 }
@@ -360,6 +410,8 @@ pub struct Settings {
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
     pub webhooks: WebhookSettings,
+    /// When a lease is idle, and how often that is judged.
+    pub idle: IdleSettings,
     /// Seals the secrets the service stores; see [`crate::secrets`].
     pub keyring: Arc<Keyring>,
 }
@@ -390,6 +442,7 @@ impl Settings {
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
             webhooks: WebhookSettings::from(&WebhookArgs::default()),
+            idle: IdleSettings::from(&IdleArgs::default()),
             keyring: Arc::new(Keyring::dev()),
         }
     }
@@ -471,10 +524,18 @@ impl ServeArgs {
                 "--webhook-disable-after-hours, --lease-expiring-lead-secs and --queue-stalled-after-secs must be at least 1"
             );
         }
+        let i = &self.idle;
+        if !(i.lease_idle_gpu_util_percent > 0.0 && i.lease_idle_gpu_util_percent <= 100.0) {
+            anyhow::bail!("--lease-idle-gpu-util-percent must be in (0, 100]");
+        }
+        if !(1..=MAX_IDLE_AFTER_MINUTES).contains(&i.lease_idle_after_minutes) {
+            anyhow::bail!("--lease-idle-after-minutes must be between 1 and {MAX_IDLE_AFTER_MINUTES}");
+        }
         let mut settings = Settings::from_parts(jwt_secret, Duration::from_secs(self.token_ttl_secs), a);
         settings.rate_limit = r;
         settings.secure_cookies = self.secure_cookies;
         settings.webhooks = WebhookSettings::from(w);
+        settings.idle = IdleSettings::from(i);
         settings.keyring = Arc::new(self.secrets.keyring(self.dev)?);
         Ok(settings)
     }
@@ -550,6 +611,23 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
         // --dev without a keyring: the development key.
         assert_eq!(settings(&[]).unwrap().keyring.current_id(), crate::secrets::DEV_KEY_ID);
+    }
+
+    #[test]
+    fn idle_lease_threshold_and_window_default_and_are_checked() {
+        let s = settings(&[]).unwrap();
+        assert_eq!((s.idle.below_percent, s.idle.window.as_secs()), (5.0, 30 * 60));
+        let s = settings(&["--lease-idle-gpu-util-percent", "2.5", "--lease-idle-after-minutes", "10"]).unwrap();
+        assert_eq!((s.idle.below_percent, s.idle.window.as_secs()), (2.5, 600));
+        for bad in [
+            ["--lease-idle-gpu-util-percent", "0"],
+            ["--lease-idle-gpu-util-percent", "101"],
+            ["--lease-idle-gpu-util-percent", "NaN"],
+            ["--lease-idle-after-minutes", "0"],
+            ["--lease-idle-after-minutes", "61"],
+        ] {
+            assert!(settings(&bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
