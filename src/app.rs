@@ -117,7 +117,7 @@ pub async fn run(listener: TcpListener, state: AppState, shutdown: CancellationT
 pub use gpuplane_agent::signals::cancel_on_signal;
 
 /// Start the background loops (lease expiry and queue, node liveness, telemetry retention, webhook delivery and
-/// alert checks, retuning running jobs); they stop when
+/// alert checks, retuning running jobs, idle leases); they stop when
 /// `shutdown` is cancelled.
 pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
     vec![
@@ -132,5 +132,6 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<t
         tokio::spawn(crate::webhooks::delivery::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::webhooks::alerts::run(state.clone(), shutdown.clone())),
         tokio::spawn(crate::jobs::retuning::run(state.clone(), shutdown.clone())),
+        tokio::spawn(crate::leases::idle::run(state.clone(), shutdown.clone())),
     ]
 }

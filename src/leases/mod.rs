@@ -1,6 +1,7 @@
 //! Leases: N GPUs of one pool for a period. Allocation (`store::allocate`) is all-or-nothing, best-fit over
 //! node free counters under row locks, and backed by a unique index that makes a double-booked GPU impossible.
 
+pub mod idle;
 pub mod lifecycle;
 pub mod network;
 pub mod placement;
@@ -118,6 +119,17 @@ pub struct Lease {
     pub external: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// Opt-in: release the lease once it has been idle this many minutes (10-10080), its running jobs first given
+    /// their stop notice; null: never released for idleness. Set at creation or with `PATCH /v1/leases/{id}`.
+    #[schema(minimum = 10, maximum = 10080)]
+    pub idle_release_after_minutes: Option<i32>,
+    /// The start of the lease's current idle spell: its GPUs, every one of them reporting, stayed under the
+    /// service's idle threshold since then (`lease.idle` announced it). Null while it is not idle, and always
+    /// for a lease with a GPU that reports no telemetry (on an external node, which has no agent).
+    pub idle_since: Option<DateTime<Utc>>,
+    /// The idle release has begun: the lease's running jobs were given their stop notice, and it is released
+    /// once they have stopped, at the latest at this time.
+    pub idle_release_deadline: Option<DateTime<Utc>>,
 }
 
 /// One entry of a lease's history.

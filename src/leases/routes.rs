@@ -24,7 +24,7 @@ crate::page_schema!(LeasePage, Lease);
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_leases, create_lease))
-        .routes(routes!(get_lease))
+        .routes(routes!(get_lease, update_lease))
         .routes(routes!(extend_lease))
         .routes(routes!(release_lease))
         .routes(routes!(list_lease_events))
@@ -65,6 +65,10 @@ pub struct CreateLeaseRequest {
     /// `POST /v1/leases/{id}/environment`.
     #[serde(default)]
     pub environment: Option<crate::environments::routes::StartEnvironmentRequest>,
+    /// Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
+    /// stop notice; see `Lease.idle_since`. Absent or null: never released for idleness.
+    #[schema(minimum = 10, maximum = 10080)]
+    pub idle_release_after_minutes: Option<i32>,
 }
 
 impl CreateLeaseRequest {
@@ -82,6 +86,9 @@ impl CreateLeaseRequest {
         }
         if !(1..=MAX_GPUS).contains(&self.gpu_count) {
             errors.push(FieldError::new("gpu_count", format!("must be between 1 and {MAX_GPUS}")));
+        }
+        if let Some(minutes) = self.idle_release_after_minutes {
+            errors.extend(super::idle::check_release_after(minutes).err());
         }
         let term = match (self.duration_hours, self.months) {
             (Some(h), None) => {
@@ -277,6 +284,7 @@ async fn admit(
         duration_hours: req.duration_hours,
         months: req.months,
         created_by: token.key_id(),
+        idle_release_after_minutes: req.idle_release_after_minutes,
     };
     let admission = store::admit(conn, &new, token.session_id(), try_lock).await?;
     let auth = token.accept(&admission.key)?;
@@ -571,6 +579,99 @@ pub async fn extend_lease(
     let event = NewEvent::new("extended", Some(lease_state), Some(lease_state), &actor)
         .detail(serde_json::json!({ "hours": add_hours, "months": add_months }));
     store::record_event(&mut tx, lease_id, event).await?;
+    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    tx.commit().await?;
+    Ok(Json(lease))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"idle_release_after_minutes": 60}))]
+pub struct UpdateLeaseRequest {
+    /// Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
+    /// stop notice; `null` turns the idle release off.
+    #[serde(default, deserialize_with = "crate::extract::double_option")]
+    #[schema(value_type = Option<i32>, minimum = 10, maximum = 10080)]
+    pub idle_release_after_minutes: Option<Option<i32>>,
+}
+
+/// Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a lease
+/// changed since it was read is 412. Once an idle release has begun (its jobs were given notice) it cannot be
+/// changed.
+#[utoipa::path(
+    patch, path = "/v1/leases/{lease_id}", tag = "leases", operation_id = "update_lease",
+    params(
+        ("lease_id" = Uuid, Path, description = "Lease id"),
+        ("If-Match" = Option<String>, Header, description = "The generation the change is based on: `3`, `\"3\"` or `W/\"3\"`", pattern = r#"^(W/)?("[0-9]{1,18}"|[0-9]{1,18})$"#),
+    ),
+    request_body = UpdateLeaseRequest,
+    responses(
+        (status = 200, description = "The lease, changed", body = Lease),
+        (status = 404, description = "No such lease of the tenant (`not_found`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The lease has ended (`lease_not_active`), or its idle release has begun (`idle_release_started`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 412, description = "The generation in If-Match is stale (`generation_mismatch`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "`idle_release_after_minutes` is missing or out of range (`validation_failed`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn update_lease(
+    State(state): State<AppState>,
+    auth: TenantAdminAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<UpdateLeaseRequest>,
+) -> ApiResult<Json<Lease>> {
+    let expected = if_match_generation(&headers)?;
+    let Some(minutes) = req.idle_release_after_minutes else {
+        return Err(ApiError::field("idle_release_after_minutes", "nothing to change: give it (null turns it off)"));
+    };
+    if let Some(minutes) = minutes {
+        super::idle::check_release_after(minutes).map_err(|e| ApiError::Validation(vec![e]))?;
+    }
+    let mut tx = state.db.begin().await?;
+    let row = sqlx::query!(
+        r#"SELECT generation, state AS "state: LeaseState", idle_release_after_minutes, idle_release_deadline
+         FROM leases WHERE id = $1 AND tenant_id = $2 FOR UPDATE"#,
+        lease_id,
+        auth.tenant_id
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(row) = row else { return Err(ApiError::NotFound("lease")) };
+    if let Some(expected) = expected
+        && expected != row.generation
+    {
+        return Err(ApiError::PreconditionFailed {
+            code: "generation_mismatch",
+            message: format!("the lease is at generation {}, not {expected}: re-read it and retry", row.generation),
+        });
+    }
+    if !row.state.is_live() {
+        return Err(ApiError::conflict("lease_not_active", format!("the lease is {}", row.state.as_str())));
+    }
+    if let Some(deadline) = row.idle_release_deadline {
+        return Err(ApiError::conflict(
+            "idle_release_started",
+            format!(
+                "the lease is being released for idleness: its jobs were given their stop notice, and it ends by {}",
+                deadline.to_rfc3339()
+            ),
+        ));
+    }
+    if row.idle_release_after_minutes != minutes {
+        sqlx::query!(
+            "UPDATE leases SET idle_release_after_minutes = $2, generation = generation + 1, updated_at = now() \
+             WHERE id = $1",
+            lease_id,
+            minutes
+        )
+        .execute(&mut *tx)
+        .await?;
+        let actor = Actor::Tenant(auth.key_id);
+        let event = NewEvent::new("updated", Some(row.state), Some(row.state), &actor).detail(serde_json::json!({
+            "idle_release_after_minutes": { "from": row.idle_release_after_minutes, "to": minutes }
+        }));
+        store::record_event(&mut tx, lease_id, event).await?;
+    }
     let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
     tx.commit().await?;
     Ok(Json(lease))

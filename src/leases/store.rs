@@ -131,7 +131,7 @@ pub async fn admit(
                  FROM pools p LEFT JOIN pool_current_prices cp ON cp.pool_id = p.id \
                  LEFT JOIN tenant_balances b ON b.tenant_id = (SELECT id FROM tenant) AND b.currency = p.currency \
                  WHERE p.id = $11) due), \
-         gate AS (SELECT $20 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
+         gate AS (SELECT $21 AND NOT COALESCE((SELECT has_quotas FROM tenant), true) \
                       AND NOT COALESCE((SELECT queued_ahead FROM pool), true) AS lock_tried), \
          best_fit AS ({best_fit}), \
          seen AS (SELECT ctid AS seen FROM nodes WHERE id = (SELECT id FROM best_fit)), \
@@ -147,7 +147,7 @@ pub async fn admit(
              gate.lock_tried AND (SELECT id FROM best_fit) IS NULL AND EXISTS ({fits}) AS node_fits, \
              (SELECT lease FROM written) AS lease \
          FROM gate LEFT JOIN key_check ON true LEFT JOIN tenant ON true LEFT JOIN pool ON true",
-        key_check = crate::auth::key_check_cte("$17", "$21"),
+        key_check = crate::auth::key_check_cte("$17", "$22"),
         covers = crate::billing::balance_covers_sql("due.balance_minor", "due.required_minor"),
         best_fit = best_fit_sql(
             "$11",
@@ -167,6 +167,7 @@ pub async fn admit(
     // balance rule (`billing::balance_covers_sql`), of the best-fit rule (`best_fit_sql`) and of the lease's
     // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
     let write = LeaseWriteArgs { lease: LeaseWrite::Create(new), plan: None, event, active: true };
+    // `$21` and `$22` follow the write's parameters.
     bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write)
         .bind(try_lock)
         .bind(session_id)
@@ -332,6 +333,8 @@ pub struct NewLease {
     pub months: Option<i32>,
     /// The API key that asked for it.
     pub created_by: Uuid,
+    /// Release it once idle this many minutes ([`super::idle`]).
+    pub idle_release_after_minutes: Option<i32>,
 }
 
 /// What [`write_lease`] does to the lease row. A statement of [`lease_write_ctes`] carries only the write it
@@ -414,10 +417,10 @@ fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseWrite<'_>) -> String {
         row = match row {
             LeaseWrite::Create(_) => {
                 "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, duration_hours, months, state, \
-                     starts_at, ends_at, created_by, metered_until, currency, gpu_ids) \
+                     starts_at, ends_at, created_by, metered_until, currency, gpu_ids, idle_release_after_minutes) \
                  SELECT $1, $10, $11, $12, $13, $14, $15, $16, a.state, a.at, \
                      a.at + make_interval(months => COALESCE($16, 0), hours => COALESCE($15, 0)), $17, a.at, \
-                     (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids) \
+                     (SELECT currency FROM pools WHERE id = $11), (SELECT ids FROM picked_ids), $20 \
                  FROM (SELECT CASE WHEN $18 THEN 'active' ELSE 'queued' END AS state, \
                               CASE WHEN $18 THEN now() END AS at) a \
                  WHERE (SELECT ok FROM complete) \
@@ -442,10 +445,10 @@ struct LeaseWriteArgs<'a> {
     active: bool,
 }
 
-/// Bind the parameters of [`lease_write_ctes`], `$1` to `$19`: `$1` the lease; `$2`, `$3` the plan's nodes and
-/// takes (empty without a plan); `$4` to `$9` and `$19` the event; `$10` to `$17` the new lease (tenant, pool,
-/// GPU count, placement, term, hours, months, the key that asked; null when activating) and `$18` whether the new
-/// lease is active. The activating statement does not use `$10` to `$18`.
+/// Bind the parameters of [`lease_write_ctes`], `$1` to `$20`: `$1` the lease; `$2`, `$3` the plan's nodes and
+/// takes (empty without a plan); `$4` to `$9` and `$19` the event; `$10` to `$17` and `$20` the new lease (tenant, pool,
+/// GPU count, placement, term, hours, months, the key that asked, its idle release; null when activating) and `$18`
+/// whether the new lease is active. The activating statement does not use `$10` to `$18` nor `$20`.
 fn bind_lease_write<'q, O>(
     query: sqlx::query::QueryAs<'q, sqlx::Postgres, O, sqlx::postgres::PgArguments>,
     w: &LeaseWriteArgs<'_>,
@@ -476,6 +479,7 @@ fn bind_lease_write<'q, O>(
         .bind(new.map(|n| n.created_by))
         .bind(w.active)
         .bind(w.event.detail.clone())
+        .bind(new.and_then(|n| n.idle_release_after_minutes))
 }
 
 /// Write a lease with the GPUs of `plan` on nodes the transaction has locked, in one statement
@@ -607,6 +611,9 @@ pub struct LeaseRow {
     generation: i64,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    idle_release_after_minutes: Option<i32>,
+    idle_since: Option<DateTime<Utc>>,
+    idle_release_deadline: Option<DateTime<Utc>>,
 }
 
 /// Filters for listing leases. `tenant_id` is always set for tenant callers.
@@ -624,7 +631,7 @@ pub async fn list_leases(conn: &mut PgConnection, filter: &LeaseFilter) -> Resul
         LeaseRow,
         r#"SELECT id, tenant_id, pool_id, gpu_count, placement AS "placement: Placement", term AS "term: Term",
              duration_hours, months, state AS "state: LeaseState", starts_at, ends_at, ended_at, end_reason,
-             generation, created_at, updated_at
+             generation, created_at, updated_at, idle_release_after_minutes, idle_since, idle_release_deadline
          FROM leases WHERE id > $1 AND ($2::uuid IS NULL OR tenant_id = $2)
          AND ($3::uuid IS NULL OR pool_id = $3) AND ($4::text IS NULL OR state = $4) ORDER BY id LIMIT $5"#,
         filter.after,
@@ -648,7 +655,7 @@ pub async fn load_lease(
         LeaseRow,
         r#"SELECT id, tenant_id, pool_id, gpu_count, placement AS "placement: Placement", term AS "term: Term",
              duration_hours, months, state AS "state: LeaseState", starts_at, ends_at, ended_at, end_reason,
-             generation, created_at, updated_at
+             generation, created_at, updated_at, idle_release_after_minutes, idle_since, idle_release_deadline
          FROM leases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"#,
         id,
         tenant_id
@@ -679,6 +686,9 @@ impl LeaseRow {
             generation: self.generation,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            idle_release_after_minutes: self.idle_release_after_minutes,
+            idle_since: self.idle_since,
+            idle_release_deadline: self.idle_release_deadline,
         }
     }
 }

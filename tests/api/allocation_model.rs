@@ -270,6 +270,7 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
         duration_hours: Some(2),
         months: None,
         created_by: key,
+        idle_release_after_minutes: None,
     };
     let admission = store::admit(&mut tx, &new, None, try_lock).await.unwrap();
     let lease = match admission.lease {

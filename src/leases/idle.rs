@@ -1,0 +1,402 @@
+//! Idle leases. Every round ([`sweep_once`]) each active lease is judged over the service's idle window
+//! (`--lease-idle-after-minutes`) by the utilization rule of `jobs::insights` ([`insights::idle`]): idle when
+//! every one of its GPUs reported in the window and even the busiest one averaged under the idle threshold
+//! (`--lease-idle-gpu-util-percent`). A lease with a GPU that reports nothing (an external node has no agent) is
+//! never idle.
+//!
+//! An idle spell is a run of idle verdicts whose windows overlap: it starts at the start of its first window
+//! (`idle_since`), is announced once (lease event `idle`, webhook `lease.idle`), and ends at the first verdict
+//! that is not idle (event `active_again`, webhook `lease.active_again`); a verdict whose window does not reach
+//! back to the spell's last one (the service was away longer than a window) starts the spell anew, unannounced.
+//!
+//! A lease with `idle_release_after_minutes` is released once a spell has lasted that long: in the transaction
+//! of the verdict that finds it so, its open jobs are given their stop notice (their own `stop_grace_s`) and the
+//! release's deadline is set; the lease is then released ([`store::end_lease`], the one way a lease ends) as
+//! soon as those jobs have stopped, or at the deadline (the longest grace, plus a heartbeat for the agents to
+//! pick the notice up), whichever is first. Without open jobs that is the same round. Safe with several
+//! replicas: one judges at a time (an advisory lock), every change is made under the lease's row lock, and the
+//! releases under way are taken with SKIP LOCKED.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, PgPool};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::store::{self, NewEvent};
+use super::{Actor, LeaseState};
+use crate::app::AppState;
+use crate::config::Settings;
+use crate::error::FieldError;
+use crate::jobs::insights::{self, Measured};
+
+/// The shortest and longest `idle_release_after_minutes` (10 minutes, a week).
+pub const MIN_RELEASE_AFTER_MINUTES: i32 = 10;
+pub const MAX_RELEASE_AFTER_MINUTES: i32 = 10_080;
+
+/// Serializes the judging rounds of the replicas ("idlelease" in ASCII, truncated to eight bytes).
+const JUDGE_LOCK: i64 = 0x69646c656c656173;
+
+/// Leases judged, or releases finished, per statement.
+const BATCH: i64 = 500;
+
+/// A field error unless `minutes` is a valid `idle_release_after_minutes`.
+pub fn check_release_after(minutes: i32) -> Result<(), FieldError> {
+    if (MIN_RELEASE_AFTER_MINUTES..=MAX_RELEASE_AFTER_MINUTES).contains(&minutes) {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            "idle_release_after_minutes",
+            format!("minutes, between {MIN_RELEASE_AFTER_MINUTES} and {MAX_RELEASE_AFTER_MINUTES}"),
+        ))
+    }
+}
+
+/// What one round did, by lease.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Round {
+    /// Idle spells that began (announced).
+    pub idle: Vec<Uuid>,
+    /// Idle spells that ended (announced).
+    pub active_again: Vec<Uuid>,
+    /// Idle releases that began: their jobs were given notice.
+    pub releasing: Vec<Uuid>,
+    /// Leases released for idleness.
+    pub released: Vec<Uuid>,
+}
+
+/// "5", "2.5": a threshold as people write it.
+fn percent(p: f64) -> String {
+    format!("{p}%")
+}
+
+/// The lease's end reason when it is released after `minutes` idle.
+pub fn release_reason(minutes: i64, below_percent: f64) -> String {
+    format!("released: idle for {minutes} minutes under {} GPU utilization", percent(below_percent))
+}
+
+/// One round: judge the active leases (and begin the releases that are due), then finish the releases whose
+/// jobs have stopped or whose deadline has passed.
+pub async fn sweep_once(db: &PgPool, settings: &Settings) -> anyhow::Result<Round> {
+    let mut round = Round::default();
+    judge_all(db, settings, &mut round).await?;
+    finish_releases(db, settings, &mut round).await?;
+    Ok(round)
+}
+
+/// A lease to judge, with what the round needs to know whether a verdict changes anything.
+#[derive(sqlx::FromRow)]
+struct Candidate {
+    id: Uuid,
+    starts_at: DateTime<Utc>,
+    /// It is in an idle spell.
+    in_spell: bool,
+    /// Its spell's last recorded verdict is less than half a window old: an idle verdict need not be written.
+    recorded_recently: bool,
+    /// Its spell has lasted as long as its `idle_release_after_minutes`.
+    release_due: bool,
+}
+
+/// Judge every active lease that has been active a whole window and is not being released, on one connection
+/// holding the judging lock (another replica judging now: nothing to do).
+async fn judge_all(db: &PgPool, settings: &Settings, round: &mut Round) -> anyhow::Result<()> {
+    let mut conn = db.acquire().await?;
+    let locked: bool =
+        sqlx::query_scalar("SELECT pg_try_advisory_lock($1)").bind(JUDGE_LOCK).fetch_one(&mut *conn).await?;
+    if !locked {
+        return Ok(());
+    }
+    let result = async {
+        let mut after = Uuid::nil();
+        loop {
+            // Leases with a GPU on an external node are left out here: they report no samples, so the rule
+            // would never find them idle, and measuring them would cost a query each round.
+            let due: Vec<Candidate> = sqlx::query_as(
+                "SELECT l.id, l.starts_at, l.idle_since IS NOT NULL AS in_spell, \
+                     COALESCE(l.idle_checked_at > now() - make_interval(secs => $2 / 2), false) AS recorded_recently, \
+                     COALESCE(l.idle_since <= now() - make_interval(mins => l.idle_release_after_minutes), false) \
+                         AS release_due \
+                 FROM leases l WHERE l.state = 'active' AND l.id > $1 \
+                     AND l.starts_at <= now() - make_interval(secs => $2) AND l.idle_release_started_at IS NULL \
+                     AND NOT EXISTS (SELECT 1 FROM gpus g JOIN nodes n ON n.id = g.node_id \
+                                     WHERE g.id = ANY(l.gpu_ids) AND n.external) \
+                 ORDER BY l.id LIMIT $3",
+            )
+            .bind(after)
+            .bind(settings.idle.window.as_secs_f64())
+            .bind(BATCH)
+            .fetch_all(&mut *conn)
+            .await?;
+            for lease in &due {
+                judge(&mut conn, settings, lease, round).await?;
+            }
+            match due.last() {
+                Some(last) if due.len() == BATCH as usize => after = last.id,
+                _ => return Ok::<_, anyhow::Error>(()),
+            }
+        }
+    }
+    .await;
+    sqlx::query("SELECT pg_advisory_unlock($1)").bind(JUDGE_LOCK).execute(&mut *conn).await?;
+    result
+}
+
+/// One lease: measure it; when the verdict changes something (a spell begins or ends, is recorded again, or has
+/// lasted long enough for the lease's release), write that in one transaction under the lease's row lock, from
+/// the row as it is then.
+async fn judge(
+    conn: &mut PgConnection,
+    settings: &Settings,
+    lease: &Candidate,
+    round: &mut Round,
+) -> anyhow::Result<()> {
+    let window_s = settings.idle.window.as_secs() as i64;
+    let below = settings.idle.below_percent;
+    let measured = crate::agents::telemetry::measure_lease(conn, lease.id, lease.starts_at, window_s).await?;
+    let verdict = insights::idle(&measured, window_s, below);
+    let unchanged = match verdict {
+        Some(_) => lease.in_spell && lease.recorded_recently && !lease.release_due,
+        None => !lease.in_spell,
+    };
+    if unchanged {
+        return Ok(());
+    }
+    let lease_id = lease.id;
+    let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+    type Locked = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<i32>, DateTime<Utc>);
+    let locked: Option<Locked> = sqlx::query_as(
+        "SELECT idle_since, idle_checked_at, idle_release_after_minutes, now() FROM leases \
+         WHERE id = $1 AND state = 'active' AND idle_release_started_at IS NULL FOR UPDATE SKIP LOCKED",
+    )
+    .bind(lease_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    // Ended, being released, or locked by a release or a change right now: judged again next round.
+    let Some((idle_since, checked_at, release_after, now)) = locked else { return Ok(()) };
+    let window_min = window_s / 60;
+    match verdict {
+        Some(busiest) => {
+            let window_start = now - chrono::Duration::seconds(window_s);
+            // The spell goes on when this window reaches back to its last recorded verdict; else it starts with
+            // this window.
+            let since = match (idle_since, checked_at) {
+                (Some(since), Some(checked)) if checked >= window_start => since,
+                _ => window_start,
+            };
+            sqlx::query("UPDATE leases SET idle_since = $2, idle_checked_at = $3 WHERE id = $1")
+                .bind(lease_id)
+                .bind(since)
+                .bind(now)
+                .execute(&mut *tx)
+                .await?;
+            if idle_since.is_none() {
+                let reason = format!(
+                    "idle: every GPU under {} utilization over the last {window_min} minutes (the busiest at \
+                     {busiest:.1}%)",
+                    percent(below)
+                );
+                let detail = verdict_detail(&measured, settings, since, release_after);
+                let event = NewEvent::new("idle", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+                    .reason(&reason)
+                    .detail(detail);
+                store::record_event(&mut tx, lease_id, event).await?;
+                round.idle.push(lease_id);
+            }
+            if let Some(minutes) = release_after
+                && since <= now - chrono::Duration::minutes(minutes.into())
+            {
+                begin_release(&mut tx, settings, lease_id, (now - since).num_minutes()).await?;
+                round.releasing.push(lease_id);
+            }
+        }
+        None => {
+            if let Some(since) = idle_since {
+                sqlx::query("UPDATE leases SET idle_since = NULL, idle_checked_at = NULL WHERE id = $1")
+                    .bind(lease_id)
+                    .execute(&mut *tx)
+                    .await?;
+                let reason = match measured.busiest_gpu_util {
+                    Some(busiest) if measured.gpus_reporting == measured.gpus => format!(
+                        "active again: the busiest GPU averaged {busiest:.1}% over the last {window_min} minutes, \
+                         not under {}",
+                        percent(below)
+                    ),
+                    _ => format!(
+                        "no longer known to be idle: {} of its {} GPUs reported over the last {window_min} minutes",
+                        measured.gpus_reporting, measured.gpus
+                    ),
+                };
+                let detail = verdict_detail(&measured, settings, since, release_after);
+                let event =
+                    NewEvent::new("active_again", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+                        .reason(&reason)
+                        .detail(detail);
+                store::record_event(&mut tx, lease_id, event).await?;
+                round.active_again.push(lease_id);
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The figures behind a verdict, as the events (and their webhooks) carry them.
+fn verdict_detail(
+    m: &Measured,
+    settings: &Settings,
+    idle_since: DateTime<Utc>,
+    release_after: Option<i32>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "idle_since": idle_since,
+        "threshold_percent": settings.idle.below_percent,
+        "window_s": settings.idle.window.as_secs(),
+        "busiest_gpu_util": m.busiest_gpu_util,
+        "avg_gpu_util": m.avg_gpu_util,
+        "gpus_reporting": m.gpus_reporting,
+        "gpus": m.gpus,
+        "samples": m.samples,
+        "idle_release_after_minutes": release_after,
+    })
+}
+
+/// Begin the idle release of a lease whose row the transaction holds: every open job of the lease is given its
+/// stop notice with its own grace (a replan waiting for the job is abandoned: the job is stopping), and the
+/// deadline is set. The release itself is [`finish_releases`]'s.
+async fn begin_release(
+    conn: &mut PgConnection,
+    settings: &Settings,
+    lease_id: Uuid,
+    idle_minutes: i64,
+) -> Result<(), sqlx::Error> {
+    let notice = format!(
+        "lease released: idle for {idle_minutes} minutes under {} GPU utilization",
+        percent(settings.idle.below_percent)
+    );
+    // Jobs in id order, as every other writer locks them.
+    let jobs: Vec<(Uuid, i32)> = sqlx::query_as(
+        "SELECT id, stop_grace_s FROM jobs WHERE lease_id = $1 AND state IN ('pending', 'assigned', 'running') \
+         ORDER BY id FOR UPDATE",
+    )
+    .bind(lease_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut waits_s: i64 = 0;
+    let mut noticed = Vec::new();
+    for (job_id, grace_s) in &jobs {
+        sqlx::query(
+            "UPDATE job_generations SET state = 'abandoned', ended_at = now() WHERE job_id = $1 AND state = 'pending'",
+        )
+        .bind(job_id)
+        .execute(&mut *conn)
+        .await?;
+        crate::jobs::store::give_notice(conn, *job_id, &notice, *grace_s).await?;
+        let state = crate::jobs::store::refresh_job(conn, *job_id).await?;
+        if !state.is_terminal() {
+            waits_s = waits_s.max(i64::from(*grace_s));
+            noticed.push(serde_json::json!({ "job_id": job_id, "stop_grace_s": grace_s }));
+        }
+    }
+    // The agents learn of a notice at their next heartbeat, and count the grace from then.
+    let wait = if noticed.is_empty() { 0.0 } else { waits_s as f64 + settings.heartbeat_interval.as_secs_f64() };
+    let deadline: DateTime<Utc> = sqlx::query_scalar(
+        "UPDATE leases SET idle_release_started_at = now(), idle_release_deadline = now() + make_interval(secs => $2) \
+         WHERE id = $1 RETURNING idle_release_deadline",
+    )
+    .bind(lease_id)
+    .bind(wait)
+    .fetch_one(&mut *conn)
+    .await?;
+    let reason = if noticed.is_empty() {
+        format!("idle for {idle_minutes} minutes: released now (no job runs)")
+    } else {
+        format!(
+            "idle for {idle_minutes} minutes: {} given their stop notice; released once they stop, by {} at the latest",
+            if noticed.len() == 1 { "1 job".to_string() } else { format!("{} jobs", noticed.len()) },
+            deadline.to_rfc3339()
+        )
+    };
+    let event = NewEvent::new("idle_release", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+        .reason(&reason)
+        .detail(serde_json::json!({ "deadline": deadline, "jobs": noticed }));
+    store::record_event(conn, lease_id, event).await?;
+    tracing::info!(lease.id = %lease_id, idle_minutes, jobs = noticed.len(), %deadline, "idle release: begun");
+    Ok(())
+}
+
+/// Release the leases whose idle release has begun and whose open jobs have all stopped, or whose deadline has
+/// passed (their jobs still open are then ended with the lease, as any release ends them). Several replicas
+/// share them (SKIP LOCKED).
+async fn finish_releases(db: &PgPool, settings: &Settings, round: &mut Round) -> Result<(), sqlx::Error> {
+    loop {
+        let mut tx = db.begin().await?;
+        type Due = (Uuid, Uuid, DateTime<Utc>, DateTime<Utc>);
+        let due: Vec<Due> = sqlx::query_as(
+            r#"SELECT l.id, l.pool_id, l.idle_since, l.idle_release_started_at FROM leases l
+             WHERE l.state = 'active' AND l.idle_release_started_at IS NOT NULL
+                 AND (l.idle_release_deadline <= now() OR NOT EXISTS (
+                     SELECT 1 FROM jobs j WHERE j.lease_id = l.id AND j.state IN ('pending', 'assigned', 'running')))
+             ORDER BY l.idle_release_deadline LIMIT $1 FOR UPDATE OF l SKIP LOCKED"#,
+        )
+        .bind(BATCH)
+        .fetch_all(&mut *tx)
+        .await?;
+        let count = due.len();
+        let mut wake = Vec::new();
+        for (lease_id, pool_id, idle_since, started_at) in due {
+            let reason = release_reason((started_at - idle_since).num_minutes(), settings.idle.below_percent);
+            let ended =
+                store::end_lease(&mut tx, lease_id, None, LeaseState::Released, &reason, &Actor::System, None).await?;
+            if let Some(ended) = ended {
+                tracing::info!(lease.id = %lease_id, %reason, "idle release: lease released");
+                round.released.push(lease_id);
+                if ended.queue_waiting && !wake.contains(&pool_id) {
+                    wake.push(pool_id);
+                }
+            }
+        }
+        tx.commit().await?;
+        // The freed GPUs may start queued leases.
+        for pool_id in wake {
+            store::start_queued(db, pool_id).await?;
+        }
+        if count < BATCH as usize {
+            return Ok(());
+        }
+    }
+}
+
+/// Run a round every `settings.idle.interval` until `shutdown`.
+pub async fn run(state: AppState, shutdown: CancellationToken) {
+    let interval: Duration = state.settings.idle.interval;
+    let mut timer = tokio::time::interval(interval);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = timer.tick() => {}
+        }
+        let started = std::time::Instant::now();
+        let result = sweep_once(&state.db, &state.settings).await;
+        crate::telemetry::record_sweep("idle_leases", started, &result);
+        if let Err(err) = result {
+            tracing::warn!(error = %err, "idle lease round failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_after_bounds_and_reason() {
+        assert!(check_release_after(10).is_ok() && check_release_after(10_080).is_ok());
+        for bad in [i32::MIN, -1, 0, 9, 10_081, i32::MAX] {
+            assert_eq!(check_release_after(bad).unwrap_err().field, "idle_release_after_minutes", "{bad}");
+        }
+        assert_eq!(release_reason(42, 5.0), "released: idle for 42 minutes under 5% GPU utilization");
+        assert_eq!(release_reason(30, 2.5), "released: idle for 30 minutes under 2.5% GPU utilization");
+    }
+}
