@@ -289,23 +289,33 @@ impl TestApp {
 /// Telemetry for a lease's GPUs at `gpu_util` percent, every 10 s over the last 5 minutes, packed into
 /// `telemetry_raw` as the heartbeat path packs it.
 pub async fn write_lease_samples(db: &PgPool, lease_id: uuid::Uuid, gpu_util: f64) {
+    write_lease_gpu_samples(db, lease_id, |_| gpu_util).await;
+}
+
+/// As [`write_lease_samples`], each GPU at `gpu_util(i)` percent: `i` counts the lease's GPUs by node and index.
+pub async fn write_lease_gpu_samples(db: &PgPool, lease_id: uuid::Uuid, gpu_util: impl Fn(usize) -> f64) {
     let leased: Vec<(i32, i32)> = sqlx::query_as(
         "SELECT n.telemetry_key, g.idx FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) \
-         JOIN nodes n ON n.id = g.node_id WHERE l.id = $1",
+         JOIN nodes n ON n.id = g.node_id WHERE l.id = $1 ORDER BY n.hostname, g.idx",
     )
     .bind(lease_id)
     .fetch_all(db)
     .await
     .unwrap();
-    let sample: gpuplane::agents::protocol::GpuSample = serde_json::from_value(json!({
-        "gpu_index": 0, "at": chrono::Utc::now(), "gpu_util": gpu_util, "mem_copy_util": 10.0, "fb_used_mib": 1000,
-        "fb_free_mib": 70000, "power_w": 300.0, "energy_mj": 0, "gpu_temp_c": 60.0, "sm_clock_mhz": 1800
-    }))
-    .unwrap();
+    let samples: Vec<gpuplane::agents::protocol::GpuSample> = (0..leased.len())
+        .map(|i| {
+            serde_json::from_value(json!({
+                "gpu_index": 0, "at": chrono::Utc::now(), "gpu_util": gpu_util(i), "mem_copy_util": 10.0,
+                "fb_used_mib": 1000, "fb_free_mib": 70000, "power_w": 300.0, "energy_mj": 0, "gpu_temp_c": 60.0,
+                "sm_clock_mhz": 1800
+            }))
+            .unwrap()
+        })
+        .collect();
     let mut by_node: std::collections::BTreeMap<i32, Vec<(i32, &gpuplane::agents::protocol::GpuSample)>> =
         Default::default();
-    for (key, idx) in &leased {
-        by_node.entry(*key).or_default().push((*idx, &sample));
+    for ((key, idx), sample) in leased.iter().zip(&samples) {
+        by_node.entry(*key).or_default().push((*idx, sample));
     }
     let (keys, packed): (Vec<i32>, Vec<Vec<u8>>) =
         by_node.into_iter().map(|(k, mut gpus)| (k, gpuplane::agents::codec::encode_instant(&mut gpus))).unzip();

@@ -16,6 +16,7 @@ mod demo;
 mod deploy;
 mod environment_e2e;
 mod errors;
+mod idle_leases;
 mod inventory;
 mod isolation_e2e;
 mod jobs;
