@@ -1113,7 +1113,12 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a lease
+         *     changed since it was read is 412. Once an idle release has begun (its jobs were given notice) it cannot be
+         *     changed.
+         */
+        patch: operations["update_lease"];
         trace?: never;
     };
     "/v1/leases/{lease_id}/environment": {
@@ -1951,6 +1956,12 @@ export interface components {
             gpu_count: number;
             /** @description Any pool of this GPU model (the one with the most free GPUs). Give this or `pool_id`. */
             gpu_model?: string | null;
+            /**
+             * Format: int32
+             * @description Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
+             *     stop notice; see `Lease.idle_since`. Absent or null: never released for idleness.
+             */
+            idle_release_after_minutes?: number | null;
             /**
              * Format: int32
              * @description Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
@@ -2806,6 +2817,25 @@ export interface components {
             gpus: components["schemas"]["LeaseGpu"][];
             /** Format: uuid */
             id: string;
+            /**
+             * Format: int32
+             * @description Opt-in: release the lease once it has been idle this many minutes (10-10080), its running jobs first given
+             *     their stop notice; null: never released for idleness. Set at creation or with `PATCH /v1/leases/{id}`.
+             */
+            idle_release_after_minutes?: number | null;
+            /**
+             * Format: date-time
+             * @description The idle release has begun: the lease's running jobs were given their stop notice, and it is released
+             *     once they have stopped, at the latest at this time.
+             */
+            idle_release_deadline?: string | null;
+            /**
+             * Format: date-time
+             * @description The start of the lease's current idle spell: its GPUs, every one of them reporting, stayed under the
+             *     service's idle threshold since then (`lease.idle` announced it). Null while it is not idle, and always
+             *     for a lease with a GPU that reports no telemetry (on an external node, which has no agent).
+             */
+            idle_since?: string | null;
             /** Format: int32 */
             months?: number | null;
             placement: components["schemas"]["Placement"];
@@ -2983,13 +3013,28 @@ export interface components {
              */
             total_nodes: number;
         };
-        /** @description What was measured on the job's GPUs. */
+        /** @description What was measured on a lease's GPUs over a window (for a job: since the job started). */
         Measured: {
             /**
              * Format: double
              * @description Mean DCGM_FI_DEV_GPU_UTIL over the window, percent (absent without samples).
              */
             avg_gpu_util?: number | null;
+            /**
+             * Format: double
+             * @description The busiest GPU's mean utilization over the window, percent (absent without samples).
+             */
+            busiest_gpu_util?: number | null;
+            /**
+             * Format: int64
+             * @description The lease's GPUs.
+             */
+            gpus: number;
+            /**
+             * Format: int64
+             * @description The lease's GPUs with samples in the window.
+             */
+            gpus_reporting: number;
             /**
              * Format: int64
              * @description How long the job has been running.
@@ -4088,6 +4133,19 @@ export interface components {
             expires_in: number;
             /** @description Always `Bearer`. */
             token_type: string;
+        };
+        /**
+         * @example {
+         *       "idle_release_after_minutes": 60
+         *     }
+         */
+        UpdateLeaseRequest: {
+            /**
+             * Format: int32
+             * @description Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
+             *     stop notice; `null` turns the idle release off.
+             */
+            idle_release_after_minutes?: number | null;
         };
         /**
          * @example {
@@ -6799,6 +6857,79 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    update_lease: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The generation the change is based on: `3`, `"3"` or `W/"3"` */
+                "If-Match"?: string | null;
+            };
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateLeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The lease, changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lease"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such lease of the tenant (`not_found`) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The lease has ended (`lease_not_active`), or its idle release has begun (`idle_release_started`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The generation in If-Match is stale (`generation_mismatch`) */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description `idle_release_after_minutes` is missing or out of range (`validation_failed`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

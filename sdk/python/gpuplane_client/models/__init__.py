@@ -158,6 +158,7 @@ from .term import Term
 from .terminate_lease_request import TerminateLeaseRequest
 from .token_request import TokenRequest
 from .token_response import TokenResponse
+from .update_lease_request import UpdateLeaseRequest
 from .update_pool_request import UpdatePoolRequest
 from .update_tenant_request import UpdateTenantRequest
 from .update_webhook_request import UpdateWebhookRequest
@@ -332,6 +333,7 @@ __all__ = (
     "TerminateLeaseRequest",
     "TokenRequest",
     "TokenResponse",
+    "UpdateLeaseRequest",
     "UpdatePoolRequest",
     "UpdateTenantRequest",
     "UpdateWebhookRequest",

@@ -29,6 +29,9 @@ class CreateLeaseRequest:
         environment (None | StartEnvironmentRequest | Unset):
         gpu_model (None | str | Unset): Any pool of this GPU model (the one with the most free GPUs). Give this or
             `pool_id`.
+        idle_release_after_minutes (int | None | Unset): Release the lease once it has been idle this many minutes
+            (10-10080), after its running jobs got their
+            stop notice; see `Lease.idle_since`. Absent or null: never released for idleness.
         months (int | None | Unset): Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
         placement (Placement | Unset): How a lease's GPUs are laid over nodes.
         pool_id (None | Unset | UUID): The pool to lease from. Give this or `gpu_model`.
@@ -39,6 +42,7 @@ class CreateLeaseRequest:
     duration_hours: int | None | Unset = UNSET
     environment: None | StartEnvironmentRequest | Unset = UNSET
     gpu_model: None | str | Unset = UNSET
+    idle_release_after_minutes: int | None | Unset = UNSET
     months: int | None | Unset = UNSET
     placement: Placement | Unset = UNSET
     pool_id: None | Unset | UUID = UNSET
@@ -68,6 +72,12 @@ class CreateLeaseRequest:
             gpu_model = UNSET
         else:
             gpu_model = self.gpu_model
+
+        idle_release_after_minutes: int | None | Unset
+        if isinstance(self.idle_release_after_minutes, Unset):
+            idle_release_after_minutes = UNSET
+        else:
+            idle_release_after_minutes = self.idle_release_after_minutes
 
         months: int | None | Unset
         if isinstance(self.months, Unset):
@@ -102,6 +112,8 @@ class CreateLeaseRequest:
             field_dict["environment"] = environment
         if gpu_model is not UNSET:
             field_dict["gpu_model"] = gpu_model
+        if idle_release_after_minutes is not UNSET:
+            field_dict["idle_release_after_minutes"] = idle_release_after_minutes
         if months is not UNSET:
             field_dict["months"] = months
         if placement is not UNSET:
@@ -155,6 +167,17 @@ class CreateLeaseRequest:
 
         gpu_model = _parse_gpu_model(d.pop("gpu_model", UNSET))
 
+        def _parse_idle_release_after_minutes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        idle_release_after_minutes = _parse_idle_release_after_minutes(
+            d.pop("idle_release_after_minutes", UNSET)
+        )
+
         def _parse_months(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -195,6 +218,7 @@ class CreateLeaseRequest:
             duration_hours=duration_hours,
             environment=environment,
             gpu_model=gpu_model,
+            idle_release_after_minutes=idle_release_after_minutes,
             months=months,
             placement=placement,
             pool_id=pool_id,

@@ -43,6 +43,16 @@ class Lease:
         end_reason (None | str | Unset):
         ended_at (datetime.datetime | None | Unset): When it actually ended.
         ends_at (datetime.datetime | None | Unset): When the lease expires (absent while queued).
+        idle_release_after_minutes (int | None | Unset): Opt-in: release the lease once it has been idle this many
+            minutes (10-10080), its running jobs first given
+            their stop notice; null: never released for idleness. Set at creation or with `PATCH /v1/leases/{id}`.
+        idle_release_deadline (datetime.datetime | None | Unset): The idle release has begun: the lease's running jobs
+            were given their stop notice, and it is released
+            once they have stopped, at the latest at this time.
+        idle_since (datetime.datetime | None | Unset): The start of the lease's current idle spell: its GPUs, every one
+            of them reporting, stayed under the
+            service's idle threshold since then (`lease.idle` announced it). Null while it is not idle, and always
+            for a lease with a GPU that reports no telemetry (on an external node, which has no agent).
         months (int | None | Unset):
         starts_at (datetime.datetime | None | Unset): When the GPUs were allocated (absent while queued).
     """
@@ -63,6 +73,9 @@ class Lease:
     end_reason: None | str | Unset = UNSET
     ended_at: datetime.datetime | None | Unset = UNSET
     ends_at: datetime.datetime | None | Unset = UNSET
+    idle_release_after_minutes: int | None | Unset = UNSET
+    idle_release_deadline: datetime.datetime | None | Unset = UNSET
+    idle_since: datetime.datetime | None | Unset = UNSET
     months: int | None | Unset = UNSET
     starts_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -123,6 +136,28 @@ class Lease:
         else:
             ends_at = self.ends_at
 
+        idle_release_after_minutes: int | None | Unset
+        if isinstance(self.idle_release_after_minutes, Unset):
+            idle_release_after_minutes = UNSET
+        else:
+            idle_release_after_minutes = self.idle_release_after_minutes
+
+        idle_release_deadline: None | str | Unset
+        if isinstance(self.idle_release_deadline, Unset):
+            idle_release_deadline = UNSET
+        elif isinstance(self.idle_release_deadline, datetime.datetime):
+            idle_release_deadline = self.idle_release_deadline.isoformat()
+        else:
+            idle_release_deadline = self.idle_release_deadline
+
+        idle_since: None | str | Unset
+        if isinstance(self.idle_since, Unset):
+            idle_since = UNSET
+        elif isinstance(self.idle_since, datetime.datetime):
+            idle_since = self.idle_since.isoformat()
+        else:
+            idle_since = self.idle_since
+
         months: int | None | Unset
         if isinstance(self.months, Unset):
             months = UNSET
@@ -163,6 +198,12 @@ class Lease:
             field_dict["ended_at"] = ended_at
         if ends_at is not UNSET:
             field_dict["ends_at"] = ends_at
+        if idle_release_after_minutes is not UNSET:
+            field_dict["idle_release_after_minutes"] = idle_release_after_minutes
+        if idle_release_deadline is not UNSET:
+            field_dict["idle_release_deadline"] = idle_release_deadline
+        if idle_since is not UNSET:
+            field_dict["idle_since"] = idle_since
         if months is not UNSET:
             field_dict["months"] = months
         if starts_at is not UNSET:
@@ -256,6 +297,55 @@ class Lease:
 
         ends_at = _parse_ends_at(d.pop("ends_at", UNSET))
 
+        def _parse_idle_release_after_minutes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        idle_release_after_minutes = _parse_idle_release_after_minutes(
+            d.pop("idle_release_after_minutes", UNSET)
+        )
+
+        def _parse_idle_release_deadline(
+            data: object,
+        ) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                idle_release_deadline_type_0 = datetime.datetime.fromisoformat(data)
+
+                return idle_release_deadline_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        idle_release_deadline = _parse_idle_release_deadline(
+            d.pop("idle_release_deadline", UNSET)
+        )
+
+        def _parse_idle_since(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                idle_since_type_0 = datetime.datetime.fromisoformat(data)
+
+                return idle_since_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        idle_since = _parse_idle_since(d.pop("idle_since", UNSET))
+
         def _parse_months(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -299,6 +389,9 @@ class Lease:
             end_reason=end_reason,
             ended_at=ended_at,
             ends_at=ends_at,
+            idle_release_after_minutes=idle_release_after_minutes,
+            idle_release_deadline=idle_release_deadline,
+            idle_since=idle_since,
             months=months,
             starts_at=starts_at,
         )
