@@ -338,6 +338,7 @@ async function viewLease(id) {
   return [h("h1", {}, `Lease ${short(lease.id)} `, stateTag(lease.state)),
     h("p", {}, `${plural(lease.gpu_count, "GPU")}, ${lease.placement}; ends ${ago(lease.ends_at)} (${live ? left(lease.ends_at) + " left" : lease.end_reason || "ended"}); charged so far `,
       h("strong", { id: "lease-charge" }, money(cost[lease.id] || 0, "USD"))),
+    live ? idleLine(lease) : null,
     isAdmin() && live ? h("form", { class: "inline", "aria-label": "Lease actions", onsubmit: act(() => api("POST", `/v1/leases/${id}/extend`, { hours: Number(hours.value) }), "Lease extended") },
       field("Extend by hours", hours), h("button", { type: "submit", class: "secondary" }, "Extend"),
       h("button", { type: "button", id: "release-lease", class: "danger", onclick: act(() => api("POST", `/v1/leases/${id}/release`), "Lease released") }, "Release")) : null,
@@ -347,6 +348,14 @@ async function viewLease(id) {
     h("h2", {}, "Insights"), insights.insights.length ? h("ul", {}, insights.insights.map((i) => h("li", {}, h("strong", {}, i.message), " ", i.suggestion))) : h("p", { class: "muted" }, "No findings."),
     h("h2", {}, "GPUs"), table(["Node", "GPU", "UUID"], lease.gpus.map((g) => [g.hostname, String(g.index), g.uuid])),
     h("h2", {}, "Jobs"), startsJobs ? jobForm(lease, templates, recalledPlan(lease.id)) : null, jobsTable(jobs.items)];
+}
+// The lease's idle state (`idle_since`, `idle_release_after_minutes`, `idle_release_deadline`; docs/leases.md).
+function idleLine(lease) {
+  const parts = [];
+  if (lease.idle_release_deadline) parts.push(`Being released for idleness: its jobs were told to stop; released by ${ago(lease.idle_release_deadline)} at the latest.`);
+  else if (lease.idle_since) parts.push(`Idle since ${ago(lease.idle_since)} (every GPU under the service's idle threshold).`);
+  if (lease.idle_release_after_minutes && !lease.idle_release_deadline) parts.push(`Released once idle for ${plural(lease.idle_release_after_minutes, "minute")}.`);
+  return parts.length ? h("p", { id: "lease-idle", class: lease.idle_since ? null : "muted" }, parts.join(" ")) : null;
 }
 // Start a job on an active lease (`POST /v1/leases/{id}/jobs`): a template, the program, and optionally a model
 // with its workload and pins for the planner; a plan carried from the advice fills them in.
