@@ -230,7 +230,8 @@ async fn series(
 
 /// What a lease's GPUs measured over the last `window_s` seconds, or since `since` when that is later (a job's
 /// start, the lease's): the mean of every sample, the busiest GPU's mean, how many of the lease's GPUs reported,
-/// and how long it has been since `since`. From raw samples, to the heartbeat. The one measurement of a lease's
+/// and how long it has been since `since`. From raw samples, to the heartbeat: each node's rows in the window are
+/// read and decoded once (by the primary key: the node's key and the time). The one measurement of a lease's
 /// utilization: the `low_utilization` insight and the idle-lease judgement (`leases::idle`) both read it.
 pub async fn measure_lease(
     conn: &mut PgConnection,
@@ -241,11 +242,17 @@ pub async fn measure_lease(
     type Row = (Option<f64>, i64, Option<f64>, i64, i64, f64, f64);
     let (avg, samples, busiest, reporting, gpus, window_s, running_for_s): Row = sqlx::query_as(
         "WITH lease AS (SELECT gpu_ids FROM leases WHERE id = $1), \
+         held AS ( \
+             SELECT g.id, g.idx, n.telemetry_key FROM gpus g JOIN nodes n ON n.id = g.node_id \
+             WHERE g.id = ANY((SELECT gpu_ids FROM lease)::uuid[])), \
          per_gpu AS ( \
-             SELECT s.gpu_id, sum(s.gpu_util::float8) AS util_sum, count(*) AS n FROM gpu_samples s \
-             WHERE s.gpu_id = ANY((SELECT gpu_ids FROM lease)::uuid[]) \
-                 AND s.at >= GREATEST(now() - make_interval(secs => $3), $2) \
-             GROUP BY s.gpu_id) \
+             SELECT h.id, sum(d.gpu_util::float8) AS util_sum, count(*) AS n \
+             FROM (SELECT DISTINCT telemetry_key FROM held) k \
+             JOIN telemetry_raw r ON r.node_key = k.telemetry_key \
+                 AND r.at >= GREATEST(now() - make_interval(secs => $3), $2) \
+             CROSS JOIN LATERAL telemetry_decode(r.samples) d \
+             JOIN held h ON h.telemetry_key = r.node_key AND h.idx = d.idx \
+             GROUP BY h.id) \
          SELECT (sum(util_sum) / NULLIF(sum(n), 0))::float8, COALESCE(sum(n), 0)::bigint, max(util_sum / n)::float8, \
              count(*), COALESCE((SELECT cardinality(gpu_ids) FROM lease), 0)::bigint, \
              extract(epoch FROM now() - GREATEST(now() - make_interval(secs => $3), $2))::float8, \
