@@ -4,6 +4,8 @@
 //! (`--lease-idle-gpu-util-percent`). A lease with a GPU that reports nothing (an external node has no agent) is
 //! never idle.
 //!
+//! Leases are judged once a minute, the releases under way looked at every 15 s.
+//!
 //! An idle spell is a run of idle verdicts whose windows overlap: it starts at the start of its first window
 //! (`idle_since`), is announced once (lease event `idle`, webhook `lease.idle`), and ends at the first verdict
 //! that is not idle (event `active_again`, webhook `lease.active_again`); a verdict whose window does not reach
@@ -81,6 +83,13 @@ pub fn release_reason(minutes: i64, below_percent: f64) -> String {
 pub async fn sweep_once(db: &PgPool, settings: &Settings) -> anyhow::Result<Round> {
     let mut round = Round::default();
     judge_all(db, settings, &mut round).await?;
+    finish_releases(db, settings, &mut round).await?;
+    Ok(round)
+}
+
+/// A round without the judging: only the releases under way.
+pub async fn finish_once(db: &PgPool, settings: &Settings) -> anyhow::Result<Round> {
+    let mut round = Round::default();
     finish_releases(db, settings, &mut round).await?;
     Ok(round)
 }
@@ -367,18 +376,26 @@ async fn finish_releases(db: &PgPool, settings: &Settings, round: &mut Round) ->
     }
 }
 
-/// Run a round every `settings.idle.interval` until `shutdown`.
+/// Run until `shutdown`: the releases under way every `settings.idle.interval`, with a judging of every lease
+/// first every `settings.idle.judge_every`.
 pub async fn run(state: AppState, shutdown: CancellationToken) {
     let interval: Duration = state.settings.idle.interval;
     let mut timer = tokio::time::interval(interval);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut judged_at: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = timer.tick() => {}
         }
         let started = std::time::Instant::now();
-        let result = sweep_once(&state.db, &state.settings).await;
+        let judge = judged_at.is_none_or(|at| at.elapsed() >= state.settings.idle.judge_every);
+        let result = if judge {
+            judged_at = Some(started);
+            sweep_once(&state.db, &state.settings).await
+        } else {
+            finish_once(&state.db, &state.settings).await
+        };
         crate::telemetry::record_sweep("idle_leases", started, &result);
         if let Err(err) = result {
             tracing::warn!(error = %err, "idle lease round failed");
