@@ -9,7 +9,8 @@
 //! An idle spell is a run of idle verdicts whose windows overlap: it starts at the start of its first window
 //! (`idle_since`), is announced once (lease event `idle`, webhook `lease.idle`), and ends at the first verdict
 //! that is not idle (event `active_again`, webhook `lease.active_again`); a verdict whose window does not reach
-//! back to the spell's last one (the service was away longer than a window) starts the spell anew, unannounced.
+//! back to the spell's last recorded one (written at most every half window, so the service was away about that
+//! long) starts the spell anew, unannounced.
 //!
 //! A lease with `idle_release_after_minutes` is released once a spell has lasted that long: in the transaction
 //! of the verdict that finds it so, its open jobs are given their stop notice (their own `stop_grace_s`) and the
