@@ -657,6 +657,17 @@ async fn a_job_whose_node_never_fetches_its_part_fails_naming_it_after_the_bound
     assert!(gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap().is_empty());
 }
 
+/// Two nodes of 2 H100s whose agents report the runtime's launchers, and a lease of all 4 GPUs (its id).
+async fn runtime_fixture(db: PgPool) -> (Fixture, String) {
+    let f = fixture(db, "h100", 2, 2).await;
+    let full = json!({ "python3": "3.12.3", "torch": "2.9.1", "torchrun": "2.9.1", "gpuplane_runtime": "0.1.0" });
+    report_launchers(&f, 0, full.clone()).await;
+    report_launchers(&f, 1, full).await;
+    let lease = f.lease(4, "spread").await;
+    let lease_id = lease["id"].as_str().unwrap().to_string();
+    (f, lease_id)
+}
+
 /// The body of a `gpuplane-runtime` job of the tiny Llama the torch tests train, with `extra` fields.
 fn runtime_job(pins: Value, extra: Value) -> Value {
     let mut body = json!({
@@ -672,12 +683,8 @@ fn runtime_job(pins: Value, extra: Value) -> Value {
 
 #[sqlx::test]
 async fn a_running_job_is_replanned_through_a_notice_into_its_next_generation(db: PgPool) {
-    let f = fixture(db, "h100", 2, 2).await;
-    let full = json!({ "python3": "3.12.3", "torch": "2.9.1", "torchrun": "2.9.1", "gpuplane_runtime": "0.1.0" });
-    report_launchers(&f, 0, full.clone()).await;
-    report_launchers(&f, 1, full).await;
-    let lease = f.lease(4, "spread").await;
-    let lease_id = lease["id"].as_str().unwrap();
+    let (f, lease_id) = runtime_fixture(db).await;
+    let lease_id = lease_id.as_str();
     let jobs_path = format!("/v1/leases/{lease_id}/jobs");
 
     // Bad options are field errors and store nothing.
@@ -807,12 +814,8 @@ async fn a_running_job_is_replanned_through_a_notice_into_its_next_generation(db
 
 #[sqlx::test]
 async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_paid_for(db: PgPool) {
-    let f = fixture(db, "h100", 2, 2).await;
-    let full = json!({ "python3": "3.12.3", "torch": "2.9.1", "torchrun": "2.9.1", "gpuplane_runtime": "0.1.0" });
-    report_launchers(&f, 0, full.clone()).await;
-    report_launchers(&f, 1, full).await;
-    let lease = f.lease(4, "spread").await;
-    let lease_id = lease["id"].as_str().unwrap();
+    let (f, lease_id) = runtime_fixture(db).await;
+    let lease_id = lease_id.as_str();
     let jobs_path = format!("/v1/leases/{lease_id}/jobs");
     let noticed = f
         .app
@@ -879,12 +882,8 @@ async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_pai
 
 #[sqlx::test]
 async fn retune_suggests_once_per_generation_or_replans_by_itself_from_measured_steps(db: PgPool) {
-    let f = fixture(db, "h100", 2, 2).await;
-    let full = json!({ "python3": "3.12.3", "torch": "2.9.1", "torchrun": "2.9.1", "gpuplane_runtime": "0.1.0" });
-    report_launchers(&f, 0, full.clone()).await;
-    report_launchers(&f, 1, full).await;
-    let lease = f.lease(4, "spread").await;
-    let lease_id = lease["id"].as_str().unwrap();
+    let (f, lease_id) = runtime_fixture(db).await;
+    let lease_id = lease_id.as_str();
     let jobs_path = format!("/v1/leases/{lease_id}/jobs");
     let (a0, a1) = (f.agent(0), f.agent(1));
 

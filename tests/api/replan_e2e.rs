@@ -83,6 +83,15 @@ async fn report_replan_time(api: &Api, token: &str, id: &str, job: &Value) {
     );
 }
 
+/// Every step once, in order, each with the uninterrupted run's loss (fp32: within 2e-3).
+fn assert_same_training(steps: &[(i64, f64)], expected: &[(i64, f64)], after: &str) {
+    let numbers: Vec<i64> = steps.iter().map(|s| s.0).collect();
+    assert_eq!(numbers, (1..=STEPS).collect::<Vec<_>>(), "no step lost or run twice after {after}");
+    for ((step, loss), (_, want)) in steps.iter().zip(expected) {
+        assert!((loss - want).abs() < 2e-3, "step {step}: {loss} after {after}, {want} uninterrupted");
+    }
+}
+
 fn output(job: &Value) -> String {
     job["nodes"]
         .as_array()
@@ -183,15 +192,7 @@ async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_sam
     assert_eq!(done["state"], "succeeded", "{done:#}");
     assert_eq!((done["plan"]["dp"].clone(), done["plan"]["zero_stage"].clone()), (json!(4), json!(3)));
     assert!(output(&done).contains("resumed from checkpoint"), "{}", output(&done));
-    let steps = all_steps(&api, &tenant, &id).await;
-    assert_eq!(
-        steps.iter().map(|s| s.0).collect::<Vec<_>>(),
-        (1..=STEPS).collect::<Vec<_>>(),
-        "no step lost or run twice"
-    );
-    for ((step, loss), (_, want)) in steps.iter().zip(&expected) {
-        assert!((loss - want).abs() < 2e-3, "step {step}: {loss} after the replan, {want} uninterrupted");
-    }
+    assert_same_training(&all_steps(&api, &tenant, &id).await, &expected, "the replan");
     report_replan_time(&api, &tenant, &id, &done).await;
 
     // 2. retune auto: the measured steps, far slower than the plan's H100 prediction, make the corrected
@@ -212,15 +213,7 @@ async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_sam
     assert!(auto["correction"]["gain_pct"].as_f64().unwrap() >= 10.0, "{auto:#}");
     let split = |p: &Value| (p["tp"].clone(), p["pp"].clone(), p["dp"].clone(), p["micro_batch"].clone());
     assert_ne!(split(&done["plan"]), split(&done["generations"][0]["plan"]), "another split: {:#}", done["plan"]);
-    let steps = all_steps(&api, &tenant, &id).await;
-    assert_eq!(
-        steps.iter().map(|s| s.0).collect::<Vec<_>>(),
-        (1..=STEPS).collect::<Vec<_>>(),
-        "no step lost or run twice"
-    );
-    for ((step, loss), (_, want)) in steps.iter().zip(&expected) {
-        assert!((loss - want).abs() < 2e-3, "step {step}: {loss} after the retune, {want} uninterrupted");
-    }
+    assert_same_training(&all_steps(&api, &tenant, &id).await, &expected, "the retune");
 
     for mut agent in agents {
         let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();

@@ -27,8 +27,15 @@ const SEGMENT: u8 = 1;
 const STEPS: usize = 8;
 
 /// The runtime's virtual environment (built on first use, then reused) and the Python installation it was made
-/// from: both are bound read-only into every sandbox.
+/// from: both are bound read-only into every sandbox. The script runs once per test process: it reinstalls the
+/// runtime package from this checkout, and a second run while another test's agents look for that package (or
+/// its jobs import it) would make it vanish under them.
 pub fn runtime_venv() -> (PathBuf, PathBuf) {
+    static VENV: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+    VENV.get_or_init(make_runtime_venv).clone()
+}
+
+fn make_runtime_venv() -> (PathBuf, PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(root.join("scripts/runtime-venv.sh"))
         .stderr(Stdio::inherit())

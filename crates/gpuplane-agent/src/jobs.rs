@@ -340,20 +340,7 @@ impl JobRunner {
                     None if assignment.notice.is_some() => {
                         // Noticed before it started here: it never starts.
                         let reason = assignment.notice.as_ref().map(|n| n.reason.clone()).unwrap_or_default();
-                        self.file.jobs.insert(
-                            id,
-                            Started { job_id: assignment.job_id, pid: None, finished: true, container: false },
-                        );
-                        self.persist_or_warn();
-                        self.outbox.push((
-                            id,
-                            AssignmentStatus {
-                                state: ReportedState::Cancelled,
-                                exit_code: None,
-                                output_tail: Vec::new(),
-                                reason: Some(format!("stopped before it started: {reason}")),
-                            },
-                        ));
+                        self.end_unstarted(id, assignment.job_id, format!("stopped before it started: {reason}"));
                     }
                     None => self.start(&assignment, &leases),
                     Some(started) if started.finished && !self.outbox.iter().any(|(o, _)| *o == id) => {
@@ -373,21 +360,7 @@ impl JobRunner {
                 Desired::Cancel if self.running.contains_key(&id) => self.stop(id, StopReason::Cancelled),
                 Desired::Cancel => {
                     if !self.file.jobs.contains_key(&id) || !self.outbox.iter().any(|(o, _)| *o == id) {
-                        self.file.jobs.entry(id).or_insert(Started {
-                            job_id: assignment.job_id,
-                            pid: None,
-                            finished: true,
-                            container: false,
-                        });
-                        self.outbox.push((
-                            id,
-                            AssignmentStatus {
-                                state: ReportedState::Cancelled,
-                                exit_code: None,
-                                output_tail: Vec::new(),
-                                reason: Some("cancelled before it started".into()),
-                            },
-                        ));
+                        self.end_unstarted(id, assignment.job_id, "cancelled before it started".into());
                     }
                 }
             }
@@ -437,6 +410,22 @@ impl JobRunner {
         self.leases = leases;
         self.flush(client, token).await;
         self.environments.flush(client, token).await;
+    }
+
+    /// An assignment this agent never started is over: recorded as finished (a later listing does not start it)
+    /// and reported `cancelled` with `reason`.
+    fn end_unstarted(&mut self, id: Uuid, job_id: Uuid, reason: String) {
+        self.file.jobs.entry(id).or_insert(Started { job_id, pid: None, finished: true, container: false });
+        self.persist_or_warn();
+        self.outbox.push((
+            id,
+            AssignmentStatus {
+                state: ReportedState::Cancelled,
+                exit_code: None,
+                output_tail: Vec::new(),
+                reason: Some(reason),
+            },
+        ));
     }
 
     /// The leases on this node as last listed by the service.
