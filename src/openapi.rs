@@ -227,6 +227,7 @@ fn complete_operation(op: &mut Operation, has_path_params: bool, user: bool) {
 /// Done on the JSON form of the document: utoipa's typed model has no generic walk over schemas.
 fn state_text_rules(api: &mut utoipa::openapi::OpenApi) {
     use serde_json::Value;
+    use utoipa::openapi::schema::{Schema, SchemaType, Type};
     fn walk(v: &mut Value) {
         match v {
             Value::Object(map) => {
@@ -287,6 +288,19 @@ fn state_text_rules(api: &mut utoipa::openapi::OpenApi) {
             [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete].into_iter().flatten()
         {
             for param in op.parameters.iter_mut().flatten() {
+                // utoipa writes an optional parameter (`Option<String>`) as nullable, but a header or query
+                // value is text: "null" is a value like any other, judged by the pattern. Absent is `required:
+                // false`, so the schema is the value's alone.
+                if let RefOr::T(utoipa::openapi::path::Parameter {
+                    schema: Some(RefOr::T(Schema::Object(object))), ..
+                }) = param
+                    && let SchemaType::Array(types) = &object.schema_type
+                {
+                    let kept: Vec<Type> = types.iter().filter(|t| **t != Type::Null).cloned().collect();
+                    if let [single] = kept.as_slice() {
+                        object.schema_type = SchemaType::Type(single.clone());
+                    }
+                }
                 complete(param);
             }
         }

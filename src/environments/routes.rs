@@ -56,6 +56,7 @@ pub struct EnvironmentNode {
     /// The address to connect to.
     pub host: String,
     pub state: EnvironmentState,
+    #[schema(maximum = 65535)]
     pub port: Option<u16>,
     /// Ready to paste, e.g. `ssh -p 20000 tenant@10.0.0.7`.
     pub ssh: Option<String>,

@@ -195,6 +195,7 @@ pub struct CreateJobRequest {
     pub parameters: BTreeMap<String, serde_json::Value>,
     /// Rendezvous port on the first node (default 29500).
     #[serde(default)]
+    #[schema(maximum = 65535)]
     pub master_port: Option<u16>,
     /// What the service does with the job's measured steps (`gpuplane-runtime` jobs with a model).
     #[serde(default)]

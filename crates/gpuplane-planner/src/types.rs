@@ -152,6 +152,8 @@ pub struct Pins {
     pub dp: Option<u32>,
     pub vp: Option<u32>,
     pub micro_batch: Option<u32>,
+    /// ZeRO stage: 0 (none) to 3 (parameters sharded too).
+    #[schema(minimum = 0, maximum = 3)]
     pub zero_stage: Option<u8>,
     pub recompute: Option<Recompute>,
     pub sequence_parallel: Option<bool>,

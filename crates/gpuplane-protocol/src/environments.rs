@@ -36,6 +36,7 @@ pub struct EnvironmentStatus {
     pub state: EnvironmentState,
     /// The port the SSH server listens on (`ready`).
     #[serde(default)]
+    #[cfg_attr(feature = "server", schema(maximum = 65535))]
     pub port: Option<u16>,
     /// The server's host keys as `SHA256:...` (at most 8).
     #[serde(default)]

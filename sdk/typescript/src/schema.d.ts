@@ -1882,7 +1882,7 @@ export interface components {
             /** @description Run in this container image (`docker run` with only the leased GPUs); otherwise directly on the host. */
             image?: string | null;
             /**
-             * Format: int64
+             * Format: int32
              * @description Rendezvous port on the first node (default 29500).
              */
             master_port?: number | null;
@@ -2204,7 +2204,7 @@ export interface components {
             hostname: string;
             /** Format: uuid */
             node_id: string;
-            /** Format: int64 */
+            /** Format: int32 */
             port?: number | null;
             reason?: string | null;
             /** @description Ready to paste, e.g. `ssh -p 20000 tenant@10.0.0.7`. */
@@ -2241,7 +2241,7 @@ export interface components {
             /** @description The server's host keys as `SHA256:...` (at most 8). */
             host_key_fingerprints?: string[];
             /**
-             * Format: int64
+             * Format: int32
              * @description The port the SSH server listens on (`ready`).
              */
             port?: number | null;
@@ -3443,7 +3443,10 @@ export interface components {
             tp?: number | null;
             /** Format: int64 */
             vp?: number | null;
-            /** Format: int64 */
+            /**
+             * Format: int32
+             * @description ZeRO stage: 0 (none) to 3 (parameters sharded too).
+             */
             zero_stage?: number | null;
         };
         /**
@@ -5934,7 +5937,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes the request safe to retry for 24 h */
-                "Idempotency-Key"?: string | null;
+                "Idempotency-Key"?: string;
             };
             path: {
                 /** @description Tenant id */
@@ -6785,7 +6788,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description Makes the request safe to retry for 24 h */
-                "Idempotency-Key"?: string | null;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -6866,7 +6869,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description The generation the change is based on: `3`, `"3"` or `W/"3"` */
-                "If-Match"?: string | null;
+                "If-Match"?: string;
             };
             path: {
                 /** @description Lease id */
@@ -7068,7 +7071,7 @@ export interface operations {
             query?: never;
             header?: {
                 /** @description The generation the change is based on: `3`, `"3"` or `W/"3"` */
-                "If-Match"?: string | null;
+                "If-Match"?: string;
             };
             path: {
                 /** @description Lease id */

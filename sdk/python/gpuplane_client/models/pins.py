@@ -28,7 +28,7 @@ class Pins:
         sequence_parallel (bool | None | Unset):
         tp (int | None | Unset):
         vp (int | None | Unset):
-        zero_stage (int | None | Unset):
+        zero_stage (int | None | Unset): ZeRO stage: 0 (none) to 3 (parameters sharded too).
     """
 
     cp: int | None | Unset = UNSET

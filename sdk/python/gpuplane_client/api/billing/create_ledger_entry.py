@@ -17,7 +17,7 @@ def _get_kwargs(
     tenant_id: UUID,
     *,
     body: CreateLedgerEntryRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(idempotency_key, Unset):
@@ -113,14 +113,14 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: CreateLedgerEntryRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[LedgerEntry | Problem]:
     """Post a top-up, adjustment or credit to a tenant's ledger. Send an `Idempotency-Key` to make retries
     safe.
 
     Args:
         tenant_id (UUID):
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLedgerEntryRequest):  Example: {'amount_minor': 500000, 'currency': 'USD',
             'kind': 'topup', 'reason': 'wire 2026-11-29'}.
 
@@ -150,14 +150,14 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: CreateLedgerEntryRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> LedgerEntry | Problem | None:
     """Post a top-up, adjustment or credit to a tenant's ledger. Send an `Idempotency-Key` to make retries
     safe.
 
     Args:
         tenant_id (UUID):
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLedgerEntryRequest):  Example: {'amount_minor': 500000, 'currency': 'USD',
             'kind': 'topup', 'reason': 'wire 2026-11-29'}.
 
@@ -182,14 +182,14 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: CreateLedgerEntryRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[LedgerEntry | Problem]:
     """Post a top-up, adjustment or credit to a tenant's ledger. Send an `Idempotency-Key` to make retries
     safe.
 
     Args:
         tenant_id (UUID):
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLedgerEntryRequest):  Example: {'amount_minor': 500000, 'currency': 'USD',
             'kind': 'topup', 'reason': 'wire 2026-11-29'}.
 
@@ -217,14 +217,14 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: CreateLedgerEntryRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> LedgerEntry | Problem | None:
     """Post a top-up, adjustment or credit to a tenant's ledger. Send an `Idempotency-Key` to make retries
     safe.
 
     Args:
         tenant_id (UUID):
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLedgerEntryRequest):  Example: {'amount_minor': 500000, 'currency': 'USD',
             'kind': 'topup', 'reason': 'wire 2026-11-29'}.
 

@@ -14,7 +14,7 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     *,
     body: CreateLeaseRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(idempotency_key, Unset):
@@ -112,14 +112,14 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: CreateLeaseRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Lease | Problem]:
     """Lease GPUs. All or nothing: the lease gets every GPU it asked for, or none. Send an `Idempotency-
     Key`
     header to make retries safe.
 
     Args:
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLeaseRequest):  Example: {'duration_hours': 24, 'gpu_count': 8, 'placement':
             'single_node', 'pool_id': '0192f5a0-0000-7000-8000-000000000001'}.
 
@@ -147,14 +147,14 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: CreateLeaseRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Lease | Problem | None:
     """Lease GPUs. All or nothing: the lease gets every GPU it asked for, or none. Send an `Idempotency-
     Key`
     header to make retries safe.
 
     Args:
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLeaseRequest):  Example: {'duration_hours': 24, 'gpu_count': 8, 'placement':
             'single_node', 'pool_id': '0192f5a0-0000-7000-8000-000000000001'}.
 
@@ -177,14 +177,14 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: CreateLeaseRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[Lease | Problem]:
     """Lease GPUs. All or nothing: the lease gets every GPU it asked for, or none. Send an `Idempotency-
     Key`
     header to make retries safe.
 
     Args:
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLeaseRequest):  Example: {'duration_hours': 24, 'gpu_count': 8, 'placement':
             'single_node', 'pool_id': '0192f5a0-0000-7000-8000-000000000001'}.
 
@@ -210,14 +210,14 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: CreateLeaseRequest,
-    idempotency_key: None | str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Lease | Problem | None:
     """Lease GPUs. All or nothing: the lease gets every GPU it asked for, or none. Send an `Idempotency-
     Key`
     header to make retries safe.
 
     Args:
-        idempotency_key (None | str | Unset):
+        idempotency_key (str | Unset):
         body (CreateLeaseRequest):  Example: {'duration_hours': 24, 'gpu_count': 8, 'placement':
             'single_node', 'pool_id': '0192f5a0-0000-7000-8000-000000000001'}.
 

@@ -17,7 +17,7 @@ def _get_kwargs(
     lease_id: UUID,
     *,
     body: ExtendLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
@@ -128,14 +128,14 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: ExtendLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Response[Lease | Problem]:
     """Extend a lease, keeping the same GPUs. With `If-Match: <generation>`, a lease changed since it was
     read is 412.
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (ExtendLeaseRequest):  Example: {'hours': 24}.
 
     Raises:
@@ -164,14 +164,14 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: ExtendLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Lease | Problem | None:
     """Extend a lease, keeping the same GPUs. With `If-Match: <generation>`, a lease changed since it was
     read is 412.
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (ExtendLeaseRequest):  Example: {'hours': 24}.
 
     Raises:
@@ -195,14 +195,14 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: ExtendLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Response[Lease | Problem]:
     """Extend a lease, keeping the same GPUs. With `If-Match: <generation>`, a lease changed since it was
     read is 412.
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (ExtendLeaseRequest):  Example: {'hours': 24}.
 
     Raises:
@@ -229,14 +229,14 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: ExtendLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Lease | Problem | None:
     """Extend a lease, keeping the same GPUs. With `If-Match: <generation>`, a lease changed since it was
     read is 412.
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (ExtendLeaseRequest):  Example: {'hours': 24}.
 
     Raises:

@@ -17,7 +17,7 @@ def _get_kwargs(
     lease_id: UUID,
     *,
     body: UpdateLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(if_match, Unset):
@@ -123,7 +123,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
     body: UpdateLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Response[Lease | Problem]:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
@@ -133,7 +133,7 @@ def sync_detailed(
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (UpdateLeaseRequest):  Example: {'idle_release_after_minutes': 60}.
 
     Raises:
@@ -162,7 +162,7 @@ def sync(
     *,
     client: AuthenticatedClient,
     body: UpdateLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Lease | Problem | None:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
@@ -172,7 +172,7 @@ def sync(
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (UpdateLeaseRequest):  Example: {'idle_release_after_minutes': 60}.
 
     Raises:
@@ -196,7 +196,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
     body: UpdateLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Response[Lease | Problem]:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
@@ -206,7 +206,7 @@ async def asyncio_detailed(
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (UpdateLeaseRequest):  Example: {'idle_release_after_minutes': 60}.
 
     Raises:
@@ -233,7 +233,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
     body: UpdateLeaseRequest,
-    if_match: None | str | Unset = UNSET,
+    if_match: str | Unset = UNSET,
 ) -> Lease | Problem | None:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
@@ -243,7 +243,7 @@ async def asyncio(
 
     Args:
         lease_id (UUID):
-        if_match (None | str | Unset):
+        if_match (str | Unset):
         body (UpdateLeaseRequest):  Example: {'idle_release_after_minutes': 60}.
 
     Raises:
