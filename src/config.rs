@@ -247,8 +247,6 @@ pub struct IdleSettings {
     pub below_percent: f64,
     /// See [`IdleArgs::lease_idle_after_minutes`].
     pub window: Duration,
-    /// How often the idle releases under way are looked at (ended once their jobs stopped).
-    pub interval: Duration,
     /// How often every active lease is judged (each is a query over its window's raw samples).
     pub judge_every: Duration,
 }
@@ -258,7 +256,6 @@ impl From<&IdleArgs> for IdleSettings {
         IdleSettings {
             below_percent: a.lease_idle_gpu_util_percent,
             window: Duration::from_secs(a.lease_idle_after_minutes * 60),
-            interval: Duration::from_secs(15),
             judge_every: Duration::from_secs(60),
         }
     }

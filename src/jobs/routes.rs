@@ -562,7 +562,7 @@ async fn plan_and_render(
     request_body = CreateJobRequest,
     responses(
         (status = 201, description = "The job, pending, with its plan and per-node launch specs", body = Job),
-        (status = 409, description = "The lease is not active (`lease_not_active`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The lease is not active (`lease_not_active`), or is being released (`release_under_way`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
@@ -595,10 +595,19 @@ pub async fn create_job(
 
     let mut tx = state.db.begin().await?;
     // Hold the lease against a concurrent end until the job is stored (ending it then ends the job too).
-    let (lease_state,): (LeaseState,) =
-        sqlx::query_as("SELECT state FROM leases WHERE id = $1 FOR SHARE").bind(lease_id).fetch_one(&mut *tx).await?;
+    let (lease_state, releasing): (LeaseState, Option<DateTime<Utc>>) =
+        sqlx::query_as("SELECT state, release_deadline FROM leases WHERE id = $1 FOR SHARE")
+            .bind(lease_id)
+            .fetch_one(&mut *tx)
+            .await?;
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
+    }
+    if let Some(deadline) = releasing {
+        return Err(ApiError::conflict(
+            "release_under_way",
+            format!("the lease is being released (by {}): no new job starts on it", deadline.to_rfc3339()),
+        ));
     }
     store::insert_job(
         &mut tx,

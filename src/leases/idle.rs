@@ -4,7 +4,7 @@
 //! (`--lease-idle-gpu-util-percent`). A lease with a GPU that reports nothing (an external node has no agent) is
 //! never idle.
 //!
-//! Leases are judged once a minute, the releases under way looked at every 15 s.
+//! Leases are judged once a minute.
 //!
 //! An idle spell is a run of idle verdicts whose windows overlap: it starts at the start of its first window
 //! (`idle_since`), is announced once (lease event `idle`, webhook `lease.idle`), and ends at the first verdict
@@ -13,10 +13,9 @@
 //! long) starts the spell anew, unannounced.
 //!
 //! A lease with `idle_release_after_minutes` is released once a spell has lasted that long: in the transaction
-//! of the verdict that finds it so, its open jobs are given their stop notice (their own `stop_grace_s`) and the
-//! release's deadline is set; the lease is then released ([`store::end_lease`], the one way a lease ends) as
-//! soon as those jobs have stopped, or at the deadline (the longest grace, plus a heartbeat for the agents to
-//! pick the notice up), whichever is first. Without open jobs that is the same round. Safe with several
+//! of the verdict that finds it so, its release begins as every release of a lease with jobs does
+//! ([`release::begin`]: the jobs' stop notice, the deadline), and it ends as soon as those jobs have stopped or at
+//! the deadline ([`release::finish_due`]). Without open jobs that is the same round. Safe with several
 //! replicas: one judges at a time (an advisory lock), every change is made under the lease's row lock, and the
 //! releases under way are taken with SKIP LOCKED.
 
@@ -27,6 +26,7 @@ use sqlx::{PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::release::{self, Release};
 use super::store::{self, NewEvent};
 use super::{Actor, LeaseState};
 use crate::app::AppState;
@@ -65,7 +65,7 @@ pub struct Round {
     pub active_again: Vec<Uuid>,
     /// Idle releases that began: their jobs were given notice.
     pub releasing: Vec<Uuid>,
-    /// Leases released for idleness.
+    /// Leases whose release under way ended this round ([`release::finish_due`]).
     pub released: Vec<Uuid>,
 }
 
@@ -80,18 +80,11 @@ pub fn release_reason(minutes: i64, below_percent: f64) -> String {
 }
 
 /// One round: judge the active leases (and begin the releases that are due), then finish the releases whose
-/// jobs have stopped or whose deadline has passed.
+/// jobs have stopped or whose deadline has passed (which the lease sweeper also does every second).
 pub async fn sweep_once(db: &PgPool, settings: &Settings) -> anyhow::Result<Round> {
     let mut round = Round::default();
     judge_all(db, settings, &mut round).await?;
-    finish_releases(db, settings, &mut round).await?;
-    Ok(round)
-}
-
-/// A round without the judging: only the releases under way.
-pub async fn finish_once(db: &PgPool, settings: &Settings) -> anyhow::Result<Round> {
-    let mut round = Round::default();
-    finish_releases(db, settings, &mut round).await?;
+    round.released = release::finish_due(db).await?;
     Ok(round)
 }
 
@@ -128,7 +121,7 @@ async fn judge_all(db: &PgPool, settings: &Settings, round: &mut Round) -> anyho
                      COALESCE(l.idle_since <= now() - make_interval(mins => l.idle_release_after_minutes), false) \
                          AS release_due \
                  FROM leases l WHERE l.state = 'active' AND l.id > $1 \
-                     AND l.starts_at <= now() - make_interval(secs => $2) AND l.idle_release_started_at IS NULL \
+                     AND l.starts_at <= now() - make_interval(secs => $2) AND l.release_started_at IS NULL \
                      AND NOT EXISTS (SELECT 1 FROM gpus g JOIN nodes n ON n.id = g.node_id \
                                      WHERE g.id = ANY(l.gpu_ids) AND n.external) \
                  ORDER BY l.id LIMIT $3",
@@ -177,7 +170,7 @@ async fn judge(
     type Locked = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<i32>, DateTime<Utc>);
     let locked: Option<Locked> = sqlx::query_as(
         "SELECT idle_since, idle_checked_at, idle_release_after_minutes, now() FROM leases \
-         WHERE id = $1 AND state = 'active' AND idle_release_started_at IS NULL FOR UPDATE SKIP LOCKED",
+         WHERE id = $1 AND state = 'active' AND release_started_at IS NULL FOR UPDATE SKIP LOCKED",
     )
     .bind(lease_id)
     .fetch_optional(&mut *tx)
@@ -216,7 +209,19 @@ async fn judge(
             if let Some(minutes) = release_after
                 && since <= now - chrono::Duration::minutes(minutes.into())
             {
-                begin_release(&mut tx, settings, lease_id, (now - since).num_minutes()).await?;
+                let minutes = (now - since).num_minutes();
+                let notice = format!(
+                    "lease released: idle for {minutes} minutes under {} GPU utilization",
+                    percent(settings.idle.below_percent)
+                );
+                let release = Release {
+                    notice: &notice,
+                    end_reason: &release_reason(minutes, settings.idle.below_percent),
+                    event_kind: "idle_release",
+                    why: &format!("idle for {minutes} minutes"),
+                    actor: &Actor::System,
+                };
+                release::begin(&mut tx, lease_id, &release, settings.heartbeat_interval).await?;
                 round.releasing.push(lease_id);
             }
         }
@@ -271,132 +276,18 @@ fn verdict_detail(
     })
 }
 
-/// Begin the idle release of a lease whose row the transaction holds: every open job of the lease is given its
-/// stop notice with its own grace (a replan waiting for the job is abandoned: the job is stopping), and the
-/// deadline is set. The release itself is [`finish_releases`]'s.
-async fn begin_release(
-    conn: &mut PgConnection,
-    settings: &Settings,
-    lease_id: Uuid,
-    idle_minutes: i64,
-) -> Result<(), sqlx::Error> {
-    let notice = format!(
-        "lease released: idle for {idle_minutes} minutes under {} GPU utilization",
-        percent(settings.idle.below_percent)
-    );
-    // Jobs in id order, as every other writer locks them.
-    let jobs: Vec<(Uuid, i32)> = sqlx::query_as(
-        "SELECT id, stop_grace_s FROM jobs WHERE lease_id = $1 AND state IN ('pending', 'assigned', 'running') \
-         ORDER BY id FOR UPDATE",
-    )
-    .bind(lease_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut waits_s: i64 = 0;
-    let mut noticed = Vec::new();
-    for (job_id, grace_s) in &jobs {
-        sqlx::query(
-            "UPDATE job_generations SET state = 'abandoned', ended_at = now() WHERE job_id = $1 AND state = 'pending'",
-        )
-        .bind(job_id)
-        .execute(&mut *conn)
-        .await?;
-        crate::jobs::store::give_notice(conn, *job_id, &notice, *grace_s).await?;
-        let state = crate::jobs::store::refresh_job(conn, *job_id).await?;
-        if !state.is_terminal() {
-            waits_s = waits_s.max(i64::from(*grace_s));
-            noticed.push(serde_json::json!({ "job_id": job_id, "stop_grace_s": grace_s }));
-        }
-    }
-    // The agents learn of a notice at their next heartbeat, and count the grace from then.
-    let wait = if noticed.is_empty() { 0.0 } else { waits_s as f64 + settings.heartbeat_interval.as_secs_f64() };
-    let deadline: DateTime<Utc> = sqlx::query_scalar(
-        "UPDATE leases SET idle_release_started_at = now(), idle_release_deadline = now() + make_interval(secs => $2) \
-         WHERE id = $1 RETURNING idle_release_deadline",
-    )
-    .bind(lease_id)
-    .bind(wait)
-    .fetch_one(&mut *conn)
-    .await?;
-    let reason = if noticed.is_empty() {
-        format!("idle for {idle_minutes} minutes: released now (no job runs)")
-    } else {
-        format!(
-            "idle for {idle_minutes} minutes: {} given their stop notice; released once they stop, by {} at the latest",
-            if noticed.len() == 1 { "1 job".to_string() } else { format!("{} jobs", noticed.len()) },
-            deadline.to_rfc3339()
-        )
-    };
-    let event = NewEvent::new("idle_release", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
-        .reason(&reason)
-        .detail(serde_json::json!({ "deadline": deadline, "jobs": noticed }));
-    store::record_event(conn, lease_id, event).await?;
-    tracing::info!(lease.id = %lease_id, idle_minutes, jobs = noticed.len(), %deadline, "idle release: begun");
-    Ok(())
-}
-
-/// Release the leases whose idle release has begun and whose open jobs have all stopped, or whose deadline has
-/// passed (their jobs still open are then ended with the lease, as any release ends them). Several replicas
-/// share them (SKIP LOCKED).
-async fn finish_releases(db: &PgPool, settings: &Settings, round: &mut Round) -> Result<(), sqlx::Error> {
-    loop {
-        let mut tx = db.begin().await?;
-        type Due = (Uuid, Uuid, DateTime<Utc>, DateTime<Utc>);
-        let due: Vec<Due> = sqlx::query_as(
-            r#"SELECT l.id, l.pool_id, l.idle_since, l.idle_release_started_at FROM leases l
-             WHERE l.state = 'active' AND l.idle_release_started_at IS NOT NULL
-                 AND (l.idle_release_deadline <= now() OR NOT EXISTS (
-                     SELECT 1 FROM jobs j WHERE j.lease_id = l.id AND j.state IN ('pending', 'assigned', 'running')))
-             ORDER BY l.idle_release_deadline LIMIT $1 FOR UPDATE OF l SKIP LOCKED"#,
-        )
-        .bind(BATCH)
-        .fetch_all(&mut *tx)
-        .await?;
-        let count = due.len();
-        let mut wake = Vec::new();
-        for (lease_id, pool_id, idle_since, started_at) in due {
-            let reason = release_reason((started_at - idle_since).num_minutes(), settings.idle.below_percent);
-            let ended =
-                store::end_lease(&mut tx, lease_id, None, LeaseState::Released, &reason, &Actor::System, None).await?;
-            if let Some(ended) = ended {
-                tracing::info!(lease.id = %lease_id, %reason, "idle release: lease released");
-                round.released.push(lease_id);
-                if ended.queue_waiting && !wake.contains(&pool_id) {
-                    wake.push(pool_id);
-                }
-            }
-        }
-        tx.commit().await?;
-        // The freed GPUs may start queued leases.
-        for pool_id in wake {
-            store::start_queued(db, pool_id).await?;
-        }
-        if count < BATCH as usize {
-            return Ok(());
-        }
-    }
-}
-
-/// Run until `shutdown`: the releases under way every `settings.idle.interval`, with a judging of every lease
-/// first every `settings.idle.judge_every`.
+/// Run until `shutdown`: a round every `settings.idle.judge_every`.
 pub async fn run(state: AppState, shutdown: CancellationToken) {
-    let interval: Duration = state.settings.idle.interval;
+    let interval: Duration = state.settings.idle.judge_every;
     let mut timer = tokio::time::interval(interval);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut judged_at: Option<std::time::Instant> = None;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             _ = timer.tick() => {}
         }
         let started = std::time::Instant::now();
-        let judge = judged_at.is_none_or(|at| at.elapsed() >= state.settings.idle.judge_every);
-        let result = if judge {
-            judged_at = Some(started);
-            sweep_once(&state.db, &state.settings).await
-        } else {
-            finish_once(&state.db, &state.settings).await
-        };
+        let result = sweep_once(&state.db, &state.settings).await;
         crate::telemetry::record_sweep("idle_leases", started, &result);
         if let Err(err) = result {
             tracing::warn!(error = %err, "idle lease round failed");

@@ -1,5 +1,6 @@
-//! Background work for leases: tell running jobs before their lease's end time (their stop notice), expire
-//! leases at their end time, start queued leases when capacity frees,
+//! Background work for leases: tell running jobs before their lease's end time (their stop notice), finish the
+//! releases under way whose jobs have stopped, expire leases at their end time, start queued leases when
+//! capacity frees,
 //! forget old idempotency records, keep the node table free of dead row versions. Every step is safe with
 //! several replicas on one database.
 
@@ -21,14 +22,15 @@ pub fn kick_queue(state: &AppState, pool_id: Uuid) {
     });
 }
 
-/// One round of the sweeper: stop notices to the jobs of leases about to end, expiries, then every pool with a
-/// queue, then (rarely) idempotency records.
+/// One round of the sweeper: stop notices to the jobs of leases about to end, the releases under way that are
+/// due, expiries, then every pool with a queue, then (rarely) idempotency records.
 pub async fn sweep_once(state: &AppState, purge_idempotency: bool) -> anyhow::Result<()> {
     // Batches, so a backlog after downtime is cleared quickly without one huge transaction.
     const BATCH: i64 = 500;
     let mut tx = state.db.begin().await?;
     crate::jobs::store::notice_before_lease_end(&mut tx).await?;
     tx.commit().await?;
+    super::release::finish_due(&state.db).await?;
     while store::expire_due(&state.db, BATCH).await? == BATCH as usize {}
     let queued =
         sqlx::query_scalar!("SELECT DISTINCT pool_id FROM leases WHERE state = 'queued'").fetch_all(&state.db).await?;

@@ -5,6 +5,7 @@ pub mod idle;
 pub mod lifecycle;
 pub mod network;
 pub mod placement;
+pub mod release;
 pub mod routes;
 pub mod store;
 
@@ -127,9 +128,9 @@ pub struct Lease {
     /// service's idle threshold since then (`lease.idle` announced it). Null while it is not idle, and always
     /// for a lease with a GPU that reports no telemetry (on an external node, which has no agent).
     pub idle_since: Option<DateTime<Utc>>,
-    /// The idle release has begun: the lease's running jobs were given their stop notice, and it is released
-    /// once they have stopped, at the latest at this time.
-    pub idle_release_deadline: Option<DateTime<Utc>>,
+    /// A release is under way (the tenant's, or the idle release): the lease's running jobs were given their
+    /// stop notice, and it is released once they have stopped, at the latest at this time. Billed until then.
+    pub release_deadline: Option<DateTime<Utc>>,
 }
 
 /// One entry of a lease's history.
@@ -162,6 +163,16 @@ impl Actor {
             Actor::Tenant(key) => format!("tenant:{key}"),
             Actor::Operator(key) => format!("operator:{key}"),
             Actor::System => "system".into(),
+        }
+    }
+
+    /// The actor a [`Actor::label`] names (anything else: the system).
+    pub fn from_label(label: &str) -> Actor {
+        let key = |rest: &str| rest.parse::<Uuid>().ok();
+        match label.split_once(':') {
+            Some(("tenant", rest)) => key(rest).map_or(Actor::System, Actor::Tenant),
+            Some(("operator", rest)) => key(rest).map_or(Actor::System, Actor::Operator),
+            _ => Actor::System,
         }
     }
 }

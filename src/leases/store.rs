@@ -613,7 +613,7 @@ pub struct LeaseRow {
     updated_at: DateTime<Utc>,
     idle_release_after_minutes: Option<i32>,
     idle_since: Option<DateTime<Utc>>,
-    idle_release_deadline: Option<DateTime<Utc>>,
+    release_deadline: Option<DateTime<Utc>>,
 }
 
 /// Filters for listing leases. `tenant_id` is always set for tenant callers.
@@ -631,7 +631,7 @@ pub async fn list_leases(conn: &mut PgConnection, filter: &LeaseFilter) -> Resul
         LeaseRow,
         r#"SELECT id, tenant_id, pool_id, gpu_count, placement AS "placement: Placement", term AS "term: Term",
              duration_hours, months, state AS "state: LeaseState", starts_at, ends_at, ended_at, end_reason,
-             generation, created_at, updated_at, idle_release_after_minutes, idle_since, idle_release_deadline
+             generation, created_at, updated_at, idle_release_after_minutes, idle_since, release_deadline
          FROM leases WHERE id > $1 AND ($2::uuid IS NULL OR tenant_id = $2)
          AND ($3::uuid IS NULL OR pool_id = $3) AND ($4::text IS NULL OR state = $4) ORDER BY id LIMIT $5"#,
         filter.after,
@@ -655,7 +655,7 @@ pub async fn load_lease(
         LeaseRow,
         r#"SELECT id, tenant_id, pool_id, gpu_count, placement AS "placement: Placement", term AS "term: Term",
              duration_hours, months, state AS "state: LeaseState", starts_at, ends_at, ended_at, end_reason,
-             generation, created_at, updated_at, idle_release_after_minutes, idle_since, idle_release_deadline
+             generation, created_at, updated_at, idle_release_after_minutes, idle_since, release_deadline
          FROM leases WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"#,
         id,
         tenant_id
@@ -688,7 +688,7 @@ impl LeaseRow {
             updated_at: self.updated_at,
             idle_release_after_minutes: self.idle_release_after_minutes,
             idle_since: self.idle_since,
-            idle_release_deadline: self.idle_release_deadline,
+            release_deadline: self.release_deadline,
         }
     }
 }
@@ -801,7 +801,7 @@ pub async fn end_lease(
     actor: &Actor,
     ended_at: Option<DateTime<Utc>>,
 ) -> Result<Option<Ended>, sqlx::Error> {
-    Ok(end_lease_scoped(conn, lease_id, tenant_id, None, to, reason, actor, ended_at).await?.1)
+    Ok(end_lease_scoped(conn, lease_id, tenant_id, None, to, reason, actor, ended_at, false).await?.1)
 }
 
 /// The API key, and console session if any, of the token that ends a lease (its claims, not yet checked): the
@@ -816,7 +816,8 @@ pub struct KeyScope {
 /// writes nothing unless the key may act now (`key_may_act` of [`crate::auth::key_check_cte`], the console
 /// session included) and the lease is that key's tenant's and `tenant_id`'s. Whenever
 /// [`crate::auth::TenantAdminToken::accept`] refuses the returned [`crate::auth::KeyCheck`], nothing was
-/// written, so this may run on its own (autocommit).
+/// written, so this may run on its own (autocommit). Nor does it end a lease that has jobs to notice first
+/// ([`super::release::has_jobs_to_notice_sql`]): their release begins with [`super::release::ask`].
 pub async fn end_lease_for_key(
     conn: &mut PgConnection,
     lease_id: Uuid,
@@ -826,7 +827,7 @@ pub async fn end_lease_for_key(
     reason: &str,
     actor: &Actor,
 ) -> Result<(crate::auth::KeyCheck, Option<Ended>), sqlx::Error> {
-    end_lease_scoped(conn, lease_id, Some(tenant_id), Some(key), to, reason, actor, None).await
+    end_lease_scoped(conn, lease_id, Some(tenant_id), Some(key), to, reason, actor, None, true).await
 }
 
 /// One statement: the lease row locked and ended, its open jobs ended, its nodes locked in id order (the order
@@ -849,6 +850,7 @@ async fn end_lease_scoped(
     reason: &str,
     actor: &Actor,
     ended_at: Option<DateTime<Utc>>,
+    unless_jobs_to_notice: bool,
 ) -> Result<(crate::auth::KeyCheck, Option<Ended>), sqlx::Error> {
     #[derive(sqlx::FromRow)]
     struct Row {
@@ -868,6 +870,7 @@ async fn end_lease_scoped(
                  AND ($5::uuid IS NULL OR tenant_id = $5) \
                  AND ($8::uuid IS NULL OR (tenant_id = (SELECT checked_tenant_id FROM key_check) \
                      AND (SELECT key_may_act FROM key_check))) \
+                 AND NOT ($13 AND {jobs_to_notice}) \
              FOR UPDATE), \
          current AS (SELECT old.id, old.old_state FROM old JOIN seen ON seen.seen = old.locked), \
          ended AS ( \
@@ -901,6 +904,7 @@ async fn end_lease_scoped(
         key_check = crate::auth::key_check_cte("$8", "$12"),
         jobs = crate::jobs::store::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
         lease = lease_json("ended", "held"),
+        jobs_to_notice = super::release::has_jobs_to_notice_sql("$1"),
     );
     let (job_state, job_reason) = crate::jobs::store::job_end_for_lease(to, reason);
     let kind = to.as_str();
@@ -920,6 +924,7 @@ async fn end_lease_scoped(
             .bind(kind)
             .bind(actor.label())
             .bind(key.and_then(|k| k.session_id))
+            .bind(unless_jobs_to_notice)
             .fetch_one(&mut *conn)
             .await?;
         if row.stale {

@@ -212,7 +212,7 @@ async fn an_opted_in_lease_is_released_once_idle_that_long_and_not_before(db: Pg
     assert_eq!(released["state"], "released");
     let reason = "released: idle for 11 minutes under 5% GPU utilization";
     assert_eq!(released["end_reason"], reason);
-    assert!(released["idle_release_deadline"].is_string());
+    assert!(released["release_deadline"].is_string());
     assert_eq!(f.get(kept).await["state"], "active", "not opted in: only announced");
     assert_eq!(f.event_kinds(lease).await, ["allocated", "idle", "idle_release", "released"]);
     let events = f.app.get(&format!("/v1/leases/{lease}/events"), &f.tenant).await.body;
@@ -295,15 +295,14 @@ async fn a_running_job_is_given_its_notice_first_and_the_lease_ends_when_it_stop
     assert_eq!(listed["assignments"][0]["notice"], json!({ "reason": notice, "grace_s": 30 }), "{listed}");
     let read = f.get(lease).await;
     assert_eq!(read["state"], "active");
-    let deadline: chrono::DateTime<chrono::Utc> =
-        serde_json::from_value(read["idle_release_deadline"].clone()).unwrap();
+    let deadline: chrono::DateTime<chrono::Utc> = serde_json::from_value(read["release_deadline"].clone()).unwrap();
     let left = (deadline - chrono::Utc::now()).num_seconds();
     assert!((30..=40).contains(&left), "the grace and a heartbeat: {left} s");
     assert_eq!(f.event_kinds(lease).await, ["allocated", "idle", "idle_release"]);
     // The release is under way: its setting cannot be changed, and the next round waits for the job.
     let off = json!({ "idle_release_after_minutes": null });
     let changed = f.app.patch(&format!("/v1/leases/{lease}"), &f.tenant, off).await;
-    changed.expect_problem(StatusCode::CONFLICT, "idle_release_started");
+    changed.expect_problem(StatusCode::CONFLICT, "release_under_way");
     assert_eq!(f.sweep().await, Round::default());
     assert_eq!(f.get(lease).await["state"], "active");
 
@@ -330,7 +329,7 @@ async fn a_job_that_does_not_stop_is_ended_with_the_lease_when_its_grace_has_pas
     assert_eq!(f.sweep().await.releasing, [lease]);
     assert_eq!(f.get(lease).await["state"], "active");
     // The grace (and the heartbeat after it) has passed, the process still runs.
-    sqlx::query("UPDATE leases SET idle_release_deadline = now() - interval '1 second' WHERE id = $1")
+    sqlx::query("UPDATE leases SET release_deadline = now() - interval '1 second' WHERE id = $1")
         .bind(lease)
         .execute(&db)
         .await

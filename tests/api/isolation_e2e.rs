@@ -118,13 +118,14 @@ async fn a_job_reaches_only_its_own_lease_on_a_shared_host(db: PgPool) {
     assert_eq!(state, "failed", "B's GPU is not there: {lines:?}");
     assert!(output(&api, &a, &["cat", "/dev/nvidia1"]).await[0].contains("GPU 1 (GPU-sim-iso-node-1)"));
 
-    // B leaves a process running and a file in its home.
+    // B leaves a process running and a file in its home. It asks for no stop grace: the release below then ends
+    // the lease at once (jobs.rs tests the release with notice).
     output(&api, &b, &["touch", "/lease/home/b-private.txt"]).await;
     let b_job = api
         .post(
             &format!("/v1/leases/{}/jobs", b.lease),
             &b.token,
-            json!({ "template": "run", "command": ["sleep", "613"] }),
+            json!({ "template": "run", "command": ["sleep", "613"], "stop_grace_s": 0 }),
         )
         .await;
     let b_job = b_job["id"].as_str().unwrap().to_string();

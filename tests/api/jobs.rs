@@ -2,6 +2,7 @@
 //! ended leases, the agents' assignment protocol, and utilization insights.
 
 use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -878,6 +879,147 @@ async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_pai
     let ended = f.app.get(&job_path, &f.tenant).await.body;
     assert_eq!(ended["state"], "cancelled", "{ended:#}");
     assert!(ended["reason"].as_str().unwrap().contains("stopped on its stop notice (the lease ends at"), "{ended:#}");
+}
+
+/// Start a `gpuplane-runtime` job with `stop_grace_s` on the fixture's lease and report every part running, as
+/// the agents would; the job's path and its parts (agent credential, part id) by node.
+async fn running_job(f: &Fixture, lease_id: &str, grace_s: i32) -> (String, Vec<(String, String)>) {
+    let job = f
+        .app
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &f.tenant,
+            runtime_job(json!({"tp": 2}), json!({ "stop_grace_s": grace_s })),
+        )
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let mut parts = Vec::new();
+    for i in 0..f.nodes.len() {
+        let token = f.agent(i);
+        let list = f.app.get("/v1/agent/assignments", &token).await.expect(StatusCode::OK).body;
+        let id = list["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
+        f.app
+            .post(&format!("/v1/agent/assignments/{id}/status"), &token, json!({"state": "running"}))
+            .await
+            .expect(StatusCode::OK);
+        parts.push((token, id));
+    }
+    (format!("/v1/jobs/{}", job["id"].as_str().unwrap()), parts)
+}
+
+#[sqlx::test]
+async fn a_tenants_release_gives_running_jobs_their_notice_and_ends_the_lease_once_they_stop(db: PgPool) {
+    let (f, lease_id) = runtime_fixture(db).await;
+    let lease_path = format!("/v1/leases/{lease_id}");
+    let (job_path, parts) = running_job(&f, &lease_id, 30).await;
+    let sweep = || gpuplane::leases::lifecycle::sweep_once(&f.app.state, false);
+
+    // An operator drains a node of the lease: nothing stops (a drain waits for the lease's end), no notice.
+    let drained_node = &f.nodes[0];
+    let node_path = format!("/v1/admin/nodes/{drained_node}");
+    f.app.post(&format!("{node_path}/drain"), &f.op, json!({})).await.expect(StatusCode::OK);
+    sweep().await.unwrap();
+    let listed = f.app.get("/v1/agent/assignments", &parts[0].0).await.expect(StatusCode::OK).body;
+    assert!(listed["assignments"][0]["notice"].is_null(), "a drain gives no notice: {listed}");
+    assert_eq!(f.app.get(&node_path, &f.op).await.body["state"], "draining");
+
+    // The release: 202, the lease still active (and billed) until the job has stopped, the parts noticed.
+    let asked = Utc::now();
+    let released =
+        f.app.post(&format!("{lease_path}/release"), &f.tenant, json!({})).await.expect(StatusCode::ACCEPTED);
+    assert_eq!(released.body["state"], "active", "{}", released.body);
+    let deadline: DateTime<Utc> = serde_json::from_value(released.body["release_deadline"].clone()).unwrap();
+    let heartbeat = f.app.state.settings.heartbeat_interval.as_secs() as i64;
+    let waits = (deadline - asked).num_seconds();
+    assert!((30..=30 + heartbeat + 1).contains(&waits), "the grace and a heartbeat: {waits} s");
+    for (token, _) in &parts {
+        let listed = f.app.get("/v1/agent/assignments", token).await.expect(StatusCode::OK).body;
+        let notice = &listed["assignments"][0]["notice"];
+        assert_eq!(*notice, json!({ "reason": "lease released by the tenant", "grace_s": 30 }), "{listed}");
+    }
+    // Asked again: as it is; the settings and new jobs are refused while it is under way.
+    let again = f.app.post(&format!("{lease_path}/release"), &f.tenant, json!({})).await.expect(StatusCode::ACCEPTED);
+    assert_eq!(again.body["release_deadline"], released.body["release_deadline"]);
+    f.app
+        .patch(&lease_path, &f.tenant, json!({ "idle_release_after_minutes": 60 }))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "release_under_way");
+    f.app
+        .post(&format!("{lease_path}/jobs"), &f.tenant, runtime_job(json!({"tp": 2}), json!({})))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "release_under_way");
+    let events = f.app.get(&format!("{lease_path}/events"), &f.tenant).await.body;
+    let requested = events.as_array().unwrap().iter().find(|e| e["kind"] == "release_requested").unwrap();
+    assert!(requested["actor"].as_str().unwrap().starts_with("tenant:"), "{requested}");
+    assert!(requested["reason"].as_str().unwrap().starts_with("released by the tenant: 1 job given"), "{requested}");
+    sweep().await.unwrap();
+    assert_eq!(f.app.get(&lease_path, &f.tenant).await.body["state"], "active", "the job still runs");
+
+    // The ranks checkpoint and exit on the notice: the job ends cancelled, and the next sweep releases the lease.
+    for (token, id) in &parts {
+        let stopped = json!({"state": "cancelled", "exit_code": 0,
+            "reason": "stopped on its stop notice (lease released by the tenant)"});
+        f.app.post(&format!("/v1/agent/assignments/{id}/status"), token, stopped).await.expect(StatusCode::OK);
+    }
+    assert_eq!(f.app.get(&job_path, &f.tenant).await.body["state"], "cancelled");
+    sweep().await.unwrap();
+    let ended = f.app.get(&lease_path, &f.tenant).await.body;
+    assert_eq!(
+        (ended["state"].as_str(), ended["end_reason"].as_str()),
+        (Some("released"), Some("released by the tenant"))
+    );
+    let ended_at: DateTime<Utc> = serde_json::from_value(ended["ended_at"].clone()).unwrap();
+    assert!(ended_at < deadline, "released when the job stopped, not at the deadline");
+    let events = f.app.get(&format!("{lease_path}/events"), &f.tenant).await.body;
+    let last = events.as_array().unwrap().last().unwrap().clone();
+    assert_eq!((last["kind"].clone(), last["actor"].clone()), (json!("released"), requested["actor"].clone()));
+    assert_eq!(f.app.get(&node_path, &f.op).await.body["state"], "drained", "the drain completes with the lease");
+}
+
+#[sqlx::test]
+async fn a_release_whose_jobs_do_not_stop_ends_at_its_deadline_and_one_without_running_jobs_at_once(db: PgPool) {
+    let (f, lease_id) = runtime_fixture(db).await;
+    let lease_path = format!("/v1/leases/{lease_id}");
+    let (job_path, parts) = running_job(&f, &lease_id, 30).await;
+    f.app.post(&format!("{lease_path}/release"), &f.tenant, json!({})).await.expect(StatusCode::ACCEPTED);
+    // The grace (and the heartbeat after it) has passed, the processes still run.
+    sqlx::query("UPDATE leases SET release_deadline = now() - interval '1 second' WHERE id = $1::uuid")
+        .bind(&lease_id)
+        .execute(&f.app.db)
+        .await
+        .unwrap();
+    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    let ended = f.app.get(&lease_path, &f.tenant).await.body;
+    assert_eq!(
+        (ended["state"].as_str(), ended["end_reason"].as_str()),
+        (Some("released"), Some("released by the tenant"))
+    );
+    let job = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(job["state"], "cancelled", "{job}");
+    let listed = f.app.get("/v1/agent/assignments", &parts[0].0).await.expect(StatusCode::OK).body;
+    assert!(listed["assignments"].as_array().unwrap().iter().all(|a| a["job_node_id"] != parts[0].1.as_str()));
+
+    // A job with no grace, or one no agent has fetched yet, is stopped with the lease at once: 200, released.
+    for grace in [0, 30] {
+        let lease = f.lease(4, "spread").await;
+        let lease_path = format!("/v1/leases/{}", lease["id"].as_str().unwrap());
+        let body = runtime_job(json!({"tp": 2}), json!({ "stop_grace_s": grace }));
+        let job = f.app.post(&format!("{lease_path}/jobs"), &f.tenant, body).await.expect(StatusCode::CREATED).body;
+        if grace == 0 {
+            for i in 0..2 {
+                let token = f.agent(i);
+                let list = f.app.get("/v1/agent/assignments", &token).await.expect(StatusCode::OK).body;
+                let id = list["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
+                let running = json!({"state": "running"});
+                f.app.post(&format!("/v1/agent/assignments/{id}/status"), &token, running).await.expect(StatusCode::OK);
+            }
+        }
+        let released = f.app.post(&format!("{lease_path}/release"), &f.tenant, json!({})).await.expect(StatusCode::OK);
+        assert_eq!(released.body["state"], "released", "grace {grace}: {}", released.body);
+        let job = f.app.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap()), &f.tenant).await.body;
+        assert_eq!(job["state"], "cancelled", "grace {grace}: {job}");
+    }
 }
 
 #[sqlx::test]

@@ -1115,7 +1115,7 @@ export interface paths {
         head?: never;
         /**
          * Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a lease
-         *     changed since it was read is 412. Once an idle release has begun (its jobs were given notice) it cannot be
+         *     changed since it was read is 412. Once a release has begun (its jobs were given notice) it cannot be
          *     changed.
          */
         patch: operations["update_lease"];
@@ -1251,7 +1251,12 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Release a lease now. Releasing an ended lease is harmless and returns it as it is. */
+        /**
+         * Release a lease. Without a running job it is released now. With running jobs, they are given their stop
+         *     notice first (each its `stop_grace_s`, to checkpoint): the lease stays active, and billed, until they have
+         *     stopped, at the latest at its `release_deadline` (the longest grace plus a heartbeat); cancel a job to stop
+         *     it at once. Releasing an ended lease, or one being released, is harmless and returns it as it is.
+         */
         post: operations["release_lease"];
         delete?: never;
         options?: never;
@@ -2825,12 +2830,6 @@ export interface components {
             idle_release_after_minutes?: number | null;
             /**
              * Format: date-time
-             * @description The idle release has begun: the lease's running jobs were given their stop notice, and it is released
-             *     once they have stopped, at the latest at this time.
-             */
-            idle_release_deadline?: string | null;
-            /**
-             * Format: date-time
              * @description The start of the lease's current idle spell: its GPUs, every one of them reporting, stayed under the
              *     service's idle threshold since then (`lease.idle` announced it). Null while it is not idle, and always
              *     for a lease with a GPU that reports no telemetry (on an external node, which has no agent).
@@ -2841,6 +2840,12 @@ export interface components {
             placement: components["schemas"]["Placement"];
             /** Format: uuid */
             pool_id: string;
+            /**
+             * Format: date-time
+             * @description A release is under way (the tenant's, or the idle release): the lease's running jobs were given their
+             *     stop notice, and it is released once they have stopped, at the latest at this time. Billed until then.
+             */
+            release_deadline?: string | null;
             /**
              * Format: date-time
              * @description When the GPUs were allocated (absent while queued).
@@ -6904,7 +6909,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The lease has ended (`lease_not_active`), or its idle release has begun (`idle_release_started`) */
+            /** @description The lease has ended (`lease_not_active`), or its release has begun (`release_under_way`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7221,7 +7226,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            /** @description The lease is not active (`lease_not_active`) */
+            /** @description The lease is not active (`lease_not_active`), or is being released (`release_under_way`) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7293,8 +7298,17 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The lease, released */
+            /** @description The lease, released (or as it was, if it had already ended) */
             200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Lease"];
+                };
+            };
+            /** @description The lease's running jobs were given their stop notice: it is released once they have stopped, by `release_deadline` at the latest */
+            202: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7305,6 +7319,15 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            /** @description The lease's jobs kept changing while it was being released (`lease_changing`): retry */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -101,12 +101,13 @@ async function api(method, path, body, extraHeaders) {
   }
   return data;
 }
-// Runs an action from a button; shows the problem in words, refreshes the view on success.
+// Runs an action from a button; shows the problem in words, refreshes the view on success. `okMsg` is the words
+// of success, or a function of the action's result that gives them.
 function act(fn, okMsg) {
   return async (ev) => {
     if (ev) ev.preventDefault();
     flash("");
-    try { await fn(ev); if (okMsg) flash(okMsg, true); route(); }
+    try { const result = await fn(ev); if (okMsg) flash(typeof okMsg === "function" ? okMsg(result) : okMsg, true); route(); }
     catch (e) { flash(e instanceof Problem ? e.words() : String(e)); }
   };
 }
@@ -341,7 +342,7 @@ async function viewLease(id) {
     live ? idleLine(lease) : null,
     isAdmin() && live ? h("form", { class: "inline", "aria-label": "Lease actions", onsubmit: act(() => api("POST", `/v1/leases/${id}/extend`, { hours: Number(hours.value) }), "Lease extended") },
       field("Extend by hours", hours), h("button", { type: "submit", class: "secondary" }, "Extend"),
-      h("button", { type: "button", id: "release-lease", class: "danger", onclick: act(() => api("POST", `/v1/leases/${id}/release`), "Lease released") }, "Release")) : null,
+      h("button", { type: "button", id: "release-lease", class: "danger", onclick: act(() => api("POST", `/v1/leases/${id}/release`), (l) => l.state === "active" ? "Release begun: the lease's jobs were told to checkpoint and stop; it is released once they have" : "Lease released") }, "Release")) : null,
     h("h2", {}, "GPU utilization"), lineChart("GPU utilization", series("gpu_util"), { unit: "%", max: 100 }), legend(series("gpu_util")),
     h("h2", {}, "Memory used"), lineChart("Memory used", series("fb_used_mib", (mib) => (mib * 2 ** 20) / GB), { unit: " GB" }),
     h("h2", {}, "Power"), lineChart("Power", series("power_w"), { unit: " W" }),
@@ -349,12 +350,13 @@ async function viewLease(id) {
     h("h2", {}, "GPUs"), table(["Node", "GPU", "UUID"], lease.gpus.map((g) => [g.hostname, String(g.index), g.uuid])),
     h("h2", {}, "Jobs"), startsJobs ? jobForm(lease, templates, recalledPlan(lease.id)) : null, jobsTable(jobs.items)];
 }
-// The lease's idle state (`idle_since`, `idle_release_after_minutes`, `idle_release_deadline`; docs/leases.md).
+// The lease's idle and release state (`idle_since`, `idle_release_after_minutes`, `release_deadline`;
+// docs/leases.md).
 function idleLine(lease) {
   const parts = [];
-  if (lease.idle_release_deadline) parts.push(`Being released for idleness: its jobs were told to stop; released by ${ago(lease.idle_release_deadline)} at the latest.`);
+  if (lease.release_deadline) parts.push(`Being released: its jobs were told to stop and checkpoint; released once they have, by ${ago(lease.release_deadline)} at the latest.`);
   else if (lease.idle_since) parts.push(`Idle since ${ago(lease.idle_since)} (every GPU under the service's idle threshold).`);
-  if (lease.idle_release_after_minutes && !lease.idle_release_deadline) parts.push(`Released once idle for ${plural(lease.idle_release_after_minutes, "minute")}.`);
+  if (lease.idle_release_after_minutes && !lease.release_deadline) parts.push(`Released once idle for ${plural(lease.idle_release_after_minutes, "minute")}.`);
   return parts.length ? h("p", { id: "lease-idle", class: lease.idle_since ? null : "muted" }, parts.join(" ")) : null;
 }
 // Start a job on an active lease (`POST /v1/leases/{id}/jobs`): a template, the program, and optionally a model

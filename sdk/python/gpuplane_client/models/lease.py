@@ -46,14 +46,14 @@ class Lease:
         idle_release_after_minutes (int | None | Unset): Opt-in: release the lease once it has been idle this many
             minutes (10-10080), its running jobs first given
             their stop notice; null: never released for idleness. Set at creation or with `PATCH /v1/leases/{id}`.
-        idle_release_deadline (datetime.datetime | None | Unset): The idle release has begun: the lease's running jobs
-            were given their stop notice, and it is released
-            once they have stopped, at the latest at this time.
         idle_since (datetime.datetime | None | Unset): The start of the lease's current idle spell: its GPUs, every one
             of them reporting, stayed under the
             service's idle threshold since then (`lease.idle` announced it). Null while it is not idle, and always
             for a lease with a GPU that reports no telemetry (on an external node, which has no agent).
         months (int | None | Unset):
+        release_deadline (datetime.datetime | None | Unset): A release is under way (the tenant's, or the idle release):
+            the lease's running jobs were given their
+            stop notice, and it is released once they have stopped, at the latest at this time. Billed until then.
         starts_at (datetime.datetime | None | Unset): When the GPUs were allocated (absent while queued).
     """
 
@@ -74,9 +74,9 @@ class Lease:
     ended_at: datetime.datetime | None | Unset = UNSET
     ends_at: datetime.datetime | None | Unset = UNSET
     idle_release_after_minutes: int | None | Unset = UNSET
-    idle_release_deadline: datetime.datetime | None | Unset = UNSET
     idle_since: datetime.datetime | None | Unset = UNSET
     months: int | None | Unset = UNSET
+    release_deadline: datetime.datetime | None | Unset = UNSET
     starts_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -142,14 +142,6 @@ class Lease:
         else:
             idle_release_after_minutes = self.idle_release_after_minutes
 
-        idle_release_deadline: None | str | Unset
-        if isinstance(self.idle_release_deadline, Unset):
-            idle_release_deadline = UNSET
-        elif isinstance(self.idle_release_deadline, datetime.datetime):
-            idle_release_deadline = self.idle_release_deadline.isoformat()
-        else:
-            idle_release_deadline = self.idle_release_deadline
-
         idle_since: None | str | Unset
         if isinstance(self.idle_since, Unset):
             idle_since = UNSET
@@ -163,6 +155,14 @@ class Lease:
             months = UNSET
         else:
             months = self.months
+
+        release_deadline: None | str | Unset
+        if isinstance(self.release_deadline, Unset):
+            release_deadline = UNSET
+        elif isinstance(self.release_deadline, datetime.datetime):
+            release_deadline = self.release_deadline.isoformat()
+        else:
+            release_deadline = self.release_deadline
 
         starts_at: None | str | Unset
         if isinstance(self.starts_at, Unset):
@@ -200,12 +200,12 @@ class Lease:
             field_dict["ends_at"] = ends_at
         if idle_release_after_minutes is not UNSET:
             field_dict["idle_release_after_minutes"] = idle_release_after_minutes
-        if idle_release_deadline is not UNSET:
-            field_dict["idle_release_deadline"] = idle_release_deadline
         if idle_since is not UNSET:
             field_dict["idle_since"] = idle_since
         if months is not UNSET:
             field_dict["months"] = months
+        if release_deadline is not UNSET:
+            field_dict["release_deadline"] = release_deadline
         if starts_at is not UNSET:
             field_dict["starts_at"] = starts_at
 
@@ -308,27 +308,6 @@ class Lease:
             d.pop("idle_release_after_minutes", UNSET)
         )
 
-        def _parse_idle_release_deadline(
-            data: object,
-        ) -> datetime.datetime | None | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            try:
-                if not isinstance(data, str):
-                    raise TypeError()
-                idle_release_deadline_type_0 = datetime.datetime.fromisoformat(data)
-
-                return idle_release_deadline_type_0
-            except (TypeError, ValueError, AttributeError, KeyError):
-                pass
-            return cast(datetime.datetime | None | Unset, data)
-
-        idle_release_deadline = _parse_idle_release_deadline(
-            d.pop("idle_release_deadline", UNSET)
-        )
-
         def _parse_idle_since(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
@@ -354,6 +333,23 @@ class Lease:
             return cast(int | None | Unset, data)
 
         months = _parse_months(d.pop("months", UNSET))
+
+        def _parse_release_deadline(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                release_deadline_type_0 = datetime.datetime.fromisoformat(data)
+
+                return release_deadline_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        release_deadline = _parse_release_deadline(d.pop("release_deadline", UNSET))
 
         def _parse_starts_at(data: object) -> datetime.datetime | None | Unset:
             if data is None:
@@ -390,9 +386,9 @@ class Lease:
             ended_at=ended_at,
             ends_at=ends_at,
             idle_release_after_minutes=idle_release_after_minutes,
-            idle_release_deadline=idle_release_deadline,
             idle_since=idle_since,
             months=months,
+            release_deadline=release_deadline,
             starts_at=starts_at,
         )
 

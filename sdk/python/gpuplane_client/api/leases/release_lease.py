@@ -34,6 +34,11 @@ def _parse_response(
 
         return response_200
 
+    if response.status_code == 202:
+        response_202 = Lease.from_dict(response.json())
+
+        return response_202
+
     if response.status_code == 401:
         response_401 = Problem.from_dict(response.json())
 
@@ -48,6 +53,11 @@ def _parse_response(
         response_404 = Problem.from_dict(response.json())
 
         return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
 
     if response.status_code == 500:
         response_500 = Problem.from_dict(response.json())
@@ -81,7 +91,13 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Lease | Problem]:
-    """Release a lease now. Releasing an ended lease is harmless and returns it as it is.
+    """Release a lease. Without a running job it is released now. With running jobs, they are given their
+    stop
+    notice first (each its `stop_grace_s`, to checkpoint): the lease stays active, and billed, until
+    they have
+    stopped, at the latest at its `release_deadline` (the longest grace plus a heartbeat); cancel a job
+    to stop
+    it at once. Releasing an ended lease, or one being released, is harmless and returns it as it is.
 
     Args:
         lease_id (UUID):
@@ -110,7 +126,13 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> Lease | Problem | None:
-    """Release a lease now. Releasing an ended lease is harmless and returns it as it is.
+    """Release a lease. Without a running job it is released now. With running jobs, they are given their
+    stop
+    notice first (each its `stop_grace_s`, to checkpoint): the lease stays active, and billed, until
+    they have
+    stopped, at the latest at its `release_deadline` (the longest grace plus a heartbeat); cancel a job
+    to stop
+    it at once. Releasing an ended lease, or one being released, is harmless and returns it as it is.
 
     Args:
         lease_id (UUID):
@@ -134,7 +156,13 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Lease | Problem]:
-    """Release a lease now. Releasing an ended lease is harmless and returns it as it is.
+    """Release a lease. Without a running job it is released now. With running jobs, they are given their
+    stop
+    notice first (each its `stop_grace_s`, to checkpoint): the lease stays active, and billed, until
+    they have
+    stopped, at the latest at its `release_deadline` (the longest grace plus a heartbeat); cancel a job
+    to stop
+    it at once. Releasing an ended lease, or one being released, is harmless and returns it as it is.
 
     Args:
         lease_id (UUID):
@@ -161,7 +189,13 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> Lease | Problem | None:
-    """Release a lease now. Releasing an ended lease is harmless and returns it as it is.
+    """Release a lease. Without a running job it is released now. With running jobs, they are given their
+    stop
+    notice first (each its `stop_grace_s`, to checkpoint): the lease stays active, and billed, until
+    they have
+    stopped, at the latest at its `release_deadline` (the longest grace plus a heartbeat); cancel a job
+    to stop
+    it at once. Releasing an ended lease, or one being released, is harmless and returns it as it is.
 
     Args:
         lease_id (UUID):

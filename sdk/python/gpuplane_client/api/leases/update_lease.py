@@ -127,8 +127,7 @@ def sync_detailed(
 ) -> Response[Lease | Problem]:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
-    changed since it was read is 412. Once an idle release has begun (its jobs were given notice) it
-    cannot be
+    changed since it was read is 412. Once a release has begun (its jobs were given notice) it cannot be
     changed.
 
     Args:
@@ -166,8 +165,7 @@ def sync(
 ) -> Lease | Problem | None:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
-    changed since it was read is 412. Once an idle release has begun (its jobs were given notice) it
-    cannot be
+    changed since it was read is 412. Once a release has begun (its jobs were given notice) it cannot be
     changed.
 
     Args:
@@ -200,8 +198,7 @@ async def asyncio_detailed(
 ) -> Response[Lease | Problem]:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
-    changed since it was read is 412. Once an idle release has begun (its jobs were given notice) it
-    cannot be
+    changed since it was read is 412. Once a release has begun (its jobs were given notice) it cannot be
     changed.
 
     Args:
@@ -237,8 +234,7 @@ async def asyncio(
 ) -> Lease | Problem | None:
     """Change a live lease's settings: when it is released for idleness. With `If-Match: <generation>`, a
     lease
-    changed since it was read is 412. Once an idle release has begun (its jobs were given notice) it
-    cannot be
+    changed since it was read is 412. Once a release has begun (its jobs were given notice) it cannot be
     changed.
 
     Args:
