@@ -6,6 +6,8 @@ model fails on every rank with a message naming the parameter, never a hang."""
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,12 @@ def _run(
     return torchrun(tmp, nproc, SCRIPT, ["--steps", str(STEPS), *(args or [])], plan=FIXTURES / f"{plan}.json", env=env)
 
 
+def _digests(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
+    }
+
+
 def _losses(run: Run) -> dict[int, float]:
     return {int(m["step"]): float(m["loss"]) for m in run.metrics}  # type: ignore[call-overload, arg-type]
 
@@ -43,6 +51,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run | Path]:
     out: dict[str, Run | Path] = {"tmp": tmp}
     # Plan A uninterrupted, saving after step 2; plan B resumes from that checkpoint.
     out["tp2_dp2"] = _run(tmp, "tp2_dp2", tmp / "ckpt_a", "tp2_dp2.jsonl", save_at="2")
+    # A copy of plan A's checkpoint with one shard's data overwritten, resumed under plan B.
+    shutil.copytree(tmp / "ckpt_a", tmp / "ckpt_corrupt")
+    shard = sorted((tmp / "ckpt_corrupt" / "step-00000002").glob("*.distcp"))[0]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 4 :] = b"\x00" * (len(data) - len(data) // 4)
+    shard.write_bytes(bytes(data))
+    out["corrupt_before"] = _digests(tmp / "ckpt_corrupt")  # type: ignore[assignment]
+    out["corrupt"] = _run(tmp, "dp4_zero3", tmp / "ckpt_corrupt", "corrupt.jsonl")
     out["tp2_dp2->dp4_zero3"] = _run(tmp, "dp4_zero3", tmp / "ckpt_a", "resumed_dp4.jsonl")
     # A pipeline plan (each stage saves only its layers) saving after step 3, resumed under TP x PP.
     out["pp2_dp2"] = _run(tmp, "pp2_dp2", tmp / "ckpt_b", "pp2_dp2.jsonl", save_at="3")
@@ -110,6 +126,23 @@ def test_checkpoint_of_another_model_fails_clearly(runs: dict[str, Run | Path]) 
     assert "[256, 64] in this model" in run.output
     assert "collective timeout" not in run.output.split("cannot load the checkpoint")[1][:400]
     assert run.metrics == []
+
+
+def test_a_corrupt_checkpoint_fails_every_rank_clearly_and_is_left_as_it_was(runs: dict[str, Run | Path]) -> None:
+    run = runs["corrupt"]
+    assert isinstance(run, Run)
+    assert run.returncode != 0, run.output[-4000:]
+    assert "gpuplane_runtime: cannot load the checkpoint in" in run.output, run.output[-4000:]
+    assert "its data does not read back" in run.output and "it is left as it was" in run.output
+    # Every rank failed on the same error, none waited out the collective timeout on a peer.
+    assert run.output.count("its data does not read back") >= 4, run.output[-4000:]
+    assert "ran past" not in run.output and "timed out" not in run.output.lower(), run.output[-4000:]
+    assert run.metrics == [], "no step ran"
+    tmp = runs["tmp"]
+    assert isinstance(tmp, Path)
+    # Nothing was written, removed or moved: the next try (a fixed shard, another plan) finds the same files.
+    assert _digests(tmp / "ckpt_corrupt") == runs["corrupt_before"]
+    assert (tmp / "ckpt_corrupt" / "latest").read_text().strip() == "step-00000002"
 
 
 def test_a_stop_notice_checkpoints_every_rank_at_one_step_and_the_job_resumes_under_another_plan(

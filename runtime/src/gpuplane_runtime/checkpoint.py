@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.filesystem import FileSystemReader
 from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
@@ -228,6 +229,20 @@ def _problems(flat: dict[str, Any], path: Path) -> list[str]:
     return problems
 
 
+def _first_failure(err: BaseException) -> str:
+    """The first rank's error of a DCP failure (or the error itself): its first sentence, at most 200 characters
+    (torch's own advice after it, such as loading with ``weights_only=False``, is not for a damaged file)."""
+    cause: BaseException = err
+    where = ""
+    if isinstance(err, CheckpointException) and err.failures:
+        rank = min(err.failures)
+        where, cause = f"rank {rank}: ", err.failures[rank][0]
+    lines = str(cause).strip().splitlines()
+    first = lines[0].split(". ")[0].rstrip(".") if lines else ""
+    text = f"{where}{type(cause).__name__}: {first}"
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def load(model: ParallelModel, path: Path) -> dict[str, Any]:
     """Load the checkpoint at ``path`` (a checkpoint, or a directory whose ``latest`` names one) into this
     rank's stage and optimizer, resharded to this plan; restore the step, the scheduler and the RNG. A
@@ -256,7 +271,15 @@ def load(model: ParallelModel, path: Path) -> dict[str, Any]:
         if found_problems:
             raise CheckpointError(f"cannot load the checkpoint (rank {rank}): {found_problems[0]}")
     assert found is not None and model.optimizer is not None
-    dcp_load(flat, checkpoint_id=found)
+    try:
+        dcp_load(flat, checkpoint_id=found)
+    except (Exception, CheckpointException) as err:  # DCP's CheckpointException is a BaseException
+        # A shard that cannot be read (a corrupt or truncated file): DCP gathers every rank's read errors, so
+        # every rank gets here alike. Loading writes nothing: the checkpoint stays as it was, for another try.
+        raise CheckpointError(
+            f"cannot load the checkpoint in {found}: its data does not read back ({_first_failure(err)}); "
+            "it is left as it was"
+        ) from err
     msd: dict[str, Any] = {}
     osd: dict[str, Any] = {}
     for key, value in flat.items():
