@@ -215,6 +215,29 @@ async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_sam
     assert_ne!(split(&done["plan"]), split(&done["generations"][0]["plan"]), "another split: {:#}", done["plan"]);
     assert_same_training(&all_steps(&api, &tenant, &id).await, &expected, "the retune");
 
+    // Through every replan the lease kept its GPUs and stayed active, and its bill ran on without a gap: each
+    // metered period starts where the one before it ended.
+    let now = api.get(&format!("/v1/leases/{lease_id}"), &tenant).await;
+    assert_eq!((now["state"].clone(), now["gpus"].clone()), (json!("active"), lease["gpus"].clone()), "{now:#}");
+    let events = api.get(&format!("/v1/leases/{lease_id}/events"), &tenant).await;
+    let kinds: Vec<&str> = events.as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["allocated"], "no end or new allocation between the plans");
+    let periods: Vec<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>, i64)> = sqlx::query_as(
+        "SELECT period_start, period_end, gpu_seconds FROM usage_records WHERE lease_id = $1::uuid ORDER BY period_start",
+    )
+    .bind(&lease_id)
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert!(!periods.is_empty(), "metered while the jobs ran");
+    let starts_at: chrono::DateTime<chrono::Utc> = serde_json::from_value(now["starts_at"].clone()).unwrap();
+    assert_eq!(periods[0].0, starts_at, "metered from the lease's start");
+    for pair in periods.windows(2) {
+        assert_eq!(pair[0].1, pair[1].0, "contiguous periods: {periods:?}");
+    }
+    let seconds: i64 = periods.iter().map(|p| p.2).sum();
+    assert_eq!(seconds, 4 * (periods.last().unwrap().1 - starts_at).num_seconds(), "4 GPUs, every second");
+
     for mut agent in agents {
         let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
         let _ = agent.wait();
