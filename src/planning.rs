@@ -118,7 +118,7 @@ pub async fn pool_offers(db: &PgPool) -> Result<Vec<PoolOffer>, sqlx::Error> {
                     'memory_bandwidth_gbps', m.memory_bandwidth_gbps, 'bf16_tflops', m.bf16_tflops, \
                     'fp8_tflops', m.fp8_tflops, 'gpu_link', m.gpu_link, 'gpu_link_gbps', m.gpu_link_gbps, \
                     'host_link', m.host_link), \
-                COALESCE(sum(n.free_gpus) FILTER (WHERE n.admin_state = 'active' AND n.liveness = 'ready'), 0)::bigint, \
+                COALESCE(sum(n.free_gpus) FILTER (WHERE node_allocatable(n.admin_state, n.liveness)), 0)::bigint, \
                 COALESCE(max(n.gpu_count), 0)::int, \
                 COALESCE(min(n.network_gbps), 0)::int, COALESCE(bool_and(n.rdma), false) \
          FROM pools p JOIN gpu_models m ON m.key = p.gpu_model LEFT JOIN nodes n ON n.pool_id = p.id \

@@ -358,7 +358,7 @@ async fn place_and_write(
 
 async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {
     let pool = sqlx::query_scalar!(
-        "SELECT p.id FROM pools p LEFT JOIN nodes n ON n.pool_id = p.id AND n.admin_state = 'active' AND n.liveness = 'ready' \
+        "SELECT p.id FROM pools p LEFT JOIN nodes n ON n.pool_id = p.id AND node_allocatable(n.admin_state, n.liveness) \
          WHERE p.gpu_model = $1 GROUP BY p.id ORDER BY COALESCE(sum(n.free_gpus), 0) DESC, p.id LIMIT 1",
         model
     )

@@ -55,7 +55,7 @@ impl Capacity {
 /// `columns` what it selects of the nodes.
 fn best_fit_sql(pool: &str, need: &str, and: &str, tail: &str, columns: &str) -> String {
     format!(
-        "SELECT {columns} FROM nodes WHERE pool_id = {pool} AND admin_state = 'active' AND liveness = 'ready' \
+        "SELECT {columns} FROM nodes WHERE pool_id = {pool} AND node_allocatable(admin_state, liveness) \
          AND free_gpus >= {need} {and} ORDER BY free_gpus, id {tail}"
     )
 }
@@ -256,7 +256,7 @@ async fn lock_multi_node(
 ) -> Result<Option<Plan>, sqlx::Error> {
     for _ in 0..PLAN_ATTEMPTS {
         let candidates = sqlx::query!(
-            "SELECT id, free_gpus FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready' \
+            "SELECT id, free_gpus FROM nodes WHERE pool_id = $1 AND node_allocatable(admin_state, liveness) \
              AND free_gpus > 0 ORDER BY free_gpus DESC, id LIMIT $2",
             pool_id,
             gpu_count as i64
@@ -277,7 +277,7 @@ async fn lock_multi_node(
         // transaction never waits for a node while holding one out of id order.
         sqlx::query!("SAVEPOINT multi_node_plan").execute(&mut *conn).await?;
         let locked = sqlx::query!(
-            "SELECT id, free_gpus FROM nodes WHERE id = ANY($1) AND admin_state = 'active' AND liveness = 'ready' \
+            "SELECT id, free_gpus FROM nodes WHERE id = ANY($1) AND node_allocatable(admin_state, liveness) \
              ORDER BY id FOR UPDATE",
             &ids
         )
@@ -517,7 +517,7 @@ pub async fn capacity(conn: &mut PgConnection, pool_id: Uuid, requested: i32) ->
     let row = sqlx::query!(
         r#"SELECT COALESCE(sum(free_gpus), 0)::bigint AS "free_gpus!", COALESCE(max(free_gpus), 0)::bigint AS "largest_free_block!",
                 (SELECT count(*) FROM leases WHERE pool_id = $1 AND state = 'queued') AS "queued_ahead!"
-         FROM nodes WHERE pool_id = $1 AND admin_state = 'active' AND liveness = 'ready'"#,
+         FROM nodes WHERE pool_id = $1 AND node_allocatable(admin_state, liveness)"#,
         pool_id
     )
     .fetch_one(conn)

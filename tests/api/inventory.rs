@@ -203,3 +203,47 @@ async fn node_hostname_constraint_accepts_exactly_the_api_pattern(db: PgPool) {
         }
     }
 }
+
+/// One definition of an allocatable node, `node_allocatable` (migration 0034): PostgreSQL inlines it, so best
+/// fit under it is still a lookup in the partial index built on it; and no statement of the service writes the
+/// rule out again.
+#[sqlx::test]
+async fn best_fit_looks_up_the_index_of_the_one_allocatable_rule(db: PgPool) {
+    let mut conn = db.acquire().await.unwrap();
+    sqlx::query("SET enable_seqscan = off").execute(&mut *conn).await.unwrap();
+    let plan: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN SELECT id FROM nodes WHERE pool_id = gen_random_uuid() AND node_allocatable(admin_state, liveness) \
+         AND free_gpus >= 2 ORDER BY free_gpus, id LIMIT 1",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    let plan = plan.join("\n");
+    assert!(plan.contains("nodes_allocatable_free_idx"), "{plan}");
+    // The rule written out (rather than called) would not be the one rule.
+    let (yes, no): (bool, bool) = sqlx::query_as(
+        "SELECT node_allocatable('active', 'ready'), node_allocatable('active', 'unreachable') \
+             OR node_allocatable('draining', 'ready') OR node_allocatable('maintenance', 'ready')",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    assert!(yes && !no);
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![src];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                assert!(
+                    !text.contains("admin_state = 'active' AND"),
+                    "{} writes the allocatable rule out",
+                    path.display()
+                );
+            }
+        }
+    }
+}
