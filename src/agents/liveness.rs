@@ -20,6 +20,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::config::Settings;
+use crate::leases::lifecycle::FreedPools;
 use crate::leases::store::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState};
 use crate::webhooks::{self, Audience};
@@ -44,8 +45,8 @@ pub fn outage_gap(settings: &Settings) -> std::time::Duration {
 }
 
 /// Stamp presence, mark silent nodes unreachable, then offline; open and clear liveness holds; interrupt the
-/// leases on offline nodes of pools that are not held. Returns the pools whose capacity changed.
-pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::Error> {
+/// leases on offline nodes of pools that are not held. Returns the pools whose queues the freed GPUs may start.
+pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<FreedPools, sqlx::Error> {
     let resumed_at = stamp_presence(db, outage_gap(settings)).await?;
     let mut tx = db.begin().await?;
     let unreachable = sqlx::query!(
@@ -109,9 +110,9 @@ pub async fn sweep(db: &PgPool, settings: &Settings) -> Result<Vec<Uuid>, sqlx::
             record_event(&mut tx, lease_id, event).await?;
         }
     }
-    let pools = interrupt_offline_leases(&mut tx).await?;
+    let freed = interrupt_offline_leases(&mut tx).await?;
     tx.commit().await?;
-    Ok(pools)
+    Ok(freed)
 }
 
 /// Open a hold for every pool where too many agent nodes are silent at once, and clear the holds of pools
@@ -147,10 +148,10 @@ async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Res
 }
 
 /// End the active leases on offline nodes of pools without an open hold, at the node's last heartbeat.
-async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Vec<Uuid>, sqlx::Error> {
+async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<FreedPools, sqlx::Error> {
     // Several nodes of one lease may be offline: the earliest last heartbeat ends it.
     let due = sqlx::query!(
-        r#"SELECT DISTINCT ON (l.id) l.id, n.pool_id, n.hostname, n.last_heartbeat_at AS "last_heartbeat_at!"
+        r#"SELECT DISTINCT ON (l.id) l.id, n.hostname, n.last_heartbeat_at AS "last_heartbeat_at!"
          FROM nodes n JOIN gpus g ON g.node_id = n.id AND g.held_by IS NOT NULL
          JOIN leases l ON l.id = g.held_by AND l.state = 'active'
          WHERE n.agent_managed AND n.liveness = 'offline'
@@ -159,19 +160,15 @@ async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Vec<U
     )
     .fetch_all(&mut *conn)
     .await?;
-    let mut pools = Vec::new();
+    let mut freed = FreedPools::default();
     for row in due {
-        let (lease_id, pool_id, hostname, last) = (row.id, row.pool_id, row.hostname, row.last_heartbeat_at);
+        let (lease_id, hostname, last) = (row.id, row.hostname, row.last_heartbeat_at);
         let reason = format!("node {hostname} offline: no heartbeat since {last}");
-        if end_lease(conn, lease_id, None, LeaseState::Interrupted, &reason, &Actor::System, Some(last))
-            .await?
-            .is_some()
-            && !pools.contains(&pool_id)
-        {
-            pools.push(pool_id);
-        }
+        let ended =
+            end_lease(conn, lease_id, None, LeaseState::Interrupted, &reason, &Actor::System, Some(last)).await?;
+        freed.note(ended.as_ref());
     }
-    Ok(pools)
+    Ok(freed)
 }
 
 async fn active_leases_on(conn: &mut sqlx::PgConnection, node_id: Uuid) -> Result<Vec<Uuid>, sqlx::Error> {
@@ -219,11 +216,7 @@ pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::Cancel
         let result = sweep(&state.db, settings).await;
         crate::telemetry::record_sweep("liveness", started, &result);
         match result {
-            Ok(pools) => {
-                for pool_id in pools {
-                    crate::leases::lifecycle::kick_queue(&state, pool_id);
-                }
-            }
+            Ok(freed) => freed.wake(&state.db),
             Err(err) => tracing::warn!(error = %err, "liveness sweep failed"),
         }
         if let Err(err) = fail_unfetched_assignments(&state).await {

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::ledger::{self, EntryKind, NewEntry};
 use super::rating::{Charge, Metered, Price, meter};
 use crate::extract::new_id;
+use crate::leases::lifecycle::FreedPools;
 use crate::leases::store::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState, Term};
 
@@ -154,8 +155,8 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
 }
 
 /// Warn the hourly leases of tenants with less than an hour of balance left, and end them when it is gone.
-pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result<Vec<Uuid>, sqlx::Error> {
-    let mut ended_pools = Vec::new();
+pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result<FreedPools, sqlx::Error> {
+    let mut freed = FreedPools::default();
     for (tenant_id, currency) in tenants {
         let mut tx = db.begin().await?;
         let balance = ledger::balance(&mut tx, *tenant_id, currency).await?;
@@ -175,11 +176,9 @@ pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result
             let (lease_id, warned) = (&lease.id, lease.balance_warned_at);
             if balance <= 0 {
                 let reason = format!("balance exhausted ({balance} {currency} minor units)");
-                if let Some(ended) =
-                    end_lease(&mut tx, *lease_id, None, LeaseState::Terminated, &reason, &Actor::System, None).await?
-                {
-                    ended_pools.push(ended.lease.pool_id);
-                }
+                let ended =
+                    end_lease(&mut tx, *lease_id, None, LeaseState::Terminated, &reason, &Actor::System, None).await?;
+                freed.note(ended.as_ref());
             } else if balance < burn_per_hour && warned.is_none() {
                 let reason = format!(
                     "balance low: {balance} {currency} minor units cover less than an hour at {burn_per_hour} per hour; \
@@ -196,7 +195,7 @@ pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result
         }
         tx.commit().await?;
     }
-    Ok(ended_pools)
+    Ok(freed)
 }
 
 /// Meter, then enforce balances, every `interval` until `shutdown`.
@@ -217,11 +216,7 @@ pub async fn run(
         crate::telemetry::record_sweep("metering", started, &result);
         match result {
             Ok(tenants) => match enforce_balances(&state.db, &tenants).await {
-                Ok(pools) => {
-                    for pool_id in pools {
-                        crate::leases::lifecycle::kick_queue(&state, pool_id);
-                    }
-                }
+                Ok(freed) => freed.wake(&state.db),
                 Err(err) => tracing::warn!(error = %err, "balance enforcement failed"),
             },
             Err(err) => tracing::warn!(error = %err, "metering failed; the next round resumes where it stopped"),

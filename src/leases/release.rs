@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use super::lifecycle::FreedPools;
 use super::store::{self, NewEvent};
 use super::{Actor, LeaseState};
 
@@ -122,8 +123,8 @@ pub async fn finish_due(db: &PgPool) -> Result<Vec<Uuid>, sqlx::Error> {
     let mut released = Vec::new();
     loop {
         let mut tx = db.begin().await?;
-        let due: Vec<(Uuid, Uuid, String, String)> = sqlx::query_as(
-            "SELECT l.id, l.pool_id, l.release_reason, l.release_actor FROM leases l \
+        let due: Vec<(Uuid, String, String)> = sqlx::query_as(
+            "SELECT l.id, l.release_reason, l.release_actor FROM leases l \
              WHERE l.state = 'active' AND l.release_started_at IS NOT NULL \
                  AND (l.release_deadline <= now() OR NOT EXISTS ( \
                      SELECT 1 FROM jobs j WHERE j.lease_id = l.id AND j.state IN ('pending', 'assigned', 'running'))) \
@@ -133,23 +134,18 @@ pub async fn finish_due(db: &PgPool) -> Result<Vec<Uuid>, sqlx::Error> {
         .fetch_all(&mut *tx)
         .await?;
         let count = due.len();
-        let mut wake = Vec::new();
-        for (lease_id, pool_id, reason, actor) in due {
+        let mut freed = FreedPools::default();
+        for (lease_id, reason, actor) in due {
             let actor = Actor::from_label(&actor);
             let ended = store::end_lease(&mut tx, lease_id, None, LeaseState::Released, &reason, &actor, None).await?;
-            if let Some(ended) = ended {
+            if ended.is_some() {
                 tracing::info!(lease.id = %lease_id, %reason, "release: lease released");
                 released.push(lease_id);
-                if ended.queue_waiting && !wake.contains(&pool_id) {
-                    wake.push(pool_id);
-                }
             }
+            freed.note(ended.as_ref());
         }
         tx.commit().await?;
-        // The freed GPUs may start queued leases.
-        for pool_id in wake {
-            store::start_queued(db, pool_id).await?;
-        }
+        freed.start(db).await?;
         if count < BATCH as usize {
             return Ok(released);
         }

@@ -11,6 +11,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
+use super::lifecycle::FreedPools;
 use super::store::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release};
 use crate::app::AppState;
@@ -727,9 +728,9 @@ async fn try_release(
         .await?;
         let auth = token.accept(&key)?;
         if let Some(ended) = ended {
-            if ended.queue_waiting {
-                super::lifecycle::kick_queue(state, ended.lease.pool_id);
-            }
+            let mut freed = FreedPools::default();
+            freed.note(Some(&ended));
+            freed.wake(&state.db);
             return Ok((StatusCode::OK, Json(ended.lease)));
         }
         let asked =
@@ -830,16 +831,13 @@ pub async fn terminate_lease(
     let ended =
         store::end_lease(&mut tx, lease_id, None, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None)
             .await?;
-    let (lease, wake_queue) = match ended {
-        Some(ended) => {
-            let pool_id = ended.lease.pool_id;
-            (ended.lease, ended.queue_waiting.then_some(pool_id))
-        }
-        None => (store::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?, None),
+    let mut freed = FreedPools::default();
+    freed.note(ended.as_ref());
+    let lease = match ended {
+        Some(ended) => ended.lease,
+        None => store::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?,
     };
     tx.commit().await?;
-    if let Some(pool_id) = wake_queue {
-        super::lifecycle::kick_queue(&state, pool_id);
-    }
+    freed.wake(&state.db);
     Ok(Json(lease))
 }

@@ -285,10 +285,10 @@ async fn silent_nodes_become_unreachable_then_offline_and_their_leases_interrupt
         .await
         .expect(StatusCode::CREATED);
     let lease_id = lease.body["id"].as_str().unwrap().to_string();
-    let sweep = || async { Ok::<_, ()>(app.sweep().await) };
+    let sweep = || app.sweep();
 
     sqlx::query("UPDATE nodes SET last_heartbeat_at = now() - interval '60 seconds'").execute(&db).await.unwrap();
-    sweep().await.unwrap();
+    sweep().await;
     let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
     assert_eq!(node.body["state"], "unreachable");
     let events = app.get(&format!("/v1/leases/{lease_id}/events"), &tenant).await.expect(StatusCode::OK);
@@ -303,8 +303,8 @@ async fn silent_nodes_become_unreachable_then_offline_and_their_leases_interrupt
     .fetch_one(&db)
     .await
     .unwrap();
-    sweep().await.unwrap();
-    sweep().await.unwrap();
+    sweep().await;
+    sweep().await;
     let node = app.get(&format!("/v1/admin/nodes/{node_id}"), &op).await.expect(StatusCode::OK);
     assert_eq!(node.body["state"], "offline");
     let lease = app.get(&format!("/v1/leases/{lease_id}"), &tenant).await.expect(StatusCode::OK);

@@ -274,7 +274,7 @@ impl TestApp {
     /// One liveness sweep. Unless the test set the control plane's presence itself, it has been present all
     /// along (no outage grace).
     #[allow(dead_code)]
-    pub async fn sweep(&self) -> Vec<uuid::Uuid> {
+    pub async fn sweep(&self) {
         sqlx::query(
             "INSERT INTO control_plane_presence (singleton, last_seen_at, resumed_at) VALUES (true, now(), '2000-01-01T00:00:00Z') \
              ON CONFLICT (singleton) DO NOTHING",
@@ -282,7 +282,7 @@ impl TestApp {
         .execute(&self.db)
         .await
         .unwrap();
-        gpuplane::agents::liveness::sweep(&self.db, &self.state.settings).await.unwrap()
+        gpuplane::agents::liveness::sweep(&self.db, &self.state.settings).await.unwrap();
     }
 }
 
