@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
-COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 STRING = re.compile(r'r#*"(?:.|\n)*?"#*|"(?:\\.|[^"\\])*"')
 CHILD = re.compile(r"(?<![:\w])([a-z_][a-z0-9_]*)::")
 PATH = re.compile(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)*)(::\{)?")
