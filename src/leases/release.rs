@@ -36,15 +36,6 @@ pub struct Release<'a> {
     pub actor: &'a Actor,
 }
 
-/// What [`begin`] did.
-#[derive(Debug, Clone, Copy)]
-pub struct Begun {
-    /// The latest time the lease is released.
-    pub deadline: DateTime<Utc>,
-    /// The jobs given their notice (0: [`finish_due`] releases the lease at its next round).
-    pub jobs: usize,
-}
-
 /// Whether the lease has a job that is to be told before the lease ends: one that an agent may be running, with a
 /// grace to checkpoint in. The condition the one-statement release checks, as a SQL predicate on `lease_param`.
 pub fn has_jobs_to_notice_sql(lease_param: &str) -> String {
@@ -61,7 +52,7 @@ pub async fn begin(
     lease_id: Uuid,
     release: &Release<'_>,
     heartbeat: Duration,
-) -> Result<Begun, sqlx::Error> {
+) -> Result<(), sqlx::Error> {
     // Jobs in id order, as every other writer locks them.
     let jobs: Vec<(Uuid, i32)> = sqlx::query_as(
         "SELECT id, stop_grace_s FROM jobs WHERE lease_id = $1 AND state IN ('pending', 'assigned', 'running') \
@@ -113,7 +104,7 @@ pub async fn begin(
         .detail(serde_json::json!({ "deadline": deadline, "jobs": noticed }));
     store::record_event(conn, lease_id, event).await?;
     tracing::info!(lease.id = %lease_id, jobs = noticed.len(), %deadline, why = release.why, "release: begun");
-    Ok(Begun { deadline, jobs: noticed.len() })
+    Ok(())
 }
 
 /// Release the leases whose release has begun and whose open jobs have all stopped, or whose deadline has passed,

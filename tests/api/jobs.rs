@@ -817,25 +817,8 @@ async fn a_running_job_is_replanned_through_a_notice_into_its_next_generation(db
 async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_paid_for(db: PgPool) {
     let (f, lease_id) = runtime_fixture(db).await;
     let lease_id = lease_id.as_str();
-    let jobs_path = format!("/v1/leases/{lease_id}/jobs");
-    let noticed = f
-        .app
-        .post(&jobs_path, &f.tenant, runtime_job(json!({"tp": 2}), json!({ "stop_grace_s": 120 })))
-        .await
-        .expect(StatusCode::CREATED)
-        .body;
-    let job_path = format!("/v1/jobs/{}", noticed["id"].as_str().unwrap());
-    let (a0, a1) = (f.agent(0), f.agent(1));
-    let mut parts = Vec::new();
-    for token in [&a0, &a1] {
-        let list = f.app.get("/v1/agent/assignments", token).await.expect(StatusCode::OK).body;
-        let id = list["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
-        f.app
-            .post(&format!("/v1/agent/assignments/{id}/status"), token, json!({"state": "running"}))
-            .await
-            .expect(StatusCode::OK);
-        parts.push(id);
-    }
+    let (job_path, parts) = running_job(&f, lease_id, 120).await;
+    let (a0, a1) = (parts[0].0.clone(), parts[1].0.clone());
     let notice_of = |token: String| {
         let app = &f.app;
         async move {
@@ -865,7 +848,7 @@ async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_pai
     assert_eq!(lease_now["state"], "active", "the lease ends at its time, not before");
 
     // The ranks checkpoint and exit: the job ends cancelled with the notice's reason.
-    for (token, id) in [(&a0, &parts[0]), (&a1, &parts[1])] {
+    for (token, id) in &parts {
         let reason = format!("stopped on its stop notice ({})", notice["reason"].as_str().unwrap());
         f.app
             .post(
@@ -1003,21 +986,18 @@ async fn a_release_whose_jobs_do_not_stop_ends_at_its_deadline_and_one_without_r
     // A job with no grace, or one no agent has fetched yet, is stopped with the lease at once: 200, released.
     for grace in [0, 30] {
         let lease = f.lease(4, "spread").await;
-        let lease_path = format!("/v1/leases/{}", lease["id"].as_str().unwrap());
-        let body = runtime_job(json!({"tp": 2}), json!({ "stop_grace_s": grace }));
-        let job = f.app.post(&format!("{lease_path}/jobs"), &f.tenant, body).await.expect(StatusCode::CREATED).body;
-        if grace == 0 {
-            for i in 0..2 {
-                let token = f.agent(i);
-                let list = f.app.get("/v1/agent/assignments", &token).await.expect(StatusCode::OK).body;
-                let id = list["assignments"][0]["job_node_id"].as_str().unwrap().to_string();
-                let running = json!({"state": "running"});
-                f.app.post(&format!("/v1/agent/assignments/{id}/status"), &token, running).await.expect(StatusCode::OK);
-            }
-        }
+        let lease_id = lease["id"].as_str().unwrap();
+        let lease_path = format!("/v1/leases/{lease_id}");
+        let job_path = if grace == 0 {
+            running_job(&f, lease_id, 0).await.0
+        } else {
+            let body = runtime_job(json!({"tp": 2}), json!({ "stop_grace_s": grace }));
+            let job = f.app.post(&format!("{lease_path}/jobs"), &f.tenant, body).await.expect(StatusCode::CREATED).body;
+            format!("/v1/jobs/{}", job["id"].as_str().unwrap())
+        };
         let released = f.app.post(&format!("{lease_path}/release"), &f.tenant, json!({})).await.expect(StatusCode::OK);
         assert_eq!(released.body["state"], "released", "grace {grace}: {}", released.body);
-        let job = f.app.get(&format!("/v1/jobs/{}", job["id"].as_str().unwrap()), &f.tenant).await.body;
+        let job = f.app.get(&job_path, &f.tenant).await.body;
         assert_eq!(job["state"], "cancelled", "grace {grace}: {job}");
     }
 }
