@@ -907,6 +907,31 @@ async fn a_tenants_release_gives_running_jobs_their_notice_and_ends_the_lease_on
     assert!(listed["assignments"][0]["notice"].is_null(), "a drain gives no notice: {listed}");
     assert_eq!(f.app.get(&node_path, &f.op).await.body["state"], "draining");
 
+    // Another tenant's release of it, or a member's: 404 and 403, no notice given, nothing begun.
+    let (_, other) = f.app.tenant_admin(&f.op, "other").await;
+    f.app
+        .post(&format!("{lease_path}/release"), &other, json!({}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    let member_key = f
+        .app
+        .post("/v1/tenant/api-keys", &f.tenant, json!({ "name": "member", "role": "tenant_member" }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body["api_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let member = f.app.token_for(&member_key).await;
+    f.app
+        .post(&format!("{lease_path}/release"), &member, json!({}))
+        .await
+        .expect_problem(StatusCode::FORBIDDEN, "forbidden");
+    let untouched = f.app.get(&lease_path, &f.tenant).await.body;
+    assert!(untouched["release_deadline"].is_null(), "{untouched}");
+    let listed = f.app.get("/v1/agent/assignments", &parts[1].0).await.expect(StatusCode::OK).body;
+    assert!(listed["assignments"][0]["notice"].is_null(), "{listed}");
+
     // The release: 202, the lease still active (and billed) until the job has stopped, the parts noticed.
     let asked = Utc::now();
     let released =
