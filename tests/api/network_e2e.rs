@@ -142,10 +142,14 @@ async fn run_to_end(api: &Api, token: &str, lease: &str, command: &[&str]) -> Va
 }
 
 /// A directory of files every job can read (the host's /var is in every sandbox, read-only), removed by the
-/// caller: a job's arguments may not hold newlines, so scripts travel as files.
+/// caller: a job's arguments may not hold newlines, so scripts travel as files. Each call makes a directory of
+/// its own, so a test that removes its copy never takes the files from under another test running beside it.
 pub fn shared_with_jobs(name: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::path::PathBuf::from(format!("/var/tmp/gpuplane-{name}-{}", std::process::id()));
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::path::PathBuf::from(format!("/var/tmp/gpuplane-{name}-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     for (file, text) in files {

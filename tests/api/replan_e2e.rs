@@ -92,6 +92,22 @@ fn assert_same_training(steps: &[(i64, f64)], expected: &[(i64, f64)], after: &s
     }
 }
 
+/// The job succeeded; else a failure message that leads with why (the job's and each part's reason, each
+/// generation's state and reason, the output tails), ahead of the whole job.
+fn assert_succeeded(job: &Value) {
+    if job["state"] == "succeeded" {
+        return;
+    }
+    let mut why = format!("job {}: {} ({})\n", job["id"], job["state"], job["reason"]);
+    for g in job["generations"].as_array().into_iter().flatten() {
+        why += &format!("generation {}: {} ({})\n", g["generation"], g["state"], g["reason"]);
+    }
+    for n in job["nodes"].as_array().into_iter().flatten() {
+        why += &format!("part on {}: {} ({}), exit {}\n", n["hostname"], n["state"], n["reason"], n["exit_code"]);
+    }
+    panic!("{why}output:\n{}\n\nthe job: {job:#}", output(job));
+}
+
 fn output(job: &Value) -> String {
     job["nodes"]
         .as_array()
@@ -157,7 +173,7 @@ async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_sam
     let reference = api.post(&jobs, &tenant, job_body(&script, tp2_dp2.clone(), json!({}), 29700)).await;
     let reference_id = reference["id"].as_str().unwrap().to_string();
     let done = wait_job(&api, &tenant, &reference_id, "the reference run", 300, |j| j["finished_at"].is_string()).await;
-    assert_eq!(done["state"], "succeeded", "{done:#}");
+    assert_succeeded(&done);
     let expected = all_steps(&api, &tenant, &reference_id).await;
 
     // 1. Through the API, once the job has measured a few steps.
@@ -189,7 +205,7 @@ async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_sam
     let stopped_at = ended["measured"]["last_step"].as_i64().unwrap();
     assert!((3..STEPS).contains(&stopped_at), "{ended:#}");
     let done = wait_job(&api, &tenant, &id, "the replanned job ends", 300, |j| j["finished_at"].is_string()).await;
-    assert_eq!(done["state"], "succeeded", "{done:#}");
+    assert_succeeded(&done);
     assert_eq!((done["plan"]["dp"].clone(), done["plan"]["zero_stage"].clone()), (json!(4), json!(3)));
     assert!(output(&done).contains("resumed from checkpoint"), "{}", output(&done));
     assert_same_training(&all_steps(&api, &tenant, &id).await, &expected, "the replan");
@@ -206,7 +222,7 @@ async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_sam
         .await;
     let id = job["id"].as_str().unwrap().to_string();
     let done = wait_job(&api, &tenant, &id, "the retuned job ends", 400, |j| j["finished_at"].is_string()).await;
-    assert_eq!(done["state"], "succeeded", "{done:#}");
+    assert_succeeded(&done);
     assert_eq!(done["generation"], 2, "retuned once: {:#}", done["generations"]);
     let auto = &done["generations"][1];
     assert!(auto["reason"].as_str().unwrap().starts_with("retune auto: measured"), "{auto:#}");
