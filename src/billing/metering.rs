@@ -154,8 +154,14 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
     Ok(moved)
 }
 
-/// Warn the hourly leases of tenants with less than an hour of balance left, and end them when it is gone.
-pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result<FreedPools, sqlx::Error> {
+/// Warn the hourly leases of tenants with less than an hour of balance left, give their running jobs a stop
+/// notice once the balance would run out within a job's grace before the next round (`round` from now), and end
+/// the leases when it is gone.
+pub async fn enforce_balances(
+    db: &PgPool,
+    tenants: &[(Uuid, String)],
+    round: std::time::Duration,
+) -> Result<FreedPools, sqlx::Error> {
     let mut freed = FreedPools::default();
     for (tenant_id, currency) in tenants {
         let mut tx = db.begin().await?;
@@ -179,7 +185,15 @@ pub async fn enforce_balances(db: &PgPool, tenants: &[(Uuid, String)]) -> Result
                 let ended =
                     end_lease(&mut tx, *lease_id, None, LeaseState::Terminated, &reason, &Actor::System, None).await?;
                 freed.note(ended.as_ref());
-            } else if balance < burn_per_hour && warned.is_none() {
+                continue;
+            }
+            if burn_per_hour > 0 {
+                // Seconds the balance pays for at the tenant's burn (every hourly lease runs on it).
+                let seconds_left = balance.saturating_mul(3600) / burn_per_hour;
+                let round_s = round.as_secs() as i64;
+                crate::jobs::store::notice_before_balance_runs_out(&mut tx, *lease_id, seconds_left, round_s).await?;
+            }
+            if balance < burn_per_hour && warned.is_none() {
                 let reason = format!(
                     "balance low: {balance} {currency} minor units cover less than an hour at {burn_per_hour} per hour; \
                      hourly leases end when it reaches zero"
@@ -215,7 +229,7 @@ pub async fn run(
         let result = meter_once(&state.db).await;
         crate::telemetry::record_sweep("metering", started, &result);
         match result {
-            Ok(tenants) => match enforce_balances(&state.db, &tenants).await {
+            Ok(tenants) => match enforce_balances(&state.db, &tenants, interval).await {
                 Ok(freed) => freed.wake(&state.db),
                 Err(err) => tracing::warn!(error = %err, "balance enforcement failed"),
             },

@@ -189,7 +189,8 @@ pub struct Job {
     /// Every plan it ran, oldest first, and a pending replan last.
     pub generations: Vec<JobGeneration>,
     pub retune: Retune,
-    /// Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or expiring).
+    /// Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or expiring, the
+    /// tenant's balance running out).
     pub stop_grace_s: i32,
     /// The current generation's parts, per node in rank order.
     pub nodes: Vec<JobNode>,

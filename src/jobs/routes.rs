@@ -200,8 +200,9 @@ pub struct CreateJobRequest {
     /// What the service does with the job's measured steps (`gpuplane-runtime` jobs with a model).
     #[serde(default)]
     pub retune: super::Retune,
-    /// Seconds a stop notice (a replan, the lease released or reaching its end) gives the job to checkpoint
-    /// and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's remaining time.
+    /// Seconds a stop notice (a replan, the lease released or reaching its end, the balance running out) gives
+    /// the job to checkpoint and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's
+    /// remaining time.
     #[serde(default)]
     #[schema(minimum = 0, maximum = 86400)]
     pub stop_grace_s: Option<i32>,

@@ -593,6 +593,39 @@ pub async fn notice_before_lease_end(conn: &mut PgConnection) -> Result<Vec<Uuid
     Ok(due.into_iter().map(|d| d.0).collect())
 }
 
+/// Give notice to the running jobs of a lease that will be ended for want of balance in about `seconds_left`
+/// seconds, where that comes within their grace and the next balance check (`round_s` away) could be too late
+/// (`seconds_left <= stop_grace_s + round_s`): each is given what its grace allows of the time left, so its
+/// checkpoint fits in the time paid for. A part keeps the first notice it got; jobs another replica holds are
+/// left to it (SKIP LOCKED). Returns the jobs noticed.
+pub async fn notice_before_balance_runs_out(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    seconds_left: i64,
+    round_s: i64,
+) -> Result<Vec<Uuid>, sqlx::Error> {
+    let due = sqlx::query!(
+        "SELECT j.id, j.stop_grace_s FROM jobs j
+         WHERE j.lease_id = $1 AND j.state IN ('assigned', 'running') AND j.stop_grace_s > 0
+             AND j.stop_grace_s::bigint + $3 >= $2
+             AND EXISTS (SELECT 1 FROM job_nodes jn WHERE jn.job_id = j.id AND jn.generation = j.generation
+                 AND jn.state IN ('assigned', 'running') AND jn.notice_at IS NULL)
+         ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
+        lease_id,
+        seconds_left,
+        round_s
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for job in &due {
+        let grace = i64::from(job.stop_grace_s).min(seconds_left.max(0)) as i32;
+        let reason = format!("the balance runs out in about {seconds_left} s");
+        give_notice(conn, job.id, &reason, grace).await?;
+        refresh_job(conn, job.id).await?;
+    }
+    Ok(due.into_iter().map(|d| d.id).collect())
+}
+
 /// Tell the current generation's unfinished parts of a job that they will be stopped after `grace_s` seconds:
 /// a part no agent has fetched yet is cancelled at once (nothing runs to tell); the others get the notice,
 /// which their agents pass on to the processes. A part keeps the first notice it got. The caller holds the

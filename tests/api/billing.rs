@@ -233,7 +233,7 @@ async fn leases_need_balance_and_end_when_it_runs_out(db: PgPool) {
         .await
         .unwrap();
     let touched = meter_once(&db).await.unwrap();
-    enforce_balances(&db, &touched).await.unwrap();
+    enforce_balances(&db, &touched, std::time::Duration::from_secs(15)).await.unwrap();
     let events = app.get(&format!("/v1/leases/{id}/events"), &tenant).await.expect(StatusCode::OK);
     assert_eq!(events.body.as_array().unwrap().last().unwrap()["kind"], "balance_low");
     // The warning is also the tenant's `balance.low` event (the webhook outbox), written with it.
@@ -248,7 +248,7 @@ async fn leases_need_balance_and_end_when_it_runs_out(db: PgPool) {
         .await
         .unwrap();
     let touched = meter_once(&db).await.unwrap();
-    enforce_balances(&db, &touched).await.unwrap();
+    enforce_balances(&db, &touched, std::time::Duration::from_secs(15)).await.unwrap();
     let ended = app.get(&format!("/v1/leases/{id}"), &tenant).await.expect(StatusCode::OK);
     assert_eq!(ended.body["state"], "terminated");
     assert!(ended.body["end_reason"].as_str().unwrap().contains("balance exhausted"));

@@ -864,6 +864,62 @@ async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_pai
     assert!(ended["reason"].as_str().unwrap().contains("stopped on its stop notice (the lease ends at"), "{ended:#}");
 }
 
+#[sqlx::test]
+async fn running_jobs_get_their_notice_before_the_balance_runs_out_and_not_while_it_lasts(db: PgPool) {
+    let (f, lease_id) = runtime_fixture(db).await;
+    let (job_path, parts) = running_job(&f, &lease_id, 120).await;
+    let tenant_id: Uuid = sqlx::query_scalar("SELECT tenant_id FROM leases WHERE id = $1::uuid")
+        .bind(&lease_id)
+        .fetch_one(&f.app.db)
+        .await
+        .unwrap();
+    // Leave the tenant `minor` units (4 GPUs at 200 an hour burn 800 an hour), then run one balance round.
+    let tenants = [(tenant_id, "USD".to_string())];
+    let round = std::time::Duration::from_secs(15);
+    let leave_and_enforce = |minor: i64| {
+        let (app, op, tenant, tenants) = (&f.app, &f.op, &f.tenant, &tenants);
+        async move {
+            let balance = app.get("/v1/billing/balance", tenant).await.body[0]["balance_minor"].as_i64().unwrap();
+            if balance != minor {
+                app.post(
+                    &format!("/v1/admin/tenants/{tenant_id}/ledger"),
+                    op,
+                    json!({ "kind": "adjustment", "amount_minor": minor - balance, "currency": "USD", "reason": "test" }),
+                )
+                .await
+                .expect(StatusCode::CREATED);
+            }
+            gpuplane::billing::metering::enforce_balances(&app.db, tenants, round).await.unwrap();
+        }
+    };
+    let notice_of = |token: String| {
+        let app = &f.app;
+        async move {
+            app.get("/v1/agent/assignments", &token).await.expect(StatusCode::OK).body["assignments"][0]["notice"]
+                .clone()
+        }
+    };
+
+    // 200 units pay for 900 s: more than the 120 s grace and a round, nothing happens.
+    leave_and_enforce(200).await;
+    assert!(notice_of(parts[0].0.clone()).await.is_null());
+    // 20 units pay for 90 s: the next round may be too late, so every running part is noticed now, with what is
+    // left (the lease still runs until the balance is gone).
+    leave_and_enforce(20).await;
+    for (token, _) in &parts {
+        let notice = notice_of(token.clone()).await;
+        assert_eq!(notice, json!({ "reason": "the balance runs out in about 90 s", "grace_s": 90 }), "{notice}");
+    }
+    leave_and_enforce(20).await;
+    let job = f.app.get(&job_path, &f.tenant).await.body;
+    assert_eq!(job["nodes"][0]["notice"]["grace_s"], 90, "given once: {job:#}");
+    assert_eq!(f.app.get(&format!("/v1/leases/{lease_id}"), &f.tenant).await.body["state"], "active");
+    // Gone: the lease ends, and the job with it.
+    leave_and_enforce(0).await;
+    let ended = f.app.get(&format!("/v1/leases/{lease_id}"), &f.tenant).await.body;
+    assert_eq!(ended["state"], "terminated", "{ended:#}");
+}
+
 /// Start a `gpuplane-runtime` job with `stop_grace_s` on the fixture's lease and report every part running, as
 /// the agents would; the job's path and its parts (agent credential, part id) by node.
 async fn running_job(f: &Fixture, lease_id: &str, grace_s: i32) -> (String, Vec<(String, String)>) {

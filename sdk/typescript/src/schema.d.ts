@@ -1908,8 +1908,9 @@ export interface components {
             };
             /**
              * Format: int32
-             * @description Seconds a stop notice (a replan, the lease released or reaching its end) gives the job to checkpoint
-             *     and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's remaining time.
+             * @description Seconds a stop notice (a replan, the lease released or reaching its end, the balance running out) gives
+             *     the job to checkpoint and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's
+             *     remaining time.
              */
             stop_grace_s?: number | null;
             /** @description `auto` (the planner picks a built-in template), a built-in name, or a custom template's name. */
@@ -2644,7 +2645,8 @@ export interface components {
             state: components["schemas"]["JobState"];
             /**
              * Format: int32
-             * @description Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or expiring).
+             * @description Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or expiring, the
+             *     tenant's balance running out).
              */
             stop_grace_s: number;
             /** @description The template's name (`auto` resolves to a built-in one). */

@@ -46,9 +46,10 @@ class CreateJobRequest:
             `env`, values of 8 to 32768 bytes: never
             returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
             tails, and delivered only to the agents of the job's nodes.
-        stop_grace_s (int | None | Unset): Seconds a stop notice (a replan, the lease released or reaching its end)
-            gives the job to checkpoint
-            and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's remaining time.
+        stop_grace_s (int | None | Unset): Seconds a stop notice (a replan, the lease released or reaching its end, the
+            balance running out) gives
+            the job to checkpoint and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's
+            remaining time.
         template_version (int | None | Unset): A custom template's version (default: the latest).
         workload (None | Unset | WorkloadFields):
     """

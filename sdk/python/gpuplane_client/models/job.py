@@ -37,7 +37,8 @@ class Job:
         retune (Retune): Re-planning from measurements; see [`retune`] for how the planner is corrected.
         state (JobState): State of a job, and of each of its nodes.
         stop_grace_s (int): Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or
-            expiring).
+            expiring, the
+            tenant's balance running out).
         template (str): The template's name (`auto` resolves to a built-in one).
         updated_at (datetime.datetime):
         finished_at (datetime.datetime | None | Unset):
