@@ -1327,6 +1327,15 @@ fn uneven_stages_combine_with_virtual_stages() {
     // 60 layers on PP 8 x VP 2: 6/8/6, 3/4/3 per chunk.
     cost::Split::options(60, 8, 2, &mut v);
     assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 6, mid: 8, last: 6 }]);
+    // 60 layers on PP 8 x VP 4 (the nearest 8 x 4 shape to DeepSeek-V3's 61 that Megatron's
+    // first/last flags can express): 15 units of 4 = 2 + 6 x 2 + 1, so 8/8/4, 2/2/1 per chunk.
+    cost::Split::options(60, 8, 4, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 8, mid: 8, last: 4 }]);
+    let chunks = v[0].layers_per_chunk(8, 4);
+    assert_eq!(chunks[0], vec![2; 4]);
+    assert!(chunks[1..7].iter().all(|c| c == &vec![2; 4]));
+    assert_eq!(chunks[7], vec![1; 4]);
+    assert_eq!(chunks.iter().flatten().sum::<u32>(), 60);
     // 126 layers on PP 4 x VP 3: neither 126 nor 128 divides by 12; 42 units of 3 layers =
     // 10 + 11 + 11 + 10, so 30/33/33/30.
     cost::Split::options(126, 4, 3, &mut v);
