@@ -306,8 +306,15 @@ pub fn megatron_args(
         _ => model.layers,
     };
     if plan.vp > 1 && plan.pp > 1 {
-        let per_stage = (split_layers / (plan.pp * plan.vp)).max(1);
-        flag("num-layers-per-virtual-pipeline-stage", Some(per_stage.to_string()));
+        if plan.stage_split == StageSplit::Uneven {
+            // Megatron refuses `--num-layers-per-virtual-pipeline-stage` with uneven first/last
+            // stages (validate_args): the chunks per stage are given instead, each chunk of a
+            // stage holding `layers / vp` of its layers (the planner's split divides by `vp`).
+            flag("num-virtual-stages-per-pipeline-rank", Some(plan.vp.to_string()));
+        } else {
+            let per_stage = (split_layers / (plan.pp * plan.vp)).max(1);
+            flag("num-layers-per-virtual-pipeline-stage", Some(per_stage.to_string()));
+        }
     }
     if plan.sequence_parallel {
         flag("sequence-parallel", None);
@@ -975,5 +982,56 @@ mod tests {
         // A CPU-offload plan gets DeepSpeed's offload section.
         let ds = deepspeed_config(&Plan { offload: Offload::Optimizer, ..plan }, Precision::Bf16);
         assert_eq!(ds["zero_optimization"]["offload_optimizer"]["device"], "cpu");
+    }
+
+    #[test]
+    fn megatron_args_carry_uneven_stages_with_virtual_stages() {
+        // 60 layers over PP 8 x VP 4 (61 over 8 x 4 has no first/last split Megatron accepts:
+        // every part must divide by VP): the planner's split is 8 / 6 x 8 / 4, two layers a
+        // chunk on the first and middle stages and one on the last.
+        let (pi, plan) = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 8, Pins::default());
+        let model = ModelArch { layers: 60, ..pi.model.clone() };
+        let mut splits = Vec::new();
+        crate::planner::cost::Split::options(60, 8, 4, &mut splits);
+        let [split] = splits.as_slice() else { panic!("one split: {splits:?}") };
+        assert_eq!(split.kind, StageSplit::Uneven);
+        let plan = Plan {
+            tp: 1,
+            pp: 8,
+            vp: 4,
+            dp: 1,
+            stage_split: split.kind,
+            layers_per_stage: split.layers_per_stage(8),
+            ..plan
+        };
+        assert_eq!(plan.layers_per_stage, vec![8, 8, 8, 8, 8, 8, 8, 4]);
+        let args = megatron_args(&plan, &model, 4096, 512, Precision::Bf16);
+        let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+        assert_eq!(value("--pipeline-model-parallel-size").as_deref(), Some("8"));
+        assert_eq!(value("--num-layers").as_deref(), Some("60"));
+        assert_eq!(value("--decoder-first-pipeline-num-layers").as_deref(), Some("8"));
+        assert_eq!(value("--decoder-last-pipeline-num-layers").as_deref(), Some("4"));
+        // Megatron takes the virtual degree of an uneven split only this way ...
+        assert_eq!(value("--num-virtual-stages-per-pipeline-rank").as_deref(), Some("4"));
+        // ... and refuses the layers-per-chunk flag next to the first/last counts.
+        assert!(!args.iter().any(|a| a == "--num-layers-per-virtual-pipeline-stage"), "{args:?}");
+        assert!(!args.iter().any(|a| a.starts_with("--account-for-")), "{args:?}");
+        // What Megatron then builds: first, last and each middle stage divide by VP, and the
+        // middle layers spread evenly over the 6 middle stages, 2 a chunk.
+        let (first, last) = (8u32, 4u32);
+        let middle = 60 - first - last;
+        assert_eq!((first % 4, last % 4, middle % 6, (middle / 6) % 4), (0, 0, 0, 0));
+        assert!(split.megatron_accepts(60, 8, 4));
+        let chunks = split.layers_per_chunk(8, 4);
+        assert_eq!(chunks[0], vec![2, 2, 2, 2]);
+        assert_eq!(chunks[7], vec![1, 1, 1, 1]);
+        assert_eq!(chunks.iter().flatten().sum::<u32>(), 60);
+
+        // Even and embedding-and-loss splits keep the layers-per-chunk flag.
+        let even = Plan { stage_split: StageSplit::Even, layers_per_stage: vec![8; 8], vp: 2, ..plan };
+        let args = megatron_args(&even, &ModelArch { layers: 64, ..model }, 4096, 512, Precision::Bf16);
+        let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+        assert_eq!(value("--num-layers-per-virtual-pipeline-stage").as_deref(), Some("4"));
+        assert!(!args.iter().any(|a| a == "--num-virtual-stages-per-pipeline-rank"), "{args:?}");
     }
 }

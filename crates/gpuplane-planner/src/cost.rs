@@ -339,11 +339,93 @@ impl Split {
         if pp >= 3 { self.first.max(self.mid).max(self.last) } else { self.first.max(self.last) }
     }
 
-    /// The ways `layers` can be split over `pp` stages with `vp` chunks each:
+    /// Layers of each virtual chunk of each stage, as Megatron-LM builds them
+    /// (`get_num_layers_to_build`): `out[stage][chunk]`, chunks in model order within a stage.
+    /// Every chunk of a stage holds `stage / vp` layers, except with the embedding-and-loss split,
+    /// where the embedding takes a layer's place in the first chunk of the first stage and the
+    /// loss in the last chunk of the last stage.
+    pub fn layers_per_chunk(&self, pp: u32, vp: u32) -> Vec<Vec<u32>> {
+        let vp = vp.max(1);
+        let stages = self.layers_per_stage(pp);
+        let n = stages.len();
+        stages
+            .iter()
+            .enumerate()
+            .map(|(i, &layers)| {
+                let ends = i == 0 || i + 1 == n;
+                if self.kind == StageSplit::EmbeddingAndLoss && n > 1 && ends {
+                    // The stage's chunks split `layers + 1`; the embedding (first stage) or the
+                    // loss (last stage) stands in for the missing layer.
+                    let mut chunks = vec![(layers + 1) / vp; vp as usize];
+                    chunks[if i == 0 { 0 } else { vp as usize - 1 }] -= 1;
+                    chunks
+                } else {
+                    vec![layers / vp; vp as usize]
+                }
+            })
+            .collect()
+    }
+
+    /// Whether Megatron-LM accepts this split of `layers` over `pp` stages with `vp` virtual
+    /// chunks each: its rule, written once here, as `TransformerConfig.__post_init__`
+    /// (megatron/core/transformer/transformer_config.py) and `validate_args`
+    /// (megatron/training/arguments.py) check it since Megatron-Core 0.11 ("Uneven Virtual
+    /// Pipeline Parallelism"):
+    /// - interleaving (`vp > 1`) needs `pp > 1`;
+    /// - even: `layers % pp == 0` and each stage's layers divide by `vp`;
+    /// - embedding and loss as a layer each: `(layers + 2) % pp == 0` and `(layers + 2) / pp`
+    ///   divides by `vp`;
+    /// - uneven (`--decoder-first/last-pipeline-num-layers`): first and last at least 1 and each
+    ///   divisible by `vp`; the remaining layers spread evenly over the `pp - 2` middle stages
+    ///   (none left exactly when there are no middle stages), each middle stage's count
+    ///   divisible by `vp`. Every part then divides by `vp`, so `layers % vp == 0` is needed.
+    ///   `validate_args` takes the interleaving degree of such a split only as
+    ///   `--num-virtual-stages-per-pipeline-rank`, never `--num-layers-per-virtual-pipeline-stage`.
+    ///
+    /// Stage counts must also match what the split says (`mid` is unused with `pp == 2`).
+    pub fn megatron_accepts(&self, layers: u32, pp: u32, vp: u32) -> bool {
+        if pp == 0 || vp == 0 {
+            return false;
+        }
+        if pp == 1 {
+            return vp == 1 && self.kind == StageSplit::Even && self.first == layers;
+        }
+        let (l, p, v) = (u64::from(layers), u64::from(pp), u64::from(vp));
+        let (first, mid, last) = (u64::from(self.first), u64::from(self.mid), u64::from(self.last));
+        let mid_ok = |want: u64| pp == 2 || mid == want;
+        match self.kind {
+            StageSplit::Even => {
+                l.is_multiple_of(p) && (l / p).is_multiple_of(v) && first == l / p && last == l / p && mid_ok(l / p)
+            }
+            StageSplit::EmbeddingAndLoss => {
+                let per = (l + 2) / p;
+                (l + 2).is_multiple_of(p) && per.is_multiple_of(v) && first + 1 == per && last + 1 == per && mid_ok(per)
+            }
+            StageSplit::Uneven => {
+                if first == 0 || last == 0 || !first.is_multiple_of(v) || !last.is_multiple_of(v) || first + last > l {
+                    return false;
+                }
+                let middle = l - first - last;
+                let middle_stages = p - 2;
+                if (middle > 0) != (middle_stages > 0) {
+                    return false;
+                }
+                middle_stages == 0
+                    || (middle.is_multiple_of(middle_stages)
+                        && (middle / middle_stages).is_multiple_of(v)
+                        && mid == middle / middle_stages)
+            }
+        }
+    }
+
+    /// The ways `layers` can be split over `pp` stages with `vp` chunks each, each one Megatron
+    /// accepts ([`Split::megatron_accepts`]):
     /// - even: `layers % (pp * vp) == 0`;
     /// - embedding and loss counted as a layer each: `(layers + 2) % (pp * vp) == 0` (`pp > 1`);
-    /// - uneven first/last (`vp == 1`, `pp > 1`, when neither of the above exists): middle stages
-    ///   hold `ceil(layers / pp)`, the first and last the rest, the last no more than the first.
+    /// - uneven first/last (`pp > 1`, `layers % vp == 0`, when neither of the above exists):
+    ///   in units of `vp` layers (one per chunk), middle stages hold `ceil(units / pp)`, the
+    ///   first and last the rest, the last (with the LM head) no more than the first, the first
+    ///   no more than a middle stage. With `vp > 1` every chunk of a stage holds `stage / vp`.
     pub fn options(layers: u32, pp: u32, vp: u32, out: &mut Vec<Split>) {
         out.clear();
         let chunks = u64::from(pp) * u64::from(vp);
@@ -367,21 +449,28 @@ impl Split {
                 out.push(Split { kind: StageSplit::EmbeddingAndLoss, first: per - 1, mid: per, last: per - 1 });
             }
         }
-        if vp == 1 && out.is_empty() {
-            if pp == 2 {
-                let last = layers / 2;
-                out.push(Split { kind: StageSplit::Uneven, first: layers - last, mid: layers - last, last });
+        if out.is_empty() && layers.is_multiple_of(vp) {
+            // One unit is `vp` layers: a layer on each chunk of a stage.
+            let units = layers / vp;
+            let split = if pp == 2 {
+                let last = units / 2;
+                Some((units - last, units - last, last))
             } else {
-                let mid = layers.div_ceil(pp);
-                let rest = i64::from(layers) - i64::from(mid) * i64::from(pp - 2);
+                let mid = units.div_ceil(pp);
+                let rest = i64::from(units) - i64::from(mid) * i64::from(pp - 2);
                 // First and last share `rest`; the last (with the LM head) gets the smaller half.
                 let last = rest / 2;
                 let first = rest - last;
-                if last >= 1 && first <= i64::from(mid) {
-                    out.push(Split { kind: StageSplit::Uneven, first: first as u32, mid, last: last as u32 });
+                (last >= 1 && first <= i64::from(mid)).then_some((first as u32, mid, last as u32))
+            };
+            if let Some((first, mid, last)) = split {
+                let s = Split { kind: StageSplit::Uneven, first: first * vp, mid: mid * vp, last: last * vp };
+                if s.megatron_accepts(layers, pp, vp) {
+                    out.push(s);
                 }
             }
         }
+        debug_assert!(out.iter().all(|s| s.megatron_accepts(layers, pp, vp)), "{layers} on {pp} x {vp}: {out:?}");
     }
 }
 

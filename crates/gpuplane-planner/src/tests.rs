@@ -412,6 +412,7 @@ proptest! {
             prop_assert_eq!(p.layers_per_stage.len() as u32, p.pp);
             prop_assert_eq!(p.layers_per_stage.iter().sum::<u32>(), m.layers);
             prop_assert!(p.layers_per_stage.iter().all(|&l| l >= 1));
+            prop_assert!(split_of(p).megatron_accepts(m.layers, p.pp, p.vp), "{:?}", p);
             prop_assert_eq!(m.heads % p.tp, 0);
             prop_assert_eq!(p.global_batch % (p.micro_batch * p.dp), 0);
             prop_assert_eq!(p.grad_accum * p.micro_batch * p.dp, p.global_batch);
@@ -1124,4 +1125,299 @@ fn serving_advice_shows_the_cheapest_option_that_sustains_the_load() {
     }
     let fastest = res.options.iter().find(|o| o.fastest).unwrap();
     assert!(res.options.iter().all(|o| o.plan.tokens_per_s <= fastest.plan.tokens_per_s));
+}
+
+/// The split a plan says it runs, rebuilt from its JSON fields.
+fn split_of(p: &Plan) -> cost::Split {
+    let s = &p.layers_per_stage;
+    let mid = if s.len() > 2 { s[1] } else { s[0] };
+    cost::Split { kind: p.stage_split, first: s[0], mid, last: s[s.len() - 1] }
+}
+
+/// Megatron-LM's layer placement, re-derived independently of `Split::megatron_accepts` as an
+/// oracle: for each pipeline rank and virtual stage, the first global layer and the count it
+/// builds (`get_transformer_layer_offset` in megatron/core/transformer/transformer_layer.py,
+/// `get_num_layers_to_build` in megatron/core/transformer/transformer_block.py), after the
+/// checks of `TransformerConfig.__post_init__`; `None` where Megatron refuses the arguments.
+fn megatron_placement(layers: u32, pp: u32, vp: u32, s: &cost::Split) -> Option<Vec<Vec<(u32, u32)>>> {
+    let (l, p, v) = (layers as i64, pp as i64, vp as i64);
+    if p == 1 {
+        return (v == 1 && s.kind == StageSplit::Even && s.first == layers).then(|| vec![vec![(0, layers)]]);
+    }
+    let mut out = vec![vec![(0u32, 0u32); vp as usize]; pp as usize];
+    match s.kind {
+        StageSplit::Uneven => {
+            let (f, la) = (s.first as i64, s.last as i64);
+            if f <= 0 || la <= 0 || f % v != 0 || la % v != 0 {
+                return None;
+            }
+            let middle = l - f - la;
+            let middle_stages = p - 2;
+            if middle < 0 || (middle != 0) != (middle_stages != 0) {
+                return None;
+            }
+            if middle_stages > 0 && (middle % middle_stages != 0 || (middle / middle_stages) % v != 0) {
+                return None;
+            }
+            let per_middle_rank = if middle_stages > 0 { middle / middle_stages } else { 0 };
+            let (fc, mc, lc) = (f / v, middle / v, la / v);
+            let total_chunks = fc + mc + lc;
+            for r in 0..p {
+                for vs in 0..v {
+                    let count = if r == 0 {
+                        fc
+                    } else if r == p - 1 {
+                        lc
+                    } else {
+                        per_middle_rank / v
+                    };
+                    let offset = if r == 0 {
+                        vs * total_chunks
+                    } else {
+                        vs * total_chunks + fc + (r - 1) * (mc / middle_stages.max(1))
+                    };
+                    out[r as usize][vs as usize] = (offset as u32, count as u32);
+                }
+            }
+        }
+        StageSplit::Even | StageSplit::EmbeddingAndLoss => {
+            let el = s.kind == StageSplit::EmbeddingAndLoss;
+            let n = if el { l + 2 } else { l };
+            if n % p != 0 || (n / p) % v != 0 {
+                return None;
+            }
+            let per_chunk = n / p / v;
+            for r in 0..p {
+                for vs in 0..v {
+                    let mut count = per_chunk;
+                    let mut offset = vs * (n / v) + r * per_chunk;
+                    if el {
+                        if r == 0 && vs == 0 {
+                            count -= 1;
+                        } else {
+                            offset -= 1;
+                        }
+                        if r == p - 1 && vs == v - 1 {
+                            count -= 1;
+                        }
+                    }
+                    out[r as usize][vs as usize] = (offset as u32, count as u32);
+                }
+            }
+        }
+    }
+    // The split's own numbers must be what Megatron builds.
+    let stages = s.layers_per_stage(pp);
+    for (r, chunks) in out.iter().enumerate() {
+        if chunks.iter().map(|c| c.1).sum::<u32>() != stages[r] {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+/// Every layer built exactly once, in model order: the chunks tile `0..layers`.
+fn tiles(layers: u32, placement: &[Vec<(u32, u32)>]) -> bool {
+    let mut seen = vec![0u8; layers as usize];
+    for &(offset, count) in placement.iter().flatten() {
+        for i in offset..offset + count {
+            match seen.get_mut(i as usize) {
+                Some(x) => *x += 1,
+                None => return false,
+            }
+        }
+    }
+    seen.iter().all(|&x| x == 1)
+}
+
+#[test]
+fn megatron_rule_matches_the_oracle() {
+    // Every (first, last) Megatron's checks accept is a split whose chunks tile the layers, and
+    // `Split::megatron_accepts` says yes exactly where the oracle does.
+    for layers in 1..=70u32 {
+        for pp in 2..=9u32 {
+            for vp in 1..=4u32 {
+                for first in 0..=layers {
+                    for last in 0..=layers - first {
+                        let middle_stages = pp - 2;
+                        let middle = layers - first - last;
+                        let mid = middle.checked_div(middle_stages).unwrap_or(first);
+                        let s = cost::Split { kind: StageSplit::Uneven, first, mid, last };
+                        let oracle = megatron_placement(layers, pp, vp, &s);
+                        assert_eq!(
+                            s.megatron_accepts(layers, pp, vp),
+                            oracle.is_some(),
+                            "{layers} on {pp} x {vp}: {s:?}"
+                        );
+                        if let Some(pl) = oracle {
+                            assert!(tiles(layers, &pl), "{layers} on {pp} x {vp}: {s:?} -> {pl:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_split_option_is_one_megatron_accepts() {
+    let mut v = Vec::new();
+    for layers in 1..=130u32 {
+        for pp in 1..=16u32 {
+            for vp in 1..=8u32 {
+                cost::Split::options(layers, pp, vp, &mut v);
+                for s in &v {
+                    let at = format!("{layers} on {pp} x {vp}: {s:?}");
+                    assert!(s.megatron_accepts(layers, pp, vp), "{at}");
+                    let stages = s.layers_per_stage(pp);
+                    assert_eq!(stages.len() as u32, pp, "{at}");
+                    assert_eq!(stages.iter().sum::<u32>(), layers, "{at}");
+                    assert!(stages.iter().all(|&x| x >= 1), "{at}");
+                    let chunks = s.layers_per_chunk(pp, vp);
+                    assert_eq!(chunks.iter().flatten().sum::<u32>(), layers, "{at}");
+                    let placement =
+                        megatron_placement(layers, pp, vp, s).unwrap_or_else(|| panic!("oracle refuses {at}"));
+                    assert!(tiles(layers, &placement), "{at}: {placement:?}");
+                    let counts: Vec<Vec<u32>> = placement.iter().map(|r| r.iter().map(|c| c.1).collect()).collect();
+                    assert_eq!(chunks, counts, "{at}");
+                    if s.kind == StageSplit::Uneven {
+                        assert!(s.last <= s.first && (pp == 2 || s.first <= s.mid), "{at}");
+                    }
+                }
+                // Uneven only where nothing else divides; then the closed form finds the most
+                // balanced first/last Megatron accepts (last <= first <= middle), if any.
+                let others = v.iter().any(|s| s.kind != StageSplit::Uneven);
+                let uneven = v.iter().find(|s| s.kind == StageSplit::Uneven);
+                if others || pp == 1 {
+                    assert!(uneven.is_none(), "{layers} on {pp} x {vp}: {v:?}");
+                    continue;
+                }
+                let mut best: Option<u32> = None;
+                for first in (vp..=layers).step_by(vp as usize) {
+                    for last in (vp..=first).step_by(vp as usize) {
+                        if first + last > layers {
+                            break;
+                        }
+                        let middle_stages = pp - 2;
+                        let mid = (layers - first - last).checked_div(middle_stages).unwrap_or(first);
+                        let s = cost::Split { kind: StageSplit::Uneven, first, mid, last };
+                        if (pp == 2 || first <= mid) && megatron_placement(layers, pp, vp, &s).is_some() {
+                            let m = s.max_layers(pp);
+                            best = Some(best.map_or(m, |b| b.min(m)));
+                        }
+                    }
+                }
+                assert_eq!(uneven.map(|s| s.max_layers(pp)), best, "{layers} on {pp} x {vp}: {v:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn uneven_stages_combine_with_virtual_stages() {
+    let mut v = Vec::new();
+    // 80 layers on PP 6 x VP 2: neither 80 nor 82 divides by 12; in units of 2 layers (one per
+    // chunk) 40 = 6 + 4 x 7 + 6, so stages of 12/14/14/14/14/12 layers, 6/7/6 per chunk.
+    cost::Split::options(80, 6, 2, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 12, mid: 14, last: 12 }]);
+    assert_eq!(
+        v[0].layers_per_chunk(6, 2),
+        vec![vec![6, 6], vec![7, 7], vec![7, 7], vec![7, 7], vec![7, 7], vec![6, 6]]
+    );
+    // 60 layers on PP 8 x VP 2: 6/8/6, 3/4/3 per chunk.
+    cost::Split::options(60, 8, 2, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 6, mid: 8, last: 6 }]);
+    // 60 layers on PP 8 x VP 4 (the nearest 8 x 4 shape to DeepSeek-V3's 61 that Megatron's
+    // first/last flags can express): 15 units of 4 = 2 + 6 x 2 + 1, so 8/8/4, 2/2/1 per chunk.
+    cost::Split::options(60, 8, 4, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 8, mid: 8, last: 4 }]);
+    let chunks = v[0].layers_per_chunk(8, 4);
+    assert_eq!(chunks[0], vec![2; 4]);
+    assert!(chunks[1..7].iter().all(|c| c == &vec![2; 4]));
+    assert_eq!(chunks[7], vec![1; 4]);
+    assert_eq!(chunks.iter().flatten().sum::<u32>(), 60);
+    // 126 layers on PP 4 x VP 3: neither 126 nor 128 divides by 12; 42 units of 3 layers =
+    // 10 + 11 + 11 + 10, so 30/33/33/30.
+    cost::Split::options(126, 4, 3, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 30, mid: 33, last: 30 }]);
+    // Two stages: the first takes the larger half, in units of `vp` layers.
+    cost::Split::options(33, 2, 3, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 18, mid: 18, last: 15 }]);
+    assert_eq!(v[0].layers_per_chunk(2, 3), vec![vec![6, 6, 6], vec![5, 5, 5]]);
+    // The existing splits keep their place: even first, then embedding-and-loss, and uneven
+    // only when neither exists.
+    cost::Split::options(64, 8, 2, &mut v);
+    assert_eq!(v.iter().map(|s| s.kind).collect::<Vec<_>>(), vec![StageSplit::Even]);
+    cost::Split::options(126, 8, 8, &mut v);
+    assert_eq!(v.iter().map(|s| s.kind).collect::<Vec<_>>(), vec![StageSplit::EmbeddingAndLoss]);
+}
+
+#[test]
+fn megatron_has_no_first_last_split_of_61_layers_over_8x4() {
+    // DeepSeek-V3's 61 layers on PP 8 x VP 4: with --decoder-first/last-pipeline-num-layers every
+    // part (first, last, each middle stage) must divide by VP 4, so the layers must too; 61 does
+    // not, and 63 (embedding and loss as layers) does not divide by 32. Megatron runs this shape
+    // only with --pipeline-model-parallel-layout, which the planner does not emit.
+    let mut v = Vec::new();
+    cost::Split::options(61, 8, 4, &mut v);
+    assert!(v.is_empty(), "{v:?}");
+    for first in 0..=61u32 {
+        for last in 0..=61 - first {
+            let mid = (61 - first - last) / 6;
+            let s = cost::Split { kind: StageSplit::Uneven, first, mid, last };
+            assert!(!s.megatron_accepts(61, 8, 4), "{s:?}");
+            assert!(megatron_placement(61, 8, 4, &s).is_none(), "{s:?}");
+        }
+    }
+    // Without interleaving it stays the uneven 7/8/6 split.
+    cost::Split::options(61, 8, 1, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 7, mid: 8, last: 6 }]);
+    // Plans pinned to PP 8 x VP 4 say why there is none.
+    let req =
+        with_pins(train_request("deepseek-v3", "h100", 1024, 8), Pins { pp: Some(8), vp: Some(4), ..Pins::default() });
+    assert!(plan(&req.resolve().unwrap()).is_err());
+}
+
+#[test]
+fn qwen3_235b_on_pp8_vp4_counts_embedding_and_loss() {
+    // 94 layers on PP 8 x VP 4: 94 does not divide by 4 (so no first/last split either), but
+    // 94 + 2 = 96 = 8 x 4 x 3: the embedding-and-loss split, 3 layers a chunk, the embedding in
+    // the first chunk of the first stage and the loss in the last chunk of the last.
+    let req = with_pins(
+        train_request("qwen3-235b-a22b", "h100", 1024, 8),
+        Pins { pp: Some(8), vp: Some(4), ..Pins::default() },
+    );
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!((p.pp, p.vp, p.stage_split), (8, 4, StageSplit::EmbeddingAndLoss));
+    assert_eq!(p.layers_per_stage, vec![11, 12, 12, 12, 12, 12, 12, 11]);
+    let s = split_of(p);
+    assert!(s.megatron_accepts(94, 8, 4));
+    let chunks = s.layers_per_chunk(8, 4);
+    assert_eq!(chunks[0], vec![2, 3, 3, 3]);
+    assert!(chunks[1..7].iter().all(|c| c == &vec![3, 3, 3, 3]));
+    assert_eq!(chunks[7], vec![3, 3, 3, 2]);
+    assert_eq!(chunks.iter().flatten().sum::<u32>(), 94);
+    assert!(tiles(94, &megatron_placement(94, 8, 4, &s).unwrap()));
+}
+
+#[test]
+fn uneven_interleaved_plan_is_feasible_and_explained() {
+    // Llama 3 70B (80 layers) pinned to TP 8, PP 6, VP 2: feasible only with uneven stages
+    // combined with interleaving (before, only `vp == 1` had uneven stages).
+    let mut req = train_request("llama3-70b", "h100", 96, 8);
+    req.workload.global_batch = Some(384);
+    let req = with_pins(req, Pins { tp: Some(8), pp: Some(6), vp: Some(2), ..Pins::default() });
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!((p.pp, p.vp, p.stage_split), (6, 2, StageSplit::Uneven));
+    assert_eq!(p.layers_per_stage, vec![12, 14, 14, 14, 14, 12]);
+    assert!(split_of(p).megatron_accepts(80, 6, 2));
+    assert_eq!(p.grad_accum % p.pp, 0);
+    assert!(
+        p.explanation
+            .contains("uneven stages: first 12, last 12, the 4 middle ones 14 layers; 6/7/6 per virtual stage"),
+        "{}",
+        p.explanation
+    );
 }

@@ -11,9 +11,10 @@
 //! - expert parallelism (MoE only): `experts % ep == 0` and `(dp * cp) % ep == 0` (EP is
 //!   carved out of the data-parallel ranks, as in Megatron-Core);
 //! - layers over stages: even (`layers % (pp * vp) == 0`), embedding and loss counted as a
-//!   layer each (`(layers + 2) % (pp * vp) == 0`), or, for `vp == 1` when neither exists,
-//!   uneven first/last stages (see [`Split::options`]); `vp > 1` needs `pp > 1` and
-//!   `grad_accum % pp == 0`;
+//!   layer each (`(layers + 2) % (pp * vp) == 0`), or, when neither exists and
+//!   `layers % vp == 0`, uneven first/last stages whose every part divides by `vp` (see
+//!   [`Split::options`]; Megatron's rule is [`Split::megatron_accepts`]); `vp > 1` needs
+//!   `pp > 1` and `grad_accum % pp == 0`;
 //! - `global_batch % (micro_batch * dp) == 0`, micro-batch at most 64; when the requested batch
 //!   does not divide by `dp`, the nearest multiple of `dp` is run instead and the plan says so
 //!   (ranked after every plan that runs the requested batch);
@@ -513,6 +514,18 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
                 middle_stages(cfg.pp),
                 cfg.split.mid
             ),
+        };
+        // Uneven stages with interleaving: say what each virtual chunk holds.
+        let split = if cfg.split.kind == StageSplit::Uneven && cfg.vp > 1 {
+            let v = cfg.vp;
+            if cfg.pp == 2 {
+                format!("{split}; {}/{} per virtual stage", cfg.split.first / v, cfg.split.last / v)
+            } else {
+                let (f, m, l) = (cfg.split.first / v, cfg.split.mid / v, cfg.split.last / v);
+                format!("{split}; {f}/{m}/{l} per virtual stage")
+            }
+        } else {
+            split
         };
         parts.push(format!("PP {} with {} ({split}), bubble {:.1}%", cfg.pp, sched, bubble_fraction * 100.0));
     }
