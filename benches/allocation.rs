@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use gpuplane::app::AppState;
+use gpuplane::AppState;
 use gpuplane::config::{Secret, Settings};
 use serde::Deserialize;
 use serde_json::json;

@@ -25,7 +25,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use gpuplane::app::AppState;
+use gpuplane::AppState;
 use gpuplane::auth::Role;
 use gpuplane::config::{Secret, Settings};
 use serde_json::{Value, json};

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use gpuplane::app::AppState;
+use gpuplane::AppState;
 use gpuplane::config::{Secret, Settings};
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, Connection, PgConnection};

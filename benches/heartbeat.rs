@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
+use gpuplane::AppState;
 use gpuplane::agents::protocol::{GpuSample, HeartbeatRequest, HeartbeatResponse};
-use gpuplane::app::AppState;
 use gpuplane::config::{Secret, Settings};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Row};

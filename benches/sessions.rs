@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use common::{DEFAULT_DATABASE_URL, XorShift, drop_database, env_or, percentile_ms, recreate_database, with_thousands};
-use gpuplane::app::AppState;
+use gpuplane::AppState;
 use gpuplane::auth::{Role, check_key, key_check_cte};
 use gpuplane::config::{Secret, Settings};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

@@ -9,10 +9,13 @@ pub use config_doc::configuration_markdown;
 use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{AppState, cancel_on_signal, openapi_document, run, spawn_background};
+use crate::app::{cancel_on_signal, run};
 use crate::auth::Role;
 use crate::config::{DatabaseArgs, LogFormat, SecretsKeyArgs, ServeArgs};
+use crate::router::openapi_document;
+use crate::state::AppState;
 use crate::telemetry::init_logging;
+use crate::workers::spawn_background;
 
 #[derive(Debug, Parser)]
 #[command(name = "gpuplane", version, about = "Control plane of a GPU rental platform")]

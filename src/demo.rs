@@ -25,8 +25,10 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
-use crate::app::{AppState, cancel_on_signal, spawn_background};
+use crate::app::cancel_on_signal;
 use crate::config::{DatabaseArgs, Secret, Settings};
+use crate::state::AppState;
+use crate::workers::spawn_background;
 
 /// The only database name the demo accepts: it is dropped at every start.
 pub const DEMO_DATABASE: &str = "gpuplane_demo";

@@ -59,13 +59,22 @@ where
     }
 }
 
-/// The component schemas of the API's own document, as JSON, built once.
-fn component_schemas() -> &'static serde_json::Value {
-    static SCHEMAS: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
-    SCHEMAS.get_or_init(|| {
-        let doc = serde_json::to_value(crate::app::openapi_document()).unwrap_or_default();
+/// The component schemas of the API's own document, as JSON: installed once by the router that serves the
+/// requests ([`install_component_schemas`]), so this layer needs no knowledge of the routes.
+static COMPONENT_SCHEMAS: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+
+/// Keep the document's component schemas for the body checks (the router calls it as it is built; the first
+/// document wins: every router of one binary is built from the same routes).
+pub fn install_component_schemas(doc: &utoipa::openapi::OpenApi) {
+    COMPONENT_SCHEMAS.get_or_init(|| {
+        let doc = serde_json::to_value(doc).unwrap_or_default();
         doc.pointer("/components/schemas").cloned().unwrap_or_default()
-    })
+    });
+}
+
+fn component_schemas() -> &'static serde_json::Value {
+    static NONE: serde_json::Value = serde_json::Value::Null;
+    COMPONENT_SCHEMAS.get().unwrap_or(&NONE)
 }
 
 /// Field errors for every array in `value` where the schema at `reference` (a component reference, or inline)

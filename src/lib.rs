@@ -1,7 +1,8 @@
 //! gpuplane: the control plane of a GPU rental platform.
 //!
 //! One module per domain (`tenants`, `inventory`, ...), each owning its routes, handlers, queries and types.
-//! `app` wires them into one router; `main.rs` only parses the command line. The planner, the agent's wire
+//! `state` is what handlers and workers share, `router` lists every route once, `workers` the background loops
+//! and `app` serves; `main.rs` only parses the command line. The planner, the agent's wire
 //! protocol and the agent itself are crates of their own under `crates/`.
 
 pub mod agents;
@@ -24,11 +25,16 @@ pub mod leases;
 pub mod openapi;
 pub mod planning;
 pub mod rate_limit;
+pub mod router;
 pub mod secrets;
+pub mod state;
 pub mod telemetry;
 pub mod tenants;
 pub mod webhooks;
+pub mod workers;
 
-pub use app::{AppState, build_router, run};
+pub use app::run;
 /// The auto-parallel planner (crate `gpuplane-planner`), pure: the API, the CLI and the benches call it.
 pub use gpuplane_planner as planner;
+pub use router::build_router;
+pub use state::AppState;

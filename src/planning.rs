@@ -10,7 +10,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::auth::TenantAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::ApiJson;
@@ -19,6 +18,7 @@ use crate::planner::{
     self, AdviceRequest, AdviceResult, AdviceTarget, GpuSpec, LinkKind, ModelRef, PlanError, PlanRequest, PlanResult,
     PoolOffer, WorkloadFields,
 };
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(create_plan)).routes(routes!(create_advice))

@@ -11,13 +11,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::auth::lifecycle::create_api_key;
 use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, NO_STORE, NoStore};
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::billing::ledger::Balance;
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::state::AppState;
 
 crate::page_schema!(TenantPage, Tenant);
 

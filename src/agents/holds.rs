@@ -10,10 +10,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::auth::OperatorAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_liveness_holds)).routes(routes!(release_liveness_hold))

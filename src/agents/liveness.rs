@@ -182,7 +182,7 @@ async fn active_leases_on(conn: &mut sqlx::PgConnection, node_id: Uuid) -> Resul
 }
 
 /// Fail the jobs whose nodes never fetched their parts within the bound (`--assignment-pickup-timeout-secs`).
-pub async fn fail_unfetched_assignments(state: &crate::app::AppState) -> Result<Vec<Uuid>, sqlx::Error> {
+pub async fn fail_unfetched_assignments(state: &crate::state::AppState) -> Result<Vec<Uuid>, sqlx::Error> {
     let mut tx = state.db.begin().await?;
     let failed =
         crate::jobs::store::fail_unfetched_assignments(&mut tx, state.settings.assignment_pickup_timeout).await?;
@@ -191,41 +191,4 @@ pub async fn fail_unfetched_assignments(state: &crate::app::AppState) -> Result<
         tracing::warn!(job.id = %job_id, "job failed: a node never fetched its assignment");
     }
     Ok(failed)
-}
-
-/// Run the liveness sweep (and the bound on unfetched job assignments) every second and the telemetry upkeep (partitions ahead, retention, rollup fold)
-/// every minute, until `shutdown`.
-pub async fn run(state: crate::app::AppState, shutdown: tokio_util::sync::CancellationToken) {
-    let mut timer = tokio::time::interval(std::time::Duration::from_secs(1));
-    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut ticks: u64 = 0;
-    // The minimum driver/CUDA versions may have changed since the last start: judge the fleet again.
-    match crate::inventory::readiness::evaluate_all(&state.db, &state.settings).await {
-        Ok(0) => {}
-        Ok(not_ready) => tracing::warn!(not_ready, "nodes below the minimum driver/CUDA versions are not ready"),
-        Err(err) => tracing::warn!(error = %err, "judging the nodes' driver/CUDA versions failed"),
-    }
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = timer.tick() => {}
-        }
-        ticks += 1;
-        let settings = &state.settings;
-        let started = std::time::Instant::now();
-        let result = sweep(&state.db, settings).await;
-        crate::telemetry::record_sweep("liveness", started, &result);
-        match result {
-            Ok(freed) => freed.wake(&state.db),
-            Err(err) => tracing::warn!(error = %err, "liveness sweep failed"),
-        }
-        if let Err(err) = fail_unfetched_assignments(&state).await {
-            tracing::warn!(error = %err, "failing unfetched job assignments failed");
-        }
-        if ticks % 60 == 1
-            && let Err(err) = super::rollups::upkeep(&state.db, settings).await
-        {
-            tracing::warn!(error = %err, "telemetry upkeep failed");
-        }
-    }
 }

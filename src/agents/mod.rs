@@ -2,6 +2,7 @@
 //! The agent program itself (the client) is `crate::agent`.
 
 pub mod codec;
+pub mod gpu_map;
 pub mod holds;
 pub mod launchers;
 pub mod liveness;
@@ -13,47 +14,15 @@ pub mod tokens;
 /// The agent wire protocol (crate `gpuplane-protocol`): registration and heartbeats.
 pub use gpuplane_protocol::agent as protocol;
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
-
 use utoipa_axum::router::OpenApiRouter;
-use uuid::Uuid;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     routes::router().merge(tokens::router()).merge(telemetry::router()).merge(holds::router())
 }
 
-/// A node's GPUs as (index, GPU id), sorted by index.
-pub type GpuMap = Arc<Vec<(i32, Uuid)>>;
+pub use gpu_map::{GpuMap, GpuMapCache};
 
-/// GPU index -> GPU id for each node, valid for one credential generation. Shared by the heartbeat handlers
-/// of one process; a stale entry is harmless because every write is also checked against the generation.
-#[derive(Default)]
-pub struct GpuMapCache {
-    inner: RwLock<HashMap<Uuid, (i64, GpuMap)>>,
-}
-
-impl GpuMapCache {
-    pub fn get(&self, node_id: Uuid, generation: i64) -> Option<GpuMap> {
-        let map = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        map.get(&node_id).filter(|(g, _)| *g == generation).map(|(_, v)| v.clone())
-    }
-
-    /// Store the map (sorted by index) and return it.
-    pub fn insert(&self, node_id: Uuid, generation: i64, mut gpus: Vec<(i32, Uuid)>) -> GpuMap {
-        gpus.sort_unstable();
-        let gpus = Arc::new(gpus);
-        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        map.insert(node_id, (generation, gpus.clone()));
-        gpus
-    }
-
-    pub fn forget(&self, node_id: Uuid) {
-        let mut map = self.inner.write().unwrap_or_else(|e| e.into_inner());
-        map.remove(&node_id);
-    }
-}
 /// Driver and CUDA version syntax and order (crate `gpuplane-protocol`): the agent checks its flags with it too.
 pub use gpuplane_protocol::versions;

@@ -13,7 +13,6 @@ use super::matching::gpu_matches_model;
 use super::protocol::{
     DesiredState, FATAL_XIDS, GpuSample, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
 };
-use crate::app::AppState;
 use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -22,6 +21,7 @@ use crate::inventory::gpu_models::GpuModel;
 use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(register_agent)).routes(routes!(post_heartbeat)).routes(routes!(restore_gpu))

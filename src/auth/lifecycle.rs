@@ -5,23 +5,20 @@
 //! grace period (`expires_at`), so its users can switch without an outage. The platform never loses its last
 //! operator: revoking the last operator key that does not expire is refused (409 `last_operator_key`).
 
-use std::time::Duration;
-
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::{AssertSqlSafe, PgConnection};
-use tokio_util::sync::CancellationToken;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::routes::{ApiKey, CreatedApiKey, KEY_COLUMNS, NO_STORE, NoStore, insert_api_key};
 use super::{OperatorAuth, Role, TenantAdminAuth};
-use crate::app::AppState;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_name, new_id};
+use crate::state::AppState;
 
 /// Longest name of a key, in characters.
 pub const MAX_KEY_NAME_CHARS: usize = 100;
@@ -359,29 +356,13 @@ pub async fn list_audit_events(
     Ok(Json(Page::from_rows(rows, limit, |e| e.id)))
 }
 
-/// One pass of [`sweep_expired_credentials`] over keys: how many keys it revoked.
+/// Mark keys whose grace period has ended as revoked, so every check (including the SQL-side ones of the fast
+/// lease endpoints, which look at `revoked_at` only) sees them as such (the `credentials` worker,
+/// [`crate::workers::credentials`]): how many keys it revoked.
 pub async fn revoke_expired_keys(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
     let done =
         sqlx::query("UPDATE api_keys SET revoked_at = expires_at WHERE revoked_at IS NULL AND expires_at <= now()")
             .execute(db)
             .await?;
     Ok(done.rows_affected())
-}
-
-/// Mark keys whose grace period has ended as revoked, so every check (including the SQL-side ones of the
-/// fast lease endpoints, which look at `revoked_at` only) sees them as such, and delete the rows of expired
-/// console sessions (`auth::sessions`). Runs until `shutdown`.
-pub async fn sweep_expired_credentials(state: AppState, every: Duration, shutdown: CancellationToken) {
-    loop {
-        if let Err(err) = revoke_expired_keys(&state.db).await {
-            tracing::warn!(error = %err, "expired API key sweep failed; retrying");
-        }
-        if let Err(err) = super::sessions::delete_expired(&state.db).await {
-            tracing::warn!(error = %err, "expired console session sweep failed; retrying");
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(every) => {}
-        }
-    }
 }

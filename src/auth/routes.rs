@@ -13,9 +13,9 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::{Role, TenantAdminAuth, keys};
-use crate::app::AppState;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, new_id};
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

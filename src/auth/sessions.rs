@@ -20,9 +20,9 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::{Claims, Principal, TokenKeys, bearer_token, cookie};
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::extract::new_id;
+use crate::state::AppState;
 
 /// Start a console session for the key of `principal` (checked by the caller's key exchange just before) and
 /// return its signed access token: the session's row and the token expire together.

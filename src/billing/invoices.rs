@@ -20,10 +20,10 @@ use uuid::Uuid;
 
 use super::ledger::{self, EntryKind, NewEntry};
 use super::rating::next_month_start;
-use crate::app::AppState;
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
+use crate::state::AppState;
 use crate::webhooks;
 
 pub fn router() -> OpenApiRouter<AppState> {

@@ -211,29 +211,3 @@ pub async fn enforce_balances(
     }
     Ok(freed)
 }
-
-/// Meter, then enforce balances, every `interval` until `shutdown`.
-pub async fn run(
-    state: crate::app::AppState,
-    interval: std::time::Duration,
-    shutdown: tokio_util::sync::CancellationToken,
-) {
-    let mut timer = tokio::time::interval(interval);
-    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = timer.tick() => {}
-        }
-        let started = std::time::Instant::now();
-        let result = meter_once(&state.db).await;
-        crate::telemetry::record_sweep("metering", started, &result);
-        match result {
-            Ok(tenants) => match enforce_balances(&state.db, &tenants, interval).await {
-                Ok(freed) => freed.wake(&state.db),
-                Err(err) => tracing::warn!(error = %err, "balance enforcement failed"),
-            },
-            Err(err) => tracing::warn!(error = %err, "metering failed; the next round resumes where it stopped"),
-        }
-    }
-}

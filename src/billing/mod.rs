@@ -12,9 +12,9 @@ use sqlx::PgConnection;
 use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::leases::Term;
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     ledger::router().merge(export::router()).merge(invoices::router()).merge(prices::router())

@@ -15,13 +15,13 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::auth::cookie::{CSRF_COOKIE, SESSION_COOKIE, csrf_token};
 use crate::auth::routes::{NO_STORE, TokenRequest, exchange_api_key};
 use crate::auth::sessions::{self, SessionToEnd};
 use crate::auth::{AnyAuth, Role};
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(create_console_session, get_console_session, delete_console_session))

@@ -13,12 +13,12 @@ use uuid::Uuid;
 
 use super::protocol::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
 use super::ssh_keys;
-use crate::app::AppState;
 use crate::auth::{AgentAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
 use crate::jobs::routes::{check_image, lease_not_active, stale_credential};
 use crate::leases::LeaseState;
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

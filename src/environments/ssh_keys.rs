@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::auth::{TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, new_id};
+use crate::state::AppState;
 pub use gpuplane_protocol::ssh_keys::{KEY_TYPES, ParsedKey, parse_public_key};
 
 /// Most keys a tenant may register.

@@ -9,10 +9,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::app::AppState;
 use crate::auth::{AnyAuth, OperatorAuth};
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::ApiJson;
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_gpu_models)).routes(routes!(create_gpu_model))

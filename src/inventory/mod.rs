@@ -7,7 +7,7 @@ pub mod readiness;
 
 use utoipa_axum::router::OpenApiRouter;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     gpu_models::router().merge(pools::router()).merge(nodes::router())

@@ -12,10 +12,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::app::AppState;
 use crate::auth::OperatorAuth;
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::state::AppState;
 pub use gpuplane_protocol::agent::IntraLink;
 
 crate::page_schema!(NodePage, Node);

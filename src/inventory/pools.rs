@@ -14,10 +14,10 @@ use uuid::Uuid;
 
 use super::ALLOCATABLE_NODE;
 use super::gpu_models::{GPU_MODEL_COLUMNS, GpuModel, is_slug};
-use crate::app::AppState;
 use crate::auth::{AnyAuth, OperatorAuth};
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, new_id};
+use crate::state::AppState;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -4,33 +4,15 @@
 
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::retune::{self, MIN_MEASURED_STEPS, Proposal};
 use super::{RetuneMode, routes, store};
-use crate::app::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// How often running jobs are judged.
 pub const INTERVAL: Duration = Duration::from_secs(5);
-
-pub async fn run(state: AppState, shutdown: CancellationToken) {
-    let mut timer = tokio::time::interval(INTERVAL);
-    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = timer.tick() => {}
-        }
-        let started = std::time::Instant::now();
-        let result = judge_all(&state).await;
-        crate::telemetry::record_sweep("retune", started, &result);
-        if let Err(err) = result {
-            tracing::warn!(error = %err, "judging running jobs for a replan failed");
-        }
-    }
-}
 
 /// Judge every running job with retune on whose current generation has measured enough steps and has no
 /// replan pending (nor, for `suggest`, a suggestion already made). Returns the jobs suggested or replanned.

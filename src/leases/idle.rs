@@ -19,17 +19,13 @@
 //! replicas: one judges at a time (an advisory lock), every change is made under the lease's row lock, and the
 //! releases under way are taken with SKIP LOCKED.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::release::{self, Release};
 use super::store::{self, NewEvent};
 use super::{Actor, LeaseState};
-use crate::app::AppState;
 use crate::config::Settings;
 use crate::error::FieldError;
 use crate::jobs::insights::{self, Measured};
@@ -274,25 +270,6 @@ fn verdict_detail(
         "samples": m.samples,
         "idle_release_after_minutes": release_after,
     })
-}
-
-/// Run until `shutdown`: a round every `settings.idle.judge_every`.
-pub async fn run(state: AppState, shutdown: CancellationToken) {
-    let interval: Duration = state.settings.idle.judge_every;
-    let mut timer = tokio::time::interval(interval);
-    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = timer.tick() => {}
-        }
-        let started = std::time::Instant::now();
-        let result = sweep_once(&state.db, &state.settings).await;
-        crate::telemetry::record_sweep("idle_leases", started, &result);
-        if let Err(err) = result {
-            tracing::warn!(error = %err, "idle lease round failed");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,11 +7,10 @@
 use std::time::Duration;
 
 use sqlx::PgPool;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::store;
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// The pools whose queues may start leases once the transaction that ended some of their leases has committed:
 /// every way a lease ends notes what [`store::end_lease`] did here, then wakes them. (The sweeper starts every
@@ -84,31 +83,4 @@ pub const NODE_VACUUM_INTERVAL: Duration = Duration::from_secs(5);
 pub async fn vacuum_nodes(db: &sqlx::PgPool) -> Result<(), sqlx::Error> {
     sqlx::raw_sql("VACUUM (SKIP_LOCKED) nodes").execute(db).await?;
     Ok(())
-}
-
-/// Run the sweeper every `interval` until `shutdown`.
-pub async fn run(state: AppState, interval: Duration, shutdown: CancellationToken) {
-    let mut ticks: u64 = 0;
-    let mut vacuumed_at = std::time::Instant::now();
-    let mut timer = tokio::time::interval(interval);
-    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = shutdown.cancelled() => break,
-            _ = timer.tick() => {}
-        }
-        ticks += 1;
-        let started = std::time::Instant::now();
-        let result = sweep_once(&state, ticks % 600 == 1).await;
-        crate::telemetry::record_sweep("leases", started, &result);
-        if let Err(err) = result {
-            tracing::warn!(error = %err, "lease sweeper round failed");
-        }
-        if vacuumed_at.elapsed() >= NODE_VACUUM_INTERVAL {
-            vacuumed_at = std::time::Instant::now();
-            if let Err(err) = vacuum_nodes(&state.db).await {
-                tracing::warn!(error = %err, "vacuuming nodes failed");
-            }
-        }
-    }
 }

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 /// The lease routes, with the lease's network view.
-pub fn router() -> utoipa_axum::router::OpenApiRouter<crate::app::AppState> {
+pub fn router() -> utoipa_axum::router::OpenApiRouter<crate::state::AppState> {
     routes::router().merge(network::router())
 }
 

@@ -16,7 +16,6 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::agents::protocol::PeerLatency;
-use crate::app::AppState;
 use crate::auth::TenantAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiPath, new_id};
@@ -24,6 +23,7 @@ use crate::inventory::readiness::{Audience, announce};
 use crate::jobs::insights::Insight;
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
+use crate::state::AppState;
 
 /// The alert's condition and event type.
 pub const LATENCY_HIGH: &str = "comm.latency_high";

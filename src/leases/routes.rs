@@ -14,11 +14,11 @@ use uuid::Uuid;
 use super::lifecycle::FreedPools;
 use super::store::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release};
-use crate::app::AppState;
 use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::idempotency::{self, Claim, IdempotencyKey};
+use crate::state::AppState;
 
 crate::page_schema!(LeasePage, Lease);
 

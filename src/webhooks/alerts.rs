@@ -7,11 +7,9 @@
 use std::time::Duration;
 
 use sqlx::{PgConnection, PgPool};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::{Audience, emit};
-use crate::app::AppState;
 use crate::config::WebhookSettings;
 
 /// Record that `condition` holds for `subject`; true when it was not raised already (then raise it now). A
@@ -133,18 +131,4 @@ pub async fn check_once(db: &PgPool, settings: &WebhookSettings) -> anyhow::Resu
     check_queue_stalled(db, settings.queue_stalled_after).await?;
     check_utilization(db).await?;
     Ok(())
-}
-
-/// Run the checks every `alert_interval` until `shutdown`.
-pub async fn run(state: AppState, shutdown: CancellationToken) {
-    let settings = state.settings.webhooks.clone();
-    loop {
-        if let Err(e) = check_once(&state.db, &settings).await {
-            tracing::warn!(error = %e, "alert checks failed");
-        }
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(settings.alert_interval) => {}
-        }
-    }
 }

@@ -11,12 +11,10 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use super::signing;
 use super::ssrf;
-use crate::app::AppState;
 use crate::config::WebhookSettings;
 use crate::extract::new_id;
 use crate::secrets::store::reveal;
@@ -277,24 +275,4 @@ fn describe(e: &reqwest::Error) -> String {
         source = s.source();
     }
     text
-}
-
-/// Deliver until `shutdown`: straight on while there is work, polling when there is none.
-pub async fn run(state: AppState, shutdown: CancellationToken) {
-    let worker = Worker::new(state.db.clone(), state.settings.webhooks.clone(), state.settings.keyring.clone());
-    let idle = state.settings.webhooks.poll_interval;
-    loop {
-        let wait = match worker.deliver_due(BATCH).await {
-            Ok(n) if n > 0 => Duration::ZERO,
-            Ok(_) => idle,
-            Err(e) => {
-                tracing::warn!(error = %e, "webhook delivery round failed");
-                idle
-            }
-        };
-        tokio::select! {
-            _ = shutdown.cancelled() => return,
-            _ = tokio::time::sleep(wait) => {}
-        }
-    }
 }

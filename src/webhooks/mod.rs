@@ -15,7 +15,7 @@ pub mod ssrf;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Who an event is for: one tenant's endpoints, or the operators' endpoints (fleet events).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -16,12 +16,12 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::{Audience, signing, ssrf};
-use crate::app::AppState;
 use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_text, new_id};
 use crate::secrets::Context;
+use crate::state::AppState;
 
 crate::page_schema!(WebhookEndpointPage, WebhookEndpoint);
 crate::page_schema!(WebhookDeliveryPage, WebhookDelivery);

@@ -39,7 +39,7 @@ fn every_serve_and_agent_flag_and_variable_is_in_the_doc() {
 #[test]
 fn the_readme_writes_paths_as_the_spec_does() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let spec = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let spec = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     let paths: Vec<&String> = spec["paths"].as_object().unwrap().keys().collect();
     let mut checked = 0;
     for (start, _) in readme.match_indices("/v1/") {

@@ -160,7 +160,7 @@ async fn node_hostname_constraint_accepts_exactly_the_api_pattern(db: PgPool) {
     let app = TestApp::new(db.clone());
     let op = app.operator().await;
     let pool: uuid::Uuid = app.pool(&op, "edge", "h100").await.parse().unwrap();
-    let doc = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let doc = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     let pattern = doc["components"]["schemas"]["CreateNodeRequest"]["properties"]["hostname"]["pattern"]
         .as_str()
         .expect("the API states the hostname pattern")

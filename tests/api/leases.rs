@@ -352,7 +352,7 @@ async fn the_background_sweeper_expires_within_seconds(db: PgPool) {
     let id = lease.body["id"].as_str().unwrap().to_string();
     sqlx::query("UPDATE leases SET ends_at = now() WHERE id = $1::uuid").bind(&id).execute(&db).await.unwrap();
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let tasks = gpuplane::app::spawn_background(&app.state, &shutdown);
+    let tasks = gpuplane::workers::spawn_background(&app.state, &shutdown);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let state = app.get(&format!("/v1/leases/{id}"), &tenant).await.body["state"].clone();

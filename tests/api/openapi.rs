@@ -7,7 +7,7 @@ const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/openapi.js
 
 #[test]
 fn committed_openapi_matches_the_code() {
-    let generated = serde_json::to_string_pretty(&gpuplane::app::openapi_document()).unwrap() + "\n";
+    let generated = serde_json::to_string_pretty(&gpuplane::router::openapi_document()).unwrap() + "\n";
     if std::env::var_os("UPDATE_OPENAPI").is_some() {
         std::fs::write(COMMITTED, &generated).unwrap();
     }
@@ -20,7 +20,7 @@ fn committed_openapi_matches_the_code() {
 
 #[test]
 fn every_operation_is_described_for_client_generators() {
-    let doc: Value = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let doc: Value = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
     let cookie = &doc["components"]["securitySchemes"]["console_session"];
@@ -75,7 +75,7 @@ fn every_operation_is_described_for_client_generators() {
 
 #[test]
 fn every_reference_resolves() {
-    let doc: Value = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let doc: Value = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     let mut refs = Vec::new();
     fn walk(v: &Value, refs: &mut Vec<String>) {
         match v {
@@ -101,7 +101,7 @@ fn every_reference_resolves() {
 /// characters"), a format or an enum. Otherwise generated clients and fuzzers send text the server refuses.
 #[test]
 fn every_request_string_is_constrained() {
-    let doc: Value = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let doc: Value = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     let schemas = &doc["components"]["schemas"];
     let mut loose = Vec::new();
     fn walk(v: &Value, path: &str, schemas: &Value, seen: &mut Vec<String>, loose: &mut Vec<String>) {

@@ -449,7 +449,7 @@ fn marked_secret_responses(doc: &Value) -> Vec<(String, u16)> {
 
 #[sqlx::test]
 async fn every_response_the_openapi_document_marks_secret_is_sent_no_store(db: PgPool) {
-    let doc = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let doc = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     let marked = marked_secret_responses(&doc);
     assert!(marked.len() >= 12, "{marked:?}");
     let app = crate::webhooks::app(db);
@@ -473,7 +473,7 @@ async fn every_response_the_openapi_document_marks_secret_is_sent_no_store(db: P
 #[test]
 fn every_response_with_a_secret_field_is_marked_secret() {
     const SECRET_FIELDS: &[&str] = &["secret", "api_key", "access_token", "agent_token", "join_token", "csrf_token"];
-    let doc = serde_json::to_value(gpuplane::app::openapi_document()).unwrap();
+    let doc = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     fn fields(doc: &Value, schema: &Value, seen: &mut Vec<String>, out: &mut Vec<String>) {
         if let Some(r) = schema.get("$ref").and_then(Value::as_str) {
             if seen.iter().any(|s| s == r) {

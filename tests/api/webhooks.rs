@@ -441,7 +441,7 @@ async fn an_event_committed_while_no_worker_runs_is_delivered_by_a_fresh_one(db:
     // A fresh service on the same database (a new state, a new worker) delivers it.
     let fresh = app(db.clone());
     let shutdown = tokio_util::sync::CancellationToken::new();
-    let background = tokio::spawn(gpuplane::webhooks::delivery::run(fresh.state.clone(), shutdown.clone()));
+    let background = tokio::spawn(gpuplane::workers::webhook_delivery(fresh.state.clone(), shutdown.clone()));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     while receiver.accepted.lock().unwrap().is_empty() {
         assert!(tokio::time::Instant::now() < deadline, "not delivered");

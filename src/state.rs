@@ -1,0 +1,37 @@
+//! What every handler and worker can reach: the database pool, the signing keys, the settings, the metrics
+//! handle and the process-wide caches. A leaf: it depends on no domain's handlers, so every layer may use it.
+
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use sqlx::PgPool;
+
+use crate::agents::gpu_map::GpuMapCache;
+use crate::auth::tokens::TokenKeys;
+use crate::config::Settings;
+use crate::rate_limit::AuthLimiter;
+use crate::telemetry::metrics_handle;
+
+/// What every handler can reach. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: PgPool,
+    pub tokens: Arc<TokenKeys>,
+    pub settings: Arc<Settings>,
+    pub metrics: PrometheusHandle,
+    pub agent_gpus: Arc<GpuMapCache>,
+    pub auth_limiter: Arc<AuthLimiter>,
+}
+
+impl AppState {
+    pub fn new(db: PgPool, settings: Settings) -> anyhow::Result<Self> {
+        Ok(AppState {
+            db,
+            tokens: Arc::new(TokenKeys::new(&settings)?),
+            auth_limiter: Arc::new(AuthLimiter::new(&settings.rate_limit)),
+            settings: Arc::new(settings),
+            metrics: metrics_handle(),
+            agent_gpus: Arc::default(),
+        })
+    }
+}
