@@ -5,15 +5,9 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_healthz)).routes(routes!(get_readyz)).routes(routes!(get_metrics))
-}
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HealthStatus {

@@ -6,8 +6,6 @@ use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::TenantAuth;
@@ -19,10 +17,6 @@ use crate::planner::{
     PoolOffer, WorkloadFields,
 };
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_plan)).routes(routes!(create_advice))
-}
 
 /// The planner's view of a catalog GPU model. Without NVLink, GPUs talk over the host's PCIe link.
 pub fn gpu_spec(model: &GpuModel) -> GpuSpec {

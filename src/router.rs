@@ -11,30 +11,141 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::telemetry::{REQUEST_ID, track_metrics};
+use crate::{
+    agents, auth, billing, console, environments, health, inventory, jobs, leases, planning, tenants, webhooks,
+};
 
 /// Largest request body accepted (413 above it).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// Every API route, with its OpenAPI description. The router and the document come from this one list.
+/// Every API route, each listed once here with its OpenAPI description (the handler's `#[utoipa::path]`), by
+/// domain. The router and the document come from this one list.
 fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(crate::openapi::base())
-        .merge(crate::health::router())
-        .merge(crate::auth::routes::router())
-        .merge(crate::console::session::router())
-        .merge(crate::tenants::router())
-        .merge(crate::inventory::router())
-        .merge(crate::leases::router())
-        .merge(crate::planning::router())
-        .merge(crate::agents::router())
-        .merge(crate::jobs::router())
-        .merge(crate::environments::router())
-        .merge(crate::billing::router())
-        .merge(crate::webhooks::router())
+        // health
+        .routes(routes!(health::get_healthz))
+        .routes(routes!(health::get_readyz))
+        .routes(routes!(health::get_metrics))
+        // auth/routes
+        .routes(routes!(auth::routes::create_token))
+        .routes(routes!(auth::routes::list_tenant_api_keys, auth::routes::create_tenant_api_key))
+        .routes(routes!(auth::routes::revoke_tenant_api_key))
+        .routes(routes!(auth::lifecycle::rotate_tenant_api_key))
+        .routes(routes!(auth::lifecycle::list_operator_api_keys, auth::lifecycle::create_operator_api_key))
+        .routes(routes!(auth::lifecycle::revoke_operator_api_key))
+        .routes(routes!(auth::lifecycle::rotate_operator_api_key))
+        .routes(routes!(auth::lifecycle::list_audit_events))
+        // console/session
+        .routes(routes!(
+            console::session::create_console_session,
+            console::session::get_console_session,
+            console::session::delete_console_session
+        ))
+        // tenants
+        .routes(routes!(tenants::get_own_tenant))
+        .routes(routes!(tenants::list_tenants, tenants::create_tenant))
+        .routes(routes!(tenants::get_tenant, tenants::update_tenant))
+        .routes(routes!(tenants::set_tenant_quotas))
+        .routes(routes!(tenants::create_api_key_for_tenant))
+        // inventory/gpu_models
+        .routes(routes!(inventory::gpu_models::list_gpu_models))
+        .routes(routes!(inventory::gpu_models::create_gpu_model))
+        // inventory/pools
+        .routes(routes!(inventory::pools::list_pools))
+        .routes(routes!(inventory::pools::get_pool))
+        .routes(routes!(inventory::pools::create_pool))
+        .routes(routes!(inventory::pools::update_pool))
+        // inventory/nodes
+        .routes(routes!(inventory::nodes::list_nodes, inventory::nodes::create_node))
+        .routes(routes!(inventory::nodes::get_fleet))
+        .routes(routes!(inventory::nodes::get_node))
+        .routes(routes!(inventory::nodes::cordon_node))
+        .routes(routes!(inventory::nodes::uncordon_node))
+        .routes(routes!(inventory::nodes::drain_node))
+        .routes(routes!(inventory::nodes::set_node_maintenance))
+        .routes(routes!(inventory::nodes::allow_node_reregistration))
+        // leases/routes
+        .routes(routes!(leases::routes::list_leases, leases::routes::create_lease))
+        .routes(routes!(leases::routes::get_lease, leases::routes::update_lease))
+        .routes(routes!(leases::routes::extend_lease))
+        .routes(routes!(leases::routes::release_lease))
+        .routes(routes!(leases::routes::list_lease_events))
+        .routes(routes!(leases::routes::admin_list_leases))
+        .routes(routes!(leases::routes::terminate_lease))
+        // leases/network
+        .routes(routes!(leases::network::get_lease_network))
+        // planning
+        .routes(routes!(planning::create_plan))
+        .routes(routes!(planning::create_advice))
+        // agents/routes
+        .routes(routes!(agents::routes::register_agent))
+        .routes(routes!(agents::routes::post_heartbeat))
+        .routes(routes!(agents::routes::restore_gpu))
+        // agents/tokens
+        .routes(routes!(agents::tokens::list_join_tokens, agents::tokens::create_join_token))
+        .routes(routes!(agents::tokens::revoke_join_token))
+        // agents/telemetry
+        .routes(routes!(agents::telemetry::get_lease_telemetry))
+        .routes(routes!(agents::telemetry::get_node_telemetry))
+        .routes(routes!(agents::telemetry::get_pool_utilization))
+        // agents/holds
+        .routes(routes!(agents::holds::list_liveness_holds))
+        .routes(routes!(agents::holds::release_liveness_hold))
+        // jobs/routes
+        .routes(routes!(jobs::routes::list_templates))
+        .routes(routes!(jobs::routes::create_template))
+        .routes(routes!(jobs::routes::list_lease_jobs, jobs::routes::create_job))
+        .routes(routes!(jobs::routes::get_job))
+        .routes(routes!(jobs::routes::list_job_steps))
+        .routes(routes!(jobs::routes::cancel_job))
+        .routes(routes!(jobs::routes::replan_job))
+        .routes(routes!(jobs::routes::get_assignments))
+        .routes(routes!(jobs::routes::report_assignment_status))
+        .routes(routes!(jobs::routes::get_lease_insights))
+        // environments/routes
+        .routes(routes!(environments::ssh_keys::list_ssh_keys, environments::ssh_keys::add_ssh_key))
+        .routes(routes!(environments::ssh_keys::delete_ssh_key))
+        .routes(routes!(
+            environments::routes::get_environment,
+            environments::routes::start_environment,
+            environments::routes::stop_environment
+        ))
+        .routes(routes!(environments::routes::report_environment_status))
+        // billing/ledger
+        .routes(routes!(billing::ledger::create_ledger_entry))
+        .routes(routes!(billing::ledger::get_balance))
+        .routes(routes!(billing::ledger::list_ledger))
+        // billing/export
+        .routes(routes!(billing::export::export_usage))
+        .routes(routes!(billing::export::admin_export_usage))
+        // billing/invoices
+        .routes(routes!(billing::invoices::generate_invoices))
+        .routes(routes!(billing::invoices::admin_list_invoices))
+        .routes(routes!(billing::invoices::issue_invoice))
+        .routes(routes!(billing::invoices::pay_invoice))
+        .routes(routes!(billing::invoices::list_invoices))
+        .routes(routes!(billing::invoices::get_invoice))
+        // billing/prices
+        .routes(routes!(billing::prices::list_pool_prices, billing::prices::create_pool_price))
+        .routes(routes!(billing::prices::set_pool_sla))
+        .routes(routes!(billing::prices::get_revenue))
+        // webhooks/routes
+        .routes(routes!(webhooks::routes::list_webhooks, webhooks::routes::create_webhook))
+        .routes(routes!(
+            webhooks::routes::get_webhook,
+            webhooks::routes::update_webhook,
+            webhooks::routes::delete_webhook
+        ))
+        .routes(routes!(webhooks::routes::list_deliveries))
+        .routes(routes!(webhooks::routes::test_webhook))
+        .routes(routes!(webhooks::routes::retry_delivery))
+        .routes(routes!(webhooks::routes::list_events))
 }
 
 /// The OpenAPI document the server serves at `/openapi.json` (and `gpuplane openapi` prints).

@@ -7,8 +7,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::lifecycle::create_api_key;
@@ -20,15 +18,6 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::state::AppState;
 
 crate::page_schema!(TenantPage, Tenant);
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(get_own_tenant))
-        .routes(routes!(list_tenants, create_tenant))
-        .routes(routes!(get_tenant, update_tenant))
-        .routes(routes!(set_tenant_quotas))
-        .routes(routes!(create_api_key_for_tenant))
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
 #[serde(rename_all = "snake_case")]

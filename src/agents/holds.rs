@@ -6,18 +6,12 @@ use axum::extract::State;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::OperatorAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiPath;
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_liveness_holds)).routes(routes!(release_liveness_hold))
-}
 
 /// Too many of a pool's agent nodes went silent at once: while `released_at` is null, no lease in the pool is
 /// interrupted for node silence.

@@ -14,14 +14,6 @@ pub mod tokens;
 /// The agent wire protocol (crate `gpuplane-protocol`): registration and heartbeats.
 pub use gpuplane_protocol::agent as protocol;
 
-use utoipa_axum::router::OpenApiRouter;
-
-use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    routes::router().merge(tokens::router()).merge(telemetry::router()).merge(holds::router())
-}
-
 pub use gpu_map::{GpuMap, GpuMapCache};
 
 /// Driver and CUDA version syntax and order (crate `gpuplane-protocol`): the agent checks its flags with it too.

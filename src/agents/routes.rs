@@ -5,8 +5,6 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::Utc;
 use sqlx::PgConnection;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::matching::gpu_matches_model;
@@ -22,10 +20,6 @@ use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(register_agent)).routes(routes!(post_heartbeat)).routes(routes!(restore_gpu))
-}
 
 /// Most samples one heartbeat may carry (64 GPUs x 64 buffered intervals).
 pub const MAX_SAMPLES: usize = 4096;

@@ -6,21 +6,12 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiPath, ApiQuery};
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(get_lease_telemetry))
-        .routes(routes!(get_node_telemetry))
-        .routes(routes!(get_pool_utilization))
-}
 
 #[derive(Debug, Clone, Copy, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]

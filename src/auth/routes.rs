@@ -8,26 +8,12 @@ use serde::{Deserialize, Serialize};
 use sqlx::AssertSqlSafe;
 use sqlx::PgConnection;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::{Role, TenantAdminAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, new_id};
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(create_token))
-        .routes(routes!(list_tenant_api_keys, create_tenant_api_key))
-        .routes(routes!(revoke_tenant_api_key))
-        .routes(routes!(super::lifecycle::rotate_tenant_api_key))
-        .routes(routes!(super::lifecycle::list_operator_api_keys, super::lifecycle::create_operator_api_key))
-        .routes(routes!(super::lifecycle::revoke_operator_api_key))
-        .routes(routes!(super::lifecycle::rotate_operator_api_key))
-        .routes(routes!(super::lifecycle::list_audit_events))
-}
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

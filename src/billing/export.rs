@@ -10,18 +10,12 @@ use chrono::{DateTime, Datelike, TimeZone, Utc};
 use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(export_usage)).routes(routes!(admin_export_usage))
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]

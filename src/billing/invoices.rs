@@ -14,8 +14,6 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use sqlx::types::Json as DbJson;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::ledger::{self, EntryKind, NewEntry};
@@ -25,16 +23,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
 use crate::state::AppState;
 use crate::webhooks;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(generate_invoices))
-        .routes(routes!(admin_list_invoices))
-        .routes(routes!(issue_invoice))
-        .routes(routes!(pay_invoice))
-        .routes(routes!(list_invoices))
-        .routes(routes!(get_invoice))
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct InvoiceLine {

@@ -8,8 +8,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::{OperatorAuth, TenantAuth};
@@ -19,10 +17,6 @@ use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::state::AppState;
 
 crate::page_schema!(LedgerEntryPage, LedgerEntry);
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_ledger_entry)).routes(routes!(get_balance)).routes(routes!(list_ledger))
-}
 
 /// Largest single top-up or adjustment, in minor units (10 billion major units): anything larger is a typo.
 pub const MAX_ENTRY_MINOR: i64 = 1_000_000_000_000;

@@ -9,16 +9,10 @@ pub mod prices;
 pub mod rating;
 
 use sqlx::PgConnection;
-use utoipa_axum::router::OpenApiRouter;
 use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::leases::Term;
-use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    ledger::router().merge(export::router()).merge(invoices::router()).merge(prices::router())
-}
 
 /// The one statement of "the balance covers what is due up front": a boolean SQL expression over a balance
 /// and the amount due (`lease_upfront_minor`, migration 0006); no amount (the pool has no price) is covered.

@@ -6,8 +6,6 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::OperatorAuth;
@@ -15,13 +13,6 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
 use crate::inventory::pools::MAX_PRICE_MINOR;
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_pool_prices, create_pool_price))
-        .routes(routes!(set_pool_sla))
-        .routes(routes!(get_revenue))
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct PoolPrice {

@@ -11,8 +11,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{AppendHeaders, IntoResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::cookie::{CSRF_COOKIE, SESSION_COOKIE, csrf_token};
@@ -22,10 +20,6 @@ use crate::auth::{AnyAuth, Role};
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_console_session, get_console_session, delete_console_session))
-}
 
 /// A console session: who is signed in and the CSRF token to echo in `X-CSRF-Token` on state changes.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

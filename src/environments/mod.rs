@@ -7,11 +7,3 @@
 pub use gpuplane_protocol::environments as protocol;
 pub mod routes;
 pub mod ssh_keys;
-
-use utoipa_axum::router::OpenApiRouter;
-
-use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    routes::router()
-}

@@ -7,8 +7,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::protocol::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
@@ -19,14 +17,6 @@ use crate::extract::{ApiJson, ApiPath};
 use crate::jobs::routes::{check_image, lease_not_active, stale_credential};
 use crate::leases::LeaseState;
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(ssh_keys::list_ssh_keys, ssh_keys::add_ssh_key))
-        .routes(routes!(ssh_keys::delete_ssh_key))
-        .routes(routes!(get_environment, start_environment, stop_environment))
-        .routes(routes!(report_environment_status))
-}
 
 /// The user an environment's SSH server logs in (the lease's own user on the host).
 pub const ENVIRONMENT_USER: &str = "tenant";

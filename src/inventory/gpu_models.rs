@@ -6,17 +6,11 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use sqlx::AssertSqlSafe;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 
 use crate::auth::{AnyAuth, OperatorAuth};
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::ApiJson;
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_gpu_models)).routes(routes!(create_gpu_model))
-}
 
 /// A GPU model's datasheet facts (dense tensor throughput, no sparsity).
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]

@@ -5,14 +5,6 @@ pub mod nodes;
 pub mod pools;
 pub mod readiness;
 
-use utoipa_axum::router::OpenApiRouter;
-
-use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    gpu_models::router().merge(pools::router()).merge(nodes::router())
-}
-
 /// SQL predicate (over `nodes n`) for a node that new leases may draw from: an operator has not taken it out
 /// of service and its agent is alive. The rule itself is the SQL function `node_allocatable` (migration 0034),
 /// which the partial index `nodes_allocatable_free_idx` and every statement call; statements checked at

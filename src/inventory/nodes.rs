@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 use sqlx::AssertSqlSafe;
 use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::auth::OperatorAuth;
@@ -19,18 +17,6 @@ use crate::state::AppState;
 pub use gpuplane_protocol::agent::IntraLink;
 
 crate::page_schema!(NodePage, Node);
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_nodes, create_node))
-        .routes(routes!(get_fleet))
-        .routes(routes!(get_node))
-        .routes(routes!(cordon_node))
-        .routes(routes!(uncordon_node))
-        .routes(routes!(drain_node))
-        .routes(routes!(set_node_maintenance))
-        .routes(routes!(allow_node_reregistration))
-}
 
 /// What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]

@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 use sqlx::AssertSqlSafe;
 use sqlx::PgExecutor;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::ALLOCATABLE_NODE;
@@ -18,14 +16,6 @@ use crate::auth::{AnyAuth, OperatorAuth};
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, new_id};
 use crate::state::AppState;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_pools))
-        .routes(routes!(get_pool))
-        .routes(routes!(create_pool))
-        .routes(routes!(update_pool))
-}
 
 /// A pool with its GPU model's facts, its price and what is free in it now.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

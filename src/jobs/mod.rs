@@ -20,8 +20,6 @@ use crate::planner::Plan;
 /// The job wire protocol (crate `gpuplane-protocol`): assignments and their status.
 pub use gpuplane_protocol::jobs as protocol;
 pub use gpuplane_protocol::jobs::{Desired, JobState, LaunchSpec};
-pub use routes::router;
-
 /// The job's state from its nodes': failed as soon as any node failed (unless a cancel was asked for), succeeded
 /// when all succeeded, cancelled when a cancel was asked for and every node stopped, running while any node
 /// runs or has finished.

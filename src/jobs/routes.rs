@@ -9,8 +9,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::insights::{self, Insight, InsightInput, Measured};
@@ -32,20 +30,6 @@ use crate::planning::{gpu_spec, plan_error};
 use crate::state::AppState;
 
 crate::page_schema!(JobPage, Job);
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_templates))
-        .routes(routes!(create_template))
-        .routes(routes!(list_lease_jobs, create_job))
-        .routes(routes!(get_job))
-        .routes(routes!(list_job_steps))
-        .routes(routes!(cancel_job))
-        .routes(routes!(replan_job))
-        .routes(routes!(get_assignments))
-        .routes(routes!(report_assignment_status))
-        .routes(routes!(get_lease_insights))
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Templates

@@ -14,11 +14,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// The lease routes, with the lease's network view.
-pub fn router() -> utoipa_axum::router::OpenApiRouter<crate::state::AppState> {
-    routes::router().merge(network::router())
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "text", rename_all = "snake_case")]

@@ -11,8 +11,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sqlx::PgConnection;
 use utoipa::ToSchema;
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use crate::agents::protocol::PeerLatency;
@@ -30,10 +28,6 @@ pub const LATENCY_HIGH: &str = "comm.latency_high";
 /// Most latency rows one heartbeat may carry.
 pub const MAX_REPORTS: usize = 1024;
 const MAX_US: i32 = 60_000_000;
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(get_lease_network))
-}
 
 /// Range checks on a heartbeat's latency reports.
 pub fn validate(reports: &[PeerLatency], errors: &mut Vec<FieldError>) {

@@ -7,8 +7,6 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::lifecycle::FreedPools;
@@ -21,17 +19,6 @@ use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::state::AppState;
 
 crate::page_schema!(LeasePage, Lease);
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_leases, create_lease))
-        .routes(routes!(get_lease, update_lease))
-        .routes(routes!(extend_lease))
-        .routes(routes!(release_lease))
-        .routes(routes!(list_lease_events))
-        .routes(routes!(admin_list_leases))
-        .routes(routes!(terminate_lease))
-}
 
 /// Longest hourly lease (a leap year) and monthly term.
 pub const MAX_HOURS: i32 = 8784;

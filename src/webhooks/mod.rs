@@ -15,8 +15,6 @@ pub mod ssrf;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::state::AppState;
-
 /// Who an event is for: one tenant's endpoints, or the operators' endpoints (fleet events).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Audience {
@@ -51,9 +49,4 @@ pub async fn emit(
         .execute(conn)
         .await?;
     Ok(id)
-}
-
-/// The webhook and event routes.
-pub fn router() -> utoipa_axum::router::OpenApiRouter<AppState> {
-    routes::router()
 }

@@ -11,8 +11,6 @@ use axum::http::request::Parts;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
-use utoipa_axum::router::OpenApiRouter;
-use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::{Audience, signing, ssrf};
@@ -26,16 +24,6 @@ use crate::state::AppState;
 crate::page_schema!(WebhookEndpointPage, WebhookEndpoint);
 crate::page_schema!(WebhookDeliveryPage, WebhookDelivery);
 crate::page_schema!(WebhookEventPage, WebhookEvent);
-
-pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list_webhooks, create_webhook))
-        .routes(routes!(get_webhook, update_webhook, delete_webhook))
-        .routes(routes!(list_deliveries))
-        .routes(routes!(test_webhook))
-        .routes(routes!(retry_delivery))
-        .routes(routes!(list_events))
-}
 
 /// Event type patterns: `*`, a prefix wildcard such as `lease.*`, or one type such as `lease.ended`.
 pub const EVENT_TYPE_PATTERN: &str = r"^(\*|[a-z][a-z_]{0,39}(\.[a-z][a-z_]{0,39}){0,3}(\.\*)?)$";
