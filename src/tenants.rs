@@ -9,12 +9,14 @@ use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use crate::auth::api_keys::CreatedApiKey;
 use crate::auth::lifecycle::create_api_key;
-use crate::auth::routes::{CreateApiKeyRequest, CreatedApiKey, NO_STORE, NoStore};
+use crate::auth::routes::CreateApiKeyRequest;
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::billing::ledger::Balance;
 use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
 crate::page_schema!(TenantPage, Tenant);

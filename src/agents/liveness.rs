@@ -20,7 +20,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::config::Settings;
-use crate::leases::lifecycle::FreedPools;
+use crate::leases::store::FreedPools;
 use crate::leases::store::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState};
 use crate::webhooks::{self, Audience};

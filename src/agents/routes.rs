@@ -11,7 +11,6 @@ use super::matching::gpu_matches_model;
 use super::protocol::{
     DesiredState, FATAL_XIDS, GpuSample, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
 };
-use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
@@ -19,6 +18,7 @@ use crate::inventory::gpu_models::GpuModel;
 use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
+use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
 /// Most samples one heartbeat may carry (64 GPUs x 64 buffered intervals).

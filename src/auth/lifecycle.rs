@@ -14,10 +14,11 @@ use sqlx::{AssertSqlSafe, PgConnection};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::routes::{ApiKey, CreatedApiKey, KEY_COLUMNS, NO_STORE, NoStore, insert_api_key};
+use super::api_keys::{ApiKey, CreatedApiKey, KEY_COLUMNS, insert_api_key};
 use super::{OperatorAuth, Role, TenantAdminAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_name, new_id};
+use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
 /// Longest name of a key, in characters.

@@ -9,6 +9,7 @@
 //! Who may call a handler is in its signature: [`OperatorAuth`], [`TenantAuth`], [`TenantAdminAuth`] or
 //! [`AnyAuth`]. Agent credentials (a different audience) can never satisfy these.
 
+pub mod api_keys;
 pub mod cookie;
 pub mod keys;
 pub mod lifecycle;

@@ -3,16 +3,16 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::AssertSqlSafe;
-use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+pub use super::api_keys::{ApiKey, CreatedApiKey, KEY_COLUMNS, insert_api_key};
 use super::{Role, TenantAdminAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiJson, ApiPath, new_id};
+use crate::extract::{ApiJson, ApiPath};
+use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -80,35 +80,6 @@ pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<supe
     Ok(super::Principal { key_id, tenant_id, role, session_id: None })
 }
 
-/// Headers of a response that carries a secret: no cache (browser, proxy) may keep it (RFC 6749 section 5.1).
-pub type NoStore = [(axum::http::HeaderName, &'static str); 1];
-pub const NO_STORE: NoStore = [(axum::http::header::CACHE_CONTROL, "no-store")];
-
-/// An API key as listed (never the secret).
-#[derive(Debug, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct ApiKey {
-    pub id: Uuid,
-    pub tenant_id: Option<Uuid>,
-    pub name: String,
-    pub role: Role,
-    /// The first characters of the key, to recognise it.
-    pub prefix: String,
-    pub created_at: DateTime<Utc>,
-    pub last_used_at: Option<DateTime<Utc>>,
-    pub revoked_at: Option<DateTime<Utc>>,
-    /// A rotated key stops working at this time (its grace period's end); absent: no expiry.
-    pub expires_at: Option<DateTime<Utc>>,
-}
-
-/// A newly created key. `api_key` is shown only in this response.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct CreatedApiKey {
-    #[serde(flatten)]
-    pub key: ApiKey,
-    /// The secret key. Store it now: it is never shown again.
-    pub api_key: String,
-}
-
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"name": "ci-pipeline", "role": "tenant_member"}))]
@@ -145,31 +116,6 @@ impl CreateApiKeyRequest {
 pub enum TenantRole {
     TenantAdmin,
     TenantMember,
-}
-
-pub const KEY_COLUMNS: &str = "id, tenant_id, name, role, prefix, created_at, last_used_at, revoked_at, expires_at";
-
-/// Store a new key and return it with its secret. `tenant_id` is None exactly for operator keys.
-pub async fn insert_api_key(
-    conn: &mut PgConnection,
-    tenant_id: Option<Uuid>,
-    name: &str,
-    role: Role,
-) -> Result<CreatedApiKey, sqlx::Error> {
-    let new_key = keys::generate();
-    let key: ApiKey = sqlx::query_as(AssertSqlSafe(format!(
-        "INSERT INTO api_keys (id, tenant_id, role, name, prefix, secret_hash) VALUES ($1, $2, $3, $4, $5, $6) \
-         RETURNING {KEY_COLUMNS}"
-    )))
-    .bind(new_id())
-    .bind(tenant_id)
-    .bind(role)
-    .bind(name.trim())
-    .bind(&new_key.display_prefix)
-    .bind(&new_key.hash)
-    .fetch_one(conn)
-    .await?;
-    Ok(CreatedApiKey { key, api_key: new_key.secret })
 }
 
 /// List the tenant's API keys.

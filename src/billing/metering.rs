@@ -14,7 +14,7 @@ use uuid::Uuid;
 use super::ledger::{self, EntryKind, NewEntry};
 use super::rating::{Charge, Metered, Price, meter};
 use crate::extract::new_id;
-use crate::leases::lifecycle::FreedPools;
+use crate::leases::store::FreedPools;
 use crate::leases::store::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState, Term};
 

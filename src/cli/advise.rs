@@ -3,7 +3,7 @@
 
 use crate::planner::{self, AdviceRequest, PoolOffer};
 
-use super::WorkloadArgs;
+use super::workload::WorkloadArgs;
 
 /// `gpuplane advise`: a model, a workload and how much of it; the pools to rent from.
 #[derive(Debug, clap::Args)]

@@ -4,11 +4,8 @@
 
 use std::fmt::Write;
 
-use clap::CommandFactory;
-
-/// The whole of docs/configuration.md.
-pub fn configuration_markdown() -> String {
-    let cli = super::Cli::command();
+/// The whole of docs/configuration.md, from the `gpuplane` command's definition.
+pub fn markdown(cli: &clap::Command) -> String {
     let subcommand = |name: &str| cli.find_subcommand(name).cloned().expect("a subcommand of gpuplane");
     let mut doc = String::from(
         "# Configuration\n\n\

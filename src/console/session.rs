@@ -14,11 +14,12 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::auth::cookie::{CSRF_COOKIE, SESSION_COOKIE, csrf_token};
-use crate::auth::routes::{NO_STORE, TokenRequest, exchange_api_key};
+use crate::auth::routes::{TokenRequest, exchange_api_key};
 use crate::auth::sessions::{self, SessionToEnd};
 use crate::auth::{AnyAuth, Role};
 use crate::error::ApiResult;
 use crate::extract::ApiJson;
+use crate::secrets::NO_STORE;
 use crate::state::AppState;
 
 /// A console session: who is signed in and the CSRF token to echo in `X-CSRF-Token` on state changes.
@@ -108,7 +109,7 @@ pub async fn get_console_session(
     State(state): State<AppState>,
     AnyAuth(p): AnyAuth,
     headers: HeaderMap,
-) -> ApiResult<(crate::auth::routes::NoStore, Json<ConsoleSession>)> {
+) -> ApiResult<(crate::secrets::NoStore, Json<ConsoleSession>)> {
     let csrf = if headers.contains_key(axum::http::header::AUTHORIZATION) {
         None
     } else {

@@ -19,7 +19,6 @@ use gpuplane_protocol::lease_network::lease_address;
 use super::render::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
 use super::store::{self, NewJob, ReportError};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
-use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
@@ -27,6 +26,7 @@ use crate::inventory::gpu_models::{GPU_MODEL_COLUMNS, GpuModel};
 use crate::leases::LeaseState;
 use crate::planner::{self, ClusterFields, LinkKind, ModelRef, Pins, Plan, PlanInput, PlanRequest, WorkloadFields};
 use crate::planning::{gpu_spec, plan_error};
+use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
 crate::page_schema!(JobPage, Job);

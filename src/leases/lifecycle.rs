@@ -6,49 +6,8 @@
 
 use std::time::Duration;
 
-use sqlx::PgPool;
-use uuid::Uuid;
-
 use super::store;
 use crate::state::AppState;
-
-/// The pools whose queues may start leases once the transaction that ended some of their leases has committed:
-/// every way a lease ends notes what [`store::end_lease`] did here, then wakes them. (The sweeper starts every
-/// queue each second anyway; this starts them at once.)
-#[derive(Debug, Default)]
-pub struct FreedPools(Vec<Uuid>);
-
-impl FreedPools {
-    /// Note an ended lease (nothing when none ended): its pool, if leases wait in its queue.
-    pub fn note(&mut self, ended: Option<&store::Ended>) {
-        if let Some(ended) = ended
-            && ended.queue_waiting
-            && !self.0.contains(&ended.lease.pool_id)
-        {
-            self.0.push(ended.lease.pool_id);
-        }
-    }
-
-    /// Start their queued leases in the background (for a request, which need not wait for them).
-    pub fn wake(self, db: &PgPool) {
-        for pool_id in self.0 {
-            let db = db.clone();
-            tokio::spawn(async move {
-                if let Err(err) = store::start_queued(&db, pool_id).await {
-                    tracing::warn!(error = %err, pool.id = %pool_id, "starting queued leases failed; the sweeper retries");
-                }
-            });
-        }
-    }
-
-    /// Start their queued leases now (for a background loop).
-    pub async fn start(self, db: &PgPool) -> Result<(), sqlx::Error> {
-        for pool_id in self.0 {
-            store::start_queued(db, pool_id).await?;
-        }
-        Ok(())
-    }
-}
 
 /// One round of the sweeper: stop notices to the jobs of leases about to end, the releases under way that are
 /// due, expiries, then every pool with a queue, then (rarely) idempotency records.

@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::lifecycle::FreedPools;
+use super::store::FreedPools;
 use super::store::{self, NewEvent};
 use super::{Actor, LeaseState};
 

@@ -9,7 +9,7 @@ use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::lifecycle::FreedPools;
+use super::store::FreedPools;
 use super::store::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release};
 use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};

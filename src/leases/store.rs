@@ -1005,3 +1005,41 @@ pub async fn expire_due(db: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
     tx.commit().await?;
     Ok(count)
 }
+
+/// The pools whose queues may start leases once the transaction that ended some of their leases has committed:
+/// every way a lease ends notes what [`end_lease`] did here, then wakes them. (The sweeper starts every
+/// queue each second anyway; this starts them at once.)
+#[derive(Debug, Default)]
+pub struct FreedPools(Vec<Uuid>);
+
+impl FreedPools {
+    /// Note an ended lease (nothing when none ended): its pool, if leases wait in its queue.
+    pub fn note(&mut self, ended: Option<&Ended>) {
+        if let Some(ended) = ended
+            && ended.queue_waiting
+            && !self.0.contains(&ended.lease.pool_id)
+        {
+            self.0.push(ended.lease.pool_id);
+        }
+    }
+
+    /// Start their queued leases in the background (for a request, which need not wait for them).
+    pub fn wake(self, db: &PgPool) {
+        for pool_id in self.0 {
+            let db = db.clone();
+            tokio::spawn(async move {
+                if let Err(err) = start_queued(&db, pool_id).await {
+                    tracing::warn!(error = %err, pool.id = %pool_id, "starting queued leases failed; the sweeper retries");
+                }
+            });
+        }
+    }
+
+    /// Start their queued leases now (for a background loop).
+    pub async fn start(self, db: &PgPool) -> Result<(), sqlx::Error> {
+        for pool_id in self.0 {
+            start_queued(db, pool_id).await?;
+        }
+        Ok(())
+    }
+}

@@ -13,6 +13,10 @@
 
 pub mod store;
 
+/// Headers of a response that carries a secret: no cache (browser, proxy) may keep it (RFC 6749 section 5.1).
+pub type NoStore = [(axum::http::HeaderName, &'static str); 1];
+pub const NO_STORE: NoStore = [(axum::http::header::CACHE_CONTROL, "no-store")];
+
 use std::fmt;
 
 use aws_lc_rs::aead::{AES_256_GCM, Aad, NONCE_LEN, Nonce, RandomizedNonceKey};

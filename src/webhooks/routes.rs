@@ -14,11 +14,11 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{Audience, signing, ssrf};
-use crate::auth::routes::{NO_STORE, NoStore};
 use crate::auth::{Principal, Role};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_text, new_id};
 use crate::secrets::Context;
+use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
 crate::page_schema!(WebhookEndpointPage, WebhookEndpoint);
