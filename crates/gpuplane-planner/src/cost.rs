@@ -103,12 +103,14 @@ impl Net {
     /// `stride.min(gpus_per_node)` such groups share each node's NICs.
     pub fn group(&self, size: u32, stride: u32) -> (f64, f64) {
         let span = u64::from(size) * u64::from(stride);
-        if span <= u64::from(self.gpus_per_node) {
-            (self.intra_bw, self.intra_lat)
-        } else {
-            let sharing = f64::from(stride.min(self.gpus_per_node).max(1));
-            ((self.node_bw / sharing).min(self.intra_bw), self.inter_lat)
-        }
+        if span <= u64::from(self.gpus_per_node) { (self.intra_bw, self.intra_lat) } else { self.crossing(stride) }
+    }
+
+    /// Bandwidth and latency of one flow leaving a node when `flows.min(gpus_per_node)` flows
+    /// share its NICs.
+    pub fn crossing(&self, flows: u32) -> (f64, f64) {
+        let sharing = f64::from(flows.min(self.gpus_per_node).max(1));
+        ((self.node_bw / sharing).min(self.intra_bw), self.inter_lat)
     }
 
     /// Tensor-parallel group of `tp` adjacent GPUs: crossing nodes costs the node network
