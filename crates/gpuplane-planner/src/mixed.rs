@@ -42,7 +42,7 @@
 
 use super::cost::{self, Config, LayerTime, MemoryTerms, Split, TrainCtx};
 use super::search;
-use super::train::{MAX_MICRO_BATCH, batch_for, divisors};
+use super::train::{MAX_MICRO_BATCH, batch_for, divisors, recompute_phrase};
 use super::types::{
     Cluster, ClusterFields, MemoryBreakdown, ModelArch, ModelRef, Offload, Pins, Plan, PlanError, PlanInput,
     PlanRequest, Recompute, StageSplit, TrainSpec, Workload, WorkloadFields, WorkloadKind,
@@ -795,15 +795,15 @@ fn to_plan(spec: &TrainSpec, parts: &[PartCtx], cand: &Candidate, kind: Workload
         .collect();
     let layers: Vec<String> = stages.iter().map(|s| s.layers.to_string()).collect();
     let mut explanation = format!(
-        "{} x a {}-stage pipeline over {} (layers {}); {}; micro-batch {} x {} accumulation steps, {} recompute{}; predicted {:.0} tokens/s, {:.2} s per step; stage {} ({}) sets the pace.",
+        "{} x a {}-stage pipeline over {} (in pipeline order; layers {}); {}; micro-batch {} x {}, {}{}; predicted {:.0} tokens/s, {:.2} s per step; stage {} ({}) sets the pace.",
         super::types::count(knobs.dp, "replica", "replicas"),
         pp,
         describe_parts(&cand.members.iter().map(|m| parts[m.part].cluster.clone()).collect::<Vec<_>>()),
         layers.join("+"),
         per_part.join("; "),
         knobs.micro_batch,
-        grad_accum,
-        knobs.recompute.as_str(),
+        super::types::count(grad_accum, "accumulation step", "accumulation steps"),
+        recompute_phrase(knobs.recompute),
         if knobs.zero() > 0 { ", ZeRO-1" } else { "" },
         cand.tokens_per_s,
         cand.step,

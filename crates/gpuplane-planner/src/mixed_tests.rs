@@ -296,3 +296,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn three_types_mix_beats_every_part_alone() {
+    let req = mixed_request(
+        "llama3-70b",
+        WorkloadKind::Train,
+        vec![part("h100", 32, 8), part("a100-80g", 16, 8), part("rtx4090", 16, 8)],
+    );
+    let input = req.resolve().unwrap();
+    let r = plan_mixed(&input).unwrap();
+    let best = &r.plans[0];
+    assert_eq!(best.parts_used, 3, "{}", best.explanation);
+    assert_eq!(best.parts.iter().map(|u| u.gpus_used).sum::<u32>(), 64);
+    let fastest_alone =
+        (0..3).filter_map(|i| plan(&input.part_input(i)).ok()).map(|r| r.plans[0].tokens_per_s).fold(0.0, f64::max);
+    assert!(best.tokens_per_s > fastest_alone, "{} vs {fastest_alone}", best.tokens_per_s);
+    // The H100s hold the most layers per GPU, the RTX 4090s the fewest.
+    let per_gpu = |i: usize| {
+        f64::from(best.parts[i].layers_per_replica) * f64::from(best.dp) / f64::from(best.parts[i].gpus_used)
+    };
+    assert!(per_gpu(0) > per_gpu(1) && per_gpu(1) > per_gpu(2), "{}", best.explanation);
+}
