@@ -769,6 +769,16 @@ fn to_plan(spec: &TrainSpec, parts: &[PartCtx], cand: &Candidate, kind: Workload
     for u in uses.iter().filter(|u| u.gpus_used == 0) {
         notes.push(format!("part {} ({} x {}) is not used", u.part, u.gpus, u.gpu_name));
     }
+    let mut tps: Vec<u32> = cand.members.iter().map(|m| m.tp).collect();
+    tps.sort_unstable();
+    tps.dedup();
+    if tps.len() > 1 {
+        let listed: Vec<String> = tps.iter().map(u32::to_string).collect();
+        notes.push(format!(
+            "stages use TP degrees {}: Megatron-LM runs one TP degree on every stage, so this plan needs a runtime with a TP degree per stage",
+            listed.join(" and ")
+        ));
+    }
     let worst = stages.iter().max_by_key(|s| s.memory.total).map(|s| s.memory);
     if let Some(note) = worst.as_ref().and_then(cost::headroom_note) {
         notes.push(note);

@@ -87,7 +87,12 @@ fn worked_example_figures() {
     let (a100, rtx) = (alone(0), alone(1));
     assert_eq!(best.parts_used, 2, "{}", best.explanation);
     assert!(best.tokens_per_s > a100 && a100 > rtx, "mix {} A100 {a100} 4090 {rtx}", best.tokens_per_s);
-    assert_eq!(best.stages.iter().map(|s| s.layers).sum::<u32>(), 40);
+    // The figures docs/planner-mixed.md walks through.
+    let layout: Vec<(&str, u32, u32)> = best.stages.iter().map(|s| (s.gpu_key.as_str(), s.tp, s.layers)).collect();
+    assert_eq!(layout, [("rtx4090", 2, 6), ("rtx4090", 2, 6), ("a100-80g", 2, 14), ("a100-80g", 2, 14)]);
+    assert_eq!((best.dp, best.micro_batch, best.grad_accum), (2, 1, 256));
+    assert!((best.tokens_per_s - 21_120.0).abs() < 50.0, "{}", best.tokens_per_s);
+    assert!((a100 - 15_433.0).abs() < 50.0 && (rtx - 6_185.0).abs() < 50.0, "{a100} {rtx}");
     let slowest = best.stages.iter().map(|s| s.time_per_micro_batch_s).fold(0.0, f64::max);
     // The per-part busy fractions are relative to the slowest stage; one part sets the pace.
     assert!(best.parts.iter().any(|p| (p.busy_fraction - 1.0).abs() < 1e-9));
