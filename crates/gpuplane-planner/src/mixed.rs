@@ -640,7 +640,7 @@ pub fn plan_mixed(input: &MixedInput) -> Result<MixedPlanResult, PlanError> {
             Err(e) => errors.push((i, e)),
         }
     }
-    // Stable: among equals, mixes come first only when they are strictly better.
+    // Ties go to the plan on fewer parts.
     ranked.sort_by(|(ta, a), (tb, b)| {
         ta.cmp(tb)
             .then(b.tokens_per_s.total_cmp(&a.tokens_per_s))
@@ -660,6 +660,12 @@ fn describe_parts(parts: &[Cluster]) -> String {
 }
 
 fn infeasible(input: &MixedInput, errors: &[(usize, PlanError)]) -> PlanError {
+    if let [(_, only)] = errors
+        && input.parts.len() == 1
+    {
+        // One part: the homogeneous planner's own answer (with its smallest fit).
+        return only.clone();
+    }
     let label = match input.workload {
         Workload::Lora(_) => "LoRA fine-tune",
         _ => "full fine-tune",

@@ -234,7 +234,7 @@ fn tier(p: &MixedPlan, requested: u32) -> u8 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     #[test]
     fn mixes_are_never_slower_than_the_fastest_part_and_always_fit(req in arb_mix()) {
@@ -322,4 +322,43 @@ fn three_types_mix_beats_every_part_alone() {
         f64::from(best.parts[i].layers_per_replica) * f64::from(best.dp) / f64::from(best.parts[i].gpus_used)
     };
     assert!(per_gpu(0) > per_gpu(1) && per_gpu(1) > per_gpu(2), "{}", best.explanation);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mixed_requests_never_panic(
+        layers in 1u32..12, heads in prop::sample::select(vec![1u32, 2, 3, 4, 8]), kv_div in prop::sample::select(vec![1u32, 2]),
+        experts in prop::option::of(2u32..16), vocab in 1u32..70000,
+        kinds in prop::sample::subsequence(GPUS.to_vec(), 1..=4),
+        shapes in prop::collection::vec((prop::sample::select(vec![1u32, 2, 3, 4]), 1u32..=2), 4),
+        lora in any::<bool>(), batch in 1u32..300, seq in prop::sample::select(vec![128u32, 1000, 4096]),
+    ) {
+        let kv = if heads % kv_div == 0 { heads / kv_div } else { heads };
+        let arch = ModelArch {
+            layers, hidden: heads * 64, heads, kv_heads: kv, ffn: heads * 64 * 3, vocab, head_dim: None,
+            moe: experts.map(|e| MoeSpec { experts: e, experts_per_token: 2.min(e), shared_experts: 0, dense_layers: 0, dense_ffn: None, capacity_factor: None }),
+            diffusion: None,
+        };
+        let parts = kinds.iter().zip(&shapes).map(|(g, &(gpn, nodes))| part(g, gpn * nodes, gpn)).collect();
+        let mut req = mixed_request("llama2-7b", if lora { WorkloadKind::Lora } else { WorkloadKind::Train }, parts);
+        req.model = ModelRef { preset: None, architecture: Some(arch) };
+        req.workload.global_batch = Some(batch);
+        req.workload.seq_len = Some(seq);
+        req.top_n = Some(3);
+        let input = req.resolve().unwrap();
+        match plan_mixed(&input) {
+            Ok(r) => {
+                prop_assert!(!r.plans.is_empty());
+                for p in &r.plans {
+                    prop_assert_eq!(p.stages.iter().map(|s| s.layers).sum::<u32>(), layers);
+                    prop_assert!(p.stages.iter().all(|s| s.memory.total <= s.memory.usable));
+                    prop_assert!(p.step_time_s.is_finite() && p.step_time_s > 0.0 && p.tokens_per_s > 0.0);
+                }
+            }
+            Err(PlanError::Infeasible { reason, .. }) => prop_assert!(reason.contains("no mix") || input.parts.len() == 1, "{reason}"),
+            Err(e) => prop_assert!(false, "{e:?}"),
+        }
+    }
 }
