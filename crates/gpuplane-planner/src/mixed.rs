@@ -69,11 +69,14 @@ pub struct MixedPlanRequest {
 /// The validated input of [`plan_mixed`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct MixedInput {
+    /// Display name (preset name or "custom").
     pub model_name: String,
     pub model: ModelArch,
     /// Training or LoRA.
     pub workload: Workload,
+    /// The parts, in request order.
     pub parts: Vec<Cluster>,
+    /// Plans to return.
     pub top_n: usize,
 }
 
@@ -159,6 +162,7 @@ fn part_field(e: PlanError, i: usize) -> PlanError {
 pub struct MixedStage {
     /// Index of the part in the request.
     pub part: u32,
+    /// Catalog key of the part's GPU.
     pub gpu_key: String,
     /// TP degree of the stage (inside one node of the part).
     pub tp: u32,
@@ -178,7 +182,9 @@ pub struct MixedPartUse {
     pub part: u32,
     pub gpu_key: String,
     pub gpu_name: String,
+    /// GPUs of the part.
     pub gpus: u32,
+    /// GPUs of the part the plan runs on (over all replicas).
     pub gpus_used: u32,
     /// GPUs of the part the plan leaves idle (all of them when the part is not used).
     pub idle_gpus: u32,
@@ -200,15 +206,21 @@ pub struct MixedPartUse {
 /// One ranked plan over a mixed cluster.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MixedPlan {
+    /// Train or LoRA.
     pub workload: WorkloadKind,
     /// Identical replicas (data-parallel degree).
     pub dp: u32,
     /// Pipeline stages per replica, over all parts.
     pub pp: u32,
     pub micro_batch: u32,
+    /// Micro-batches per replica per step.
     pub grad_accum: u32,
+    /// Sequences per step (the request's, or the nearest multiple of `dp` when it does not
+    /// divide; said in `notes`).
     pub global_batch: u32,
+    /// 1 (distributed optimizer) whenever `dp > 1` in a mix; a single part's own choice otherwise.
     pub zero_stage: u8,
+    /// Sequence parallelism; in a mix, on in every stage whose TP degree is above 1.
     pub sequence_parallel: bool,
     pub recompute: Recompute,
     /// The stages of one replica, first to last.
@@ -217,7 +229,9 @@ pub struct MixedPlan {
     pub parts: Vec<MixedPartUse>,
     /// Number of parts the plan uses.
     pub parts_used: u32,
+    /// Predicted time of one optimizer step, seconds.
     pub step_time_s: f64,
+    /// Predicted training tokens per second, all replicas together.
     pub tokens_per_s: f64,
     /// Pipeline fill and drain, fraction of the step.
     pub bubble_fraction: f64,
@@ -233,7 +247,9 @@ pub struct MixedPlan {
     /// it (CP, EP, virtual stages, offload and its own notes are there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub single_part: Option<Plan>,
+    /// Departures from the request, unused parts, memory headroom, calibration, runtime needs.
     pub notes: Vec<String>,
+    /// The plan in words, per part.
     pub explanation: String,
 }
 
