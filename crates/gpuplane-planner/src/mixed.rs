@@ -257,9 +257,10 @@ pub struct MixedPlan {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MixedPlanResult {
     pub plans: Vec<MixedPlan>,
-    /// Mixed configurations costed (single-part searches included).
+    /// Configurations considered (the single-part searches included).
     pub evaluated: u64,
-    /// Of those, the ones that fit in memory.
+    /// Configurations costed in full that fit in memory (a mix whose upper bound on tokens/s
+    /// cannot beat the plans kept is not costed in full).
     pub feasible: u64,
 }
 
@@ -403,8 +404,27 @@ pub fn assign_layers(layers: u32, per_layer: &[f64], fixed: &[f64], caps: &[u32]
     Some(out)
 }
 
-/// Costs one mixed pipeline; `None` when it does not fit.
-fn evaluate(parts: &[PartCtx], members: &[Member], knobs: Knobs, layers: u32, seq: f64) -> Option<Candidate> {
+/// What costing one mixed pipeline found.
+enum Costed {
+    Fits(Candidate),
+    /// Some stage cannot hold its layers (nor can it with a larger micro-batch).
+    DoesNotFit,
+    /// Even its ideal split cannot beat `to_beat`; not costed further.
+    CannotWin,
+}
+
+/// Costs one mixed pipeline. `to_beat` is the tokens/s of the worst plan kept when the kept list
+/// is full and of this candidate's tier: the candidate is dropped early when its upper bound does
+/// not beat it (the slowest stage takes at least `layers / sum(1 / per-layer time)`, and the step
+/// at least `(m + p - 1)` of that).
+fn evaluate(
+    parts: &[PartCtx],
+    members: &[Member],
+    knobs: Knobs,
+    layers: u32,
+    seq: f64,
+    to_beat: Option<f64>,
+) -> Costed {
     let pp: u32 = members.iter().map(|m| m.stages).sum();
     let costs: Vec<MemberCost> = members
         .iter()
@@ -414,6 +434,31 @@ fn evaluate(parts: &[PartCtx], members: &[Member], knobs: Knobs, layers: u32, se
             MemberCost { cfg, time: cost::layer_time(ctx, &cfg), terms: cost::memory_terms(ctx, &cfg) }
         })
         .collect();
+    if let Some(to_beat) = to_beat {
+        let speed: f64 = members.iter().zip(&costs).map(|(m, c)| f64::from(m.stages) / c.time.per_layer).sum();
+        let m = f64::from(knobs.global_batch / (knobs.dp * knobs.micro_batch));
+        let step = (m + f64::from(pp) - 1.0) * f64::from(layers) / speed;
+        if f64::from(knobs.global_batch) * seq / step < to_beat {
+            return Costed::CannotWin;
+        }
+    }
+    match cost_fitting(parts, members, &costs, knobs, layers, seq) {
+        Some(c) => Costed::Fits(c),
+        None => Costed::DoesNotFit,
+    }
+}
+
+/// Caps, layer split and step time of a pipeline whose member costs are `costs`; `None` when it
+/// does not fit.
+fn cost_fitting(
+    parts: &[PartCtx],
+    members: &[Member],
+    costs: &[MemberCost],
+    knobs: Knobs,
+    layers: u32,
+    seq: f64,
+) -> Option<Candidate> {
+    let pp: u32 = members.iter().map(|m| m.stages).sum();
     let of_stage = stage_members(members);
     let limit = layers - (pp - 1);
     let mut caps = Vec::with_capacity(pp as usize);
@@ -577,13 +622,21 @@ fn search_mixes(input: &MixedInput, spec: &TrainSpec, parts: &[PartCtx], top_n: 
                             for &micro_batch in &bs {
                                 let knobs = Knobs { dp, micro_batch, recompute, global_batch };
                                 evaluated += 1;
-                                let Some(mut cand) = evaluate(parts, &members, knobs, layers, seq) else {
-                                    // Memory only grows with the micro-batch.
-                                    break;
+                                let to_beat = match top.last() {
+                                    Some(last) if top.len() >= top_n && last.tier == tier => Some(last.tokens_per_s),
+                                    Some(last) if top.len() >= top_n && last.tier < tier => Some(f64::INFINITY),
+                                    _ => None,
                                 };
-                                feasible += 1;
-                                cand.tier = tier;
-                                push_top(&mut top, cand, top_n);
+                                match evaluate(parts, &members, knobs, layers, seq, to_beat) {
+                                    Costed::Fits(mut cand) => {
+                                        feasible += 1;
+                                        cand.tier = tier;
+                                        push_top(&mut top, cand, top_n);
+                                    }
+                                    // Memory only grows with the micro-batch.
+                                    Costed::DoesNotFit => break,
+                                    Costed::CannotWin => {}
+                                }
                             }
                         }
                     }
@@ -642,18 +695,13 @@ pub fn plan_mixed(input: &MixedInput) -> Result<MixedPlanResult, PlanError> {
     let (mixes, mut evaluated, mut feasible) = search_mixes(input, &spec, &parts, input.top_n);
     // (tier, plan) of every kept candidate.
     let mut ranked: Vec<(u8, MixedPlan)> = mixes.iter().map(|c| (c.tier, to_plan(&spec, &parts, c, kind))).collect();
-    let mut errors = Vec::new();
     for i in 0..parts.len() {
-        match search::plan(&input.part_input(i)) {
-            Ok(result) => {
-                evaluated += result.evaluated;
-                feasible += result.feasible;
-                for plan in result.plans {
-                    let tier = if plan.idle_gpus > 0 { 2 } else { u8::from(plan.global_batch != spec.global_batch) };
-                    ranked.push((tier, single_part_plan(input, &parts, i, plan, kind)));
-                }
-            }
-            Err(e) => errors.push((i, e)),
+        let result = search::plans_only(&input.part_input(i));
+        evaluated += result.evaluated;
+        feasible += result.feasible;
+        for plan in result.plans {
+            let tier = if plan.idle_gpus > 0 { 2 } else { u8::from(plan.global_batch != spec.global_batch) };
+            ranked.push((tier, single_part_plan(input, &parts, i, plan, kind)));
         }
     }
     // Ties go to the plan on fewer parts.
@@ -665,6 +713,9 @@ pub fn plan_mixed(input: &MixedInput) -> Result<MixedPlanResult, PlanError> {
     });
     ranked.truncate(input.top_n.max(1));
     if ranked.is_empty() {
+        // Why each part alone does not fit (with its smallest fit), only now that it matters.
+        let errors: Vec<(usize, PlanError)> =
+            (0..parts.len()).filter_map(|i| search::plan(&input.part_input(i)).err().map(|e| (i, e))).collect();
         return Err(infeasible(input, &errors));
     }
     Ok(MixedPlanResult { plans: ranked.into_iter().map(|(_, p)| p).collect(), evaluated, feasible })

@@ -362,3 +362,25 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn pruning_keeps_the_best_plans() {
+    // With a short list kept, candidates that cannot beat its last are dropped early; the best
+    // plans are those of a search that keeps (almost) everything.
+    for req in [
+        worked_example(),
+        mixed_request(
+            "llama2-7b",
+            WorkloadKind::Lora,
+            vec![part("h100", 8, 8), part("a10", 8, 4), part("rtx4090", 4, 4)],
+        ),
+    ] {
+        let mut input = req.resolve().unwrap();
+        input.top_n = 1000;
+        let all = plan_mixed(&input).unwrap();
+        input.top_n = 3;
+        let short = plan_mixed(&input).unwrap();
+        assert_eq!(short.plans[..], all.plans[..3]);
+        assert!(short.feasible < all.feasible, "{} vs {}", short.feasible, all.feasible);
+    }
+}
