@@ -22,7 +22,10 @@
 //!   `dp > 1`: in this cost model each of them is never slower and never needs more memory,
 //!   and `selective` recompute needs the same memory as `none` (FlashAttention) but is slower,
 //!   so the search does not try the dominated variants. No CP, EP, virtual stages or offload in
-//!   a mix (a single part keeps them, see below).
+//!   a mix (a single part keeps them, see below);
+//! - a mix whose ideal split (the slowest stage at `layers / sum(1 / per-layer time)`, the step
+//!   `m + p - 1` of that) cannot beat the plans already kept is dropped before its memory caps
+//!   are searched; the best plans are unchanged.
 //!
 //! Step time: the slowest stage sets the pace of the 1F1B pipeline, `m * T + (p - 1) * T`,
 //! plus the pipeline p2p over its slowest boundary ([`cost::pipeline_p2p`]; a boundary between
