@@ -973,11 +973,9 @@ fn single_part_plan(input: &MixedInput, parts: &[PartCtx], i: usize, plan: Plan,
     let mem = cost::memory(ctx, &cfg);
     let timing = cost::timing(ctx, &cfg, &mem.states);
     let (optimizer, _) = cost::optimizer_time(ctx, &cfg, &mem.states);
-    // Each stage's TP group times CP: the GPUs of one replica's stage.
-    let mut uses = part_uses(parts, &stages, plan.dp * plan.cp, per_mb);
-    uses[i].gpus_used = plan.tp * plan.cp * plan.pp * plan.dp;
-    uses[i].idle_gpus = parts[i].cluster.total_gpus() - uses[i].gpus_used;
-    uses[i].memory_per_gpu_bytes = plan.memory_per_gpu_bytes;
+    // A stage of one replica spans TP x CP GPUs, so `dp * cp` copies of each stage.
+    let uses = part_uses(parts, &stages, plan.dp * plan.cp, per_mb);
+    debug_assert_eq!(uses[i].gpus_used, plan.tp * plan.cp * plan.pp * plan.dp);
     let mut notes = plan.notes.clone();
     for u in uses.iter().filter(|u| u.gpus_used == 0) {
         notes.push(format!("part {} ({} x {}) is not used", u.part, u.gpus, u.gpu_name));
