@@ -103,12 +103,14 @@ impl Net {
     /// `stride.min(gpus_per_node)` such groups share each node's NICs.
     pub fn group(&self, size: u32, stride: u32) -> (f64, f64) {
         let span = u64::from(size) * u64::from(stride);
-        if span <= u64::from(self.gpus_per_node) {
-            (self.intra_bw, self.intra_lat)
-        } else {
-            let sharing = f64::from(stride.min(self.gpus_per_node).max(1));
-            ((self.node_bw / sharing).min(self.intra_bw), self.inter_lat)
-        }
+        if span <= u64::from(self.gpus_per_node) { (self.intra_bw, self.intra_lat) } else { self.crossing(stride) }
+    }
+
+    /// Bandwidth and latency of one flow leaving a node when `flows.min(gpus_per_node)` flows
+    /// share its NICs.
+    pub fn crossing(&self, flows: u32) -> (f64, f64) {
+        let sharing = f64::from(flows.min(self.gpus_per_node).max(1));
+        ((self.node_bw / sharing).min(self.intra_bw), self.inter_lat)
     }
 
     /// Tensor-parallel group of `tp` adjacent GPUs: crossing nodes costs the node network
@@ -622,14 +624,26 @@ pub struct Memory {
     pub host_per_node: f64,
 }
 
-/// Per-GPU memory of a configuration: the first, a middle and the last pipeline stage are
-/// costed (each with its layers, embedding or LM head and micro-batches in flight) and the
-/// largest is reported.
-pub fn memory(c: &TrainCtx, cfg: &Config) -> Memory {
+/// The parts of a GPU's memory that do not depend on which pipeline stage it holds.
+#[derive(Debug, Clone, Copy)]
+pub struct MemoryTerms {
+    /// Activation bytes of one layer for one micro-batch.
+    pub layer_activations: f64,
+    /// Full activations of one layer live again while it is recomputed (full recompute only).
+    pub transient: f64,
+    /// Vocab-parallel logits held by the last stage.
+    pub logits: f64,
+    /// Interleaving factor on the micro-batches in flight (`1 + (p-1)/(p*v)`, 1 without vp).
+    pub interleave: f64,
+    /// TP, PP, CP, EP and ZeRO-3 communication buffers.
+    pub buffers: f64,
+}
+
+/// The stage-independent memory terms of a configuration (`cfg.pp` stages in the pipeline).
+pub fn memory_terms(c: &TrainCtx, cfg: &Config) -> MemoryTerms {
     let p = f64::from(cfg.pp);
     let t = f64::from(cfg.tp);
     let b = f64::from(cfg.micro_batch);
-    let m = cfg.grad_accum();
     let s_rank = c.seq / f64::from(cfg.cp);
     let a_layer = layer_activations(c, cfg.tp, cfg.cp, cfg.sp, cfg.recompute, cfg.micro_batch);
     // While a layer is recomputed its full activations are live again.
@@ -643,7 +657,6 @@ pub fn memory(c: &TrainCtx, cfg: &Config) -> Memory {
     // 1F1B: stage i keeps min(p - i, m) micro-batches in flight; interleaving with v chunks
     // multiplies that by 1 + (p-1)/(p*v).
     let interleave = if cfg.vp > 1 { 1.0 + (p - 1.0) / (p * f64::from(cfg.vp)) } else { 1.0 };
-    let in_flight = |i: u32| f64::from(cfg.pp.saturating_sub(i).min(m).max(1));
 
     let sbh2 = s_rank * b * c.h * 2.0;
     let mut buffers = 0.0;
@@ -665,56 +678,100 @@ pub fn memory(c: &TrainCtx, cfg: &Config) -> Memory {
         // Two gathered layers (prefetch).
         buffers += 2.0 * 2.0 * (c.dense_layer_params + c.expert_layer_params / f64::from(cfg.ep)) / t;
     }
+    MemoryTerms { layer_activations: a_layer, transient, logits, interleave, buffers }
+}
 
-    // (layers, embedding matrices, in flight, logits) of the first, a middle and the last stage.
+/// Memory of one GPU of pipeline stage `stage` (0-based, of `cfg.pp`) holding `layers` layers:
+/// the first stage holds the embedding, the last the LM head and the logits (a single stage
+/// both); stage `i` keeps `min(pp - i, m)` micro-batches in flight (all but the last stage
+/// times the interleaving factor).
+pub fn stage_memory(c: &TrainCtx, cfg: &Config, terms: &MemoryTerms, stage: u32, layers: u32) -> StageMemory {
+    let m = cfg.grad_accum();
+    let last = stage + 1 >= cfg.pp;
+    let embeds = if cfg.pp <= 1 {
+        2.0
+    } else if stage == 0 || last {
+        1.0
+    } else {
+        0.0
+    };
+    let in_flight = f64::from(cfg.pp.saturating_sub(stage).min(m).max(1));
+    let flight = if cfg.pp <= 1 {
+        1.0
+    } else if last {
+        in_flight
+    } else {
+        in_flight * terms.interleave
+    };
+    let logit = if last { terms.logits } else { 0.0 };
+    let st = stage_states(c, cfg, layers, embeds);
+    let activations = f64::from(layers) * terms.layer_activations * flight + terms.transient + logit;
+    let mut buf = terms.buffers;
+    if cfg.dp > 1 || cfg.cp > 1 {
+        buf += (2.0 * (st.trainable + st.trainable_experts)).min(0.25e9);
+    }
+    let allocated = st.total() + activations + buf;
+    let frag = allocated * FRAGMENTATION;
+    let total = allocated + frag;
+    let bd = MemoryBreakdown {
+        weights: st.weights as u64,
+        gradients: st.grads as u64,
+        optimizer: st.optimizer as u64,
+        activations: activations as u64,
+        kv_cache: 0,
+        comm_buffers: buf as u64,
+        fragmentation: frag as u64,
+        total: total as u64,
+        usable: c.usable as u64,
+    };
+    StageMemory { breakdown: bd, states: st, total }
+}
+
+/// Memory of one GPU of one pipeline stage.
+#[derive(Debug, Clone, Copy)]
+pub struct StageMemory {
+    pub breakdown: MemoryBreakdown,
+    /// The stage's model states.
+    pub states: States,
+    /// Total bytes, unrounded.
+    pub total: f64,
+}
+
+/// Per-GPU memory of a configuration: the first, a middle and the last pipeline stage are
+/// costed with [`stage_memory`] and the largest is reported.
+pub fn memory(c: &TrainCtx, cfg: &Config) -> Memory {
+    let terms = memory_terms(c, cfg);
+    // (stage index, layers) of the first, the last and a middle stage.
     let sp_ = &cfg.split;
-    let mut stages: [(u32, f64, f64, f64); 3] = [(0, 0.0, 0.0, 0.0); 3];
+    let mut stages: [(u32, u32); 3] = [(0, 0); 3];
     let n = if cfg.pp == 1 {
-        stages[0] = (sp_.first, 2.0, 1.0, logits);
+        stages[0] = (0, sp_.first);
         1
     } else {
-        stages[0] = (sp_.first, 1.0, in_flight(0) * interleave, 0.0);
-        stages[1] = (sp_.last, 1.0, in_flight(cfg.pp - 1), logits);
+        stages[0] = (0, sp_.first);
+        stages[1] = (cfg.pp - 1, sp_.last);
         if cfg.pp >= 3 {
-            stages[2] = (sp_.mid, 0.0, in_flight(1) * interleave, 0.0);
+            stages[2] = (1, sp_.mid);
             3
         } else {
             2
         }
     };
-    let mut best: Option<(f64, MemoryBreakdown, States)> = None;
+    let mut best: Option<StageMemory> = None;
     let mut largest_states = States::default();
     let mut host = 0.0f64;
-    for &(layers, embeds, flight, logit) in &stages[..n] {
-        let st = stage_states(c, cfg, layers, embeds);
+    for &(stage, layers) in &stages[..n] {
+        let sm = stage_memory(c, cfg, &terms, stage, layers);
+        let st = sm.states;
         if st.total() + st.host >= largest_states.total() + largest_states.host {
             largest_states = st;
         }
         host = host.max(st.host);
-        let activations = f64::from(layers) * a_layer * flight + transient + logit;
-        let mut buf = buffers;
-        if cfg.dp > 1 || cfg.cp > 1 {
-            buf += (2.0 * (st.trainable + st.trainable_experts)).min(0.25e9);
-        }
-        let allocated = st.total() + activations + buf;
-        let frag = allocated * FRAGMENTATION;
-        let total = allocated + frag;
-        if best.as_ref().is_none_or(|(bt, _, _)| total > *bt) {
-            let bd = MemoryBreakdown {
-                weights: st.weights as u64,
-                gradients: st.grads as u64,
-                optimizer: st.optimizer as u64,
-                activations: activations as u64,
-                kv_cache: 0,
-                comm_buffers: buf as u64,
-                fragmentation: frag as u64,
-                total: total as u64,
-                usable: c.usable as u64,
-            };
-            best = Some((total, bd, st));
+        if best.as_ref().is_none_or(|b| sm.total > b.total) {
+            best = Some(sm);
         }
     }
-    let (_, breakdown, _) = best.unwrap_or((0.0, MemoryBreakdown::default(), States::default()));
+    let breakdown = best.map(|b| b.breakdown).unwrap_or_default();
     let gpus_on_node = f64::from(c.gpus_per_node.min(cfg.gpus()).max(1));
     Memory { breakdown, states: largest_states, host_per_node: host * gpus_on_node }
 }
@@ -757,12 +814,26 @@ const MOE_OVERHEAD_S_PER_ROUTED_TOKEN: f64 = 0.32e-6;
 /// Fraction of the MoE all-to-all not hidden (Megatron-Core overlaps little by default).
 const A2A_EXPOSED: f64 = 1.0;
 
-/// Step time of a configuration (see the module docs for the formula).
-pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
+/// Time of one layer for one micro-batch (forward and backward) on one GPU of a configuration,
+/// and of the LM head; they depend on TP, CP, EP, SP, recompute and the micro-batch, not on the
+/// stage.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerTime {
+    /// Compute plus exposed TP, CP and EP communication and MoE routing of one layer.
+    pub per_layer: f64,
+    /// The LM head (last stage only).
+    pub head: f64,
+    /// Exposed TP communication of one layer.
+    pub tp: f64,
+    /// Exposed CP communication of one layer.
+    pub cp: f64,
+    /// Exposed EP communication of one layer.
+    pub ep: f64,
+}
+
+/// Per-layer and LM-head time of a configuration (see the module docs for the formula).
+pub fn layer_time(c: &TrainCtx, cfg: &Config) -> LayerTime {
     let t = f64::from(cfg.tp);
-    let p = f64::from(cfg.pp);
-    let v = f64::from(cfg.vp);
-    let m = f64::from(cfg.grad_accum());
     let b = f64::from(cfg.micro_batch);
     // Tokens of one micro-batch on this GPU (context parallelism splits the sequence).
     let tokens_mb = b * c.seq / f64::from(cfg.cp);
@@ -834,6 +905,101 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
         0.0
     };
     let per_layer = layer_compute + tp_layer + cp_layer + ep_layer + moe_overhead;
+    LayerTime { per_layer, head, tp: tp_layer, cp: cp_layer, ep: ep_layer }
+}
+
+/// Pipeline p2p time of a step: `one` is the transfer of one micro-batch's activations over a
+/// stage boundary; each way once per boundary while filling and draining, the steady state
+/// mostly overlapped (10% exposed).
+pub fn pipeline_p2p(one: f64, p: f64, m: f64, v: f64) -> f64 {
+    2.0 * one * ((p - 1.0) + 0.1 * m * v)
+}
+
+/// Bytes of one micro-batch's activations crossing a stage boundary.
+pub fn p2p_bytes(c: &TrainCtx, cfg: &Config) -> f64 {
+    let tokens_mb = f64::from(cfg.micro_batch) * c.seq / f64::from(cfg.cp);
+    tokens_mb * c.h * 2.0 / if cfg.sp { f64::from(cfg.tp) } else { 1.0 }
+}
+
+/// The bandwidth and latency of a configuration's gradient reduction over its `dp * cp` ranks
+/// (data-parallel groups are spaced `tp * cp * pp` apart).
+pub fn dp_group(c: &TrainCtx, cfg: &Config) -> (f64, f64) {
+    if cfg.dp > 1 {
+        let (bd, ld) = c.net.group(cfg.dp, cfg.tp * cfg.cp * cfg.pp);
+        if cfg.cp > 1 {
+            let (bc, lc) = c.net.group(cfg.cp, cfg.tp);
+            (bd.min(bc), ld.max(lc))
+        } else {
+            (bd, ld)
+        }
+    } else {
+        c.net.group(cfg.cp, cfg.tp)
+    }
+}
+
+/// Exposed data-parallel gradient reduction over the `dp * cp` ranks (expert gradients over
+/// `dp * cp / ep`) and ZeRO-3 parameter gathers of a stage with model states `st`, over a group
+/// of bandwidth and latency `group`; `per_mb` is the stage's time per micro-batch (the backward,
+/// two thirds of it, hides up to 70%), `stage_layers` its layers (one collective latency each).
+pub fn dp_comm(c: &TrainCtx, cfg: &Config, st: &States, group: (f64, f64), per_mb: f64, stage_layers: f64) -> f64 {
+    let reducers = cfg.dp * cfg.cp;
+    if reducers <= 1 {
+        return 0.0;
+    }
+    let m = f64::from(cfg.grad_accum());
+    let (bw, lat) = group;
+    let expert_reducers = (reducers / cfg.ep).max(1);
+    // Expert gradients reduce over the ranks holding the same experts: `dp*cp/ep` of them,
+    // `tp*cp*ep` apart, so each of a node's GPUs sends its own flow through the NICs.
+    let expert_bw =
+        if cfg.ep > 1 && expert_reducers > 1 { c.net.group(expert_reducers, cfg.tp * cfg.cp * cfg.ep).0 } else { bw };
+    let half =
+        ring(reducers) * 2.0 * st.trainable + ring(expert_reducers) * 2.0 * st.trainable_experts * (bw / expert_bw);
+    let backward = per_mb * 2.0 / 3.0;
+    let (volume, window, overlap, collectives) = match cfg.zero {
+        0 | 1 => (2.0 * half, backward, DP_OVERLAP, 1.0),
+        2 => (half * (m + 1.0), backward * m, DP_OVERLAP, m + 1.0),
+        _ => {
+            let base = if c.lora { ring(reducers) * 2.0 * st.stage_params } else { half };
+            let ov = if cfg.pp > 1 { ZERO3_OVERLAP_PP } else { ZERO3_OVERLAP };
+            ((2.0 * base + half) * m, per_mb * m, ov, 3.0 * m)
+        }
+    };
+    let raw = volume / bw + collectives * stage_layers * lat;
+    raw - overlap * raw.min(window)
+}
+
+/// Optimizer update time of a stage with model states `st`, and the part of it that is CPU
+/// offload: Adam streams ~28 bytes per locally owned trainable parameter on the GPU; with CPU
+/// offload the gradients go down and the parameters come back over PCIe (half hidden behind the
+/// backward) and the CPU updates every GPU's share of the node.
+pub fn optimizer_time(c: &TrainCtx, cfg: &Config, st: &States) -> (f64, f64) {
+    let m = f64::from(cfg.grad_accum());
+    let reducers = cfg.dp * cfg.cp;
+    let trainable = st.trainable + st.trainable_experts;
+    let owned = if cfg.zero >= 1 { trainable / f64::from(reducers.max(1)) } else { trainable };
+    match cfg.offload {
+        Offload::None => (28.0 * owned / (c.mem_bw * 0.8), 0.0),
+        o => {
+            let mut pcie = 2.0 * 2.0 * owned / c.host_link_bw * 0.5;
+            if o == Offload::OptimizerAndParams {
+                // Parameters stream in for every forward and backward of every micro-batch.
+                pcie += m * 2.0 * 2.0 * st.stage_params / f64::from(reducers.max(1)) / c.host_link_bw * 0.5;
+            }
+            let cpu = owned * f64::from(c.gpus_per_node.min(cfg.gpus()).max(1)) / CPU_ADAM_PARAMS_PER_S;
+            let offload = pcie + cpu;
+            (offload, offload)
+        }
+    }
+}
+
+/// Step time of a configuration (see the module docs for the formula).
+pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
+    let p = f64::from(cfg.pp);
+    let v = f64::from(cfg.vp);
+    let m = f64::from(cfg.grad_accum());
+    let lt = layer_time(c, cfg);
+    let (per_layer, head) = (lt.per_layer, lt.head);
     // The slowest stage sets the pace: the first (embedding lookup is free), a middle one, or the
     // last with the LM head.
     let sp_ = &cfg.split;
@@ -854,69 +1020,14 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
     let mut pp_comm = 0.0;
     if cfg.pp > 1 {
         let (bw, lat) = c.net.group(cfg.pp, cfg.tp * cfg.cp);
-        let bytes = tokens_mb * c.h * 2.0 / if cfg.sp { t } else { 1.0 };
-        let one = bytes / bw + lat;
-        pp_comm = 2.0 * one * ((p - 1.0) + 0.1 * m * v);
+        let one = p2p_bytes(c, cfg) / bw + lat;
+        pp_comm = pipeline_p2p(one, p, m, v);
     }
 
     // Data parallel gradient reduction over dp * cp ranks (expert gradients over dp * cp / ep),
     // and ZeRO-3 parameter gathers.
-    let mut dp_comm = 0.0;
-    let reducers = cfg.dp * cfg.cp;
-    if reducers > 1 {
-        let (bw, lat) = if cfg.dp > 1 {
-            let (bd, ld) = c.net.group(cfg.dp, cfg.tp * cfg.cp * cfg.pp);
-            if cfg.cp > 1 {
-                let (bc, lc) = c.net.group(cfg.cp, cfg.tp);
-                (bd.min(bc), ld.max(lc))
-            } else {
-                (bd, ld)
-            }
-        } else {
-            c.net.group(cfg.cp, cfg.tp)
-        };
-        let expert_reducers = (reducers / cfg.ep).max(1);
-        // Expert gradients reduce over the ranks holding the same experts: `dp*cp/ep` of them,
-        // `tp*cp*ep` apart, so each of a node's GPUs sends its own flow through the NICs.
-        let expert_bw = if cfg.ep > 1 && expert_reducers > 1 {
-            c.net.group(expert_reducers, cfg.tp * cfg.cp * cfg.ep).0
-        } else {
-            bw
-        };
-        let half =
-            ring(reducers) * 2.0 * st.trainable + ring(expert_reducers) * 2.0 * st.trainable_experts * (bw / expert_bw);
-        let backward = per_mb * 2.0 / 3.0;
-        let (volume, window, overlap, collectives) = match cfg.zero {
-            0 | 1 => (2.0 * half, backward, DP_OVERLAP, 1.0),
-            2 => (half * (m + 1.0), backward * m, DP_OVERLAP, m + 1.0),
-            _ => {
-                let base = if c.lora { ring(reducers) * 2.0 * st.stage_params } else { half };
-                let ov = if cfg.pp > 1 { ZERO3_OVERLAP_PP } else { ZERO3_OVERLAP };
-                ((2.0 * base + half) * m, per_mb * m, ov, 3.0 * m)
-            }
-        };
-        let raw = volume / bw + collectives * stage_layers * lat;
-        dp_comm = raw - overlap * raw.min(window);
-    }
-    // Adam update streams ~28 bytes per locally owned trainable parameter, on the GPU; with CPU
-    // offload the gradients go down and the parameters come back over PCIe (half hidden behind
-    // the backward) and the CPU updates every GPU's share of the node.
-    let trainable = st.trainable + st.trainable_experts;
-    let owned = if cfg.zero >= 1 { trainable / f64::from(reducers.max(1)) } else { trainable };
-    let mut offload = 0.0;
-    let optimizer = match cfg.offload {
-        Offload::None => 28.0 * owned / (c.mem_bw * 0.8),
-        o => {
-            let mut pcie = 2.0 * 2.0 * owned / c.host_link_bw * 0.5;
-            if o == Offload::OptimizerAndParams {
-                // Parameters stream in for every forward and backward of every micro-batch.
-                pcie += m * 2.0 * 2.0 * st.stage_params / f64::from(reducers.max(1)) / c.host_link_bw * 0.5;
-            }
-            let cpu = owned * f64::from(c.gpus_per_node.min(cfg.gpus()).max(1)) / CPU_ADAM_PARAMS_PER_S;
-            offload = pcie + cpu;
-            offload
-        }
-    };
+    let dp_comm = dp_comm(c, cfg, st, dp_group(c, cfg), per_mb, stage_layers);
+    let (optimizer, offload) = optimizer_time(c, cfg, st);
 
     let step = m * per_mb + bubble + pp_comm + dp_comm + optimizer;
     let hardware_flops_per_step = c.model_flops_per_step(cfg.global_batch) * hardware_ratio(c, cfg.recompute);
@@ -924,9 +1035,9 @@ pub fn timing(c: &TrainCtx, cfg: &Config, st: &States) -> Timing {
     Timing {
         step,
         bubble,
-        tp_comm: tp_layer * stage_layers * in_pipe,
-        cp_comm: cp_layer * stage_layers * in_pipe,
-        ep_comm: ep_layer * stage_layers * in_pipe,
+        tp_comm: lt.tp * stage_layers * in_pipe,
+        cp_comm: lt.cp * stage_layers * in_pipe,
+        ep_comm: lt.ep * stage_layers * in_pipe,
         pp_comm,
         dp_comm,
         offload,

@@ -11,12 +11,15 @@
 //! let result = planner::plan(&input)?;     // PlanError::Infeasible { reason, .. }
 //! println!("{}", planner::render_table(&result));
 //! ```
+//!
+//! Over unlike GPUs (parts of different models): [`plan_mixed`] (see [`mixed`]).
 
 pub mod advice;
 pub mod arch;
 pub mod catalog;
 pub mod cost;
 pub mod inference;
+pub mod mixed;
 pub mod render;
 pub mod search;
 pub mod train;
@@ -26,10 +29,13 @@ pub mod validate;
 #[cfg(test)]
 mod calibration;
 #[cfg(test)]
+mod mixed_tests;
+#[cfg(test)]
 mod tests;
 
 pub use advice::advice;
 pub use catalog::{builtin_gpus, gpu_by_key, gpu_keys, preset, preset_names, suggestions, unknown_name_message};
+pub use mixed::{MixedPlan, MixedPlanRequest, MixedPlanResult, plan_mixed, plan_mixed_request};
 pub use render::{render_advice, render_table};
 pub use search::{plan, plan_request};
 pub use types::*;

@@ -283,6 +283,12 @@ pub fn hints(req: &PlanRequest) -> Vec<String> {
     out
 }
 
+/// The best `top_n` plans and the search counts, without the infeasibility analysis: no plans
+/// when nothing fits (for the mixed planner, which tries every part alone).
+pub fn plans_only(input: &PlanInput) -> PlanResult {
+    run(input, input.top_n, false).result
+}
+
 /// The best plan only, without the infeasibility analysis (for advice).
 pub fn best_plan(input: &PlanInput) -> Option<super::types::Plan> {
     run(input, 1, false).result.plans.into_iter().next()

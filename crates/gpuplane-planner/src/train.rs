@@ -448,6 +448,14 @@ fn middle_stages(pp: u32) -> String {
     if pp == 3 { "the middle one".to_string() } else { format!("the {} middle ones", pp.saturating_sub(2)) }
 }
 
+/// "no recompute", "full recompute": a recompute policy in a plan's explanation.
+pub fn recompute_phrase(r: Recompute) -> String {
+    match r {
+        Recompute::None => "no recompute".to_string(),
+        r => format!("{} recompute", r.as_str()),
+    }
+}
+
 /// Turns a candidate into a public plan with its explanation.
 pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &str, link: &str) -> Plan {
     let cfg = cand.cfg;
@@ -555,10 +563,7 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
         cfg.micro_batch,
         count(grad_accum, "accumulation step", "accumulation steps")
     ));
-    let mut knobs = match cfg.recompute {
-        Recompute::None => "no recompute".to_string(),
-        r => format!("{} recompute", r.as_str()),
-    };
+    let mut knobs = recompute_phrase(cfg.recompute);
     if cfg.sp {
         knobs.push_str(", sequence parallel");
     }
