@@ -18,8 +18,8 @@ use uuid::Uuid;
 
 use super::args::PortRange;
 use super::client::{CallError, ServiceClient};
-use super::jobs::{Exited, Owner, spawn_process};
 use super::launch::{InLease, JobHost, LEASE_ENV_DIR, ProcessKind, lease_variables};
+use super::process::{Exited, Owner, spawn_process};
 use super::sandbox::LEASE_MOUNT;
 use gpuplane_protocol::environments::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
 use gpuplane_protocol::jobs::NodeLease;

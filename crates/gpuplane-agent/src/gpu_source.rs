@@ -15,9 +15,7 @@ use nvml_wrapper::{Device, EventSet, Nvml, bitmasks::event::EventTypes};
 use gpuplane_protocol::agent::IntraLink;
 use gpuplane_protocol::agent::{GpuFacts, GpuSample};
 
-use super::args::AgentArgs;
 use super::sandbox::{DeviceFile, DeviceFiles};
-use super::simulated::SimulatedGpus;
 
 /// The GPU half of [`gpuplane_protocol::agent::NodeFacts`]; the agent adds the host name and network.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,18 +36,6 @@ pub trait GpuSource: Send {
     /// One sample per GPU, all stamped `at`. Metrics a GPU cannot report read as 0 (or `None`); sampling itself
     /// never fails, so one broken sensor does not stop a node's heartbeats.
     fn sample(&mut self, at: DateTime<Utc>) -> Vec<GpuSample>;
-}
-
-/// NVML when no `--simulate` is given.
-pub fn open_gpu_source(args: &AgentArgs, hostname: &str) -> anyhow::Result<Box<dyn GpuSource>> {
-    match args.simulate {
-        Some(spec) => {
-            let gpus = SimulatedGpus::new(spec, hostname, args.inject_xid, args.state_dir.join("devices"))?
-                .with_versions(args.driver_version.as_deref(), args.cuda_version.as_deref());
-            Ok(Box::new(gpus))
-        }
-        None => Ok(Box::new(NvmlGpus::open()?)),
-    }
 }
 
 const MIB: u64 = 1024 * 1024;

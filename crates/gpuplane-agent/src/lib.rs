@@ -32,6 +32,7 @@ pub mod jobs;
 pub mod launch;
 pub mod launchers;
 pub mod lease_net;
+pub mod process;
 pub mod sandbox;
 pub mod signals;
 pub mod simulated;
@@ -45,7 +46,20 @@ use tokio_util::sync::CancellationToken;
 use gpuplane_protocol::agent::{GpuSample, NodeFacts};
 
 pub use args::{AgentArgs, InjectXid, SimulateSpec};
-use gpu_source::{GpuSource, open_gpu_source};
+use gpu_source::{GpuSource, NvmlGpus};
+use simulated::SimulatedGpus;
+
+/// NVML when no `--simulate` is given.
+pub fn open_gpu_source(args: &AgentArgs, hostname: &str) -> anyhow::Result<Box<dyn GpuSource>> {
+    match args.simulate {
+        Some(spec) => {
+            let gpus = SimulatedGpus::new(spec, hostname, args.inject_xid, args.state_dir.join("devices"))?
+                .with_versions(args.driver_version.as_deref(), args.cuda_version.as_deref());
+            Ok(Box::new(gpus))
+        }
+        None => Ok(Box::new(NvmlGpus::open()?)),
+    }
+}
 
 /// Run the agent (`gpuplane-agent`, or `gpuplane agent` in the service's binary: the same code).
 pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {

@@ -11,7 +11,6 @@ use rand::{Rng, SeedableRng};
 use gpuplane_protocol::agent::IntraLink;
 use gpuplane_protocol::agent::{GpuFacts, GpuSample};
 
-use super::args::{InjectXid, SimulateSpec};
 use super::gpu_source::{GpuSource, HostGpus};
 use super::sandbox::{DeviceFile, DeviceFiles};
 
@@ -325,9 +324,83 @@ impl GpuSource for SimulatedGpus {
     }
 }
 
+/// `--simulate MODEL:COUNT`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimulateSpec {
+    pub model: &'static SimModel,
+    pub count: u32,
+}
+
+impl SimulateSpec {
+    pub const MAX_GPUS: u32 = 64;
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (model, count) =
+            text.split_once(':').ok_or_else(|| format!("expected MODEL:COUNT, e.g. h100:8, got `{text}`"))?;
+        let model = MODELS.iter().find(|m| m.key.eq_ignore_ascii_case(model.trim())).ok_or_else(|| {
+            let keys: Vec<&str> = MODELS.iter().map(|m| m.key).collect();
+            format!("unknown GPU model `{model}`; expected one of {}", keys.join(", "))
+        })?;
+        let count: u32 = count
+            .trim()
+            .parse()
+            .map_err(|_| format!("COUNT must be a whole number from 1 to {}, got `{count}`", Self::MAX_GPUS))?;
+        if !(1..=Self::MAX_GPUS).contains(&count) {
+            return Err(format!("COUNT must be from 1 to {}, got {count}", Self::MAX_GPUS));
+        }
+        Ok(Self { model, count })
+    }
+}
+
+impl std::fmt::Display for SimulateSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.model.key, self.count)
+    }
+}
+
+/// `--inject-xid GPU_INDEX:CODE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InjectXid {
+    pub gpu_index: u32,
+    pub code: i32,
+}
+
+impl InjectXid {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (index, code) =
+            text.split_once(':').ok_or_else(|| format!("expected GPU_INDEX:CODE, e.g. 0:79, got `{text}`"))?;
+        let gpu_index: u32 =
+            index.trim().parse().map_err(|_| format!("GPU_INDEX must be a whole number from 0, got `{index}`"))?;
+        let code: i32 = code.trim().parse().map_err(|_| format!("CODE must be a positive XID number, got `{code}`"))?;
+        if code <= 0 {
+            return Err(format!("CODE must be a positive XID number, got {code}"));
+        }
+        Ok(Self { gpu_index, code })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn simulate_spec_parses_model_and_count() {
+        let spec = SimulateSpec::parse("h100:2").unwrap();
+        assert_eq!(spec.model.key, "h100");
+        assert_eq!(spec.count, 2);
+        assert_eq!(SimulateSpec::parse("A100-80G:64").unwrap().model.key, "a100-80g");
+        assert_eq!(spec.to_string(), "h100:2");
+    }
+
+    #[test]
+    fn simulate_spec_errors_are_clear() {
+        assert!(SimulateSpec::parse("h100").unwrap_err().contains("expected MODEL:COUNT"));
+        let unknown = SimulateSpec::parse("v100:8").unwrap_err();
+        assert!(unknown.contains("unknown GPU model `v100`") && unknown.contains("rtx4090"), "{unknown}");
+        assert!(SimulateSpec::parse("h100:0").unwrap_err().contains("from 1 to 64"));
+        assert!(SimulateSpec::parse("h100:65").unwrap_err().contains("from 1 to 64"));
+        assert!(SimulateSpec::parse("h100:eight").unwrap_err().contains("whole number"));
+    }
 
     fn spec(text: &str) -> SimulateSpec {
         SimulateSpec::parse(text).unwrap()

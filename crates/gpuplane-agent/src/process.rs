@@ -1,0 +1,151 @@
+//! The processes the agent starts (jobs' ranks, environments' sshd): started with their output kept in a tail
+//! the service is shown, and their exit sent to whoever owns them.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::launch::Prepared;
+use gpuplane_protocol::jobs::{OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES};
+
+/// The last lines of a process's output.
+#[derive(Default)]
+pub struct Tail {
+    lines: VecDeque<String>,
+    /// Bumped on every line, so a changed tail can be reported while the process runs.
+    version: u64,
+}
+
+pub type SharedTail = Arc<Mutex<Tail>>;
+
+pub fn push_line(tail: &SharedTail, line: &str) {
+    let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    if tail.lines.len() == OUTPUT_TAIL_LINES {
+        tail.lines.pop_front();
+    }
+    // A job may print any bytes; the service refuses a report holding control characters (NUL among them).
+    let line = gpuplane_protocol::text::replace_forbidden(line);
+    tail.lines.push_back(line.chars().take(OUTPUT_LINE_CHARS).collect());
+    tail.version += 1;
+}
+
+pub fn snapshot(tail: &SharedTail) -> (Vec<String>, u64) {
+    let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    (tail.lines.iter().cloned().collect(), tail.version)
+}
+
+/// A process ended.
+pub struct Exited {
+    pub owner: Owner,
+    /// Exit code, or 128 + signal.
+    pub code: Option<i32>,
+    pub tail: Vec<String>,
+}
+
+/// Whose process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// An assignment (its `job_node_id`).
+    Job(Uuid),
+    /// The lease's environment (its lease id).
+    Environment(Uuid),
+}
+
+/// Start a prepared command with its output kept in a tail; its exit is sent to `exits`.
+pub fn spawn_process(
+    prepared: &Prepared,
+    owner: Owner,
+    exits: &mpsc::UnboundedSender<Exited>,
+) -> anyhow::Result<(u32, SharedTail)> {
+    let program = prepared.argv.first().context("empty argv")?;
+    let mut command = tokio::process::Command::new(program);
+    command
+        .args(&prepared.argv[1..])
+        .env_clear()
+        .envs(&prepared.env)
+        .current_dir(&prepared.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group: stopping it for good signals everything it started outside a sandbox.
+        .process_group(0);
+    if let Some(sandbox) = &prepared.sandbox {
+        use command_fds::CommandFdExt;
+        command.fd_mappings(vec![sandbox.options_pipe()?])?;
+    }
+    let mut child = command.spawn().with_context(|| format!("starting `{program}`"))?;
+    let pid = child.id().context("the process exited at once")?;
+    let tail: SharedTail = Arc::default();
+    let readers: Vec<_> = [
+        child.stdout.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+        child.stderr.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|stream| tokio::spawn(read_lines(stream, tail.clone())))
+    .collect();
+    let exits = exits.clone();
+    let watched = tail.clone();
+    tokio::spawn(async move {
+        let status = child.wait().await;
+        // A process that left children holding its output open must not keep the report back.
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            for reader in readers {
+                let _ = reader.await;
+            }
+        })
+        .await;
+        let code = status.ok().and_then(|s| {
+            use std::os::unix::process::ExitStatusExt;
+            s.code().or_else(|| s.signal().map(|sig| 128 + sig))
+        });
+        let _ = exits.send(Exited { owner, code, tail: snapshot(&watched).0 });
+    });
+    Ok((pid, tail))
+}
+
+async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, tail: SharedTail) {
+    let mut reader = BufReader::new(stream);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let line = String::from_utf8_lossy(&buf);
+                push_line(&tail, line.trim_end_matches(['\n', '\r']));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tail_keeps_the_last_lines_cut_to_size() {
+        let tail: SharedTail = Arc::default();
+        for i in 0..120 {
+            push_line(&tail, &format!("line {i}"));
+        }
+        push_line(&tail, "argv\0of\0a\0process\x1b[0m");
+        push_line(&tail, &"x".repeat(5000));
+        let (lines, version) = snapshot(&tail);
+        assert_eq!(lines.len(), OUTPUT_TAIL_LINES);
+        assert_eq!(lines[0], "line 72");
+        assert_eq!(
+            lines[OUTPUT_TAIL_LINES - 2],
+            "argv\u{FFFD}of\u{FFFD}a\u{FFFD}process\u{FFFD}[0m",
+            "what the service takes"
+        );
+        assert_eq!(lines.last().unwrap().len(), OUTPUT_LINE_CHARS);
+        assert_eq!(version, 122);
+    }
+}
