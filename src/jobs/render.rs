@@ -726,25 +726,9 @@ mod tests {
 
     fn planned(preset: &str, kind: WorkloadKind, gpu: &str, gpus: u32, per_node: u32, pins: Pins) -> (PlanInput, Plan) {
         let request = PlanRequest {
-            model: ModelRef { preset: Some(preset.into()), architecture: None },
-            workload: WorkloadFields {
-                kind,
-                precision: Precision::Bf16,
-                seq_len: Some(4096),
-                global_batch: Some(512),
-                lora_rank: None,
-                context_len: None,
-                concurrent_seqs: None,
-            },
-            cluster: ClusterFields {
-                gpu: Some(gpu.into()),
-                gpu_spec: None,
-                gpus,
-                gpus_per_node: Some(per_node),
-                inter_node_gbps: Some(400.0),
-                rdma: Some(true),
-                host_memory_gb: None,
-            },
+            model: ModelRef::preset(preset),
+            workload: WorkloadFields::bf16(kind, 4096, 512),
+            cluster: ClusterFields::catalog(gpu, gpus, per_node, 400.0),
             pins,
             top_n: Some(1),
         };

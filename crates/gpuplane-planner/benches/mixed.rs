@@ -12,29 +12,13 @@ use std::time::{Duration, Instant};
 const RUNS: usize = 20;
 
 fn part(gpu: &str, gpus: u32, gpus_per_node: u32) -> ClusterFields {
-    ClusterFields {
-        gpu: Some(gpu.to_string()),
-        gpu_spec: None,
-        gpus,
-        gpus_per_node: Some(gpus_per_node),
-        inter_node_gbps: Some(400.0),
-        rdma: Some(true),
-        host_memory_gb: None,
-    }
+    ClusterFields::catalog(gpu, gpus, gpus_per_node, 400.0)
 }
 
 fn request(preset: &str, kind: WorkloadKind, parts: Vec<ClusterFields>) -> MixedPlanRequest {
     MixedPlanRequest {
-        model: ModelRef { preset: Some(preset.to_string()), architecture: None },
-        workload: WorkloadFields {
-            kind,
-            precision: Precision::Bf16,
-            seq_len: Some(4096),
-            global_batch: Some(512),
-            lora_rank: None,
-            context_len: None,
-            concurrent_seqs: None,
-        },
+        model: ModelRef::preset(preset),
+        workload: WorkloadFields::bf16(kind, 4096, 512),
         parts,
         top_n: None,
     }

@@ -6,29 +6,13 @@ use super::*;
 use proptest::prelude::*;
 
 fn part(gpu: &str, gpus: u32, gpn: u32) -> ClusterFields {
-    ClusterFields {
-        gpu: Some(gpu.to_string()),
-        gpu_spec: None,
-        gpus,
-        gpus_per_node: Some(gpn),
-        inter_node_gbps: Some(400.0),
-        rdma: Some(true),
-        host_memory_gb: None,
-    }
+    ClusterFields::catalog(gpu, gpus, gpn, 400.0)
 }
 
 fn mixed_request(preset: &str, kind: WorkloadKind, parts: Vec<ClusterFields>) -> MixedPlanRequest {
     MixedPlanRequest {
-        model: ModelRef { preset: Some(preset.to_string()), architecture: None },
-        workload: WorkloadFields {
-            kind,
-            precision: Precision::Bf16,
-            seq_len: Some(4096),
-            global_batch: Some(512),
-            lora_rank: None,
-            context_len: None,
-            concurrent_seqs: None,
-        },
+        model: ModelRef::preset(preset),
+        workload: WorkloadFields::bf16(kind, 4096, 512),
         parts,
         top_n: None,
     }

@@ -5,25 +5,9 @@ use proptest::prelude::*;
 
 fn train_request(preset: &str, gpu: &str, gpus: u32, gpn: u32) -> PlanRequest {
     PlanRequest {
-        model: ModelRef { preset: Some(preset.to_string()), architecture: None },
-        workload: WorkloadFields {
-            kind: WorkloadKind::Train,
-            precision: Precision::Bf16,
-            seq_len: Some(4096),
-            global_batch: Some(512),
-            lora_rank: None,
-            context_len: None,
-            concurrent_seqs: None,
-        },
-        cluster: ClusterFields {
-            gpu: Some(gpu.to_string()),
-            gpu_spec: None,
-            gpus,
-            gpus_per_node: Some(gpn),
-            inter_node_gbps: Some(3200.0),
-            rdma: Some(true),
-            host_memory_gb: None,
-        },
+        model: ModelRef::preset(preset),
+        workload: WorkloadFields::bf16(WorkloadKind::Train, 4096, 512),
+        cluster: ClusterFields::catalog(gpu, gpus, gpn, 3200.0),
         pins: Pins::default(),
         top_n: None,
     }

@@ -239,6 +239,43 @@ pub struct WorkloadFields {
     pub concurrent_seqs: Option<u32>,
 }
 
+impl ModelRef {
+    /// A model preset by name (see `catalog`).
+    pub fn preset(name: &str) -> Self {
+        ModelRef { preset: Some(name.to_string()), architecture: None }
+    }
+}
+
+impl WorkloadFields {
+    /// A `kind` workload in BF16 at `seq_len` tokens and `global_batch` sequences; the rest as defaulted.
+    pub fn bf16(kind: WorkloadKind, seq_len: u32, global_batch: u32) -> Self {
+        WorkloadFields {
+            kind,
+            precision: Precision::Bf16,
+            seq_len: Some(seq_len),
+            global_batch: Some(global_batch),
+            lora_rank: None,
+            context_len: None,
+            concurrent_seqs: None,
+        }
+    }
+}
+
+impl ClusterFields {
+    /// `gpus` catalog GPUs `gpu`, `gpus_per_node` to a node, nodes linked at `inter_node_gbps` with RDMA.
+    pub fn catalog(gpu: &str, gpus: u32, gpus_per_node: u32, inter_node_gbps: f64) -> Self {
+        ClusterFields {
+            gpu: Some(gpu.to_string()),
+            gpu_spec: None,
+            gpus,
+            gpus_per_node: Some(gpus_per_node),
+            inter_node_gbps: Some(inter_node_gbps),
+            rdma: Some(true),
+            host_memory_gb: None,
+        }
+    }
+}
+
 /// Cluster fields: a catalog key (`gpu`) or a full `gpu_spec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ClusterFields {
