@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use gpuplane::AppState;
-use gpuplane::agents::protocol::{GpuSample, HeartbeatRequest, HeartbeatResponse};
+use gpuplane::agent_api::protocol::{GpuSample, HeartbeatRequest, HeartbeatResponse};
 use gpuplane::config::{Secret, Settings};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Connection, PgConnection, PgPool, Row};
@@ -543,7 +543,7 @@ struct RetentionResult {
 const RETENTION_PHASE_S: u64 = 8;
 
 /// Bytes per GPU in a raw row, as a bind parameter.
-const RECORD_LEN: i32 = gpuplane::agents::codec::RECORD_LEN as i32;
+const RECORD_LEN: i32 = gpuplane::agent_api::codec::RECORD_LEN as i32;
 
 /// One node's 8 GPUs at one instant, packed as the heartbeat path packs them (utilization `util`, the other
 /// fields plausible constants), for the bulk loads.
@@ -564,7 +564,7 @@ fn packed_node(util: f32) -> Vec<u8> {
         xid_count: 0,
         xid_codes: Vec::new(),
     };
-    gpuplane::agents::codec::encode_instant(&mut (0..GPUS_PER_NODE).map(|g| (g, &sample)).collect::<Vec<_>>())
+    gpuplane::agent_api::codec::encode_instant(&mut (0..GPUS_PER_NODE).map(|g| (g, &sample)).collect::<Vec<_>>())
 }
 
 /// Fill the raw partition of three days ago (one hour of every node's samples: the drop costs the same for a
@@ -607,7 +607,7 @@ async fn retention_under_ingest(
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(RETENTION_PHASE_S / 2)).await;
             let started = Instant::now();
-            let dropped = gpuplane::agents::rollups::drop_expired_partitions(&db, &settings, Utc::now()).await;
+            let dropped = gpuplane::agent_api::rollups::drop_expired_partitions(&db, &settings, Utc::now()).await;
             (dropped, started.elapsed().as_secs_f64())
         })
     };
@@ -992,7 +992,7 @@ load (which also fills the service's per-node GPU-map cache, as on a running ser
 at the end.\n\n\
 - **heartbeats/s**: heartbeats answered 200 per second of wall time. Each one is a single SQL statement (touch \
 the node row, insert one `telemetry_raw` row holding the 8 GPUs' samples packed in one bytea, 25 bytes a GPU: \
-`src/agents/codec.rs`) in its own transaction.\n\
+`src/agent_api/codec.rs`) in its own transaction.\n\
 - **GPU samples/s**: samples the service reported as stored (`accepted_samples` of the answers) per second; \
 8 x heartbeats/s when no sample is a duplicate.\n\
 - **latency p50/p90/p99/max**: client-side time of successful heartbeats, from sending the request to having \

@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{cancel_on_signal, run};
 use crate::auth::Role;
 use crate::config::{DatabaseArgs, LogFormat, SecretsKeyArgs, ServeArgs};
+use crate::observability::init_logging;
 use crate::router::openapi_document;
 use crate::state::AppState;
-use crate::telemetry::init_logging;
 use crate::workers::spawn_background;
 
 #[derive(Debug, Parser)]
@@ -170,7 +170,7 @@ pub async fn bootstrap_operator(pool: &sqlx::PgPool, name: &str) -> anyhow::Resu
     if exists {
         anyhow::bail!("an operator already exists; create further keys with `POST /v1/admin/api-keys`");
     }
-    let created = crate::auth::lifecycle::create_api_key(&mut tx, None, None, name, Role::Operator).await?;
+    let created = crate::auth::key_lifecycle::create_api_key(&mut tx, None, None, name, Role::Operator).await?;
     tx.commit().await?;
     Ok(created.api_key)
 }
@@ -182,7 +182,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // Refuse a keyring that cannot open what is stored; seal what older versions stored in clear.
     crate::secrets::store::prepare(&pool, &settings.keyring).await?;
     // Heartbeats need today's telemetry partition: make sure it exists before the first one, even after days down.
-    crate::agents::rollups::ensure_partitions(&pool, &settings, chrono::Utc::now()).await?;
+    crate::agent_api::rollups::ensure_partitions(&pool, &settings, chrono::Utc::now()).await?;
     let state = AppState::new(pool, settings)?;
     let listener = tokio::net::TcpListener::bind(args.bind).await?;
     let addr = listener.local_addr()?;

@@ -493,7 +493,7 @@ impl ServeArgs {
         for (flag, version) in
             [("--min-driver-version", &a.min_driver_version), ("--min-cuda-version", &a.min_cuda_version)]
         {
-            if crate::agents::versions::parse_version(version).is_none() {
+            if crate::agent_api::versions::parse_version(version).is_none() {
                 anyhow::bail!("{flag} `{version}` is not a version: 1-4 dot-separated numbers, e.g. 525.60.13");
             }
         }

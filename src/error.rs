@@ -185,7 +185,7 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %self, "request failed");
         }
         if let ApiError::Database(err) = &self {
-            crate::telemetry::record_db_error(err);
+            crate::observability::record_db_error(err);
         }
         let problem = self.problem();
         let body = serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec());

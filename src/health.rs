@@ -33,7 +33,7 @@ pub async fn get_readyz(State(state): State<AppState>) -> axum::response::Respon
         Ok(_) => axum::Json(HealthStatus { status: "ok".into() }).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "readiness check failed");
-            crate::telemetry::record_db_error(&err);
+            crate::observability::record_db_error(&err);
             let mut response = ApiError::Internal(anyhow::anyhow!("database unreachable")).into_response();
             *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
             response
@@ -46,7 +46,7 @@ pub async fn get_readyz(State(state): State<AppState>) -> axum::response::Respon
     responses((status = 200, description = "Prometheus text exposition format", body = String, content_type = "text/plain")))]
 pub async fn get_metrics(State(state): State<AppState>) -> ApiResult<impl IntoResponse> {
     // Also the fleet (GPUs, nodes, leases, queue, heartbeats, metering), read from the database at scrape time,
-    // background rounds and process figures; see `crate::telemetry`.
-    let page = crate::telemetry::render(&state.metrics, &state.db).await;
+    // background rounds and process figures; see `crate::observability`.
+    let page = crate::observability::render(&state.metrics, &state.db).await;
     Ok(([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], page))
 }

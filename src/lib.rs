@@ -5,7 +5,7 @@
 //! and `app` serves; `main.rs` only parses the command line. The planner, the agent's wire
 //! protocol and the agent itself are crates of their own under `crates/`.
 
-pub mod agents;
+pub mod agent_api;
 pub mod app;
 pub mod auth;
 pub mod billing;
@@ -22,13 +22,13 @@ pub mod idempotency;
 pub mod inventory;
 pub mod jobs;
 pub mod leases;
+pub mod observability;
 pub mod openapi;
-pub mod planning;
+pub mod planning_api;
 pub mod rate_limit;
 pub mod router;
 pub mod secrets;
 pub mod state;
-pub mod telemetry;
 pub mod tenants;
 pub mod webhooks;
 pub mod workers;

@@ -15,10 +15,10 @@ use utoipa_axum::routes;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::error::ApiError;
+use crate::observability::{REQUEST_ID, track_metrics};
 use crate::state::AppState;
-use crate::telemetry::{REQUEST_ID, track_metrics};
 use crate::{
-    agents, auth, billing, console, environments, health, inventory, jobs, leases, planning, tenants, webhooks,
+    agent_api, auth, billing, console, environments, health, inventory, jobs, leases, planning_api, tenants, webhooks,
 };
 
 /// Largest request body accepted (413 above it).
@@ -36,11 +36,11 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(auth::routes::create_token))
         .routes(routes!(auth::routes::list_tenant_api_keys, auth::routes::create_tenant_api_key))
         .routes(routes!(auth::routes::revoke_tenant_api_key))
-        .routes(routes!(auth::lifecycle::rotate_tenant_api_key))
-        .routes(routes!(auth::lifecycle::list_operator_api_keys, auth::lifecycle::create_operator_api_key))
-        .routes(routes!(auth::lifecycle::revoke_operator_api_key))
-        .routes(routes!(auth::lifecycle::rotate_operator_api_key))
-        .routes(routes!(auth::lifecycle::list_audit_events))
+        .routes(routes!(auth::key_lifecycle::rotate_tenant_api_key))
+        .routes(routes!(auth::key_lifecycle::list_operator_api_keys, auth::key_lifecycle::create_operator_api_key))
+        .routes(routes!(auth::key_lifecycle::revoke_operator_api_key))
+        .routes(routes!(auth::key_lifecycle::rotate_operator_api_key))
+        .routes(routes!(auth::key_lifecycle::list_audit_events))
         // console/session
         .routes(routes!(
             console::session::create_console_session,
@@ -80,23 +80,23 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(leases::routes::terminate_lease))
         // leases/network
         .routes(routes!(leases::network::get_lease_network))
-        // planning
-        .routes(routes!(planning::create_plan))
-        .routes(routes!(planning::create_advice))
-        // agents/routes
-        .routes(routes!(agents::routes::register_agent))
-        .routes(routes!(agents::routes::post_heartbeat))
-        .routes(routes!(agents::routes::restore_gpu))
-        // agents/tokens
-        .routes(routes!(agents::tokens::list_join_tokens, agents::tokens::create_join_token))
-        .routes(routes!(agents::tokens::revoke_join_token))
-        // agents/telemetry
-        .routes(routes!(agents::telemetry::get_lease_telemetry))
-        .routes(routes!(agents::telemetry::get_node_telemetry))
-        .routes(routes!(agents::telemetry::get_pool_utilization))
-        // agents/holds
-        .routes(routes!(agents::holds::list_liveness_holds))
-        .routes(routes!(agents::holds::release_liveness_hold))
+        // planning_api
+        .routes(routes!(planning_api::create_plan))
+        .routes(routes!(planning_api::create_advice))
+        // agent_api/routes
+        .routes(routes!(agent_api::routes::register_agent))
+        .routes(routes!(agent_api::routes::post_heartbeat))
+        .routes(routes!(agent_api::routes::restore_gpu))
+        // agent_api/tokens
+        .routes(routes!(agent_api::tokens::list_join_tokens, agent_api::tokens::create_join_token))
+        .routes(routes!(agent_api::tokens::revoke_join_token))
+        // agent_api/telemetry
+        .routes(routes!(agent_api::telemetry::get_lease_telemetry))
+        .routes(routes!(agent_api::telemetry::get_node_telemetry))
+        .routes(routes!(agent_api::telemetry::get_pool_utilization))
+        // agent_api/holds
+        .routes(routes!(agent_api::holds::list_liveness_holds))
+        .routes(routes!(agent_api::holds::release_liveness_hold))
         // jobs/routes
         .routes(routes!(jobs::routes::list_templates))
         .routes(routes!(jobs::routes::create_template))

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::PgPool;
 
-use crate::agents::gpu_map::GpuMapCache;
-use crate::auth::tokens::TokenKeys;
+use crate::agent_api::gpu_map::GpuMapCache;
+use crate::auth::jwt::TokenKeys;
 use crate::config::Settings;
+use crate::observability::metrics_handle;
 use crate::rate_limit::AuthLimiter;
-use crate::telemetry::metrics_handle;
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]

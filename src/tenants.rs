@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::auth::api_keys::CreatedApiKey;
-use crate::auth::lifecycle::create_api_key;
+use crate::auth::key_lifecycle::create_api_key;
 use crate::auth::routes::CreateApiKeyRequest;
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::billing::ledger::Balance;

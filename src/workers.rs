@@ -40,7 +40,7 @@ where
         number += 1;
         let started = Instant::now();
         let result = round(number).await;
-        crate::telemetry::record_sweep(name, started, &result);
+        crate::observability::record_sweep(name, started, &result);
         match result {
             Ok(Pace::Again) => timer.reset_immediately(),
             Ok(Pace::Wait) => {}
@@ -72,19 +72,19 @@ pub async fn leases(state: AppState, interval: Duration, shutdown: CancellationT
     every("leases", interval, shutdown, |n| {
         let state = state.clone();
         async move {
-            crate::leases::lifecycle::sweep_once(&state, n % 600 == 1).await?;
+            crate::leases::sweeper::sweep_once(&state, n % 600 == 1).await?;
             Ok(Pace::Wait)
         }
     })
     .await
 }
 
-/// The `nodes` table's own vacuum ([`crate::leases::lifecycle::vacuum_nodes`] says why).
+/// The `nodes` table's own vacuum ([`crate::leases::sweeper::vacuum_nodes`] says why).
 pub async fn node_vacuum(state: AppState, shutdown: CancellationToken) {
-    every("node_vacuum", crate::leases::lifecycle::NODE_VACUUM_INTERVAL, shutdown, |_| {
+    every("node_vacuum", crate::leases::sweeper::NODE_VACUUM_INTERVAL, shutdown, |_| {
         let db = state.db.clone();
         async move {
-            crate::leases::lifecycle::vacuum_nodes(&db).await?;
+            crate::leases::sweeper::vacuum_nodes(&db).await?;
             Ok(Pace::Wait)
         }
     })
@@ -102,7 +102,7 @@ pub async fn liveness(state: AppState, shutdown: CancellationToken) {
     every("liveness", Duration::from_secs(1), shutdown, |_| {
         let state = state.clone();
         async move {
-            crate::agents::liveness::sweep(&state.db, &state.settings).await?.wake(&state.db);
+            crate::agent_api::liveness::sweep(&state.db, &state.settings).await?.wake(&state.db);
             Ok(Pace::Wait)
         }
     })
@@ -114,7 +114,7 @@ pub async fn assignment_pickup(state: AppState, shutdown: CancellationToken) {
     every("assignment_pickup", Duration::from_secs(1), shutdown, |_| {
         let state = state.clone();
         async move {
-            crate::agents::liveness::fail_unfetched_assignments(&state).await?;
+            crate::agent_api::liveness::fail_unfetched_assignments(&state).await?;
             Ok(Pace::Wait)
         }
     })
@@ -126,7 +126,7 @@ pub async fn telemetry_upkeep(state: AppState, shutdown: CancellationToken) {
     every("telemetry_upkeep", Duration::from_secs(60), shutdown, |_| {
         let state = state.clone();
         async move {
-            crate::agents::rollups::upkeep(&state.db, &state.settings).await?;
+            crate::agent_api::rollups::upkeep(&state.db, &state.settings).await?;
             Ok(Pace::Wait)
         }
     })
@@ -151,7 +151,7 @@ pub async fn credentials(state: AppState, interval: Duration, shutdown: Cancella
     every("credentials", interval, shutdown, |_| {
         let db = state.db.clone();
         async move {
-            crate::auth::lifecycle::revoke_expired_keys(&db).await?;
+            crate::auth::key_lifecycle::revoke_expired_keys(&db).await?;
             crate::auth::sessions::delete_expired(&db).await?;
             Ok(Pace::Wait)
         }

@@ -11,11 +11,11 @@
 
 pub mod api_keys;
 pub mod cookie;
+pub mod jwt;
+pub mod key_lifecycle;
 pub mod keys;
-pub mod lifecycle;
 pub mod routes;
 pub mod sessions;
-pub mod tokens;
 
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use axum::http::header::AUTHORIZATION;
@@ -24,7 +24,7 @@ use uuid::Uuid;
 
 use crate::error::ApiError;
 use crate::state::AppState;
-pub use tokens::{
+pub use jwt::{
     AGENT_AUDIENCE, AGENT_TOKEN_TTL_SECS, AgentClaims, Claims, ISSUER, Role, TokenKeys, USER_AUDIENCE, now_secs,
 };
 

@@ -99,7 +99,7 @@ pub struct CreateApiKeyRequest {
 impl CreateApiKeyRequest {
     pub fn validate_for_tenant(&self) -> Result<(), ApiError> {
         let mut errors = Vec::new();
-        if let Err(e) = super::lifecycle::check_key_name(&self.name) {
+        if let Err(e) = super::key_lifecycle::check_key_name(&self.name) {
             errors.push(e);
         }
         if self.role == Role::Operator {
@@ -149,7 +149,8 @@ pub async fn create_tenant_api_key(
     req.validate_for_tenant()?;
     let mut tx = state.db.begin().await?;
     let created =
-        super::lifecycle::create_api_key(&mut tx, Some(auth.key_id), Some(auth.tenant_id), &req.name, req.role).await?;
+        super::key_lifecycle::create_api_key(&mut tx, Some(auth.key_id), Some(auth.tenant_id), &req.name, req.role)
+            .await?;
     tx.commit().await?;
     Ok((StatusCode::CREATED, NO_STORE, Json(created)))
 }
@@ -166,7 +167,7 @@ pub async fn revoke_tenant_api_key(
     ApiPath(key_id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
     let mut tx = state.db.begin().await?;
-    super::lifecycle::revoke_api_key(&mut tx, auth.key_id, Some(auth.tenant_id), key_id).await?;
+    super::key_lifecycle::revoke_api_key(&mut tx, auth.key_id, Some(auth.tenant_id), key_id).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
 }

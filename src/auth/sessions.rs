@@ -10,7 +10,7 @@
 //! - revoking or expiring the key needs nothing here: the same statement refuses the key, and the row goes with
 //!   the sweep.
 //!
-//! Expired rows are deleted by the credential sweep ([`delete_expired`], `auth::lifecycle`).
+//! Expired rows are deleted by the credential sweep ([`delete_expired`], `auth::key_lifecycle`).
 
 use axum::extract::FromRequestParts;
 use axum::http::header::AUTHORIZATION;

@@ -119,7 +119,7 @@ impl AdviseArgs {
             sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(&self.database_url).await.map_err(|e| {
                 anyhow::anyhow!("cannot read the platform's pools (give --pool to advise offline): {e}")
             })?;
-        let pools = crate::planning::pool_offers(&db).await?;
+        let pools = crate::planning_api::pool_offers(&db).await?;
         let names: Vec<(String, String)> =
             sqlx::query_as::<_, (String, String)>("SELECT id::text, name FROM pools").fetch_all(&db).await?;
         db.close().await;

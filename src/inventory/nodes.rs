@@ -93,7 +93,7 @@ pub struct Node {
     /// What its agent found on the host to launch jobs with (name -> version, null when the launcher tells no
     /// version); null when no agent reported them (no agent, or one older than this field).
     #[schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>)]
-    pub launchers: Option<crate::agents::launchers::Launchers>,
+    pub launchers: Option<crate::agent_api::launchers::Launchers>,
     pub last_heartbeat_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -115,7 +115,7 @@ struct NodeRow {
     not_ready_reason: Option<String>,
     echo_port: Option<i32>,
     external: bool,
-    launchers: Option<sqlx::types::Json<crate::agents::launchers::Launchers>>,
+    launchers: Option<sqlx::types::Json<crate::agent_api::launchers::Launchers>>,
     last_heartbeat_at: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,

@@ -284,7 +284,7 @@ pub async fn update_pool(
     for (field, value) in [("min_driver_version", &req.min_driver_version), ("min_cuda_version", &req.min_cuda_version)]
     {
         if let Some(Some(version)) = value
-            && crate::agents::versions::parse_version(version).is_none()
+            && crate::agent_api::versions::parse_version(version).is_none()
         {
             errors.push(FieldError::new(field, "1-4 dot-separated numbers of up to 6 digits, e.g. 525.60.13"));
         }

@@ -10,7 +10,7 @@
 //!
 //! [`judge`] is the one rule (pure); [`announcement`] the one rule for what a change of verdict tells
 //! operators; [`evaluate_node`] the one place that applies both, and every path above goes through it. The
-//! version syntax and order are `agents::versions` (shared with the agent, which checks its `--driver-version`
+//! version syntax and order are `agent_api::versions` (shared with the agent, which checks its `--driver-version`
 //! flag with them).
 //!
 //! Alerts are transitions, not re-evaluations: each cause (`driver_version`, `cuda_version`) raised for a node
@@ -26,7 +26,7 @@ use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::agents::versions::{compare_versions, parse_version};
+use crate::agent_api::versions::{compare_versions, parse_version};
 use crate::config::Settings;
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};

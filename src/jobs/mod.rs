@@ -3,7 +3,7 @@
 //! ([`insights`]). Templates are the six built-ins and operators' versioned argv templates ([`templates`]).
 
 pub mod insights;
-pub mod render;
+pub mod launch_specs;
 pub mod retune;
 pub mod retuning;
 pub mod routes;

@@ -16,7 +16,7 @@ use super::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusResponse
 use super::{Job, JobState};
 use gpuplane_protocol::lease_network::lease_address;
 
-use super::render::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
+use super::launch_specs::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
 use super::store::{self, NewJob, ReportError};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
@@ -25,7 +25,7 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::inventory::gpu_models::{GPU_MODEL_COLUMNS, GpuModel};
 use crate::leases::LeaseState;
 use crate::planner::{self, ClusterFields, LinkKind, ModelRef, Pins, Plan, PlanInput, PlanRequest, WorkloadFields};
-use crate::planning::{gpu_spec, plan_error};
+use crate::planning_api::{gpu_spec, plan_error};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
@@ -293,8 +293,8 @@ async fn lease_topology(conn: &mut PgConnection, lease_id: Uuid, pool_id: Uuid) 
 async fn node_launchers(
     conn: &mut PgConnection,
     node_ids: &[Uuid],
-) -> Result<Vec<crate::agents::launchers::NodeLaunchers>, sqlx::Error> {
-    type Row = (Uuid, String, bool, Option<sqlx::types::Json<crate::agents::launchers::Launchers>>);
+) -> Result<Vec<crate::agent_api::launchers::NodeLaunchers>, sqlx::Error> {
+    type Row = (Uuid, String, bool, Option<sqlx::types::Json<crate::agent_api::launchers::Launchers>>);
     let rows: Vec<Row> =
         sqlx::query_as("SELECT id, hostname, external, launchers FROM nodes WHERE id = ANY($1) ORDER BY hostname")
             .bind(node_ids)
@@ -302,7 +302,7 @@ async fn node_launchers(
             .await?;
     Ok(rows
         .into_iter()
-        .map(|(node_id, hostname, external, launchers)| crate::agents::launchers::NodeLaunchers {
+        .map(|(node_id, hostname, external, launchers)| crate::agent_api::launchers::NodeLaunchers {
             node_id,
             hostname,
             external,
@@ -391,7 +391,7 @@ struct Rendered {
     template_version: Option<i32>,
     planned: Option<(PlanInput, Plan)>,
     /// (node id, spec) in rank order.
-    parts: Vec<(Uuid, render::LaunchSpec)>,
+    parts: Vec<(Uuid, launch_specs::LaunchSpec)>,
 }
 
 /// The lease's nodes and GPUs, and its pool's GPU model.
@@ -428,7 +428,7 @@ pub async fn retune_candidates(state: &AppState, job: &Job) -> ApiResult<Vec<Pla
     let (topology, gpu) = lease_gpus(&mut conn, job.lease_id, pool_id).await?;
     drop(conn);
     let (_, arch) = planner::validate::resolve_model(&model).map_err(plan_error)?;
-    let pins = render::template_pins(builtin, &Pins::default(), workload.kind, &arch)
+    let pins = launch_specs::template_pins(builtin, &Pins::default(), workload.kind, &arch)
         .map_err(|e| ApiError::Validation(vec![e]))?;
     let mut request = lease_plan_request(model, workload, pins, &gpu, &topology);
     request.top_n = Some(RETUNE_CANDIDATES);
@@ -465,10 +465,10 @@ async fn plan_and_render(
             let (_, arch) = planner::validate::resolve_model(model).map_err(plan_error)?;
             if let Resolved::Auto = resolved {
                 // The template is chosen first: its abilities bound the plan.
-                resolved = Resolved::Builtin(render::auto_template(workload.kind, &arch, &req.command));
+                resolved = Resolved::Builtin(launch_specs::auto_template(workload.kind, &arch, &req.command));
             }
             if let Resolved::Builtin(builtin) = resolved {
-                pins = render::template_pins(builtin, &pins, workload.kind, &arch)
+                pins = launch_specs::template_pins(builtin, &pins, workload.kind, &arch)
                     .map_err(|e| ApiError::Validation(vec![e]))?;
             }
             let request = lease_plan_request(model.clone(), workload.clone(), pins, &gpu, &topology);
@@ -508,7 +508,11 @@ async fn plan_and_render(
     };
     let mut conn = state.db.acquire().await?;
     let node_ids: Vec<Uuid> = topology.nodes.iter().map(|n| n.node_id).collect();
-    crate::agents::launchers::missing_launchers(template_label, needed, &node_launchers(&mut conn, &node_ids).await?)?;
+    crate::agent_api::launchers::missing_launchers(
+        template_label,
+        needed,
+        &node_launchers(&mut conn, &node_ids).await?,
+    )?;
     drop(conn);
 
     let (choice, template_name, template_version, params) = match &resolved {
@@ -522,7 +526,7 @@ async fn plan_and_render(
             (TemplateChoice::Custom(argv), req.template.clone(), Some(*version), params)
         }
     };
-    let specs = render::render(&RenderInput {
+    let specs = launch_specs::render(&RenderInput {
         job_id,
         nodes: &topology.nodes,
         gpu_p2p: gpu.gpu_link != "none",
@@ -1050,7 +1054,7 @@ pub async fn evaluate_lease(
         });
     };
     let plan = plan.map(|p| p.0);
-    let measured = crate::agents::telemetry::measure_lease(conn, lease_id, started_at, insights::WINDOW_S).await?;
+    let measured = crate::agent_api::telemetry::measure_lease(conn, lease_id, started_at, insights::WINDOW_S).await?;
     let topology = lease_topology(conn, lease_id, pool_id).await?;
     let (gpu_link,): (String,) =
         sqlx::query_as("SELECT m.gpu_link FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")

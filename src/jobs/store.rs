@@ -10,8 +10,8 @@ use uuid::Uuid;
 
 use gpuplane_protocol::lease_network::lease_address;
 
+use super::launch_specs::LaunchSpec;
 use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, StopNotice, clamp_tail};
-use super::render::LaunchSpec;
 use super::{
     Desired, GenerationState, Job, JobGeneration, JobNode, JobState, NodeNotice, Retune, RetuneMode, StateChange,
     aggregate,
@@ -766,7 +766,7 @@ pub async fn fail_unfetched_assignments(
 }
 
 // Whether a node has an assignment it has not fetched or a cancel it has not applied (the heartbeat's hint)
-// is evaluated inside the heartbeat statement itself (`agents::routes::store_heartbeat`), at no round trip.
+// is evaluated inside the heartbeat statement itself (`agent_api::routes::store_heartbeat`), at no round trip.
 
 /// Whether the node's credential generation is current.
 async fn agent_current(conn: &mut PgConnection, node_id: Uuid, generation: i64) -> Result<bool, sqlx::Error> {

@@ -1,5 +1,5 @@
 //! Launch templates: the six built-in ones (named in [`Builtin`]) and operators' custom argv templates with typed
-//! parameters. Pure: validation and parameter resolution only; rendering a job is [`super::render`].
+//! parameters. Pure: validation and parameter resolution only; rendering a job is [`super::launch_specs`].
 //!
 //! A custom template is an argv whose elements may hold `{placeholders}`: its own parameters, the launch
 //! variables ([`LAUNCH_VARS`]), the plan's figures ([`PLAN_VARS`]), and two splices that must stand alone as an
@@ -137,7 +137,7 @@ impl Builtin {
 
     /// What a host must have to run this template without an image (names of
     /// `gpuplane_protocol::agent::LAUNCHERS`, as its agent reports them): the one table of these needs, checked
-    /// by job creation against every node of the lease (`agents::launchers::missing_launchers`) and listed per
+    /// by job creation against every node of the lease (`agent_api::launchers::missing_launchers`) and listed per
     /// template in docs/agent-install.md. With an image the host needs only `container_runtime`
     /// ([`IMAGE_LAUNCHERS`]): the template's programs come with the image.
     pub fn launchers(self) -> &'static [&'static str] {

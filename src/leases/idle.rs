@@ -152,7 +152,7 @@ async fn judge(
 ) -> anyhow::Result<()> {
     let window_s = settings.idle.window.as_secs() as i64;
     let below = settings.idle.below_percent;
-    let measured = crate::agents::telemetry::measure_lease(conn, lease.id, lease.starts_at, window_s).await?;
+    let measured = crate::agent_api::telemetry::measure_lease(conn, lease.id, lease.starts_at, window_s).await?;
     let verdict = insights::idle(&measured, window_s, below);
     let unchanged = match verdict {
         Some(_) => lease.in_spell && lease.recorded_recently && !lease.release_due,

@@ -2,12 +2,12 @@
 //! node free counters under row locks, and backed by a unique index that makes a double-booked GPU impossible.
 
 pub mod idle;
-pub mod lifecycle;
 pub mod network;
 pub mod placement;
 pub mod release;
 pub mod routes;
 pub mod store;
+pub mod sweeper;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

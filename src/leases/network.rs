@@ -13,7 +13,7 @@ use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::agents::protocol::PeerLatency;
+use crate::agent_api::protocol::PeerLatency;
 use crate::auth::TenantAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiPath, new_id};

@@ -458,11 +458,11 @@ async fn partitions_are_made_ahead_idempotently_and_dropped_whole_at_retention(d
     // Ten days on, from two replicas at once: the partitions ahead exist once, both calls succeed.
     let later = now + Duration::days(10);
     let (a, b) = tokio::join!(
-        gpuplane::agents::rollups::ensure_partitions(&db, &settings, later),
-        gpuplane::agents::rollups::ensure_partitions(&db, &settings, later)
+        gpuplane::agent_api::rollups::ensure_partitions(&db, &settings, later),
+        gpuplane::agent_api::rollups::ensure_partitions(&db, &settings, later)
     );
     assert!(a.unwrap() + b.unwrap() > 0);
-    assert_eq!(gpuplane::agents::rollups::ensure_partitions(&db, &settings, later).await.unwrap(), 0);
+    assert_eq!(gpuplane::agent_api::rollups::ensure_partitions(&db, &settings, later).await.unwrap(), 0);
     let ahead = format!("telemetry_raw_p{}", (later + Duration::days(2)).format("%Y%m%d"));
     let today = format!("telemetry_raw_p{}", now.format("%Y%m%d"));
     let exists = |name: String| {
@@ -475,13 +475,13 @@ async fn partitions_are_made_ahead_idempotently_and_dropped_whole_at_retention(d
     assert!(exists(format!("node_hours_p{}", (later + Duration::days(2)).format("%Y%m"))).await);
 
     // Within the raw retention nothing is dropped.
-    let dropped = gpuplane::agents::rollups::drop_expired_partitions(&db, &settings, now).await.unwrap();
+    let dropped = gpuplane::agent_api::rollups::drop_expired_partitions(&db, &settings, now).await.unwrap();
     assert!(!dropped.iter().any(|p| p == &today), "{dropped:?}");
     assert_eq!(count_samples(&db).await.0, 2);
     // Once today is older than the raw retention (24 h), its partition goes whole: the table is gone, not
     // emptied row by row; later raw partitions and the (30-day) minute rollups stay.
     let dropped =
-        gpuplane::agents::rollups::drop_expired_partitions(&db, &settings, now + Duration::days(3)).await.unwrap();
+        gpuplane::agent_api::rollups::drop_expired_partitions(&db, &settings, now + Duration::days(3)).await.unwrap();
     assert!(dropped.contains(&today), "{dropped:?}");
     assert!(!exists(today.clone()).await);
     assert!(exists(format!("gpu_minutes_p{}", now.format("%Y%m%d"))).await);
@@ -495,7 +495,7 @@ async fn partitions_are_made_ahead_idempotently_and_dropped_whole_at_retention(d
     .unwrap();
     assert_eq!(deletes, 0, "no row deleted");
     // Heartbeats still land (the current partition exists again once made ahead for the real now).
-    gpuplane::agents::rollups::ensure_partitions(&db, &settings, Utc::now()).await.unwrap();
+    gpuplane::agent_api::rollups::ensure_partitions(&db, &settings, Utc::now()).await.unwrap();
     let res = heartbeat(&app, &creds, vec![sample(0, Utc::now(), 50.0)]).await.expect(StatusCode::OK);
     assert_eq!(res.body["accepted_samples"], 1);
 }
@@ -503,7 +503,7 @@ async fn partitions_are_made_ahead_idempotently_and_dropped_whole_at_retention(d
 #[sqlx::test]
 async fn resent_and_late_samples_are_counted_once_in_raw_and_rollups(db: PgPool) {
     let (app, _op, _pool, _node, creds) = telemetry_node(&db).await;
-    let fold = || gpuplane::agents::rollups::fold(&db, std::time::Duration::ZERO);
+    let fold = || gpuplane::agent_api::rollups::fold(&db, std::time::Duration::ZERO);
     let minute =
         chrono::DurationRound::duration_trunc(Utc::now() - Duration::minutes(3), Duration::minutes(1)).unwrap();
     let batch: Vec<Value> =
@@ -540,7 +540,7 @@ async fn rollups_equal_the_aggregate_of_raw_samples_and_serve_long_ranges(db: Pg
     let batch: Vec<Value> =
         (0..18).flat_map(|k| (0..2).map(move |i| varied_sample(i, start + Duration::seconds(k * 10), k))).collect();
     heartbeat(&app, &creds, batch).await.expect(StatusCode::OK);
-    gpuplane::agents::rollups::fold(&db, std::time::Duration::ZERO).await.unwrap();
+    gpuplane::agent_api::rollups::fold(&db, std::time::Duration::ZERO).await.unwrap();
 
     /// gpu, minute, samples, util sum and max, fb max, power sum, temp max, XIDs, energy.
     type MinuteRow = (uuid::Uuid, chrono::DateTime<Utc>, i32, f64, f32, i32, f64, f32, i32, i64);
@@ -610,8 +610,8 @@ async fn rollups_equal_the_aggregate_of_raw_samples_and_serve_long_ranges(db: Pg
 
 #[sqlx::test]
 async fn heartbeats_are_stored_packed_and_read_back_as_sent(db: PgPool) {
-    use gpuplane::agents::codec;
-    use gpuplane::agents::protocol::GpuSample;
+    use gpuplane::agent_api::codec;
+    use gpuplane::agent_api::protocol::GpuSample;
     let (app, op, _pool, node_id, creds) = telemetry_node(&db).await;
     let at = chrono::DurationRound::duration_trunc(Utc::now() - Duration::minutes(2), Duration::seconds(1)).unwrap();
     // Odd values on purpose: fractions the units round, fields not reported, a value beyond its field's range.

@@ -282,7 +282,7 @@ impl TestApp {
         .execute(&self.db)
         .await
         .unwrap();
-        gpuplane::agents::liveness::sweep(&self.db, &self.state.settings).await.unwrap();
+        gpuplane::agent_api::liveness::sweep(&self.db, &self.state.settings).await.unwrap();
     }
 }
 
@@ -302,7 +302,7 @@ pub async fn write_lease_gpu_samples(db: &PgPool, lease_id: uuid::Uuid, gpu_util
     .fetch_all(db)
     .await
     .unwrap();
-    let samples: Vec<gpuplane::agents::protocol::GpuSample> = (0..leased.len())
+    let samples: Vec<gpuplane::agent_api::protocol::GpuSample> = (0..leased.len())
         .map(|i| {
             serde_json::from_value(json!({
                 "gpu_index": 0, "at": chrono::Utc::now(), "gpu_util": gpu_util(i), "mem_copy_util": 10.0,
@@ -312,13 +312,13 @@ pub async fn write_lease_gpu_samples(db: &PgPool, lease_id: uuid::Uuid, gpu_util
             .unwrap()
         })
         .collect();
-    let mut by_node: std::collections::BTreeMap<i32, Vec<(i32, &gpuplane::agents::protocol::GpuSample)>> =
+    let mut by_node: std::collections::BTreeMap<i32, Vec<(i32, &gpuplane::agent_api::protocol::GpuSample)>> =
         Default::default();
     for ((key, idx), sample) in leased.iter().zip(&samples) {
         by_node.entry(*key).or_default().push((*idx, sample));
     }
     let (keys, packed): (Vec<i32>, Vec<Vec<u8>>) =
-        by_node.into_iter().map(|(k, mut gpus)| (k, gpuplane::agents::codec::encode_instant(&mut gpus))).unzip();
+        by_node.into_iter().map(|(k, mut gpus)| (k, gpuplane::agent_api::codec::encode_instant(&mut gpus))).unzip();
     sqlx::query(
         "INSERT INTO telemetry_raw (node_key, at, samples) \
          SELECT u.k, now() - make_interval(secs => s), u.b \

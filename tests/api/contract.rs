@@ -390,8 +390,8 @@ async fn operators_create_list_rotate_and_revoke_operator_keys_but_never_the_las
         .await
         .expect_problem(StatusCode::UNAUTHORIZED, "unauthorized");
     // The sweep then marks it revoked as well; once.
-    assert_eq!(gpuplane::auth::lifecycle::revoke_expired_keys(&db).await.unwrap(), 1);
-    assert_eq!(gpuplane::auth::lifecycle::revoke_expired_keys(&db).await.unwrap(), 0);
+    assert_eq!(gpuplane::auth::key_lifecycle::revoke_expired_keys(&db).await.unwrap(), 1);
+    assert_eq!(gpuplane::auth::key_lifecycle::revoke_expired_keys(&db).await.unwrap(), 0);
     let (revoked,): (bool,) = sqlx::query_as("SELECT revoked_at IS NOT NULL FROM api_keys WHERE id = $1::uuid")
         .bind(&second_id)
         .fetch_one(&db)

@@ -634,7 +634,7 @@ async fn a_job_whose_node_never_fetches_its_part_fails_naming_it_after_the_bound
     let bound = f.app.state.settings.assignment_pickup_timeout;
     assert_eq!(bound.as_secs(), gpuplane::config::DEFAULT_ASSIGNMENT_PICKUP_TIMEOUT_SECS);
 
-    let failed = gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap();
+    let failed = gpuplane::agent_api::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap();
     assert!(failed.is_empty(), "within the bound nothing happens");
     assert_ne!(f.app.get(&job_path, &f.tenant).await.body["state"], "failed");
 
@@ -643,7 +643,7 @@ async fn a_job_whose_node_never_fetches_its_part_fails_naming_it_after_the_bound
         .execute(&f.app.db)
         .await
         .unwrap();
-    let failed = gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap();
+    let failed = gpuplane::agent_api::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap();
     assert_eq!(failed.len(), 1);
     let job = f.app.get(&job_path, &f.tenant).await.expect(StatusCode::OK).body;
     assert_eq!(job["state"], "failed", "{job}");
@@ -655,7 +655,7 @@ async fn a_job_whose_node_never_fetches_its_part_fails_naming_it_after_the_bound
     let list = f.app.get("/v1/agent/assignments", &f.agent(0)).await.expect(StatusCode::OK).body;
     assert_eq!(list["assignments"][0]["desired"], "cancel", "{list}");
     // Again: nothing more to do.
-    assert!(gpuplane::agents::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap().is_empty());
+    assert!(gpuplane::agent_api::liveness::fail_unfetched_assignments(&f.app.state).await.unwrap().is_empty());
 }
 
 /// Two nodes of 2 H100s whose agents report the runtime's launchers, and a lease of all 4 GPUs (its id).
@@ -828,7 +828,7 @@ async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_pai
     };
 
     // An hour left: more than the grace, nothing happens.
-    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    gpuplane::leases::sweeper::sweep_once(&f.app.state, false).await.unwrap();
     assert!(notice_of(a0.clone()).await.is_null());
     // 50 s left, a 120 s grace: noticed now, with the 50 s that remain (the lease still ends on time).
     sqlx::query("UPDATE leases SET ends_at = now() + interval '50 seconds' WHERE id = $1::uuid")
@@ -836,13 +836,13 @@ async fn running_jobs_get_their_notice_before_the_lease_ends_within_the_time_pai
         .execute(&f.app.db)
         .await
         .unwrap();
-    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    gpuplane::leases::sweeper::sweep_once(&f.app.state, false).await.unwrap();
     let notice = notice_of(a0.clone()).await;
     assert!(notice["reason"].as_str().unwrap().starts_with("the lease ends at "), "{notice}");
     let grace = notice["grace_s"].as_u64().unwrap();
     assert!((45..=50).contains(&grace), "what is left of the lease: {notice}");
     assert_eq!(notice_of(a1.clone()).await, notice, "every running part");
-    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    gpuplane::leases::sweeper::sweep_once(&f.app.state, false).await.unwrap();
     assert_eq!(notice_of(a0.clone()).await, notice, "given once");
     let lease_now = f.app.get(&format!("/v1/leases/{lease_id}"), &f.tenant).await.body;
     assert_eq!(lease_now["state"], "active", "the lease ends at its time, not before");
@@ -952,7 +952,7 @@ async fn a_tenants_release_gives_running_jobs_their_notice_and_ends_the_lease_on
     let (f, lease_id) = runtime_fixture(db).await;
     let lease_path = format!("/v1/leases/{lease_id}");
     let (job_path, parts) = running_job(&f, &lease_id, 30).await;
-    let sweep = || gpuplane::leases::lifecycle::sweep_once(&f.app.state, false);
+    let sweep = || gpuplane::leases::sweeper::sweep_once(&f.app.state, false);
 
     // An operator drains a node of the lease: nothing stops (a drain waits for the lease's end), no notice.
     let drained_node = &f.nodes[0];
@@ -1053,7 +1053,7 @@ async fn a_release_whose_jobs_do_not_stop_ends_at_its_deadline_and_one_without_r
         .execute(&f.app.db)
         .await
         .unwrap();
-    gpuplane::leases::lifecycle::sweep_once(&f.app.state, false).await.unwrap();
+    gpuplane::leases::sweeper::sweep_once(&f.app.state, false).await.unwrap();
     let ended = f.app.get(&lease_path, &f.tenant).await.body;
     assert_eq!(
         (ended["state"].as_str(), ended["end_reason"].as_str()),

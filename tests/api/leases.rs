@@ -2,7 +2,7 @@ use std::collections::HashSet;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use gpuplane::leases::lifecycle::sweep_once;
+use gpuplane::leases::sweeper::sweep_once;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -785,7 +785,7 @@ async fn the_service_vacuums_the_node_table(db: PgPool) {
             .unwrap()
     };
     let before = vacuums().await;
-    gpuplane::leases::lifecycle::vacuum_nodes(&db).await.unwrap();
+    gpuplane::leases::sweeper::vacuum_nodes(&db).await.unwrap();
     assert_eq!(vacuums().await, before + 1);
 }
 

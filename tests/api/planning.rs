@@ -200,7 +200,7 @@ async fn the_database_catalog_matches_the_planners(db: PgPool) {
     .fetch_all(&db)
     .await
     .unwrap();
-    let mut from_db: Vec<planner::GpuSpec> = models.iter().map(gpuplane::planning::gpu_spec).collect();
+    let mut from_db: Vec<planner::GpuSpec> = models.iter().map(gpuplane::planning_api::gpu_spec).collect();
     let mut builtin = planner::builtin_gpus();
     from_db.sort_by(|a, b| a.key.cmp(&b.key));
     builtin.sort_by(|a, b| a.key.cmp(&b.key));

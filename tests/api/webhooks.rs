@@ -243,7 +243,7 @@ async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
     // then offline.
     let queued_id = queued.body["id"].as_str().unwrap().to_string();
     crate::agent_e2e::wait_until("the queued lease to start", 15, || async {
-        gpuplane::leases::lifecycle::sweep_once(&app.state, false).await.unwrap();
+        gpuplane::leases::sweeper::sweep_once(&app.state, false).await.unwrap();
         let (state,): (String,) = sqlx::query_as("SELECT state FROM leases WHERE id = $1::uuid")
             .bind(&queued_id)
             .fetch_one(&db)
