@@ -4,7 +4,7 @@ use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::{Response, TestApp};
+use crate::support::app::{Response, TestApp};
 
 /// Mint a join token for `pool` (as `op`).
 async fn join_token(app: &TestApp, op: &str, pool: &str, max_uses: i32) -> String {

@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 const CASES: u64 = 40;
 

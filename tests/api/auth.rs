@@ -6,7 +6,7 @@ use jsonwebtoken::{EncodingKey, Header};
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::common::{TEST_SECRET, TestApp};
+use crate::support::app::{TEST_SECRET, TestApp};
 
 fn sign(claims: serde_json::Value, secret: &str) -> String {
     jsonwebtoken::encode(&Header::default(), &claims, &EncodingKey::from_secret(secret.as_bytes()).unwrap()).unwrap()

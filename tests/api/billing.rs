@@ -4,7 +4,7 @@ use gpuplane::billing::metering::{enforce_balances, meter_once};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 /// Operator, funded tenant admin, pool (price `price` per GPU-hour) with one 8-GPU node.
 async fn setup(app: &TestApp, price: i64) -> (String, String, String, String) {

@@ -61,7 +61,7 @@ fn the_readme_writes_paths_as_the_spec_does() {
 /// `bootstrap` says which database it used, so a key made in the wrong one is seen at once.
 #[sqlx::test]
 async fn bootstrap_names_its_database(db: sqlx::PgPool) {
-    let url = crate::binary::database_url(&db);
+    let url = crate::support::binary::database_url(&db);
     let name = db.connect_options().get_database().unwrap().to_owned();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_gpuplane"))
         .args(["bootstrap", "--database-url", &url])

@@ -9,7 +9,7 @@ use gpuplane::{AppState, build_router};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::{Response, TEST_SECRET, TestApp};
+use crate::support::app::{Response, TEST_SECRET, TestApp};
 
 /// The `Set-Cookie` header for cookie `name`.
 #[track_caller]

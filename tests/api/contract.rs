@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use tower::ServiceExt;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 /// A row count per table that bad requests could touch.
 async fn fingerprint(db: &PgPool) -> Vec<i64> {
@@ -462,7 +462,7 @@ async fn tenant_admins_rotate_their_keys_with_a_grace_period(db: PgPool) {
 }
 
 fn throttled_app(db: PgPool, trust_forwarded_for: bool) -> axum::Router {
-    let mut settings = Settings::new(Secret::new(crate::common::TEST_SECRET));
+    let mut settings = Settings::new(Secret::new(crate::support::app::TEST_SECRET));
     settings.rate_limit = RateLimitArgs { auth_rate_per_minute: 1, auth_rate_burst: 5, trust_forwarded_for };
     build_router(AppState::new(db, settings).unwrap())
 }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::binary::{Proc, terminate};
+use crate::support::binary::{Proc, terminate};
 
 /// The demo database on the test's PostgreSQL server: DATABASE_URL names the server, the demo names the database.
 fn demo_database_url() -> String {

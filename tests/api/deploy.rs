@@ -6,8 +6,8 @@ use axum::http::{Method, StatusCode};
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::binary::{database_url, spawn_server, terminate};
-use crate::common::TestApp;
+use crate::support::app::TestApp;
+use crate::support::binary::{database_url, spawn_server, terminate};
 
 /// The test database's URL with extra query parameters.
 fn with_params(db: &PgPool, params: &str) -> String {
@@ -169,7 +169,7 @@ async fn metrics_report_the_fleet_by_pool_and_state(db: PgPool) {
 /// the node's heartbeats and its GPUs.
 #[sqlx::test]
 async fn the_agent_exports_dcgm_named_gpu_metrics_and_the_service_counts_heartbeats(db: PgPool) {
-    use crate::agent_e2e::{Api, spawn_agent, state_dir, wait_until};
+    use crate::support::agents::{Api, spawn_agent, state_dir, wait_until};
     let operator_key = gpuplane::cli::bootstrap_operator(&db, "deploy").await.unwrap();
     let (mut server, base) = spawn_server(&database_url(&db), &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")]);
     let api = Api { base: base.clone(), client: reqwest::Client::new() };
@@ -219,7 +219,7 @@ async fn the_agent_exports_dcgm_named_gpu_metrics_and_the_service_counts_heartbe
 #[sqlx::test]
 async fn text_logs_off_a_terminal_have_no_colour_codes(db: PgPool) {
     use std::io::Read;
-    let (mut child, base) = crate::binary::spawn_server_with(
+    let (mut child, base) = crate::support::binary::spawn_server_with(
         &database_url(&db),
         "127.0.0.1:0",
         &[("RUST_LOG", "info"), ("GPUPLANE_LOG_FORMAT", "text")],

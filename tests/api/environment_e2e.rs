@@ -12,12 +12,11 @@ use axum::http::{Method, StatusCode};
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::agent_e2e::{Api, spawn_agent, state_dir, wait_until};
-use crate::binary::{database_url, spawn_server, terminate};
-use crate::common::TestApp;
-use crate::jobs_e2e::{pids_with_argv, wait_job};
-
-const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")];
+use crate::support::agents::HEARTBEAT_1S;
+use crate::support::agents::{Api, spawn_agent, state_dir, wait_until};
+use crate::support::app::TestApp;
+use crate::support::binary::{database_url, spawn_server, terminate};
+use crate::support::jobs::{pids_with_argv, wait_job};
 
 fn keygen(dir: &Path, name: &str) -> (PathBuf, String) {
     let key = dir.join(name);
@@ -167,7 +166,7 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
     // end, the other key still works.
     assert!(!ssh(&stranger, &known_hosts, port, "true").status.success());
     assert!(ssh(&key2, &known_hosts, port, "true").status.success());
-    let mut open = crate::binary::Proc(ssh_command(&key2, &known_hosts, port, "sleep 623").spawn().unwrap());
+    let mut open = crate::support::binary::Proc(ssh_command(&key2, &known_hosts, port, "sleep 623").spawn().unwrap());
     wait_until("key 2's session runs", 10, || async { !pids_with_argv(&["sleep", "623"]).is_empty() }).await;
     let (status, _) = api
         .call(reqwest::Method::DELETE, &format!("/v1/tenant/ssh-keys/{}", two["id"].as_str().unwrap()), &token_a, None)
@@ -186,7 +185,8 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
     assert!(ssh(&key1, &known_hosts, port, "true").status.success());
 
     // Releasing the lease closes the session and frees the port.
-    let mut session = crate::binary::Proc(ssh_command(&key1, &known_hosts, port, "sleep 619").spawn().unwrap());
+    let mut session =
+        crate::support::binary::Proc(ssh_command(&key1, &known_hosts, port, "sleep 619").spawn().unwrap());
     wait_until("the session's sleep runs", 10, || async { !pids_with_argv(&["sleep", "619"]).is_empty() }).await;
     api.post(&format!("/v1/leases/{lease_a}/release"), &token_a, json!({})).await;
     let deadline = Instant::now() + Duration::from_secs(20);

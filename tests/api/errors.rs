@@ -3,14 +3,14 @@ use axum::http::{Request, StatusCode};
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 async fn raw_post(
     app: &TestApp,
     token: &str,
     content_type: Option<&str>,
     body: impl Into<Body>,
-) -> crate::common::Response {
+) -> crate::support::app::Response {
     let mut req =
         Request::builder().method("POST").uri("/v1/admin/tenants").header("authorization", format!("Bearer {token}"));
     if let Some(ct) = content_type {

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::{TestApp, write_lease_gpu_samples, write_lease_samples};
+use crate::support::app::{TestApp, write_lease_gpu_samples, write_lease_samples};
 
 struct Fixture {
     app: TestApp,

@@ -2,7 +2,7 @@ use axum::http::StatusCode;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 #[sqlx::test]
 async fn catalog_is_seeded_and_operators_add_models(db: PgPool) {

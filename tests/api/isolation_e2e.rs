@@ -12,9 +12,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::agent_e2e::{Api, agent_command, spawn_agent, start_agent, state_dir, wait_until};
-use crate::binary::{database_url, spawn_server, spawn_server_with, terminate};
-use crate::jobs_e2e::{pids_with_argv, wait_job};
+use crate::support::agents::{Api, agent_command, spawn_agent, start_agent, state_dir, wait_until};
+use crate::support::binary::{database_url, spawn_server, spawn_server_with, terminate};
+use crate::support::jobs::{pids_with_argv, wait_job};
 
 const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1"), ("RUST_LOG", "debug")];
 const SECRET: &str = "hf_TOPSECRET_0123456789";
@@ -331,7 +331,7 @@ async fn the_agent_speaks_https_through_a_private_ca(db: PgPool) {
     // Without the CA the agent cannot verify the server: it never registers.
     let stranger_dir = state_dir("tls-stranger");
     let mut stranger = agent_command(&https, Some(&join), "tls-stranger", &stranger_dir, &[]);
-    let mut stranger = crate::binary::Proc(stranger.stdout(Stdio::null()).spawn().unwrap());
+    let mut stranger = crate::support::binary::Proc(stranger.stdout(Stdio::null()).spawn().unwrap());
     tokio::time::sleep(Duration::from_secs(3)).await;
     let nodes = api.get("/v1/admin/nodes", &op).await;
     assert!(!nodes.to_string().contains("tls-stranger"), "{nodes}");

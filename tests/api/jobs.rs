@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 struct Fixture {
     app: TestApp,
@@ -442,7 +442,7 @@ async fn insights_flag_low_utilization_of_a_running_job(db: PgPool) {
         .execute(&f.app.db)
         .await
         .unwrap();
-    crate::common::write_lease_samples(&f.app.db, Uuid::parse_str(lease_id).unwrap(), 35.0).await;
+    crate::support::app::write_lease_samples(&f.app.db, Uuid::parse_str(lease_id).unwrap(), 35.0).await;
     let found = f.app.get(&path, &f.tenant).await.expect(StatusCode::OK).body;
     assert_eq!(found["job_id"], job["id"]);
     assert_eq!(found["measured"]["samples"], 8 * 29);

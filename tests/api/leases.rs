@@ -6,7 +6,7 @@ use gpuplane::leases::sweeper::sweep_once;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 /// A pool with nodes of the given sizes; returns (operator token, tenant admin token, pool id, node ids).
 async fn setup(app: &TestApp, node_sizes: &[usize]) -> (String, String, String, Vec<String>) {
@@ -25,7 +25,7 @@ fn lease_body(pool: &str, gpus: i64) -> Value {
 }
 
 /// Poll a lease until it reaches `state` (10 s deadline).
-async fn wait_for_state(app: &TestApp, token: &str, id: &str, state: &str) -> crate::common::Response {
+async fn wait_for_state(app: &TestApp, token: &str, id: &str, state: &str) -> crate::support::app::Response {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
         let res = app.get(&format!("/v1/leases/{id}"), token).await.expect(StatusCode::OK);
@@ -148,9 +148,9 @@ async fn racing_creates_and_releases_keep_every_gpu_and_counter_exact(db: PgPool
 async fn two_server_processes_on_one_database_never_double_book(db: PgPool) {
     let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[8, 8, 4]).await;
-    let url = crate::binary::database_url(&db);
-    let (mut a, url_a) = crate::binary::spawn_server(&url, &[]);
-    let (mut b, url_b) = crate::binary::spawn_server(&url, &[]);
+    let url = crate::support::binary::database_url(&db);
+    let (mut a, url_a) = crate::support::binary::spawn_server(&url, &[]);
+    let (mut b, url_b) = crate::support::binary::spawn_server(&url, &[]);
     let client = reqwest::Client::new();
     let mut tasks = Vec::new();
     for i in 0..50 {
@@ -172,8 +172,8 @@ async fn two_server_processes_on_one_database_never_double_book(db: PgPool) {
     for t in tasks {
         statuses.push(t.await.unwrap());
     }
-    crate::binary::terminate(&mut a);
-    crate::binary::terminate(&mut b);
+    crate::support::binary::terminate(&mut a);
+    crate::support::binary::terminate(&mut b);
     assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 20, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 30, "{statuses:?}");
     assert_eq!(allocation_invariants(&db).await, (20, 20, true));

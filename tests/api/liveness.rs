@@ -7,7 +7,7 @@ use gpuplane::billing::metering::meter_once;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 async fn heartbeat(app: &TestApp, agent_token: &str) {
     app.post("/v1/agent/heartbeat", agent_token, json!({ "samples": [] })).await.expect(StatusCode::OK);

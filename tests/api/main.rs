@@ -1,14 +1,13 @@
 //! API integration tests: each test gets its own freshly migrated PostgreSQL database (`#[sqlx::test]`).
 //! One test binary keeps linking cheap.
 
-mod common;
+mod support;
 
 mod agent_e2e;
 mod agents;
 mod allocation_model;
 mod auth;
 mod billing;
-mod binary;
 mod config_docs;
 mod console;
 mod contract;

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::agent_e2e::{Api, spawn_agent, state_dir, wait_until};
-use crate::binary::{database_url, spawn_server, spawn_server_on, terminate};
+use crate::support::agents::{Api, spawn_agent, state_dir, wait_until};
+use crate::support::binary::{database_url, spawn_server, spawn_server_on, terminate};
 
 /// Heartbeats every second; unreachable after 3 s, offline after 6 s of silence.
 const FAST: &[(&str, &str)] = &[

@@ -6,8 +6,8 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::binary::database_url;
-use crate::common::TestApp;
+use crate::support::app::TestApp;
+use crate::support::binary::database_url;
 
 fn gpuplane(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gpuplane")).args(args).output().expect("run gpuplane")

@@ -3,7 +3,7 @@ use gpuplane::planner;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 #[sqlx::test]
 async fn plans_multiply_out_to_the_gpus_and_fit(db: PgPool) {

@@ -5,7 +5,7 @@ use axum::http::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 /// Register an agent node of `gpus` H100s reporting these versions (and echo port); (node id, agent token).
 async fn register(
@@ -259,7 +259,9 @@ async fn a_raised_service_minimum_applies_to_registered_nodes_when_the_service_s
 /// events), the tenant gets `comm.latency_high` for its lease, each signed with its endpoint's secret.
 #[sqlx::test]
 async fn readiness_and_latency_alerts_are_delivered_signed(db: PgPool) {
-    use crate::webhooks::{app as webhook_app, assert_signed, create_endpoint, deliver_until, spawn_receiver, worker};
+    use crate::support::webhooks::{
+        app as webhook_app, assert_signed, create_endpoint, deliver_until, spawn_receiver, worker,
+    };
     let app = webhook_app(db);
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;
@@ -319,7 +321,9 @@ async fn deliveries(db: &PgPool, event_type: &str) -> i64 {
 /// hears the same once; a verdict that changed while the node was silent is announced when it is back.
 #[sqlx::test]
 async fn readiness_alerts_fire_once_per_transition_and_cause(db: PgPool) {
-    use crate::webhooks::{app as webhook_app, create_endpoint, deliver_until, spawn_receiver, types_of, worker};
+    use crate::support::webhooks::{
+        app as webhook_app, create_endpoint, deliver_until, spawn_receiver, types_of, worker,
+    };
     let app = webhook_app(db.clone());
     let worker = worker(&app);
     let (receiver, url) = spawn_receiver().await;

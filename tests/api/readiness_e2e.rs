@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::agent_e2e::{Api, spawn_agent, state_dir, wait_until};
-use crate::binary::{database_url, spawn_server};
+use crate::support::agents::{Api, spawn_agent, state_dir, wait_until};
+use crate::support::binary::{database_url, spawn_server};
 
 const FAST: &[(&str, &str)] = &[
     ("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1"),

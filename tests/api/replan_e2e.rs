@@ -16,11 +16,11 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::agent_e2e::{Api, job_uids_for, start_agent, state_dir};
-use crate::binary::{Proc, database_url, spawn_server_on, terminate};
-use crate::jobs_e2e::wait_job;
-use crate::network_e2e::TestNet;
-use crate::torch_e2e::{example, runtime_venv};
+use crate::support::agents::{Api, job_uids_for, start_agent, state_dir};
+use crate::support::binary::{Proc, database_url, spawn_server_on, terminate};
+use crate::support::jobs::wait_job;
+use crate::support::net::TestNet;
+use crate::support::torch::{example, runtime_venv};
 
 const SEGMENT: u8 = 2;
 const STEPS: i64 = 24;

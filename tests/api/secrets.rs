@@ -16,8 +16,8 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::{Response, TEST_SECRET, TestApp};
-use crate::webhooks::{assert_signed, deliver_until, spawn_receiver};
+use crate::support::app::{Response, TEST_SECRET, TestApp};
+use crate::support::webhooks::{assert_signed, deliver_until, spawn_receiver};
 
 pub const K1: &str = "k1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 pub const K2: &str = "k2:Hx4dHBsaGRgXFhUUExIREA8ODQwLCgkIBwYFBAMCAQA";
@@ -51,8 +51,8 @@ async fn store_secrets(app: &TestApp, url: &str) -> Stored {
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
     // Subscribed to an event none of these tests raises: the receiver gets the test events only.
-    let tenant_endpoint = crate::webhooks::create_endpoint(app, &tenant, url, json!(["queue.stalled"])).await;
-    let operator_endpoint = crate::webhooks::create_endpoint(app, &op, url, json!(["queue.stalled"])).await;
+    let tenant_endpoint = crate::support::webhooks::create_endpoint(app, &tenant, url, json!(["queue.stalled"])).await;
+    let operator_endpoint = crate::support::webhooks::create_endpoint(app, &op, url, json!(["queue.stalled"])).await;
     let pool = app.pool(&op, "h100-pool", "h100").await;
     let node = app.node(&op, &pool, "node-0", 1).await;
     app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
@@ -452,7 +452,7 @@ async fn every_response_the_openapi_document_marks_secret_is_sent_no_store(db: P
     let doc = serde_json::to_value(gpuplane::router::openapi_document()).unwrap();
     let marked = marked_secret_responses(&doc);
     assert!(marked.len() >= 12, "{marked:?}");
-    let app = crate::webhooks::app(db);
+    let app = crate::support::webhooks::app(db);
     let op = app.operator().await;
     let (tenant_id, tenant_key) = app.tenant_key(&op, "acme", gpuplane::auth::Role::TenantAdmin).await;
     let tenant = app.token_for(&tenant_key).await;

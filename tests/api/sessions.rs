@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::common::{Response, TEST_SECRET, TestApp};
+use crate::support::app::{Response, TEST_SECRET, TestApp};
 
 /// A signed-in console: the session token (the `gp_session` cookie's value) and its CSRF token.
 struct Console {

@@ -3,7 +3,7 @@ use gpuplane::auth::Role;
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::common::TestApp;
+use crate::support::app::TestApp;
 
 #[sqlx::test]
 async fn operators_create_list_get_update_tenants(db: PgPool) {

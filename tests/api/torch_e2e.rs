@@ -11,49 +11,21 @@
 //! installs them once per machine, about 3 GB); the agents share it read-only with every job (`--job-ro-bind`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::agent_e2e::{Api, agent_command, start_agent};
-use crate::binary::{Proc, database_url, spawn_server_on, terminate};
-use crate::jobs_e2e::wait_job;
-use crate::network_e2e::TestNet;
+use crate::support::agents::{Api, agent_command, start_agent};
+use crate::support::binary::{Proc, database_url, spawn_server_on, terminate};
+use crate::support::jobs::wait_job;
+use crate::support::net::TestNet;
+use crate::support::torch::{example, runtime_venv};
 
 const SEGMENT: u8 = 1;
 const STEPS: usize = 8;
-
-/// The runtime's virtual environment (built on first use, then reused) and the Python installation it was made
-/// from: both are bound read-only into every sandbox. The script runs once per test process: it reinstalls the
-/// runtime package from this checkout, and a second run while another test's agents look for that package (or
-/// its jobs import it) would make it vanish under them.
-pub fn runtime_venv() -> (PathBuf, PathBuf) {
-    static VENV: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
-    VENV.get_or_init(make_runtime_venv).clone()
-}
-
-fn make_runtime_venv() -> (PathBuf, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(root.join("scripts/runtime-venv.sh"))
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("scripts/runtime-venv.sh runs");
-    assert!(out.status.success(), "scripts/runtime-venv.sh failed: the runtime's torch environment is needed");
-    let venv = PathBuf::from(String::from_utf8(out.stdout).unwrap().lines().last().unwrap().trim());
-    let cfg = std::fs::read_to_string(venv.join("pyvenv.cfg")).unwrap();
-    let home = cfg.lines().find_map(|l| l.strip_prefix("home = ")).expect("pyvenv.cfg names its Python");
-    let python_root = Path::new(home.trim()).parent().unwrap().to_owned();
-    (venv, python_root)
-}
-
-/// The example, where every job can read it.
-pub fn example() -> PathBuf {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/llama-parallel/train.py");
-    crate::network_e2e::shared_with_jobs("torch-e2e", &[("train.py", &std::fs::read_to_string(source).unwrap())])
-}
 
 /// The example's closing `mesh of rank 3/4: pp=1 dp=0 cp=0 tp=1` lines (rank 0 gathers every rank's
 /// coordinates from the runtime's mesh): rank -> coordinates.
@@ -95,7 +67,7 @@ async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool
     let mut agents: Vec<Proc> = Vec::new();
     let mut dirs = Vec::new();
     for host in 0..2 {
-        let dir = crate::agent_e2e::state_dir(&format!("torch-h{host}"));
+        let dir = crate::support::agents::state_dir(&format!("torch-h{host}"));
         let address = net.address(host);
         let mut cmd = agent_command(
             &base,
@@ -231,7 +203,7 @@ async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool
 /// offload and parallel splits: `scripts/check-framework-files.py` says which and why Megatron's is not.
 #[sqlx::test]
 async fn rendered_framework_files_are_read_by_their_frameworks(db: PgPool) {
-    use crate::common::TestApp;
+    use crate::support::app::TestApp;
     use axum::http::StatusCode;
 
     let (venv, _) = runtime_venv();

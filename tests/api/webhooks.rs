@@ -1,115 +1,21 @@
 //! Webhooks end to end: a real HTTP receiver on 127.0.0.1:0 verifies every Standard Webhooks signature with the
 //! endpoint's secret, while the real delivery worker sends what the service emitted.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use axum::body::Bytes;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use gpuplane::config::{Secret, Settings};
 use gpuplane::webhooks::delivery::Worker;
 use gpuplane::webhooks::{Audience, emit};
-use gpuplane::{AppState, build_router};
-use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::common::{TEST_SECRET, TestApp};
-
-/// One received, verified webhook.
-#[derive(Debug, Clone)]
-pub(crate) struct Received {
-    pub(crate) id: String,
-    pub(crate) body: Value,
-}
-
-/// A receiver that answers 500 to its first `fail` requests, then 204, and keeps what it accepted.
-#[derive(Default)]
-pub(crate) struct Receiver {
-    pub(crate) accepted: Mutex<Vec<Received>>,
-    pub(crate) requests: Mutex<Vec<(HeaderMap, Bytes)>>,
-    fail: AtomicUsize,
-}
-
-pub(crate) async fn spawn_receiver() -> (Arc<Receiver>, String) {
-    let receiver = Arc::new(Receiver::default());
-    let state = receiver.clone();
-    let app = axum::Router::new().route(
-        "/hook",
-        axum::routing::post(move |headers: HeaderMap, body: Bytes| {
-            let state = state.clone();
-            async move {
-                state.requests.lock().unwrap().push((headers.clone(), body.clone()));
-                if state.fail.load(Ordering::SeqCst) > 0 {
-                    state.fail.fetch_sub(1, Ordering::SeqCst);
-                    return StatusCode::INTERNAL_SERVER_ERROR;
-                }
-                let id = headers["webhook-id"].to_str().unwrap().to_string();
-                state.accepted.lock().unwrap().push(Received { id, body: serde_json::from_slice(&body).unwrap() });
-                StatusCode::NO_CONTENT
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (receiver, url)
-}
-
-/// Check a request's Standard Webhooks headers with the secret, computed independently of the service's code.
-#[track_caller]
-pub(crate) fn assert_signed(headers: &HeaderMap, body: &[u8], secret: &str) {
-    let id = headers["webhook-id"].to_str().unwrap();
-    let ts = headers["webhook-timestamp"].to_str().unwrap();
-    let age = chrono::Utc::now().timestamp() - ts.parse::<i64>().unwrap();
-    assert!(age.abs() < 300, "timestamp {ts} is within 5 minutes of now");
-    let key = STANDARD.decode(secret.strip_prefix("whsec_").unwrap()).unwrap();
-    let mut mac = Hmac::<sha2_for_hmac::Sha256>::new_from_slice(&key).unwrap();
-    mac.update(format!("{id}.{ts}.").as_bytes());
-    mac.update(body);
-    let expected = format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()));
-    let sent = headers["webhook-signature"].to_str().unwrap();
-    assert!(sent.split(' ').any(|s| s == expected), "signature {sent} is {expected}");
-}
-
-/// A service that may call private addresses (the receiver is on loopback) and retries at once.
-pub(crate) fn app(db: PgPool) -> TestApp {
-    let mut settings = Settings::new(Secret::new(TEST_SECRET));
-    settings.webhooks.allow_private = true;
-    settings.webhooks.retry_schedule = vec![Duration::ZERO; 3];
-    let state = AppState::new(db.clone(), settings).unwrap();
-    TestApp { router: build_router(state.clone()), db, state }
-}
-
-pub(crate) fn worker(app: &TestApp) -> Worker {
-    Worker::new(app.db.clone(), app.state.settings.webhooks.clone(), app.state.settings.keyring.clone())
-}
-
-/// Run delivery rounds until `done` holds, or fail after a deadline.
-pub(crate) async fn deliver_until(worker: &Worker, mut done: impl FnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !done() {
-        assert!(tokio::time::Instant::now() < deadline, "webhooks not delivered in time");
-        if worker.deliver_due(32).await.unwrap() == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-pub(crate) async fn create_endpoint(app: &TestApp, token: &str, url: &str, types: Value) -> (String, String) {
-    let res = app
-        .post("/v1/webhooks", token, json!({ "url": url, "event_types": types, "description": "test" }))
-        .await
-        .expect(StatusCode::CREATED);
-    (res.body["id"].as_str().unwrap().to_string(), res.body["secret"].as_str().unwrap().to_string())
-}
-
-pub(crate) fn types_of(receiver: &Receiver) -> Vec<String> {
-    receiver.accepted.lock().unwrap().iter().map(|r| r.body["type"].as_str().unwrap().to_string()).collect()
-}
+use crate::support::app::TestApp;
+use crate::support::webhooks::{
+    Received, app, assert_signed, create_endpoint, deliver_until, spawn_receiver, types_of, worker,
+};
 
 #[sqlx::test]
 async fn endpoints_are_validated_managed_and_show_their_secret_once(db: PgPool) {
@@ -242,7 +148,7 @@ async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
     // skips a queue that is being started, so wait until it is active. Then its node goes silent: unreachable,
     // then offline.
     let queued_id = queued.body["id"].as_str().unwrap().to_string();
-    crate::agent_e2e::wait_until("the queued lease to start", 15, || async {
+    crate::support::agents::wait_until("the queued lease to start", 15, || async {
         gpuplane::leases::sweeper::sweep_once(&app.state, false).await.unwrap();
         let (state,): (String,) = sqlx::query_as("SELECT state FROM leases WHERE id = $1::uuid")
             .bind(&queued_id)
@@ -630,7 +536,7 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
         .expect(StatusCode::OK);
     // Ten minutes running, its GPU at 35% for the last five (the samples as the insights test writes them).
     sqlx::query("UPDATE jobs SET started_at = now() - interval '10 minutes'").execute(&db).await.unwrap();
-    crate::common::write_lease_samples(&db, lease_id, 35.0).await;
+    crate::support::app::write_lease_samples(&db, lease_id, 35.0).await;
     use gpuplane::webhooks::alerts::check_utilization;
     assert_eq!(check_utilization(&db).await.unwrap(), 1);
     assert_eq!(check_utilization(&db).await.unwrap(), 0, "one alert until it clears");
@@ -642,7 +548,7 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
     assert_signed(&headers, &body, &secret);
     // Busy again: the condition clears; it can be raised anew later.
     sqlx::query("DELETE FROM telemetry_raw").execute(&db).await.unwrap();
-    crate::common::write_lease_samples(&db, lease_id, 95.0).await;
+    crate::support::app::write_lease_samples(&db, lease_id, 95.0).await;
     assert_eq!(check_utilization(&db).await.unwrap(), 0);
     let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM webhook_alerts").fetch_one(&db).await.unwrap();
     assert_eq!(left, 0, "cleared");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use sqlx::PgPool;
 
-use crate::common::TEST_SECRET;
+use super::app::TEST_SECRET;
 
 pub fn database_url(db: &PgPool) -> String {
     let opts = db.connect_options();
@@ -159,7 +159,7 @@ async fn serve_refuses_to_start_without_the_keys_its_secrets_are_sealed_under(db
     // A secret sealed under k1; a keyring of k2 alone cannot open it: refused, naming k1.
     let app = crate::secrets::app_with(db.clone(), crate::secrets::K1);
     let op = app.operator().await;
-    crate::webhooks::create_endpoint(&app, &op, "https://hooks.example.com/x", serde_json::json!(["*"])).await;
+    super::webhooks::create_endpoint(&app, &op, "https://hooks.example.com/x", serde_json::json!(["*"])).await;
     let out = gpuplane(&serve, &url, Some(crate::secrets::K2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("key id(s) k1") && err.contains("holds: k2"), "{err}");
