@@ -173,7 +173,7 @@ pub async fn register_agent(
     // Alive again with the verdict it had; `readiness::evaluate_node` then judges the versions just reported.
     let generation = sqlx::query_scalar!(
         "UPDATE nodes SET agent_managed = true, external = false, agent_generation = agent_generation + 1, facts = $2, \
-             liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END, \
+             liveness = node_heard_liveness(not_ready_reason), \
              last_heartbeat_at = now(), generation = generation + 1, reregistration_allowed_until = NULL, \
              echo_port = $3, lease_subnet = $4, launchers = $5 \
          WHERE id = $1 RETURNING agent_generation",
@@ -457,7 +457,7 @@ async fn store_heartbeat(
              FROM nodes WHERE id = $1 AND agent_generation = $2),
          touched AS (
              UPDATE nodes SET last_heartbeat_at = now(),
-                 liveness = CASE WHEN not_ready_reason IS NULL THEN 'ready' ELSE 'not_ready' END
+                 liveness = node_heard_liveness(not_ready_reason)
              WHERE id = $1 AND agent_generation = $2 RETURNING admin_state, telemetry_key),
          inserted AS (
              INSERT INTO telemetry_raw (node_key, at, samples, xids)

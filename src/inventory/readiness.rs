@@ -192,8 +192,7 @@ pub async fn evaluate_node(
     let reason = verdict.reason();
     sqlx::query(
         "UPDATE nodes SET not_ready_reason = $2, updated_at = now(), \
-             liveness = CASE WHEN liveness IN ('ready', 'not_ready') \
-                 THEN (CASE WHEN $2::text IS NULL THEN 'ready' ELSE 'not_ready' END) ELSE liveness END \
+             liveness = CASE WHEN liveness IN ('ready', 'not_ready') THEN node_heard_liveness($2) ELSE liveness END \
          WHERE id = $1 AND not_ready_reason IS DISTINCT FROM $2",
     )
     .bind(node_id)
