@@ -178,6 +178,13 @@ pub async fn enforce_balances(
         .fetch_all(&mut *tx)
         .await?;
         let burn_per_hour: i64 = leases.iter().map(|l| l.burn_per_hour).sum();
+        if balance > 0 && burn_per_hour > 0 {
+            // Seconds the balance pays for at the tenant's burn (every hourly lease runs on it).
+            let seconds_left = balance.saturating_mul(3600) / burn_per_hour;
+            let lease_ids: Vec<Uuid> = leases.iter().map(|l| l.id).collect();
+            let round_s = round.as_secs() as i64;
+            crate::jobs::store::notice_before_balance_runs_out(&mut tx, &lease_ids, seconds_left, round_s).await?;
+        }
         for lease in &leases {
             let (lease_id, warned) = (&lease.id, lease.balance_warned_at);
             if balance <= 0 {
@@ -186,12 +193,6 @@ pub async fn enforce_balances(
                     end_lease(&mut tx, *lease_id, None, LeaseState::Terminated, &reason, &Actor::System, None).await?;
                 freed.note(ended.as_ref());
                 continue;
-            }
-            if burn_per_hour > 0 {
-                // Seconds the balance pays for at the tenant's burn (every hourly lease runs on it).
-                let seconds_left = balance.saturating_mul(3600) / burn_per_hour;
-                let round_s = round.as_secs() as i64;
-                crate::jobs::store::notice_before_balance_runs_out(&mut tx, *lease_id, seconds_left, round_s).await?;
             }
             if balance < burn_per_hour && warned.is_none() {
                 let reason = format!(

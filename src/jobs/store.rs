@@ -593,25 +593,25 @@ pub async fn notice_before_lease_end(conn: &mut PgConnection) -> Result<Vec<Uuid
     Ok(due.into_iter().map(|d| d.0).collect())
 }
 
-/// Give notice to the running jobs of a lease that will be ended for want of balance in about `seconds_left`
-/// seconds, where that comes within their grace and the next balance check (`round_s` away) could be too late
+/// Give notice to the running jobs of leases (one tenant's hourly leases) that will be ended for want of balance
+/// in about `seconds_left` seconds, where that comes within their grace and the next balance check (`round_s` away) could be too late
 /// (`seconds_left <= stop_grace_s + round_s`): each is given what its grace allows of the time left, so its
 /// checkpoint fits in the time paid for. A part keeps the first notice it got; jobs another replica holds are
 /// left to it (SKIP LOCKED). Returns the jobs noticed.
 pub async fn notice_before_balance_runs_out(
     conn: &mut PgConnection,
-    lease_id: Uuid,
+    lease_ids: &[Uuid],
     seconds_left: i64,
     round_s: i64,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
     let due = sqlx::query!(
         "SELECT j.id, j.stop_grace_s FROM jobs j
-         WHERE j.lease_id = $1 AND j.state IN ('assigned', 'running') AND j.stop_grace_s > 0
+         WHERE j.lease_id = ANY($1) AND j.state IN ('assigned', 'running') AND j.stop_grace_s > 0
              AND j.stop_grace_s::bigint + $3 >= $2
              AND EXISTS (SELECT 1 FROM job_nodes jn WHERE jn.job_id = j.id AND jn.generation = j.generation
                  AND jn.state IN ('assigned', 'running') AND jn.notice_at IS NULL)
          ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
-        lease_id,
+        lease_ids,
         seconds_left,
         round_s
     )
