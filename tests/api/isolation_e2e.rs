@@ -16,7 +16,7 @@ use crate::support::agents::{Api, agent_command, spawn_agent, start_agent, state
 use crate::support::binary::{database_url, spawn_server, spawn_server_with, terminate};
 use crate::support::jobs::{pids_with_argv, wait_job};
 
-const HEARTBEAT_1S: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1"), ("RUST_LOG", "debug")];
+const HEARTBEAT_1S_DEBUG_LOG: &[(&str, &str)] = &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1"), ("RUST_LOG", "debug")];
 const SECRET: &str = "hf_TOPSECRET_0123456789";
 
 struct Tenant {
@@ -57,7 +57,7 @@ async fn a_job_reaches_only_its_own_lease_on_a_shared_host(db: PgPool) {
     let (mut server, base) = spawn_server_with(
         &database_url(&db),
         "127.0.0.1:0",
-        HEARTBEAT_1S,
+        HEARTBEAT_1S_DEBUG_LOG,
         std::fs::File::create(&server_log).unwrap().into(),
     );
     let api = Api { base: base.clone(), client: reqwest::Client::new() };
