@@ -29,10 +29,10 @@ done
 
 out=$(mktemp -d)
 trap 'rm -rf "$out"; psql "$server/postgres" -qX -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
-# Proc macros cannot tell cargo which variables they read: touching the crate root makes it expand them again.
-touch src/lib.rs
+# Proc macros cannot tell cargo which variables they read: touching the crate roots makes them expand again.
+touch src/lib.rs crates/gpuplane-store/src/lib.rs
 SQLX_OFFLINE=false DATABASE_URL="$url" SQLX_OFFLINE_DIR="$out" cargo check --quiet --lib --tests --benches
-touch src/lib.rs
+touch src/lib.rs crates/gpuplane-store/src/lib.rs
 
 if [ "$check" -eq 1 ]; then
   if ! diff -ru .sqlx "$out" >"$out.diff" 2>&1; then

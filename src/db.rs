@@ -7,8 +7,8 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 
 use crate::config::DatabaseArgs;
 
-/// The migrations in `migrations/`, embedded in the binary.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// The migrations in `migrations/`, embedded in the binary by the store.
+pub use gpuplane_store::MIGRATOR;
 
 /// Create the database if it does not exist, connect, and run pending migrations.
 pub async fn connect_and_migrate(args: &DatabaseArgs) -> anyhow::Result<PgPool> {

@@ -213,26 +213,11 @@ impl IntoResponse for ApiError {
 /// What a 503 tells the client to wait before retrying.
 pub const RETRY_AFTER_UNAVAILABLE_SECS: u64 = 5;
 
-/// Is this database failure a lost or unobtainable connection (the request may well succeed on retry) rather
-/// than a fault of the request or the code? Pool exhaustion, I/O and TLS failures, and the server refusing or
-/// dropping connections (SQLSTATE classes 08 and 57P, 53300 too many connections).
-pub fn is_unavailable(err: &sqlx::Error) -> bool {
-    match err {
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) => true,
-        sqlx::Error::WorkerCrashed => true,
-        sqlx::Error::Database(db) => {
-            db.code().is_some_and(|code| code.starts_with("08") || code.starts_with("57P") || code == "53300")
-        }
-        _ => false,
-    }
-}
+pub use gpuplane_store::error::{constraint_name, is_unavailable};
 
-/// Map a violated, named database constraint to the precise client error it means.
-/// Constraint names are the contract between the migrations and the API (see `migrations/0001_foundation.sql`).
-pub fn constraint_name(err: &sqlx::Error) -> Option<&str> {
-    match err {
-        sqlx::Error::Database(db) => db.constraint(),
-        _ => None,
+impl From<gpuplane_store::StoreError> for ApiError {
+    fn from(err: gpuplane_store::StoreError) -> Self {
+        ApiError::Database(err.0)
     }
 }
 

@@ -405,10 +405,7 @@ macro_rules! page_schema {
     };
 }
 
-/// Generate a new time-ordered id.
-pub fn new_id() -> Uuid {
-    Uuid::now_v7()
-}
+pub use gpuplane_store::new_id;
 
 /// For a PATCH field where `null` means "clear it": absent -> `None` (with `#[serde(default)]`), `null` ->
 /// `Some(None)`, a value -> `Some(Some(value))`.
