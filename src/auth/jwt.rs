@@ -5,7 +5,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::config::Settings;
@@ -19,27 +18,7 @@ pub const AGENT_AUDIENCE: &str = "gpuplane-agent";
 /// Lifetime of an agent credential. Re-registration revokes it earlier (generation bump).
 pub const AGENT_TOKEN_TTL_SECS: u64 = 365 * 24 * 3600;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum Role {
-    /// Platform operator: every `/v1/admin/*` endpoint.
-    Operator,
-    /// Tenant administrator: reads the tenant and manages its API keys and leases.
-    TenantAdmin,
-    /// Tenant member: reads the tenant's data.
-    TenantMember,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Operator => "operator",
-            Role::TenantAdmin => "tenant_admin",
-            Role::TenantMember => "tenant_member",
-        }
-    }
-}
+pub use gpuplane_store::auth::Role;
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Claims {

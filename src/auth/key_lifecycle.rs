@@ -33,20 +33,7 @@ pub fn check_key_name(name: &str) -> Result<(), FieldError> {
     check_name("name", name, MAX_KEY_NAME_CHARS)
 }
 
-/// What an audit event records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[sqlx(type_name = "text")]
-pub enum AuditAction {
-    #[serde(rename = "api_key.created")]
-    #[sqlx(rename = "api_key.created")]
-    ApiKeyCreated,
-    #[serde(rename = "api_key.revoked")]
-    #[sqlx(rename = "api_key.revoked")]
-    ApiKeyRevoked,
-    #[serde(rename = "api_key.rotated")]
-    #[sqlx(rename = "api_key.rotated")]
-    ApiKeyRotated,
-}
+pub use gpuplane_store::auth::AuditAction;
 
 /// One audited change.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]

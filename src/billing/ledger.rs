@@ -21,19 +21,7 @@ crate::page_schema!(LedgerEntryPage, LedgerEntry);
 /// Largest single top-up or adjustment, in minor units (10 billion major units): anything larger is a typo.
 pub const MAX_ENTRY_MINOR: i64 = 1_000_000_000_000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum EntryKind {
-    /// Money paid in.
-    Topup,
-    /// A correction by an operator, either sign.
-    Adjustment,
-    /// Metered use (negative).
-    Usage,
-    /// A credit, e.g. for a missed SLA.
-    Credit,
-}
+pub use gpuplane_store::billing::EntryKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct LedgerEntry {

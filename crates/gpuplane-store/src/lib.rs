@@ -10,7 +10,19 @@
 //!   workspace root holds what they were checked against). A runtime string is used only where the SQL is
 //!   truly dynamic, and says why where it is.
 
+pub mod agents;
+pub mod auth;
+pub mod billing;
+pub mod environments;
 pub mod error;
+pub mod idempotency;
+pub mod inventory;
+pub mod jobs;
+pub mod leases;
+pub mod ops;
+pub mod secrets;
+pub mod tenants;
+pub mod webhooks;
 
 pub use error::StoreError;
 

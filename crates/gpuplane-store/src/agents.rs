@@ -1,0 +1,1 @@
+//! What node agents write and read: registration, heartbeats, telemetry, holds.

@@ -1,0 +1,1 @@
+//! Lease environments: SSH keys and sessions.

@@ -1,0 +1,1 @@
+//! Sealed secrets at rest.

@@ -1,0 +1,1 @@
+//! Tenants: their rows, quotas and status.
