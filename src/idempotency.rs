@@ -6,6 +6,7 @@
 use axum::Json;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use gpuplane_store::idempotency as store;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
@@ -47,6 +48,11 @@ impl IdempotencyKey {
             request_hash: Sha256::digest(&canonical).to_vec(),
         }))
     }
+
+    /// This key as the store names it.
+    fn as_ref(&self) -> store::KeyRef<'_> {
+        store::KeyRef { tenant_id: self.tenant_id, scope: self.scope, key: &self.key, request_hash: &self.request_hash }
+    }
 }
 
 /// What claiming a key found.
@@ -60,37 +66,12 @@ pub enum Claim {
 /// Claim the key inside the caller's transaction. Blocks while another transaction holds the same key.
 pub async fn claim(conn: &mut PgConnection, key: &IdempotencyKey) -> Result<Claim, ApiError> {
     // An expired record no longer counts.
-    sqlx::query!(
-        "DELETE FROM idempotency_keys WHERE tenant_id = $1 AND scope = $2 AND key = $3 \
-         AND created_at < now() - make_interval(hours => $4)",
-        key.tenant_id,
-        key.scope,
-        &key.key,
-        RETENTION_HOURS as i32
-    )
-    .execute(&mut *conn)
-    .await?;
-    let inserted = sqlx::query!(
-        "INSERT INTO idempotency_keys (tenant_id, scope, key, request_hash, status_code, response_body) \
-         VALUES ($1, $2, $3, $4, 0, 'null') ON CONFLICT DO NOTHING",
-        key.tenant_id,
-        key.scope,
-        &key.key,
-        &key.request_hash
-    )
-    .execute(&mut *conn)
-    .await?;
-    if inserted.rows_affected() == 1 {
+    let key_ref = key.as_ref();
+    store::delete_expired_key(conn, &key_ref, RETENTION_HOURS as i32).await?;
+    if store::insert_claim(conn, &key_ref).await? {
         return Ok(Claim::Fresh);
     }
-    let stored = sqlx::query!(
-        "SELECT request_hash, status_code, response_body FROM idempotency_keys WHERE tenant_id = $1 AND scope = $2 AND key = $3",
-        key.tenant_id,
-        key.scope,
-        &key.key
-    )
-    .fetch_one(&mut *conn)
-    .await?;
+    let stored = store::load_stored(conn, &key_ref).await?;
     if stored.request_hash != key.request_hash {
         return Err(ApiError::Unprocessable {
             code: "idempotency_key_reused",
@@ -121,16 +102,8 @@ pub async fn complete(
     status: StatusCode,
     body: &impl Serialize,
 ) -> Result<(), ApiError> {
-    sqlx::query!(
-        "UPDATE idempotency_keys SET status_code = $4, response_body = $5 WHERE tenant_id = $1 AND scope = $2 AND key = $3",
-        key.tenant_id,
-        key.scope,
-        &key.key,
-        status.as_u16() as i32,
-        serde_json::to_value(body).map_err(|e| ApiError::Internal(e.into()))?
-    )
-    .execute(conn)
-    .await?;
+    let body = serde_json::to_value(body).map_err(|e| ApiError::Internal(e.into()))?;
+    store::complete(conn, &key.as_ref(), status.as_u16() as i32, body).await?;
     Ok(())
 }
 
@@ -141,28 +114,13 @@ pub async fn record_error(db: &sqlx::PgPool, key: &IdempotencyKey, error: &ApiEr
         return Ok(());
     }
     let body = serde_json::to_value(error.problem()).unwrap_or(serde_json::Value::Null);
-    sqlx::query!(
-        "INSERT INTO idempotency_keys (tenant_id, scope, key, request_hash, status_code, response_body) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
-        key.tenant_id,
-        key.scope,
-        &key.key,
-        &key.request_hash,
-        error.status().as_u16() as i32,
-        body
-    )
-    .execute(db)
-    .await?;
+    let mut conn = db.acquire().await?;
+    store::insert_result(&mut conn, &key.as_ref(), error.status().as_u16() as i32, body).await?;
     Ok(())
 }
 
 /// Forget records older than the retention (run by the background sweeper).
 pub async fn purge_expired(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query!(
-        "DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(hours => $1)",
-        RETENTION_HOURS as i32
-    )
-    .execute(db)
-    .await?;
-    Ok(done.rows_affected())
+    let mut conn = db.acquire().await?;
+    Ok(store::purge_expired(&mut conn, RETENTION_HOURS as i32).await?)
 }

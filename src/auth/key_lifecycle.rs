@@ -9,15 +9,16 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
+use gpuplane_store::auth as store;
 use serde::{Deserialize, Serialize};
-use sqlx::{AssertSqlSafe, PgConnection};
+use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::api_keys::{ApiKey, CreatedApiKey, KEY_COLUMNS, insert_api_key};
+use super::api_keys::{ApiKey, CreatedApiKey, insert_api_key};
 use super::{OperatorAuth, Role, TenantAdminAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_name, new_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, check_name};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
@@ -33,24 +34,7 @@ pub fn check_key_name(name: &str) -> Result<(), FieldError> {
     check_name("name", name, MAX_KEY_NAME_CHARS)
 }
 
-pub use gpuplane_store::auth::AuditAction;
-
-/// One audited change.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct AuditEvent {
-    pub id: Uuid,
-    pub at: DateTime<Utc>,
-    /// The API key whose token made the change; absent for the command line (`gpuplane bootstrap`).
-    pub actor_key_id: Option<Uuid>,
-    /// The tenant of the subject; absent for operator keys.
-    pub tenant_id: Option<Uuid>,
-    pub action: AuditAction,
-    /// The API key the change is about.
-    pub subject_key_id: Uuid,
-    /// Facts of the change, e.g. `{"successor_key_id": ..., "grace_seconds": 86400}` for a rotation.
-    #[schema(value_type = Object)]
-    pub detail: serde_json::Value,
-}
+pub use gpuplane_store::auth::{AuditAction, AuditEvent};
 
 crate::page_schema!(AuditEventPage, AuditEvent);
 
@@ -63,18 +47,7 @@ pub async fn audit(
     subject_key_id: Uuid,
     detail: serde_json::Value,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO audit_events (id, actor_key_id, tenant_id, action, subject_key_id, detail) \
-         VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(new_id())
-    .bind(actor_key_id)
-    .bind(tenant_id)
-    .bind(action)
-    .bind(subject_key_id)
-    .bind(detail)
-    .execute(conn)
-    .await?;
+    gpuplane_store::auth::insert_audit_event(conn, actor_key_id, tenant_id, action, subject_key_id, detail).await?;
     Ok(())
 }
 
@@ -92,12 +65,6 @@ pub async fn create_api_key(
     Ok(created)
 }
 
-/// Serializes changes to operator keys, so two concurrent revocations cannot both pass the last-key check.
-async fn lock_operator_keys(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('gpuplane.operator_keys'))").execute(conn).await?;
-    Ok(())
-}
-
 /// Revoke a key of `tenant_id` (None: an operator key), audited. Revoking twice is harmless (no new event).
 pub async fn revoke_api_key(
     conn: &mut PgConnection,
@@ -106,27 +73,15 @@ pub async fn revoke_api_key(
     key_id: Uuid,
 ) -> ApiResult<()> {
     if tenant_id.is_none() {
-        lock_operator_keys(conn).await?;
+        store::lock_operator_keys(conn).await?;
     }
-    let key: Option<(bool,)> = sqlx::query_as(
-        "SELECT revoked_at IS NULL FROM api_keys WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2 FOR UPDATE",
-    )
-    .bind(key_id)
-    .bind(tenant_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((active,)) = key else { return Err(ApiError::NotFound("api key")) };
+    let key = store::lock_key_active(conn, key_id, tenant_id).await?;
+    let Some(active) = key else { return Err(ApiError::NotFound("api key")) };
     if !active {
         return Ok(());
     }
     if tenant_id.is_none() {
-        let (others,): (i64,) = sqlx::query_as(
-            "SELECT count(*) FROM api_keys WHERE role = 'operator' AND id <> $1 \
-             AND revoked_at IS NULL AND expires_at IS NULL",
-        )
-        .bind(key_id)
-        .fetch_one(&mut *conn)
-        .await?;
+        let others = store::count_other_lasting_operator_keys(conn, key_id).await?;
         if others == 0 {
             return Err(ApiError::conflict(
                 "last_operator_key",
@@ -134,7 +89,7 @@ pub async fn revoke_api_key(
             ));
         }
     }
-    sqlx::query("UPDATE api_keys SET revoked_at = now() WHERE id = $1").bind(key_id).execute(&mut *conn).await?;
+    store::revoke_key(conn, key_id).await?;
     audit(conn, Some(actor_key_id), tenant_id, AuditAction::ApiKeyRevoked, key_id, serde_json::json!({})).await?;
     Ok(())
 }
@@ -172,31 +127,15 @@ async fn rotate_api_key(
         return Err(ApiError::field("grace_seconds", format!("seconds, 0-{MAX_GRACE_SECONDS}")));
     }
     if tenant_id.is_none() {
-        lock_operator_keys(conn).await?;
+        store::lock_operator_keys(conn).await?;
     }
-    let key: Option<(String, Role, bool)> = sqlx::query_as(
-        "SELECT name, role, revoked_at IS NULL AND expires_at IS NULL FROM api_keys \
-         WHERE id = $1 AND tenant_id IS NOT DISTINCT FROM $2 FOR UPDATE",
-    )
-    .bind(key_id)
-    .bind(tenant_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((name, role, rotatable)) = key else { return Err(ApiError::NotFound("api key")) };
+    let key = store::lock_key_for_rotation(conn, key_id, tenant_id).await?;
+    let Some(store::RotatableKey { name, role, rotatable }) = key else { return Err(ApiError::NotFound("api key")) };
     if !rotatable {
         return Err(ApiError::conflict("key_not_rotatable", "the key is revoked or already being rotated"));
     }
     let created = create_api_key(conn, Some(actor_key_id), tenant_id, &name, role).await?;
-    let (expires_at,): (DateTime<Utc>,) = sqlx::query_as(
-        "UPDATE api_keys SET expires_at = now() + make_interval(secs => $2), replaced_by = $3, \
-             revoked_at = CASE WHEN $2 = 0 THEN now() END \
-         WHERE id = $1 RETURNING expires_at",
-    )
-    .bind(key_id)
-    .bind(grace as f64)
-    .bind(created.key.id)
-    .fetch_one(&mut *conn)
-    .await?;
+    let expires_at = store::expire_rotated_key(conn, key_id, grace as f64, created.key.id).await?;
     let detail = serde_json::json!({ "successor_key_id": created.key.id, "grace_seconds": grace });
     audit(conn, Some(actor_key_id), tenant_id, AuditAction::ApiKeyRotated, key_id, detail).await?;
     Ok(RotatedApiKey { created, replaces: key_id, old_key_expires_at: expires_at })
@@ -221,11 +160,8 @@ pub struct CreateOperatorKeyRequest {
     responses((status = 200, description = "Operator keys, oldest first: prefix, name, created, last used, revoked, expiry", body = Vec<ApiKey>))
 )]
 pub async fn list_operator_api_keys(State(state): State<AppState>, _op: OperatorAuth) -> ApiResult<Json<Vec<ApiKey>>> {
-    let keys: Vec<ApiKey> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {KEY_COLUMNS} FROM api_keys WHERE role = 'operator' ORDER BY id"
-    )))
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let keys = store::list_operator_keys(&mut conn).await?;
     Ok(Json(keys))
 }
 
@@ -332,25 +268,15 @@ pub async fn list_audit_events(
     ApiQuery(filter): ApiQuery<AuditFilter>,
 ) -> ApiResult<Json<Page<AuditEvent>>> {
     let limit = page.fetch_limit()?;
-    let rows: Vec<AuditEvent> = sqlx::query_as(
-        "SELECT id, at, actor_key_id, tenant_id, action, subject_key_id, detail FROM audit_events \
-         WHERE id > $1 AND ($2::uuid IS NULL OR tenant_id = $2) ORDER BY id LIMIT $3",
-    )
-    .bind(page.after())
-    .bind(filter.tenant_id)
-    .bind(limit)
-    .fetch_all(&state.db)
-    .await?;
-    Ok(Json(Page::from_rows(rows, limit, |e| e.id)))
+    let mut conn = state.db.acquire().await?;
+    let rows = store::list_audit_events(&mut conn, page.after(), filter.tenant_id, limit).await?;
+    Ok(Json(Page::from_rows(rows, limit, |e: &AuditEvent| e.id)))
 }
 
 /// Mark keys whose grace period has ended as revoked, so every check (including the SQL-side ones of the fast
 /// lease endpoints, which look at `revoked_at` only) sees them as such (the `credentials` worker,
 /// [`crate::workers::credentials`]): how many keys it revoked.
 pub async fn revoke_expired_keys(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
-    let done =
-        sqlx::query("UPDATE api_keys SET revoked_at = expires_at WHERE revoked_at IS NULL AND expires_at <= now()")
-            .execute(db)
-            .await?;
-    Ok(done.rows_affected())
+    let mut conn = db.acquire().await?;
+    Ok(store::revoke_expired_keys(&mut conn).await?)
 }

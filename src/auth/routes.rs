@@ -4,11 +4,10 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
-use sqlx::AssertSqlSafe;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-pub use super::api_keys::{ApiKey, CreatedApiKey, KEY_COLUMNS, insert_api_key};
+pub use super::api_keys::{ApiKey, CreatedApiKey, insert_api_key};
 use super::{Role, TenantAdminAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
@@ -60,18 +59,9 @@ pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<supe
     if !keys::looks_like_key(api_key) {
         return Err(ApiError::unauthorized("invalid API key"));
     }
-    let row: Option<(Uuid, Option<Uuid>, Role, Option<String>)> = sqlx::query_as(
-        "UPDATE api_keys k SET last_used_at = now() \
-         FROM (SELECT k2.id, t.status FROM api_keys k2 LEFT JOIN tenants t ON t.id = k2.tenant_id \
-               WHERE k2.secret_hash = $1 AND k2.revoked_at IS NULL \
-                   AND (k2.expires_at IS NULL OR k2.expires_at > now())) found \
-         WHERE k.id = found.id \
-         RETURNING k.id, k.tenant_id, k.role, found.status",
-    )
-    .bind(keys::hash(api_key))
-    .fetch_optional(&state.db)
-    .await?;
-    let Some((key_id, tenant_id, role, tenant_status)) = row else {
+    let mut conn = state.db.acquire().await?;
+    let row = gpuplane_store::auth::exchange_key(&mut conn, &keys::hash(api_key)).await?;
+    let Some(gpuplane_store::auth::ExchangedKey { key_id, tenant_id, role, tenant_status }) = row else {
         return Err(ApiError::unauthorized("invalid API key"));
     };
     if tenant_status.as_deref() == Some("suspended") {
@@ -127,11 +117,8 @@ pub async fn list_tenant_api_keys(
     State(state): State<AppState>,
     auth: TenantAdminAuth,
 ) -> ApiResult<Json<Vec<ApiKey>>> {
-    let keys: Vec<ApiKey> =
-        sqlx::query_as(AssertSqlSafe(format!("SELECT {KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY id")))
-            .bind(auth.tenant_id)
-            .fetch_all(&state.db)
-            .await?;
+    let mut conn = state.db.acquire().await?;
+    let keys = gpuplane_store::auth::list_tenant_keys(&mut conn, auth.tenant_id).await?;
     Ok(Json(keys))
 }
 

@@ -31,14 +31,8 @@ pub async fn start(db: &sqlx::PgPool, tokens: &TokenKeys, principal: &Principal)
     let session_id = new_id();
     claims.sid = Some(session_id);
     let expires_at = expiry(&claims)?;
-    sqlx::query!(
-        "INSERT INTO console_sessions (id, key_id, expires_at) VALUES ($1, $2, $3)",
-        session_id,
-        principal.key_id,
-        expires_at
-    )
-    .execute(db)
-    .await?;
+    let mut conn = db.acquire().await?;
+    gpuplane_store::auth::insert_session(&mut conn, session_id, principal.key_id, expires_at).await?;
     Ok(tokens.sign(&claims)?)
 }
 
@@ -50,27 +44,19 @@ fn expiry(claims: &Claims) -> anyhow::Result<DateTime<Utc>> {
 /// End console session `session_id` of key `key_id` (both from a verified token). A session of another key is
 /// left alone. Returns whether a session ended.
 pub async fn end(db: &sqlx::PgPool, session_id: Uuid, key_id: Uuid) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query!("DELETE FROM console_sessions WHERE id = $1 AND key_id = $2", session_id, key_id)
-        .execute(db)
-        .await?;
-    Ok(done.rows_affected() > 0)
+    let mut conn = db.acquire().await?;
+    Ok(gpuplane_store::auth::delete_session(&mut conn, session_id, key_id).await?)
 }
 
 /// End every console session of the tenant's keys, in the caller's transaction (the tenant's suspension).
 pub async fn end_tenant_sessions(conn: &mut PgConnection, tenant_id: Uuid) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query!(
-        "DELETE FROM console_sessions s USING api_keys k WHERE s.key_id = k.id AND k.tenant_id = $1",
-        tenant_id
-    )
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected())
+    Ok(gpuplane_store::auth::delete_tenant_sessions(conn, tenant_id).await?)
 }
 
 /// Delete the rows of expired sessions (their tokens have expired too): how many.
 pub async fn delete_expired(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query!("DELETE FROM console_sessions WHERE expires_at <= now()").execute(db).await?;
-    Ok(done.rows_affected())
+    let mut conn = db.acquire().await?;
+    Ok(gpuplane_store::auth::delete_expired_sessions(&mut conn).await?)
 }
 
 /// The session a sign-out ends: the one named by the request's token (`Authorization: Bearer`, else the cookie),

@@ -209,12 +209,7 @@ pub async fn create_ledger_entry(
     Ok((StatusCode::CREATED, Json(entry)).into_response())
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct Balance {
-    pub currency: String,
-    /// The sum of the tenant's ledger entries in this currency, minor units.
-    pub balance_minor: i64,
-}
+pub use gpuplane_store::billing::Balance;
 
 /// The caller's prepaid balance, per currency.
 #[utoipa::path(

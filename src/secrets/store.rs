@@ -6,6 +6,7 @@
 //! either as it was or re-sealed) and a rerun carries on. Rows already under the current key are skipped, which
 //! makes it idempotent. A row that does not open is reported and left as it is; the rest still get done.
 
+use gpuplane_store::secrets as store;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -37,20 +38,7 @@ pub enum Scope {
 
 /// The key ids the stored secrets are sealed under.
 pub async fn key_ids_in_use(conn: &mut PgConnection) -> Result<Vec<String>, sqlx::Error> {
-    // job_secrets grows with the jobs: a loose index scan reads one index entry per distinct key id.
-    let ids: Vec<(String,)> = sqlx::query_as(
-        "WITH RECURSIVE job_keys(id) AS ( \
-             (SELECT value_key_id FROM job_secrets WHERE value_key_id IS NOT NULL ORDER BY value_key_id LIMIT 1) \
-             UNION ALL \
-             SELECT (SELECT value_key_id FROM job_secrets WHERE value_key_id > job_keys.id \
-                     ORDER BY value_key_id LIMIT 1) FROM job_keys WHERE job_keys.id IS NOT NULL) \
-         SELECT id FROM job_keys WHERE id IS NOT NULL \
-         UNION SELECT DISTINCT secret_key_id FROM webhook_endpoints WHERE secret_key_id IS NOT NULL \
-         ORDER BY 1",
-    )
-    .fetch_all(conn)
-    .await?;
-    Ok(ids.into_iter().map(|(id,)| id).collect())
+    Ok(store::key_ids_in_use(conn).await?)
 }
 
 /// Refuse a keyring that lacks a key some stored secret is sealed under: the service could not sign that
@@ -118,8 +106,6 @@ pub fn reveal(
     }
 }
 
-type WebhookRow = (Uuid, Option<String>, Option<String>, Option<Vec<u8>>);
-
 async fn reseal_webhook_secrets(
     pool: &PgPool,
     keyring: &Keyring,
@@ -129,21 +115,12 @@ async fn reseal_webhook_secrets(
     let mut after = Uuid::nil();
     loop {
         let mut tx = pool.begin().await?;
-        let rows: Vec<WebhookRow> = sqlx::query_as(
-            "SELECT id, secret, secret_key_id, secret_sealed FROM webhook_endpoints \
-             WHERE id > $1 AND (secret IS NOT NULL OR ($2 AND secret_key_id <> $3)) \
-             ORDER BY id LIMIT $4 FOR UPDATE",
-        )
-        .bind(after)
-        .bind(scope == Scope::NotCurrent)
-        .bind(keyring.current_id())
-        .bind(BATCH)
-        .fetch_all(&mut *tx)
-        .await?;
+        let rows = store::lock_webhook_secrets(&mut tx, after, scope == Scope::NotCurrent, keyring.current_id(), BATCH)
+            .await?;
         let Some(last) = rows.last() else { break };
-        after = last.0;
+        after = last.id;
         let (mut ids, mut key_ids, mut sealed) = (Vec::new(), Vec::new(), Vec::new());
-        for (id, clear, key_id, bytes) in rows {
+        for store::WebhookSecretRow { id, secret: clear, secret_key_id: key_id, secret_sealed: bytes } in rows {
             let context = Context::WebhookSecret { endpoint_id: id };
             match reveal(keyring, context, clear.as_deref(), key_id.as_deref(), bytes.as_deref()) {
                 Ok(secret) => {
@@ -155,22 +132,12 @@ async fn reseal_webhook_secrets(
                 Err(e) => done.failures.push(format!("webhook endpoint {id}: {e}")),
             }
         }
-        sqlx::query(
-            "UPDATE webhook_endpoints e SET secret = NULL, secret_key_id = u.key_id, secret_sealed = u.sealed \
-             FROM UNNEST($1::uuid[], $2::text[], $3::bytea[]) AS u(id, key_id, sealed) WHERE e.id = u.id",
-        )
-        .bind(&ids)
-        .bind(&key_ids)
-        .bind(&sealed)
-        .execute(&mut *tx)
-        .await?;
+        store::store_sealed_webhook_secrets(&mut tx, &ids, &key_ids, &sealed).await?;
         tx.commit().await?;
         done.webhook_secrets += ids.len() as u64;
     }
     Ok(())
 }
-
-type JobSecretRow = (Uuid, String, Option<String>, Option<String>, Option<Vec<u8>>);
 
 async fn reseal_job_secrets(
     pool: &PgPool,
@@ -181,22 +148,18 @@ async fn reseal_job_secrets(
     let mut after = (Uuid::nil(), String::new());
     loop {
         let mut tx = pool.begin().await?;
-        let rows: Vec<JobSecretRow> = sqlx::query_as(
-            "SELECT job_id, name, value, value_key_id, value_sealed FROM job_secrets \
-             WHERE (job_id, name) > ($1, $2) AND (value IS NOT NULL OR ($3 AND value_key_id <> $4)) \
-             ORDER BY job_id, name LIMIT $5 FOR UPDATE",
+        let rows = store::lock_job_secrets(
+            &mut tx,
+            (after.0, &after.1),
+            scope == Scope::NotCurrent,
+            keyring.current_id(),
+            BATCH,
         )
-        .bind(after.0)
-        .bind(&after.1)
-        .bind(scope == Scope::NotCurrent)
-        .bind(keyring.current_id())
-        .bind(BATCH)
-        .fetch_all(&mut *tx)
         .await?;
         let Some(last) = rows.last() else { break };
-        after = (last.0, last.1.clone());
+        after = (last.job_id, last.name.clone());
         let (mut job_ids, mut names, mut key_ids, mut sealed) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (job_id, name, clear, key_id, bytes) in rows {
+        for store::JobSecretRow { job_id, name, value: clear, value_key_id: key_id, value_sealed: bytes } in rows {
             let context = Context::JobSecret { job_id, name: &name };
             match reveal(keyring, context, clear.as_deref(), key_id.as_deref(), bytes.as_deref()) {
                 Ok(value) => {
@@ -209,17 +172,7 @@ async fn reseal_job_secrets(
                 Err(e) => done.failures.push(format!("job {job_id} secret {name}: {e}")),
             }
         }
-        sqlx::query(
-            "UPDATE job_secrets s SET value = NULL, value_key_id = u.key_id, value_sealed = u.sealed \
-             FROM UNNEST($1::uuid[], $2::text[], $3::text[], $4::bytea[]) AS u(job_id, name, key_id, sealed) \
-             WHERE s.job_id = u.job_id AND s.name = u.name",
-        )
-        .bind(&job_ids)
-        .bind(&names)
-        .bind(&key_ids)
-        .bind(&sealed)
-        .execute(&mut *tx)
-        .await?;
+        store::store_sealed_job_secrets(&mut tx, &job_ids, &names, &key_ids, &sealed).await?;
         tx.commit().await?;
         done.job_secrets += job_ids.len() as u64;
     }

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use gpuplane_store::webhooks as store;
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
@@ -15,48 +16,26 @@ use crate::config::WebhookSettings;
 /// Record that `condition` holds for `subject`; true when it was not raised already (then raise it now). A
 /// compare-and-set: of two transactions raising the same alert, the second waits for the first and finds it.
 pub(crate) async fn raise(conn: &mut PgConnection, condition: &str, subject: Uuid) -> Result<bool, sqlx::Error> {
-    let inserted =
-        sqlx::query("INSERT INTO webhook_alerts (condition, subject_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-            .bind(condition)
-            .bind(subject)
-            .execute(conn)
-            .await?;
-    Ok(inserted.rows_affected() == 1)
+    Ok(store::raise_alert(conn, condition, subject).await?)
 }
 
 /// Forget that `condition` was raised for `subject`; true when it was (it cleared now, and may be raised again).
 pub(crate) async fn clear(conn: &mut PgConnection, condition: &str, subject: Uuid) -> Result<bool, sqlx::Error> {
-    let deleted = sqlx::query("DELETE FROM webhook_alerts WHERE condition = $1 AND subject_id = $2")
-        .bind(condition)
-        .bind(subject)
-        .execute(conn)
-        .await?;
-    Ok(deleted.rows_affected() == 1)
+    Ok(store::clear_alert(conn, condition, subject).await?)
 }
 
 /// Forget raised alerts of `condition` whose subject is not in `still`: they cleared, and may be raised again.
 async fn clear_except(conn: &mut PgConnection, condition: &str, still: &[Uuid]) -> Result<(), sqlx::Error> {
-    sqlx::query("DELETE FROM webhook_alerts WHERE condition = $1 AND NOT (subject_id = ANY($2))")
-        .bind(condition)
-        .bind(still)
-        .execute(conn)
-        .await?;
-    Ok(())
+    Ok(store::clear_alerts_except(conn, condition, still).await?)
 }
 
 /// Leases that end within the lead.
 pub async fn check_expiring(db: &PgPool, lead: Duration) -> Result<usize, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let due: Vec<(Uuid, Uuid, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
-        "SELECT id, tenant_id, ends_at FROM leases \
-         WHERE state = 'active' AND ends_at > now() AND ends_at <= now() + make_interval(secs => $1) ORDER BY id",
-    )
-    .bind(lead.as_secs_f64())
-    .fetch_all(&mut *tx)
-    .await?;
-    clear_except(&mut tx, "lease.expiring", &due.iter().map(|d| d.0).collect::<Vec<_>>()).await?;
+    let due = store::expiring_leases(&mut tx, lead.as_secs_f64()).await?;
+    clear_except(&mut tx, "lease.expiring", &due.iter().map(|d| d.lease_id).collect::<Vec<_>>()).await?;
     let mut raised = 0;
-    for (lease_id, tenant_id, ends_at) in due {
+    for store::ExpiringLease { lease_id, tenant_id, ends_at } in due {
         if raise(&mut tx, "lease.expiring", lease_id).await? {
             let data = serde_json::json!({ "lease_id": lease_id, "ends_at": ends_at, "lead_seconds": lead.as_secs() });
             emit(&mut tx, Audience::Tenant(tenant_id), "lease.expiring", data).await?;
@@ -70,16 +49,10 @@ pub async fn check_expiring(db: &PgPool, lead: Duration) -> Result<usize, sqlx::
 /// Pools whose oldest queued lease has waited longer than `after`.
 pub async fn check_queue_stalled(db: &PgPool, after: Duration) -> Result<usize, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let stalled: Vec<(Uuid, i64, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
-        "SELECT pool_id, count(*), min(created_at) FROM leases WHERE state = 'queued' GROUP BY pool_id \
-         HAVING min(created_at) < now() - make_interval(secs => $1) ORDER BY pool_id",
-    )
-    .bind(after.as_secs_f64())
-    .fetch_all(&mut *tx)
-    .await?;
-    clear_except(&mut tx, "queue.stalled", &stalled.iter().map(|s| s.0).collect::<Vec<_>>()).await?;
+    let stalled = store::stalled_queues(&mut tx, after.as_secs_f64()).await?;
+    clear_except(&mut tx, "queue.stalled", &stalled.iter().map(|s| s.pool_id).collect::<Vec<_>>()).await?;
     let mut raised = 0;
-    for (pool_id, queued, since) in stalled {
+    for store::StalledQueue { pool_id, queued, since } in stalled {
         if raise(&mut tx, "queue.stalled", pool_id).await? {
             let data = serde_json::json!({ "pool_id": pool_id, "queued_leases": queued, "oldest_queued_at": since });
             emit(&mut tx, Audience::Operators, "queue.stalled", data).await?;
@@ -93,14 +66,9 @@ pub async fn check_queue_stalled(db: &PgPool, after: Duration) -> Result<usize, 
 /// Active leases whose running job's GPUs are underused (the `low_utilization` insight).
 pub async fn check_utilization(db: &PgPool) -> anyhow::Result<usize> {
     let mut conn = db.acquire().await?;
-    let running: Vec<(Uuid, Uuid, Uuid)> = sqlx::query_as(
-        "SELECT DISTINCT l.id, l.tenant_id, l.pool_id FROM leases l JOIN jobs j ON j.lease_id = l.id \
-         WHERE l.state = 'active' AND j.state = 'running' ORDER BY l.id",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let running = store::leases_running_jobs(&mut conn).await?;
     let mut low = Vec::new();
-    for (lease_id, tenant_id, pool_id) in running {
+    for store::RunningLease { lease_id, tenant_id, pool_id } in running {
         let found = crate::jobs::routes::evaluate_lease(&mut conn, lease_id, pool_id)
             .await
             .map_err(|e| anyhow::anyhow!("insights of lease {lease_id}: {e}"))?;

@@ -9,7 +9,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
+use gpuplane_store::webhooks::{self as store, ClaimedDelivery as Claimed, DeliveryState};
 use sqlx::PgPool;
 use uuid::Uuid;
 
@@ -28,23 +29,6 @@ const CLAIM_LAPSE_SECS: f64 = 60.0;
 pub const RESPONSE_BODY_CAP: usize = 1024;
 /// Deliveries claimed at once, and attempted concurrently.
 pub const BATCH: i64 = 32;
-
-/// A claimed delivery with what it takes to send it.
-#[derive(Debug, sqlx::FromRow)]
-struct Claimed {
-    delivery_id: Uuid,
-    attempts: i32,
-    endpoint_id: Uuid,
-    tenant_id: Option<Uuid>,
-    url: String,
-    secret: Option<String>,
-    secret_key_id: Option<String>,
-    secret_sealed: Option<Vec<u8>>,
-    event_id: Uuid,
-    event_type: String,
-    data: serde_json::Value,
-    created_at: DateTime<Utc>,
-}
 
 /// What one attempt came to.
 #[derive(Debug)]
@@ -95,23 +79,10 @@ impl Worker {
     /// Claim up to `batch` due deliveries and attempt them concurrently. Returns how many were attempted.
     pub async fn deliver_due(&self, batch: i64) -> Result<usize, sqlx::Error> {
         let claim = new_id();
-        let claimed: Vec<Claimed> = sqlx::query_as(
-            "WITH due AS ( \
-                 SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id \
-                 WHERE d.state = 'pending' AND d.next_attempt_at <= now() AND e.enabled \
-                 ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED) \
-             UPDATE webhook_deliveries d SET claim = $2, next_attempt_at = now() + make_interval(secs => $3) \
-             FROM due, webhook_endpoints e, webhook_events ev \
-             WHERE d.id = due.id AND e.id = d.endpoint_id AND ev.id = d.event_id \
-             RETURNING d.id AS delivery_id, d.attempts, e.id AS endpoint_id, e.tenant_id, e.url, \
-                 e.secret, e.secret_key_id, e.secret_sealed, \
-                 ev.id AS event_id, ev.type AS event_type, ev.data, ev.created_at",
-        )
-        .bind(batch)
-        .bind(claim)
-        .bind(CLAIM_LAPSE_SECS)
-        .fetch_all(&self.db)
-        .await?;
+        let claimed = {
+            let mut conn = self.db.acquire().await?;
+            store::claim_due(&mut conn, batch, claim, CLAIM_LAPSE_SECS).await?
+        };
         let count = claimed.len();
         let results = futures_util::future::join_all(claimed.into_iter().map(|c| async move {
             let outcome = self.attempt(&c).await;
@@ -195,62 +166,33 @@ impl Worker {
     /// Log the attempt and schedule what comes next, under this worker's claim.
     async fn record(&self, c: &Claimed, claim: Uuid, outcome: &Outcome) -> Result<(), sqlx::Error> {
         let mut tx = self.db.begin().await?;
-        sqlx::query(
-            "INSERT INTO webhook_attempts (id, delivery_id, succeeded, response_code, latency_ms, error) \
-             VALUES ($1, $2, $3, $4, $5, $6)",
+        store::insert_attempt(
+            &mut tx,
+            c.delivery_id,
+            outcome.succeeded,
+            outcome.response_code,
+            outcome.latency_ms,
+            outcome.error.as_deref(),
         )
-        .bind(new_id())
-        .bind(c.delivery_id)
-        .bind(outcome.succeeded)
-        .bind(outcome.response_code)
-        .bind(outcome.latency_ms)
-        .bind(&outcome.error)
-        .execute(&mut *tx)
         .await?;
         let attempts = c.attempts + 1;
         let retry_in = self.settings.retry_schedule.get(c.attempts as usize).copied();
         let state = match (outcome.succeeded, retry_in) {
-            (true, _) => "succeeded",
-            (false, Some(_)) => "pending",
-            (false, None) => "failed",
+            (true, _) => DeliveryState::Succeeded,
+            (false, Some(_)) => DeliveryState::Pending,
+            (false, None) => DeliveryState::Failed,
         };
-        sqlx::query(
-            "UPDATE webhook_deliveries SET state = $3, attempts = $4, claim = NULL, last_attempt_at = now(), \
-                 last_status_code = $5, next_attempt_at = now() + make_interval(secs => $6) \
-             WHERE id = $1 AND claim = $2",
-        )
-        .bind(c.delivery_id)
-        .bind(claim)
-        .bind(state)
-        .bind(attempts)
-        .bind(outcome.response_code)
-        .bind(retry_in.unwrap_or_default().as_secs_f64())
-        .execute(&mut *tx)
-        .await?;
-        if outcome.succeeded {
-            sqlx::query(
-                "UPDATE webhook_endpoints SET failing_since = NULL WHERE id = $1 AND failing_since IS NOT NULL",
-            )
-            .bind(c.endpoint_id)
-            .execute(&mut *tx)
+        let retry_in_secs = retry_in.unwrap_or_default().as_secs_f64();
+        store::record_outcome(&mut tx, c.delivery_id, claim, state, attempts, outcome.response_code, retry_in_secs)
             .await?;
+        if outcome.succeeded {
+            store::clear_failing(&mut tx, c.endpoint_id).await?;
         } else {
             // Two statements: one statement cannot update the same row twice.
-            sqlx::query("UPDATE webhook_endpoints SET failing_since = COALESCE(failing_since, now()) WHERE id = $1")
-                .bind(c.endpoint_id)
-                .execute(&mut *tx)
-                .await?;
-            let disabled: Option<(DateTime<Utc>,)> = sqlx::query_as(
-                "UPDATE webhook_endpoints SET enabled = false, updated_at = now(), \
-                     disabled_reason = 'every delivery failed since ' || failing_since \
-                 WHERE id = $1 AND enabled AND failing_since <= now() - make_interval(secs => $2) \
-                 RETURNING failing_since",
-            )
-            .bind(c.endpoint_id)
-            .bind(self.settings.disable_after.as_secs_f64())
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some((since,)) = disabled {
+            store::mark_failing(&mut tx, c.endpoint_id).await?;
+            let disabled =
+                store::disable_if_failing(&mut tx, c.endpoint_id, self.settings.disable_after.as_secs_f64()).await?;
+            if let Some(since) = disabled {
                 tracing::warn!(endpoint.id = %c.endpoint_id, "webhook endpoint disabled: failing since {since}");
                 let data = serde_json::json!({
                     "endpoint_id": c.endpoint_id, "tenant_id": c.tenant_id, "url": c.url, "failing_since": since,

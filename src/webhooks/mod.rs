@@ -41,12 +41,6 @@ pub async fn emit(
     data: serde_json::Value,
 ) -> Result<Uuid, sqlx::Error> {
     let id = crate::extract::new_id();
-    sqlx::query("SELECT webhook_emit($1, $2, $3, $4)")
-        .bind(id)
-        .bind(audience.tenant_id())
-        .bind(event_type)
-        .bind(data)
-        .execute(conn)
-        .await?;
+    gpuplane_store::webhooks::emit(conn, id, audience.tenant_id(), event_type, data).await?;
     Ok(id)
 }

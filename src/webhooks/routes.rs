@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{FromRequestParts, State};
 use axum::http::StatusCode;
 use axum::http::request::Parts;
-use chrono::{DateTime, Utc};
+use gpuplane_store::webhooks as store;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -63,22 +63,6 @@ impl FromRequestParts<AppState> for WebhookOwner {
     }
 }
 
-/// A webhook endpoint. Its secret is shown once, when it is created.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct WebhookEndpoint {
-    pub id: Uuid,
-    pub url: String,
-    /// Event type patterns it receives: `*`, `lease.*`, `lease.ended` ...
-    pub event_types: Vec<String>,
-    pub description: String,
-    /// Disabled endpoints receive nothing (the service disables one that failed for days).
-    pub enabled: bool,
-    /// Why the service disabled it, if it did.
-    pub disabled_reason: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
 /// A new endpoint, with its signing secret: the only time the secret is shown.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CreatedWebhookEndpoint {
@@ -121,62 +105,7 @@ pub struct UpdateWebhookRequest {
     pub enabled: Option<bool>,
 }
 
-pub use gpuplane_store::webhooks::DeliveryState;
-
-/// One attempt to deliver.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct WebhookAttempt {
-    pub attempted_at: DateTime<Utc>,
-    pub succeeded: bool,
-    /// The receiver's HTTP status, when it answered.
-    pub response_code: Option<i32>,
-    pub latency_ms: i32,
-    /// What went wrong (transport error, or the status and the first bytes of the body).
-    pub error: Option<String>,
-}
-
-/// An event's delivery to one endpoint, with its attempt log.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct WebhookDelivery {
-    pub id: Uuid,
-    /// The event id: the `webhook-id` header of every attempt.
-    pub event_id: Uuid,
-    pub event_type: String,
-    pub state: DeliveryState,
-    pub attempts: i32,
-    /// When the next attempt is due (pending deliveries).
-    pub next_attempt_at: Option<DateTime<Utc>>,
-    pub last_attempt_at: Option<DateTime<Utc>>,
-    pub last_status_code: Option<i32>,
-    pub created_at: DateTime<Utc>,
-    /// Every attempt, oldest first.
-    #[sqlx(json)]
-    pub attempt_log: Vec<WebhookAttempt>,
-}
-
-/// An event, as its webhook body carries it.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct WebhookEvent {
-    /// Stable across retries: the `webhook-id` header.
-    pub id: Uuid,
-    #[serde(rename = "type")]
-    #[sqlx(rename = "type")]
-    pub type_: String,
-    pub timestamp: DateTime<Utc>,
-    #[schema(value_type = Object)]
-    pub data: serde_json::Value,
-}
-
-const ENDPOINT_COLUMNS: &str = "id, url, event_types, description, enabled, disabled_reason, created_at, updated_at";
-
-const DELIVERY_SELECT: &str = "SELECT d.id, d.event_id, ev.type AS event_type, d.state, d.attempts, \
-     CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.last_attempt_at, \
-     d.last_status_code, d.created_at, \
-     COALESCE((SELECT json_agg(json_build_object('attempted_at', a.attempted_at, 'succeeded', a.succeeded, \
-         'response_code', a.response_code, 'latency_ms', a.latency_ms, 'error', a.error) ORDER BY a.id) \
-         FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]') AS attempt_log \
-     FROM webhook_deliveries d JOIN webhook_events ev ON ev.id = d.event_id \
-     JOIN webhook_endpoints e ON e.id = d.endpoint_id";
+pub use gpuplane_store::webhooks::{DeliveryState, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent};
 
 /// Validate the event type patterns (`event_types`).
 fn check_event_types(types: &[String], errors: &mut Vec<FieldError>) {
@@ -226,14 +155,7 @@ async fn load_endpoint(
     audience: Audience,
     id: Uuid,
 ) -> Result<WebhookEndpoint, ApiError> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND webhook_in_audience(tenant_id, $2)"
-    )))
-    .bind(id)
-    .bind(audience.tenant_id())
-    .fetch_optional(conn)
-    .await?
-    .ok_or(ApiError::NotFound("webhook endpoint"))
+    store::load_endpoint(conn, audience.tenant_id(), id).await?.ok_or(ApiError::NotFound("webhook endpoint"))
 }
 
 /// The caller's endpoints.
@@ -248,15 +170,8 @@ pub async fn list_webhooks(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<Page<WebhookEndpoint>>> {
     let limit = page.fetch_limit()?;
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE webhook_in_audience(tenant_id, $1) AND id > $2 \
-         ORDER BY id LIMIT $3"
-    )))
-    .bind(audience.tenant_id())
-    .bind(page.after())
-    .bind(limit)
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let rows = store::list_endpoints(&mut conn, audience.tenant_id(), page.after(), limit).await?;
     Ok(Json(Page::from_rows(rows, limit, |e: &WebhookEndpoint| e.id)))
 }
 
@@ -286,36 +201,25 @@ pub async fn create_webhook(
     let secret = signing::new_secret();
     let mut tx = state.db.begin().await?;
     // Serialize creations per audience so the limit holds under concurrency.
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('webhooks:' || COALESCE($1::text, 'operators'), 0))")
-        .bind(audience.tenant_id())
-        .execute(&mut *tx)
-        .await?;
-    let (count,): (i64,) =
-        sqlx::query_as("SELECT count(*) FROM webhook_endpoints WHERE webhook_in_audience(tenant_id, $1)")
-            .bind(audience.tenant_id())
-            .fetch_one(&mut *tx)
-            .await?;
+    store::lock_audience(&mut tx, audience.tenant_id()).await?;
+    let count = store::count_endpoints(&mut tx, audience.tenant_id()).await?;
     if count >= MAX_ENDPOINTS {
         return Err(ApiError::conflict("too_many_webhooks", format!("at most {MAX_ENDPOINTS} webhook endpoints")));
     }
     let id = new_id();
     // Stored sealed: the service must sign with it, but a dump of the database must not give it away.
     let sealed = state.settings.keyring.seal(Context::WebhookSecret { endpoint_id: id }, secret.as_bytes());
-    let endpoint: WebhookEndpoint = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO webhook_endpoints \
-             (id, tenant_id, url, event_types, description, enabled, secret_key_id, secret_sealed) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {ENDPOINT_COLUMNS}"
-    )))
-    .bind(id)
-    .bind(audience.tenant_id())
-    .bind(&req.url)
-    .bind(&req.event_types)
-    .bind(&description)
-    .bind(req.enabled.unwrap_or(true))
-    .bind(&sealed.key_id)
-    .bind(&sealed.bytes)
-    .fetch_one(&mut *tx)
-    .await?;
+    let new = store::NewEndpoint {
+        id,
+        tenant_id: audience.tenant_id(),
+        url: &req.url,
+        event_types: &req.event_types,
+        description: &description,
+        enabled: req.enabled.unwrap_or(true),
+        secret_key_id: &sealed.key_id,
+        secret_sealed: &sealed.bytes,
+    };
+    let endpoint = store::insert_endpoint(&mut tx, &new).await?;
     tx.commit().await?;
     tracing::info!(endpoint.id = %endpoint.id, ?audience, "webhook endpoint created");
     Ok((StatusCode::CREATED, NO_STORE, Json(CreatedWebhookEndpoint { endpoint, secret })))
@@ -362,21 +266,14 @@ pub async fn update_webhook(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    let updated: Option<WebhookEndpoint> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "UPDATE webhook_endpoints SET url = COALESCE($3, url), event_types = COALESCE($4, event_types), \
-             description = COALESCE($5, description), enabled = COALESCE($6, enabled), \
-             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, \
-             failing_since = CASE WHEN $6 THEN NULL ELSE failing_since END, updated_at = now() \
-         WHERE id = $1 AND webhook_in_audience(tenant_id, $2) RETURNING {ENDPOINT_COLUMNS}"
-    )))
-    .bind(id)
-    .bind(audience.tenant_id())
-    .bind(&req.url)
-    .bind(&req.event_types)
-    .bind(&req.description)
-    .bind(req.enabled)
-    .fetch_optional(&state.db)
-    .await?;
+    let change = store::EndpointChange {
+        url: req.url.as_deref(),
+        event_types: req.event_types.as_deref(),
+        description: req.description.as_deref(),
+        enabled: req.enabled,
+    };
+    let mut conn = state.db.acquire().await?;
+    let updated = store::update_endpoint(&mut conn, audience.tenant_id(), id, &change).await?;
     Ok(Json(updated.ok_or(ApiError::NotFound("webhook endpoint"))?))
 }
 
@@ -391,12 +288,8 @@ pub async fn delete_webhook(
     WebhookOwner(audience): WebhookOwner,
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let deleted = sqlx::query("DELETE FROM webhook_endpoints WHERE id = $1 AND webhook_in_audience(tenant_id, $2)")
-        .bind(id)
-        .bind(audience.tenant_id())
-        .execute(&state.db)
-        .await?;
-    if deleted.rows_affected() == 0 {
+    let mut conn = state.db.acquire().await?;
+    if !store::delete_endpoint(&mut conn, audience.tenant_id(), id).await? {
         return Err(ApiError::NotFound("webhook endpoint"));
     }
     Ok(StatusCode::NO_CONTENT)
@@ -417,16 +310,7 @@ pub async fn list_deliveries(
     let limit = page.fetch_limit()?;
     let mut conn = state.db.acquire().await?;
     load_endpoint(&mut conn, audience, id).await?;
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{DELIVERY_SELECT} WHERE d.endpoint_id = $1 AND webhook_in_audience(e.tenant_id, $2) AND d.id > $3 \
-         ORDER BY d.id LIMIT $4"
-    )))
-    .bind(id)
-    .bind(audience.tenant_id())
-    .bind(page.after())
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = store::list_deliveries(&mut conn, audience.tenant_id(), id, page.after(), limit).await?;
     Ok(Json(Page::from_rows(rows, limit, |d: &WebhookDelivery| d.id)))
 }
 
@@ -452,21 +336,9 @@ pub async fn test_webhook(
     let event_id = new_id();
     let delivery_id = new_id();
     // Not through `emit`: a test goes to this endpoint alone, not to every subscriber of its audience.
-    sqlx::query(
-        "WITH ev AS (INSERT INTO webhook_events (id, tenant_id, type, data) VALUES ($1, $2, 'webhook.test', $3)) \
-         INSERT INTO webhook_deliveries (id, endpoint_id, event_id) VALUES ($4, $5, $1)",
-    )
-    .bind(event_id)
-    .bind(audience.tenant_id())
-    .bind(serde_json::json!({ "endpoint_id": id, "message": "a test event sent on request" }))
-    .bind(delivery_id)
-    .bind(id)
-    .execute(&mut *tx)
-    .await?;
-    let delivery = sqlx::query_as(sqlx::AssertSqlSafe(format!("{DELIVERY_SELECT} WHERE d.id = $1")))
-        .bind(delivery_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let data = serde_json::json!({ "endpoint_id": id, "message": "a test event sent on request" });
+    store::insert_test_delivery(&mut tx, event_id, audience.tenant_id(), data, delivery_id, id).await?;
+    let delivery = store::load_delivery(&mut tx, delivery_id).await?;
     tx.commit().await?;
     Ok((StatusCode::ACCEPTED, Json(delivery)))
 }
@@ -487,23 +359,10 @@ pub async fn retry_delivery(
     ApiPath((id, delivery_id)): ApiPath<(Uuid, Uuid)>,
 ) -> ApiResult<(StatusCode, Json<WebhookDelivery>)> {
     let mut tx = state.db.begin().await?;
-    let retried = sqlx::query(
-        "UPDATE webhook_deliveries d SET state = 'pending', next_attempt_at = now(), claim = NULL \
-         FROM webhook_endpoints e \
-         WHERE d.id = $1 AND d.endpoint_id = $2 AND e.id = d.endpoint_id AND webhook_in_audience(e.tenant_id, $3)",
-    )
-    .bind(delivery_id)
-    .bind(id)
-    .bind(audience.tenant_id())
-    .execute(&mut *tx)
-    .await?;
-    if retried.rows_affected() == 0 {
+    if !store::retry_delivery(&mut tx, audience.tenant_id(), id, delivery_id).await? {
         return Err(ApiError::NotFound("webhook delivery"));
     }
-    let delivery = sqlx::query_as(sqlx::AssertSqlSafe(format!("{DELIVERY_SELECT} WHERE d.id = $1")))
-        .bind(delivery_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let delivery = store::load_delivery(&mut tx, delivery_id).await?;
     tx.commit().await?;
     Ok((StatusCode::ACCEPTED, Json(delivery)))
 }
@@ -541,16 +400,8 @@ pub async fn list_events(
         (_, Some(tenant_id)) => Audience::Tenant(tenant_id),
         (_, None) => return Err(ApiError::forbidden("no tenant")),
     };
-    let rows = sqlx::query_as(
-        "SELECT id, type, created_at AS timestamp, data FROM webhook_events \
-         WHERE webhook_in_audience(tenant_id, $1) AND id > $2 AND ($3::text IS NULL OR type = $3) \
-         ORDER BY id LIMIT $4",
-    )
-    .bind(audience.tenant_id())
-    .bind(page.after())
-    .bind(params.type_)
-    .bind(limit)
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let rows =
+        store::list_events(&mut conn, audience.tenant_id(), page.after(), params.type_.as_deref(), limit).await?;
     Ok(Json(Page::from_rows(rows, limit, |e: &WebhookEvent| e.id)))
 }

@@ -1,4 +1,4 @@
-//! Billing: the kinds of ledger entry.
+//! Billing: the kinds of ledger entry, and balances.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -15,4 +15,11 @@ pub enum EntryKind {
     Usage,
     /// A credit, e.g. for a missed SLA.
     Credit,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Balance {
+    pub currency: String,
+    /// The sum of the tenant's ledger entries in this currency, minor units.
+    pub balance_minor: i64,
 }
