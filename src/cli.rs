@@ -164,10 +164,8 @@ fn database_name(url: &str) -> Option<String> {
 /// Create the first operator key. Serialized with an advisory lock so two concurrent bootstraps cannot both win.
 pub async fn bootstrap_operator(pool: &sqlx::PgPool, name: &str) -> anyhow::Result<String> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('gpuplane.bootstrap'))").execute(&mut *tx).await?;
-    let (exists,): (bool,) =
-        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM api_keys WHERE role = 'operator')").fetch_one(&mut *tx).await?;
-    if exists {
+    gpuplane_store::ops::lock_bootstrap(&mut tx).await?;
+    if gpuplane_store::ops::operator_exists(&mut tx).await? {
         anyhow::bail!("an operator already exists; create further keys with `POST /v1/admin/api-keys`");
     }
     let created = crate::auth::key_lifecycle::create_api_key(&mut tx, None, None, name, Role::Operator).await?;

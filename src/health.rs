@@ -29,7 +29,11 @@ pub async fn get_healthz() -> axum::Json<HealthStatus> {
         (status = 503, description = "The database is unreachable", body = crate::error::Problem, content_type = "application/problem+json"),
     ))]
 pub async fn get_readyz(State(state): State<AppState>) -> axum::response::Response {
-    match sqlx::query("SELECT 1").execute(&state.db).await {
+    let ping = match state.db.acquire().await {
+        Ok(mut conn) => gpuplane_store::ops::ping(&mut conn).await.map_err(sqlx::Error::from),
+        Err(err) => Err(err),
+    };
+    match ping {
         Ok(_) => axum::Json(HealthStatus { status: "ok".into() }).into_response(),
         Err(err) => {
             tracing::warn!(error = %err, "readiness check failed");

@@ -15,6 +15,7 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::HeaderName;
 use axum::middleware::Next;
 use axum::response::Response;
+use gpuplane_store::ops::FleetRow;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use sqlx::PgPool;
 use tracing_subscriber::EnvFilter;
@@ -237,64 +238,10 @@ fn process_metrics(page: &mut Page<'_>) {
     }
 }
 
-/// One figure of the fleet: (family, pool, state, value).
-type FleetRow = (String, String, String, f64);
-
-/// Every fleet figure in one round trip. Zeros are explicit (each pool has a series for each state), so a graph
-/// or an alert never confuses "none" with "not reported". Cost: one aggregation over GPUs (with their current
-/// holder), one over nodes and one over the live leases, then joined to the small pools x states grid: about
-/// 80 ms at 10,000 nodes and 80,000 GPUs on the 2-core test machine (docs/operations.md). Labels are pool names
-/// and fixed state names only.
+/// Every fleet figure in one round trip (`gpuplane_store::ops::fleet_figures`).
 async fn fleet(db: &PgPool) -> Result<Vec<FleetRow>, sqlx::Error> {
-    sqlx::query_as(
-        r#"
-WITH gpu_counts AS (
-    SELECT n.pool_id,
-           CASE WHEN g.held_by IS NOT NULL THEN 'allocated'
-                WHEN NOT g.healthy THEN 'unhealthy'
-                WHEN n.admin_state <> 'active' OR n.liveness <> 'ready' THEN 'unavailable'
-                ELSE 'free' END AS state,
-           count(*) AS n
-      FROM gpus g
-      JOIN nodes n ON n.id = g.node_id
-     GROUP BY 1, 2
-), node_counts AS (
-    SELECT pool_id, liveness, admin_state, count(*) AS n,
-           min(last_heartbeat_at) FILTER (WHERE liveness = 'ready') AS oldest_heartbeat
-      FROM nodes GROUP BY 1, 2, 3
-), lease_counts AS (
-    SELECT pool_id, state, count(*) AS n, min(created_at) AS oldest
-      FROM leases WHERE state IN ('queued', 'active') GROUP BY 1, 2
-)
-SELECT 'gpus', p.name, s.state, COALESCE(c.n, 0)::float8
-  FROM pools p CROSS JOIN (VALUES ('free'), ('allocated'), ('unhealthy'), ('unavailable')) s(state)
-  LEFT JOIN gpu_counts c ON c.pool_id = p.id AND c.state = s.state
-UNION ALL
-SELECT 'nodes_liveness', p.name, s.state, COALESCE((SELECT sum(c.n) FROM node_counts c WHERE c.pool_id = p.id AND c.liveness = s.state), 0)::float8
-  FROM pools p CROSS JOIN (VALUES ('ready'), ('unreachable'), ('offline')) s(state)
-UNION ALL
-SELECT 'nodes_admin', p.name, s.state, COALESCE((SELECT sum(c.n) FROM node_counts c WHERE c.pool_id = p.id AND c.admin_state = s.state), 0)::float8
-  FROM pools p CROSS JOIN (VALUES ('active'), ('cordoned'), ('draining'), ('maintenance')) s(state)
-UNION ALL
-SELECT 'leases', p.name, s.state, COALESCE(c.n, 0)::float8
-  FROM pools p CROSS JOIN (VALUES ('queued'), ('active')) s(state)
-  LEFT JOIN lease_counts c ON c.pool_id = p.id AND c.state = s.state
-UNION ALL
-SELECT 'queue_oldest_age', p.name, '', COALESCE(EXTRACT(EPOCH FROM now() - c.oldest), 0)::float8
-  FROM pools p LEFT JOIN lease_counts c ON c.pool_id = p.id AND c.state = 'queued'
-UNION ALL
-SELECT 'heartbeat_age_max', p.name, '',
-       COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(c.oldest_heartbeat) FROM node_counts c WHERE c.pool_id = p.id)), 0)::float8
-  FROM pools p
-UNION ALL
-SELECT 'metering_lag', '', '',
-       COALESCE(EXTRACT(EPOCH FROM max(LEAST(now(), l.ends_at) - l.metered_until)), 0)::float8
-  FROM leases l
- WHERE l.state = 'active' AND l.metered_until IS NOT NULL
-"#,
-    )
-    .fetch_all(db)
-    .await
+    let mut conn = db.acquire().await?;
+    Ok(gpuplane_store::ops::fleet_figures(&mut conn).await?)
 }
 
 fn write_fleet(page: &mut Page<'_>, rows: &[FleetRow]) {

@@ -3,10 +3,10 @@
 
 use axum::Json;
 use axum::extract::State;
+use gpuplane_store::StoreError;
 use serde::{Deserialize, Serialize};
-use sqlx::PgPool;
+use sqlx::PgConnection;
 use utoipa::ToSchema;
-use uuid::Uuid;
 
 use crate::auth::TenantAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -102,36 +102,20 @@ pub struct AdviceQuery {
 }
 
 /// The platform's pools as the planner sees them: model facts, price, GPUs free now, typical node shape.
-pub async fn pool_offers(db: &PgPool) -> Result<Vec<PoolOffer>, sqlx::Error> {
-    type Row = (Uuid, i64, String, sqlx::types::Json<GpuModel>, i64, i32, i32, bool);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT p.id, COALESCE((SELECT cp.price_per_gpu_hour_minor FROM pool_current_prices cp WHERE cp.pool_id = p.id), \
-                    p.price_per_gpu_hour_minor), \
-                p.currency, \
-                json_build_object('key', m.key, 'name', m.name, 'memory_bytes', m.memory_bytes, \
-                    'memory_bandwidth_gbps', m.memory_bandwidth_gbps, 'bf16_tflops', m.bf16_tflops, \
-                    'fp8_tflops', m.fp8_tflops, 'gpu_link', m.gpu_link, 'gpu_link_gbps', m.gpu_link_gbps, \
-                    'host_link', m.host_link), \
-                COALESCE(sum(n.free_gpus) FILTER (WHERE node_allocatable(n.admin_state, n.liveness)), 0)::bigint, \
-                COALESCE(max(n.gpu_count), 0)::int, \
-                COALESCE(min(n.network_gbps), 0)::int, COALESCE(bool_and(n.rdma), false) \
-         FROM pools p JOIN gpu_models m ON m.key = p.gpu_model LEFT JOIN nodes n ON n.pool_id = p.id \
-         GROUP BY p.id, m.key ORDER BY p.id",
-    )
-    .fetch_all(db)
-    .await?;
+pub async fn pool_offers(conn: &mut PgConnection) -> Result<Vec<PoolOffer>, StoreError> {
+    let rows = gpuplane_store::ops::pool_offer_rows(conn).await?;
     Ok(rows
         .into_iter()
-        .filter(|r| r.5 > 0)
-        .map(|(id, price, currency, model, free, per_node, network, rdma)| PoolOffer {
-            pool_id: id.to_string(),
-            gpu: gpu_spec(&model.0),
-            price_per_gpu_hour_minor: price,
-            currency,
-            free_gpus: free.clamp(0, u32::MAX as i64) as u32,
-            gpus_per_node: per_node as u32,
-            inter_node_gbps: network as f64,
-            rdma,
+        .filter(|r| r.gpus_per_node > 0)
+        .map(|r| PoolOffer {
+            pool_id: r.id.to_string(),
+            gpu: gpu_spec(&r.gpu_model),
+            price_per_gpu_hour_minor: r.price_per_gpu_hour_minor,
+            currency: r.currency,
+            free_gpus: r.free_gpus.clamp(0, u32::MAX as i64) as u32,
+            gpus_per_node: r.gpus_per_node as u32,
+            inter_node_gbps: r.network_gbps as f64,
+            rdma: r.rdma,
         })
         .collect())
 }
@@ -153,7 +137,7 @@ pub async fn create_advice(
     _auth: TenantAuth,
     ApiJson(query): ApiJson<AdviceQuery>,
 ) -> ApiResult<Json<AdviceResult>> {
-    let pools = pool_offers(&state.db).await?;
+    let pools = pool_offers(&mut *state.db.acquire().await?).await?;
     let req = AdviceRequest {
         model: query.model,
         workload: query.workload,

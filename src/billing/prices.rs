@@ -11,7 +11,7 @@ use uuid::Uuid;
 use crate::auth::OperatorAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
-use crate::inventory::pools::MAX_PRICE_MINOR;
+use crate::inventory::MAX_PRICE_MINOR;
 use crate::state::AppState;
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

@@ -119,9 +119,10 @@ impl AdviseArgs {
             sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(&self.database_url).await.map_err(|e| {
                 anyhow::anyhow!("cannot read the platform's pools (give --pool to advise offline): {e}")
             })?;
-        let pools = crate::planning_api::pool_offers(&db).await?;
-        let names: Vec<(String, String)> =
-            sqlx::query_as::<_, (String, String)>("SELECT id::text, name FROM pools").fetch_all(&db).await?;
+        let mut conn = db.acquire().await?;
+        let pools = crate::planning_api::pool_offers(&mut conn).await?;
+        let names = gpuplane_store::ops::pool_names(&mut conn).await?;
+        drop(conn);
         db.close().await;
         Ok((pools, names))
     }

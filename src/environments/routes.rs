@@ -4,13 +4,13 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
+use gpuplane_store::environments as store;
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::protocol::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
-use super::ssh_keys;
 use crate::auth::{AgentAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
@@ -65,42 +65,25 @@ pub struct StartEnvironmentRequest {
     pub image: Option<String>,
 }
 
-type EnvRow = (Option<String>, String, DateTime<Utc>, Option<DateTime<Utc>>, LeaseState);
-type NodeRow = (
-    Uuid,
-    String,
-    String,
-    Option<EnvironmentState>,
-    Option<i32>,
-    Option<serde_json::Value>,
-    Option<String>,
-    Option<DateTime<Utc>>,
-);
-
 /// The environment as the tenant sees it; `None` if the lease (of this tenant) has none.
 async fn load_environment(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uuid) -> ApiResult<Option<Environment>> {
-    let env: Option<EnvRow> = sqlx::query_as(
-        "SELECT e.image, e.state, e.created_at, e.stopped_at, l.state FROM lease_environments e \
-         JOIN leases l ON l.id = e.lease_id WHERE e.lease_id = $1 AND e.tenant_id = $2",
-    )
-    .bind(lease_id)
-    .bind(tenant_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((image, state, created_at, stopped_at, lease_state)) = env else { return Ok(None) };
+    let Some(env) = store::load_environment(conn, tenant_id, lease_id).await? else { return Ok(None) };
+    let store::EnvironmentRow { image, state, created_at, stopped_at, lease_state } = env;
     let running = state == "requested" && lease_state == LeaseState::Active;
-    let rows: Vec<NodeRow> = sqlx::query_as(
-        "SELECT n.id, n.hostname, n.address, en.state, en.port, en.host_key_fingerprints, en.reason, en.updated_at \
-         FROM (SELECT DISTINCT g.node_id FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) WHERE l.id = $1) lg \
-         JOIN nodes n ON n.id = lg.node_id \
-         LEFT JOIN environment_nodes en ON en.lease_id = $1 AND en.node_id = n.id ORDER BY n.hostname",
-    )
-    .bind(lease_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = store::environment_nodes(conn, lease_id).await?;
     let nodes: Vec<EnvironmentNode> = rows
         .into_iter()
-        .map(|(node_id, hostname, host, reported, port, keys, reason, updated_at)| {
+        .map(|row| {
+            let store::EnvironmentNodeRow {
+                node_id,
+                hostname,
+                address: host,
+                state: reported,
+                port,
+                host_key_fingerprints: keys,
+                reason,
+                updated_at,
+            } = row;
             let state =
                 if running { reported.unwrap_or(EnvironmentState::Starting) } else { EnvironmentState::Stopped };
             let port = port.and_then(|p| u16::try_from(p).ok()).filter(|_| state == EnvironmentState::Ready);
@@ -186,13 +169,8 @@ pub async fn start_environment(
     }
     let mut tx = state.db.begin().await?;
     // Held against a concurrent end of the lease until the request is stored.
-    let lease: Option<(LeaseState,)> =
-        sqlx::query_as("SELECT state FROM leases WHERE id = $1 AND tenant_id = $2 FOR SHARE")
-            .bind(lease_id)
-            .bind(auth.tenant_id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let (lease_state,) = lease.ok_or(ApiError::NotFound("lease"))?;
+    let lease_state =
+        store::lease_state_for_share(&mut tx, auth.tenant_id, lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
     }
@@ -210,17 +188,7 @@ pub async fn request_environment(
     lease_id: Uuid,
     req: &StartEnvironmentRequest,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO lease_environments (lease_id, tenant_id, image) VALUES ($1, $2, $3) \
-         ON CONFLICT (lease_id) DO UPDATE SET image = $3, state = 'requested', created_at = now(), stopped_at = NULL",
-    )
-    .bind(lease_id)
-    .bind(tenant_id)
-    .bind(&req.image)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("DELETE FROM environment_nodes WHERE lease_id = $1").bind(lease_id).execute(conn).await?;
-    Ok(())
+    Ok(store::request_environment(conn, tenant_id, lease_id, req.image.as_deref()).await?)
 }
 
 /// Stop the lease's environment (tenant admin): every process in it is killed and its ports are freed. The
@@ -236,14 +204,7 @@ pub async fn stop_environment(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Environment>> {
     let mut tx = state.db.begin().await?;
-    sqlx::query(
-        "UPDATE lease_environments SET state = 'stopped', stopped_at = coalesce(stopped_at, now()) \
-         WHERE lease_id = $1 AND tenant_id = $2",
-    )
-    .bind(lease_id)
-    .bind(auth.tenant_id)
-    .execute(&mut *tx)
-    .await?;
+    store::stop_environment(&mut tx, auth.tenant_id, lease_id).await?;
     let env = load_environment(&mut tx, auth.tenant_id, lease_id).await?.ok_or(ApiError::NotFound("environment"))?;
     tx.commit().await?;
     Ok(Json(env))
@@ -251,21 +212,7 @@ pub async fn stop_environment(
 
 /// The environments this node must run now, with their tenants' current keys.
 pub async fn node_environments(conn: &mut PgConnection, node_id: Uuid) -> Result<Vec<EnvironmentSpec>, sqlx::Error> {
-    let envs: Vec<(Uuid, Uuid, Option<String>)> = sqlx::query_as(
-        "SELECT e.lease_id, e.tenant_id, e.image FROM lease_environments e JOIN leases l ON l.id = e.lease_id \
-         WHERE e.state = 'requested' AND l.state = 'active' AND EXISTS (SELECT 1 FROM gpus g \
-             WHERE g.node_id = $1 AND g.held_by = e.lease_id) \
-         ORDER BY e.lease_id",
-    )
-    .bind(node_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut specs = Vec::with_capacity(envs.len());
-    for (lease_id, tenant_id, image) in envs {
-        let authorized_keys = ssh_keys::authorized_keys(conn, tenant_id).await?;
-        specs.push(EnvironmentSpec { lease_id, image, authorized_keys });
-    }
-    Ok(specs)
+    Ok(store::node_environments(conn, node_id).await?)
 }
 
 /// Most host keys a report may carry.
@@ -301,33 +248,20 @@ pub async fn report_environment_status(
         return Err(ApiError::Validation(errors));
     }
     let mut tx = state.db.begin().await?;
-    let (current,): (bool,) =
-        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND agent_generation = $2)")
-            .bind(agent.node_id)
-            .bind(agent.generation)
-            .fetch_one(&mut *tx)
-            .await?;
-    if !current {
+    if !store::agent_generation_is_current(&mut tx, agent.node_id, agent.generation).await? {
         return Err(stale_credential());
     }
     let reason = report.reason.as_ref().map(|r| r.chars().take(500).collect::<String>());
     // Only an environment of a lease that holds GPUs of this node (now or before) can be reported.
-    let recorded = sqlx::query(
-        "INSERT INTO environment_nodes (lease_id, node_id, state, port, host_key_fingerprints, reason) \
-         SELECT $1, $2, $3, $4, $5, $6 FROM lease_environments e WHERE e.lease_id = $1 \
-             AND EXISTS (SELECT 1 FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) WHERE l.id = $1 AND g.node_id = $2) \
-         ON CONFLICT (lease_id, node_id) DO UPDATE SET state = $3, port = $4, host_key_fingerprints = $5, \
-             reason = $6, updated_at = now()",
-    )
-    .bind(lease_id)
-    .bind(agent.node_id)
-    .bind(report.state)
-    .bind(report.port.map(i32::from))
-    .bind(serde_json::json!(report.host_key_fingerprints))
-    .bind(&reason)
-    .execute(&mut *tx)
-    .await?;
-    if recorded.rows_affected() == 0 {
+    let recorded = store::EnvironmentReport {
+        lease_id,
+        node_id: agent.node_id,
+        state: report.state,
+        port: report.port.map(i32::from),
+        host_key_fingerprints: serde_json::json!(report.host_key_fingerprints),
+        reason: reason.as_deref(),
+    };
+    if !store::record_environment_node(&mut tx, &recorded).await? {
         return Err(ApiError::NotFound("environment"));
     }
     tx.commit().await?;

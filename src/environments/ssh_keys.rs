@@ -4,8 +4,8 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use gpuplane_store::environments as store;
+use serde::Deserialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -18,17 +18,7 @@ pub use gpuplane_protocol::ssh_keys::{KEY_TYPES, ParsedKey, parse_public_key};
 /// Most keys a tenant may register.
 pub const MAX_KEYS_PER_TENANT: i64 = 100;
 
-/// A registered key. The key material itself is not returned: the fingerprint identifies it.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct SshKey {
-    pub id: Uuid,
-    pub name: String,
-    /// The key's type, e.g. `ssh-ed25519`.
-    pub key_type: String,
-    /// As `ssh-keygen -l -E sha256` prints it: `SHA256:...`.
-    pub fingerprint: String,
-    pub created_at: DateTime<Utc>,
-}
+pub use gpuplane_store::environments::SshKey;
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -42,16 +32,7 @@ pub struct AddSshKeyRequest {
     pub public_key: String,
 }
 
-/// The tenant's keys as `authorized_keys` lines.
-pub async fn authorized_keys(conn: &mut sqlx::PgConnection, tenant_id: Uuid) -> Result<Vec<String>, sqlx::Error> {
-    let rows: Vec<(String,)> = sqlx::query_as("SELECT public_key FROM ssh_keys WHERE tenant_id = $1 ORDER BY id")
-        .bind(tenant_id)
-        .fetch_all(conn)
-        .await?;
-    Ok(rows.into_iter().map(|r| r.0).collect())
-}
-
-const KEY_COLUMNS: &str = "id, name, split_part(public_key, ' ', 1) AS key_type, fingerprint, created_at";
+pub use gpuplane_store::environments::authorized_keys;
 
 /// The tenant's SSH keys, oldest first.
 #[utoipa::path(
@@ -59,12 +40,8 @@ const KEY_COLUMNS: &str = "id, name, split_part(public_key, ' ', 1) AS key_type,
     responses((status = 200, description = "The tenant's SSH keys", body = Vec<SshKey>))
 )]
 pub async fn list_ssh_keys(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Vec<SshKey>>> {
-    let keys = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {KEY_COLUMNS} FROM ssh_keys WHERE tenant_id = $1 ORDER BY id"
-    )))
-    .bind(auth.tenant_id)
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let keys = store::list_ssh_keys(&mut conn, auth.tenant_id).await?;
     Ok(Json(keys))
 }
 
@@ -94,26 +71,20 @@ pub async fn add_ssh_key(
     }
     let mut tx = state.db.begin().await?;
     // Serialize adds per tenant, so the limit holds under concurrency.
-    sqlx::query("SELECT 1 FROM tenants WHERE id = $1 FOR UPDATE").bind(auth.tenant_id).execute(&mut *tx).await?;
-    let (count,): (i64,) = sqlx::query_as("SELECT count(*) FROM ssh_keys WHERE tenant_id = $1")
-        .bind(auth.tenant_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    store::lock_tenant(&mut tx, auth.tenant_id).await?;
+    let count = store::count_ssh_keys(&mut tx, auth.tenant_id).await?;
     if count >= MAX_KEYS_PER_TENANT {
         return Err(ApiError::conflict("too_many_ssh_keys", format!("at most {MAX_KEYS_PER_TENANT} keys per tenant")));
     }
-    let inserted: Option<SshKey> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO ssh_keys (id, tenant_id, name, public_key, fingerprint, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, fingerprint) DO NOTHING RETURNING {KEY_COLUMNS}"
-    )))
-    .bind(new_id())
-    .bind(auth.tenant_id)
-    .bind(name)
-    .bind(&parsed.line)
-    .bind(&parsed.fingerprint)
-    .bind(auth.key_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let new_key = store::NewSshKey {
+        id: new_id(),
+        tenant_id: auth.tenant_id,
+        name,
+        public_key: &parsed.line,
+        fingerprint: &parsed.fingerprint,
+        created_by: auth.key_id,
+    };
+    let inserted = store::insert_ssh_key(&mut tx, &new_key).await?;
     let key = inserted.ok_or_else(|| ApiError::conflict("ssh_key_exists", "this key is registered already"))?;
     tx.commit().await?;
     tracing::info!(tenant.id = %auth.tenant_id, fingerprint = %key.fingerprint, "ssh key added");
@@ -131,12 +102,8 @@ pub async fn delete_ssh_key(
     auth: TenantAdminAuth,
     ApiPath(key_id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let deleted = sqlx::query("DELETE FROM ssh_keys WHERE id = $1 AND tenant_id = $2")
-        .bind(key_id)
-        .bind(auth.tenant_id)
-        .execute(&state.db)
-        .await?;
-    if deleted.rows_affected() == 0 {
+    let mut conn = state.db.acquire().await?;
+    if !store::delete_ssh_key(&mut conn, key_id, auth.tenant_id).await? {
         return Err(ApiError::NotFound("ssh key"));
     }
     Ok(StatusCode::NO_CONTENT)

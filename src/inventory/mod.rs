@@ -5,8 +5,6 @@ pub mod nodes;
 pub mod pools;
 pub mod readiness;
 
-/// SQL predicate (over `nodes n`) for a node that new leases may draw from: an operator has not taken it out
-/// of service and its agent is alive. The rule itself is the SQL function `node_allocatable` (migration 0034),
-/// which the partial index `nodes_allocatable_free_idx` and every statement call; statements checked at
-/// build time, which cannot embed this constant, call the function the same way.
-pub const ALLOCATABLE_NODE: &str = "node_allocatable(n.admin_state, n.liveness)";
+/// Upper bound on a GPU-hour price, to catch unit mistakes (1e9 minor units = 10 million in major units).
+/// Here rather than in `pools`, which records prices through `billing::prices`: the price rules read it too.
+pub const MAX_PRICE_MINOR: i64 = 1_000_000_000;

@@ -3,16 +3,15 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use sqlx::AssertSqlSafe;
+use gpuplane_store::inventory::nodes as store;
+use serde::Deserialize;
 use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use crate::auth::OperatorAuth;
-use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams};
 use crate::state::AppState;
 pub use gpuplane_protocol::agent::IntraLink;
 
@@ -20,136 +19,7 @@ crate::page_schema!(NodePage, Node);
 
 pub use gpuplane_store::inventory::NodeState;
 
-/// SQL expression (over `nodes n`) for the derived state.
-pub const NODE_STATE_SQL: &str = "CASE WHEN n.liveness <> 'ready' THEN n.liveness \
-     WHEN n.admin_state = 'active' THEN 'ready' \
-     WHEN n.admin_state = 'draining' AND NOT EXISTS \
-         (SELECT 1 FROM gpus g WHERE g.node_id = n.id AND g.held_by IS NOT NULL) THEN 'drained' \
-     ELSE n.admin_state END";
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct Gpu {
-    pub id: Uuid,
-    /// Index on the node (as CUDA_VISIBLE_DEVICES counts).
-    pub index: i32,
-    /// The GPU's UUID as NVML reports it, e.g. `GPU-5a1c...`.
-    pub uuid: String,
-    /// False after a fatal XID until an operator returns it to service.
-    pub healthy: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct Node {
-    pub id: Uuid,
-    pub pool_id: Uuid,
-    pub hostname: String,
-    /// Address other nodes and tenants reach it at (IP or DNS name).
-    pub address: String,
-    pub state: NodeState,
-    pub intra_link: IntraLink,
-    /// GPU-to-GPU bandwidth inside the node, GB/s.
-    pub intra_link_gbps: i32,
-    /// Inter-node network bandwidth, Gbit/s.
-    pub network_gbps: i32,
-    /// Whether the inter-node network supports RDMA (InfiniBand/RoCE).
-    pub rdma: bool,
-    pub gpus: Vec<Gpu>,
-    /// NVIDIA driver version the agent reports, e.g. `550.54.15`.
-    pub driver_version: Option<String>,
-    /// CUDA version the agent reports, e.g. `12.4`.
-    pub cuda_version: Option<String>,
-    /// Why the node is (or, once back, will be) `not_ready`, e.g. `driver 470.57.02 < 525.60.13`.
-    pub not_ready_reason: Option<String>,
-    /// UDP port of the agent's echo listener at `address` (round-trip probes between a lease's nodes).
-    pub echo_port: Option<i32>,
-    /// Created as external by an operator: no agent runs on it, so the platform runs no jobs there and cannot
-    /// prove its liveness; its leases say so (`Lease.external`) and are billed from start to end.
-    pub external: bool,
-    /// What its agent found on the host to launch jobs with (name -> version, null when the launcher tells no
-    /// version); null when no agent reported them (no agent, or one older than this field).
-    #[schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>)]
-    pub launchers: Option<crate::agent_api::launchers::Launchers>,
-    pub last_heartbeat_at: Option<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-#[derive(sqlx::FromRow)]
-struct NodeRow {
-    id: Uuid,
-    pool_id: Uuid,
-    hostname: String,
-    address: String,
-    state: NodeState,
-    intra_link: IntraLink,
-    intra_link_gbps: i32,
-    network_gbps: i32,
-    rdma: bool,
-    driver_version: Option<String>,
-    cuda_version: Option<String>,
-    not_ready_reason: Option<String>,
-    echo_port: Option<i32>,
-    external: bool,
-    launchers: Option<sqlx::types::Json<crate::agent_api::launchers::Launchers>>,
-    last_heartbeat_at: Option<DateTime<Utc>>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-fn node_select() -> String {
-    format!(
-        "SELECT n.id, n.pool_id, n.hostname, n.address, ({NODE_STATE_SQL}) AS state, n.intra_link, n.intra_link_gbps, \
-         n.network_gbps, n.rdma, n.facts->>'driver_version' AS driver_version, \
-         n.facts->>'cuda_version' AS cuda_version, n.not_ready_reason, n.echo_port, n.external, n.launchers, n.last_heartbeat_at, \
-         n.created_at, n.updated_at FROM nodes n"
-    )
-}
-
-async fn attach_gpus(conn: &mut PgConnection, rows: Vec<NodeRow>) -> Result<Vec<Node>, sqlx::Error> {
-    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let gpus: Vec<(Uuid, Uuid, i32, String, bool)> = sqlx::query_as(
-        "SELECT node_id, id, idx, uuid, healthy FROM gpus WHERE node_id = ANY($1) ORDER BY node_id, idx",
-    )
-    .bind(&ids)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Node {
-            gpus: gpus
-                .iter()
-                .filter(|g| g.0 == r.id)
-                .map(|g| Gpu { id: g.1, index: g.2, uuid: g.3.clone(), healthy: g.4 })
-                .collect(),
-            id: r.id,
-            pool_id: r.pool_id,
-            hostname: r.hostname,
-            address: r.address,
-            state: r.state,
-            intra_link: r.intra_link,
-            intra_link_gbps: r.intra_link_gbps,
-            network_gbps: r.network_gbps,
-            rdma: r.rdma,
-            driver_version: r.driver_version,
-            cuda_version: r.cuda_version,
-            not_ready_reason: r.not_ready_reason,
-            echo_port: r.echo_port,
-            external: r.external,
-            launchers: r.launchers.map(|l| l.0),
-            last_heartbeat_at: r.last_heartbeat_at,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        })
-        .collect())
-}
-
-pub async fn load_node(conn: &mut PgConnection, node_id: Uuid) -> Result<Option<Node>, sqlx::Error> {
-    let rows: Vec<NodeRow> = sqlx::query_as(AssertSqlSafe(format!("{} WHERE n.id = $1", node_select())))
-        .bind(node_id)
-        .fetch_all(&mut *conn)
-        .await?;
-    Ok(attach_gpus(conn, rows).await?.pop())
-}
+pub use gpuplane_store::inventory::nodes::{FleetPool, Gpu, Node, load_node};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -243,54 +113,31 @@ impl CreateNodeRequest {
 /// Insert a node and its GPUs (caller's transaction). Validates the request first.
 pub async fn insert_node(conn: &mut PgConnection, req: &CreateNodeRequest) -> ApiResult<Uuid> {
     req.validate()?;
-    let pool: Option<(i32,)> =
-        sqlx::query_as("SELECT m.gpu_link_gbps FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")
-            .bind(req.pool_id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    let Some((model_link_gbps,)) = pool else {
+    let Some(model_link_gbps) = store::pool_model_link_gbps(conn, req.pool_id).await? else {
         return Err(ApiError::field("pool_id", "no such pool"));
     };
     let intra_link_gbps = req.intra_link_gbps.unwrap_or(match req.intra_link {
         IntraLink::Nvlink if model_link_gbps > 0 => model_link_gbps,
         _ => 32,
     });
-    let id = new_id();
-    sqlx::query(
-        "INSERT INTO nodes (id, pool_id, hostname, address, intra_link, intra_link_gbps, network_gbps, rdma, free_gpus, gpu_count, \
-             external, liveness) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, CASE WHEN $10 THEN 'ready' ELSE 'awaiting_agent' END)",
-    )
-    .bind(id)
-    .bind(req.pool_id)
-    .bind(&req.hostname)
-    .bind(req.address.trim())
-    .bind(req.intra_link)
-    .bind(intra_link_gbps)
-    .bind(req.network_gbps)
-    .bind(req.rdma)
-    .bind(req.gpus.len() as i32)
-    .bind(req.external)
-    .execute(&mut *conn)
-    .await
-    .map_err(|err| match constraint_name(&err) {
+    let node = store::NewNode {
+        pool_id: req.pool_id,
+        hostname: &req.hostname,
+        address: req.address.trim(),
+        intra_link: req.intra_link,
+        intra_link_gbps,
+        network_gbps: req.network_gbps,
+        rdma: req.rdma,
+        external: req.external,
+        gpus: req.gpus.iter().map(|g| (g.index, g.uuid.trim())).collect(),
+    };
+    let id = store::insert_node(conn, &node).await.map_err(|err| match err.constraint() {
         Some("nodes_hostname_unique") => ApiError::conflict("node_hostname_taken", "a node with this hostname exists"),
+        Some("gpus_uuid_unique") => {
+            ApiError::conflict("gpu_uuid_taken", "a GPU with one of these uuids is registered on another node")
+        }
         _ => err.into(),
     })?;
-    let gpu_ids: Vec<Uuid> = req.gpus.iter().map(|_| new_id()).collect();
-    let indices: Vec<i32> = req.gpus.iter().map(|g| g.index).collect();
-    let uuids: Vec<&str> = req.gpus.iter().map(|g| g.uuid.trim()).collect();
-    sqlx::query("INSERT INTO gpus (id, node_id, idx, uuid) SELECT u.id, $1, u.idx, u.uuid FROM UNNEST($2::uuid[], $3::int[], $4::text[]) AS u(id, idx, uuid)")
-        .bind(id)
-        .bind(&gpu_ids)
-        .bind(&indices)
-        .bind(&uuids)
-        .execute(&mut *conn)
-        .await
-        .map_err(|err| match constraint_name(&err) {
-            Some("gpus_uuid_unique") => ApiError::conflict("gpu_uuid_taken", "a GPU with one of these uuids is registered on another node"),
-            _ => err.into(),
-        })?;
     Ok(id)
 }
 
@@ -343,34 +190,8 @@ pub async fn list_nodes(
     let page = PageParams { limit: filter.limit, after: filter.after };
     let limit = page.fetch_limit()?;
     let mut conn = state.db.acquire().await?;
-    let rows: Vec<NodeRow> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT * FROM ({}) n WHERE n.id > $1 AND ($2::uuid IS NULL OR n.pool_id = $2) \
-         AND ($3::text IS NULL OR n.state = $3) ORDER BY n.id LIMIT $4",
-        node_select()
-    )))
-    .bind(page.after())
-    .bind(filter.pool_id)
-    .bind(filter.state)
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
-    let nodes = attach_gpus(&mut conn, rows).await?;
+    let nodes = store::list_nodes(&mut conn, page.after(), filter.pool_id, filter.state, limit).await?;
     Ok(Json(Page::from_rows(nodes, limit, |n| n.id)))
-}
-
-/// One pool's nodes and GPUs, counted (`GET /v1/admin/fleet`). Free and leased GPUs are the pool's own
-/// figures (`GET /v1/pools`).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct FleetPool {
-    pub pool_id: Uuid,
-    /// Nodes in the pool, in any state.
-    pub nodes: i64,
-    /// Nodes in state `ready` (taking new leases).
-    pub nodes_ready: i64,
-    /// GPUs on the pool's nodes.
-    pub gpus: i64,
-    /// GPUs marked unhealthy (after a fatal XID, until an operator restores them).
-    pub gpus_unhealthy: i64,
 }
 
 /// The fleet at a glance: per pool, nodes (all and ready) and GPUs (all and unhealthy), counted in one query
@@ -380,17 +201,8 @@ pub struct FleetPool {
     responses((status = 200, description = "Per pool, by pool id", body = Vec<FleetPool>))
 )]
 pub async fn get_fleet(State(state): State<AppState>, _op: OperatorAuth) -> ApiResult<Json<Vec<FleetPool>>> {
-    let rows: Vec<FleetPool> = sqlx::query_as(AssertSqlSafe(format!(
-        "WITH n AS (SELECT n.id, n.pool_id, ({NODE_STATE_SQL}) AS state FROM nodes n), \
-              g AS (SELECT node_id, count(*) AS gpus, count(*) FILTER (WHERE NOT healthy) AS unhealthy \
-                    FROM gpus GROUP BY node_id) \
-         SELECT p.id AS pool_id, count(n.id) AS nodes, count(n.id) FILTER (WHERE n.state = 'ready') AS nodes_ready, \
-                COALESCE(sum(g.gpus), 0)::bigint AS gpus, COALESCE(sum(g.unhealthy), 0)::bigint AS gpus_unhealthy \
-         FROM pools p LEFT JOIN n ON n.pool_id = p.id LEFT JOIN g ON g.node_id = n.id \
-         GROUP BY p.id ORDER BY p.id"
-    )))
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let rows = store::fleet(&mut conn).await?;
     Ok(Json(rows))
 }
 
@@ -411,23 +223,29 @@ pub async fn get_node(
 
 /// Set the operator's intent for a node and return it.
 async fn set_admin_state(state: &AppState, node_id: Uuid, admin_state: &str) -> ApiResult<Json<Node>> {
-    let update =
-        sqlx::query("UPDATE nodes SET admin_state = $2, generation = generation + 1, updated_at = now() WHERE id = $1")
-            .bind(node_id)
-            .bind(admin_state);
-    let node = update_node(state, node_id, update).await?;
+    let node = update_node(state, node_id, NodeChange::AdminState(admin_state)).await?;
     tracing::info!(node.id = %node_id, admin_state, "node admin state changed");
     Ok(Json(node))
 }
 
-/// Run `update` (an UPDATE of this one node) and return the node as it is then; 404 when there is none.
-async fn update_node(
-    state: &AppState,
-    node_id: Uuid,
-    update: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
-) -> ApiResult<Node> {
+/// An operator's change to one node.
+enum NodeChange<'a> {
+    /// Its `admin_state`.
+    AdminState(&'a str),
+    /// Allow its host name to be registered afresh for [`REREGISTRATION_WINDOW_MINUTES`].
+    AllowReregistration,
+}
+
+/// Make the change and return the node as it is then; 404 when there is none.
+async fn update_node(state: &AppState, node_id: Uuid, change: NodeChange<'_>) -> ApiResult<Node> {
     let mut tx = state.db.begin().await?;
-    if update.execute(&mut *tx).await?.rows_affected() == 0 {
+    let found = match change {
+        NodeChange::AdminState(admin_state) => store::set_admin_state(&mut tx, node_id, admin_state).await?,
+        NodeChange::AllowReregistration => {
+            store::allow_reregistration(&mut tx, node_id, REREGISTRATION_WINDOW_MINUTES).await?
+        }
+    };
+    if !found {
         return Err(ApiError::NotFound("node"));
     }
     let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
@@ -452,13 +270,7 @@ pub async fn allow_node_reregistration(
     op: OperatorAuth,
     ApiPath(node_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Node>> {
-    let update = sqlx::query(
-        "UPDATE nodes SET reregistration_allowed_until = now() + make_interval(mins => $2), updated_at = now() \
-         WHERE id = $1",
-    )
-    .bind(node_id)
-    .bind(REREGISTRATION_WINDOW_MINUTES);
-    let node = update_node(&state, node_id, update).await?;
+    let node = update_node(&state, node_id, NodeChange::AllowReregistration).await?;
     tracing::info!(node.id = %node_id, operator.key = %op.key_id, "node re-registration allowed");
     Ok(Json(node))
 }

@@ -3,107 +3,25 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use sqlx::AssertSqlSafe;
-use sqlx::PgExecutor;
+use gpuplane_store::StoreError;
+use gpuplane_store::inventory::pools as store;
+use serde::Deserialize;
+use sqlx::PgPool;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::ALLOCATABLE_NODE;
-use super::gpu_models::{GPU_MODEL_COLUMNS, GpuModel, is_slug};
+use super::gpu_models::is_slug;
 use crate::auth::{AnyAuth, OperatorAuth};
-use crate::error::{ApiError, ApiResult, FieldError, constraint_name};
+use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, new_id};
 use crate::state::AppState;
 
-/// A pool with its GPU model's facts, its price and what is free in it now.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct Pool {
-    pub id: Uuid,
-    /// Unique slug, e.g. `h100-us-east`.
-    pub name: String,
-    pub region: String,
-    pub gpu_model: GpuModel,
-    /// Price of one GPU for one hour, in minor units of `currency` (cents, fen).
-    pub price_per_gpu_hour_minor: i64,
-    /// ISO 4217 code, e.g. `USD`, `CNY`.
-    pub currency: String,
-    /// Every GPU in the pool, whatever its state.
-    pub total_gpus: i64,
-    /// GPUs a new lease could take now.
-    pub free_gpus: i64,
-    /// The most free GPUs on any single node: the largest `single_node` lease possible now.
-    pub largest_free_block: i64,
-    /// This pool's minimum NVIDIA driver version, overriding the service's (absent: the service's applies).
-    pub min_driver_version: Option<String>,
-    /// This pool's minimum CUDA version, overriding the service's (absent: the service's applies).
-    pub min_cuda_version: Option<String>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
+pub use gpuplane_store::inventory::pools::Pool;
 
-#[derive(sqlx::FromRow)]
-struct PoolRow {
-    id: Uuid,
-    name: String,
-    region: String,
-    price_per_gpu_hour_minor: i64,
-    currency: String,
-    total_gpus: i64,
-    free_gpus: i64,
-    largest_free_block: i64,
-    min_driver_version: Option<String>,
-    min_cuda_version: Option<String>,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    gpu_model: sqlx::types::Json<GpuModel>,
-}
-
-impl From<PoolRow> for Pool {
-    fn from(r: PoolRow) -> Self {
-        Pool {
-            id: r.id,
-            name: r.name,
-            region: r.region,
-            gpu_model: r.gpu_model.0,
-            price_per_gpu_hour_minor: r.price_per_gpu_hour_minor,
-            currency: r.currency,
-            total_gpus: r.total_gpus,
-            free_gpus: r.free_gpus,
-            largest_free_block: r.largest_free_block,
-            min_driver_version: r.min_driver_version,
-            min_cuda_version: r.min_cuda_version,
-            created_at: r.created_at,
-            updated_at: r.updated_at,
-        }
-    }
-}
-
-/// Pools with capacity figures; `$1` is an optional pool id filter.
-fn pools_query() -> String {
-    let model_fields: Vec<String> = GPU_MODEL_COLUMNS.split(", ").map(|c| format!("'{c}', m.{c}")).collect();
-    format!(
-        "WITH node_capacity AS ( \
-             SELECT n.pool_id, n.gpu_count AS total, \
-                    CASE WHEN {ALLOCATABLE_NODE} THEN n.free_gpus ELSE 0 END AS free \
-             FROM nodes n WHERE ($1::uuid IS NULL OR n.pool_id = $1)) \
-         SELECT p.id, p.name, p.region, \
-                COALESCE((SELECT cp.price_per_gpu_hour_minor FROM pool_current_prices cp WHERE cp.pool_id = p.id), \
-                    p.price_per_gpu_hour_minor) AS price_per_gpu_hour_minor, \
-                p.currency, p.min_driver_version, p.min_cuda_version, p.created_at, p.updated_at, \
-                COALESCE(sum(c.total), 0)::bigint AS total_gpus, COALESCE(sum(c.free), 0)::bigint AS free_gpus, \
-                COALESCE(max(c.free), 0)::bigint AS largest_free_block, json_build_object({}) AS gpu_model \
-         FROM pools p JOIN gpu_models m ON m.key = p.gpu_model LEFT JOIN node_capacity c ON c.pool_id = p.id \
-         WHERE ($1::uuid IS NULL OR p.id = $1) \
-         GROUP BY p.id, m.key ORDER BY p.id",
-        model_fields.join(", ")
-    )
-}
-
-pub async fn load_pools(db: impl PgExecutor<'_>, pool_id: Option<Uuid>) -> Result<Vec<Pool>, sqlx::Error> {
-    let rows: Vec<PoolRow> = sqlx::query_as(AssertSqlSafe(pools_query())).bind(pool_id).fetch_all(db).await?;
-    Ok(rows.into_iter().map(Pool::from).collect())
+/// Pools with their model, current price and capacity, by id; only `pool_id`'s when given.
+pub async fn load_pools(db: &PgPool, pool_id: Option<Uuid>) -> Result<Vec<Pool>, sqlx::Error> {
+    let mut conn = db.acquire().await?;
+    Ok(store::load_pools(&mut conn, pool_id).await?)
 }
 
 /// List pools with prices and free capacity.
@@ -151,8 +69,7 @@ pub struct CreatePoolRequest {
     pub currency: String,
 }
 
-/// Upper bound on a GPU-hour price, to catch unit mistakes (1e9 minor units = 10 million in major units).
-pub const MAX_PRICE_MINOR: i64 = 1_000_000_000;
+pub use super::MAX_PRICE_MINOR;
 
 fn validate_pool_fields(
     name: Option<&str>,
@@ -182,8 +99,8 @@ fn validate_pool_fields(
     if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
 }
 
-fn pool_write_error(err: sqlx::Error) -> ApiError {
-    match constraint_name(&err) {
+fn pool_write_error(err: StoreError) -> ApiError {
+    match err.constraint() {
         Some("pools_name_unique") => ApiError::conflict("pool_name_taken", "a pool with this name exists"),
         Some("pools_gpu_model_fkey") => ApiError::field("gpu_model", "no such GPU model in the catalog"),
         _ => err.into(),
@@ -207,18 +124,15 @@ pub async fn create_pool(
     validate_pool_fields(Some(&req.name), Some(&req.region), Some(req.price_per_gpu_hour_minor), Some(&req.currency))?;
     let id = new_id();
     let mut tx = state.db.begin().await?;
-    sqlx::query(
-        "INSERT INTO pools (id, name, gpu_model, region, price_per_gpu_hour_minor, currency) VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(id)
-    .bind(&req.name)
-    .bind(&req.gpu_model)
-    .bind(req.region.trim())
-    .bind(req.price_per_gpu_hour_minor)
-    .bind(&req.currency)
-    .execute(&mut *tx)
-    .await
-    .map_err(pool_write_error)?;
+    let pool = store::NewPool {
+        id,
+        name: &req.name,
+        gpu_model: &req.gpu_model,
+        region: req.region.trim(),
+        price_per_gpu_hour_minor: req.price_per_gpu_hour_minor,
+        currency: &req.currency,
+    };
+    store::insert_pool(&mut tx, &pool).await.map_err(pool_write_error)?;
     crate::billing::prices::insert_price(&mut tx, id, req.price_per_gpu_hour_minor, None, None).await?;
     tx.commit().await?;
     let pool = load_pools(&state.db, Some(id)).await?.pop().ok_or(ApiError::NotFound("pool"))?;
@@ -293,47 +207,26 @@ pub async fn update_pool(
         return Err(ApiError::Validation(errors));
     }
     let mut tx = state.db.begin().await?;
-    let updated = sqlx::query(
-        "UPDATE pools SET name = COALESCE($2, name), region = COALESCE($3, region), \
-         price_per_gpu_hour_minor = COALESCE($4, price_per_gpu_hour_minor), currency = COALESCE($5, currency), \
-         updated_at = now() WHERE id = $1",
-    )
-    .bind(pool_id)
-    .bind(&req.name)
-    .bind(req.region.as_deref().map(str::trim))
-    .bind(req.price_per_gpu_hour_minor)
-    .bind(&req.currency)
-    .execute(&mut *tx)
-    .await
-    .map_err(pool_write_error)?;
-    if updated.rows_affected() == 0 {
+    let change = store::PoolChange {
+        name: req.name.as_deref(),
+        region: req.region.as_deref().map(str::trim),
+        price_per_gpu_hour_minor: req.price_per_gpu_hour_minor,
+        currency: req.currency.as_deref(),
+    };
+    if !store::update_pool(&mut tx, pool_id, &change).await.map_err(pool_write_error)? {
         return Err(ApiError::NotFound("pool"));
     }
     if req.min_driver_version.is_some() || req.min_cuda_version.is_some() {
-        sqlx::query(
-            "UPDATE pools SET \
-                 min_driver_version = CASE WHEN $2 THEN $3 ELSE min_driver_version END, \
-                 min_cuda_version = CASE WHEN $4 THEN $5 ELSE min_cuda_version END WHERE id = $1",
-        )
-        .bind(pool_id)
-        .bind(req.min_driver_version.is_some())
-        .bind(req.min_driver_version.clone().flatten())
-        .bind(req.min_cuda_version.is_some())
-        .bind(req.min_cuda_version.clone().flatten())
-        .execute(&mut *tx)
-        .await?;
+        let driver = req.min_driver_version.as_ref().map(Option::as_deref);
+        let cuda = req.min_cuda_version.as_ref().map(Option::as_deref);
+        store::set_pool_minimums(&mut tx, pool_id, driver, cuda).await?;
         // The pool's nodes are judged by the new minimums at once, in the same transaction.
         super::readiness::evaluate_pool(&mut tx, pool_id, &state.settings).await?;
     }
     // A new price takes effect now; what was metered at the old price stays as it was.
     if let Some(price) = req.price_per_gpu_hour_minor {
-        let month: Option<(Option<i64>,)> = sqlx::query_as(
-            "SELECT price_per_gpu_month_minor FROM pool_prices WHERE pool_id = $1 ORDER BY effective_from DESC LIMIT 1",
-        )
-        .bind(pool_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        crate::billing::prices::insert_price(&mut tx, pool_id, price, month.and_then(|m| m.0), None).await?;
+        let month = store::latest_month_price(&mut tx, pool_id).await?;
+        crate::billing::prices::insert_price(&mut tx, pool_id, price, month.flatten(), None).await?;
     }
     tx.commit().await?;
     load_pools(&state.db, Some(pool_id)).await?.pop().map(Json).ok_or(ApiError::NotFound("pool"))

@@ -22,6 +22,7 @@
 
 use std::cmp::Ordering;
 
+use gpuplane_store::inventory::readiness as store;
 use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -157,12 +158,7 @@ pub async fn minimums_for_pool(
     pool_id: Uuid,
     settings: &Settings,
 ) -> Result<Minimums, sqlx::Error> {
-    let row: Option<(Option<String>, Option<String>)> =
-        sqlx::query_as("SELECT min_driver_version, min_cuda_version FROM pools WHERE id = $1")
-            .bind(pool_id)
-            .fetch_optional(conn)
-            .await?;
-    let (driver, cuda) = row.unwrap_or_default();
+    let (driver, cuda) = store::pool_minimums(conn, pool_id).await?.unwrap_or_default();
     Ok(Minimums {
         driver: driver.unwrap_or_else(|| settings.min_driver_version.clone()),
         cuda: cuda.unwrap_or_else(|| settings.min_cuda_version.clone()),
@@ -178,27 +174,12 @@ pub async fn evaluate_node(
     node_id: Uuid,
     settings: &Settings,
 ) -> Result<Option<String>, sqlx::Error> {
-    type Row = (Uuid, String, String, Option<String>, Option<String>);
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT pool_id, hostname, liveness, facts->>'driver_version', facts->>'cuda_version' \
-         FROM nodes WHERE id = $1 FOR UPDATE",
-    )
-    .bind(node_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some((pool_id, hostname, liveness, driver, cuda)) = row else { return Ok(None) };
+    let Some(row) = store::lock_node_versions(conn, node_id).await? else { return Ok(None) };
+    let store::NodeVersions { pool_id, hostname, liveness, driver_version: driver, cuda_version: cuda } = row;
     let minimums = minimums_for_pool(conn, pool_id, settings).await?;
     let verdict = judge(driver.as_deref(), cuda.as_deref(), &minimums);
     let reason = verdict.reason();
-    sqlx::query(
-        "UPDATE nodes SET not_ready_reason = $2, updated_at = now(), \
-             liveness = CASE WHEN liveness IN ('ready', 'not_ready') THEN node_heard_liveness($2) ELSE liveness END \
-         WHERE id = $1 AND not_ready_reason IS DISTINCT FROM $2",
-    )
-    .bind(node_id)
-    .bind(reason.as_deref())
-    .execute(&mut *conn)
-    .await?;
+    store::set_not_ready_reason(conn, node_id, reason.as_deref()).await?;
     if !matches!(liveness.as_str(), "ready" | "not_ready") {
         // A silent node's silence is what operators hear about now; its verdict is announced when it is back
         // (the heartbeat that ends the silence judges it again).
@@ -251,13 +232,7 @@ async fn announce_transition(
     });
     announce(conn, Audience::Operators, event_type, None, data.clone()).await?;
     // Leases already on the node keep running; their tenants learn why the node takes no new work.
-    let leases: Vec<(Uuid, Uuid)> = sqlx::query_as(
-        "SELECT DISTINCT l.id, l.tenant_id FROM leases l JOIN gpus g ON g.held_by = l.id \
-         WHERE g.node_id = $1 AND l.state = 'active' ORDER BY l.id",
-    )
-    .bind(node.id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let leases = store::active_leases_on_node(conn, node.id).await?;
     for (lease_id, tenant_id) in leases {
         announce(conn, Audience::Tenant(tenant_id), event_type, Some(lease_id), data.clone()).await?;
     }
@@ -267,13 +242,9 @@ async fn announce_transition(
 /// Re-judge every node that reports versions, e.g. at start-up, when the service's minimums may have changed
 /// since the nodes were last judged. Returns how many are not ready.
 pub async fn evaluate_all(db: &sqlx::PgPool, settings: &Settings) -> Result<u64, sqlx::Error> {
-    let pools: Vec<(Uuid,)> = sqlx::query_as(
-        "SELECT DISTINCT pool_id FROM nodes WHERE facts ?| array['driver_version', 'cuda_version'] ORDER BY pool_id",
-    )
-    .fetch_all(db)
-    .await?;
+    let pools = store::pools_with_reported_versions(&mut *db.acquire().await?).await?;
     let mut not_ready = 0;
-    for (pool_id,) in pools {
+    for pool_id in pools {
         let mut tx = db.begin().await?;
         not_ready += evaluate_pool(&mut tx, pool_id, settings).await?;
         tx.commit().await?;
@@ -283,12 +254,9 @@ pub async fn evaluate_all(db: &sqlx::PgPool, settings: &Settings) -> Result<u64,
 
 /// Re-judge every agent node of a pool (its minimums changed). Returns how many are not ready.
 pub async fn evaluate_pool(conn: &mut PgConnection, pool_id: Uuid, settings: &Settings) -> Result<u64, sqlx::Error> {
-    let nodes: Vec<(Uuid,)> = sqlx::query_as("SELECT id FROM nodes WHERE pool_id = $1 ORDER BY id")
-        .bind(pool_id)
-        .fetch_all(&mut *conn)
-        .await?;
+    let nodes = store::pool_node_ids(conn, pool_id).await?;
     let mut not_ready = 0;
-    for (node_id,) in nodes {
+    for node_id in nodes {
         if evaluate_node(conn, node_id, settings).await?.is_some() {
             not_ready += 1;
         }

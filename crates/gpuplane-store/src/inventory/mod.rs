@@ -1,7 +1,19 @@
-//! Inventory: a node's state as shown.
+//! Inventory: the GPU model catalog, pools (one GPU model in one region at one price), nodes with their GPUs,
+//! and the driver/CUDA readiness reads and writes.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
+
+pub mod gpu_models;
+pub mod nodes;
+pub mod pools;
+pub mod readiness;
+
+/// SQL predicate (over `nodes n`) for a node that new leases may draw from: an operator has not taken it out
+/// of service and its agent is alive. The rule itself is the SQL function `node_allocatable` (migration 0034),
+/// which the partial index `nodes_allocatable_free_idx` and every statement call; statements checked at
+/// build time, which cannot embed this constant, call the function the same way.
+pub const ALLOCATABLE_NODE: &str = "node_allocatable(n.admin_state, n.liveness)";
 
 /// What the API shows: derived from the operator's `admin_state` and the agent's `liveness`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
