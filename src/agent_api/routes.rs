@@ -11,7 +11,7 @@ use super::matching::gpu_matches_model;
 use super::protocol::{
     DesiredState, FATAL_XIDS, GpuSample, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
 };
-use gpuplane_store::agents::{heartbeat, registration};
+use gpuplane_store::agents::{Liveness, heartbeat, registration};
 
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -305,9 +305,9 @@ pub async fn post_heartbeat(
         (stored.admin_state, stored.was, stored.accepted, stored.assignments_pending);
     metrics::counter!("gpuplane_heartbeats_total").increment(1);
     metrics::counter!("gpuplane_heartbeat_samples_total").increment(accepted);
-    let back = was != "ready" && was != "not_ready";
+    let back = !was.is_alive();
     if back {
-        tracing::info!(node.id = %agent.node_id, was = %was, "node is back");
+        tracing::info!(node.id = %agent.node_id, was = was.as_str(), "node is back");
     }
     let reported = |now: &Option<String>, before: &Option<String>| now.is_some() && now != before;
     // Judged again on new versions, and on its return from silence: a verdict that changed meanwhile (a pool's
@@ -356,7 +356,7 @@ pub async fn post_heartbeat(
 struct StoredHeartbeat {
     admin_state: String,
     /// Liveness before this heartbeat.
-    was: String,
+    was: Liveness,
     accepted: u64,
     assignments_pending: bool,
     /// The versions on record before this heartbeat.

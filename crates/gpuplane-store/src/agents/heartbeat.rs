@@ -4,6 +4,7 @@
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::liveness::Liveness;
 use crate::StoreResult;
 
 /// A node's GPUs as (index, GPU id), by index, if the credential generation is still the node's current one
@@ -37,7 +38,7 @@ pub struct HeartbeatSamples<'a> {
 pub struct HeartbeatRow {
     pub admin_state: Option<String>,
     /// Liveness before this heartbeat.
-    pub was: Option<String>,
+    pub was: Option<Liveness>,
     /// GPU samples newly stored.
     pub accepted: i64,
     /// The node has an assignment to fetch or a cancel to apply.
@@ -72,7 +73,7 @@ pub async fn store_heartbeat(
              SELECT t.telemetry_key, u.at, u.samples, u.xids::int[]
              FROM touched t, UNNEST($3::timestamptz[], $4::bytea[], $5::text[]) AS u(at, samples, xids)
              ON CONFLICT (node_key, at) DO NOTHING RETURNING length(samples) / $6 AS gpus)
-         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev) AS was,
+         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev) AS "was: Liveness",
              (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted) AS "accepted!",
              EXISTS (SELECT 1 FROM job_nodes WHERE node_id = $1
                  AND state IN ('pending', 'assigned', 'running') AND (state = 'pending' OR desired = 'cancel'))

@@ -1,12 +1,139 @@
-//! Liveness: the control plane's presence stamps, the sweeper's transitions of silent nodes (each one UPDATE
-//! guarded by the previous state, so on several replicas exactly one performs it), fleet-level holds, and the
-//! leases that silence interrupts.
+//! Liveness: a node's liveness state machine ([`Liveness`], its transitions in [`Liveness::on`]), the control
+//! plane's presence stamps, the sweeper's transitions of silent nodes (each one UPDATE guarded by the previous
+//! state, so on several replicas exactly one performs it), fleet-level holds, and the leases that silence
+//! interrupts.
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::StoreResult;
+
+/// A node's liveness (`nodes.liveness`): what its agent has proved. The API shows it through `NodeState`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, sqlx::Type)]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum Liveness {
+    /// Its agent is heard and its versions suffice: it takes leases (if its operator lets it).
+    Ready,
+    /// Its agent is heard, but its driver or CUDA version is below the minimum (`not_ready_reason`).
+    NotReady,
+    /// An operator's node that no agent has registered yet (the column's default): it takes no leases.
+    AwaitingAgent,
+    /// Its agent was silent for the unreachable limit: its leases are told, nothing is interrupted yet.
+    Unreachable,
+    /// Its agent was silent for the offline limit: its leases are interrupted at its last heartbeat.
+    Offline,
+}
+
+/// What the readiness rules made of the versions on record (`nodes.not_ready_reason`: NULL when they suffice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Versions {
+    /// The driver and CUDA versions meet the minimums.
+    Sufficient,
+    /// A version is below its minimum (or unknown where one is required).
+    TooOld,
+}
+
+/// What happens to a node that can change its liveness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// Its agent registered, or re-attached: heard from, with the verdict on record.
+    Registered(Versions),
+    /// A heartbeat from its agent's current credential.
+    Heard(Versions),
+    /// Its versions were judged again (`readiness::evaluate_node`): the verdict applies only while it is alive;
+    /// a silent node hears it when it is back.
+    Judged(Versions),
+    /// Its agent was silent for the unreachable limit (`--unreachable-after-secs`).
+    UnreachableTimeout,
+    /// Its agent was silent for the offline limit (`--offline-after-secs`).
+    OfflineTimeout,
+}
+
+impl Versions {
+    /// Both verdicts.
+    pub const ALL: [Versions; 2] = [Versions::Sufficient, Versions::TooOld];
+
+    /// The verdict a `not_ready_reason` records (None: the versions suffice).
+    pub fn of_reason(not_ready_reason: Option<&str>) -> Versions {
+        if not_ready_reason.is_none() { Versions::Sufficient } else { Versions::TooOld }
+    }
+
+    /// Where a node that is heard from goes with this verdict.
+    fn alive(self) -> Liveness {
+        match self {
+            Versions::Sufficient => Liveness::Ready,
+            Versions::TooOld => Liveness::NotReady,
+        }
+    }
+}
+
+impl Event {
+    /// Every event.
+    pub const ALL: [Event; 8] = [
+        Event::Registered(Versions::Sufficient),
+        Event::Registered(Versions::TooOld),
+        Event::Heard(Versions::Sufficient),
+        Event::Heard(Versions::TooOld),
+        Event::Judged(Versions::Sufficient),
+        Event::Judged(Versions::TooOld),
+        Event::UnreachableTimeout,
+        Event::OfflineTimeout,
+    ];
+}
+
+impl Liveness {
+    /// Every state.
+    pub const ALL: [Liveness; 5] =
+        [Liveness::Ready, Liveness::NotReady, Liveness::AwaitingAgent, Liveness::Unreachable, Liveness::Offline];
+
+    /// The column's text for this state.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Liveness::Ready => "ready",
+            Liveness::NotReady => "not_ready",
+            Liveness::AwaitingAgent => "awaiting_agent",
+            Liveness::Unreachable => "unreachable",
+            Liveness::Offline => "offline",
+        }
+    }
+
+    /// Its agent is heard from (within the unreachable limit).
+    pub fn is_alive(self) -> bool {
+        matches!(self, Liveness::Ready | Liveness::NotReady)
+    }
+
+    /// The transition rule, stated once: where a node in this state goes on `event`. Hearing from the agent
+    /// (registration, a heartbeat) makes any node alive, `ready` or `not_ready` by its verdict; a new verdict
+    /// moves only a live node between those two; silence makes a live node `unreachable`, then a live or
+    /// unreachable one `offline`. An operator's node awaiting its agent has no agent to fall silent.
+    /// `node_heard_liveness()` (migration 0035) states the hearing half in SQL; a test holds the two together.
+    pub fn on(self, event: Event) -> Liveness {
+        use Liveness::*;
+        match (self, event) {
+            (_, Event::Registered(versions) | Event::Heard(versions)) => versions.alive(),
+            (Ready | NotReady, Event::Judged(versions)) => versions.alive(),
+            (Ready | NotReady, Event::UnreachableTimeout) => Unreachable,
+            (Ready | NotReady | Unreachable, Event::OfflineTimeout) => Offline,
+            (state, _) => state,
+        }
+    }
+
+    /// The states `event` moves (to another state): the guard of a statement that applies it to many nodes.
+    pub fn moved_by(event: Event) -> Vec<Liveness> {
+        Liveness::ALL.into_iter().filter(|state| state.on(event) != *state).collect()
+    }
+}
+
+/// What the sweeper's statement for a silence timeout sets and guards on: the states the event moves, and the
+/// one state it moves them all to.
+fn silence(event: Event) -> (Vec<Liveness>, Liveness) {
+    let from = Liveness::moved_by(event);
+    // With nothing to move, the statement matches no node and its target is moot.
+    let to = from.first().map_or(Liveness::Offline, |state| state.on(event));
+    debug_assert!(from.iter().all(|state| state.on(event) == to), "a silence timeout has one target");
+    (from, to)
+}
 
 /// Stamp the control plane's presence: a gap since the last stamp longer than `outage_gap_s` seconds moves
 /// `resumed_at` to now. Returns `resumed_at`: since when it has been present without a gap.
@@ -29,21 +156,24 @@ pub struct UnreachableNode {
     pub last_heartbeat_at: DateTime<Utc>,
 }
 
-/// Mark unreachable the live agent nodes silent for more than `after_s` seconds, silence counted from
-/// GREATEST(last heartbeat, `resumed_at`).
+/// Apply [`Event::UnreachableTimeout`] to the agent nodes silent for more than `after_s` seconds, silence
+/// counted from GREATEST(last heartbeat, `resumed_at`): the live ones become unreachable.
 pub async fn mark_unreachable(
     conn: &mut PgConnection,
     after_s: f64,
     resumed_at: DateTime<Utc>,
 ) -> StoreResult<Vec<UnreachableNode>> {
+    let (from, to) = silence(Event::UnreachableTimeout);
     Ok(sqlx::query_as!(
         UnreachableNode,
-        r#"UPDATE nodes SET liveness = 'unreachable', updated_at = now()
-         WHERE agent_managed AND liveness IN ('ready', 'not_ready')
+        r#"UPDATE nodes SET liveness = $3, updated_at = now()
+         WHERE agent_managed AND liveness = ANY($4)
              AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1)
          RETURNING id, hostname, last_heartbeat_at AS "last_heartbeat_at!""#,
         after_s,
-        resumed_at
+        resumed_at,
+        to as Liveness,
+        &from as &[Liveness]
     )
     .fetch_all(conn)
     .await?)
@@ -59,22 +189,25 @@ pub struct OfflineNode {
     pub held: bool,
 }
 
-/// Mark offline the agent nodes silent for more than `after_s` seconds, silence counted from
-/// GREATEST(last heartbeat, `resumed_at`).
+/// Apply [`Event::OfflineTimeout`] to the agent nodes silent for more than `after_s` seconds, silence counted
+/// from GREATEST(last heartbeat, `resumed_at`): the live and unreachable ones become offline.
 pub async fn mark_offline(
     conn: &mut PgConnection,
     after_s: f64,
     resumed_at: DateTime<Utc>,
 ) -> StoreResult<Vec<OfflineNode>> {
+    let (from, to) = silence(Event::OfflineTimeout);
     Ok(sqlx::query_as!(
         OfflineNode,
-        r#"UPDATE nodes n SET liveness = 'offline', updated_at = now()
-         WHERE agent_managed AND liveness <> 'offline'
+        r#"UPDATE nodes n SET liveness = $3, updated_at = now()
+         WHERE agent_managed AND liveness = ANY($4)
              AND GREATEST(last_heartbeat_at, $2) < now() - make_interval(secs => $1)
          RETURNING id, pool_id, hostname, last_heartbeat_at AS "last_heartbeat_at!",
              EXISTS (SELECT 1 FROM liveness_holds h WHERE h.pool_id = n.pool_id AND h.released_at IS NULL) AS "held!""#,
         after_s,
-        resumed_at
+        resumed_at,
+        to as Liveness,
+        &from as &[Liveness]
     )
     .fetch_all(conn)
     .await?)
@@ -146,4 +279,48 @@ pub async fn active_leases_on(conn: &mut PgConnection, node_id: Uuid) -> StoreRe
     )
     .fetch_all(conn)
     .await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Liveness::{self, *};
+    use super::{Event, Versions};
+
+    /// The whole table, written out: row = state, column = event, in `Event::ALL`'s order (registered
+    /// ok / too old, heard ok / too old, judged ok / too old, unreachable timeout, offline timeout).
+    const TABLE: [(Liveness, [Liveness; 8]); 5] = [
+        (Ready, [Ready, NotReady, Ready, NotReady, Ready, NotReady, Unreachable, Offline]),
+        (NotReady, [Ready, NotReady, Ready, NotReady, Ready, NotReady, Unreachable, Offline]),
+        (AwaitingAgent, [Ready, NotReady, Ready, NotReady, AwaitingAgent, AwaitingAgent, AwaitingAgent, AwaitingAgent]),
+        (Unreachable, [Ready, NotReady, Ready, NotReady, Unreachable, Unreachable, Unreachable, Offline]),
+        (Offline, [Ready, NotReady, Ready, NotReady, Offline, Offline, Offline, Offline]),
+    ];
+
+    #[test]
+    fn every_state_on_every_event_goes_where_the_table_says() {
+        assert_eq!(TABLE.map(|(state, _)| state), Liveness::ALL, "the table covers every state once");
+        for (state, row) in TABLE {
+            for (event, expected) in Event::ALL.into_iter().zip(row) {
+                assert_eq!(state.on(event), expected, "{state:?} on {event:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_sweepers_statements_guard_on_the_states_the_table_moves() {
+        assert_eq!(Liveness::moved_by(Event::UnreachableTimeout), [Ready, NotReady]);
+        assert_eq!(Liveness::moved_by(Event::OfflineTimeout), [Ready, NotReady, Unreachable]);
+        assert_eq!(super::silence(Event::UnreachableTimeout), (vec![Ready, NotReady], Unreachable));
+        assert_eq!(super::silence(Event::OfflineTimeout), (vec![Ready, NotReady, Unreachable], Offline));
+    }
+
+    #[test]
+    fn only_ready_and_not_ready_are_alive_and_the_column_text_is_snake_case() {
+        let alive: Vec<Liveness> = Liveness::ALL.into_iter().filter(|s| s.is_alive()).collect();
+        assert_eq!(alive, [Ready, NotReady]);
+        let names = Liveness::ALL.map(Liveness::as_str);
+        assert_eq!(names, ["ready", "not_ready", "awaiting_agent", "unreachable", "offline"]);
+        assert_eq!(Versions::of_reason(None), Versions::Sufficient);
+        assert_eq!(Versions::of_reason(Some("driver 470 < 535")), Versions::TooOld);
+    }
 }

@@ -7,3 +7,5 @@ pub mod registration;
 pub mod rollups;
 pub mod telemetry;
 pub mod tokens;
+
+pub use liveness::Liveness;
