@@ -3,12 +3,10 @@
 //! `migrations/0011_telemetry_partitions.sql` and `0014_packed_telemetry.sql` for the layout.
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
-use sqlx::{AssertSqlSafe, PgPool};
+use gpuplane_store::agents::rollups as store;
+use sqlx::PgPool;
 
 use crate::config::Settings;
-
-/// Serializes partition upkeep and folds across replicas (an arbitrary constant: "telemetry" in ASCII).
-const TELEMETRY_LOCK: i64 = 0x74656c656d657472;
 
 /// The sweeper folds only rows ingested at least this long ago: a heartbeat's transaction (whose `now()`
 /// stamped `ingested_at`) has committed by then, so the fold never skips a row that becomes visible later.
@@ -58,7 +56,7 @@ fn utc(d: NaiveDate) -> DateTime<Utc> {
 /// Idempotent and safe with several replicas (an advisory lock, and `IF NOT EXISTS`).
 pub async fn ensure_partitions(db: &PgPool, settings: &Settings, now: DateTime<Utc>) -> Result<u32, sqlx::Error> {
     let mut tx = db.begin().await?;
-    sqlx::query!("SELECT pg_advisory_xact_lock($1)", TELEMETRY_LOCK).execute(&mut *tx).await?;
+    store::lock_partition_upkeep(&mut tx).await?;
     let mut created = 0;
     for (table, span, retention) in tables(settings) {
         let oldest = (now - Duration::from_std(retention).unwrap_or(Duration::days(1))).date_naive();
@@ -67,18 +65,9 @@ pub async fn ensure_partitions(db: &PgPool, settings: &Settings, now: DateTime<U
         let last = if span == Span::Month { next(span, last) } else { last };
         while d <= last {
             let name = partition_name(table, span, d);
-            let exists = sqlx::query_scalar!(r#"SELECT to_regclass($1) IS NOT NULL AS "exists!""#, &name)
-                .fetch_one(&mut *tx)
-                .await?;
+            let exists = store::relation_exists(&mut tx, &name).await?;
             if !exists {
-                // Runtime SQL on purpose: DDL naming a partition and its bounds, which cannot be parameters.
-                sqlx::query(AssertSqlSafe(format!(
-                    "CREATE TABLE IF NOT EXISTS {name} PARTITION OF {table} FOR VALUES FROM ('{}') TO ('{}')",
-                    utc(d).to_rfc3339(),
-                    utc(next(span, d)).to_rfc3339()
-                )))
-                .execute(&mut *tx)
-                .await?;
+                store::create_partition(&mut tx, table, &name, utc(d), utc(next(span, d))).await?;
                 created += 1;
             }
             d = next(span, d);
@@ -99,52 +88,30 @@ pub async fn drop_expired_partitions(
     let mut dropped = Vec::new();
     for (table, span, retention) in tables(settings) {
         let horizon = now - Duration::from_std(retention).unwrap_or(Duration::days(1));
-        let parts = sqlx::query!(
-            r#"SELECT c.relname::text AS "name!", i.inhdetachpending AS pending
-             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-             WHERE i.inhparent = $1::text::regclass ORDER BY 1"#,
-            table
-        )
-        .fetch_all(db)
-        .await?;
-        for part in parts {
-            let (name, pending) = (part.name, part.pending);
+        let parts = store::partitions_of(&mut *db.acquire().await?, table).await?;
+        for (name, pending) in parts {
             let Some(start) = parse_partition_start(table, span, &name) else { continue };
             if utc(next(span, start)) > horizon {
                 continue;
             }
             // Another replica may be at the same partition: the lock makes one of us skip it.
             let mut conn = db.acquire().await?;
-            let locked = sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "locked!""#, TELEMETRY_LOCK + 1)
-                .fetch_one(&mut *conn)
-                .await?;
+            let locked = store::try_lock_partition_drop(&mut conn).await?;
             if !locked {
                 continue;
             }
             let result = async {
-                let still = sqlx::query_scalar!(r#"SELECT to_regclass($1) IS NOT NULL AS "exists!""#, &name)
-                    .fetch_one(&mut *conn)
-                    .await?;
+                let still = store::relation_exists(&mut conn, &name).await?;
                 if still {
-                    let detach = if pending { "FINALIZE" } else { "CONCURRENTLY" };
-                    let attached = sqlx::query_scalar!(
-                        r#"SELECT EXISTS (SELECT 1 FROM pg_inherits WHERE inhrelid = $1::text::regclass) AS "attached!""#,
-                        &name
-                    )
-                    .fetch_one(&mut *conn)
-                    .await?;
-                    // Runtime SQL on purpose below: DDL naming the partition, which cannot be a parameter.
-                    if attached {
-                        sqlx::raw_sql(AssertSqlSafe(format!("ALTER TABLE {table} DETACH PARTITION {name} {detach}")))
-                            .execute(&mut *conn)
-                            .await?;
+                    if store::is_attached(&mut conn, &name).await? {
+                        store::detach_partition(&mut conn, table, &name, pending).await?;
                     }
-                    sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE IF EXISTS {name}"))).execute(&mut *conn).await?;
+                    store::drop_partition(&mut conn, &name).await?;
                 }
-                Ok::<_, sqlx::Error>(still)
+                Ok::<_, gpuplane_store::StoreError>(still)
             }
             .await;
-            sqlx::query_scalar!("SELECT pg_advisory_unlock($1)", TELEMETRY_LOCK + 1).fetch_one(&mut *conn).await?;
+            store::unlock_partition_drop(&mut conn).await?;
             if result? {
                 tracing::info!(partition = %name, "telemetry partition dropped at retention");
                 dropped.push(name);
@@ -169,75 +136,15 @@ fn parse_partition_start(table: &str, span: Span, name: &str) -> Option<NaiveDat
 /// Folds rows ingested up to `lag` ago; returns the (node, minute) pairs folded.
 pub async fn fold(db: &PgPool, lag: std::time::Duration) -> Result<u64, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let locked = sqlx::query_scalar!(r#"SELECT pg_try_advisory_xact_lock($1) AS "locked!""#, TELEMETRY_LOCK + 2)
-        .fetch_one(&mut *tx)
-        .await?;
-    if !locked {
+    if !store::try_lock_fold(&mut tx).await? {
         return Ok(0);
     }
-    // The watermark starts at -infinity, which chrono cannot hold: it stays in SQL.
-    let until = sqlx::query_scalar!(
-        r#"SELECT now() - make_interval(secs => $1) AS "until!" FROM telemetry_rollup_state FOR UPDATE"#,
-        lag.as_secs_f64()
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    let folded = sqlx::query!(
-        "CREATE TEMP TABLE fold_touched ON COMMIT DROP AS \
-         SELECT DISTINCT node_key, date_trunc('minute', at) AS minute FROM telemetry_raw \
-         WHERE ingested_at >= (SELECT folded_until FROM telemetry_rollup_state) AND ingested_at < $1",
-        until
-    )
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
+    let until = store::fold_until(&mut tx, lag.as_secs_f64()).await?;
+    let folded = store::collect_touched_minutes(&mut tx, until).await?;
     if folded > 0 {
-        // These two stay runtime SQL: they read `fold_touched`, the temporary table this transaction made, which
-        // does not exist when the macros would describe them at build time.
-        sqlx::query(
-            "INSERT INTO gpu_minutes (gpu_id, minute, node_id, samples, gpu_util_sum, gpu_util_max, mem_copy_sum, \
-                 fb_used_max, power_sum, power_max, temp_max, clock_sum, xid_count, energy_j) \
-             SELECT g.id, t.minute, n.id, count(*), sum(d.gpu_util::float8), max(d.gpu_util), \
-                 sum(d.mem_copy_util::float8), max(d.fb_used_mib), sum(d.power_w::float8), max(d.power_w), \
-                 max(d.gpu_temp_c), sum(d.sm_clock_mhz), \
-                 sum(d.xid_count), ((array_agg(d.energy_j ORDER BY r.at DESC))[1] \
-                     - (array_agg(d.energy_j ORDER BY r.at))[1] + 4294967296) % 4294967296 \
-             FROM fold_touched t JOIN telemetry_raw r ON r.node_key = t.node_key AND r.at >= t.minute \
-                 AND r.at < t.minute + interval '1 minute' \
-             JOIN nodes n ON n.telemetry_key = t.node_key \
-             CROSS JOIN LATERAL telemetry_decode(r.samples) d \
-             JOIN gpus g ON g.node_id = n.id AND g.idx = d.idx \
-             GROUP BY g.id, t.minute, n.id \
-             ON CONFLICT (gpu_id, minute) DO UPDATE SET samples = EXCLUDED.samples, \
-                 gpu_util_sum = EXCLUDED.gpu_util_sum, gpu_util_max = EXCLUDED.gpu_util_max, \
-                 mem_copy_sum = EXCLUDED.mem_copy_sum, fb_used_max = EXCLUDED.fb_used_max, \
-                 power_sum = EXCLUDED.power_sum, power_max = EXCLUDED.power_max, temp_max = EXCLUDED.temp_max, \
-                 clock_sum = EXCLUDED.clock_sum, xid_count = EXCLUDED.xid_count, energy_j = EXCLUDED.energy_j",
-        )
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "INSERT INTO node_hours (node_id, hour, pool_id, samples, gpu_util_sum, gpu_util_max, mem_copy_sum, \
-                 fb_used_max, power_sum, power_max, xid_count, energy_j) \
-             SELECT m.node_id, h.hour, n.pool_id, sum(m.samples), sum(m.gpu_util_sum), max(m.gpu_util_max), \
-                 sum(m.mem_copy_sum), max(m.fb_used_max), sum(m.power_sum), max(m.power_max), sum(m.xid_count), \
-                 sum(m.energy_j) \
-             FROM (SELECT DISTINCT n.id AS node_id, date_trunc('hour', t.minute) AS hour \
-                   FROM fold_touched t JOIN nodes n ON n.telemetry_key = t.node_key) h \
-             JOIN gpu_minutes m ON m.node_id = h.node_id AND m.minute >= h.hour \
-                 AND m.minute < h.hour + interval '1 hour' \
-             JOIN nodes n ON n.id = m.node_id \
-             GROUP BY m.node_id, h.hour, n.pool_id \
-             ON CONFLICT (node_id, hour) DO UPDATE SET pool_id = EXCLUDED.pool_id, samples = EXCLUDED.samples, \
-                 gpu_util_sum = EXCLUDED.gpu_util_sum, gpu_util_max = EXCLUDED.gpu_util_max, \
-                 mem_copy_sum = EXCLUDED.mem_copy_sum, fb_used_max = EXCLUDED.fb_used_max, \
-                 power_sum = EXCLUDED.power_sum, power_max = EXCLUDED.power_max, xid_count = EXCLUDED.xid_count, \
-                 energy_j = EXCLUDED.energy_j",
-        )
-        .execute(&mut *tx)
-        .await?;
+        store::fold_touched(&mut tx).await?;
     }
-    sqlx::query!("UPDATE telemetry_rollup_state SET folded_until = $1", until).execute(&mut *tx).await?;
+    store::advance_watermark(&mut tx, until).await?;
     tx.commit().await?;
     Ok(folded)
 }

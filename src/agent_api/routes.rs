@@ -11,6 +11,8 @@ use super::matching::gpu_matches_model;
 use super::protocol::{
     DesiredState, FATAL_XIDS, GpuSample, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
 };
+use gpuplane_store::agents::{Liveness, heartbeat, registration};
+
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
@@ -79,23 +81,9 @@ pub async fn register_agent(
         return Err(invalid_join_token());
     }
     let mut tx = state.db.begin().await?;
-    let claimed = sqlx::query_scalar!(
-        "UPDATE join_tokens SET uses = uses + 1 WHERE secret_hash = $1 AND revoked_at IS NULL AND expires_at > now() \
-         AND uses < max_uses RETURNING pool_id",
-        keys::hash(&req.join_token)
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
+    let claimed = registration::claim_join_token(&mut tx, &keys::hash(&req.join_token)).await?;
     let Some(pool_id) = claimed else { return Err(invalid_join_token()) };
-    let model = sqlx::query_as!(
-        GpuModel,
-        "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
-             host_link \
-         FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)",
-        pool_id
-    )
-    .fetch_one(&mut *tx)
-    .await?;
+    let model = gpu_model(registration::pool_gpu_model(&mut tx, pool_id).await?);
     let mismatched: Vec<FieldError> = facts
         .gpus
         .iter()
@@ -114,14 +102,7 @@ pub async fn register_agent(
     let facts_json = serde_json::json!({
         "driver_version": facts.driver_version, "cuda_version": facts.cuda_version, "topology": facts.topology,
     });
-    let existing = sqlx::query!(
-        r#"SELECT id, pool_id, agent_generation, agent_managed,
-             coalesce(reregistration_allowed_until > now(), false) AS "operator_allowed!"
-         FROM nodes WHERE hostname = $1 FOR UPDATE"#,
-        &facts.hostname
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
+    let existing = registration::lock_node_of_hostname(&mut tx, &facts.hostname).await?;
     let (node_id, status) = match existing {
         Some(node) if node.pool_id != pool_id => {
             return Err(ApiError::conflict("node_in_other_pool", "a node with this hostname belongs to another pool"));
@@ -139,11 +120,7 @@ pub async fn register_agent(
                      as the bearer token, or an operator's allow-reregistration",
                 ));
             }
-            let registered: Vec<(i32, String)> =
-                sqlx::query!("SELECT idx, uuid FROM gpus WHERE node_id = $1 ORDER BY idx", node_id)
-                    .map(|g| (g.idx, g.uuid))
-                    .fetch_all(&mut *tx)
-                    .await?;
+            let registered = registration::gpu_uuids(&mut tx, node_id).await?;
             let mut reported: Vec<(i32, String)> = facts.gpus.iter().map(|g| (g.index, g.uuid.clone())).collect();
             reported.sort();
             if registered != reported {
@@ -152,16 +129,14 @@ pub async fn register_agent(
                     "the node reports other GPUs than it registered with; an operator must review it",
                 ));
             }
-            sqlx::query!(
-                "UPDATE nodes SET address = $2, intra_link = $3, network_gbps = $4, rdma = $5, updated_at = now() \
-                 WHERE id = $1",
+            registration::update_network_facts(
+                &mut tx,
                 node_id,
                 facts.address.trim(),
-                facts.intra_link as crate::inventory::nodes::IntraLink,
+                facts.intra_link,
                 facts.network_gbps,
-                facts.rdma
+                facts.rdma,
             )
-            .execute(&mut *tx)
             .await?;
             (node_id, StatusCode::OK)
         }
@@ -171,34 +146,20 @@ pub async fn register_agent(
         }
     };
     // Alive again with the verdict it had; `readiness::evaluate_node` then judges the versions just reported.
-    let generation = sqlx::query_scalar!(
-        "UPDATE nodes SET agent_managed = true, external = false, agent_generation = agent_generation + 1, facts = $2, \
-             liveness = node_heard_liveness(not_ready_reason), \
-             last_heartbeat_at = now(), generation = generation + 1, reregistration_allowed_until = NULL, \
-             echo_port = $3, lease_subnet = $4, launchers = $5 \
-         WHERE id = $1 RETURNING agent_generation",
+    let generation = registration::attach_agent(
+        &mut tx,
         node_id,
         facts_json,
         facts.echo_port,
         facts.lease_subnet.as_deref(),
-        facts.launchers.as_ref().map(|l| serde_json::json!(l))
+        facts.launchers.as_ref().map(|l| serde_json::json!(l)),
     )
-    .fetch_one(&mut *tx)
     .await?;
     crate::inventory::readiness::evaluate_node(&mut tx, node_id, &state.settings).await?;
     let indices: Vec<i32> = facts.gpus.iter().map(|g| g.index).collect();
     let names: Vec<&str> = facts.gpus.iter().map(|g| g.name.as_str()).collect();
     let memory: Vec<i64> = facts.gpus.iter().map(|g| g.memory_bytes).collect();
-    sqlx::query!(
-        "UPDATE gpus g SET name = u.name, memory_bytes = u.memory FROM UNNEST($2::int[], $3::text[], $4::bigint[]) \
-         AS u(idx, name, memory) WHERE g.node_id = $1 AND g.idx = u.idx",
-        node_id,
-        &indices,
-        &names as &[&str],
-        &memory
-    )
-    .execute(&mut *tx)
-    .await?;
+    registration::update_gpu_facts(&mut tx, node_id, &indices, &names, &memory).await?;
     let agent_token = state.tokens.issue_agent(node_id, generation)?;
     tx.commit().await?;
     tracing::info!(node.id = %node_id, hostname = %facts.hostname, attached = (status == StatusCode::OK), "agent registered");
@@ -210,6 +171,21 @@ pub async fn register_agent(
 fn check_version_text(field: &str, version: Option<&str>, errors: &mut Vec<FieldError>) {
     if version.is_some_and(|v| v.is_empty() || v.chars().count() > 64 || v.chars().any(char::is_control)) {
         errors.push(FieldError::new(field, "1-64 printable characters"));
+    }
+}
+
+/// The pool's catalog model as the matching rules take it.
+fn gpu_model(m: registration::PoolGpuModel) -> GpuModel {
+    GpuModel {
+        key: m.key,
+        name: m.name,
+        memory_bytes: m.memory_bytes,
+        memory_bandwidth_gbps: m.memory_bandwidth_gbps,
+        bf16_tflops: m.bf16_tflops,
+        fp8_tflops: m.fp8_tflops,
+        gpu_link: m.gpu_link,
+        gpu_link_gbps: m.gpu_link_gbps,
+        host_link: m.host_link,
     }
 }
 
@@ -280,15 +256,8 @@ async fn gpu_map(state: &AppState, agent: &AgentAuth) -> ApiResult<super::GpuMap
     if let Some(map) = state.agent_gpus.get(agent.node_id, agent.generation) {
         return Ok(map);
     }
-    let rows: Vec<(i32, Uuid)> = sqlx::query!(
-        "SELECT g.idx, g.id FROM gpus g JOIN nodes n ON n.id = g.node_id \
-         WHERE n.id = $1 AND n.agent_generation = $2 ORDER BY g.idx",
-        agent.node_id,
-        agent.generation
-    )
-    .map(|g| (g.idx, g.id))
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let rows = heartbeat::gpu_map(&mut conn, agent.node_id, agent.generation).await?;
     if rows.is_empty() {
         return Err(ApiError::unauthorized("the agent credential was rotated or its node is gone: register again"));
     }
@@ -336,9 +305,9 @@ pub async fn post_heartbeat(
         (stored.admin_state, stored.was, stored.accepted, stored.assignments_pending);
     metrics::counter!("gpuplane_heartbeats_total").increment(1);
     metrics::counter!("gpuplane_heartbeat_samples_total").increment(accepted);
-    let back = was != "ready" && was != "not_ready";
+    let back = !was.is_alive();
     if back {
-        tracing::info!(node.id = %agent.node_id, was = %was, "node is back");
+        tracing::info!(node.id = %agent.node_id, was = was.as_str(), "node is back");
     }
     let reported = |now: &Option<String>, before: &Option<String>| now.is_some() && now != before;
     // Judged again on new versions, and on its return from silence: a verdict that changed meanwhile (a pool's
@@ -350,15 +319,8 @@ pub async fn post_heartbeat(
         update_versions(&state, agent.node_id, req.driver_version.as_deref(), req.cuda_version.as_deref()).await?;
     }
     if let Some(launchers) = &req.launchers {
-        sqlx::query!(
-            "UPDATE nodes SET launchers = $3, updated_at = now() \
-             WHERE id = $1 AND agent_generation = $2 AND launchers IS DISTINCT FROM $3",
-            agent.node_id,
-            agent.generation,
-            serde_json::json!(launchers)
-        )
-        .execute(&state.db)
-        .await?;
+        let mut conn = state.db.acquire().await?;
+        heartbeat::update_launchers(&mut conn, agent.node_id, agent.generation, serde_json::json!(launchers)).await?;
     }
     if !req.latency.is_empty() {
         crate::leases::network::record(&state, agent.node_id, &req.latency).await?;
@@ -394,7 +356,7 @@ pub async fn post_heartbeat(
 struct StoredHeartbeat {
     admin_state: String,
     /// Liveness before this heartbeat.
-    was: String,
+    was: Liveness,
     accepted: u64,
     assignments_pending: bool,
     /// The versions on record before this heartbeat.
@@ -406,16 +368,7 @@ struct StoredHeartbeat {
 /// node again (a `not_ready` node becomes ready here once they suffice).
 async fn update_versions(state: &AppState, node_id: Uuid, driver: Option<&str>, cuda: Option<&str>) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
-    sqlx::query!(
-        "UPDATE nodes SET facts = COALESCE(facts, '{}'::jsonb) \
-             || jsonb_strip_nulls(jsonb_build_object('driver_version', $2::text, 'cuda_version', $3::text)) \
-         WHERE id = $1",
-        node_id,
-        driver,
-        cuda
-    )
-    .execute(&mut *tx)
-    .await?;
+    heartbeat::record_versions(&mut tx, node_id, driver, cuda).await?;
     crate::inventory::readiness::evaluate_node(&mut tx, node_id, &state.settings).await?;
     tx.commit().await?;
     Ok(())
@@ -450,35 +403,14 @@ async fn store_heartbeat(
         let pairs: Vec<String> = gpus.iter().filter_map(|(idx, s)| xid_pairs(*idx, &s.xid_codes)).collect();
         xids.push((!pairs.is_empty()).then(|| format!("{{{}}}", pairs.join(","))));
     }
-    // `assignments_pending`: the node has an assignment it has not fetched or a cancel it has not applied (the
-    // heartbeat's hint), evaluated in this statement so that the hint costs no round trip.
-    let row = sqlx::query!(
-        r#"WITH prev AS (SELECT liveness, facts->>'driver_version' AS driver, facts->>'cuda_version' AS cuda
-             FROM nodes WHERE id = $1 AND agent_generation = $2),
-         touched AS (
-             UPDATE nodes SET last_heartbeat_at = now(),
-                 liveness = node_heard_liveness(not_ready_reason)
-             WHERE id = $1 AND agent_generation = $2 RETURNING admin_state, telemetry_key),
-         inserted AS (
-             INSERT INTO telemetry_raw (node_key, at, samples, xids)
-             SELECT t.telemetry_key, u.at, u.samples, u.xids::int[]
-             FROM touched t, UNNEST($3::timestamptz[], $4::bytea[], $5::text[]) AS u(at, samples, xids)
-             ON CONFLICT (node_key, at) DO NOTHING RETURNING length(samples) / $6 AS gpus)
-         SELECT (SELECT admin_state FROM touched), (SELECT liveness FROM prev) AS was,
-             (SELECT COALESCE(sum(gpus), 0)::bigint FROM inserted) AS "accepted!",
-             EXISTS (SELECT 1 FROM job_nodes WHERE node_id = $1
-                 AND state IN ('pending', 'assigned', 'running') AND (state = 'pending' OR desired = 'cancel'))
-                 AS "assignments_pending!",
-             (SELECT driver FROM prev), (SELECT cuda FROM prev)"#,
-        agent.node_id,
-        agent.generation,
-        &ats,
-        &packed,
-        &xids as &[Option<String>],
-        super::codec::RECORD_LEN as i32
-    )
-    .fetch_optional(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let samples = heartbeat::HeartbeatSamples {
+        ats: &ats,
+        packed: &packed,
+        xids: &xids,
+        record_len: super::codec::RECORD_LEN as i32,
+    };
+    let row = heartbeat::store_heartbeat(&mut conn, agent.node_id, agent.generation, samples).await?;
     match row.map(|r| (r.admin_state, r.was, r.accepted, r.assignments_pending, r.driver, r.cuda)) {
         Some((Some(admin_state), Some(was), accepted, assignments_pending, driver_version, cuda_version)) => {
             Ok(StoredHeartbeat {
@@ -507,21 +439,11 @@ fn xid_pairs(gpu_index: i32, codes: &[i32]) -> Option<String> {
 async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec<i32>)]) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
     // Lock the node first, as allocation does, so the free counter stays exact.
-    sqlx::query!("SELECT 1 AS locked FROM nodes WHERE id = $1 FOR UPDATE", node_id).fetch_optional(&mut *tx).await?;
+    heartbeat::lock_node(&mut tx, node_id).await?;
     for (index, codes) in fatal {
         let reason = format!("fatal XID {}", codes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "));
-        let hit = sqlx::query!(
-            "UPDATE gpus g SET healthy = false, unhealthy_reason = $3, unhealthy_since = now() \
-             WHERE g.node_id = $1 AND g.idx = $2 AND g.healthy \
-             RETURNING g.id, g.held_by AS lease_id",
-            node_id,
-            index,
-            &reason
-        )
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(hit) = hit else { continue };
-        let (gpu_id, lease) = (hit.id, hit.lease_id);
+        let hit = heartbeat::mark_gpu_unhealthy(&mut tx, node_id, *index, &reason).await?;
+        let Some((gpu_id, lease)) = hit else { continue };
         tracing::warn!(node.id = %node_id, gpu.index = index, %reason, "GPU taken out of service");
         let data = serde_json::json!({
             "node_id": node_id, "gpu_id": gpu_id, "index": index, "xid": codes, "reason": reason, "lease_id": lease,
@@ -529,9 +451,7 @@ async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec
         crate::webhooks::emit(&mut tx, crate::webhooks::Audience::Operators, "gpu.unhealthy", data).await?;
         match lease {
             None => {
-                sqlx::query!("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1", node_id)
-                    .execute(&mut *tx)
-                    .await?;
+                heartbeat::take_free_gpu(&mut tx, node_id).await?;
             }
             Some(lease_id) => {
                 let event =
@@ -558,12 +478,7 @@ pub async fn restore_gpu(
     ApiPath(gpu_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Node>> {
     let mut tx = state.db.begin().await?;
-    let node = sqlx::query_scalar!(
-        "SELECT n.id FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE g.id = $1 FOR UPDATE OF n",
-        gpu_id
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
+    let node = heartbeat::lock_node_of_gpu(&mut tx, gpu_id).await?;
     let Some(node_id) = node else { return Err(ApiError::NotFound("gpu")) };
     restore(&mut tx, node_id, gpu_id).await?;
     let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
@@ -572,15 +487,9 @@ pub async fn restore_gpu(
 }
 
 async fn restore(conn: &mut PgConnection, node_id: Uuid, gpu_id: Uuid) -> Result<(), sqlx::Error> {
-    let restored = sqlx::query_scalar!(
-        r#"UPDATE gpus g SET healthy = true, unhealthy_reason = NULL, unhealthy_since = NULL WHERE g.id = $1 AND NOT g.healthy
-         RETURNING g.held_by IS NOT NULL AS "held!""#,
-        gpu_id
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
+    let restored = heartbeat::restore_gpu(conn, gpu_id).await?;
     if let Some(false) = restored {
-        sqlx::query!("UPDATE nodes SET free_gpus = free_gpus + 1 WHERE id = $1", node_id).execute(conn).await?;
+        heartbeat::give_free_gpu(conn, node_id).await?;
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
+use gpuplane_store::agents::tokens;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -14,18 +14,7 @@ use crate::extract::{ApiJson, ApiPath, new_id};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct JoinToken {
-    pub id: Uuid,
-    pub pool_id: Uuid,
-    /// The first characters of the token, to recognise it.
-    pub prefix: String,
-    pub max_uses: i32,
-    pub uses: i32,
-    pub expires_at: DateTime<Utc>,
-    pub created_at: DateTime<Utc>,
-    pub revoked_at: Option<DateTime<Utc>>,
-}
+pub use gpuplane_store::agents::tokens::JoinToken;
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct CreatedJoinToken {
@@ -80,21 +69,17 @@ pub async fn create_join_token(
         return Err(ApiError::Validation(errors));
     }
     let secret = keys::generate_with_prefix(keys::JOIN_TOKEN_PREFIX);
-    let token = sqlx::query_as!(
-        JoinToken,
-        "INSERT INTO join_tokens (id, pool_id, prefix, secret_hash, max_uses, expires_at, created_by) \
-         SELECT $1, p.id, $3, $4, $5, now() + make_interval(hours => $6), $7 FROM pools p WHERE p.id = $2 \
-         RETURNING id, pool_id, prefix, max_uses, uses, expires_at, created_at, revoked_at",
-        new_id(),
+    let mut conn = state.db.acquire().await?;
+    let new = tokens::NewJoinToken {
+        id: new_id(),
         pool_id,
-        &secret.display_prefix,
-        &secret.hash,
-        req.max_uses,
-        req.ttl_hours,
-        op.key_id
-    )
-    .fetch_optional(&state.db)
-    .await?;
+        prefix: &secret.display_prefix,
+        secret_hash: &secret.hash,
+        max_uses: req.max_uses,
+        ttl_hours: req.ttl_hours,
+        created_by: op.key_id,
+    };
+    let token = tokens::create_join_token(&mut conn, new).await?;
     let token = token.ok_or(ApiError::NotFound("pool"))?;
     Ok((StatusCode::CREATED, NO_STORE, Json(CreatedJoinToken { token, join_token: secret.secret })))
 }
@@ -110,15 +95,8 @@ pub async fn list_join_tokens(
     _op: OperatorAuth,
     ApiPath(pool_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<JoinToken>>> {
-    let tokens = sqlx::query_as!(
-        JoinToken,
-        "SELECT id, pool_id, prefix, max_uses, uses, expires_at, created_at, revoked_at \
-         FROM join_tokens WHERE pool_id = $1 ORDER BY id",
-        pool_id
-    )
-    .fetch_all(&state.db)
-    .await?;
-    Ok(Json(tokens))
+    let mut conn = state.db.acquire().await?;
+    Ok(Json(tokens::list_join_tokens(&mut conn, pool_id).await?))
 }
 
 /// Revoke a join token. Nodes that registered with it keep their credentials.
@@ -132,10 +110,8 @@ pub async fn revoke_join_token(
     _op: OperatorAuth,
     ApiPath(token_id): ApiPath<Uuid>,
 ) -> ApiResult<StatusCode> {
-    let done = sqlx::query!("UPDATE join_tokens SET revoked_at = COALESCE(revoked_at, now()) WHERE id = $1", token_id)
-        .execute(&state.db)
-        .await?;
-    if done.rows_affected() == 0 {
+    let mut conn = state.db.acquire().await?;
+    if !tokens::revoke_join_token(&mut conn, token_id).await? {
         return Err(ApiError::NotFound("join token"));
     }
     Ok(StatusCode::NO_CONTENT)

@@ -4,6 +4,8 @@
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use gpuplane::billing::metering::meter_once;
+use gpuplane_store::agents::Liveness;
+use gpuplane_store::agents::liveness::{self as store, Event as LivenessEvent, Versions};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
@@ -179,4 +181,83 @@ async fn a_pool_whose_nodes_all_go_silent_at_once_holds_its_leases_and_says_so(d
     app.sweep().await;
     assert_eq!(lease_state(&app, &tenant, &lease).await["state"], "interrupted");
     assert_eq!(app.get("/v1/admin/liveness-holds", &op).await.body, json!([]));
+}
+
+/// A node's liveness moves by one table (`gpuplane_store::agents::Liveness::on`). Its hearing half is also stated
+/// in SQL, `node_heard_liveness()` (migration 0035), which registration and the heartbeat call: the two agree for
+/// every state and verdict.
+#[sqlx::test]
+async fn node_heard_liveness_agrees_with_the_liveness_table(db: PgPool) {
+    for versions in Versions::ALL {
+        let reason = match versions {
+            Versions::Sufficient => None,
+            Versions::TooOld => Some("driver 470.1 is below the minimum 535"),
+        };
+        let heard: Liveness =
+            sqlx::query_scalar("SELECT node_heard_liveness($1)").bind(reason).fetch_one(&db).await.unwrap();
+        for state in Liveness::ALL {
+            assert_eq!(state.on(LivenessEvent::Heard(versions)), heard, "{state:?} heard with {versions:?}");
+            assert_eq!(state.on(LivenessEvent::Registered(versions)), heard, "{state:?} registered with {versions:?}");
+        }
+    }
+}
+
+/// The sweeper's statements apply the silence timeouts to nodes in every state (agent nodes long silent) just as
+/// the table says, and a heartbeat brings each back as `node_heard_liveness()` and the table say.
+#[sqlx::test]
+async fn the_sweeper_and_the_heartbeat_move_every_state_as_the_liveness_table_says(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    let mut nodes = Vec::new();
+    for state in Liveness::ALL {
+        let (node, token) = app.agent_node(&op, &pool, &format!("host-{}", state.as_str().replace('_', "-")), 1).await;
+        nodes.push((state, node, token));
+    }
+    let set_states = || async {
+        for (state, node, _) in &nodes {
+            sqlx::query(
+                "UPDATE nodes SET liveness = $2, last_heartbeat_at = now() - interval '1 hour', \
+                     not_ready_reason = CASE WHEN $2 = 'not_ready' THEN 'driver too old' END WHERE id = $1::uuid",
+            )
+            .bind(node)
+            .bind(state)
+            .execute(&db)
+            .await
+            .unwrap();
+        }
+    };
+    let liveness_of = |node: String| {
+        let db = db.clone();
+        async move {
+            sqlx::query_scalar::<_, Liveness>("SELECT liveness FROM nodes WHERE id = $1::uuid")
+                .bind(node)
+                .fetch_one(&db)
+                .await
+                .unwrap()
+        }
+    };
+    let long_ago: DateTime<Utc> = "2000-01-01T00:00:00Z".parse().unwrap();
+    for event in [LivenessEvent::UnreachableTimeout, LivenessEvent::OfflineTimeout] {
+        set_states().await;
+        let mut conn = db.acquire().await.unwrap();
+        match event {
+            LivenessEvent::UnreachableTimeout => {
+                store::mark_unreachable(&mut conn, 60.0, long_ago).await.unwrap();
+            }
+            _ => {
+                store::mark_offline(&mut conn, 60.0, long_ago).await.unwrap();
+            }
+        }
+        for (state, node, _) in &nodes {
+            assert_eq!(liveness_of(node.clone()).await, state.on(event), "{state:?} on {event:?}");
+        }
+    }
+    set_states().await;
+    for (state, node, token) in &nodes {
+        heartbeat(&app, token).await;
+        let versions = if *state == Liveness::NotReady { Versions::TooOld } else { Versions::Sufficient };
+        let event = LivenessEvent::Heard(versions);
+        assert_eq!(liveness_of(node.clone()).await, state.on(event), "{state:?} on {event:?}");
+    }
 }

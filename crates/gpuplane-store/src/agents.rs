@@ -1,1 +1,0 @@
-//! What node agents write and read: registration, heartbeats, telemetry, holds.
