@@ -16,7 +16,6 @@ use gpuplane_store::agents::{Liveness, heartbeat, registration};
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
-use crate::inventory::gpu_models::GpuModel;
 use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
 use crate::leases::store::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
@@ -83,7 +82,7 @@ pub async fn register_agent(
     let mut tx = state.db.begin().await?;
     let claimed = registration::claim_join_token(&mut tx, &keys::hash(&req.join_token)).await?;
     let Some(pool_id) = claimed else { return Err(invalid_join_token()) };
-    let model = gpu_model(registration::pool_gpu_model(&mut tx, pool_id).await?);
+    let model = registration::pool_gpu_model(&mut tx, pool_id).await?;
     let mismatched: Vec<FieldError> = facts
         .gpus
         .iter()
@@ -171,21 +170,6 @@ pub async fn register_agent(
 fn check_version_text(field: &str, version: Option<&str>, errors: &mut Vec<FieldError>) {
     if version.is_some_and(|v| v.is_empty() || v.chars().count() > 64 || v.chars().any(char::is_control)) {
         errors.push(FieldError::new(field, "1-64 printable characters"));
-    }
-}
-
-/// The pool's catalog model as the matching rules take it.
-fn gpu_model(m: registration::PoolGpuModel) -> GpuModel {
-    GpuModel {
-        key: m.key,
-        name: m.name,
-        memory_bytes: m.memory_bytes,
-        memory_bandwidth_gbps: m.memory_bandwidth_gbps,
-        bf16_tflops: m.bf16_tflops,
-        fp8_tflops: m.fp8_tflops,
-        gpu_link: m.gpu_link,
-        gpu_link_gbps: m.gpu_link_gbps,
-        host_link: m.host_link,
     }
 }
 

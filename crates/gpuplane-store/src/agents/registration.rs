@@ -5,6 +5,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::StoreResult;
+use crate::inventory::gpu_models::GpuModel;
 
 /// Use one registration of a live join token (by its secret's hash); its pool, or None when the token is
 /// unknown, expired, used up or revoked.
@@ -18,24 +19,10 @@ pub async fn claim_join_token(conn: &mut PgConnection, secret_hash: &[u8]) -> St
     .await?)
 }
 
-/// A pool's GPU model, as the catalog has it (the columns of `gpu_models`).
-#[derive(Debug, Clone)]
-pub struct PoolGpuModel {
-    pub key: String,
-    pub name: String,
-    pub memory_bytes: i64,
-    pub memory_bandwidth_gbps: i32,
-    pub bf16_tflops: f64,
-    pub fp8_tflops: Option<f64>,
-    pub gpu_link: String,
-    pub gpu_link_gbps: i32,
-    pub host_link: String,
-}
-
 /// The catalog model of a pool's GPUs.
-pub async fn pool_gpu_model(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<PoolGpuModel> {
+pub async fn pool_gpu_model(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<GpuModel> {
     Ok(sqlx::query_as!(
-        PoolGpuModel,
+        GpuModel,
         "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
              host_link \
          FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)",
