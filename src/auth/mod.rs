@@ -92,56 +92,19 @@ impl FromRequestParts<AppState> for Principal {
     }
 }
 
-/// The CTE `key_check`: the state of the API key whose id is the parameter `key_param` (e.g. `"$1"`) and of the
-/// console session `session_param` (NULL: the token names none), as one row (none: no such key). Its
-/// `key_may_act` is the one definition of "this token may act now" (key not revoked, not expired, its tenant
-/// not suspended, and the session, if named, still this key's and not expired): [`KeyCheck::verdict`] answers
-/// from it, and a statement that must not write for a token that may not act (lease release) conditions its
-/// writes on it. Embedded by statements that verify the key together with their own work (lease creation and
-/// release), and run alone by [`check_key`]. The session costs one primary-key probe in the same statement (a
-/// join, not an `EXISTS` in the select list: the planner flattens `k` and would run that once per reference).
-pub fn key_check_cte(key_param: &str, session_param: &str) -> String {
-    format!(
-        "key_check AS ( \
-         SELECT k.id AS checked_key_id, k.tenant_id AS checked_tenant_id, k.revoked AS key_revoked, \
-                k.session_live, \
-                NOT k.revoked AND k.session_live AND t.status IS DISTINCT FROM 'suspended' AS key_may_act \
-         FROM (SELECT a.id, a.tenant_id, \
-                      a.revoked_at IS NOT NULL OR COALESCE(a.expires_at <= now(), false) AS revoked, \
-                      {session_param}::uuid IS NULL OR s.id IS NOT NULL AS session_live \
-               FROM api_keys a \
-               LEFT JOIN console_sessions s \
-                   ON s.id = {session_param}::uuid AND s.key_id = a.id AND s.expires_at > now() \
-               WHERE a.id = {key_param}::uuid) k \
-         LEFT JOIN tenants t ON t.id = k.tenant_id)"
-    )
-}
+pub use gpuplane_store::auth::{KeyCheck, key_check_cte};
 
-/// What [`key_check_cte`] found, read by a statement that embeds it (select `key_check.*` from a LEFT JOIN:
-/// every column is NULL when there is no such key).
-/// Its fields are private: it only turns into a [`TenantAdminAuth`] through [`TenantAdminToken::accept`].
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct KeyCheck {
-    checked_key_id: Option<Uuid>,
-    checked_tenant_id: Option<Uuid>,
-    key_revoked: Option<bool>,
-    session_live: Option<bool>,
-    key_may_act: Option<bool>,
-}
-
-impl KeyCheck {
-    /// Ok when `key_may_act`; otherwise why, for the answer: 401 for a missing, revoked or expired key; 401
-    /// `session_ended` for a console session that is gone (signed out, its tenant suspended, expired) or was
-    /// never this key's; 403 for a live key of a suspended tenant.
-    fn verdict(&self, key_id: Uuid) -> Result<(), ApiError> {
-        if self.checked_key_id != Some(key_id) || self.key_revoked != Some(false) {
-            return Err(ApiError::unauthorized("the API key behind this token is revoked"));
-        }
-        match (self.session_live, self.key_may_act) {
-            (_, Some(true)) => Ok(()),
-            (Some(false), _) => Err(ApiError::session_ended()),
-            _ => Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() }),
-        }
+/// Ok when `key_may_act`; otherwise why, for the answer: 401 for a missing, revoked or expired key; 401
+/// `session_ended` for a console session that is gone (signed out, its tenant suspended, expired) or was
+/// never this key's; 403 for a live key of a suspended tenant.
+fn verdict(check: &KeyCheck, key_id: Uuid) -> Result<(), ApiError> {
+    if check.checked_key_id != Some(key_id) || check.key_revoked != Some(false) {
+        return Err(ApiError::unauthorized("the API key behind this token is revoked"));
+    }
+    match (check.session_live, check.key_may_act) {
+        (_, Some(true)) => Ok(()),
+        (Some(false), _) => Err(ApiError::session_ended()),
+        _ => Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() }),
     }
 }
 
@@ -155,7 +118,7 @@ pub async fn check_key(db: &sqlx::PgPool, key_id: Uuid, session_id: Option<Uuid>
             .fetch_optional(db)
             .await?;
     match check {
-        Some(check) => check.verdict(key_id),
+        Some(check) => verdict(&check, key_id),
         None => Err(ApiError::unauthorized("the API key behind this token is revoked")),
     }
 }
@@ -295,7 +258,7 @@ impl TenantAdminToken {
 
     /// The caller, given what [`key_check_cte`] found for this token's key in the caller's own statement.
     pub fn accept(&self, check: &KeyCheck) -> Result<TenantAdminAuth, ApiError> {
-        check.verdict(self.key_id)?;
+        verdict(check, self.key_id)?;
         if check.checked_tenant_id != Some(self.tenant_id) {
             return Err(ApiError::unauthorized("the API key behind this token is revoked"));
         }
