@@ -1,5 +1,11 @@
 //! Billing: the kinds of ledger entry, and the statements of balances.
 
+pub mod export;
+pub mod invoices;
+pub mod ledger;
+pub mod metering;
+pub mod prices;
+
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use utoipa::ToSchema;
