@@ -147,7 +147,7 @@ pub async fn admit(
         ),
         fits = best_fit_sql("$11", "$12", "", "", "id"),
     );
-    // Runtime SQL on purpose: it embeds the one statement of the key check (`auth::key_check_cte`), of the
+    // Runtime SQL: it embeds the one statement of the key check (`auth::key_check_cte`), of the
     // balance rule (`billing::balance_covers_sql`), of the best-fit rule (`best_fit_sql`) and of the lease's
     // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
     let write = LeaseWriteArgs { lease: LeaseWrite::Create(new), plan: None, event, active: true };
@@ -193,6 +193,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Sto
     sqlx::query!("SAVEPOINT best_fit_skip").execute(&mut *conn).await?;
     // The three lookups below stay runtime SQL: they are `best_fit_sql`, the one statement of the best-fit rule
     // that the admission statement embeds too (see `admit`).
+    // Runtime SQL: `best_fit_sql`, shared with admission.
     let node: Option<(Uuid,)> =
         sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 1 FOR UPDATE SKIP LOCKED", "id")))
             .bind(pool_id)
@@ -207,6 +208,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Sto
     // `FOR UPDATE` keeps the lock of a row it waited for even when the row no longer qualifies, so each wait
     // locks a single named node inside a savepoint, and a miss gives that lock back before the next. The
     // transaction therefore never waits while holding a node, and cannot deadlock with id-ordered lockers.
+    // Runtime SQL: `best_fit_sql`, shared with admission.
     let candidates: Vec<(Uuid,)> = sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "", "LIMIT 32", "id")))
         .bind(pool_id)
         .bind(need)
@@ -214,6 +216,7 @@ async fn lock_best_fit(conn: &mut PgConnection, pool_id: Uuid, need: i32) -> Sto
         .await?;
     for (candidate,) in candidates {
         sqlx::query!("SAVEPOINT best_fit_wait").execute(&mut *conn).await?;
+        // Runtime SQL: `best_fit_sql`, shared with admission.
         let locked: Option<(Uuid,)> =
             sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql("$1", "$2", "AND id = $3", "FOR UPDATE", "id")))
                 .bind(pool_id)
@@ -487,7 +490,7 @@ pub async fn write_lease(
         )
     );
     let args = LeaseWriteArgs { lease, plan, event, active: plan.is_some() };
-    // Runtime SQL on purpose: the writes are one statement (`lease_write_ctes`) that admission embeds too.
+    // Runtime SQL: the writes are one statement (`lease_write_ctes`) that admission embeds too.
     let written: Option<(sqlx::types::Json<Lease>,)> =
         bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &args).fetch_optional(conn).await?;
     Ok(written.map(|(lease,)| lease.0))

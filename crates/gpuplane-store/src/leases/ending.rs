@@ -140,8 +140,8 @@ async fn end_lease_scoped(
     );
     let (job_state, job_reason) = crate::jobs::job_end_for_lease(to, reason);
     let kind = to.as_str();
-    // Runtime SQL on purpose: it embeds the key check (`auth::key_check_cte`) and the ending of a lease's jobs
-    // (`jobs::store::end_jobs_of_leases_ctes`), each defined once in its own module; a literal would repeat them.
+    // Runtime SQL: it embeds the key check (`auth::key_check_cte`) and the ending of a lease's jobs
+    // (`jobs::end_jobs_of_leases_ctes`), each defined once in its own module; a literal would repeat them.
     for _ in 0..STALE_ATTEMPTS {
         let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
             .bind(lease_id)

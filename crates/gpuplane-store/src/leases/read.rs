@@ -40,6 +40,7 @@ pub struct LeaseFilter {
     pub limit: i64,
 }
 
+/// A page of the leases `filter` selects, in id order, with their GPUs.
 pub async fn list_leases(conn: &mut PgConnection, filter: &LeaseFilter) -> StoreResult<Vec<Lease>> {
     let rows = sqlx::query_as!(
         LeaseRow,
