@@ -8,7 +8,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 use futures_util::{StreamExt, TryStreamExt};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -42,27 +42,7 @@ pub struct ExportParams {
     pub tenant_id: Option<Uuid>,
 }
 
-/// One exported usage record. Column order of the CSV is the field order here.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct UsageRow {
-    pub record_id: Uuid,
-    pub tenant_id: Uuid,
-    pub lease_id: Uuid,
-    pub pool_id: Uuid,
-    pub pool_name: String,
-    pub gpu_model: String,
-    /// `hourly` or `monthly`.
-    pub term: String,
-    pub period_start: DateTime<Utc>,
-    pub period_end: DateTime<Utc>,
-    pub gpu_count: i32,
-    pub gpu_seconds: i64,
-    /// Price per GPU-hour (hourly) or per GPU and 30-day month (monthly), minor units.
-    pub unit_price_minor: i64,
-    pub currency: String,
-    /// What this record charged, minor units. The sum over a period equals the ledger's usage charges.
-    pub amount_minor: i64,
-}
+pub use gpuplane_store::billing::export::UsageRow;
 
 pub const CSV_HEADER: &str = "record_id,tenant_id,lease_id,pool_id,pool_name,gpu_model,term,period_start,period_end,\
 gpu_count,gpu_seconds,unit_price_minor,currency,amount_minor\n";
@@ -125,18 +105,7 @@ async fn stream_export(state: &AppState, tenant_id: Option<Uuid>, params: Export
         if format == ExportFormat::Csv {
             buf.push_str(CSV_HEADER);
         }
-        let mut rows = sqlx::query_as!(
-            UsageRow,
-            "SELECT r.id AS record_id, r.tenant_id, r.lease_id, r.pool_id, p.name AS pool_name, \
-                 p.gpu_model, r.term, r.period_start, r.period_end, r.gpu_count, r.gpu_seconds, r.unit_price_minor, \
-                 r.currency, r.amount_minor FROM usage_records r JOIN pools p ON p.id = r.pool_id \
-             WHERE ($1::uuid IS NULL OR r.tenant_id = $1) AND r.period_start >= $2 AND r.period_start < $3 \
-             ORDER BY r.period_start, r.id",
-            tenant_id,
-            from,
-            to
-        )
-        .fetch(&db);
+        let mut rows = gpuplane_store::billing::export::usage_rows(tenant_id, from, to).fetch(&db);
         loop {
             match rows.try_next().await {
                 Ok(Some(row)) => {

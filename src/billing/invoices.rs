@@ -12,31 +12,20 @@ use axum::extract::State;
 use chrono::{DateTime, Datelike, NaiveDate, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
-use sqlx::types::Json as DbJson;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::ledger::{self, EntryKind, NewEntry};
 use super::rating::next_month_start;
+use gpuplane_store::billing::invoices as stored;
+
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
 use crate::webhooks;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct InvoiceLine {
-    pub lease_id: Uuid,
-    pub pool_id: Uuid,
-    pub pool_name: String,
-    /// `hourly` or `monthly`.
-    pub term: String,
-    pub gpu_seconds: i64,
-    /// GPU-hours, for people (gpu_seconds / 3600, to the thousandth).
-    pub gpu_hours: String,
-    pub unit_price_minor: i64,
-    pub amount_minor: i64,
-}
+pub use gpuplane_store::billing::invoices::{InvoiceLine, InvoiceRow, closed_until};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Invoice {
@@ -63,40 +52,22 @@ pub struct Invoice {
     pub paid_at: Option<DateTime<Utc>>,
 }
 
-/// An invoice as stored: `lines` is JSON in the row and decodes through `Json`.
-struct InvoiceRow {
-    id: Uuid,
-    tenant_id: Uuid,
-    month: NaiveDate,
-    currency: String,
-    state: String,
-    usage_minor: i64,
-    credits_minor: i64,
-    total_minor: i64,
-    lines: DbJson<Vec<InvoiceLine>>,
-    created_at: DateTime<Utc>,
-    issued_at: Option<DateTime<Utc>>,
-    paid_at: Option<DateTime<Utc>>,
-}
-
-impl InvoiceRow {
-    /// The invoice as the API shows it, given the instant before which every month is closed.
-    fn into_invoice(self, closed_until: DateTime<Utc>) -> Invoice {
-        Invoice {
-            id: self.id,
-            tenant_id: self.tenant_id,
-            month: self.month.format("%Y-%m").to_string(),
-            month_closed: Month::from_first_day(self.month).is_closed(closed_until),
-            currency: self.currency,
-            state: self.state,
-            usage_minor: self.usage_minor,
-            credits_minor: self.credits_minor,
-            total_minor: self.total_minor,
-            lines: self.lines.0,
-            created_at: self.created_at,
-            issued_at: self.issued_at,
-            paid_at: self.paid_at,
-        }
+/// The invoice as the API shows it, given the instant before which every month is closed.
+fn into_invoice(row: InvoiceRow, closed_until: DateTime<Utc>) -> Invoice {
+    Invoice {
+        id: row.id,
+        tenant_id: row.tenant_id,
+        month: row.month.format("%Y-%m").to_string(),
+        month_closed: Month::from_first_day(row.month).is_closed(closed_until),
+        currency: row.currency,
+        state: row.state,
+        usage_minor: row.usage_minor,
+        credits_minor: row.credits_minor,
+        total_minor: row.total_minor,
+        lines: row.lines.0,
+        created_at: row.created_at,
+        issued_at: row.issued_at,
+        paid_at: row.paid_at,
     }
 }
 
@@ -118,21 +89,6 @@ impl Month {
     pub fn is_closed(&self, closed_until: DateTime<Utc>) -> bool {
         self.end <= closed_until
     }
-}
-
-/// The instant before which every month is closed: now, or earlier while some lease can still be charged for a
-/// second that begins before it. Metering charges a lease's seconds from its `metered_until` on, and each
-/// second belongs to the month it begins in; a lease has nothing left to charge once it has ended and is
-/// metered to its end. So no usage record can ever again begin before the smallest `metered_until` of the
-/// leases with time left to charge, nor before now. A lease whose nodes are silent holds the month open until
-/// they are heard from or the lease is interrupted at their last heartbeat.
-pub async fn closed_until(conn: &mut PgConnection) -> Result<DateTime<Utc>, sqlx::Error> {
-    sqlx::query_scalar!(
-        r#"SELECT LEAST(now(), (SELECT min(metered_until) FROM leases
-               WHERE metered_until IS NOT NULL AND metered_until < COALESCE(ended_at, 'infinity'))) AS "at!""#
-    )
-    .fetch_one(conn)
-    .await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -173,24 +129,7 @@ async fn post_sla_credits(
     start: DateTime<Utc>,
     end: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    let due = sqlx::query!(
-        r#"WITH m AS (SELECT l.id, l.tenant_id, l.currency, p.sla_target_ppm, p.sla_credit_percent,
-                 EXTRACT(EPOCH FROM LEAST(l.ends_at, $2) - GREATEST(l.starts_at, $1))::bigint AS due_s
-             FROM leases l JOIN pools p ON p.id = l.pool_id
-             WHERE l.term = 'monthly' AND p.sla_target_ppm IS NOT NULL AND l.state = 'interrupted'
-                 AND l.starts_at < $2 AND l.ends_at > $1)
-         SELECT m.id AS "lease_id!", m.tenant_id AS "tenant_id!", m.currency AS "currency!",
-             m.sla_target_ppm AS "target_ppm!", m.sla_credit_percent AS "percent!", m.due_s AS "due_s!",
-             COALESCE(sum(r.gpu_seconds / r.gpu_count), 0)::bigint AS "up_s!",
-             COALESCE(sum(r.amount_minor), 0)::bigint AS "charged!"
-         FROM m LEFT JOIN usage_records r ON r.lease_id = m.id AND r.period_start >= $1 AND r.period_start < $2
-         WHERE NOT EXISTS (SELECT 1 FROM ledger_entries e WHERE e.lease_id = m.id AND e.kind = 'credit' AND e.period_at = $1)
-         GROUP BY m.id, m.tenant_id, m.currency, m.sla_target_ppm, m.sla_credit_percent, m.due_s"#,
-        start,
-        end
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let due = stored::sla_credits_due(conn, start, end).await?;
     for row in due {
         let (due_s, percent, target_ppm) = (row.due_s, row.percent, row.target_ppm);
         if due_s <= 0 {
@@ -228,8 +167,7 @@ async fn post_sla_credits(
 /// One invoice run at a time, so two operators (or an issue and a generation) at once do not double the SLA
 /// credits or refresh a draft while it is being issued.
 async fn lock_invoice_runs(conn: &mut PgConnection) -> Result<(), sqlx::Error> {
-    sqlx::query!("SELECT pg_advisory_xact_lock(hashtext('gpuplane.invoices'))").execute(conn).await?;
-    Ok(())
+    Ok(stored::lock_invoice_runs(conn).await?)
 }
 
 /// Write the month's drafts from its usage records and credits, one per tenant and currency with either; an
@@ -239,26 +177,8 @@ async fn refresh_month(conn: &mut PgConnection, month: Month, closed: bool) -> R
     if closed {
         post_sla_credits(conn, start, end).await?;
     }
-    let lines = sqlx::query!(
-        r#"SELECT r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name AS pool_name, r.term, r.unit_price_minor,
-             sum(r.gpu_seconds)::bigint AS "gpu_seconds!", sum(r.amount_minor)::bigint AS "amount_minor!"
-         FROM usage_records r JOIN pools p ON p.id = r.pool_id
-         WHERE r.period_start >= $1 AND r.period_start < $2
-         GROUP BY r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name, r.term, r.unit_price_minor
-         ORDER BY r.tenant_id, r.currency, r.lease_id, r.unit_price_minor"#,
-        start,
-        end
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    let credits = sqlx::query!(
-        r#"SELECT tenant_id, currency, sum(amount_minor)::bigint AS "amount_minor!" FROM ledger_entries
-         WHERE kind = 'credit' AND period_at >= $1 AND period_at < $2 GROUP BY tenant_id, currency"#,
-        start,
-        end
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let lines = stored::usage_lines(conn, start, end).await?;
+    let credits = stored::credit_sums(conn, start, end).await?;
     let mut keys: Vec<(Uuid, String)> = lines.iter().map(|l| (l.tenant_id, l.currency.clone())).collect();
     keys.extend(credits.iter().map(|c| (c.tenant_id, c.currency.clone())));
     keys.sort();
@@ -281,23 +201,15 @@ async fn refresh_month(conn: &mut PgConnection, month: Month, closed: bool) -> R
         let usage: i64 = invoice_lines.iter().map(|l| l.amount_minor).sum();
         let credit: i64 =
             credits.iter().filter(|c| c.tenant_id == tenant_id && c.currency == currency).map(|c| c.amount_minor).sum();
-        sqlx::query!(
-            "INSERT INTO invoices (id, tenant_id, month, currency, usage_minor, credits_minor, total_minor, lines) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-             ON CONFLICT (tenant_id, month, currency) DO UPDATE SET usage_minor = EXCLUDED.usage_minor, \
-                 credits_minor = EXCLUDED.credits_minor, total_minor = EXCLUDED.total_minor, lines = EXCLUDED.lines \
-             WHERE invoices.state = 'draft'",
-            new_id(),
+        let draft = stored::Draft {
             tenant_id,
-            month.first_day,
-            &currency,
+            month: month.first_day,
+            currency: &currency,
             usage,
             credit,
-            usage - credit,
-            DbJson(&invoice_lines) as _
-        )
-        .execute(&mut *conn)
-        .await?;
+            lines: &invoice_lines,
+        };
+        stored::upsert_draft(conn, &draft).await?;
     }
     Ok(())
 }
@@ -323,17 +235,9 @@ pub async fn generate_invoices(
     lock_invoice_runs(&mut tx).await?;
     let closed_until = closed_until(&mut tx).await?;
     refresh_month(&mut tx, month, month.is_closed(closed_until)).await?;
-    let invoices = sqlx::query_as!(
-        InvoiceRow,
-        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
-               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
-           FROM invoices WHERE month = $1 ORDER BY id"#,
-        month.first_day
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    let invoices = stored::month_invoices(&mut tx, month.first_day).await?;
     tx.commit().await?;
-    Ok(Json(invoices.into_iter().map(|row| row.into_invoice(closed_until)).collect()))
+    Ok(Json(invoices.into_iter().map(|row| into_invoice(row, closed_until)).collect()))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -358,19 +262,9 @@ pub async fn admin_list_invoices(
 ) -> ApiResult<Json<Vec<Invoice>>> {
     let month = filter.month.as_deref().map(parse_month).transpose()?.map(|m| m.first_day);
     let mut conn = state.db.acquire().await?;
-    let invoices = sqlx::query_as!(
-        InvoiceRow,
-        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
-               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
-           FROM invoices WHERE ($1::date IS NULL OR month = $1)
-           AND ($2::uuid IS NULL OR tenant_id = $2) ORDER BY month, id"#,
-        month,
-        filter.tenant_id
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let invoices = stored::list_invoices(&mut conn, month, filter.tenant_id).await?;
     let closed_until = closed_until(&mut conn).await?;
-    Ok(Json(invoices.into_iter().map(|row| row.into_invoice(closed_until)).collect()))
+    Ok(Json(invoices.into_iter().map(|row| into_invoice(row, closed_until)).collect()))
 }
 
 /// Move an invoice from `from` to `to`, stamping the column of the new state (`issued_at` or `paid_at`); an
@@ -379,7 +273,7 @@ pub async fn admin_list_invoices(
 async fn transition(state: &AppState, id: Uuid, from: &str, to: &str) -> ApiResult<Json<Invoice>> {
     let mut tx = state.db.begin().await?;
     lock_invoice_runs(&mut tx).await?;
-    let current = sqlx::query!("SELECT state, month FROM invoices WHERE id = $1", id).fetch_optional(&mut *tx).await?;
+    let current = stored::invoice_state(&mut tx, id).await?;
     let Some(current) = current else {
         return Err(ApiError::NotFound("invoice"));
     };
@@ -403,21 +297,8 @@ async fn transition(state: &AppState, id: Uuid, from: &str, to: &str) -> ApiResu
         }
         refresh_month(&mut tx, month, true).await?;
     }
-    let updated = sqlx::query_as!(
-        InvoiceRow,
-        r#"UPDATE invoices SET state = $3,
-               issued_at = CASE WHEN $3 = 'issued' THEN now() ELSE issued_at END,
-               paid_at = CASE WHEN $3 = 'paid' THEN now() ELSE paid_at END
-           WHERE id = $1 AND state = $2
-           RETURNING id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
-               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at"#,
-        id,
-        from,
-        to
-    )
-    .fetch_one(&mut *tx)
-    .await?;
-    let invoice = updated.into_invoice(closed_until);
+    let updated = stored::transition_invoice(&mut tx, id, from, to).await?;
+    let invoice = into_invoice(updated, closed_until);
     if to == "issued" {
         let data = serde_json::to_value(&invoice).map_err(anyhow::Error::from)?;
         webhooks::emit(&mut tx, webhooks::Audience::Tenant(invoice.tenant_id), "invoice.issued", data).await?;
@@ -469,17 +350,9 @@ pub async fn pay_invoice(
 )]
 pub async fn list_invoices(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Vec<Invoice>>> {
     let mut conn = state.db.acquire().await?;
-    let invoices = sqlx::query_as!(
-        InvoiceRow,
-        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
-               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
-           FROM invoices WHERE tenant_id = $1 ORDER BY month, id"#,
-        auth.tenant_id
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let invoices = stored::tenant_invoices(&mut conn, auth.tenant_id).await?;
     let closed_until = closed_until(&mut conn).await?;
-    Ok(Json(invoices.into_iter().map(|row| row.into_invoice(closed_until)).collect()))
+    Ok(Json(invoices.into_iter().map(|row| into_invoice(row, closed_until)).collect()))
 }
 
 /// One of the caller's invoices.
@@ -494,19 +367,9 @@ pub async fn get_invoice(
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Invoice>> {
     let mut conn = state.db.acquire().await?;
-    let invoice = sqlx::query_as!(
-        InvoiceRow,
-        r#"SELECT id, tenant_id, month, currency, state, usage_minor, credits_minor, total_minor,
-               lines AS "lines: DbJson<Vec<InvoiceLine>>", created_at, issued_at, paid_at
-           FROM invoices WHERE id = $1 AND tenant_id = $2"#,
-        id,
-        auth.tenant_id
-    )
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or(ApiError::NotFound("invoice"))?;
+    let invoice = stored::tenant_invoice(&mut conn, auth.tenant_id, id).await?.ok_or(ApiError::NotFound("invoice"))?;
     let closed_until = closed_until(&mut conn).await?;
-    Ok(Json(invoice.into_invoice(closed_until)))
+    Ok(Json(into_invoice(invoice, closed_until)))
 }
 
 /// The first day of `t`'s month.

@@ -4,15 +4,15 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use gpuplane_store::billing::ledger as stored;
+
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams};
 use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::state::AppState;
 
@@ -23,90 +23,7 @@ pub const MAX_ENTRY_MINOR: i64 = 1_000_000_000_000;
 
 pub use gpuplane_store::billing::EntryKind;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct LedgerEntry {
-    pub id: Uuid,
-    pub tenant_id: Uuid,
-    pub kind: EntryKind,
-    /// Signed amount in minor units: positive adds to the balance.
-    pub amount_minor: i64,
-    pub currency: String,
-    pub lease_id: Option<Uuid>,
-    pub usage_record_id: Option<Uuid>,
-    pub period_at: DateTime<Utc>,
-    pub reason: Option<String>,
-    pub created_by: String,
-    pub created_at: DateTime<Utc>,
-}
-
-/// An entry to append.
-pub struct NewEntry<'a> {
-    pub tenant_id: Uuid,
-    pub kind: EntryKind,
-    pub amount_minor: i64,
-    pub currency: &'a str,
-    pub lease_id: Option<Uuid>,
-    pub usage_record_id: Option<Uuid>,
-    pub period_at: Option<DateTime<Utc>>,
-    pub reason: Option<&'a str>,
-    pub created_by: &'a str,
-}
-
-/// Append an entry and move the balance by its amount, in the caller's transaction. Returns the new balance.
-pub async fn append(conn: &mut PgConnection, entry: NewEntry<'_>) -> Result<(LedgerEntry, i64), sqlx::Error> {
-    let row = sqlx::query_as!(
-        LedgerEntry,
-        r#"INSERT INTO ledger_entries (id, tenant_id, kind, amount_minor, currency, lease_id, usage_record_id, period_at,
-               reason, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE($8, now()), $9, $10)
-           RETURNING id, tenant_id, kind AS "kind: EntryKind", amount_minor, currency, lease_id, usage_record_id,
-               period_at, reason, created_by, created_at"#,
-        new_id(),
-        entry.tenant_id,
-        entry.kind as EntryKind,
-        entry.amount_minor,
-        entry.currency,
-        entry.lease_id,
-        entry.usage_record_id,
-        entry.period_at,
-        entry.reason,
-        entry.created_by,
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    let balance = move_balance(conn, entry.tenant_id, entry.currency, entry.amount_minor).await?;
-    Ok((row, balance))
-}
-
-/// Add `delta` to the tenant's balance in `currency` (an atomic increment: concurrent moves never lose one).
-pub async fn move_balance(
-    conn: &mut PgConnection,
-    tenant_id: Uuid,
-    currency: &str,
-    delta: i64,
-) -> Result<i64, sqlx::Error> {
-    sqlx::query_scalar!(
-        "INSERT INTO tenant_balances (tenant_id, currency, balance_minor) VALUES ($1, $2, $3) \
-         ON CONFLICT (tenant_id, currency) DO UPDATE SET balance_minor = tenant_balances.balance_minor + EXCLUDED.balance_minor \
-         RETURNING balance_minor",
-        tenant_id,
-        currency,
-        delta
-    )
-    .fetch_one(conn)
-    .await
-}
-
-/// The tenant's balance in one currency (0 without entries).
-pub async fn balance(conn: &mut PgConnection, tenant_id: Uuid, currency: &str) -> Result<i64, sqlx::Error> {
-    let balance = sqlx::query_scalar!(
-        "SELECT balance_minor FROM tenant_balances WHERE tenant_id = $1 AND currency = $2",
-        tenant_id,
-        currency
-    )
-    .fetch_optional(conn)
-    .await?;
-    Ok(balance.unwrap_or(0))
-}
+pub use gpuplane_store::billing::ledger::{LedgerEntry, NewEntry, append, balance, move_balance};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -174,9 +91,7 @@ pub async fn create_ledger_entry(
 ) -> ApiResult<Response> {
     req.validate()?;
     let mut tx = state.db.begin().await?;
-    let exists = sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM tenants WHERE id = $1) AS "exists!""#, tenant_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let exists = stored::tenant_exists(&mut tx, tenant_id).await?;
     if !exists {
         return Err(ApiError::NotFound("tenant"));
     }
@@ -209,7 +124,7 @@ pub async fn create_ledger_entry(
     Ok((StatusCode::CREATED, Json(entry)).into_response())
 }
 
-pub use gpuplane_store::billing::Balance;
+pub use gpuplane_store::billing::ledger::Balance;
 
 /// The caller's prepaid balance, per currency.
 #[utoipa::path(
@@ -217,13 +132,7 @@ pub use gpuplane_store::billing::Balance;
     responses((status = 200, description = "Balances by currency", body = Vec<Balance>))
 )]
 pub async fn get_balance(State(state): State<AppState>, auth: TenantAuth) -> ApiResult<Json<Vec<Balance>>> {
-    let balances = sqlx::query_as!(
-        Balance,
-        "SELECT currency, balance_minor FROM tenant_balances WHERE tenant_id = $1 ORDER BY currency",
-        auth.tenant_id
-    )
-    .fetch_all(&state.db)
-    .await?;
+    let balances = stored::balances(&mut *state.db.acquire().await?, auth.tenant_id).await?;
     Ok(Json(balances))
 }
 
@@ -239,16 +148,6 @@ pub async fn list_ledger(
     ApiQuery(page): ApiQuery<PageParams>,
 ) -> ApiResult<Json<Page<LedgerEntry>>> {
     let limit = page.fetch_limit()?;
-    let rows = sqlx::query_as!(
-        LedgerEntry,
-        r#"SELECT id, tenant_id, kind AS "kind: EntryKind", amount_minor, currency, lease_id, usage_record_id, period_at,
-               reason, created_by, created_at
-           FROM ledger_entries WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3"#,
-        auth.tenant_id,
-        page.after(),
-        limit
-    )
-    .fetch_all(&state.db)
-    .await?;
+    let rows = stored::list_entries(&mut *state.db.acquire().await?, auth.tenant_id, page.after(), limit).await?;
     Ok(Json(Page::from_rows(rows, limit, |e| e.id)))
 }

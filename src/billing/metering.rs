@@ -7,34 +7,19 @@
 //! metered past the last heartbeat of its nodes, and an interrupted one ends at that heartbeat, so silence
 //! is never charged: for every ended lease, charged = floor(exact cost of its whole seconds to `ended_at`).
 
-use chrono::{DateTime, Utc};
+use gpuplane_store::billing::metering::{self as stored, Due};
 use sqlx::PgPool;
 use uuid::Uuid;
 
 use super::ledger::{self, EntryKind, NewEntry};
-use super::rating::{Charge, Metered, Price, meter};
+use super::rating::{Charge, Metered, meter};
 use crate::extract::new_id;
 use crate::leases::store::FreedPools;
 use crate::leases::store::{NewEvent, end_lease, record_event};
-use crate::leases::{Actor, LeaseState, Term};
+use crate::leases::{Actor, LeaseState};
 
 /// Leases metered per transaction.
 const BATCH: i64 = 200;
-
-struct Due {
-    id: Uuid,
-    tenant_id: Uuid,
-    pool_id: Uuid,
-    gpu_count: i32,
-    term: Term,
-    metered_until: DateTime<Utc>,
-    meter_to: DateTime<Utc>,
-    ended: bool,
-    /// Exact cost so far (numeric, read as text: it can exceed 64 bits).
-    cost_units: String,
-    charged_minor: i64,
-    currency: String,
-}
 
 fn to_i128(units: &str) -> i128 {
     units.split('.').next().and_then(|s| s.parse().ok()).unwrap_or(0)
@@ -48,23 +33,7 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
         // A running lease is metered up to now, its end, and the last heartbeat of every agent node holding its
         // GPUs: a silent node's time is not charged unless the node proves it was alive (then the next step
         // catches up); if it goes offline, the lease ends at that same last heartbeat.
-        let due = sqlx::query_as!(
-            Due,
-            r#"SELECT l.id, l.tenant_id, l.pool_id, l.gpu_count, l.term AS "term: Term", l.metered_until AS "metered_until!",
-                 COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at)) AS "meter_to!",
-                 l.ended_at IS NOT NULL AS "ended!",
-                 l.cost_units::text AS "cost_units!", l.charged_minor, l.currency AS "currency!"
-             FROM leases l
-             LEFT JOIN LATERAL (SELECT min(COALESCE(n.last_heartbeat_at, '-infinity')) AS at
-                 FROM gpus g JOIN nodes n ON n.id = g.node_id
-                 WHERE g.id = ANY(l.gpu_ids) AND g.held_by = l.id AND n.agent_managed) heard ON l.ended_at IS NULL
-             WHERE l.metered_until IS NOT NULL
-                 AND l.metered_until < COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at) - interval '1 second')
-             ORDER BY l.metered_until LIMIT $1 FOR UPDATE OF l SKIP LOCKED"#,
-            BATCH
-        )
-        .fetch_all(&mut *tx)
-        .await?;
+        let due = stored::lock_due(&mut tx, BATCH).await?;
         let count = due.len();
         for lease in due {
             if meter_lease(&mut tx, &lease).await? {
@@ -83,15 +52,11 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
 
 /// Meter one locked lease up to its last whole second (or its end). Returns whether money moved.
 async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool, sqlx::Error> {
-    let prices = sqlx::query_as!(
-        Price,
-        "SELECT effective_from, price_per_gpu_hour_minor AS per_gpu_hour_minor, \
-             price_per_gpu_month_minor AS per_gpu_month_minor FROM pool_prices \
-         WHERE pool_id = $1 AND effective_from < $2 ORDER BY effective_from",
+    let prices = stored::prices_before(
+        conn,
         lease.pool_id,
-        lease.meter_to.max(lease.metered_until + chrono::Duration::seconds(1))
+        lease.meter_to.max(lease.metered_until + chrono::Duration::seconds(1)),
     )
-    .fetch_all(&mut *conn)
     .await?;
     let before = Metered {
         metered_until: lease.metered_until,
@@ -102,27 +67,22 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
     let mut moved = false;
     for Charge { piece, amount_minor: amount } in charges {
         let record_id = new_id();
-        // The exact cost is numeric (it can exceed 64 bits): it travels as text.
-        sqlx::query!(
-            "INSERT INTO usage_records (id, tenant_id, lease_id, pool_id, period_start, period_end, gpu_count, gpu_seconds, \
-                 term, unit_price_minor, currency, cost_units, amount_minor) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::numeric, $13)",
-            record_id,
-            lease.tenant_id,
-            lease.id,
-            lease.pool_id,
-            piece.start,
-            piece.end,
-            lease.gpu_count,
-            piece.seconds * lease.gpu_count as i64,
-            lease.term as Term,
-            piece.unit_price_minor,
-            &lease.currency,
-            piece.cost_units.to_string(),
-            amount
-        )
-        .execute(&mut *conn)
-        .await?;
+        let record = stored::NewUsageRecord {
+            id: record_id,
+            tenant_id: lease.tenant_id,
+            lease_id: lease.id,
+            pool_id: lease.pool_id,
+            period_start: piece.start,
+            period_end: piece.end,
+            gpu_count: lease.gpu_count,
+            gpu_seconds: piece.seconds * lease.gpu_count as i64,
+            term: lease.term,
+            unit_price_minor: piece.unit_price_minor,
+            currency: &lease.currency,
+            cost_units: piece.cost_units.to_string(),
+            amount_minor: amount,
+        };
+        stored::insert_usage_record(conn, &record).await?;
         if amount > 0 {
             ledger::append(
                 conn,
@@ -142,15 +102,7 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
             moved = true;
         }
     }
-    sqlx::query!(
-        "UPDATE leases SET metered_until = $2, cost_units = $3::text::numeric, charged_minor = $4 WHERE id = $1",
-        lease.id,
-        after.metered_until,
-        after.cost_units.to_string(),
-        after.charged_minor
-    )
-    .execute(conn)
-    .await?;
+    stored::set_metered(conn, lease.id, after.metered_until, after.cost_units.to_string(), after.charged_minor).await?;
     Ok(moved)
 }
 
@@ -167,16 +119,7 @@ pub async fn enforce_balances(
         let mut tx = db.begin().await?;
         let balance = ledger::balance(&mut tx, *tenant_id, currency).await?;
         // The tenant's hourly burn: its active hourly leases at the current prices.
-        let leases = sqlx::query!(
-            r#"SELECT l.id, l.gpu_count::bigint * cp.price_per_gpu_hour_minor AS "burn_per_hour!", l.balance_warned_at
-             FROM leases l
-             JOIN pool_current_prices cp ON cp.pool_id = l.pool_id
-             WHERE l.tenant_id = $1 AND l.currency = $2 AND l.state = 'active' AND l.term = 'hourly' ORDER BY l.id FOR UPDATE OF l"#,
-            tenant_id,
-            currency
-        )
-        .fetch_all(&mut *tx)
-        .await?;
+        let leases = stored::lock_hourly_leases(&mut tx, *tenant_id, currency).await?;
         let burn_per_hour: i64 = leases.iter().map(|l| l.burn_per_hour).sum();
         if balance > 0 && burn_per_hour > 0 {
             // Seconds the balance pays for at the tenant's burn (every hourly lease runs on it).
@@ -203,9 +146,7 @@ pub async fn enforce_balances(
                     NewEvent::new("balance_low", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
                         .reason(&reason);
                 record_event(&mut tx, *lease_id, event).await?;
-                sqlx::query!("UPDATE leases SET balance_warned_at = now() WHERE id = $1", lease_id)
-                    .execute(&mut *tx)
-                    .await?;
+                stored::mark_balance_warned(&mut tx, *lease_id).await?;
             }
         }
         tx.commit().await?;

@@ -14,12 +14,7 @@ use uuid::Uuid;
 use crate::error::ApiError;
 use crate::leases::Term;
 
-/// The one statement of "the balance covers what is due up front": a boolean SQL expression over a balance
-/// and the amount due (`lease_upfront_minor`, migration 0006); no amount (the pool has no price) is covered.
-/// Embedded by lease admission (`leases::store::admit`) and extension ([`require_balance`]).
-pub fn balance_covers_sql(balance: &str, required: &str) -> String {
-    format!("({required} IS NULL OR {balance} >= {required})")
-}
+pub use gpuplane_store::billing::balance_covers_sql;
 
 /// Refuse with 402 `insufficient_balance` unless the tenant's balance covers the first hour (hourly terms) or
 /// the whole term (monthly terms) of `gpu_count` GPUs of the pool at its current price.
@@ -31,31 +26,7 @@ pub async fn require_balance(
     term: Term,
     months: i32,
 ) -> Result<(), ApiError> {
-    #[derive(sqlx::FromRow)]
-    struct Due {
-        currency: String,
-        required: i64,
-        balance: i64,
-        covers: bool,
-    }
-    // Runtime SQL on purpose: it embeds the rule (`balance_covers_sql`) that lease admission embeds too.
-    let sql = format!(
-        "SELECT d.*, {covers} AS covers FROM ( \
-             SELECT p.currency, \
-                 lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor) AS required, \
-                 COALESCE(b.balance_minor, 0) AS balance \
-             FROM pools p JOIN pool_current_prices cp ON cp.pool_id = p.id \
-             LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = p.currency WHERE p.id = $2) d",
-        covers = balance_covers_sql("d.balance", "d.required")
-    );
-    let due: Option<Due> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(tenant_id)
-        .bind(pool_id)
-        .bind(gpu_count)
-        .bind(term)
-        .bind(months)
-        .fetch_optional(conn)
-        .await?;
+    let due = gpuplane_store::billing::balance_due(conn, tenant_id, pool_id, gpu_count, term, months).await?;
     match due {
         Some(due) if !due.covers => Err(insufficient_balance(&due.currency, due.required, due.balance, term)),
         _ => Ok(()),

@@ -8,21 +8,15 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use gpuplane_store::billing::prices as stored;
+
 use crate::auth::OperatorAuth;
 use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, new_id};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::inventory::MAX_PRICE_MINOR;
 use crate::state::AppState;
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct PoolPrice {
-    pub id: Uuid,
-    pub pool_id: Uuid,
-    pub effective_from: DateTime<Utc>,
-    pub price_per_gpu_hour_minor: i64,
-    /// Monthly terms: price per GPU per 30-day month (absent: monthly terms use the hourly price).
-    pub price_per_gpu_month_minor: Option<i64>,
-}
+pub use gpuplane_store::billing::prices::{PoolPrice, PoolRevenue, TenantRevenue, insert_price};
 
 #[derive(Debug, Clone, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -36,31 +30,6 @@ pub struct CreatePoolPriceRequest {
     #[serde(default, deserialize_with = "crate::extract::sane_time_opt")]
     #[schema(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub effective_from: Option<DateTime<Utc>>,
-}
-
-/// Insert a price row (the caller's transaction); `effective_from` None means now.
-pub async fn insert_price(
-    conn: &mut sqlx::PgConnection,
-    pool_id: Uuid,
-    hour: i64,
-    month: Option<i64>,
-    effective_from: Option<DateTime<Utc>>,
-) -> Result<PoolPrice, sqlx::Error> {
-    sqlx::query_as!(
-        PoolPrice,
-        "INSERT INTO pool_prices (id, pool_id, effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor) \
-         VALUES ($1, $2, COALESCE($3, now()), $4, $5) \
-         ON CONFLICT (pool_id, effective_from) DO UPDATE SET price_per_gpu_hour_minor = EXCLUDED.price_per_gpu_hour_minor, \
-             price_per_gpu_month_minor = EXCLUDED.price_per_gpu_month_minor \
-         RETURNING id, pool_id, effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor",
-        new_id(),
-        pool_id,
-        effective_from,
-        hour,
-        month
-    )
-    .fetch_one(conn)
-    .await
 }
 
 /// Schedule a price change for a pool.
@@ -90,9 +59,7 @@ pub async fn create_pool_price(
         return Err(ApiError::Validation(errors));
     }
     let mut tx = state.db.begin().await?;
-    let exists = sqlx::query_scalar!(r#"SELECT EXISTS (SELECT 1 FROM pools WHERE id = $1) AS "exists!""#, pool_id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let exists = stored::pool_exists(&mut tx, pool_id).await?;
     if !exists {
         return Err(ApiError::NotFound("pool"));
     }
@@ -114,14 +81,7 @@ pub async fn list_pool_prices(
     _op: OperatorAuth,
     ApiPath(pool_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<PoolPrice>>> {
-    let prices = sqlx::query_as!(
-        PoolPrice,
-        "SELECT id, pool_id, effective_from, price_per_gpu_hour_minor, price_per_gpu_month_minor FROM pool_prices \
-         WHERE pool_id = $1 ORDER BY effective_from",
-        pool_id
-    )
-    .fetch_all(&state.db)
-    .await?;
+    let prices = stored::list_prices(&mut *state.db.acquire().await?, pool_id).await?;
     Ok(Json(prices))
 }
 
@@ -160,15 +120,8 @@ pub async fn set_pool_sla(
     {
         return Err(ApiError::field("credit_percent", "0-100, given exactly when target_percent is"));
     }
-    let done = sqlx::query!(
-        "UPDATE pools SET sla_target_ppm = $2, sla_credit_percent = $3 WHERE id = $1",
-        pool_id,
-        target_ppm,
-        sla.credit_percent
-    )
-    .execute(&state.db)
-    .await?;
-    if done.rows_affected() == 0 {
+    let done = stored::set_sla(&mut *state.db.acquire().await?, pool_id, target_ppm, sla.credit_percent).await?;
+    if !done {
         return Err(ApiError::NotFound("pool"));
     }
     Ok(Json(sla))
@@ -185,28 +138,6 @@ pub struct PeriodParams {
     #[serde(deserialize_with = "crate::extract::sane_time")]
     #[param(pattern = r"^(19[7-9][0-9]|[2-9][0-9]{3})-")]
     pub to: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct PoolRevenue {
-    pub pool_id: Uuid,
-    pub pool_name: String,
-    pub currency: String,
-    pub amount_minor: i64,
-    pub gpu_seconds: i64,
-    /// GPU-seconds sold / GPU-seconds the pool's GPUs existed in the period.
-    pub sold_fraction: Option<f64>,
-    /// Mean measured GPU utilization in the period (telemetry).
-    pub avg_gpu_util: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct TenantRevenue {
-    pub tenant_id: Uuid,
-    pub tenant_name: String,
-    pub currency: String,
-    pub amount_minor: i64,
-    pub gpu_seconds: i64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -231,31 +162,8 @@ pub async fn get_revenue(
     if period.from >= period.to {
         return Err(ApiError::field("from", "must be before `to`"));
     }
-    let pools = sqlx::query_as!(
-        PoolRevenue,
-        r#"SELECT p.id AS pool_id, p.name AS pool_name, p.currency,
-             COALESCE((SELECT sum(amount_minor) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2), 0)::bigint AS "amount_minor!",
-             COALESCE((SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2), 0)::bigint AS "gpu_seconds!",
-             (SELECT sum(gpu_seconds) FROM usage_records r WHERE r.pool_id = p.id AND r.period_start >= $1 AND r.period_start < $2)::float8
-                 / NULLIF((SELECT sum(n.gpu_count) FROM nodes n WHERE n.pool_id = p.id) * EXTRACT(EPOCH FROM $2 - $1), 0) AS sold_fraction,
-             (SELECT (sum(h.gpu_util_sum) / sum(h.samples))::float8 FROM node_hours h
-                 WHERE h.pool_id = p.id AND h.hour >= date_trunc('hour', $1) AND h.hour < $2) AS avg_gpu_util
-         FROM pools p ORDER BY p.name"#,
-        period.from,
-        period.to
-    )
-    .fetch_all(&state.db)
-    .await?;
-    let tenants = sqlx::query_as!(
-        TenantRevenue,
-        r#"SELECT t.id AS tenant_id, t.name AS tenant_name, r.currency, sum(r.amount_minor)::bigint AS "amount_minor!",
-             sum(r.gpu_seconds)::bigint AS "gpu_seconds!"
-         FROM usage_records r JOIN tenants t ON t.id = r.tenant_id
-         WHERE r.period_start >= $1 AND r.period_start < $2 GROUP BY t.id, t.name, r.currency ORDER BY t.name"#,
-        period.from,
-        period.to
-    )
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let pools = stored::pool_revenue(&mut conn, period.from, period.to).await?;
+    let tenants = stored::tenant_revenue(&mut conn, period.from, period.to).await?;
     Ok(Json(Revenue { from: period.from, to: period.to, pools, tenants }))
 }

@@ -20,13 +20,7 @@ pub const UNITS_PER_MINOR: i128 = 2_592_000;
 /// Seconds in the 30-day month a monthly price is quoted for.
 pub const SECONDS_PER_PRICED_MONTH: i128 = 2_592_000;
 
-/// A price in force from `effective_from`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Price {
-    pub effective_from: DateTime<Utc>,
-    pub per_gpu_hour_minor: i64,
-    pub per_gpu_month_minor: Option<i64>,
-}
+pub use gpuplane_store::billing::metering::Price;
 
 /// One rated piece of a window: one price, one calendar month.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,17 +17,12 @@ use super::{
     aggregate,
 };
 use crate::extract::new_id;
-use crate::leases::LeaseState;
 use crate::planner::Plan;
 use crate::secrets::store::{read_error, reveal};
 use crate::secrets::{Context, Keyring};
 
-/// Append a state change to `history` (SQL fragment; `$s` the state, `$r` the reason).
-fn history_push(state: &str, reason: &str) -> String {
-    format!(
-        "history || jsonb_build_array(jsonb_build_object('state', {state}::text, 'at', now(), 'reason', {reason}::text))"
-    )
-}
+use gpuplane_store::jobs::history_push;
+pub use gpuplane_store::jobs::{end_jobs_of_leases_ctes, job_end_for_lease};
 
 /// A job about to be stored.
 pub struct NewJob<'a> {
@@ -693,34 +688,6 @@ pub async fn cancel_job(conn: &mut PgConnection, tenant_id: Uuid, job_id: Uuid) 
     stop_nodes(conn, job_id, "cancelled before it started").await?;
     refresh_job(conn, job_id).await?;
     Ok(true)
-}
-
-/// The state and reason for the open jobs of a lease that ends in `lease_state` (a release cancels them; any
-/// other end fails them), as the parameters of [`end_jobs_of_leases_ctes`].
-pub fn job_end_for_lease(lease_state: LeaseState, reason: &str) -> (JobState, String) {
-    let to = if lease_state == LeaseState::Released { JobState::Cancelled } else { JobState::Failed };
-    (to, format!("lease {}: {reason}", lease_state.as_str()))
-}
-
-/// CTEs `open_jobs`, `ended_job_nodes` and `abandoned_generations` that end every open job (and its nodes' parts) of the leases whose ids
-/// `lease_ids` (an SQL subquery) yields, in state `state_param` with reason `reason_param` (parameters, see
-/// [`job_end_for_lease`]). Embedded by the statement that ends a lease, so ending its jobs costs no round trip.
-/// Their nodes are finished at once; the agents stop the processes when the assignments disappear.
-pub fn end_jobs_of_leases_ctes(lease_ids: &str, state_param: &str, reason_param: &str) -> String {
-    format!(
-        "open_jobs AS ( \
-             UPDATE jobs SET state = {state_param}, reason = COALESCE(reason, {reason_param}), finished_at = now(), \
-                 updated_at = now() \
-             WHERE lease_id IN ({lease_ids}) AND state IN ('pending', 'assigned', 'running') RETURNING id), \
-         ended_job_nodes AS ( \
-             UPDATE job_nodes SET state = {state_param}, reason = COALESCE(reason, {reason_param}), finished_at = now(), \
-                 updated_at = now(), history = {} \
-             WHERE job_id IN (SELECT id FROM open_jobs) AND state IN ('pending', 'assigned', 'running')), \
-         abandoned_generations AS ( \
-             UPDATE job_generations SET state = 'abandoned', ended_at = now() \
-             WHERE job_id IN (SELECT id FROM open_jobs) AND state = 'pending')",
-        history_push(state_param, reason_param)
-    )
 }
 
 /// Fail the job parts that their node's agent has not fetched within `bound` of their creation (the

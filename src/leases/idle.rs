@@ -23,6 +23,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use gpuplane_store::leases::idle::{self as stored, Candidate};
+
 use super::release::{self, Release};
 use super::store::{self, NewEvent};
 use super::{Actor, LeaseState};
@@ -33,9 +35,6 @@ use crate::jobs::insights::{self, Measured};
 /// The shortest and longest `idle_release_after_minutes` (10 minutes, a week).
 pub const MIN_RELEASE_AFTER_MINUTES: i32 = 10;
 pub const MAX_RELEASE_AFTER_MINUTES: i32 = 10_080;
-
-/// Serializes the judging rounds of the replicas ("idlelease" in ASCII, truncated to eight bytes).
-const JUDGE_LOCK: i64 = 0x69646c656c656173;
 
 /// Leases judged, or releases finished, per statement.
 const BATCH: i64 = 500;
@@ -84,49 +83,19 @@ pub async fn sweep_once(db: &PgPool, settings: &Settings) -> anyhow::Result<Roun
     Ok(round)
 }
 
-/// A lease to judge, with what the round needs to know whether a verdict changes anything.
-#[derive(sqlx::FromRow)]
-struct Candidate {
-    id: Uuid,
-    starts_at: DateTime<Utc>,
-    /// It is in an idle spell.
-    in_spell: bool,
-    /// Its spell's last recorded verdict is less than half a window old: an idle verdict need not be written.
-    recorded_recently: bool,
-    /// Its spell has lasted as long as its `idle_release_after_minutes`.
-    release_due: bool,
-}
-
 /// Judge every active lease that has been active a whole window and is not being released, on one connection
 /// holding the judging lock (another replica judging now: nothing to do).
 async fn judge_all(db: &PgPool, settings: &Settings, round: &mut Round) -> anyhow::Result<()> {
     let mut conn = db.acquire().await?;
-    let locked: bool =
-        sqlx::query_scalar("SELECT pg_try_advisory_lock($1)").bind(JUDGE_LOCK).fetch_one(&mut *conn).await?;
+    let locked = stored::try_lock_judging(&mut conn).await?;
     if !locked {
         return Ok(());
     }
     let result = async {
         let mut after = Uuid::nil();
         loop {
-            // Leases with a GPU on an external node are left out here: they report no samples, so the rule
-            // would never find them idle, and measuring them would cost a query each round.
-            let due: Vec<Candidate> = sqlx::query_as(
-                "SELECT l.id, l.starts_at, l.idle_since IS NOT NULL AS in_spell, \
-                     COALESCE(l.idle_checked_at > now() - make_interval(secs => $2 / 2), false) AS recorded_recently, \
-                     COALESCE(l.idle_since <= now() - make_interval(mins => l.idle_release_after_minutes), false) \
-                         AS release_due \
-                 FROM leases l WHERE l.state = 'active' AND l.id > $1 \
-                     AND l.starts_at <= now() - make_interval(secs => $2) AND l.release_started_at IS NULL \
-                     AND NOT EXISTS (SELECT 1 FROM gpus g JOIN nodes n ON n.id = g.node_id \
-                                     WHERE g.id = ANY(l.gpu_ids) AND n.external) \
-                 ORDER BY l.id LIMIT $3",
-            )
-            .bind(after)
-            .bind(settings.idle.window.as_secs_f64())
-            .bind(BATCH)
-            .fetch_all(&mut *conn)
-            .await?;
+            // Leases with a GPU on an external node are left out (see `candidates`).
+            let due = stored::candidates(&mut conn, after, settings.idle.window.as_secs_f64(), BATCH).await?;
             for lease in &due {
                 judge(&mut conn, settings, lease, round).await?;
             }
@@ -137,7 +106,7 @@ async fn judge_all(db: &PgPool, settings: &Settings, round: &mut Round) -> anyho
         }
     }
     .await;
-    sqlx::query("SELECT pg_advisory_unlock($1)").bind(JUDGE_LOCK).execute(&mut *conn).await?;
+    stored::unlock_judging(&mut conn).await?;
     result
 }
 
@@ -163,16 +132,17 @@ async fn judge(
     }
     let lease_id = lease.id;
     let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-    type Locked = (Option<DateTime<Utc>>, Option<DateTime<Utc>>, Option<i32>, DateTime<Utc>);
-    let locked: Option<Locked> = sqlx::query_as(
-        "SELECT idle_since, idle_checked_at, idle_release_after_minutes, now() FROM leases \
-         WHERE id = $1 AND state = 'active' AND release_started_at IS NULL FOR UPDATE SKIP LOCKED",
-    )
-    .bind(lease_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let locked = stored::lock_for_verdict(&mut tx, lease_id).await?;
     // Ended, being released, or locked by a release or a change right now: judged again next round.
-    let Some((idle_since, checked_at, release_after, now)) = locked else { return Ok(()) };
+    let Some(stored::Locked {
+        idle_since,
+        idle_checked_at: checked_at,
+        idle_release_after_minutes: release_after,
+        now,
+    }) = locked
+    else {
+        return Ok(());
+    };
     let window_min = window_s / 60;
     match verdict {
         Some(busiest) => {
@@ -183,12 +153,7 @@ async fn judge(
                 (Some(since), Some(checked)) if checked >= window_start => since,
                 _ => window_start,
             };
-            sqlx::query("UPDATE leases SET idle_since = $2, idle_checked_at = $3 WHERE id = $1")
-                .bind(lease_id)
-                .bind(since)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
+            stored::record_idle(&mut tx, lease_id, since, now).await?;
             if idle_since.is_none() {
                 let reason = format!(
                     "idle: every GPU under {} utilization over the last {window_min} minutes (the busiest at \
@@ -223,10 +188,7 @@ async fn judge(
         }
         None => {
             if let Some(since) = idle_since {
-                sqlx::query("UPDATE leases SET idle_since = NULL, idle_checked_at = NULL WHERE id = $1")
-                    .bind(lease_id)
-                    .execute(&mut *tx)
-                    .await?;
+                stored::clear_idle(&mut tx, lease_id).await?;
                 let reason = match measured.busiest_gpu_util {
                     Some(busiest) if measured.gpus_reporting == measured.gpus => format!(
                         "active again: the busiest GPU averaged {busiest:.1}% over the last {window_min} minutes, \

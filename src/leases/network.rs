@@ -13,10 +13,14 @@ use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use gpuplane_store::leases::network as stored;
+
+pub use gpuplane_store::leases::network::PairLatency;
+
 use crate::agent_api::protocol::PeerLatency;
 use crate::auth::TenantAuth;
-use crate::error::{ApiError, ApiResult, FieldError};
-use crate::extract::{ApiPath, new_id};
+use crate::error::{ApiResult, FieldError};
+use crate::extract::ApiPath;
 use crate::inventory::readiness::{Audience, announce};
 use crate::jobs::insights::Insight;
 use crate::leases::store::{NewEvent, record_event};
@@ -89,27 +93,15 @@ pub fn latency_insight(pairs: &[PairLatency], threshold_us: i64) -> Option<Insig
 /// the lease may have ended since the probes), then raise or clear the latency alert of each lease touched.
 pub async fn record(state: &AppState, node_id: Uuid, reports: &[PeerLatency]) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
-    let leases = sqlx::query_scalar!(
-        "INSERT INTO lease_latency AS ll (lease_id, node_id, peer_node_id, p50_us, p99_us, probes, lost, measured_at) \
-         SELECT u.lease_id, $1, u.peer, u.p50, u.p99, u.probes, u.lost, now() \
-         FROM UNNEST($2::uuid[], $3::uuid[], $4::int[], $5::int[], $6::int[], $7::int[]) \
-             AS u(lease_id, peer, p50, p99, probes, lost) \
-         WHERE u.peer <> $1 \
-             AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = $1 AND g.held_by = u.lease_id) \
-             AND EXISTS (SELECT 1 FROM gpus g WHERE g.node_id = u.peer AND g.held_by = u.lease_id) \
-         ON CONFLICT (lease_id, node_id, peer_node_id) DO UPDATE SET p50_us = excluded.p50_us, \
-             p99_us = excluded.p99_us, probes = excluded.probes, lost = excluded.lost, measured_at = excluded.measured_at \
-         RETURNING ll.lease_id",
-        node_id,
-        &reports.iter().map(|r| r.lease_id).collect::<Vec<_>>(),
-        &reports.iter().map(|r| r.peer_node_id).collect::<Vec<_>>(),
-        &reports.iter().map(|r| r.p50_us).collect::<Vec<_>>(),
-        &reports.iter().map(|r| r.p99_us).collect::<Vec<_>>(),
-        &reports.iter().map(|r| r.probes).collect::<Vec<_>>(),
-        &reports.iter().map(|r| r.lost).collect::<Vec<_>>()
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    let rows = stored::LatencyReports {
+        lease_ids: reports.iter().map(|r| r.lease_id).collect(),
+        peer_node_ids: reports.iter().map(|r| r.peer_node_id).collect(),
+        p50_us: reports.iter().map(|r| r.p50_us).collect(),
+        p99_us: reports.iter().map(|r| r.p99_us).collect(),
+        probes: reports.iter().map(|r| r.probes).collect(),
+        lost: reports.iter().map(|r| r.lost).collect(),
+    };
+    let leases = stored::store_reports(&mut tx, node_id, &rows).await?;
     let mut lease_ids: Vec<Uuid> = leases;
     lease_ids.sort();
     lease_ids.dedup();
@@ -125,44 +117,21 @@ pub async fn record(state: &AppState, node_id: Uuid, reports: &[PeerLatency]) ->
 async fn update_alert(conn: &mut PgConnection, lease_id: Uuid, threshold_us: i64) -> Result<(), sqlx::Error> {
     // Serialize per lease: two nodes reporting at once must not both raise (the unique index would refuse the
     // second insert anyway; the lock keeps the raise/clear decision consistent).
-    let lease = sqlx::query_scalar!(
-        "SELECT tenant_id FROM leases WHERE id = $1 AND state = 'active' FOR NO KEY UPDATE",
-        lease_id
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
+    let lease = stored::lock_active_lease(conn, lease_id).await?;
     let Some(tenant_id) = lease else { return Ok(()) };
-    let pairs = load_pairs(conn, lease_id).await?;
+    let pairs = stored::load_pairs(conn, lease_id).await?;
     match latency_insight(&pairs, threshold_us) {
         Some(insight) => {
             let data = json!({
                 "lease_id": lease_id, "message": insight.message, "suggestion": insight.suggestion,
                 "figures": insight.figures,
             });
-            let raised = sqlx::query_scalar!(
-                "INSERT INTO lease_alerts (id, lease_id, condition, detail) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (lease_id, condition) WHERE cleared_at IS NULL DO NOTHING RETURNING id",
-                new_id(),
-                lease_id,
-                LATENCY_HIGH,
-                &data
-            )
-            .fetch_optional(&mut *conn)
-            .await?;
-            if raised.is_some() {
+            if stored::raise_alert(conn, lease_id, LATENCY_HIGH, &data).await? {
                 announce(conn, Audience::Tenant(tenant_id), LATENCY_HIGH, Some(lease_id), data).await?;
             }
         }
         None => {
-            let cleared = sqlx::query_scalar!(
-                "UPDATE lease_alerts SET cleared_at = now() \
-                 WHERE lease_id = $1 AND condition = $2 AND cleared_at IS NULL RETURNING id",
-                lease_id,
-                LATENCY_HIGH
-            )
-            .fetch_optional(&mut *conn)
-            .await?;
-            if cleared.is_some() {
+            if stored::clear_alert(conn, lease_id, LATENCY_HIGH).await? {
                 let event = NewEvent::new(
                     "comm.latency_cleared",
                     Some(LeaseState::Active),
@@ -175,39 +144,6 @@ async fn update_alert(conn: &mut PgConnection, lease_id: Uuid, threshold_us: i64
         }
     }
     Ok(())
-}
-
-/// The latest round trips from one node of a lease to another.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
-pub struct PairLatency {
-    /// The node that measured.
-    pub node_id: Uuid,
-    pub node_hostname: String,
-    /// The node it measured to.
-    pub peer_node_id: Uuid,
-    pub peer_hostname: String,
-    /// Median round trip, microseconds.
-    pub p50_us: i32,
-    /// 99th percentile round trip, microseconds.
-    pub p99_us: i32,
-    /// Probes answered in the reporting period.
-    pub probes: i32,
-    /// Probes lost in the reporting period.
-    pub lost: i32,
-    pub measured_at: DateTime<Utc>,
-}
-
-async fn load_pairs(conn: &mut PgConnection, lease_id: Uuid) -> Result<Vec<PairLatency>, sqlx::Error> {
-    sqlx::query_as!(
-        PairLatency,
-        "SELECT ll.node_id, n.hostname AS node_hostname, ll.peer_node_id, p.hostname AS peer_hostname, \
-             ll.p50_us, ll.p99_us, ll.probes, ll.lost, ll.measured_at \
-         FROM lease_latency ll JOIN nodes n ON n.id = ll.node_id JOIN nodes p ON p.id = ll.peer_node_id \
-         WHERE ll.lease_id = $1 ORDER BY n.hostname, p.hostname",
-        lease_id
-    )
-    .fetch_all(conn)
-    .await
 }
 
 /// A lease's network: round trips between its nodes and what they mean.
@@ -240,22 +176,11 @@ pub async fn get_lease_network(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<LeaseNetwork>> {
     let mut conn = state.db.acquire().await?;
-    let owned = sqlx::query_scalar!("SELECT id FROM leases WHERE id = $1 AND tenant_id = $2", lease_id, auth.tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if owned.is_none() {
-        return Err(ApiError::NotFound("lease"));
-    }
-    let pairs = load_pairs(&mut conn, lease_id).await?;
+    crate::leases::store::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    let pairs = stored::load_pairs(&mut conn, lease_id).await?;
     let threshold_us = state.settings.comm_latency_p99.as_micros() as i64;
     let insights = latency_insight(&pairs, threshold_us).into_iter().collect();
-    let alert = sqlx::query_scalar!(
-        "SELECT raised_at FROM lease_alerts WHERE lease_id = $1 AND condition = $2 AND cleared_at IS NULL",
-        lease_id,
-        LATENCY_HIGH
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
+    let alert = stored::alert_raised_at(&mut conn, lease_id, LATENCY_HIGH).await?;
     Ok(Json(LeaseNetwork {
         lease_id,
         threshold_ms: threshold_us as f64 / 1000.0,

@@ -16,6 +16,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
+use gpuplane_store::leases::release as stored;
+
 use super::store::FreedPools;
 use super::store::{self, NewEvent};
 use super::{Actor, LeaseState};
@@ -36,14 +38,7 @@ pub struct Release<'a> {
     pub actor: &'a Actor,
 }
 
-/// Whether the lease has a job that is to be told before the lease ends: one that an agent may be running, with a
-/// grace to checkpoint in. The condition the one-statement release checks, as a SQL predicate on `lease_param`.
-pub fn has_jobs_to_notice_sql(lease_param: &str) -> String {
-    format!(
-        "EXISTS (SELECT 1 FROM jobs nj WHERE nj.lease_id = {lease_param} AND nj.state IN ('assigned', 'running') \
-         AND nj.stop_grace_s > 0)"
-    )
-}
+pub use gpuplane_store::leases::release::has_jobs_to_notice_sql;
 
 /// Begin the release of a lease whose row the transaction holds (`FOR UPDATE`): every open job is given its
 /// stop notice, the deadline and what the release will record are set, and the event is written.
@@ -54,22 +49,11 @@ pub async fn begin(
     heartbeat: Duration,
 ) -> Result<(), sqlx::Error> {
     // Jobs in id order, as every other writer locks them.
-    let jobs: Vec<(Uuid, i32)> = sqlx::query_as(
-        "SELECT id, stop_grace_s FROM jobs WHERE lease_id = $1 AND state IN ('pending', 'assigned', 'running') \
-         ORDER BY id FOR UPDATE",
-    )
-    .bind(lease_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let jobs = stored::lock_open_jobs(conn, lease_id).await?;
     let mut waits_s: i64 = 0;
     let mut noticed = Vec::new();
     for (job_id, grace_s) in &jobs {
-        sqlx::query(
-            "UPDATE job_generations SET state = 'abandoned', ended_at = now() WHERE job_id = $1 AND state = 'pending'",
-        )
-        .bind(job_id)
-        .execute(&mut *conn)
-        .await?;
+        stored::abandon_pending_generation(conn, *job_id).await?;
         crate::jobs::store::give_notice(conn, *job_id, release.notice, *grace_s).await?;
         let state = crate::jobs::store::refresh_job(conn, *job_id).await?;
         if !state.is_terminal() {
@@ -78,17 +62,8 @@ pub async fn begin(
         }
     }
     let wait = if noticed.is_empty() { 0.0 } else { waits_s as f64 + heartbeat.as_secs_f64() };
-    let deadline: DateTime<Utc> = sqlx::query_scalar(
-        "UPDATE leases SET release_started_at = now(), release_deadline = now() + make_interval(secs => $2), \
-             release_reason = $3, release_actor = $4 \
-         WHERE id = $1 RETURNING release_deadline",
-    )
-    .bind(lease_id)
-    .bind(wait)
-    .bind(release.end_reason)
-    .bind(release.actor.label())
-    .fetch_one(&mut *conn)
-    .await?;
+    let deadline: DateTime<Utc> =
+        stored::start_release(conn, lease_id, wait, release.end_reason, &release.actor.label()).await?;
     let reason = if noticed.is_empty() {
         format!("{}: released now (no job runs)", release.why)
     } else {
@@ -114,19 +89,10 @@ pub async fn finish_due(db: &PgPool) -> Result<Vec<Uuid>, sqlx::Error> {
     let mut released = Vec::new();
     loop {
         let mut tx = db.begin().await?;
-        let due: Vec<(Uuid, String, String)> = sqlx::query_as(
-            "SELECT l.id, l.release_reason, l.release_actor FROM leases l \
-             WHERE l.state = 'active' AND l.release_started_at IS NOT NULL \
-                 AND (l.release_deadline <= now() OR NOT EXISTS ( \
-                     SELECT 1 FROM jobs j WHERE j.lease_id = l.id AND j.state IN ('pending', 'assigned', 'running'))) \
-             ORDER BY l.release_deadline LIMIT $1 FOR UPDATE OF l SKIP LOCKED",
-        )
-        .bind(BATCH)
-        .fetch_all(&mut *tx)
-        .await?;
+        let due = stored::lock_due_releases(&mut tx, BATCH).await?;
         let count = due.len();
         let mut freed = FreedPools::default();
-        for (lease_id, reason, actor) in due {
+        for stored::DueRelease { id: lease_id, release_reason: reason, release_actor: actor } in due {
             let actor = Actor::from_label(&actor);
             let ended = store::end_lease(&mut tx, lease_id, None, LeaseState::Released, &reason, &actor, None).await?;
             if ended.is_some() {
@@ -163,15 +129,7 @@ pub async fn ask(
     heartbeat: Duration,
 ) -> Result<Asked, sqlx::Error> {
     let mut tx = db.begin().await?;
-    let row: Option<(bool, bool)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT release_started_at IS NOT NULL, {} FROM leases WHERE id = $1 AND tenant_id = $2 AND state = 'active' \
-         FOR UPDATE",
-        has_jobs_to_notice_sql("$1")
-    )))
-    .bind(lease_id)
-    .bind(tenant_id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let row = stored::lock_for_release(&mut tx, tenant_id, lease_id).await?;
     let asked = match row {
         None => Asked::NotLive,
         Some((true, _)) => Asked::Noticed,

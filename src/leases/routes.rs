@@ -9,6 +9,8 @@ use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
+use gpuplane_store::leases::changes;
+
 use super::store::FreedPools;
 use super::store::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release};
@@ -323,7 +325,7 @@ async fn place_and_write(
             ));
         }
         if !req.queue {
-            return Err(store::capacity(tx, pool_id, req.gpu_count).await?.into_error());
+            return Err(store::capacity(tx, pool_id, req.gpu_count).await?.into());
         }
     }
     let actor = Actor::Tenant(auth.key_id);
@@ -340,18 +342,12 @@ async fn place_and_write(
     // None: a planned node's counter was out of step with its GPUs (logged); nothing was written.
     match written {
         Some(lease) => Ok(Some(lease)),
-        None => Err(store::capacity(tx, pool_id, req.gpu_count).await?.into_error()),
+        None => Err(store::capacity(tx, pool_id, req.gpu_count).await?.into()),
     }
 }
 
 async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {
-    let pool = sqlx::query_scalar!(
-        "SELECT p.id FROM pools p LEFT JOIN nodes n ON n.pool_id = p.id AND node_allocatable(n.admin_state, n.liveness) \
-         WHERE p.gpu_model = $1 GROUP BY p.id ORDER BY COALESCE(sum(n.free_gpus), 0) DESC, p.id LIMIT 1",
-        model
-    )
-    .fetch_optional(conn)
-    .await?;
+    let pool = changes::pool_by_model(conn, model).await?;
     pool.ok_or_else(|| ApiError::field("gpu_model", "no pool offers this GPU model"))
 }
 
@@ -359,26 +355,11 @@ async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResul
 /// requests of one tenant are checked one after another and cannot jointly exceed a quota. Called only for
 /// tenants the admission statement found to have a quota: the others' requests lock nothing and run in parallel.
 async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, gpu_count: i32) -> ApiResult<()> {
-    let limits = sqlx::query!(
-        "SELECT t.max_concurrent_leases, t.max_gpus_per_pool, \
-            (SELECT q.max_gpus FROM tenant_pool_quotas q WHERE q.tenant_id = t.id AND q.pool_id = $2) AS max_gpus_pool \
-         FROM tenants t WHERE t.id = $1 FOR UPDATE OF t",
-        tenant_id,
-        pool_id
-    )
-    .fetch_one(&mut *conn)
-    .await?;
+    let limits = changes::lock_quotas(conn, tenant_id, pool_id).await?;
     let (max_leases, max_gpus_default, max_gpus_pool) =
         (limits.max_concurrent_leases, limits.max_gpus_per_pool, limits.max_gpus_pool);
     let max_gpus = max_gpus_pool.or(max_gpus_default);
-    let in_use = sqlx::query!(
-        r#"SELECT count(*) AS "leases!", COALESCE(sum(gpu_count) FILTER (WHERE pool_id = $2), 0)::bigint AS "gpus_in_pool!"
-         FROM leases WHERE tenant_id = $1 AND state IN ('queued', 'active')"#,
-        tenant_id,
-        pool_id
-    )
-    .fetch_one(&mut *conn)
-    .await?;
+    let in_use = changes::in_use(conn, tenant_id, pool_id).await?;
     let (leases, gpus_in_pool) = (in_use.leases, in_use.gpus_in_pool);
     let exceeded = |quota: &str, limit: i32, in_use: i64, message: String| ApiError::Conflict {
         code: "quota_exceeded",
@@ -513,14 +494,7 @@ pub async fn extend_lease(
     let expected = if_match_generation(&headers)?;
     req.validate()?;
     let mut tx = state.db.begin().await?;
-    let row = sqlx::query!(
-        r#"SELECT generation, state AS "state: LeaseState", term AS "term: Term", duration_hours, months
-         FROM leases WHERE id = $1 AND tenant_id = $2 FOR UPDATE"#,
-        lease_id,
-        auth.tenant_id
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
+    let row = changes::lock_for_extension(&mut tx, auth.tenant_id, lease_id).await?;
     let Some(row) = row else { return Err(ApiError::NotFound("lease")) };
     let (generation, lease_state, term, hours, months) =
         (row.generation, row.state, row.term, row.duration_hours, row.months);
@@ -550,19 +524,9 @@ pub async fn extend_lease(
             ));
         }
     };
-    let sized =
-        sqlx::query!("SELECT pool_id, gpu_count FROM leases WHERE id = $1", lease_id).fetch_one(&mut *tx).await?;
-    crate::billing::require_balance(&mut tx, auth.tenant_id, sized.pool_id, sized.gpu_count, term, add_months).await?;
-    sqlx::query!(
-        "UPDATE leases SET duration_hours = duration_hours + $2, months = months + $3, \
-             ends_at = ends_at + make_interval(months => $3, hours => $2), generation = generation + 1, updated_at = now() \
-         WHERE id = $1",
-        lease_id,
-        add_hours,
-        add_months
-    )
-    .execute(&mut *tx)
-    .await?;
+    let (pool_id, gpu_count) = changes::pool_and_size(&mut tx, lease_id).await?;
+    crate::billing::require_balance(&mut tx, auth.tenant_id, pool_id, gpu_count, term, add_months).await?;
+    changes::extend(&mut tx, lease_id, add_hours, add_months).await?;
     let actor = Actor::Tenant(auth.key_id);
     let event = NewEvent::new("extended", Some(lease_state), Some(lease_state), &actor)
         .detail(serde_json::json!({ "hours": add_hours, "months": add_months }));
@@ -616,14 +580,7 @@ pub async fn update_lease(
         super::idle::check_release_after(minutes).map_err(|e| ApiError::Validation(vec![e]))?;
     }
     let mut tx = state.db.begin().await?;
-    let row = sqlx::query!(
-        r#"SELECT generation, state AS "state: LeaseState", idle_release_after_minutes, release_deadline
-         FROM leases WHERE id = $1 AND tenant_id = $2 FOR UPDATE"#,
-        lease_id,
-        auth.tenant_id
-    )
-    .fetch_optional(&mut *tx)
-    .await?;
+    let row = changes::lock_for_settings(&mut tx, auth.tenant_id, lease_id).await?;
     let Some(row) = row else { return Err(ApiError::NotFound("lease")) };
     if let Some(expected) = expected
         && expected != row.generation
@@ -646,14 +603,7 @@ pub async fn update_lease(
         ));
     }
     if row.idle_release_after_minutes != minutes {
-        sqlx::query!(
-            "UPDATE leases SET idle_release_after_minutes = $2, generation = generation + 1, updated_at = now() \
-             WHERE id = $1",
-            lease_id,
-            minutes
-        )
-        .execute(&mut *tx)
-        .await?;
+        changes::set_idle_release(&mut tx, lease_id, minutes).await?;
         let actor = Actor::Tenant(auth.key_id);
         let event = NewEvent::new("updated", Some(row.state), Some(row.state), &actor).detail(serde_json::json!({
             "idle_release_after_minutes": { "from": row.idle_release_after_minutes, "to": minutes }

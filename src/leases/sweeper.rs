@@ -19,8 +19,7 @@ pub async fn sweep_once(state: &AppState, purge_idempotency: bool) -> anyhow::Re
     tx.commit().await?;
     super::release::finish_due(&state.db).await?;
     while store::expire_due(&state.db, BATCH).await? == BATCH as usize {}
-    let queued =
-        sqlx::query_scalar!("SELECT DISTINCT pool_id FROM leases WHERE state = 'queued'").fetch_all(&state.db).await?;
+    let queued = gpuplane_store::leases::ending::queued_pools(&mut *state.db.acquire().await?).await?;
     for pool_id in queued {
         store::start_queued(&state.db, pool_id).await?;
     }
@@ -40,6 +39,6 @@ pub const NODE_VACUUM_INTERVAL: Duration = Duration::from_secs(5);
 /// every lookup wades through them. The table is small, so this takes milliseconds; SKIP_LOCKED: a replica
 /// already vacuuming it is enough.
 pub async fn vacuum_nodes(db: &sqlx::PgPool) -> Result<(), sqlx::Error> {
-    sqlx::raw_sql("VACUUM (SKIP_LOCKED) nodes").execute(db).await?;
-    Ok(())
+    let mut conn = db.acquire().await?;
+    Ok(gpuplane_store::leases::allocation::vacuum_nodes(&mut conn).await?)
 }
