@@ -4,6 +4,7 @@
 
 pub mod insights;
 pub mod launch_specs;
+pub mod problems;
 pub mod retune;
 pub mod retuning;
 pub mod routes;

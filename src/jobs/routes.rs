@@ -17,6 +17,7 @@ use super::{Job, JobState};
 use gpuplane_protocol::lease_network::lease_address;
 
 use super::launch_specs::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
+pub use super::problems::{check_image, lease_not_active, stale_credential};
 use super::store::{self, NewJob, ReportError, decode_json};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
@@ -741,24 +742,6 @@ fn stored_request(req: &CreateJobRequest) -> serde_json::Value {
     serde_json::to_value(&kept).unwrap_or_default()
 }
 
-/// A container image reference: what `docker run` takes, and nothing it could read as an option.
-pub fn check_image(image: &str, errors: &mut Vec<FieldError>) {
-    let ok = !image.is_empty()
-        && image.len() <= 255
-        && !image.starts_with('-')
-        && image.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
-    if !ok {
-        errors.push(FieldError::new("image", "an image reference, e.g. nvcr.io/nvidia/pytorch:24.05-py3"));
-    }
-}
-
-pub fn lease_not_active(state: LeaseState) -> ApiError {
-    ApiError::conflict(
-        "lease_not_active",
-        format!("the lease is {}: jobs and environments run on active leases", state.as_str()),
-    )
-}
-
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct JobListParams {
@@ -877,10 +860,6 @@ pub async fn cancel_job(
 
 // ---------------------------------------------------------------------------------------------------------------
 // Agents
-
-pub fn stale_credential() -> ApiError {
-    ApiError::unauthorized("the agent credential was rotated or its node is gone: register again")
-}
 
 /// The node's unfinished assignments, each with what to do (`run` or `cancel`). Fetching marks new ones
 /// `assigned`. An assignment that is no longer listed has ended (e.g. with its lease): stop it.

@@ -71,35 +71,11 @@ pub fn summarize(totals: &StepTotals, plan: Option<&Plan>) -> MeasuredSteps {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use chrono::DateTime;
+    use gpuplane_protocol::jobs::JobStep;
     use uuid::Uuid;
 
-    fn totals(median_step_time_s: f64) -> StepTotals {
-        StepTotals {
-            job_id: Uuid::nil(),
-            steps: 10,
-            last_step: 10,
-            first_loss: 10.5,
-            last_loss: 6.0,
-            median_step_time_s,
-            median_tokens: 4096.0,
-            peak_memory_bytes: 1 << 30,
-            last_at: DateTime::UNIX_EPOCH,
-        }
-    }
-
-    #[test]
-    fn measured_steps_are_set_against_the_plan() {
-        let no_plan = summarize(&totals(0.5), None);
-        assert_eq!(no_plan.tokens_per_s, 8192.0);
-        assert_eq!((no_plan.predicted_step_time_s, no_plan.step_time_vs_plan), (None, None));
-        let plan =
-            Plan { step_time_s: 0.25, tokens_per_s: 16384.0, ..super::super::insights::tests::plan(1, 0, 0.1, 0.5) };
-        let vs = summarize(&totals(0.5), Some(&plan));
-        assert_eq!(vs.step_time_vs_plan, Some(2.0));
-        assert_eq!(vs.predicted_tokens_per_s, Some(16384.0));
-        assert_eq!(summarize(&totals(0.0), Some(&plan)).tokens_per_s, 0.0, "no division by a zero step time");
-    }
+    use crate::jobs::steps::validate;
 
     #[test]
     fn bad_steps_are_named_by_field() {

@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::history_push;
+use super::lifecycle::history_push;
 use crate::StoreResult;
 
 /// Whether the node's credential generation is current.

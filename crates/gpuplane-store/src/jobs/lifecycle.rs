@@ -10,7 +10,7 @@ use sqlx::PgConnection;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use super::{GenerationPart, GenerationState, JobNode, NodeNotice, RetuneMode, StateChange};
+use super::types::{GenerationPart, GenerationState, JobNode, NodeNotice, RetuneMode, StateChange};
 use crate::StoreResult;
 use crate::leases::LeaseState;
 

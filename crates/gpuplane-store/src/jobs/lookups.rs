@@ -7,7 +7,7 @@ use sqlx::PgConnection;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
-use super::RetuneMode;
+use super::types::RetuneMode;
 use crate::StoreResult;
 use crate::leases::LeaseState;
 
