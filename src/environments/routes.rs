@@ -14,7 +14,7 @@ use super::protocol::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
 use crate::auth::{AgentAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
-use crate::jobs::routes::{check_image, lease_not_active, stale_credential};
+use crate::jobs::problems::{check_image, lease_not_active, stale_credential};
 use crate::leases::LeaseState;
 use crate::state::AppState;
 

@@ -219,6 +219,10 @@ pub fn assess(input: &InsightInput<'_>) -> Vec<Insight> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use chrono::DateTime;
+    use uuid::Uuid;
+
+    use crate::jobs::steps::{StepTotals, summarize};
     use crate::planner::{MemoryBreakdown, Recompute, WorkloadKind};
 
     pub(crate) fn plan(tp: u32, zero: u8, comm: f64, memory_fraction: f64) -> Plan {
@@ -436,5 +440,32 @@ pub(crate) mod tests {
         assert!(insight.message.starts_with("retune: measured 1.200 s/step"), "{insight:?}");
         assert!(insight.suggestion.contains(r#"{"pins": {"dp":8,"tp":1}}"#), "{insight:?}");
         assert_eq!(insight.figures["gain_pct"], 35.0);
+    }
+
+    // The measured steps against the plan (`steps::summarize`), with this module's plans.
+    fn totals(median_step_time_s: f64) -> StepTotals {
+        StepTotals {
+            job_id: Uuid::nil(),
+            steps: 10,
+            last_step: 10,
+            first_loss: 10.5,
+            last_loss: 6.0,
+            median_step_time_s,
+            median_tokens: 4096.0,
+            peak_memory_bytes: 1 << 30,
+            last_at: DateTime::UNIX_EPOCH,
+        }
+    }
+
+    #[test]
+    fn measured_steps_are_set_against_the_plan() {
+        let no_plan = summarize(&totals(0.5), None);
+        assert_eq!(no_plan.tokens_per_s, 8192.0);
+        assert_eq!((no_plan.predicted_step_time_s, no_plan.step_time_vs_plan), (None, None));
+        let plan = Plan { step_time_s: 0.25, tokens_per_s: 16384.0, ..plan(1, 0, 0.1, 0.5) };
+        let vs = summarize(&totals(0.5), Some(&plan));
+        assert_eq!(vs.step_time_vs_plan, Some(2.0));
+        assert_eq!(vs.predicted_tokens_per_s, Some(16384.0));
+        assert_eq!(summarize(&totals(0.0), Some(&plan)).tokens_per_s, 0.0, "no division by a zero step time");
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod insights;
 pub mod launch_specs;
+pub mod problems;
 pub mod retune;
 pub mod retuning;
 pub mod routes;
@@ -50,48 +51,7 @@ pub fn aggregate(cancel_requested: bool, nodes: &[JobState]) -> JobState {
     }
 }
 
-/// One recorded state change of a job's node.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct StateChange {
-    pub state: JobState,
-    #[serde(deserialize_with = "crate::extract::sane_time")]
-    pub at: DateTime<Utc>,
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// A job's part on one node of its lease.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-pub struct JobNode {
-    pub id: Uuid,
-    pub node_id: Uuid,
-    pub hostname: String,
-    /// `NODE_RANK`: 0 is the node `MASTER_ADDR` names.
-    pub node_rank: i32,
-    pub state: JobState,
-    pub desired: Desired,
-    pub exit_code: Option<i32>,
-    /// The last lines of the process's output (stdout and stderr), at most 50.
-    pub output_tail: Vec<String>,
-    pub reason: Option<String>,
-    /// Every state change, oldest first.
-    pub history: Vec<StateChange>,
-    /// What the node runs.
-    pub spec: LaunchSpec,
-    pub started_at: Option<DateTime<Utc>>,
-    pub finished_at: Option<DateTime<Utc>>,
-    /// The stop notice its process was given (a replan, the lease ending), with the grace it had.
-    pub notice: Option<NodeNotice>,
-}
-
-/// A stop notice as a job's part received it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct NodeNotice {
-    pub reason: String,
-    /// Seconds the process had to checkpoint and exit before it was stopped.
-    pub grace_s: i32,
-    pub at: DateTime<Utc>,
-}
+pub use gpuplane_store::jobs::{JobNode, NodeNotice, StateChange};
 
 pub use gpuplane_store::jobs::RetuneMode;
 

@@ -18,14 +18,7 @@ pub const INTERVAL: Duration = Duration::from_secs(5);
 /// replan pending (nor, for `suggest`, a suggestion already made). Returns the jobs suggested or replanned.
 pub async fn judge_all(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
     let mut conn = state.db.acquire().await?;
-    let due: Vec<(Uuid, RetuneMode)> = sqlx::query_as(
-        "SELECT j.id, j.retune FROM jobs j JOIN job_generations g ON g.job_id = j.id AND g.generation = j.generation \
-         WHERE j.state = 'running' AND j.retune <> 'off' AND g.suggested_at IS NULL \
-             AND NOT EXISTS (SELECT 1 FROM job_generations p WHERE p.job_id = j.id AND p.state = 'pending') \
-         ORDER BY j.id LIMIT 100",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let due = gpuplane_store::jobs::due_for_retune(&mut conn).await?;
     drop(conn);
     let mut acted = Vec::new();
     for (job_id, mode) in due {
@@ -71,16 +64,8 @@ async fn judge(state: &AppState, job_id: Uuid, mode: RetuneMode) -> Result<bool,
         RetuneMode::Suggest => {
             let mut tx = state.db.begin().await?;
             let suggestion = serde_json::json!({ "reason": reason, "correction": correction });
-            let tenant: Option<(Uuid,)> = sqlx::query_as(
-                "UPDATE job_generations g SET suggested_at = now(), suggestion = $2 FROM jobs j \
-                 WHERE g.job_id = $1 AND j.id = g.job_id AND g.generation = j.generation AND g.suggested_at IS NULL \
-                 RETURNING j.tenant_id",
-            )
-            .bind(job_id)
-            .bind(&suggestion)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some((tenant_id,)) = tenant else { return Ok(false) };
+            let tenant = gpuplane_store::jobs::record_suggestion(&mut tx, job_id, &suggestion).await?;
+            let Some(tenant_id) = tenant else { return Ok(false) };
             let data = serde_json::json!({
                 "job_id": job_id, "lease_id": job.lease_id, "generation": job.generation, "reason": reason,
                 "correction": correction,

@@ -17,7 +17,8 @@ use super::{Job, JobState};
 use gpuplane_protocol::lease_network::lease_address;
 
 use super::launch_specs::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
-use super::store::{self, NewJob, ReportError};
+pub use super::problems::{check_image, lease_not_active, stale_credential};
+use super::store::{self, NewJob, ReportError, decode_json};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -28,6 +29,7 @@ use crate::planner::{self, ClusterFields, LinkKind, ModelRef, Pins, Plan, PlanIn
 use crate::planning_api::{gpu_spec, plan_error};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
+use gpuplane_store::jobs as stored;
 
 crate::page_schema!(JobPage, Job);
 
@@ -61,20 +63,17 @@ fn builtin_template(b: Builtin) -> Template {
     }
 }
 
-type TemplateRow =
-    (String, i32, String, sqlx::types::Json<Vec<String>>, sqlx::types::Json<Vec<TemplateParam>>, DateTime<Utc>);
-
-fn custom_template(row: TemplateRow) -> Template {
-    let (name, version, description, argv, parameters, created_at) = row;
-    Template {
+fn custom_template(row: stored::TemplateRow) -> Result<Template, sqlx::Error> {
+    let stored::TemplateRow { name, version, description, argv, parameters, created_at } = row;
+    Ok(Template {
         name,
         version: Some(version),
         builtin: false,
         description,
-        argv: Some(argv.0),
-        parameters: parameters.0,
+        argv: Some(argv),
+        parameters: decode_json(parameters)?,
         created_at: Some(created_at),
-    }
+    })
 }
 
 /// Launch templates: the built-in ones, then the latest version of each custom one, with their parameters.
@@ -83,14 +82,13 @@ fn custom_template(row: TemplateRow) -> Template {
     responses((status = 200, description = "Every template a job can name", body = Vec<Template>))
 )]
 pub async fn list_templates(State(state): State<AppState>, _auth: AnyAuth) -> ApiResult<Json<Vec<Template>>> {
-    let rows: Vec<TemplateRow> = sqlx::query_as(
-        "SELECT DISTINCT ON (name) name, version, description, argv, parameters, created_at FROM job_templates \
-         ORDER BY name, version DESC",
-    )
-    .fetch_all(&state.db)
-    .await?;
+    let mut conn = state.db.acquire().await?;
+    let rows = stored::latest_templates(&mut conn).await?;
+    drop(conn);
     let mut out: Vec<Template> = Builtin::ALL.into_iter().map(builtin_template).collect();
-    out.extend(rows.into_iter().map(custom_template));
+    for row in rows {
+        out.push(custom_template(row)?);
+    }
     Ok(Json(out))
 }
 
@@ -109,25 +107,19 @@ pub async fn create_template(
     spec.validate().map_err(ApiError::Validation)?;
     let mut tx = state.db.begin().await?;
     // Versions of one name are numbered one at a time.
-    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('template:' || $1, 0))")
-        .bind(&spec.name)
-        .execute(&mut *tx)
-        .await?;
-    let row: TemplateRow = sqlx::query_as(
-        "INSERT INTO job_templates (id, name, version, description, argv, parameters, created_by) \
-         SELECT $1, $2, COALESCE(max(version), 0) + 1, $3, $4, $5, $6 FROM job_templates WHERE name = $2 \
-         RETURNING name, version, description, argv, parameters, created_at",
+    stored::lock_template_name(&mut tx, &spec.name).await?;
+    let row = stored::insert_template_version(
+        &mut tx,
+        new_id(),
+        &spec.name,
+        &spec.description,
+        &spec.argv,
+        &spec.parameters,
+        op.key_id,
     )
-    .bind(new_id())
-    .bind(&spec.name)
-    .bind(&spec.description)
-    .bind(sqlx::types::Json(&spec.argv))
-    .bind(sqlx::types::Json(&spec.parameters))
-    .bind(op.key_id)
-    .fetch_one(&mut *tx)
     .await?;
     tx.commit().await?;
-    let template = custom_template(row);
+    let template = custom_template(row)?;
     tracing::info!(template = %template.name, version = ?template.version, "template created");
     Ok((StatusCode::CREATED, Json(template)))
 }
@@ -259,20 +251,14 @@ struct LeaseTopology {
 }
 
 async fn lease_topology(conn: &mut PgConnection, lease_id: Uuid, pool_id: Uuid) -> Result<LeaseTopology, sqlx::Error> {
-    type Row = (Uuid, String, String, Option<String>, bool, String, i32, i32);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT n.id, n.hostname, n.address, n.lease_subnet, n.rdma, n.intra_link, n.network_gbps, g.idx \
-         FROM leases l JOIN gpus g ON g.id = ANY(l.gpu_ids) AND g.held_by = l.id JOIN nodes n ON n.id = g.node_id \
-         WHERE l.id = $1 ORDER BY n.hostname, g.idx",
-    )
-    .bind(lease_id)
-    .fetch_all(conn)
-    .await?;
+    let rows = stored::lease_gpu_rows(conn, lease_id).await?;
     let mut nodes: Vec<NodeSlot> = Vec::new();
     let mut pcie_nodes = false;
     let mut min_network_gbps = i32::MAX;
     let mut subnets: Vec<Option<String>> = Vec::new();
-    for (node_id, hostname, address, lease_subnet, rdma, intra_link, network_gbps, index) in rows {
+    for stored::LeaseGpuRow { node_id, hostname, address, lease_subnet, rdma, intra_link, network_gbps, idx: index } in
+        rows
+    {
         pcie_nodes |= intra_link == "pcie";
         min_network_gbps = min_network_gbps.min(network_gbps);
         match nodes.last_mut() {
@@ -294,21 +280,17 @@ async fn node_launchers(
     conn: &mut PgConnection,
     node_ids: &[Uuid],
 ) -> Result<Vec<crate::agent_api::launchers::NodeLaunchers>, sqlx::Error> {
-    type Row = (Uuid, String, bool, Option<sqlx::types::Json<crate::agent_api::launchers::Launchers>>);
-    let rows: Vec<Row> =
-        sqlx::query_as("SELECT id, hostname, external, launchers FROM nodes WHERE id = ANY($1) ORDER BY hostname")
-            .bind(node_ids)
-            .fetch_all(conn)
-            .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(node_id, hostname, external, launchers)| crate::agent_api::launchers::NodeLaunchers {
-            node_id,
-            hostname,
-            external,
-            launchers: launchers.map(|l| l.0),
+    let rows = stored::node_launcher_rows(conn, node_ids).await?;
+    rows.into_iter()
+        .map(|(node_id, hostname, external, launchers)| {
+            Ok(crate::agent_api::launchers::NodeLaunchers {
+                node_id,
+                hostname,
+                external,
+                launchers: launchers.map(decode_json).transpose()?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -367,17 +349,12 @@ async fn resolve_template(conn: &mut PgConnection, req: &CreateJobRequest) -> Ap
         }
         return Ok(Builtin::by_name(&req.template).map_or(Resolved::Auto, Resolved::Builtin));
     }
-    type Row = (i32, sqlx::types::Json<Vec<String>>, sqlx::types::Json<Vec<TemplateParam>>);
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT version, argv, parameters FROM job_templates WHERE name = $1 AND ($2::int IS NULL OR version = $2) \
-         ORDER BY version DESC LIMIT 1",
-    )
-    .bind(&req.template)
-    .bind(req.template_version)
-    .fetch_optional(conn)
-    .await?;
+    let row = stored::template_version(conn, &req.template, req.template_version).await?;
     match row {
-        Some((version, argv, parameters)) => Ok(Resolved::Custom { version, argv: argv.0, parameters: parameters.0 }),
+        Some((version, argv, parameters)) => {
+            let parameters: Vec<TemplateParam> = decode_json(parameters)?;
+            Ok(Resolved::Custom { version, argv, parameters })
+        }
         None if req.template_version.is_some() => Err(ApiError::field("template_version", "no such version")),
         None => Err(ApiError::field("template", "no such template; see GET /v1/templates")),
     }
@@ -401,12 +378,7 @@ async fn lease_gpus(
     pool_id: Uuid,
 ) -> Result<(LeaseTopology, GpuModel), sqlx::Error> {
     let topology = lease_topology(conn, lease_id, pool_id).await?;
-    let gpu: GpuModel = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {GPU_MODEL_COLUMNS} FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)"
-    )))
-    .bind(topology.pool_id)
-    .fetch_one(conn)
-    .await?;
+    let gpu: GpuModel = stored::pool_gpu_model(conn, GPU_MODEL_COLUMNS, topology.pool_id).await?;
     Ok((topology, gpu))
 }
 
@@ -423,8 +395,7 @@ pub async fn retune_candidates(state: &AppState, job: &Job) -> ApiResult<Vec<Pla
         return Ok(Vec::new());
     };
     let mut conn = state.db.acquire().await?;
-    let pool_id: Uuid =
-        sqlx::query_scalar("SELECT pool_id FROM leases WHERE id = $1").bind(job.lease_id).fetch_one(&mut *conn).await?;
+    let pool_id = stored::lease_pool(&mut conn, job.lease_id).await?;
     let (topology, gpu) = lease_gpus(&mut conn, job.lease_id, pool_id).await?;
     drop(conn);
     let (_, arch) = planner::validate::resolve_model(&model).map_err(plan_error)?;
@@ -440,7 +411,7 @@ pub async fn retune_candidates(state: &AppState, job: &Job) -> ApiResult<Vec<Pla
 
 async fn job_request(state: &AppState, job_id: Uuid) -> Result<serde_json::Value, sqlx::Error> {
     let mut conn = state.db.acquire().await?;
-    sqlx::query_scalar("SELECT request FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await
+    Ok(stored::job_request(&mut conn, job_id).await?)
 }
 
 /// Plan `req` for the lease's GPUs (the pins as given: a template's own limits added), check every node can
@@ -562,12 +533,7 @@ pub async fn create_job(
     ApiJson(req): ApiJson<CreateJobRequest>,
 ) -> ApiResult<(StatusCode, Json<Job>)> {
     let mut conn = state.db.acquire().await?;
-    let lease: Option<(LeaseState, Uuid, Option<DateTime<Utc>>)> =
-        sqlx::query_as("SELECT state, pool_id, ends_at FROM leases WHERE id = $1 AND tenant_id = $2")
-            .bind(lease_id)
-            .bind(auth.tenant_id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let lease = stored::tenant_lease(&mut conn, lease_id, auth.tenant_id).await?;
     let Some((lease_state, pool_id, ends_at)) = lease else { return Err(ApiError::NotFound("lease")) };
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
@@ -584,11 +550,7 @@ pub async fn create_job(
 
     let mut tx = state.db.begin().await?;
     // Hold the lease against a concurrent end until the job is stored (ending it then ends the job too).
-    let (lease_state, releasing): (LeaseState, Option<DateTime<Utc>>) =
-        sqlx::query_as("SELECT state, release_deadline FROM leases WHERE id = $1 FOR SHARE")
-            .bind(lease_id)
-            .fetch_one(&mut *tx)
-            .await?;
+    let (lease_state, releasing) = stored::share_lease(&mut tx, lease_id).await?;
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
     }
@@ -724,18 +686,9 @@ pub async fn start_replan(
     correction: Option<serde_json::Value>,
 ) -> ApiResult<i32> {
     let mut conn = state.db.acquire().await?;
-    type Row = (JobState, Uuid, String, serde_json::Value, Uuid, Option<serde_json::Value>);
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT j.state, j.lease_id, j.template, j.request, l.pool_id, \
-             (SELECT to_jsonb(g.generation) FROM job_generations g WHERE g.job_id = j.id AND g.state = 'pending') \
-         FROM jobs j JOIN leases l ON l.id = j.lease_id WHERE j.id = $1 AND ($2::uuid IS NULL OR j.tenant_id = $2)",
-    )
-    .bind(job_id)
-    .bind(tenant_id)
-    .fetch_optional(&mut *conn)
-    .await?;
+    let row = stored::replan_subject(&mut conn, job_id, tenant_id).await?;
     drop(conn);
-    let Some((job_state, lease_id, template, request, pool_id, pending)) = row else {
+    let Some(stored::ReplanSubject { state: job_state, lease_id, template, request, pool_id, pending }) = row else {
         return Err(ApiError::NotFound("job"));
     };
     if job_state != JobState::Running {
@@ -787,24 +740,6 @@ fn stored_request(req: &CreateJobRequest) -> serde_json::Value {
     let mut kept = req.clone();
     kept.secret_env.values_mut().for_each(|value| *value = "***".into());
     serde_json::to_value(&kept).unwrap_or_default()
-}
-
-/// A container image reference: what `docker run` takes, and nothing it could read as an option.
-pub fn check_image(image: &str, errors: &mut Vec<FieldError>) {
-    let ok = !image.is_empty()
-        && image.len() <= 255
-        && !image.starts_with('-')
-        && image.chars().all(|c| c.is_ascii_alphanumeric() || "._-/:@".contains(c));
-    if !ok {
-        errors.push(FieldError::new("image", "an image reference, e.g. nvcr.io/nvidia/pytorch:24.05-py3"));
-    }
-}
-
-pub fn lease_not_active(state: LeaseState) -> ApiError {
-    ApiError::conflict(
-        "lease_not_active",
-        format!("the lease is {}: jobs and environments run on active leases", state.as_str()),
-    )
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -893,12 +828,7 @@ pub async fn list_job_steps(
         return Err(ApiError::field("after", "a step number, 0 to 1000000000"));
     }
     let mut conn = state.db.acquire().await?;
-    let owned: Option<(Uuid,)> = sqlx::query_as("SELECT id FROM jobs WHERE id = $1 AND tenant_id = $2")
-        .bind(job_id)
-        .bind(auth.tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    if owned.is_none() {
+    if !stored::tenant_has_job(&mut conn, job_id, auth.tenant_id).await? {
         return Err(ApiError::NotFound("job"));
     }
     let mut steps = super::steps::list(&mut conn, job_id, after, limit + 1).await?;
@@ -930,10 +860,6 @@ pub async fn cancel_job(
 
 // ---------------------------------------------------------------------------------------------------------------
 // Agents
-
-pub fn stale_credential() -> ApiError {
-    ApiError::unauthorized("the agent credential was rotated or its node is gone: register again")
-}
 
 /// The node's unfinished assignments, each with what to do (`run` or `cancel`). Fetching marks new ones
 /// `assigned`. An assignment that is no longer listed has ended (e.g. with its lease): stop it.
@@ -1020,12 +946,9 @@ pub async fn get_lease_insights(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<LeaseInsights>> {
     let mut conn = state.db.acquire().await?;
-    let lease: Option<(Uuid,)> = sqlx::query_as("SELECT pool_id FROM leases WHERE id = $1 AND tenant_id = $2")
-        .bind(lease_id)
-        .bind(auth.tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    let Some((pool_id,)) = lease else { return Err(ApiError::NotFound("lease")) };
+    let Some(pool_id) = stored::tenant_lease_pool(&mut conn, lease_id, auth.tenant_id).await? else {
+        return Err(ApiError::NotFound("lease"));
+    };
     Ok(Json(evaluate_lease(&mut conn, lease_id, pool_id).await?))
 }
 
@@ -1035,14 +958,7 @@ pub async fn evaluate_lease(
     lease_id: Uuid,
     pool_id: Uuid,
 ) -> Result<LeaseInsights, ApiError> {
-    type Running = (Uuid, Option<sqlx::types::Json<Plan>>, DateTime<Utc>);
-    let job: Option<Running> = sqlx::query_as(
-        "SELECT id, plan, started_at FROM jobs WHERE lease_id = $1 AND state = 'running' AND started_at IS NOT NULL \
-         ORDER BY id DESC LIMIT 1",
-    )
-    .bind(lease_id)
-    .fetch_optional(&mut *conn)
-    .await?;
+    let job = stored::running_job_of_lease(conn, lease_id).await?;
     let Some((job_id, plan, started_at)) = job else {
         return Ok(LeaseInsights {
             lease_id,
@@ -1053,26 +969,15 @@ pub async fn evaluate_lease(
             insights: Vec::new(),
         });
     };
-    let plan = plan.map(|p| p.0);
+    let plan: Option<Plan> = plan.map(decode_json).transpose()?;
     let measured = crate::agent_api::telemetry::measure_lease(conn, lease_id, started_at, insights::WINDOW_S).await?;
     let topology = lease_topology(conn, lease_id, pool_id).await?;
-    let (gpu_link,): (String,) =
-        sqlx::query_as("SELECT m.gpu_link FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1")
-            .bind(pool_id)
-            .fetch_one(&mut *conn)
-            .await?;
+    let gpu_link = stored::pool_gpu_link(conn, pool_id).await?;
     let steps = super::steps::totals(conn, &[job_id])
         .await?
         .remove(&job_id)
         .map(|totals| super::steps::summarize(&totals, plan.as_ref()));
-    let suggestion: Option<serde_json::Value> = sqlx::query_scalar(
-        "SELECT g.suggestion FROM job_generations g JOIN jobs j ON j.id = g.job_id AND j.generation = g.generation \
-         WHERE j.id = $1",
-    )
-    .bind(job_id)
-    .fetch_optional(&mut *conn)
-    .await?
-    .flatten();
+    let suggestion = stored::current_suggestion(conn, job_id).await?;
     let found = insights::assess(&InsightInput {
         plan: plan.as_ref(),
         measured,

@@ -1,28 +1,31 @@
-//! Job persistence. Every change to a job's nodes locks the job row first, then recomputes the job's state from
-//! its nodes' in the same transaction ([`refresh_job`]), so concurrent reports from several nodes cannot lose an
-//! update. Lock order: lease, then job, then its nodes.
+//! Jobs over the store (`gpuplane_store::jobs`, where their statements are). Every change to a job's nodes locks
+//! the job row first, then recomputes the job's state from its nodes' in the same transaction ([`refresh_job`]),
+//! so concurrent reports from several nodes cannot lose an update. Lock order: lease, then job, then its nodes.
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use gpuplane_protocol::lease_network::lease_address;
+use gpuplane_store::jobs as stored;
 
 use super::launch_specs::LaunchSpec;
 use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, StopNotice, clamp_tail};
-use super::{
-    Desired, GenerationState, Job, JobGeneration, JobNode, JobState, NodeNotice, Retune, RetuneMode, StateChange,
-    aggregate,
-};
+use super::{Desired, Job, JobGeneration, JobState, Retune, aggregate};
 use crate::extract::new_id;
 use crate::planner::Plan;
 use crate::secrets::store::{read_error, reveal};
 use crate::secrets::{Context, Keyring};
 
-use gpuplane_store::jobs::history_push;
-pub use gpuplane_store::jobs::{end_jobs_of_leases_ctes, job_end_for_lease};
+pub use gpuplane_store::jobs::{GenerationPart, end_jobs_of_leases_ctes, give_notice, job_end_for_lease};
+
+/// A JSON value stored by the service read back as its type (a plan, template parameters, launchers): a value
+/// that does not fit is a decoding error, as when the statement decoded it.
+pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, sqlx::Error> {
+    serde_json::from_value(value).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
 
 /// A job about to be stored.
 pub struct NewJob<'a> {
@@ -44,27 +47,20 @@ pub struct NewJob<'a> {
 
 /// Store a job; its secret values sealed under the keyring's current key.
 pub async fn insert_job(conn: &mut PgConnection, keyring: &Keyring, job: NewJob<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "WITH job AS ( \
-             INSERT INTO jobs (id, tenant_id, lease_id, template, template_version, request, plan, created_by, \
-                 retune, retune_min_gain_pct, stop_grace_s) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, plan, created_by, created_at) \
-         INSERT INTO job_generations (job_id, generation, state, plan, reason, requested_by, created_at) \
-         SELECT id, 1, 'running', plan, 'created', created_by, created_at FROM job",
-    )
-    .bind(job.id)
-    .bind(job.tenant_id)
-    .bind(job.lease_id)
-    .bind(job.template)
-    .bind(job.template_version)
-    .bind(&job.request)
-    .bind(job.plan.map(sqlx::types::Json))
-    .bind(job.created_by)
-    .bind(job.retune.mode)
-    .bind(job.retune.min_gain_pct)
-    .bind(job.stop_grace_s)
-    .execute(&mut *conn)
-    .await?;
+    let row = stored::NewJobRow {
+        id: job.id,
+        tenant_id: job.tenant_id,
+        lease_id: job.lease_id,
+        template: job.template,
+        template_version: job.template_version,
+        request: &job.request,
+        plan: job.plan.map(serde_json::to_value).transpose().map_err(|e| sqlx::Error::Encode(Box::new(e)))?,
+        created_by: job.created_by,
+        retune: job.retune.mode,
+        retune_min_gain_pct: job.retune.min_gain_pct,
+        stop_grace_s: job.stop_grace_s,
+    };
+    stored::insert_job(conn, &row).await?;
     insert_parts(conn, job.id, 1, &job.nodes).await?;
     if !job.secrets.is_empty() {
         let names: Vec<&str> = job.secrets.keys().map(String::as_str).collect();
@@ -75,16 +71,7 @@ pub async fn insert_job(conn: &mut PgConnection, keyring: &Keyring, job: NewJob<
             .collect();
         let key_ids: Vec<&str> = sealed.iter().map(|s| s.key_id.as_str()).collect();
         let bytes: Vec<&[u8]> = sealed.iter().map(|s| s.bytes.as_slice()).collect();
-        sqlx::query(
-            "INSERT INTO job_secrets (job_id, name, value_key_id, value_sealed) \
-             SELECT $1, u.name, u.key_id, u.sealed FROM UNNEST($2::text[], $3::text[], $4::bytea[]) AS u(name, key_id, sealed)",
-        )
-        .bind(job.id)
-        .bind(&names)
-        .bind(&key_ids)
-        .bind(&bytes)
-        .execute(conn)
-        .await?;
+        stored::insert_job_secrets(conn, job.id, &names, &key_ids, &bytes).await?;
     }
     Ok(())
 }
@@ -100,20 +87,7 @@ async fn insert_parts(
     let nodes: Vec<Uuid> = parts.iter().map(|n| n.0).collect();
     let ranks: Vec<i32> = (0..parts.len() as i32).collect();
     let specs: Vec<serde_json::Value> = parts.iter().map(|n| serde_json::to_value(&n.1).unwrap_or_default()).collect();
-    sqlx::query(
-        "INSERT INTO job_nodes (id, job_id, generation, node_id, node_rank, spec, history) \
-         SELECT u.id, $1, $2, u.node, u.rank, u.spec, \
-             jsonb_build_array(jsonb_build_object('state', 'pending', 'at', now(), 'reason', NULL)) \
-         FROM UNNEST($3::uuid[], $4::uuid[], $5::int[], $6::jsonb[]) AS u(id, node, rank, spec)",
-    )
-    .bind(job_id)
-    .bind(generation)
-    .bind(&ids)
-    .bind(&nodes)
-    .bind(&ranks)
-    .bind(&specs)
-    .execute(conn)
-    .await?;
+    stored::insert_parts(conn, job_id, generation, &ids, &nodes, &ranks, &specs).await?;
     Ok(())
 }
 
@@ -123,16 +97,9 @@ async fn job_secrets(
     keyring: &Keyring,
     job_ids: &[Uuid],
 ) -> Result<Vec<(Uuid, String, String)>, sqlx::Error> {
-    type Row = (Uuid, String, Option<String>, Option<String>, Option<Vec<u8>>);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT job_id, name, value, value_key_id, value_sealed FROM job_secrets \
-         WHERE job_id = ANY($1) ORDER BY job_id, name",
-    )
-    .bind(job_ids)
-    .fetch_all(conn)
-    .await?;
+    let rows = stored::job_secret_rows(conn, job_ids).await?;
     rows.into_iter()
-        .map(|(job_id, name, clear, key_id, sealed)| {
+        .map(|stored::SecretRow { job_id, name, value: clear, value_key_id: key_id, value_sealed: sealed }| {
             let value = reveal(
                 keyring,
                 Context::JobSecret { job_id, name: &name },
@@ -154,131 +121,33 @@ pub fn mask_secrets(text: &str, secrets: &[(String, String)]) -> String {
         .fold(text.to_owned(), |text, (_, value)| text.replace(value.as_str(), "***"))
 }
 
-#[derive(sqlx::FromRow)]
-struct JobRow {
-    id: Uuid,
-    lease_id: Uuid,
-    template: String,
-    template_version: Option<i32>,
-    state: JobState,
-    cancel_requested: bool,
-    reason: Option<String>,
-    plan: Option<sqlx::types::Json<Plan>>,
-    generation: i32,
-    retune: RetuneMode,
-    retune_min_gain_pct: i32,
-    stop_grace_s: i32,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-    started_at: Option<DateTime<Utc>>,
-    finished_at: Option<DateTime<Utc>>,
-}
-
-const JOB_COLUMNS: &str = "id, lease_id, template, template_version, state, cancel_requested, reason, plan, \
-    generation, retune, retune_min_gain_pct, stop_grace_s, created_at, updated_at, started_at, finished_at";
-
-#[derive(sqlx::FromRow)]
-struct NodeRow {
-    job_id: Uuid,
-    id: Uuid,
-    node_id: Uuid,
-    hostname: String,
-    node_rank: i32,
-    state: JobState,
-    desired: Desired,
-    exit_code: Option<i32>,
-    output_tail: sqlx::types::Json<Vec<String>>,
-    reason: Option<String>,
-    history: sqlx::types::Json<Vec<StateChange>>,
-    spec: sqlx::types::Json<LaunchSpec>,
-    started_at: Option<DateTime<Utc>>,
-    finished_at: Option<DateTime<Utc>>,
-    notice_reason: Option<String>,
-    notice_grace_s: Option<i32>,
-    notice_at: Option<DateTime<Utc>>,
-}
-
-#[derive(sqlx::FromRow)]
-struct GenerationRow {
-    job_id: Uuid,
-    generation: i32,
-    state: GenerationState,
-    plan: Option<sqlx::types::Json<Plan>>,
-    reason: String,
-    requested_by: Option<Uuid>,
-    measured: Option<serde_json::Value>,
-    correction: Option<serde_json::Value>,
-    created_at: DateTime<Utc>,
-    started_at: Option<DateTime<Utc>>,
-    ended_at: Option<DateTime<Utc>>,
-}
-
-async fn with_nodes(conn: &mut PgConnection, rows: Vec<JobRow>) -> Result<Vec<Job>, sqlx::Error> {
+async fn with_nodes(conn: &mut PgConnection, rows: Vec<stored::JobRow>) -> Result<Vec<Job>, sqlx::Error> {
     let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
-    let nodes: Vec<NodeRow> = sqlx::query_as(
-        "SELECT jn.job_id, jn.id, jn.node_id, n.hostname, jn.node_rank, jn.state, jn.desired, jn.exit_code, \
-             jn.output_tail, jn.reason, jn.history, jn.spec, jn.started_at, jn.finished_at, \
-             jn.notice_reason, jn.notice_grace_s, jn.notice_at \
-         FROM job_nodes jn JOIN jobs j ON j.id = jn.job_id AND j.generation = jn.generation \
-         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) ORDER BY jn.job_id, jn.node_rank",
-    )
-    .bind(&ids)
-    .fetch_all(&mut *conn)
-    .await?;
-    let generations: Vec<GenerationRow> = sqlx::query_as(
-        "SELECT job_id, generation, state, plan, reason, requested_by, measured, correction, created_at, \
-             started_at, ended_at \
-         FROM job_generations WHERE job_id = ANY($1) ORDER BY job_id, generation",
-    )
-    .bind(&ids)
-    .fetch_all(&mut *conn)
-    .await?;
+    let nodes = stored::current_parts(conn, &ids).await?;
+    let generations = stored::generation_rows(conn, &ids).await?;
     let mut steps = super::steps::totals(conn, &ids).await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| Job {
-            measured: steps.remove(&r.id).map(|t| super::steps::summarize(&t, r.plan.as_ref().map(|p| &p.0))),
-            nodes: nodes
-                .iter()
-                .filter(|n| n.job_id == r.id)
-                .map(|n| JobNode {
-                    id: n.id,
-                    node_id: n.node_id,
-                    hostname: n.hostname.clone(),
-                    node_rank: n.node_rank,
-                    state: n.state,
-                    desired: n.desired,
-                    exit_code: n.exit_code,
-                    output_tail: n.output_tail.0.clone(),
-                    reason: n.reason.clone(),
-                    history: n.history.0.clone(),
-                    spec: n.spec.0.clone(),
-                    started_at: n.started_at,
-                    finished_at: n.finished_at,
-                    notice: match (&n.notice_reason, n.notice_grace_s, n.notice_at) {
-                        (Some(reason), Some(grace_s), Some(at)) => {
-                            Some(NodeNotice { reason: reason.clone(), grace_s, at })
-                        }
-                        _ => None,
-                    },
-                })
-                .collect(),
-            generations: generations
-                .iter()
-                .filter(|g| g.job_id == r.id)
-                .map(|g| JobGeneration {
-                    generation: g.generation,
-                    state: g.state,
-                    plan: g.plan.as_ref().map(|p| p.0.clone()),
-                    reason: g.reason.clone(),
-                    requested_by: g.requested_by,
-                    measured: g.measured.clone(),
-                    correction: g.correction.clone(),
-                    created_at: g.created_at,
-                    started_at: g.started_at,
-                    ended_at: g.ended_at,
-                })
-                .collect(),
+    let mut jobs = Vec::with_capacity(rows.len());
+    for r in rows {
+        let plan: Option<Plan> = r.plan.map(decode_json).transpose()?;
+        let mut job_generations = Vec::new();
+        for g in generations.iter().filter(|g| g.job_id == r.id) {
+            job_generations.push(JobGeneration {
+                generation: g.generation,
+                state: g.state,
+                plan: g.plan.clone().map(decode_json).transpose()?,
+                reason: g.reason.clone(),
+                requested_by: g.requested_by,
+                measured: g.measured.clone(),
+                correction: g.correction.clone(),
+                created_at: g.created_at,
+                started_at: g.started_at,
+                ended_at: g.ended_at,
+            });
+        }
+        jobs.push(Job {
+            measured: steps.remove(&r.id).map(|t| super::steps::summarize(&t, plan.as_ref())),
+            nodes: nodes.iter().filter(|n| n.0 == r.id).map(|n| n.1.clone()).collect(),
+            generations: job_generations,
             generation: r.generation,
             retune: Retune { mode: r.retune, min_gain_pct: r.retune_min_gain_pct },
             stop_grace_s: r.stop_grace_s,
@@ -289,24 +158,19 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<JobRow>) -> Result<Vec<Jo
             state: r.state,
             cancel_requested: r.cancel_requested,
             reason: r.reason,
-            plan: r.plan.map(|p| p.0),
+            plan,
             created_at: r.created_at,
             updated_at: r.updated_at,
             started_at: r.started_at,
             finished_at: r.finished_at,
-        })
-        .collect())
+        });
+    }
+    Ok(jobs)
 }
 
 /// A job; with `tenant_id`, only that tenant's (another tenant's job is "not found").
 pub async fn load_job(conn: &mut PgConnection, tenant_id: Option<Uuid>, id: Uuid) -> Result<Option<Job>, sqlx::Error> {
-    let rows: Vec<JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"
-    )))
-    .bind(id)
-    .bind(tenant_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = stored::job_rows_by_id(conn, tenant_id, id).await?;
     Ok(with_nodes(conn, rows).await?.pop())
 }
 
@@ -318,15 +182,7 @@ pub async fn list_jobs(
     after: Uuid,
     limit: i64,
 ) -> Result<Vec<Job>, sqlx::Error> {
-    let rows: Vec<JobRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {JOB_COLUMNS} FROM jobs WHERE lease_id = $1 AND tenant_id = $2 AND id > $3 ORDER BY id LIMIT $4"
-    )))
-    .bind(lease_id)
-    .bind(tenant_id)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = stored::lease_job_rows(conn, tenant_id, lease_id, after, limit).await?;
     with_nodes(conn, rows).await
 }
 
@@ -339,30 +195,14 @@ pub async fn list_jobs(
 /// fails the job as always, and the replan is abandoned (the last complete checkpoint is what the failed
 /// generation left: the runtime replaces `latest` only once every rank has written).
 pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobState, sqlx::Error> {
-    let (current, cancel_requested, generation): (JobState, bool, i32) =
-        sqlx::query_as("SELECT state, cancel_requested, generation FROM jobs WHERE id = $1")
-            .bind(job_id)
-            .fetch_one(&mut *conn)
-            .await?;
-    /// (state, hostname, rank, reason, exit code) of each node.
-    type NodeOutcome = (JobState, String, i32, Option<String>, Option<i32>);
-    let nodes: Vec<NodeOutcome> = sqlx::query_as(
-        "SELECT jn.state, n.hostname, jn.node_rank, jn.reason, jn.exit_code FROM job_nodes jn \
-         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = $1 AND jn.generation = $2 ORDER BY jn.node_rank",
-    )
-    .bind(job_id)
-    .bind(generation)
-    .fetch_all(&mut *conn)
-    .await?;
+    let (current, cancel_requested, generation) = stored::job_progress(conn, job_id).await?;
+    // (state, hostname, rank, reason, exit code) of each node.
+    let nodes = stored::part_outcomes(conn, job_id, generation).await?;
     if current.is_terminal() {
         return Ok(current);
     }
     let states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
-    let replan: Option<i32> =
-        sqlx::query_scalar("SELECT generation FROM job_generations WHERE job_id = $1 AND state = 'pending'")
-            .bind(job_id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let replan = stored::pending_generation(conn, job_id).await?;
     let any_failed = states.contains(&JobState::Failed);
     if let Some(next_generation) = replan.filter(|_| !cancel_requested && !any_failed) {
         if states.iter().all(|s| s.is_terminal()) {
@@ -395,38 +235,16 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         _ => None,
     };
     if next.is_terminal() {
-        let abandoned: Option<i32> = sqlx::query_scalar(
-            "UPDATE job_generations SET state = 'abandoned', ended_at = now() \
-             WHERE job_id = $1 AND state = 'pending' RETURNING generation",
-        )
-        .bind(job_id)
-        .fetch_optional(&mut *conn)
-        .await?;
+        let abandoned = stored::abandon_pending_generation(conn, job_id).await?;
         if let (Some(abandoned), JobState::Failed) = (abandoned, next) {
             reason = reason.map(|r| {
                 format!("the replan to generation {abandoned} was abandoned: {r}; the last complete checkpoint is kept")
             });
         }
     }
-    let (tenant_id, lease_id, reason): (Uuid, Uuid, Option<String>) = sqlx::query_as(
-        "UPDATE jobs SET state = $2, reason = COALESCE(reason, $3), updated_at = now(), \
-             started_at = CASE WHEN $2 = 'running' THEN COALESCE(started_at, now()) ELSE started_at END, \
-             finished_at = CASE WHEN $2 IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END \
-         WHERE id = $1 RETURNING tenant_id, lease_id, reason",
-    )
-    .bind(job_id)
-    .bind(next)
-    .bind(reason)
-    .fetch_one(&mut *conn)
-    .await?;
+    let (tenant_id, lease_id, reason) = stored::set_job_state(conn, job_id, next, reason).await?;
     if next == JobState::Running {
-        sqlx::query(
-            "UPDATE job_generations SET started_at = COALESCE(started_at, now()) WHERE job_id = $1 AND generation = $2",
-        )
-        .bind(job_id)
-        .bind(generation)
-        .execute(&mut *conn)
-        .await?;
+        stored::mark_generation_started(conn, job_id, generation).await?;
     }
     let event_type = match next {
         JobState::Running => Some("job.started"),
@@ -439,7 +257,7 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         crate::webhooks::emit(conn, crate::webhooks::Audience::Tenant(tenant_id), event_type, data).await?;
     }
     if next == JobState::Failed {
-        stop_nodes(conn, job_id, "another node of the job failed").await?;
+        stored::stop_parts(conn, job_id, "another node of the job failed").await?;
     }
     Ok(next)
 }
@@ -453,54 +271,25 @@ async fn start_pending_generation(
     ended: i32,
     next: i32,
 ) -> Result<(), sqlx::Error> {
-    let (plan, specs, reason): (Option<sqlx::types::Json<Plan>>, sqlx::types::Json<Vec<GenerationPart>>, String) =
-        sqlx::query_as("SELECT plan, specs, reason FROM job_generations WHERE job_id = $1 AND generation = $2")
-            .bind(job_id)
-            .bind(next)
-            .fetch_one(&mut *conn)
-            .await?;
-    let old_plan: Option<sqlx::types::Json<Plan>> =
-        sqlx::query_scalar("SELECT plan FROM jobs WHERE id = $1").bind(job_id).fetch_one(&mut *conn).await?;
-    let measured = super::steps::totals(conn, &[job_id]).await?.remove(&job_id).map(|t| {
-        serde_json::to_value(super::steps::summarize(&t, old_plan.as_ref().map(|p| &p.0))).unwrap_or_default()
-    });
-    sqlx::query(
-        "UPDATE job_generations SET state = 'ended', ended_at = now(), measured = $3 WHERE job_id = $1 AND generation = $2",
-    )
-    .bind(job_id)
-    .bind(ended)
-    .bind(&measured)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("UPDATE job_generations SET state = 'running' WHERE job_id = $1 AND generation = $2")
-        .bind(job_id)
-        .bind(next)
-        .execute(&mut *conn)
-        .await?;
-    let parts: Vec<(Uuid, LaunchSpec)> = specs.0.into_iter().map(|p| (p.node_id, p.spec)).collect();
+    let (plan, specs, reason) = stored::generation_to_start(conn, job_id, next).await?;
+    let old_plan: Option<Plan> = stored::job_plan(conn, job_id).await?.map(decode_json).transpose()?;
+    let measured = super::steps::totals(conn, &[job_id])
+        .await?
+        .remove(&job_id)
+        .map(|t| serde_json::to_value(super::steps::summarize(&t, old_plan.as_ref())).unwrap_or_default());
+    stored::end_generation(conn, job_id, ended, measured).await?;
+    stored::run_generation(conn, job_id, next).await?;
+    let parts: Vec<(Uuid, LaunchSpec)> = specs.into_iter().map(|p| (p.node_id, p.spec)).collect();
     insert_parts(conn, job_id, next, &parts).await?;
-    let (tenant_id, lease_id): (Uuid, Uuid) = sqlx::query_as(
-        "UPDATE jobs SET generation = $2, plan = $3, updated_at = now() WHERE id = $1 RETURNING tenant_id, lease_id",
-    )
-    .bind(job_id)
-    .bind(next)
-    .bind(&plan)
-    .fetch_one(&mut *conn)
-    .await?;
+    let (tenant_id, lease_id) = stored::switch_generation(conn, job_id, next, plan.clone()).await?;
+    let plan: Option<Plan> = plan.map(decode_json).transpose()?;
     tracing::info!(job.id = %job_id, generation = next, "replan: the next generation starts");
     let data = serde_json::json!({
         "job_id": job_id, "lease_id": lease_id, "generation": next, "reason": reason,
-        "plan": plan.as_ref().map(|p| super::retune::plan_shape(&p.0)),
+        "plan": plan.as_ref().map(super::retune::plan_shape),
     });
     crate::webhooks::emit(conn, crate::webhooks::Audience::Tenant(tenant_id), "job.replanned", data).await?;
     Ok(())
-}
-
-/// One node's part of a pending generation, as `job_generations.specs` keeps it.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct GenerationPart {
-    pub node_id: Uuid,
-    pub spec: LaunchSpec,
 }
 
 /// A replan about to be stored: the plan and every node's spec, rendered for the job's lease.
@@ -530,33 +319,32 @@ impl From<sqlx::Error> for ReplanError {
     }
 }
 
+impl From<gpuplane_store::StoreError> for ReplanError {
+    fn from(err: gpuplane_store::StoreError) -> Self {
+        ReplanError::Database(err.into())
+    }
+}
+
 /// Store a replan and give the running generation its stop notice (the job's grace). The job row is locked
 /// here; a second replan racing this one fails on `job_generations_one_pending` whichever replica takes it.
 /// Returns the pending generation's number.
 pub async fn replan(conn: &mut PgConnection, new: NewGeneration<'_>) -> Result<i32, ReplanError> {
-    let row: Option<(JobState, i32, i32)> =
-        sqlx::query_as("SELECT state, generation, stop_grace_s FROM jobs WHERE id = $1 FOR UPDATE")
-            .bind(new.job_id)
-            .fetch_optional(&mut *conn)
-            .await?;
+    let row = stored::lock_job_for_replan(conn, new.job_id).await?;
     let Some((state, generation, grace_s)) = row else { return Err(ReplanError::NotRunning(JobState::Cancelled)) };
     if state != JobState::Running {
         return Err(ReplanError::NotRunning(state));
     }
     let parts: Vec<GenerationPart> =
         new.parts.into_iter().map(|(node_id, spec)| GenerationPart { node_id, spec }).collect();
-    let next: Option<i32> = sqlx::query_scalar(
-        "INSERT INTO job_generations (job_id, generation, state, plan, specs, reason, requested_by, correction) \
-         SELECT $1, max(generation) + 1, 'pending', $2, $3, $4, $5, $6 FROM job_generations WHERE job_id = $1 \
-         ON CONFLICT (job_id) WHERE state = 'pending' DO NOTHING RETURNING generation",
+    let next = stored::insert_pending_generation(
+        conn,
+        new.job_id,
+        new.plan,
+        &parts,
+        new.reason,
+        new.requested_by,
+        new.correction,
     )
-    .bind(new.job_id)
-    .bind(sqlx::types::Json(new.plan))
-    .bind(sqlx::types::Json(&parts))
-    .bind(new.reason)
-    .bind(new.requested_by)
-    .bind(&new.correction)
-    .fetch_optional(&mut *conn)
     .await?;
     let Some(next) = next else { return Err(ReplanError::InProgress) };
     give_notice(conn, new.job_id, &format!("replan to generation {next}"), grace_s).await?;
@@ -569,16 +357,7 @@ pub async fn replan(conn: &mut PgConnection, new: NewGeneration<'_>) -> Result<i
 /// whose running parts have none yet: the grace is what is left until the lease's end, so the checkpoint fits
 /// in the time paid for. Safe with several replicas (SKIP LOCKED). Returns the jobs noticed.
 pub async fn notice_before_lease_end(conn: &mut PgConnection) -> Result<Vec<Uuid>, sqlx::Error> {
-    let due: Vec<(Uuid, DateTime<Utc>)> = sqlx::query_as(
-        "SELECT j.id, l.ends_at FROM jobs j JOIN leases l ON l.id = j.lease_id \
-         WHERE l.state = 'active' AND l.ends_at IS NOT NULL AND j.state IN ('assigned', 'running') \
-             AND j.stop_grace_s > 0 AND l.ends_at - make_interval(secs => j.stop_grace_s) <= now() \
-             AND EXISTS (SELECT 1 FROM job_nodes jn WHERE jn.job_id = j.id AND jn.generation = j.generation \
-                 AND jn.state IN ('assigned', 'running') AND jn.notice_at IS NULL) \
-         ORDER BY j.id LIMIT 500 FOR UPDATE OF j SKIP LOCKED",
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let due = stored::lock_jobs_due_before_lease_end(conn).await?;
     for (job_id, ends_at) in &due {
         let left = (*ends_at - Utc::now()).num_seconds().clamp(0, i64::from(i32::MAX)) as i32;
         give_notice(conn, *job_id, &format!("the lease ends at {}", ends_at.format("%Y-%m-%dT%H:%M:%SZ")), left)
@@ -599,93 +378,25 @@ pub async fn notice_before_balance_runs_out(
     seconds_left: i64,
     round_s: i64,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
-    let due = sqlx::query!(
-        "SELECT j.id, j.stop_grace_s FROM jobs j
-         WHERE j.lease_id = ANY($1) AND j.state IN ('assigned', 'running') AND j.stop_grace_s > 0
-             AND j.stop_grace_s::bigint + $3 >= $2
-             AND EXISTS (SELECT 1 FROM job_nodes jn WHERE jn.job_id = j.id AND jn.generation = j.generation
-                 AND jn.state IN ('assigned', 'running') AND jn.notice_at IS NULL)
-         ORDER BY j.id FOR UPDATE OF j SKIP LOCKED",
-        lease_ids,
-        seconds_left,
-        round_s
-    )
-    .fetch_all(&mut *conn)
-    .await?;
-    for job in &due {
-        let grace = i64::from(job.stop_grace_s).min(seconds_left.max(0)) as i32;
+    let due = stored::lock_jobs_due_before_balance_runs_out(conn, lease_ids, seconds_left, round_s).await?;
+    for (job_id, stop_grace_s) in &due {
+        let grace = i64::from(*stop_grace_s).min(seconds_left.max(0)) as i32;
         let reason = format!("the balance runs out in about {seconds_left} s");
-        give_notice(conn, job.id, &reason, grace).await?;
-        refresh_job(conn, job.id).await?;
+        give_notice(conn, *job_id, &reason, grace).await?;
+        refresh_job(conn, *job_id).await?;
     }
-    Ok(due.into_iter().map(|d| d.id).collect())
-}
-
-/// Tell the current generation's unfinished parts of a job that they will be stopped after `grace_s` seconds:
-/// a part no agent has fetched yet is cancelled at once (nothing runs to tell); the others get the notice,
-/// which their agents pass on to the processes. A part keeps the first notice it got. The caller holds the
-/// job's lock and refreshes it.
-pub async fn give_notice(conn: &mut PgConnection, job_id: Uuid, reason: &str, grace_s: i32) -> Result<(), sqlx::Error> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE job_nodes SET state = 'cancelled', reason = $2, finished_at = now(), updated_at = now(), history = {} \
-         WHERE job_id = $1 AND generation = (SELECT generation FROM jobs WHERE id = $1) AND state = 'pending'",
-        history_push("'cancelled'", "$2")
-    )))
-    .bind(job_id)
-    .bind(format!("stopped before it started: {reason}"))
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "UPDATE job_nodes SET notice_reason = $2, notice_grace_s = $3, notice_at = now(), updated_at = now() \
-         WHERE job_id = $1 AND generation = (SELECT generation FROM jobs WHERE id = $1) \
-             AND state IN ('assigned', 'running') AND notice_at IS NULL",
-    )
-    .bind(job_id)
-    .bind(reason)
-    .bind(grace_s)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
-/// Stop a job's unfinished nodes: not yet fetched ones are cancelled at once, the others are told to stop.
-async fn stop_nodes(conn: &mut PgConnection, job_id: Uuid, reason: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE job_nodes SET state = 'cancelled', reason = $2, finished_at = now(), updated_at = now(), history = {} \
-         WHERE job_id = $1 AND state = 'pending'",
-        history_push("'cancelled'", "$2")
-    )))
-    .bind(job_id)
-    .bind(reason)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "UPDATE job_nodes SET desired = 'cancel', updated_at = now() \
-         WHERE job_id = $1 AND state IN ('assigned', 'running') AND desired = 'run'",
-    )
-    .bind(job_id)
-    .execute(conn)
-    .await?;
-    Ok(())
+    Ok(due.into_iter().map(|d| d.0).collect())
 }
 
 /// Ask every node of a job to stop. Returns false when there is no such job of the tenant; a finished job is
 /// left as it is.
 pub async fn cancel_job(conn: &mut PgConnection, tenant_id: Uuid, job_id: Uuid) -> Result<bool, sqlx::Error> {
-    let row: Option<(JobState,)> = sqlx::query_as("SELECT state FROM jobs WHERE id = $1 AND tenant_id = $2 FOR UPDATE")
-        .bind(job_id)
-        .bind(tenant_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    let Some((state,)) = row else { return Ok(false) };
+    let Some(state) = stored::lock_tenant_job(conn, tenant_id, job_id).await? else { return Ok(false) };
     if state.is_terminal() {
         return Ok(true);
     }
-    sqlx::query("UPDATE jobs SET cancel_requested = true, updated_at = now() WHERE id = $1")
-        .bind(job_id)
-        .execute(&mut *conn)
-        .await?;
-    stop_nodes(conn, job_id, "cancelled before it started").await?;
+    stored::request_cancel(conn, job_id).await?;
+    stored::stop_parts(conn, job_id, "cancelled before it started").await?;
     refresh_job(conn, job_id).await?;
     Ok(true)
 }
@@ -699,33 +410,11 @@ pub async fn fail_unfetched_assignments(
     bound: std::time::Duration,
 ) -> Result<Vec<Uuid>, sqlx::Error> {
     // Jobs before their nodes, in id order, as every other writer locks them.
-    let jobs: Vec<Uuid> = sqlx::query_scalar(
-        "SELECT j.id FROM jobs j WHERE j.id IN (SELECT job_id FROM job_nodes WHERE state = 'pending' \
-                 AND created_at < now() - make_interval(secs => $1)) \
-             AND j.state IN ('pending', 'assigned', 'running') \
-         ORDER BY j.id FOR UPDATE SKIP LOCKED",
-    )
-    .bind(bound.as_secs_f64())
-    .fetch_all(&mut *conn)
-    .await?;
+    let jobs = stored::lock_jobs_with_unfetched_parts(conn, bound.as_secs_f64()).await?;
     if jobs.is_empty() {
         return Ok(jobs);
     }
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE job_nodes jn SET state = 'failed', finished_at = now(), updated_at = now(), \
-             reason = format('the agent of node %s did not fetch its assignment within %s s', n.hostname, $2::bigint), \
-             history = {} \
-         FROM nodes n WHERE n.id = jn.node_id AND jn.job_id = ANY($1) AND jn.state = 'pending' \
-             AND jn.created_at < now() - make_interval(secs => $2::bigint)",
-        history_push(
-            "'failed'",
-            "format('the agent of node %s did not fetch its assignment within %s s', n.hostname, $2::bigint)"
-        )
-    )))
-    .bind(&jobs)
-    .bind(bound.as_secs() as i64)
-    .execute(&mut *conn)
-    .await?;
+    stored::fail_unfetched_parts(conn, &jobs, bound.as_secs() as i64).await?;
     for job_id in &jobs {
         refresh_job(conn, *job_id).await?;
     }
@@ -735,16 +424,6 @@ pub async fn fail_unfetched_assignments(
 // Whether a node has an assignment it has not fetched or a cancel it has not applied (the heartbeat's hint)
 // is evaluated inside the heartbeat statement itself (`agent_api::routes::store_heartbeat`), at no round trip.
 
-/// Whether the node's credential generation is current.
-async fn agent_current(conn: &mut PgConnection, node_id: Uuid, generation: i64) -> Result<bool, sqlx::Error> {
-    let (ok,): (bool,) = sqlx::query_as("SELECT EXISTS (SELECT 1 FROM nodes WHERE id = $1 AND agent_generation = $2)")
-        .bind(node_id)
-        .bind(generation)
-        .fetch_one(conn)
-        .await?;
-    Ok(ok)
-}
-
 /// The node's unfinished assignments; the pending ones become `assigned` (delivered). None when the agent's
 /// credential generation is stale.
 pub async fn fetch_assignments(
@@ -753,47 +432,33 @@ pub async fn fetch_assignments(
     node_id: Uuid,
     generation: i64,
 ) -> Result<Option<AssignmentList>, sqlx::Error> {
-    if !agent_current(conn, node_id, generation).await? {
+    if !stored::agent_current(conn, node_id, generation).await? {
         return Ok(None);
     }
-    // Jobs before their nodes, in id order, as every other writer locks them.
-    let jobs: Vec<(Uuid,)> = sqlx::query_as(
-        "SELECT id FROM jobs WHERE id IN (SELECT job_id FROM job_nodes WHERE node_id = $1 AND state = 'pending') \
-         ORDER BY id FOR UPDATE",
-    )
-    .bind(node_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let jobs = stored::lock_jobs_with_pending_parts(conn, node_id).await?;
     if !jobs.is_empty() {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE job_nodes SET state = 'assigned', updated_at = now(), history = {} \
-             WHERE node_id = $1 AND state = 'pending'",
-            history_push("'assigned'", "NULL")
-        )))
-        .bind(node_id)
-        .execute(&mut *conn)
-        .await?;
-        for (job_id,) in &jobs {
+        stored::mark_parts_assigned(conn, node_id).await?;
+        for job_id in &jobs {
             refresh_job(conn, *job_id).await?;
         }
     }
-    type Row = (Uuid, Uuid, Uuid, Desired, JobState, sqlx::types::Json<LaunchSpec>, Option<String>, Option<i32>);
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT jn.id, jn.job_id, j.lease_id, jn.desired, jn.state, jn.spec, jn.notice_reason, jn.notice_grace_s \
-         FROM job_nodes jn \
-         JOIN jobs j ON j.id = jn.job_id \
-         WHERE jn.node_id = $1 AND jn.state IN ('pending', 'assigned', 'running') ORDER BY jn.id",
-    )
-    .bind(node_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = stored::open_assignments(conn, node_id).await?;
     // Secret values reach only the agents of the job's own nodes, in the assignment's environment.
-    let job_ids: Vec<Uuid> = rows.iter().map(|r| r.1).collect();
+    let job_ids: Vec<Uuid> = rows.iter().map(|r| r.job_id).collect();
     let secrets = job_secrets(conn, keyring, &job_ids).await?;
     let assignments = rows
         .into_iter()
-        .map(|(job_node_id, job_id, lease_id, desired, state, spec, notice_reason, notice_grace_s)| {
-            let mut spec = spec.0;
+        .map(|row| {
+            let stored::AssignmentRow {
+                job_node_id,
+                job_id,
+                lease_id,
+                desired,
+                state,
+                mut spec,
+                notice_reason,
+                notice_grace_s,
+            } = row;
             for (_, name, value) in secrets.iter().filter(|s| s.0 == job_id) {
                 spec.env.insert(name.clone(), value.clone());
             }
@@ -803,24 +468,9 @@ pub async fn fetch_assignments(
             Assignment { job_node_id, job_id, lease_id, desired, state, spec, notice }
         })
         .collect();
-    let leases: Vec<(Uuid, Vec<i32>)> = sqlx::query_as(
-        "SELECT g.held_by, array_agg(g.idx ORDER BY g.idx) FROM gpus g \
-         WHERE g.node_id = $1 AND g.held_by IS NOT NULL GROUP BY g.held_by ORDER BY g.held_by",
-    )
-    .bind(node_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let leases = stored::node_lease_gpus(conn, node_id).await?;
     let lease_ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
-    type PeerRow = (Uuid, Uuid, String, Option<i32>, Option<String>, Vec<i32>);
-    let peers: Vec<PeerRow> = sqlx::query_as(
-        "SELECT l.id, n.id, n.address, n.echo_port, n.lease_subnet, array_agg(g.idx ORDER BY g.idx) FROM leases l \
-         JOIN gpus g ON g.id = ANY(l.gpu_ids) AND g.held_by = l.id JOIN nodes n ON n.id = g.node_id \
-         WHERE l.id = ANY($1) AND g.node_id <> $2 GROUP BY l.id, n.id ORDER BY l.id, n.id",
-    )
-    .bind(&lease_ids)
-    .bind(node_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let peers = stored::lease_peers(conn, &lease_ids, node_id).await?;
     let leases = leases
         .into_iter()
         .map(|(lease_id, gpu_indices)| NodeLease {
@@ -828,12 +478,12 @@ pub async fn fetch_assignments(
             gpu_indices,
             peers: peers
                 .iter()
-                .filter(|p| p.0 == lease_id)
+                .filter(|p| p.lease_id == lease_id)
                 .map(|p| LeasePeer {
-                    node_id: p.1,
-                    address: p.2.clone(),
-                    echo_port: p.3,
-                    lease_address: lease_address(p.4.as_deref(), &p.5).map(|a| a.to_string()),
+                    node_id: p.node_id,
+                    address: p.address.clone(),
+                    echo_port: p.echo_port,
+                    lease_address: lease_address(p.lease_subnet.as_deref(), &p.gpu_indices).map(|a| a.to_string()),
                 })
                 .collect(),
         })
@@ -857,6 +507,12 @@ impl From<sqlx::Error> for ReportError {
     }
 }
 
+impl From<gpuplane_store::StoreError> for ReportError {
+    fn from(err: gpuplane_store::StoreError) -> Self {
+        ReportError::Database(err.into())
+    }
+}
+
 /// Record a node's report. Idempotent, and forward only: a report that would move the state back is ignored
 /// (a terminal state is final), though a finished node without an exit code (ended with its lease) gets the one
 /// reported. Returns the node's state and desired state as recorded now.
@@ -868,56 +524,26 @@ pub async fn report_status(
     job_node_id: Uuid,
     report: &AssignmentStatus,
 ) -> Result<(JobState, Desired), ReportError> {
-    if !agent_current(conn, node_id, generation).await? {
+    if !stored::agent_current(conn, node_id, generation).await? {
         return Err(ReportError::StaleCredential);
     }
-    let job: Option<(Uuid,)> = sqlx::query_as("SELECT job_id FROM job_nodes WHERE id = $1 AND node_id = $2")
-        .bind(job_node_id)
-        .bind(node_id)
-        .fetch_optional(&mut *conn)
-        .await?;
-    let Some((job_id,)) = job else { return Err(ReportError::NotFound) };
-    sqlx::query("SELECT 1 FROM jobs WHERE id = $1 FOR UPDATE").bind(job_id).execute(&mut *conn).await?;
-    let (current, exit_code): (JobState, Option<i32>) =
-        sqlx::query_as("SELECT state, exit_code FROM job_nodes WHERE id = $1 FOR UPDATE")
-            .bind(job_node_id)
-            .fetch_one(&mut *conn)
-            .await?;
+    let Some(job_id) = stored::assignment_job(conn, job_node_id, node_id).await? else {
+        return Err(ReportError::NotFound);
+    };
+    stored::lock_job(conn, job_id).await?;
+    let (current, exit_code) = stored::lock_part(conn, job_node_id).await?;
     let next: JobState = report.state.into();
     let secrets: Vec<(String, String)> =
         job_secrets(conn, keyring, &[job_id]).await?.into_iter().map(|(_, name, value)| (name, value)).collect();
     let masked: Vec<String> = report.output_tail.iter().map(|line| mask_secrets(line, &secrets)).collect();
-    let tail = sqlx::types::Json(clamp_tail(&masked));
+    let tail = clamp_tail(&masked);
     let reason = report.reason.as_ref().map(|r| mask_secrets(r, &secrets).chars().take(500).collect::<String>());
     if next.rank() > current.rank() {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE job_nodes SET state = $2, exit_code = $3, output_tail = $4, reason = COALESCE($5, reason), \
-                 updated_at = now(), history = {}, \
-                 started_at = CASE WHEN $2 = 'running' THEN now() ELSE started_at END, \
-                 finished_at = CASE WHEN $2 IN ('succeeded', 'failed', 'cancelled') THEN now() ELSE NULL END \
-             WHERE id = $1",
-            history_push("$2", "$5")
-        )))
-        .bind(job_node_id)
-        .bind(next)
-        .bind(report.exit_code)
-        .bind(&tail)
-        .bind(&reason)
-        .execute(&mut *conn)
-        .await?;
+        stored::advance_part(conn, job_node_id, next, report.exit_code, &tail, reason.as_deref()).await?;
         refresh_job(conn, job_id).await?;
     } else if (next == current && next == JobState::Running) || (current.is_terminal() && exit_code.is_none()) {
         // More output from a running process; or the exit code of one whose node ended with its lease.
-        sqlx::query(
-            "UPDATE job_nodes SET output_tail = $2, exit_code = COALESCE(exit_code, $3), updated_at = now() WHERE id = $1",
-        )
-        .bind(job_node_id)
-        .bind(&tail)
-        .bind(report.exit_code.filter(|_| next.is_terminal()))
-        .execute(&mut *conn)
-        .await?;
+        stored::update_part_output(conn, job_node_id, &tail, report.exit_code.filter(|_| next.is_terminal())).await?;
     }
-    let now: (JobState, Desired) =
-        sqlx::query_as("SELECT state, desired FROM job_nodes WHERE id = $1").bind(job_node_id).fetch_one(conn).await?;
-    Ok(now)
+    Ok(stored::part_state(conn, job_node_id).await?)
 }
