@@ -18,7 +18,6 @@ use clap::{Parser, Subcommand};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{cancel_on_signal, run};
-use crate::auth::Role;
 use crate::config::{DatabaseArgs, LogFormat, SecretsKeyArgs, ServeArgs};
 use crate::observability::init_logging;
 use crate::router::openapi_document;
@@ -161,17 +160,7 @@ fn database_name(url: &str) -> Option<String> {
     url.parse::<sqlx::postgres::PgConnectOptions>().ok()?.get_database().map(str::to_owned)
 }
 
-/// Create the first operator key. Serialized with an advisory lock so two concurrent bootstraps cannot both win.
-pub async fn bootstrap_operator(pool: &sqlx::PgPool, name: &str) -> anyhow::Result<String> {
-    let mut tx = pool.begin().await?;
-    gpuplane_store::ops::lock_bootstrap(&mut tx).await?;
-    if gpuplane_store::ops::operator_exists(&mut tx).await? {
-        anyhow::bail!("an operator already exists; create further keys with `POST /v1/admin/api-keys`");
-    }
-    let created = crate::auth::key_lifecycle::create_api_key(&mut tx, None, None, name, Role::Operator).await?;
-    tx.commit().await?;
-    Ok(created.api_key)
-}
+pub use crate::auth::key_lifecycle::bootstrap_operator;
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(args.log_format);

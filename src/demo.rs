@@ -138,7 +138,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     cancel_on_signal(signal.clone());
     check_demo_database(&args.database_url)?;
     let db = recreate_database(&args.database_url).await?;
-    let operator_key = crate::cli::bootstrap_operator(&db, "demo").await?;
+    let operator_key = crate::auth::key_lifecycle::bootstrap_operator(&db, "demo").await?;
     let state = AppState::new(db, demo_settings(args.heartbeat_interval_secs))?;
     let listener =
         tokio::net::TcpListener::bind(args.bind).await.with_context(|| format!("cannot listen on {}", args.bind))?;

@@ -280,3 +280,15 @@ pub async fn revoke_expired_keys(db: &sqlx::PgPool) -> Result<u64, sqlx::Error> 
     let mut conn = db.acquire().await?;
     Ok(store::revoke_expired_keys(&mut conn).await?)
 }
+
+/// Create the first operator key. Serialized with an advisory lock so two concurrent bootstraps cannot both win.
+pub async fn bootstrap_operator(pool: &sqlx::PgPool, name: &str) -> anyhow::Result<String> {
+    let mut tx = pool.begin().await?;
+    gpuplane_store::ops::lock_bootstrap(&mut tx).await?;
+    if gpuplane_store::ops::operator_exists(&mut tx).await? {
+        anyhow::bail!("an operator already exists; create further keys with `POST /v1/admin/api-keys`");
+    }
+    let created = create_api_key(&mut tx, None, None, name, crate::auth::Role::Operator).await?;
+    tx.commit().await?;
+    Ok(created.api_key)
+}

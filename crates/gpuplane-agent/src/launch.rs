@@ -57,16 +57,7 @@ pub struct JobHost {
     pub network: Option<super::lease_net::LeaseNetworks>,
 }
 
-/// How a started process is stopped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProcessKind {
-    /// bwrap: the job is every process in its PID namespace.
-    Sandbox,
-    /// A container of this name, stopped through the runtime.
-    Container(String),
-    /// `--insecure-unsandboxed-jobs`: its process group.
-    Plain,
-}
+pub use super::sandbox::ProcessKind;
 
 /// A command ready to spawn.
 #[derive(Debug)]

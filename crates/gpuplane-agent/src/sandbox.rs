@@ -33,6 +33,17 @@ use std::process::Stdio;
 use anyhow::Context;
 use command_fds::CommandFdExt;
 
+/// How a started process is stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProcessKind {
+    /// bwrap: the job is every process in its PID namespace.
+    Sandbox,
+    /// A container of this name, stopped through the runtime.
+    Container(String),
+    /// `--insecure-unsandboxed-jobs`: its process group.
+    Plain,
+}
+
 /// The programs the sandbox runs through, found on PATH at start-up.
 #[derive(Debug, Clone)]
 pub struct Sandbox {
@@ -341,8 +352,7 @@ fn start_time(pid: u32) -> u64 {
 /// to be told, such as the gpuplane runtime's ranks for SIGUSR1. A process that does not catch it (a launcher
 /// such as torchrun, a script without a handler) would die of it, so it is never sent there. Those of its
 /// sandbox, or, unsandboxed, of its process group; a container's are not reached.
-pub fn processes_catching(pid: u32, kind: &super::launch::ProcessKind, signal: u32) -> Vec<u32> {
-    use super::launch::ProcessKind;
+pub fn processes_catching(pid: u32, kind: &ProcessKind, signal: u32) -> Vec<u32> {
     let candidates: Vec<u32> = match kind {
         ProcessKind::Sandbox => sandbox_processes(pid),
         ProcessKind::Plain => {
