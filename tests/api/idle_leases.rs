@@ -70,7 +70,7 @@ impl Fixture {
 
     /// The webhook events of `type` about `lease`, oldest first.
     async fn webhooks(&self, event_type: &str, lease: Uuid) -> Vec<Value> {
-        sqlx::query_scalar("SELECT data FROM webhook_events WHERE type = $1 AND data->>'lease_id' = $2 ORDER BY id")
+        sqlx::query_scalar("SELECT data FROM event_log WHERE type = $1 AND data->>'lease_id' = $2 ORDER BY id")
             .bind(event_type)
             .bind(lease.to_string())
             .fetch_all(&self.app.db)

@@ -201,6 +201,157 @@ async fn lease_node_and_queue_events_are_delivered_signed(db: PgPool) {
     assert_eq!(fleet.body["items"].as_array().unwrap().len(), 1);
 }
 
+/// A lease event is written once, in `lease_events`: the feed and the deliveries read it there (through the view
+/// `event_log`), with the id, type and data the outbox's copy used to carry. Before migration 0036 each one was
+/// also copied into `webhook_events`.
+#[sqlx::test]
+async fn a_lease_event_is_written_once_and_published_from_the_lease_events(db: PgPool) {
+    let app = app(db.clone());
+    let worker = worker(&app);
+    let (receiver, url) = spawn_receiver().await;
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (endpoint, _) = create_endpoint(&app, &tenant, &url, json!(["lease.*"])).await;
+    let pool = app.pool(&op, "h100-a", "h100").await;
+    app.agent_node(&op, &pool, "node-a", 1).await;
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease_id = lease.body["id"].as_str().unwrap().to_string();
+    app.post(&format!("/v1/leases/{lease_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+
+    let published: Vec<(uuid::Uuid, String)> = sqlx::query_as(
+        "SELECT id, kind FROM lease_events WHERE lease_id = $1::uuid AND kind IN ('allocated', 'released') ORDER BY id",
+    )
+    .bind(&lease_id)
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert_eq!(published.len(), 2, "{published:?}");
+    let copies: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_events").fetch_one(&db).await.unwrap();
+    assert_eq!(copies, 0, "no lease event is copied");
+
+    // The feed: the lease events' own ids, as the types and data the outbox published.
+    let feed = app.get("/v1/events", &tenant).await.expect(StatusCode::OK);
+    let items = feed.body["items"].as_array().unwrap();
+    let ids: Vec<String> = items.iter().map(|e| e["id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(ids, published.iter().map(|(id, _)| id.to_string()).collect::<Vec<_>>());
+    assert_eq!(items[0]["type"], "lease.started");
+    assert_eq!(items[0]["data"]["lease_id"], lease_id.as_str());
+    assert_eq!(items[0]["data"]["pool_id"], pool.as_str());
+    assert_eq!(items[1]["type"], "lease.ended");
+    assert_eq!(items[1]["data"]["reason"], "released");
+    assert_eq!(items[1]["data"]["lease_id"], lease_id.as_str());
+
+    // The deliveries name the same events, and the receiver gets them with those ids.
+    let deliveries = app.get(&format!("/v1/webhooks/{endpoint}/deliveries"), &tenant).await.expect(StatusCode::OK);
+    let mut delivered: Vec<String> = deliveries.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["event_id"].as_str().unwrap().to_string())
+        .collect();
+    delivered.sort();
+    assert_eq!(delivered, ids);
+    deliver_until(&worker, || receiver.accepted.lock().unwrap().len() == 2).await;
+    let mut received: Vec<Value> = receiver.accepted.lock().unwrap().iter().map(|r| r.body.clone()).collect();
+    received.sort_by_key(|b| b["type"].as_str().unwrap().to_string());
+    assert_eq!(received[0]["type"], "lease.ended");
+    assert_eq!(received[0]["data"]["reason"], "released");
+    assert_eq!(received[0]["data"], items[1]["data"]);
+    assert_eq!(received[1]["type"], "lease.started");
+    assert_eq!(received[1]["data"], items[0]["data"]);
+}
+
+/// Migration 0036 on a database with lease events copied by the old outbox: the copies go, each pending delivery
+/// still resolves to its event (now the lease event itself), and an old release's insert without a tenant is
+/// still accepted (rolling upgrade).
+#[sqlx::test(migrations = false)]
+async fn migration_0036_keeps_every_delivery_of_a_copied_lease_event(db: PgPool) {
+    let dir = std::env::temp_dir().join(format!("gpuplane-pre-0036-{}", uuid::Uuid::now_v7()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".sql") && name.as_str() < "0036" {
+            std::fs::copy(migrations.join(&name), dir.join(&name)).unwrap();
+        }
+    }
+    sqlx::migrate::Migrator::new(dir.as_path()).await.unwrap().run(&db).await.unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (tenant, pool, lease, event) =
+        (uuid::Uuid::now_v7(), uuid::Uuid::now_v7(), uuid::Uuid::now_v7(), uuid::Uuid::now_v7());
+    for (sql, id) in [
+        ("INSERT INTO tenants (id, name) VALUES ($1, 'acme')", tenant),
+        (
+            "INSERT INTO pools (id, name, gpu_model, region, price_per_gpu_hour_minor, currency) \
+             VALUES ($1, 'h100-a', 'h100', 'eu-west', 250, 'USD')",
+            pool,
+        ),
+    ] {
+        sqlx::query(sql).bind(id).execute(&db).await.unwrap();
+    }
+    sqlx::query(
+        "INSERT INTO webhook_endpoints (id, tenant_id, url, event_types, secret) \
+         VALUES ($1, $2, 'https://example.com/hook', '{lease.*}', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw')",
+    )
+    .bind(uuid::Uuid::now_v7())
+    .bind(tenant)
+    .execute(&db)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO leases (id, tenant_id, pool_id, gpu_count, placement, term, state) \
+         VALUES ($1, $2, $3, 1, 'pack', 'hourly', 'active')",
+    )
+    .bind(lease)
+    .bind(tenant)
+    .bind(pool)
+    .execute(&db)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO lease_events (id, lease_id, kind, actor) VALUES ($1, $2, 'allocated', 'system')")
+        .bind(event)
+        .bind(lease)
+        .execute(&db)
+        .await
+        .unwrap();
+    let before: (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM webhook_events WHERE id = $1), \
+                (SELECT count(*) FROM webhook_deliveries WHERE event_id = $1)",
+    )
+    .bind(event)
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!(before, (1, 1), "the old outbox copied the event and made its delivery");
+
+    gpuplane::db::MIGRATOR.run(&db).await.unwrap();
+    let copies: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_events").fetch_one(&db).await.unwrap();
+    assert_eq!(copies, 0);
+    let (event_type, data): (String, Value) = sqlx::query_as(
+        "SELECT ev.type, ev.data FROM webhook_deliveries d JOIN event_log ev ON ev.id = d.event_id",
+    )
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!(event_type, "lease.started");
+    assert_eq!(data, json!({ "lease_id": lease, "pool_id": pool }));
+    // A replica of the previous release writes a lease event without its tenant: filled in from the lease.
+    sqlx::query("INSERT INTO lease_events (id, lease_id, kind, actor) VALUES ($1, $2, 'released', 'system')")
+        .bind(uuid::Uuid::now_v7())
+        .bind(lease)
+        .execute(&db)
+        .await
+        .unwrap();
+    let tenants: Vec<uuid::Uuid> =
+        sqlx::query_scalar("SELECT tenant_id FROM lease_events ORDER BY id").fetch_all(&db).await.unwrap();
+    assert_eq!(tenants, vec![tenant, tenant]);
+    let deliveries: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_deliveries").fetch_one(&db).await.unwrap();
+    assert_eq!(deliveries, 2, "the new event has its delivery too");
+}
+
 #[sqlx::test]
 async fn a_fatal_xid_and_an_issued_invoice_are_delivered(db: PgPool) {
     let app = app(db.clone());
@@ -431,9 +582,16 @@ async fn audience_reads_are_served_by_the_audience_indexes(db: PgPool) {
             "webhook_endpoints_tenant_idx",
             "webhook_endpoints_tenant_idx",
         ),
+        // A page of the event log (`GET /v1/events`): a merge of the two tables' ordered audience scans, the
+        // lease events' branch gone for the operators (a lease event always has a tenant).
         (
-            "SELECT id FROM webhook_events WHERE webhook_in_audience(tenant_id, $1) AND id > '00000000-0000-0000-0000-000000000000' ORDER BY id LIMIT 51",
+            "SELECT id FROM event_log WHERE webhook_in_audience(tenant_id, $1) AND id > '00000000-0000-0000-0000-000000000000' ORDER BY id LIMIT 51",
             "webhook_events_tenant_idx",
+            "webhook_events_fleet_idx",
+        ),
+        (
+            "SELECT id FROM event_log WHERE webhook_in_audience(tenant_id, $1) AND id > '00000000-0000-0000-0000-000000000000' ORDER BY id LIMIT 51",
+            "lease_events_tenant_idx",
             "webhook_events_fleet_idx",
         ),
     ];
