@@ -330,12 +330,11 @@ async fn migration_0036_keeps_every_delivery_of_a_copied_lease_event(db: PgPool)
     gpuplane::db::MIGRATOR.run(&db).await.unwrap();
     let copies: i64 = sqlx::query_scalar("SELECT count(*) FROM webhook_events").fetch_one(&db).await.unwrap();
     assert_eq!(copies, 0);
-    let (event_type, data): (String, Value) = sqlx::query_as(
-        "SELECT ev.type, ev.data FROM webhook_deliveries d JOIN event_log ev ON ev.id = d.event_id",
-    )
-    .fetch_one(&db)
-    .await
-    .unwrap();
+    let (event_type, data): (String, Value) =
+        sqlx::query_as("SELECT ev.type, ev.data FROM webhook_deliveries d JOIN event_log ev ON ev.id = d.event_id")
+            .fetch_one(&db)
+            .await
+            .unwrap();
     assert_eq!(event_type, "lease.started");
     assert_eq!(data, json!({ "lease_id": lease, "pool_id": pool }));
     // A replica of the previous release writes a lease event without its tenant: filled in from the lease.

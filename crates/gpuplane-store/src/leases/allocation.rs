@@ -398,8 +398,8 @@ fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseWrite<'_>) -> String {
              FROM plan p WHERE n.id = ANY((SELECT ids FROM plan_nodes)::uuid[]) AND n.id = p.node_id \
                  AND (SELECT ok FROM complete)), \
          recorded AS ( \
-             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
-             SELECT $4, $1, $5, $6, $7, $8, $9, $19 WHERE (SELECT ok FROM complete)), \
+             INSERT INTO lease_events (id, lease_id, tenant_id, kind, from_state, to_state, actor, reason, detail) \
+             SELECT $4, $1, (SELECT tenant_id FROM lease), $5, $6, $7, $8, $9, $19 WHERE (SELECT ok FROM complete)), \
          written AS (SELECT {lease} AS lease FROM lease l)",
         lease = lease_json("l", "picked"),
         row = match row {

@@ -127,8 +127,8 @@ async fn end_lease_scoped(
              FROM (SELECT node_id, count(*) FILTER (WHERE healthy) AS n FROM held GROUP BY node_id) f \
              WHERE nodes.id = f.node_id), \
          recorded AS ( \
-             INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason) \
-             SELECT $9, ended.id, $10, ended.old_state, $2, $11, $4 FROM ended) \
+             INSERT INTO lease_events (id, lease_id, tenant_id, kind, from_state, to_state, actor, reason) \
+             SELECT $9, ended.id, ended.tenant_id, $10, ended.old_state, $2, $11, $4 FROM ended) \
          SELECT key_check.*, {lease} AS lease, \
              ended.old_state, ended.queue_waiting, \
              EXISTS (SELECT 1 FROM old) AND NOT EXISTS (SELECT 1 FROM current) AS stale \

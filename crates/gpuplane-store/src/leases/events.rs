@@ -35,8 +35,8 @@ impl<'a> NewEvent<'a> {
 pub async fn record_event(conn: &mut PgConnection, lease_id: Uuid, event: NewEvent<'_>) -> StoreResult<()> {
     let NewEvent { kind, from, to, actor, reason, detail } = event;
     sqlx::query!(
-        "INSERT INTO lease_events (id, lease_id, kind, from_state, to_state, actor, reason, detail) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+        "INSERT INTO lease_events (id, lease_id, tenant_id, kind, from_state, to_state, actor, reason, detail) \
+         VALUES ($1, $2, (SELECT tenant_id FROM leases WHERE id = $2), $3, $4, $5, $6, $7, $8)",
         new_id(),
         lease_id,
         kind,
