@@ -179,8 +179,8 @@ pub async fn evaluate_node(
     let minimums = minimums_for_pool(conn, pool_id, settings).await?;
     let verdict = judge(driver.as_deref(), cuda.as_deref(), &minimums);
     let reason = verdict.reason();
-    store::set_not_ready_reason(conn, node_id, reason.as_deref()).await?;
-    if !matches!(liveness.as_str(), "ready" | "not_ready") {
+    store::set_verdict(conn, node_id, liveness, reason.as_deref()).await?;
+    if !liveness.is_alive() {
         // A silent node's silence is what operators hear about now; its verdict is announced when it is back
         // (the heartbeat that ends the silence judges it again).
         return Ok(reason);

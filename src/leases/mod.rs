@@ -6,6 +6,7 @@ pub mod network;
 pub mod placement;
 pub mod release;
 pub mod routes;
+pub mod rules;
 pub mod store;
 pub mod sweeper;
 

@@ -13,7 +13,7 @@ use gpuplane_store::leases::changes;
 
 use super::store::FreedPools;
 use super::store::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
-use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release};
+use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release, rules};
 use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
@@ -22,9 +22,7 @@ use crate::state::AppState;
 
 crate::page_schema!(LeasePage, Lease);
 
-/// Longest hourly lease (a leap year) and monthly term.
-pub const MAX_HOURS: i32 = 8784;
-pub const MAX_MONTHS: i32 = 36;
+pub use super::rules::{MAX_HOURS, MAX_MONTHS};
 /// Most GPUs in one lease.
 pub const MAX_GPUS: i32 = 4096;
 
@@ -355,38 +353,15 @@ async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResul
 /// requests of one tenant are checked one after another and cannot jointly exceed a quota. Called only for
 /// tenants the admission statement found to have a quota: the others' requests lock nothing and run in parallel.
 async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, gpu_count: i32) -> ApiResult<()> {
-    let limits = changes::lock_quotas(conn, tenant_id, pool_id).await?;
-    let (max_leases, max_gpus_default, max_gpus_pool) =
-        (limits.max_concurrent_leases, limits.max_gpus_per_pool, limits.max_gpus_pool);
-    let max_gpus = max_gpus_pool.or(max_gpus_default);
+    let quotas = changes::lock_quotas(conn, tenant_id, pool_id).await?;
     let in_use = changes::in_use(conn, tenant_id, pool_id).await?;
-    let (leases, gpus_in_pool) = (in_use.leases, in_use.gpus_in_pool);
-    let exceeded = |quota: &str, limit: i32, in_use: i64, message: String| ApiError::Conflict {
+    rules::check_quotas(&quotas, &in_use, gpu_count).map_err(|exceeded| ApiError::Conflict {
         code: "quota_exceeded",
-        message,
-        context: Some(serde_json::json!({ "quota": quota, "limit": limit, "in_use": in_use, "requested": gpu_count })),
-    };
-    if let Some(limit) = max_leases
-        && leases + 1 > limit as i64
-    {
-        return Err(exceeded(
-            "max_concurrent_leases",
-            limit,
-            leases,
-            format!("quota max_concurrent_leases is {limit}; the tenant holds {leases} leases"),
-        ));
-    }
-    if let Some(limit) = max_gpus
-        && gpus_in_pool + gpu_count as i64 > limit as i64
-    {
-        return Err(exceeded(
-            "max_gpus_per_pool",
-            limit,
-            gpus_in_pool,
-            format!("quota max_gpus_per_pool is {limit}; the tenant holds {gpus_in_pool} GPUs in this pool"),
-        ));
-    }
-    Ok(())
+        message: exceeded.message,
+        context: Some(serde_json::json!({
+            "quota": exceeded.quota, "limit": exceeded.limit, "in_use": exceeded.in_use, "requested": gpu_count,
+        })),
+    })
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -509,21 +484,8 @@ pub async fn extend_lease(
     if !lease_state.is_live() {
         return Err(ApiError::conflict("lease_not_active", format!("the lease is {}", lease_state.as_str())));
     }
-    // Sums in i64: a request near i32::MAX must not wrap past the cap.
-    let total = |current: Option<i32>, add: i32| i64::from(current.unwrap_or(0)) + i64::from(add);
-    let (add_hours, add_months) = match (term, req.hours, req.months) {
-        (Term::Hourly, Some(h), None) if total(hours, h) <= i64::from(MAX_HOURS) => (h, 0),
-        (Term::Hourly, _, _) => {
-            return Err(ApiError::field("hours", format!("hourly leases extend by hours; at most {MAX_HOURS} in all")));
-        }
-        (Term::Monthly, None, Some(m)) if total(months, m) <= i64::from(MAX_MONTHS) => (0, m),
-        (Term::Monthly, _, _) => {
-            return Err(ApiError::field(
-                "months",
-                format!("monthly leases extend by months; at most {MAX_MONTHS} in all"),
-            ));
-        }
-    };
+    let (add_hours, add_months) =
+        rules::extension(term, hours, months, req.hours, req.months).map_err(|e| ApiError::Validation(vec![e]))?;
     let (pool_id, gpu_count) = changes::pool_and_size(&mut tx, lease_id).await?;
     crate::billing::require_balance(&mut tx, auth.tenant_id, pool_id, gpu_count, term, add_months).await?;
     changes::extend(&mut tx, lease_id, add_hours, add_months).await?;

@@ -60,6 +60,11 @@ impl Versions {
     }
 
     /// Where a node that is heard from goes with this verdict.
+    /// The verdict a node's `not_ready_reason` records: none means its versions suffice.
+    pub fn of(not_ready_reason: Option<&str>) -> Versions {
+        if not_ready_reason.is_some() { Versions::TooOld } else { Versions::Sufficient }
+    }
+
     fn alive(self) -> Liveness {
         match self {
             Versions::Sufficient => Liveness::Ready,

@@ -4,6 +4,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::StoreResult;
+use crate::agents::liveness::{Event, Liveness, Versions};
 
 /// The pool's own minimum driver and CUDA versions (each absent when the service's applies); `None` when
 /// there is no such pool.
@@ -23,7 +24,7 @@ pub async fn pool_minimums(
 pub struct NodeVersions {
     pub pool_id: Uuid,
     pub hostname: String,
-    pub liveness: String,
+    pub liveness: Liveness,
     pub driver_version: Option<String>,
     pub cuda_version: Option<String>,
 }
@@ -32,7 +33,7 @@ pub struct NodeVersions {
 pub async fn lock_node_versions(conn: &mut PgConnection, node_id: Uuid) -> StoreResult<Option<NodeVersions>> {
     let row = sqlx::query_as!(
         NodeVersions,
-        r#"SELECT pool_id, hostname, liveness, facts->>'driver_version' AS driver_version,
+        r#"SELECT pool_id, hostname, liveness AS "liveness: Liveness", facts->>'driver_version' AS driver_version,
                   facts->>'cuda_version' AS cuda_version
          FROM nodes WHERE id = $1 FOR UPDATE"#,
         node_id
@@ -42,15 +43,21 @@ pub async fn lock_node_versions(conn: &mut PgConnection, node_id: Uuid) -> Store
     Ok(row)
 }
 
-/// Store the node's verdict: its reason, and a live node's liveness `ready` <-> `not_ready`. Changes nothing
-/// when the reason is the same.
-pub async fn set_not_ready_reason(conn: &mut PgConnection, node_id: Uuid, reason: Option<&str>) -> StoreResult<()> {
+/// Store the node's verdict, `reason` (None: its versions suffice), and the liveness the verdict gives a node
+/// that was `was` when locked ([`Event::Judged`]: a live node turns `ready` <-> `not_ready`, a silent one keeps
+/// its state and hears the verdict when it is back). Changes nothing when the reason is the same.
+pub async fn set_verdict(
+    conn: &mut PgConnection,
+    node_id: Uuid,
+    was: Liveness,
+    reason: Option<&str>,
+) -> StoreResult<()> {
     sqlx::query!(
-        "UPDATE nodes SET not_ready_reason = $2, updated_at = now(), \
-             liveness = CASE WHEN liveness IN ('ready', 'not_ready') THEN node_heard_liveness($2) ELSE liveness END \
+        "UPDATE nodes SET not_ready_reason = $2, updated_at = now(), liveness = $3 \
          WHERE id = $1 AND not_ready_reason IS DISTINCT FROM $2",
         node_id,
-        reason
+        reason,
+        was.on(Event::Judged(Versions::of(reason))) as Liveness
     )
     .execute(conn)
     .await?;
