@@ -12,6 +12,7 @@ use super::protocol::{
     DesiredState, FATAL_XIDS, GpuSample, HeartbeatRequest, HeartbeatResponse, RegisterRequest, RegisterResponse,
 };
 use gpuplane_store::agents::{Liveness, heartbeat, registration};
+use gpuplane_store::inventory::gpu_models::pool_gpu_model;
 
 use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -82,7 +83,7 @@ pub async fn register_agent(
     let mut tx = state.db.begin().await?;
     let claimed = registration::claim_join_token(&mut tx, &keys::hash(&req.join_token)).await?;
     let Some(pool_id) = claimed else { return Err(invalid_join_token()) };
-    let model = registration::pool_gpu_model(&mut tx, pool_id).await?;
+    let model = pool_gpu_model(&mut tx, pool_id).await?;
     let mismatched: Vec<FieldError> = facts
         .gpus
         .iter()

@@ -10,7 +10,7 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::ApiJson;
 use crate::state::AppState;
 
-pub use gpuplane_store::inventory::gpu_models::{GPU_MODEL_COLUMNS, GpuModel};
+pub use gpuplane_store::inventory::gpu_models::GpuModel;
 
 /// Check a model an operator adds: every field in range, the link facts consistent.
 pub fn validate_gpu_model(model: &GpuModel) -> Result<(), ApiError> {

@@ -23,12 +23,13 @@ use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
-use crate::inventory::gpu_models::{GPU_MODEL_COLUMNS, GpuModel};
+use crate::inventory::gpu_models::GpuModel;
 use crate::leases::LeaseState;
 use crate::planner::{self, ClusterFields, LinkKind, ModelRef, Pins, Plan, PlanInput, PlanRequest, WorkloadFields};
 use crate::planning_api::{gpu_spec, plan_error};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
+use gpuplane_store::inventory::gpu_models::pool_gpu_model;
 use gpuplane_store::jobs as stored;
 
 crate::page_schema!(JobPage, Job);
@@ -378,7 +379,7 @@ async fn lease_gpus(
     pool_id: Uuid,
 ) -> Result<(LeaseTopology, GpuModel), sqlx::Error> {
     let topology = lease_topology(conn, lease_id, pool_id).await?;
-    let gpu: GpuModel = stored::pool_gpu_model(conn, GPU_MODEL_COLUMNS, topology.pool_id).await?;
+    let gpu = pool_gpu_model(conn, topology.pool_id).await?;
     Ok((topology, gpu))
 }
 

@@ -194,12 +194,8 @@ async fn advice_is_the_cost_time_frontier_and_a_cent_does_not_decide_it(db: PgPo
 
 #[sqlx::test]
 async fn the_database_catalog_matches_the_planners(db: PgPool) {
-    let models: Vec<gpuplane::inventory::gpu_models::GpuModel> = sqlx::query_as(
-        "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, host_link FROM gpu_models ORDER BY key",
-    )
-    .fetch_all(&db)
-    .await
-    .unwrap();
+    let mut conn = db.acquire().await.unwrap();
+    let models = gpuplane_store::inventory::gpu_models::list_gpu_models(&mut conn).await.unwrap();
     let mut from_db: Vec<planner::GpuSpec> = models.iter().map(gpuplane::planning_api::gpu_spec).collect();
     let mut builtin = planner::builtin_gpus();
     from_db.sort_by(|a, b| a.key.cmp(&b.key));

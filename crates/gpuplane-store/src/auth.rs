@@ -134,7 +134,7 @@ pub async fn check_key(
 }
 
 /// An API key as listed (never the secret).
-#[derive(Debug, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ApiKey {
     pub id: Uuid,
     pub tenant_id: Option<Uuid>,
@@ -149,9 +149,6 @@ pub struct ApiKey {
     pub expires_at: Option<DateTime<Utc>>,
 }
 
-/// The columns of an [`ApiKey`], shared by the statements that return keys.
-const KEY_COLUMNS: &str = "id, tenant_id, name, role, prefix, created_at, last_used_at, revoked_at, expires_at";
-
 /// Store a new key (its display prefix and secret hash made by the caller). `tenant_id` is None exactly for
 /// operator keys.
 pub async fn insert_api_key(
@@ -162,17 +159,18 @@ pub async fn insert_api_key(
     prefix: &str,
     secret_hash: &[u8],
 ) -> StoreResult<ApiKey> {
-    // Runtime SQL: it returns the shared column list `KEY_COLUMNS`.
-    let key = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO api_keys (id, tenant_id, role, name, prefix, secret_hash) VALUES ($1, $2, $3, $4, $5, $6) \
-         RETURNING {KEY_COLUMNS}"
-    )))
-    .bind(crate::new_id())
-    .bind(tenant_id)
-    .bind(role)
-    .bind(name)
-    .bind(prefix)
-    .bind(secret_hash)
+    let key = sqlx::query_as!(
+        ApiKey,
+        r#"INSERT INTO api_keys (id, tenant_id, role, name, prefix, secret_hash) VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING id, tenant_id, name, role AS "role: Role", prefix, created_at, last_used_at, revoked_at,
+             expires_at"#,
+        crate::new_id(),
+        tenant_id,
+        role as _,
+        name,
+        prefix,
+        secret_hash
+    )
     .fetch_one(conn)
     .await?;
     Ok(key)
@@ -180,10 +178,11 @@ pub async fn insert_api_key(
 
 /// The operator keys, oldest first.
 pub async fn list_operator_keys(conn: &mut PgConnection) -> StoreResult<Vec<ApiKey>> {
-    // Runtime SQL: it selects the shared column list `KEY_COLUMNS`.
-    let keys = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {KEY_COLUMNS} FROM api_keys WHERE role = 'operator' ORDER BY id"
-    )))
+    let keys = sqlx::query_as!(
+        ApiKey,
+        r#"SELECT id, tenant_id, name, role AS "role: Role", prefix, created_at, last_used_at, revoked_at, expires_at
+         FROM api_keys WHERE role = 'operator' ORDER BY id"#
+    )
     .fetch_all(conn)
     .await?;
     Ok(keys)
@@ -191,11 +190,12 @@ pub async fn list_operator_keys(conn: &mut PgConnection) -> StoreResult<Vec<ApiK
 
 /// The keys of a tenant, oldest first.
 pub async fn list_tenant_keys(conn: &mut PgConnection, tenant_id: Uuid) -> StoreResult<Vec<ApiKey>> {
-    // Runtime SQL: it selects the shared column list `KEY_COLUMNS`.
-    let keys = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {KEY_COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY id"
-    )))
-    .bind(tenant_id)
+    let keys = sqlx::query_as!(
+        ApiKey,
+        r#"SELECT id, tenant_id, name, role AS "role: Role", prefix, created_at, last_used_at, revoked_at, expires_at
+         FROM api_keys WHERE tenant_id = $1 ORDER BY id"#,
+        tenant_id
+    )
     .fetch_all(conn)
     .await?;
     Ok(keys)

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use gpuplane_protocol::environments::{EnvironmentSpec, EnvironmentState};
 use serde::{Deserialize, Serialize};
-use sqlx::{AssertSqlSafe, PgConnection};
+use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -11,7 +11,7 @@ use crate::StoreResult;
 use crate::leases::LeaseState;
 
 /// A registered key. The key material itself is not returned: the fingerprint identifies it.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct SshKey {
     pub id: Uuid,
     pub name: String,
@@ -21,9 +21,6 @@ pub struct SshKey {
     pub fingerprint: String,
     pub created_at: DateTime<Utc>,
 }
-
-/// The columns of an [`SshKey`], shared by the statements that return one.
-const KEY_COLUMNS: &str = "id, name, split_part(public_key, ' ', 1) AS key_type, fingerprint, created_at";
 
 /// The tenant's keys as `authorized_keys` lines.
 pub async fn authorized_keys(conn: &mut PgConnection, tenant_id: Uuid) -> StoreResult<Vec<String>> {
@@ -35,12 +32,14 @@ pub async fn authorized_keys(conn: &mut PgConnection, tenant_id: Uuid) -> StoreR
 
 /// The tenant's SSH keys, oldest first.
 pub async fn list_ssh_keys(conn: &mut PgConnection, tenant_id: Uuid) -> StoreResult<Vec<SshKey>> {
-    // Runtime SQL: the columns are the shared fragment `KEY_COLUMNS` (also `insert_ssh_key`).
-    let keys =
-        sqlx::query_as(AssertSqlSafe(format!("SELECT {KEY_COLUMNS} FROM ssh_keys WHERE tenant_id = $1 ORDER BY id")))
-            .bind(tenant_id)
-            .fetch_all(conn)
-            .await?;
+    let keys = sqlx::query_as!(
+        SshKey,
+        r#"SELECT id, name, split_part(public_key, ' ', 1) AS "key_type!", fingerprint, created_at
+         FROM ssh_keys WHERE tenant_id = $1 ORDER BY id"#,
+        tenant_id
+    )
+    .fetch_all(conn)
+    .await?;
     Ok(keys)
 }
 
@@ -72,17 +71,18 @@ pub struct NewSshKey<'a> {
 
 /// Register a key; `None` when the tenant has a key of this fingerprint already.
 pub async fn insert_ssh_key(conn: &mut PgConnection, key: &NewSshKey<'_>) -> StoreResult<Option<SshKey>> {
-    // Runtime SQL: the returned columns are the shared fragment `KEY_COLUMNS` (also `list_ssh_keys`).
-    let inserted = sqlx::query_as(AssertSqlSafe(format!(
-        "INSERT INTO ssh_keys (id, tenant_id, name, public_key, fingerprint, created_by) \
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, fingerprint) DO NOTHING RETURNING {KEY_COLUMNS}"
-    )))
-    .bind(key.id)
-    .bind(key.tenant_id)
-    .bind(key.name)
-    .bind(key.public_key)
-    .bind(key.fingerprint)
-    .bind(key.created_by)
+    let inserted = sqlx::query_as!(
+        SshKey,
+        r#"INSERT INTO ssh_keys (id, tenant_id, name, public_key, fingerprint, created_by)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, fingerprint) DO NOTHING
+         RETURNING id, name, split_part(public_key, ' ', 1) AS "key_type!", fingerprint, created_at"#,
+        key.id,
+        key.tenant_id,
+        key.name,
+        key.public_key,
+        key.fingerprint,
+        key.created_by
+    )
     .fetch_optional(conn)
     .await?;
     Ok(inserted)

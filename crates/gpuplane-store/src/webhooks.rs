@@ -21,7 +21,7 @@ pub enum DeliveryState {
 }
 
 /// A webhook endpoint. Its secret is shown once, when it is created.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WebhookEndpoint {
     pub id: Uuid,
     pub url: String,
@@ -37,7 +37,7 @@ pub struct WebhookEndpoint {
 }
 
 /// One attempt to deliver.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WebhookAttempt {
     pub attempted_at: DateTime<Utc>,
     pub succeeded: bool,
@@ -49,7 +49,7 @@ pub struct WebhookAttempt {
 }
 
 /// An event's delivery to one endpoint, with its attempt log.
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct WebhookDelivery {
     pub id: Uuid,
     /// The event id: the `webhook-id` header of every attempt.
@@ -63,7 +63,6 @@ pub struct WebhookDelivery {
     pub last_status_code: Option<i32>,
     pub created_at: DateTime<Utc>,
     /// Every attempt, oldest first.
-    #[sqlx(json)]
     pub attempt_log: Vec<WebhookAttempt>,
 }
 
@@ -80,16 +79,17 @@ pub struct WebhookEvent {
     pub data: serde_json::Value,
 }
 
-const ENDPOINT_COLUMNS: &str = "id, url, event_types, description, enabled, disabled_reason, created_at, updated_at";
+/// A delivery's attempt log as the statements read it (a JSON array of [`WebhookAttempt`]s), so that a checked
+/// `query_as!(WebhookDelivery, ...)` decodes it into the field's `Vec`.
+#[derive(sqlx::Type)]
+#[sqlx(transparent)]
+struct AttemptLog(sqlx::types::Json<Vec<WebhookAttempt>>);
 
-const DELIVERY_SELECT: &str = "SELECT d.id, d.event_id, ev.type AS event_type, d.state, d.attempts, \
-     CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.last_attempt_at, \
-     d.last_status_code, d.created_at, \
-     COALESCE((SELECT json_agg(json_build_object('attempted_at', a.attempted_at, 'succeeded', a.succeeded, \
-         'response_code', a.response_code, 'latency_ms', a.latency_ms, 'error', a.error) ORDER BY a.id) \
-         FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]') AS attempt_log \
-     FROM webhook_deliveries d JOIN event_log ev ON ev.id = d.event_id \
-     JOIN webhook_endpoints e ON e.id = d.endpoint_id";
+impl From<AttemptLog> for Vec<WebhookAttempt> {
+    fn from(log: AttemptLog) -> Self {
+        log.0.0
+    }
+}
 
 /// Record event `id` for the audience `tenant_id` (None: the operators) and queue it for every enabled endpoint
 /// of that audience subscribed to `event_type` (`webhook_emit`, migration 0015).
@@ -110,12 +110,13 @@ pub async fn load_endpoint(
     tenant_id: Option<Uuid>,
     id: Uuid,
 ) -> StoreResult<Option<WebhookEndpoint>> {
-    // Runtime SQL: it selects the shared column list `ENDPOINT_COLUMNS`.
-    let endpoint = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1 AND webhook_in_audience(tenant_id, $2)"
-    )))
-    .bind(id)
-    .bind(tenant_id)
+    let endpoint = sqlx::query_as!(
+        WebhookEndpoint,
+        "SELECT id, url, event_types, description, enabled, disabled_reason, created_at, updated_at
+         FROM webhook_endpoints WHERE id = $1 AND webhook_in_audience(tenant_id, $2)",
+        id,
+        tenant_id as Option<Uuid>
+    )
     .fetch_optional(conn)
     .await?;
     Ok(endpoint)
@@ -128,14 +129,14 @@ pub async fn list_endpoints(
     after: Uuid,
     limit: i64,
 ) -> StoreResult<Vec<WebhookEndpoint>> {
-    // Runtime SQL: it selects the shared column list `ENDPOINT_COLUMNS`.
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE webhook_in_audience(tenant_id, $1) AND id > $2 \
-         ORDER BY id LIMIT $3"
-    )))
-    .bind(tenant_id)
-    .bind(after)
-    .bind(limit)
+    let rows = sqlx::query_as!(
+        WebhookEndpoint,
+        "SELECT id, url, event_types, description, enabled, disabled_reason, created_at, updated_at
+         FROM webhook_endpoints WHERE webhook_in_audience(tenant_id, $1) AND id > $2 ORDER BY id LIMIT $3",
+        tenant_id as Option<Uuid>,
+        after,
+        limit
+    )
     .fetch_all(conn)
     .await?;
     Ok(rows)
@@ -178,20 +179,21 @@ pub struct NewEndpoint<'a> {
 
 /// Store a new endpoint.
 pub async fn insert_endpoint(conn: &mut PgConnection, new: &NewEndpoint<'_>) -> StoreResult<WebhookEndpoint> {
-    // Runtime SQL: it returns the shared column list `ENDPOINT_COLUMNS`.
-    let endpoint = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO webhook_endpoints \
-             (id, tenant_id, url, event_types, description, enabled, secret_key_id, secret_sealed) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {ENDPOINT_COLUMNS}"
-    )))
-    .bind(new.id)
-    .bind(new.tenant_id)
-    .bind(new.url)
-    .bind(new.event_types)
-    .bind(new.description)
-    .bind(new.enabled)
-    .bind(new.secret_key_id)
-    .bind(new.secret_sealed)
+    let endpoint = sqlx::query_as!(
+        WebhookEndpoint,
+        "INSERT INTO webhook_endpoints
+             (id, tenant_id, url, event_types, description, enabled, secret_key_id, secret_sealed)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         RETURNING id, url, event_types, description, enabled, disabled_reason, created_at, updated_at",
+        new.id,
+        new.tenant_id,
+        new.url,
+        new.event_types,
+        new.description,
+        new.enabled,
+        new.secret_key_id,
+        new.secret_sealed
+    )
     .fetch_one(conn)
     .await?;
     Ok(endpoint)
@@ -213,20 +215,21 @@ pub async fn update_endpoint(
     id: Uuid,
     change: &EndpointChange<'_>,
 ) -> StoreResult<Option<WebhookEndpoint>> {
-    // Runtime SQL: it returns the shared column list `ENDPOINT_COLUMNS`.
-    let updated = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "UPDATE webhook_endpoints SET url = COALESCE($3, url), event_types = COALESCE($4, event_types), \
-             description = COALESCE($5, description), enabled = COALESCE($6, enabled), \
-             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END, \
-             failing_since = CASE WHEN $6 THEN NULL ELSE failing_since END, updated_at = now() \
-         WHERE id = $1 AND webhook_in_audience(tenant_id, $2) RETURNING {ENDPOINT_COLUMNS}"
-    )))
-    .bind(id)
-    .bind(tenant_id)
-    .bind(change.url)
-    .bind(change.event_types)
-    .bind(change.description)
-    .bind(change.enabled)
+    let updated = sqlx::query_as!(
+        WebhookEndpoint,
+        "UPDATE webhook_endpoints SET url = COALESCE($3, url), event_types = COALESCE($4, event_types),
+             description = COALESCE($5, description), enabled = COALESCE($6, enabled),
+             disabled_reason = CASE WHEN $6 THEN NULL ELSE disabled_reason END,
+             failing_since = CASE WHEN $6 THEN NULL ELSE failing_since END, updated_at = now()
+         WHERE id = $1 AND webhook_in_audience(tenant_id, $2)
+         RETURNING id, url, event_types, description, enabled, disabled_reason, created_at, updated_at",
+        id,
+        tenant_id as Option<Uuid>,
+        change.url,
+        change.event_types,
+        change.description,
+        change.enabled
+    )
     .fetch_optional(conn)
     .await?;
     Ok(updated)
@@ -253,15 +256,24 @@ pub async fn list_deliveries(
     after: Uuid,
     limit: i64,
 ) -> StoreResult<Vec<WebhookDelivery>> {
-    // Runtime SQL: it extends the shared select `DELIVERY_SELECT`.
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "{DELIVERY_SELECT} WHERE d.endpoint_id = $1 AND webhook_in_audience(e.tenant_id, $2) AND d.id > $3 \
-         ORDER BY d.id LIMIT $4"
-    )))
-    .bind(endpoint_id)
-    .bind(tenant_id)
-    .bind(after)
-    .bind(limit)
+    // `event_type!`: the view `event_log` keeps only events whose type is not null (migration 0036).
+    let rows = sqlx::query_as!(
+        WebhookDelivery,
+        r#"SELECT d.id, d.event_id, ev.type AS "event_type!", d.state AS "state: DeliveryState", d.attempts,
+             CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.last_attempt_at,
+             d.last_status_code, d.created_at,
+             COALESCE((SELECT json_agg(json_build_object('attempted_at', a.attempted_at, 'succeeded', a.succeeded,
+                 'response_code', a.response_code, 'latency_ms', a.latency_ms, 'error', a.error) ORDER BY a.id)
+                 FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]') AS "attempt_log!: AttemptLog"
+         FROM webhook_deliveries d JOIN event_log ev ON ev.id = d.event_id
+         JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         WHERE d.endpoint_id = $1 AND webhook_in_audience(e.tenant_id, $2) AND d.id > $3
+         ORDER BY d.id LIMIT $4"#,
+        endpoint_id,
+        tenant_id as Option<Uuid>,
+        after,
+        limit
+    )
     .fetch_all(conn)
     .await?;
     Ok(rows)
@@ -269,11 +281,22 @@ pub async fn list_deliveries(
 
 /// Delivery `id` with its attempt log.
 pub async fn load_delivery(conn: &mut PgConnection, id: Uuid) -> StoreResult<WebhookDelivery> {
-    // Runtime SQL: it extends the shared select `DELIVERY_SELECT`.
-    let delivery = sqlx::query_as(sqlx::AssertSqlSafe(format!("{DELIVERY_SELECT} WHERE d.id = $1")))
-        .bind(id)
-        .fetch_one(conn)
-        .await?;
+    // `event_type!`: as in `list_deliveries`.
+    let delivery = sqlx::query_as!(
+        WebhookDelivery,
+        r#"SELECT d.id, d.event_id, ev.type AS "event_type!", d.state AS "state: DeliveryState", d.attempts,
+             CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.last_attempt_at,
+             d.last_status_code, d.created_at,
+             COALESCE((SELECT json_agg(json_build_object('attempted_at', a.attempted_at, 'succeeded', a.succeeded,
+                 'response_code', a.response_code, 'latency_ms', a.latency_ms, 'error', a.error) ORDER BY a.id)
+                 FROM webhook_attempts a WHERE a.delivery_id = d.id), '[]') AS "attempt_log!: AttemptLog"
+         FROM webhook_deliveries d JOIN event_log ev ON ev.id = d.event_id
+         JOIN webhook_endpoints e ON e.id = d.endpoint_id
+         WHERE d.id = $1"#,
+        id
+    )
+    .fetch_one(conn)
+    .await?;
     Ok(delivery)
 }
 

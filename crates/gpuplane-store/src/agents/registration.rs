@@ -5,7 +5,6 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::StoreResult;
-use crate::inventory::gpu_models::GpuModel;
 
 /// Use one registration of a live join token (by its secret's hash); its pool, or None when the token is
 /// unknown, expired, used up or revoked.
@@ -16,19 +15,6 @@ pub async fn claim_join_token(conn: &mut PgConnection, secret_hash: &[u8]) -> St
         secret_hash
     )
     .fetch_optional(conn)
-    .await?)
-}
-
-/// The catalog model of a pool's GPUs.
-pub async fn pool_gpu_model(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<GpuModel> {
-    Ok(sqlx::query_as!(
-        GpuModel,
-        "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
-             host_link \
-         FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)",
-        pool_id
-    )
-    .fetch_one(conn)
     .await?)
 }
 

@@ -1,13 +1,14 @@
 //! The GPU model catalog: built-in datasheet facts, and models operators add.
 
 use serde::{Deserialize, Serialize};
-use sqlx::{AssertSqlSafe, PgConnection};
+use sqlx::PgConnection;
 use utoipa::ToSchema;
+use uuid::Uuid;
 
 use crate::StoreResult;
 
 /// A GPU model's datasheet facts (dense tensor throughput, no sparsity).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(example = json!({"key": "h100", "name": "H100 SXM", "memory_bytes": 80000000000u64, "memory_bandwidth_gbps": 3350,
     "bf16_tflops": 989.0, "fp8_tflops": 1979.0, "gpu_link": "nvlink4", "gpu_link_gbps": 900, "host_link": "pcie5"}))]
 pub struct GpuModel {
@@ -42,36 +43,58 @@ pub struct GpuModel {
     pub host_link: String,
 }
 
-/// The catalog's columns in [`GpuModel`]'s field order, shared by every statement that reads or writes a model.
-pub const GPU_MODEL_COLUMNS: &str =
+/// The catalog's columns in [`GpuModel`]'s field order, for the pools' query (`pools_query`), which builds each
+/// pool's model as a JSON object of them: a runtime string for the shared `ALLOCATABLE_NODE` rule. The checked
+/// statements below write their columns out, and the macros check them against [`GpuModel`].
+pub(super) const GPU_MODEL_COLUMNS: &str =
     "key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, host_link";
 
 /// Every GPU model, by key.
 pub async fn list_gpu_models(conn: &mut PgConnection) -> StoreResult<Vec<GpuModel>> {
-    // Runtime SQL: the column list is the shared fragment `GPU_MODEL_COLUMNS` (also the insert below, the pools'
-    // query and the jobs' model lookup).
-    let models = sqlx::query_as(AssertSqlSafe(format!("SELECT {GPU_MODEL_COLUMNS} FROM gpu_models ORDER BY key")))
-        .fetch_all(conn)
-        .await?;
+    let models = sqlx::query_as!(
+        GpuModel,
+        "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
+             host_link \
+         FROM gpu_models ORDER BY key"
+    )
+    .fetch_all(conn)
+    .await?;
     Ok(models)
+}
+
+/// The catalog model of a pool's GPUs.
+pub async fn pool_gpu_model(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<GpuModel> {
+    Ok(sqlx::query_as!(
+        GpuModel,
+        "SELECT key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
+             host_link \
+         FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)",
+        pool_id
+    )
+    .fetch_one(conn)
+    .await?)
 }
 
 /// Insert a model into the catalog as given; fails on `gpu_models_pkey` when its key is taken.
 pub async fn insert_gpu_model(conn: &mut PgConnection, model: &GpuModel) -> StoreResult<GpuModel> {
-    // Runtime SQL: the column list is the shared fragment `GPU_MODEL_COLUMNS` (see `list_gpu_models`).
-    let created = sqlx::query_as(AssertSqlSafe(format!(
-        "INSERT INTO gpu_models ({GPU_MODEL_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         RETURNING {GPU_MODEL_COLUMNS}"
-    )))
-    .bind(&model.key)
-    .bind(&model.name)
-    .bind(model.memory_bytes)
-    .bind(model.memory_bandwidth_gbps)
-    .bind(model.bf16_tflops)
-    .bind(model.fp8_tflops)
-    .bind(&model.gpu_link)
-    .bind(model.gpu_link_gbps)
-    .bind(&model.host_link)
+    let created = sqlx::query_as!(
+        GpuModel,
+        "INSERT INTO gpu_models \
+             (key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
+              host_link) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         RETURNING key, name, memory_bytes, memory_bandwidth_gbps, bf16_tflops, fp8_tflops, gpu_link, gpu_link_gbps, \
+             host_link",
+        model.key,
+        model.name,
+        model.memory_bytes,
+        model.memory_bandwidth_gbps,
+        model.bf16_tflops,
+        model.fp8_tflops,
+        model.gpu_link,
+        model.gpu_link_gbps,
+        model.host_link
+    )
     .fetch_one(conn)
     .await?;
     Ok(created)

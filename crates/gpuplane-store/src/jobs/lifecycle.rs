@@ -132,7 +132,6 @@ pub async fn job_secret_rows(conn: &mut PgConnection, job_ids: &[Uuid]) -> Store
 }
 
 /// A job's row (its plan as JSON: the planner's type is the server's).
-#[derive(sqlx::FromRow)]
 pub struct JobRow {
     pub id: Uuid,
     pub lease_id: Uuid,
@@ -152,17 +151,17 @@ pub struct JobRow {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-const JOB_COLUMNS: &str = "id, lease_id, template, template_version, state, cancel_requested, reason, plan, \
-    generation, retune, retune_min_gain_pct, stop_grace_s, created_at, updated_at, started_at, finished_at";
-
 /// A job's row; with `tenant_id`, only that tenant's (another tenant's job is not found).
 pub async fn job_rows_by_id(conn: &mut PgConnection, tenant_id: Option<Uuid>, id: Uuid) -> StoreResult<Vec<JobRow>> {
-    // Runtime SQL: the column list JOB_COLUMNS is shared with `lease_job_rows`.
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"
-    )))
-    .bind(id)
-    .bind(tenant_id)
+    Ok(sqlx::query_as!(
+        JobRow,
+        r#"SELECT id, lease_id, template, template_version, state AS "state: JobState", cancel_requested, reason, plan,
+             generation, retune AS "retune: RetuneMode", retune_min_gain_pct, stop_grace_s, created_at, updated_at,
+             started_at, finished_at
+         FROM jobs WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"#,
+        id,
+        tenant_id
+    )
     .fetch_all(conn)
     .await?)
 }
@@ -175,14 +174,17 @@ pub async fn lease_job_rows(
     after: Uuid,
     limit: i64,
 ) -> StoreResult<Vec<JobRow>> {
-    // Runtime SQL: the column list JOB_COLUMNS is shared with `job_rows_by_id`.
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {JOB_COLUMNS} FROM jobs WHERE lease_id = $1 AND tenant_id = $2 AND id > $3 ORDER BY id LIMIT $4"
-    )))
-    .bind(lease_id)
-    .bind(tenant_id)
-    .bind(after)
-    .bind(limit)
+    Ok(sqlx::query_as!(
+        JobRow,
+        r#"SELECT id, lease_id, template, template_version, state AS "state: JobState", cancel_requested, reason, plan,
+             generation, retune AS "retune: RetuneMode", retune_min_gain_pct, stop_grace_s, created_at, updated_at,
+             started_at, finished_at
+         FROM jobs WHERE lease_id = $1 AND tenant_id = $2 AND id > $3 ORDER BY id LIMIT $4"#,
+        lease_id,
+        tenant_id,
+        after,
+        limit
+    )
     .fetch_all(conn)
     .await?)
 }

@@ -1,10 +1,9 @@
 //! What creating, replanning, judging and inspecting a job reads around it: its lease, the lease's nodes and GPUs,
-//! the pool's GPU model, the job's stored request and the retune loop's due jobs.
+//! its pool, the job's stored request and the retune loop's due jobs.
 
 use chrono::{DateTime, Utc};
 use gpuplane_protocol::jobs::JobState;
 use sqlx::PgConnection;
-use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
 use super::types::RetuneMode;
@@ -76,20 +75,6 @@ pub async fn node_launcher_rows(
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().map(|r| (r.id, r.hostname, r.external, r.launchers)).collect())
-}
-
-/// The GPU model of a pool, as the row type `T` reads the columns `columns` of `gpu_models`.
-pub async fn pool_gpu_model<T>(conn: &mut PgConnection, columns: &str, pool_id: Uuid) -> StoreResult<T>
-where
-    T: for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin,
-{
-    // Runtime SQL: the column list is the inventory's `GPU_MODEL_COLUMNS`, defined once beside its row type.
-    Ok(sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {columns} FROM gpu_models WHERE key = (SELECT gpu_model FROM pools WHERE id = $1)"
-    )))
-    .bind(pool_id)
-    .fetch_one(conn)
-    .await?)
 }
 
 /// A lease's pool.
