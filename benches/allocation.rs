@@ -152,10 +152,10 @@ async fn seed(db: &sqlx::PgPool, nodes: i64, tenants: usize) -> anyhow::Result<(
     .await?;
     sqlx::query(
         "INSERT INTO nodes (id, pool_id, hostname, address, admin_state, liveness, intra_link, intra_link_gbps, \
-             network_gbps, rdma, free_gpus, gpu_count) \
+             network_gbps, rdma, free_gpus, gpu_count, external) \
          SELECT gen_random_uuid(), $1, 'bench-node-' || i, \
              '10.' || (i / 65536) || '.' || (i / 256 % 256) || '.' || (i % 256), \
-             'active', 'ready', 'nvlink', 900, 400, true, $3, $3 \
+             'active', 'ready', 'nvlink', 900, 400, true, $3, $3, true \
          FROM generate_series(1, $2::bigint) AS i",
     )
     .bind(pool_id)

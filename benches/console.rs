@@ -90,10 +90,10 @@ async fn seed(db: &sqlx::PgPool, nodes: i64, tenants: usize) -> anyhow::Result<(
     }
     sqlx::query(
         "INSERT INTO nodes (id, pool_id, hostname, address, admin_state, liveness, intra_link, intra_link_gbps, \
-             network_gbps, rdma, free_gpus, gpu_count, last_heartbeat_at) \
+             network_gbps, rdma, free_gpus, gpu_count, last_heartbeat_at, external) \
          SELECT gen_random_uuid(), ($1::uuid[])[1 + i % cardinality($1::uuid[])], 'bench-node-' || i, \
              '10.' || (i / 65536) || '.' || (i / 256 % 256) || '.' || (i % 256), \
-             'active', 'ready', 'nvlink', 900, 400, true, $3, $3, now() \
+             'active', 'ready', 'nvlink', 900, 400, true, $3, $3, now(), true \
          FROM generate_series(1, $2::bigint) AS i",
     )
     .bind(&pool_ids)

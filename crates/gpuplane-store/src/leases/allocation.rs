@@ -537,6 +537,8 @@ pub async fn pool_size(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<Po
 /// Remove the dead row versions of `nodes` (`VACUUM (SKIP_LOCKED)`: a replica already vacuuming it is enough).
 /// VACUUM cannot run in a transaction: `conn` must not be in one.
 pub async fn vacuum_nodes(conn: &mut PgConnection) -> StoreResult<()> {
+    // Runtime SQL: VACUUM is a utility statement the macros cannot describe (it returns no rows and cannot be
+    // prepared).
     sqlx::raw_sql("VACUUM (SKIP_LOCKED) nodes").execute(conn).await?;
     Ok(())
 }
