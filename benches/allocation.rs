@@ -643,7 +643,7 @@ pool of H100 nodes with 8 GPUs each (every GPU free, nodes active and ready) and
 then starts the real service in-process (the full router and middleware, bound to 127.0.0.1:0), exchanges a \
 tenant-admin API key for an access token, and runs the clients over HTTP/1.1 keep-alive connections. Each client \
 loops: `POST /v1/leases` for a random 1-8 GPUs (`pack` placement, 1 hour), then `POST /v1/leases/{id}/release` \
-when it got one. Both run the service's one allocation path (src/leases/store.rs). A create is one statement on \
+when it got one. Both run the service's one allocation path (src/leases/lifecycle.rs). A create is one statement on \
 its own (autocommit): admission (API key, tenant, quotas, the up-front amount against the balance, the pool's \
 queue), the best-fit node locked `FOR UPDATE SKIP LOCKED`, and, when the node's row is the version of the \
 statement's snapshot, the node's GPUs picked and the lease, the GPUs' holder (`gpus.held_by`), the node's counter \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Import cycles between the server's source files (src/): which files sit in a cycle of `use`s.
 
-A file's module path comes from where it lies (src/leases/store.rs is crate::leases::store, src/leases/mod.rs
+A file's module path comes from where it lies (src/leases/lifecycle.rs is crate::leases::lifecycle, src/leases/mod.rs
 is crate::leases). Every path it names (`crate::a::b::Item`, `super::x`, `self::y`, and `use` trees such as
 `crate::a::{b, c::d}`) is resolved to the deepest module file of it; an edge runs from the file to that module's
 file, and so does a path that starts with the name of one of its child modules (`routes::router()` in a mod.rs;

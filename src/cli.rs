@@ -109,7 +109,8 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             let keyring = args.secrets.keyring(args.dev)?;
             say_database(&args.database);
             let pool = crate::db::connect_and_migrate(&args.database).await?;
-            let done = crate::secrets::store::reseal(&pool, &keyring, crate::secrets::store::Scope::NotCurrent).await?;
+            let done =
+                crate::secrets::sealing::reseal(&pool, &keyring, crate::secrets::sealing::Scope::NotCurrent).await?;
             println!(
                 "re-sealed {} webhook secret(s) and {} job secret(s) under key `{}`",
                 done.webhook_secrets,
@@ -167,7 +168,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let settings = args.settings()?;
     let pool = crate::db::connect_and_migrate(&args.database).await?;
     // Refuse a keyring that cannot open what is stored; seal what older versions stored in clear.
-    crate::secrets::store::prepare(&pool, &settings.keyring).await?;
+    crate::secrets::sealing::prepare(&pool, &settings.keyring).await?;
     // Heartbeats need today's telemetry partition: make sure it exists before the first one, even after days down.
     crate::agent_api::rollups::ensure_partitions(&pool, &settings, chrono::Utc::now()).await?;
     let state = AppState::new(pool, settings)?;

@@ -386,7 +386,7 @@ pub struct Settings {
     pub unreachable_after: Duration,
     pub offline_after: Duration,
     /// How long a job's node may leave its assignment unfetched before the job fails
-    /// (`jobs::store::fail_unfetched_assignments`).
+    /// (`jobs::lifecycle::fail_unfetched_assignments`).
     pub assignment_pickup_timeout: Duration,
     /// How long raw telemetry samples are kept.
     pub telemetry_retention: Duration,

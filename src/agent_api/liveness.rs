@@ -21,8 +21,8 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::config::Settings;
-use crate::leases::store::FreedPools;
-use crate::leases::store::{NewEvent, end_lease, record_event};
+use crate::leases::lifecycle::FreedPools;
+use crate::leases::lifecycle::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState};
 use crate::webhooks::{self, Audience};
 
@@ -122,7 +122,7 @@ async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Freed
 pub async fn fail_unfetched_assignments(state: &crate::state::AppState) -> Result<Vec<Uuid>, sqlx::Error> {
     let mut tx = state.db.begin().await?;
     let failed =
-        crate::jobs::store::fail_unfetched_assignments(&mut tx, state.settings.assignment_pickup_timeout).await?;
+        crate::jobs::lifecycle::fail_unfetched_assignments(&mut tx, state.settings.assignment_pickup_timeout).await?;
     tx.commit().await?;
     for job_id in &failed {
         tracing::warn!(job.id = %job_id, "job failed: a node never fetched its assignment");

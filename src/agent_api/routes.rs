@@ -18,7 +18,7 @@ use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
 use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
-use crate::leases::store::{NewEvent, record_event};
+use crate::leases::lifecycle::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;

@@ -14,8 +14,8 @@ use uuid::Uuid;
 use super::ledger::{self, EntryKind, NewEntry};
 use super::rating::{Charge, Metered, meter};
 use crate::extract::new_id;
-use crate::leases::store::FreedPools;
-use crate::leases::store::{NewEvent, end_lease, record_event};
+use crate::leases::lifecycle::FreedPools;
+use crate::leases::lifecycle::{NewEvent, end_lease, record_event};
 use crate::leases::{Actor, LeaseState};
 
 /// Leases metered per transaction.
@@ -126,7 +126,7 @@ pub async fn enforce_balances(
             let seconds_left = balance.saturating_mul(3600) / burn_per_hour;
             let lease_ids: Vec<Uuid> = leases.iter().map(|l| l.id).collect();
             let round_s = round.as_secs() as i64;
-            crate::jobs::store::notice_before_balance_runs_out(&mut tx, &lease_ids, seconds_left, round_s).await?;
+            crate::jobs::lifecycle::notice_before_balance_runs_out(&mut tx, &lease_ids, seconds_left, round_s).await?;
         }
         for lease in &leases {
             let (lease_id, warned) = (&lease.id, lease.balance_warned_at);

@@ -138,7 +138,7 @@ pub async fn get_environment(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Environment>> {
     let mut conn = state.db.acquire().await?;
-    crate::leases::store::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    crate::leases::lifecycle::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
     load_environment(&mut conn, auth.tenant_id, lease_id).await?.map(Json).ok_or(ApiError::NotFound("environment"))
 }
 

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use crate::agent_api::versions::{compare_versions, parse_version};
 use crate::config::Settings;
-use crate::leases::store::{NewEvent, record_event};
+use crate::leases::lifecycle::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
 
 /// The minimum versions that apply to a node.

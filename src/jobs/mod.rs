@@ -4,12 +4,12 @@
 
 pub mod insights;
 pub mod launch_specs;
+pub mod lifecycle;
 pub mod problems;
 pub mod retune;
 pub mod retuning;
 pub mod routes;
 pub mod steps;
-pub mod store;
 pub mod templates;
 
 use chrono::{DateTime, Utc};

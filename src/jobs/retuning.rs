@@ -7,7 +7,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::retune::{self, MIN_MEASURED_STEPS, Proposal};
-use super::{RetuneMode, routes, store};
+use super::{RetuneMode, lifecycle, routes};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -35,7 +35,7 @@ pub async fn judge_all(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
 
 async fn judge(state: &AppState, job_id: Uuid, mode: RetuneMode) -> Result<bool, ApiError> {
     let mut conn = state.db.acquire().await?;
-    let Some(job) = store::load_job(&mut conn, None, job_id).await? else { return Ok(false) };
+    let Some(job) = lifecycle::load_job(&mut conn, None, job_id).await? else { return Ok(false) };
     drop(conn);
     let (Some(plan), Some(measured)) = (&job.plan, &job.measured) else { return Ok(false) };
     // Past the warm-up step: `steps` counts it.

@@ -17,8 +17,8 @@ use super::{Job, JobState};
 use gpuplane_protocol::lease_network::lease_address;
 
 use super::launch_specs::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
+use super::lifecycle::{self, NewJob, ReportError, decode_json};
 pub use super::problems::{check_image, lease_not_active, stale_credential};
-use super::store::{self, NewJob, ReportError, decode_json};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -561,7 +561,7 @@ pub async fn create_job(
             format!("the lease is being released (by {}): no new job starts on it", deadline.to_rfc3339()),
         ));
     }
-    store::insert_job(
+    lifecycle::insert_job(
         &mut tx,
         &state.settings.keyring,
         NewJob {
@@ -580,7 +580,7 @@ pub async fn create_job(
         },
     )
     .await?;
-    let job = store::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
+    let job = lifecycle::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
     tx.commit().await?;
     tracing::info!(job.id = %job_id, lease.id = %lease_id, template = %rendered.template_name, nodes = job.nodes.len(), "job created");
     Ok((StatusCode::CREATED, Json(job)))
@@ -669,7 +669,7 @@ pub async fn replan_job(
     let generation =
         start_replan(&state, Some(auth.tenant_id), job_id, req.pins, &reason, Some(auth.key_id), None).await?;
     let mut conn = state.db.acquire().await?;
-    let job = store::load_job(&mut conn, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
+    let job = lifecycle::load_job(&mut conn, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
     tracing::info!(job.id = %job_id, generation, "replan asked for");
     Ok((StatusCode::ACCEPTED, Json(job)))
 }
@@ -711,15 +711,15 @@ pub async fn start_replan(
         return Err(ApiError::field("job", not_replannable_message(&rendered.template_name)));
     };
     let mut tx = state.db.begin().await?;
-    let generation = store::replan(
+    let generation = lifecycle::replan(
         &mut tx,
-        store::NewGeneration { job_id, plan: &plan, parts: rendered.parts, reason, requested_by, correction },
+        lifecycle::NewGeneration { job_id, plan: &plan, parts: rendered.parts, reason, requested_by, correction },
     )
     .await
     .map_err(|err| match err {
-        store::ReplanError::NotRunning(state) => job_not_running(state),
-        store::ReplanError::InProgress => replan_in_progress(),
-        store::ReplanError::Database(err) => err.into(),
+        lifecycle::ReplanError::NotRunning(state) => job_not_running(state),
+        lifecycle::ReplanError::InProgress => replan_in_progress(),
+        lifecycle::ReplanError::Database(err) => err.into(),
     })?;
     tx.commit().await?;
     Ok(generation)
@@ -766,8 +766,8 @@ pub async fn list_lease_jobs(
     let page = PageParams { limit: params.limit, after: params.after };
     let limit = page.fetch_limit()?;
     let mut conn = state.db.acquire().await?;
-    crate::leases::store::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
-    let jobs = store::list_jobs(&mut conn, auth.tenant_id, lease_id, page.after(), limit).await?;
+    crate::leases::lifecycle::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    let jobs = lifecycle::list_jobs(&mut conn, auth.tenant_id, lease_id, page.after(), limit).await?;
     Ok(Json(Page::from_rows(jobs, limit, |j| j.id)))
 }
 
@@ -783,7 +783,7 @@ pub async fn get_job(
     ApiPath(job_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Job>> {
     let mut conn = state.db.acquire().await?;
-    store::load_job(&mut conn, Some(auth.tenant_id), job_id).await?.map(Json).ok_or(ApiError::NotFound("job"))
+    lifecycle::load_job(&mut conn, Some(auth.tenant_id), job_id).await?.map(Json).ok_or(ApiError::NotFound("job"))
 }
 
 /// Query of `GET /v1/jobs/{job_id}/steps`.
@@ -851,10 +851,10 @@ pub async fn cancel_job(
     ApiPath(job_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Job>> {
     let mut tx = state.db.begin().await?;
-    if !store::cancel_job(&mut tx, auth.tenant_id, job_id).await? {
+    if !lifecycle::cancel_job(&mut tx, auth.tenant_id, job_id).await? {
         return Err(ApiError::NotFound("job"));
     }
-    let job = store::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
+    let job = lifecycle::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
     tx.commit().await?;
     Ok(Json(job))
 }
@@ -873,7 +873,7 @@ pub async fn get_assignments(
     agent: AgentAuth,
 ) -> ApiResult<(NoStore, Json<AssignmentList>)> {
     let mut tx = state.db.begin().await?;
-    let list = store::fetch_assignments(&mut tx, &state.settings.keyring, agent.node_id, agent.generation)
+    let list = lifecycle::fetch_assignments(&mut tx, &state.settings.keyring, agent.node_id, agent.generation)
         .await?
         .ok_or_else(stale_credential)?;
     tx.commit().await?;
@@ -898,7 +898,7 @@ pub async fn report_assignment_status(
         return Err(ApiError::field("output_tail", "at most 1000 lines (the service keeps the last 50)"));
     }
     let mut tx = state.db.begin().await?;
-    let (state_now, desired) = match store::report_status(
+    let (state_now, desired) = match lifecycle::report_status(
         &mut tx,
         &state.settings.keyring,
         agent.node_id,

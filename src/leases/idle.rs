@@ -25,8 +25,8 @@ use uuid::Uuid;
 
 use gpuplane_store::leases::idle::{self as stored, Candidate};
 
+use super::lifecycle::{self, NewEvent};
 use super::release::{self, Release};
-use super::store::{self, NewEvent};
 use super::{Actor, LeaseState};
 use crate::config::Settings;
 use crate::error::FieldError;
@@ -164,7 +164,7 @@ async fn judge(
                 let event = NewEvent::new("idle", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
                     .reason(&reason)
                     .detail(detail);
-                store::record_event(&mut tx, lease_id, event).await?;
+                lifecycle::record_event(&mut tx, lease_id, event).await?;
                 round.idle.push(lease_id);
             }
             if let Some(minutes) = release_after
@@ -205,7 +205,7 @@ async fn judge(
                     NewEvent::new("active_again", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
                         .reason(&reason)
                         .detail(detail);
-                store::record_event(&mut tx, lease_id, event).await?;
+                lifecycle::record_event(&mut tx, lease_id, event).await?;
                 round.active_again.push(lease_id);
             }
         }

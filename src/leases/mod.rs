@@ -1,13 +1,14 @@
-//! Leases: N GPUs of one pool for a period. Allocation (`store::allocate`) is all-or-nothing, best-fit over
-//! node free counters under row locks, and backed by a unique index that makes a double-booked GPU impossible.
+//! Leases: N GPUs of one pool for a period. Allocation (the store's `leases::allocation`, called through
+//! `lifecycle`) is all-or-nothing, best-fit over node free counters under row locks, and backed by a unique index
+//! that makes a double-booked GPU impossible.
 
 pub mod idle;
+pub mod lifecycle;
 pub mod network;
 pub mod placement;
 pub mod release;
 pub mod routes;
 pub mod rules;
-pub mod store;
 pub mod sweeper;
 
 pub use gpuplane_store::leases::LeaseState;

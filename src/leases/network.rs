@@ -23,7 +23,7 @@ use crate::error::{ApiResult, FieldError};
 use crate::extract::ApiPath;
 use crate::inventory::readiness::{Audience, announce};
 use crate::jobs::insights::Insight;
-use crate::leases::store::{NewEvent, record_event};
+use crate::leases::lifecycle::{NewEvent, record_event};
 use crate::leases::{Actor, LeaseState};
 use crate::state::AppState;
 
@@ -176,7 +176,7 @@ pub async fn get_lease_network(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<LeaseNetwork>> {
     let mut conn = state.db.acquire().await?;
-    crate::leases::store::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    crate::leases::lifecycle::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
     let pairs = stored::load_pairs(&mut conn, lease_id).await?;
     let threshold_us = state.settings.comm_latency_p99.as_micros() as i64;
     let insights = latency_insight(&pairs, threshold_us).into_iter().collect();

@@ -1,7 +1,7 @@
 //! Releases with notice: how a lease whose jobs are running is released, whoever asks (the tenant, or the idle
 //! release of [`super::idle`]).
 //!
-//! A release of a lease without a running job is immediate ([`super::store::end_lease`]). A lease with open jobs
+//! A release of a lease without a running job is immediate ([`super::lifecycle::end_lease`]). A lease with open jobs
 //! gives them their stop notice first ([`begin`], under the lease's row lock): each job its own `stop_grace_s`
 //! (a replan waiting for a job is abandoned: the job is stopping), and the release's deadline is set to the
 //! longest grace plus one heartbeat (the agents learn of a notice at their next heartbeat and count the grace
@@ -18,8 +18,8 @@ use uuid::Uuid;
 
 use gpuplane_store::leases::release as stored;
 
-use super::store::FreedPools;
-use super::store::{self, NewEvent};
+use super::lifecycle::FreedPools;
+use super::lifecycle::{self, NewEvent};
 use super::{Actor, LeaseState};
 
 /// Releases finished per statement.
@@ -54,8 +54,8 @@ pub async fn begin(
     let mut noticed = Vec::new();
     for (job_id, grace_s) in &jobs {
         stored::abandon_pending_generation(conn, *job_id).await?;
-        crate::jobs::store::give_notice(conn, *job_id, release.notice, *grace_s).await?;
-        let state = crate::jobs::store::refresh_job(conn, *job_id).await?;
+        crate::jobs::lifecycle::give_notice(conn, *job_id, release.notice, *grace_s).await?;
+        let state = crate::jobs::lifecycle::refresh_job(conn, *job_id).await?;
         if !state.is_terminal() {
             waits_s = waits_s.max(i64::from(*grace_s));
             noticed.push(serde_json::json!({ "job_id": job_id, "stop_grace_s": grace_s }));
@@ -77,7 +77,7 @@ pub async fn begin(
     let event = NewEvent::new(release.event_kind, Some(LeaseState::Active), Some(LeaseState::Active), release.actor)
         .reason(&reason)
         .detail(serde_json::json!({ "deadline": deadline, "jobs": noticed }));
-    store::record_event(conn, lease_id, event).await?;
+    lifecycle::record_event(conn, lease_id, event).await?;
     tracing::info!(lease.id = %lease_id, jobs = noticed.len(), %deadline, why = release.why, "release: begun");
     Ok(())
 }
@@ -94,7 +94,8 @@ pub async fn finish_due(db: &PgPool) -> Result<Vec<Uuid>, sqlx::Error> {
         let mut freed = FreedPools::default();
         for stored::DueRelease { id: lease_id, release_reason: reason, release_actor: actor } in due {
             let actor = Actor::from_label(&actor);
-            let ended = store::end_lease(&mut tx, lease_id, None, LeaseState::Released, &reason, &actor, None).await?;
+            let ended =
+                lifecycle::end_lease(&mut tx, lease_id, None, LeaseState::Released, &reason, &actor, None).await?;
             if ended.is_some() {
                 tracing::info!(lease.id = %lease_id, %reason, "release: lease released");
                 released.push(lease_id);

@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use gpuplane_store::leases::changes;
 
-use super::store::FreedPools;
-use super::store::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
+use super::lifecycle::FreedPools;
+use super::lifecycle::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release, rules};
 use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -170,11 +170,11 @@ pub async fn create_lease(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum NodeSearch {
     /// The admission statement on its own (autocommit): it locks the best-fit node, skipping held ones, and
-    /// writes the lease there when everything admits it (`store::admit`), in one round trip.
+    /// writes the lease there when everything admits it (`lifecycle::admit`), in one round trip.
     Direct,
     /// In a transaction, in the admission statement, skipping held nodes.
     SkipLocked,
-    /// Every fitting node was held: wait for them, one at a time (`store::place` with `BestFit::Search`).
+    /// Every fitting node was held: wait for them, one at a time (`lifecycle::place` with `BestFit::Search`).
     Wait,
 }
 
@@ -189,7 +189,7 @@ enum Attempt {
 
 /// One attempt. Direct: the admission statement alone, which either writes the lease or writes nothing.
 /// Otherwise one transaction: BEGIN; admission, which with `SkipLocked` locks the best-fit node and usually
-/// writes the lease there; else placement and the write in a new snapshot (`store::place`, `store::write_lease`);
+/// writes the lease there; else placement and the write in a new snapshot (`lifecycle::place`, `lifecycle::write_lease`);
 /// the environment and the idempotency record; COMMIT.
 async fn try_create_lease(
     state: &AppState,
@@ -205,7 +205,7 @@ async fn try_create_lease(
         let Some(lease) = admission.lease else { return Ok(Attempt::InTransaction) };
         return Ok(created(&new, lease.0));
     }
-    let mut tx = store::begin(&state.db).await?;
+    let mut tx = lifecycle::begin(&state.db).await?;
     // With an Idempotency-Key the key's record is claimed first, and no node is locked before the claim
     // (which may wait for a concurrent request with the same key).
     let try_lock = search == NodeSearch::SkipLocked
@@ -240,7 +240,7 @@ async fn try_create_lease(
     Ok(created(&new, lease))
 }
 
-/// The caller, the new lease and the admission statement's findings ([`store::admit`]), once the key is
+/// The caller, the new lease and the admission statement's findings ([`lifecycle::admit`]), once the key is
 /// accepted and the pool and balance admit the request; an error otherwise. With `try_lock` the statement may
 /// also have written the lease (`admission.lease`): it does so only if the key may act for the token's tenant,
 /// which `accept` then checks again.
@@ -251,7 +251,7 @@ async fn admit(
     req: &CreateLeaseRequest,
     term: Term,
     try_lock: bool,
-) -> ApiResult<(TenantAdminAuth, NewLease, store::Admission)> {
+) -> ApiResult<(TenantAdminAuth, NewLease, lifecycle::Admission)> {
     let pool = match (req.pool_id, &req.gpu_model) {
         (Some(id), _) => Ok(id),
         (None, Some(model)) => resolve_pool_by_model(conn, model).await,
@@ -274,7 +274,7 @@ async fn admit(
         created_by: token.key_id(),
         idle_release_after_minutes: req.idle_release_after_minutes,
     };
-    let admission = store::admit(conn, &new, token.session_id(), try_lock).await?;
+    let admission = lifecycle::admit(conn, &new, token.session_id(), try_lock).await?;
     let auth = token.accept(&admission.key)?;
     let Some(currency) = &admission.pool_currency else { return Err(ApiError::field("pool_id", "no such pool")) };
     if admission.balance_covers == Some(false)
@@ -298,7 +298,7 @@ async fn place_and_write(
     auth: &TenantAdminAuth,
     req: &CreateLeaseRequest,
     new: &NewLease,
-    admission: &store::Admission,
+    admission: &lifecycle::Admission,
 ) -> ApiResult<Option<Lease>> {
     let pool_id = new.pool_id;
     if admission.tenant_has_quotas == Some(true) {
@@ -309,10 +309,10 @@ async fn place_and_write(
     let plan = if admission.queued_ahead {
         None
     } else {
-        store::place(tx, pool_id, req.gpu_count, req.placement, best_fit).await?
+        lifecycle::place(tx, pool_id, req.gpu_count, req.placement, best_fit).await?
     };
     if plan.is_none() {
-        let store::PoolSize { total, largest_node } = store::pool_size(tx, pool_id).await?;
+        let lifecycle::PoolSize { total, largest_node } = lifecycle::pool_size(tx, pool_id).await?;
         if req.gpu_count as i64 > total {
             return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
         }
@@ -323,7 +323,7 @@ async fn place_and_write(
             ));
         }
         if !req.queue {
-            return Err(store::capacity(tx, pool_id, req.gpu_count).await?.into());
+            return Err(lifecycle::capacity(tx, pool_id, req.gpu_count).await?.into());
         }
     }
     let actor = Actor::Tenant(auth.key_id);
@@ -331,7 +331,7 @@ async fn place_and_write(
         Some(_) => NewEvent::new("allocated", None, Some(LeaseState::Active), &actor),
         None => NewEvent::new("queued", None, Some(LeaseState::Queued), &actor).reason("capacity short"),
     };
-    let written = store::write_lease(tx, LeaseWrite::Create(new), plan.as_ref(), event).await.map_err(|err| {
+    let written = lifecycle::write_lease(tx, LeaseWrite::Create(new), plan.as_ref(), event).await.map_err(|err| {
         match crate::error::constraint_name(&err) {
             Some("leases_pool_id_fkey") => ApiError::field("pool_id", "no such pool"),
             _ => err.into(),
@@ -340,7 +340,7 @@ async fn place_and_write(
     // None: a planned node's counter was out of step with its GPUs (logged); nothing was written.
     match written {
         Some(lease) => Ok(Some(lease)),
-        None => Err(store::capacity(tx, pool_id, req.gpu_count).await?.into()),
+        None => Err(lifecycle::capacity(tx, pool_id, req.gpu_count).await?.into()),
     }
 }
 
@@ -390,7 +390,7 @@ pub async fn list_leases(
     let mut conn = state.db.acquire().await?;
     let filter =
         LeaseFilter { tenant_id: Some(auth.tenant_id), pool_id: None, state: params.state, after: page.after(), limit };
-    let leases = store::list_leases(&mut conn, &filter).await?;
+    let leases = lifecycle::list_leases(&mut conn, &filter).await?;
     Ok(Json(Page::from_rows(leases, limit, |l| l.id)))
 }
 
@@ -406,7 +406,7 @@ pub async fn get_lease(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Lease>> {
     let mut conn = state.db.acquire().await?;
-    store::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?.map(Json).ok_or(ApiError::NotFound("lease"))
+    lifecycle::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?.map(Json).ok_or(ApiError::NotFound("lease"))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -492,8 +492,9 @@ pub async fn extend_lease(
     let actor = Actor::Tenant(auth.key_id);
     let event = NewEvent::new("extended", Some(lease_state), Some(lease_state), &actor)
         .detail(serde_json::json!({ "hours": add_hours, "months": add_months }));
-    store::record_event(&mut tx, lease_id, event).await?;
-    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    lifecycle::record_event(&mut tx, lease_id, event).await?;
+    let lease =
+        lifecycle::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
     tx.commit().await?;
     Ok(Json(lease))
 }
@@ -570,9 +571,10 @@ pub async fn update_lease(
         let event = NewEvent::new("updated", Some(row.state), Some(row.state), &actor).detail(serde_json::json!({
             "idle_release_after_minutes": { "from": row.idle_release_after_minutes, "to": minutes }
         }));
-        store::record_event(&mut tx, lease_id, event).await?;
+        lifecycle::record_event(&mut tx, lease_id, event).await?;
     }
-    let lease = store::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    let lease =
+        lifecycle::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
     tx.commit().await?;
     Ok(Json(lease))
 }
@@ -600,7 +602,7 @@ pub async fn release_lease(
 
 /// One statement on its own (autocommit, one round trip): the key checked, the lease ended with its jobs, its
 /// nodes locked, its GPUs given back with the counters and the event. It writes nothing unless the key may act
-/// and the lease is the token's tenant's (`store::end_lease_for_key`), so a refused key has changed nothing.
+/// and the lease is the token's tenant's (`lifecycle::end_lease_for_key`), so a refused key has changed nothing.
 /// In PostgreSQL's default plan cache mode the statement settles on its generic plan after five calls on a
 /// connection (checked with EXPLAIN on a loaded bench database: 0.02 ms planning instead of 0.7 ms).
 /// A lease with running jobs is not ended by that statement: its release begins instead
@@ -615,10 +617,10 @@ async fn try_release(
     // Twice at most: a lease whose last job ended between the statement and the look at its jobs is released by
     // the second statement.
     for _ in 0..2 {
-        let (key, ended) = store::end_lease_for_key(
+        let (key, ended) = lifecycle::end_lease_for_key(
             &mut conn,
             lease_id,
-            store::KeyScope { key_id: token.key_id(), session_id: token.session_id() },
+            lifecycle::KeyScope { key_id: token.key_id(), session_id: token.session_id() },
             token.claimed_tenant_id(),
             LeaseState::Released,
             release::TENANT_RELEASE_REASON,
@@ -640,7 +642,7 @@ async fn try_release(
             // Not live (or not the tenant's): return it as it is, or 404.
             release::Asked::NotLive => StatusCode::OK,
         };
-        let lease = store::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?;
+        let lease = lifecycle::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?;
         return Ok((status, Json(lease.ok_or(ApiError::NotFound("lease"))?)));
     }
     Err(ApiError::conflict("lease_changing", "the lease's jobs changed while it was being released: retry"))
@@ -658,8 +660,8 @@ pub async fn list_lease_events(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<LeaseEvent>>> {
     let mut conn = state.db.acquire().await?;
-    store::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
-    Ok(Json(store::list_events(&mut conn, lease_id).await?))
+    lifecycle::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    Ok(Json(lifecycle::list_events(&mut conn, lease_id).await?))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -694,7 +696,7 @@ pub async fn admin_list_leases(
         after: page.after(),
         limit,
     };
-    let leases = store::list_leases(&mut conn, &filter).await?;
+    let leases = lifecycle::list_leases(&mut conn, &filter).await?;
     Ok(Json(Page::from_rows(leases, limit, |l| l.id)))
 }
 
@@ -727,14 +729,21 @@ pub async fn terminate_lease(
     crate::extract::check_name("reason", &req.reason, 500).map_err(|e| ApiError::Validation(vec![e]))?;
     let reason = req.reason.trim();
     let mut tx = state.db.begin().await?;
-    let ended =
-        store::end_lease(&mut tx, lease_id, None, LeaseState::Terminated, reason, &Actor::Operator(op.key_id), None)
-            .await?;
+    let ended = lifecycle::end_lease(
+        &mut tx,
+        lease_id,
+        None,
+        LeaseState::Terminated,
+        reason,
+        &Actor::Operator(op.key_id),
+        None,
+    )
+    .await?;
     let mut freed = FreedPools::default();
     freed.note(ended.as_ref());
     let lease = match ended {
         Some(ended) => ended.lease,
-        None => store::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?,
+        None => lifecycle::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?,
     };
     tx.commit().await?;
     freed.wake(&state.db);

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use super::store;
+use super::lifecycle;
 use crate::state::AppState;
 
 /// One round of the sweeper: stop notices to the jobs of leases about to end, the releases under way that are
@@ -15,13 +15,13 @@ pub async fn sweep_once(state: &AppState, purge_idempotency: bool) -> anyhow::Re
     // Batches, so a backlog after downtime is cleared quickly without one huge transaction.
     const BATCH: i64 = 500;
     let mut tx = state.db.begin().await?;
-    crate::jobs::store::notice_before_lease_end(&mut tx).await?;
+    crate::jobs::lifecycle::notice_before_lease_end(&mut tx).await?;
     tx.commit().await?;
     super::release::finish_due(&state.db).await?;
-    while store::expire_due(&state.db, BATCH).await? == BATCH as usize {}
+    while lifecycle::expire_due(&state.db, BATCH).await? == BATCH as usize {}
     let queued = gpuplane_store::leases::ending::queued_pools(&mut *state.db.acquire().await?).await?;
     for pool_id in queued {
-        store::start_queued(&state.db, pool_id).await?;
+        lifecycle::start_queued(&state.db, pool_id).await?;
     }
     if purge_idempotency {
         crate::idempotency::purge_expired(&state.db).await?;

@@ -11,7 +11,7 @@
 //! The keyring is a list of `ID:BASE64KEY` entries (one a line, or comma-separated); the first is the current
 //! key, which seals; every key opens what it sealed. See docs/security.md for rotation.
 
-pub mod store;
+pub mod sealing;
 
 /// Headers of a response that carries a secret: no cache (browser, proxy) may keep it (RFC 6749 section 5.1).
 pub type NoStore = [(axum::http::HeaderName, &'static str); 1];

@@ -18,7 +18,7 @@ use super::signing;
 use super::ssrf;
 use crate::config::WebhookSettings;
 use crate::extract::new_id;
-use crate::secrets::store::reveal;
+use crate::secrets::sealing::reveal;
 use crate::secrets::{Context, Keyring};
 
 /// Longest an attempt may take, end to end.

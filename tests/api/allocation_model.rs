@@ -15,7 +15,7 @@
 //! - a request that does not fit is 422 when it never can (more GPUs than the pool has; single_node above the
 //!   largest node), else 409.
 
-use gpuplane::leases::store::{self, LeaseWrite, NewEvent, NewLease};
+use gpuplane::leases::lifecycle::{self, LeaseWrite, NewEvent, NewLease};
 use gpuplane::leases::{Actor, LeaseState, Placement, Term};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -272,22 +272,23 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
         created_by: key,
         idle_release_after_minutes: None,
     };
-    let admission = store::admit(&mut tx, &new, None, try_lock).await.unwrap();
+    let admission = lifecycle::admit(&mut tx, &new, None, try_lock).await.unwrap();
     let lease = match admission.lease {
         // One client: the node it locked cannot have changed since the statement's snapshot.
         Some(lease) => lease.0,
         None => {
             // One client: nothing else holds a node, so admission never asks to wait.
             let best_fit = admission.best_fit().expect("no concurrent holder, no wait");
-            let plan = store::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
+            let plan = lifecycle::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
             let Some(plan) = plan else {
-                let store::PoolSize { total, largest_node: largest } = store::pool_size(&mut tx, pool).await.unwrap();
+                let lifecycle::PoolSize { total, largest_node: largest } =
+                    lifecycle::pool_size(&mut tx, pool).await.unwrap();
                 let never = n as i64 > total || (placement == Placement::SingleNode && n as i64 > largest);
                 return (new.id, if never { Outcome::Unprocessable } else { Outcome::Conflict });
             };
             let actor = Actor::Tenant(key);
             let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
-            store::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&plan), event)
+            lifecycle::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&plan), event)
                 .await
                 .unwrap()
                 .expect("the counters agree with the GPUs")
@@ -340,7 +341,7 @@ async fn allocation_agrees_with_the_reference_model(db: PgPool) {
                 let lease = live.swap_remove(rng.random_range(0..live.len()));
                 let mut conn = db.acquire().await.unwrap();
                 let ended =
-                    store::end_lease(&mut conn, lease, None, LeaseState::Released, "model", &Actor::System, None)
+                    lifecycle::end_lease(&mut conn, lease, None, LeaseState::Released, "model", &Actor::System, None)
                         .await
                         .unwrap();
                 assert!(ended.is_some(), "{}: release of {lease}", context());

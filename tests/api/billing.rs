@@ -680,7 +680,7 @@ async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_chang
                     .execute(&db)
                     .await
                     .unwrap();
-                gpuplane::leases::store::expire_due(&db, 100).await.unwrap();
+                gpuplane::leases::lifecycle::expire_due(&db, 100).await.unwrap();
             }
             state => {
                 let to = if state == "released" {
@@ -690,7 +690,7 @@ async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_chang
                 };
                 let mut conn = db.acquire().await.unwrap();
                 let actor = gpuplane::leases::Actor::System;
-                gpuplane::leases::store::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(end))
+                gpuplane::leases::lifecycle::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(end))
                     .await
                     .unwrap()
                     .expect("ended");
@@ -883,7 +883,7 @@ async fn every_usage_charge_lands_on_exactly_one_issued_invoice(db: PgPool) {
             let mut conn = db.acquire().await.unwrap();
             let lease_id = uuid::Uuid::parse_str(id).unwrap();
             let (to, actor) = (gpuplane::leases::LeaseState::Released, gpuplane::leases::Actor::System);
-            gpuplane::leases::store::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(at))
+            gpuplane::leases::lifecycle::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(at))
                 .await
                 .unwrap()
                 .expect("ended");

@@ -828,7 +828,7 @@ async fn a_full_pool_is_refused_with_its_figures(db: PgPool) {
 /// lease row changed after its snapshot, and runs again; the GPUs the lease got are released with it.
 #[sqlx::test]
 async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPool) {
-    use gpuplane::leases::store::{self, BestFit, LeaseWrite, NewEvent};
+    use gpuplane::leases::lifecycle::{self, BestFit, LeaseWrite, NewEvent};
     use gpuplane::leases::{Actor, LeaseState, Placement};
     let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[4]).await;
@@ -844,17 +844,19 @@ async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPo
 
     // A: the first lease ends and the queued one starts on its GPUs, not yet committed.
     let mut a = db.begin().await.unwrap();
-    store::end_lease(&mut a, first_id, None, LeaseState::Released, "test", &Actor::System, None).await.unwrap();
-    let plan = store::place(&mut a, pool_id, 2, Placement::Pack, BestFit::Search).await.unwrap().unwrap();
+    lifecycle::end_lease(&mut a, first_id, None, LeaseState::Released, "test", &Actor::System, None).await.unwrap();
+    let plan = lifecycle::place(&mut a, pool_id, 2, Placement::Pack, BestFit::Search).await.unwrap().unwrap();
     let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System);
-    let started = store::write_lease(&mut a, LeaseWrite::Activate(queued_id), Some(&plan), event).await.unwrap();
+    let started = lifecycle::write_lease(&mut a, LeaseWrite::Activate(queued_id), Some(&plan), event).await.unwrap();
     assert_eq!(started.unwrap().gpus.len(), 2);
 
     // B: the queued lease is ended meanwhile; its statement's snapshot still has it queued, holding nothing.
     let db_b = db.clone();
     let ending = tokio::spawn(async move {
         let mut b = db_b.acquire().await.unwrap();
-        store::end_lease(&mut b, queued_id, None, LeaseState::Terminated, "test", &Actor::System, None).await.unwrap()
+        lifecycle::end_lease(&mut b, queued_id, None, LeaseState::Terminated, "test", &Actor::System, None)
+            .await
+            .unwrap()
     });
     let mut waited = 0;
     loop {

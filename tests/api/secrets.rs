@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use gpuplane::config::{Secret, Settings};
-use gpuplane::secrets::store::{self, Scope};
+use gpuplane::secrets::sealing::{self, Scope};
 use gpuplane::secrets::{Context, Keyring};
 use gpuplane::webhooks::delivery::Worker;
 use gpuplane::{AppState, build_router};
@@ -216,7 +216,7 @@ async fn rows_stored_in_clear_before_0027_are_sealed_at_start(db: PgPool) {
     // Even before a start seals them, they are read (a replica of the older version may still be writing).
     assert_eq!(agent_sees_job_secret(&app, &s.agent).await, JOB_SECRET);
 
-    let sealed = store::prepare(&db, &Keyring::parse(&format!("{K2}\n{K1}")).unwrap()).await.unwrap();
+    let sealed = sealing::prepare(&db, &Keyring::parse(&format!("{K2}\n{K1}")).unwrap()).await.unwrap();
     assert_eq!((sealed.webhook_secrets, sealed.job_secrets, sealed.failures.len()), (1, 1, 0));
     // Only the rows in clear: the other endpoint stays under k1.
     let keys: Vec<(String,)> = sqlx::query_as("SELECT secret_key_id FROM webhook_endpoints ORDER BY secret_key_id")
@@ -226,7 +226,7 @@ async fn rows_stored_in_clear_before_0027_are_sealed_at_start(db: PgPool) {
     assert_eq!(keys, [("k1".to_string(),), ("k2".to_string(),)]);
     assert_no_secret_in(&dump(&db).await, &[s.tenant_endpoint.1.as_str(), JOB_SECRET]);
     // Idempotent: the next start has nothing to seal.
-    let again = store::prepare(&db, &Keyring::parse(&format!("{K2}\n{K1}")).unwrap()).await.unwrap();
+    let again = sealing::prepare(&db, &Keyring::parse(&format!("{K2}\n{K1}")).unwrap()).await.unwrap();
     assert_eq!((again.webhook_secrets, again.job_secrets), (0, 0));
 
     // The same secret signs; the agent gets the same value.
@@ -283,7 +283,7 @@ async fn migration_0027_keeps_a_secret_stored_in_clear_and_the_first_start_seals
     .await
     .unwrap();
     let keyring = Keyring::parse(K1).unwrap();
-    let sealed = store::prepare(&db, &keyring).await.unwrap();
+    let sealed = sealing::prepare(&db, &keyring).await.unwrap();
     assert_eq!(sealed.webhook_secrets, 2);
     assert_no_secret_in(&dump(&db).await, &[secret.as_str(), old_release_secret.as_str()]);
 
@@ -304,7 +304,7 @@ async fn rotation_reseals_every_secret_under_the_new_key_once(db: PgPool) {
     let (receiver, url) = spawn_receiver().await;
     let s = store_secrets(&app, &url).await;
     let both = Keyring::parse(&format!("{K2}\n{K1}")).unwrap();
-    let done = store::reseal(&db, &both, Scope::NotCurrent).await.unwrap();
+    let done = sealing::reseal(&db, &both, Scope::NotCurrent).await.unwrap();
     assert_eq!((done.webhook_secrets, done.job_secrets, done.failures.len()), (2, 1, 0));
     let keys: Vec<(String,)> =
         sqlx::query_as("SELECT secret_key_id FROM webhook_endpoints UNION ALL SELECT value_key_id FROM job_secrets")
@@ -313,13 +313,13 @@ async fn rotation_reseals_every_secret_under_the_new_key_once(db: PgPool) {
             .unwrap();
     assert_eq!(keys, vec![("k2".to_string(),); 3]);
     // Rerun: nothing left to do.
-    let again = store::reseal(&db, &both, Scope::NotCurrent).await.unwrap();
+    let again = sealing::reseal(&db, &both, Scope::NotCurrent).await.unwrap();
     assert_eq!((again.webhook_secrets, again.job_secrets), (0, 0));
     assert_no_secret_in(&dump(&db).await, &[s.tenant_endpoint.1.as_str(), s.operator_endpoint.1.as_str(), JOB_SECRET]);
 
     // The old key can go: a keyring of k2 alone serves, one of k1 alone is refused, naming k2.
-    store::check_keyring(&db, &Keyring::parse(K2).unwrap()).await.unwrap();
-    let refused = store::check_keyring(&db, &Keyring::parse(K1).unwrap()).await.unwrap_err().to_string();
+    sealing::check_keyring(&db, &Keyring::parse(K2).unwrap()).await.unwrap();
+    let refused = sealing::check_keyring(&db, &Keyring::parse(K1).unwrap()).await.unwrap_err().to_string();
     assert!(refused.contains("k2") && refused.contains("GPUPLANE_SECRETS_KEY"), "{refused}");
     let app2 = app_with(db.clone(), K2);
     assert_delivered_signed(&app2, &s.tenant, &s.tenant_endpoint).await;
@@ -341,7 +341,7 @@ async fn rotation_reseals_every_secret_under_the_new_key_once(db: PgPool) {
     .await
     .unwrap();
     let k1_first = Keyring::parse(&format!("{K1}\n{K2}")).unwrap();
-    let back = store::reseal(&db, &k1_first, Scope::NotCurrent).await.unwrap();
+    let back = sealing::reseal(&db, &k1_first, Scope::NotCurrent).await.unwrap();
     assert_eq!((back.webhook_secrets, back.job_secrets), (2, 1));
     assert_eq!(back.failures.len(), 1);
     assert!(back.failures[0].contains(&stray.to_string()) && back.failures[0].contains("k3"), "{:?}", back.failures);

@@ -16,7 +16,7 @@ use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, N
 use super::{Desired, Job, JobGeneration, JobState, Retune, aggregate};
 use crate::extract::new_id;
 use crate::planner::Plan;
-use crate::secrets::store::{read_error, reveal};
+use crate::secrets::sealing::{read_error, reveal};
 use crate::secrets::{Context, Keyring};
 
 pub use gpuplane_store::jobs::{GenerationPart, end_jobs_of_leases_ctes, give_notice, job_end_for_lease};
