@@ -38,19 +38,6 @@ pub use gpuplane_store::auth::{AuditAction, AuditEvent};
 
 crate::page_schema!(AuditEventPage, AuditEvent);
 
-/// Record an audit event in the caller's transaction.
-pub async fn audit(
-    conn: &mut PgConnection,
-    actor_key_id: Option<Uuid>,
-    tenant_id: Option<Uuid>,
-    action: AuditAction,
-    subject_key_id: Uuid,
-    detail: serde_json::Value,
-) -> Result<(), sqlx::Error> {
-    gpuplane_store::auth::insert_audit_event(conn, actor_key_id, tenant_id, action, subject_key_id, detail).await?;
-    Ok(())
-}
-
 /// Create a key and audit it. `actor_key_id` None: the command line.
 pub async fn create_api_key(
     conn: &mut PgConnection,
@@ -61,7 +48,8 @@ pub async fn create_api_key(
 ) -> Result<CreatedApiKey, sqlx::Error> {
     let created = insert_api_key(conn, tenant_id, name, role).await?;
     let detail = serde_json::json!({ "name": created.key.name, "role": role.as_str() });
-    audit(conn, actor_key_id, tenant_id, AuditAction::ApiKeyCreated, created.key.id, detail).await?;
+    store::insert_audit_event(conn, actor_key_id, tenant_id, AuditAction::ApiKeyCreated, created.key.id, detail)
+        .await?;
     Ok(created)
 }
 
@@ -90,7 +78,15 @@ pub async fn revoke_api_key(
         }
     }
     store::revoke_key(conn, key_id).await?;
-    audit(conn, Some(actor_key_id), tenant_id, AuditAction::ApiKeyRevoked, key_id, serde_json::json!({})).await?;
+    store::insert_audit_event(
+        conn,
+        Some(actor_key_id),
+        tenant_id,
+        AuditAction::ApiKeyRevoked,
+        key_id,
+        serde_json::json!({}),
+    )
+    .await?;
     Ok(())
 }
 
@@ -137,7 +133,7 @@ async fn rotate_api_key(
     let created = create_api_key(conn, Some(actor_key_id), tenant_id, &name, role).await?;
     let expires_at = store::expire_rotated_key(conn, key_id, grace as f64, created.key.id).await?;
     let detail = serde_json::json!({ "successor_key_id": created.key.id, "grace_seconds": grace });
-    audit(conn, Some(actor_key_id), tenant_id, AuditAction::ApiKeyRotated, key_id, detail).await?;
+    store::insert_audit_event(conn, Some(actor_key_id), tenant_id, AuditAction::ApiKeyRotated, key_id, detail).await?;
     Ok(RotatedApiKey { created, replaces: key_id, old_key_expires_at: expires_at })
 }
 

@@ -25,7 +25,7 @@ use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::state::AppState;
 use crate::webhooks;
 
-pub use gpuplane_store::billing::invoices::{InvoiceLine, InvoiceRow, closed_until};
+use gpuplane_store::billing::invoices::{InvoiceLine, InvoiceRow, closed_until};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Invoice {

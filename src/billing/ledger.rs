@@ -23,7 +23,7 @@ pub const MAX_ENTRY_MINOR: i64 = 1_000_000_000_000;
 
 pub use gpuplane_store::billing::EntryKind;
 
-pub use gpuplane_store::billing::ledger::{LedgerEntry, NewEntry, append, balance, move_balance};
+pub use gpuplane_store::billing::ledger::{LedgerEntry, NewEntry, append, balance};
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

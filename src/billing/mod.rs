@@ -14,8 +14,6 @@ use uuid::Uuid;
 use crate::error::ApiError;
 use crate::leases::Term;
 
-pub use gpuplane_store::billing::balance_covers_sql;
-
 /// Refuse with 402 `insufficient_balance` unless the tenant's balance covers the first hour (hourly terms) or
 /// the whole term (monthly terms) of `gpu_count` GPUs of the pool at its current price.
 pub async fn require_balance(
@@ -33,7 +31,7 @@ pub async fn require_balance(
     }
 }
 
-/// 402 `insufficient_balance`: `balance` does not cover `required`, both in `currency` ([`balance_covers_sql`]).
+/// 402 `insufficient_balance`: `balance` does not cover `required`, both in `currency` ([`gpuplane_store::billing::balance_covers_sql`]).
 pub fn insufficient_balance(currency: &str, required: i64, balance: i64, term: Term) -> ApiError {
     ApiError::PaymentRequired {
         code: "insufficient_balance",

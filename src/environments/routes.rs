@@ -10,7 +10,7 @@ use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::protocol::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
+use super::protocol::{EnvironmentState, EnvironmentStatus};
 use crate::auth::{AgentAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
@@ -174,21 +174,11 @@ pub async fn start_environment(
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
     }
-    request_environment(&mut tx, auth.tenant_id, lease_id, &req).await?;
+    store::request_environment(&mut tx, auth.tenant_id, lease_id, req.image.as_deref()).await?;
     let env = load_environment(&mut tx, auth.tenant_id, lease_id).await?.ok_or(ApiError::NotFound("environment"))?;
     tx.commit().await?;
     tracing::info!(lease.id = %lease_id, "environment requested");
     Ok((StatusCode::CREATED, Json(env)))
-}
-
-/// Record that the lease's nodes are to run its environment (afresh: earlier reports are forgotten).
-pub async fn request_environment(
-    conn: &mut PgConnection,
-    tenant_id: Uuid,
-    lease_id: Uuid,
-    req: &StartEnvironmentRequest,
-) -> Result<(), sqlx::Error> {
-    Ok(store::request_environment(conn, tenant_id, lease_id, req.image.as_deref()).await?)
 }
 
 /// Stop the lease's environment (tenant admin): every process in it is killed and its ports are freed. The
@@ -208,11 +198,6 @@ pub async fn stop_environment(
     let env = load_environment(&mut tx, auth.tenant_id, lease_id).await?.ok_or(ApiError::NotFound("environment"))?;
     tx.commit().await?;
     Ok(Json(env))
-}
-
-/// The environments this node must run now, with their tenants' current keys.
-pub async fn node_environments(conn: &mut PgConnection, node_id: Uuid) -> Result<Vec<EnvironmentSpec>, sqlx::Error> {
-    Ok(store::node_environments(conn, node_id).await?)
 }
 
 /// Most host keys a report may carry.

@@ -32,8 +32,6 @@ pub struct AddSshKeyRequest {
     pub public_key: String,
 }
 
-pub use gpuplane_store::environments::authorized_keys;
-
 /// The tenant's SSH keys, oldest first.
 #[utoipa::path(
     get, path = "/v1/tenant/ssh-keys", tag = "environments", operation_id = "list_ssh_keys",

@@ -19,7 +19,7 @@ use crate::planner::Plan;
 use crate::secrets::sealing::{read_error, reveal};
 use crate::secrets::{Context, Keyring};
 
-pub use gpuplane_store::jobs::{GenerationPart, end_jobs_of_leases_ctes, give_notice, job_end_for_lease};
+use gpuplane_store::jobs::{GenerationPart, give_notice};
 
 /// A JSON value stored by the service read back as its type (a plan, template parameters, launchers): a value
 /// that does not fit is a decoding error, as when the statement decoded it.
@@ -488,7 +488,7 @@ pub async fn fetch_assignments(
                 .collect(),
         })
         .collect();
-    let environments = crate::environments::routes::node_environments(conn, node_id).await?;
+    let environments = gpuplane_store::environments::node_environments(conn, node_id).await?;
     Ok(Some(AssignmentList { assignments, leases, environments }))
 }
 

@@ -38,8 +38,6 @@ pub struct Release<'a> {
     pub actor: &'a Actor,
 }
 
-pub use gpuplane_store::leases::release::has_jobs_to_notice_sql;
-
 /// Begin the release of a lease whose row the transaction holds (`FOR UPDATE`): every open job is given its
 /// stop notice, the deadline and what the release will record are set, and the event is written.
 pub async fn begin(
@@ -54,7 +52,7 @@ pub async fn begin(
     let mut noticed = Vec::new();
     for (job_id, grace_s) in &jobs {
         stored::abandon_pending_generation(conn, *job_id).await?;
-        crate::jobs::lifecycle::give_notice(conn, *job_id, release.notice, *grace_s).await?;
+        gpuplane_store::jobs::give_notice(conn, *job_id, release.notice, *grace_s).await?;
         let state = crate::jobs::lifecycle::refresh_job(conn, *job_id).await?;
         if !state.is_terminal() {
             waits_s = waits_s.max(i64::from(*grace_s));
@@ -120,7 +118,7 @@ pub enum Asked {
     ReleaseNow,
 }
 
-/// A tenant's release of a lease with jobs to notice ([`has_jobs_to_notice_sql`]): begin it, in one transaction
+/// A tenant's release of a lease with jobs to notice ([`gpuplane_store::leases::release::has_jobs_to_notice_sql`]): begin it, in one transaction
 /// under the lease's row lock. Asking while the release is under way changes nothing.
 pub async fn ask(
     db: &PgPool,

@@ -231,7 +231,8 @@ async fn try_create_lease(
     };
     if let Some(environment) = &req.environment {
         // Started by the nodes once the lease is active (a queued lease's, when it starts).
-        crate::environments::routes::request_environment(&mut tx, tenant_id, new.id, environment).await?;
+        gpuplane_store::environments::request_environment(&mut tx, tenant_id, new.id, environment.image.as_deref())
+            .await?;
     }
     if let Some(key) = &idem {
         idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
