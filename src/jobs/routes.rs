@@ -18,7 +18,7 @@ use gpuplane_protocol::lease_network::lease_address;
 
 use super::launch_specs::{self, DEFAULT_MASTER_PORT, NodeSlot, RESERVED_ENV, RenderInput, TemplateChoice};
 use super::lifecycle::{self, NewJob, ReportError, decode_json};
-pub use super::problems::{check_image, lease_not_active, stale_credential};
+use super::problems::{check_image, lease_not_active, stale_credential};
 use super::templates::{Builtin, TemplateParam, TemplateSpec, check_args, resolve_params};
 use crate::auth::{AgentAuth, AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};

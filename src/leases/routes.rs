@@ -67,7 +67,7 @@ impl CreateLeaseRequest {
         }
         if let Some(image) = self.environment.as_ref().and_then(|e| e.image.as_deref()) {
             let mut image_errors = Vec::new();
-            crate::jobs::routes::check_image(image, &mut image_errors);
+            crate::jobs::problems::check_image(image, &mut image_errors);
             errors.extend(
                 image_errors.into_iter().map(|e| FieldError::new(format!("environment.{}", e.field), e.message)),
             );
