@@ -5,7 +5,8 @@
 //! usage records and their ledger entries, and moves `metered_until`, all in one transaction. A crash before
 //! the commit leaves nothing; after it, the next step starts where this one stopped. A running lease is never
 //! metered past the last heartbeat of its nodes, and an interrupted one ends at that heartbeat, so silence
-//! is never charged: for every ended lease, charged = floor(exact cost of its whole seconds to `ended_at`).
+//! is never charged: for every ended lease, charged = floor(exact cost of its whole seconds to `ended_at`); for a
+//! lease across pools, that holds for each part at its own pool's prices.
 
 use gpuplane_store::billing::metering::{self as stored, Due};
 use sqlx::PgPool;
@@ -50,20 +51,76 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
     }
 }
 
-/// Meter one locked lease up to its last whole second (or its end). Returns whether money moved.
+/// What one share of a lease (the lease itself, or one part of a lease across pools) has been metered at.
+struct Share {
+    /// The part, for a lease across pools.
+    part: Option<i16>,
+    pool_id: Uuid,
+    gpu_count: i32,
+    cost_units: i128,
+    charged_minor: i64,
+}
+
+/// Meter one locked lease up to its last whole second (or its end). Each share is rated at its own pool's prices
+/// and charged floor(its exact cost): a single-pool lease is one share, a lease across pools one per part. Returns
+/// whether money moved.
 async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool, sqlx::Error> {
+    let shares: Vec<Share> = if lease.has_parts {
+        let parts = stored::lock_parts(conn, lease.id).await?;
+        parts
+            .into_iter()
+            .map(|p| Share {
+                part: Some(p.part),
+                pool_id: p.pool_id,
+                gpu_count: p.gpu_count,
+                cost_units: to_i128(&p.cost_units),
+                charged_minor: p.charged_minor,
+            })
+            .collect()
+    } else {
+        vec![Share {
+            part: None,
+            pool_id: lease.pool_id,
+            gpu_count: lease.gpu_count,
+            cost_units: to_i128(&lease.cost_units),
+            charged_minor: lease.charged_minor,
+        }]
+    };
+    let mut moved = false;
+    let (mut total_units, mut total_charged, mut metered_until) = (0i128, 0i64, lease.metered_until);
+    for share in shares {
+        let (after, share_moved) = meter_share(conn, lease, &share).await?;
+        moved |= share_moved;
+        total_units += after.cost_units;
+        total_charged += after.charged_minor;
+        metered_until = after.metered_until;
+        if let Some(part) = share.part {
+            stored::set_part_metered(conn, lease.id, part, after.cost_units.to_string(), after.charged_minor).await?;
+        }
+    }
+    stored::set_metered(conn, lease.id, metered_until, total_units.to_string(), total_charged).await?;
+    Ok(moved)
+}
+
+/// Rate and charge one share of a locked lease: its usage records and ledger entries. Returns where its metering
+/// stands now, and whether money moved.
+async fn meter_share(
+    conn: &mut sqlx::PgConnection,
+    lease: &Due,
+    share: &Share,
+) -> Result<(Metered, bool), sqlx::Error> {
     let prices = stored::prices_before(
         conn,
-        lease.pool_id,
+        share.pool_id,
         lease.meter_to.max(lease.metered_until + chrono::Duration::seconds(1)),
     )
     .await?;
     let before = Metered {
         metered_until: lease.metered_until,
-        cost_units: to_i128(&lease.cost_units),
-        charged_minor: lease.charged_minor,
+        cost_units: share.cost_units,
+        charged_minor: share.charged_minor,
     };
-    let (after, charges) = meter(before, lease.meter_to, lease.ended, lease.gpu_count, lease.term, &prices);
+    let (after, charges) = meter(before, lease.meter_to, lease.ended, share.gpu_count, lease.term, &prices);
     let mut moved = false;
     for Charge { piece, amount_minor: amount } in charges {
         let record_id = new_id();
@@ -71,11 +128,11 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
             id: record_id,
             tenant_id: lease.tenant_id,
             lease_id: lease.id,
-            pool_id: lease.pool_id,
+            pool_id: share.pool_id,
             period_start: piece.start,
             period_end: piece.end,
-            gpu_count: lease.gpu_count,
-            gpu_seconds: piece.seconds * lease.gpu_count as i64,
+            gpu_count: share.gpu_count,
+            gpu_seconds: piece.seconds * share.gpu_count as i64,
             term: lease.term,
             unit_price_minor: piece.unit_price_minor,
             currency: &lease.currency,
@@ -102,8 +159,7 @@ async fn meter_lease(conn: &mut sqlx::PgConnection, lease: &Due) -> Result<bool,
             moved = true;
         }
     }
-    stored::set_metered(conn, lease.id, after.metered_until, after.cost_units.to_string(), after.charged_minor).await?;
-    Ok(moved)
+    Ok((after, moved))
 }
 
 /// Warn the hourly leases of tenants with less than an hour of balance left, give their running jobs a stop

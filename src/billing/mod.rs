@@ -15,16 +15,16 @@ use crate::error::ApiError;
 use crate::leases::Term;
 
 /// Refuse with 402 `insufficient_balance` unless the tenant's balance covers the first hour (hourly terms) or
-/// the whole term (monthly terms) of `gpu_count` GPUs of the pool at its current price.
+/// the whole term (monthly terms) of `shares` (`(pool, GPU count)`, one per part of a lease across pools) at the
+/// pools' current prices.
 pub async fn require_balance(
     conn: &mut PgConnection,
     tenant_id: Uuid,
-    pool_id: Uuid,
-    gpu_count: i32,
+    shares: &[(Uuid, i32)],
     term: Term,
     months: i32,
 ) -> Result<(), ApiError> {
-    let due = gpuplane_store::billing::balance_due(conn, tenant_id, pool_id, gpu_count, term, months).await?;
+    let due = gpuplane_store::billing::balance_due(conn, tenant_id, shares, term, months).await?;
     match due {
         Some(due) if !due.covers => Err(insufficient_balance(&due.currency, due.required, due.balance, term)),
         _ => Ok(()),

@@ -535,9 +535,14 @@ pub async fn create_job(
 ) -> ApiResult<(StatusCode, Json<Job>)> {
     let mut conn = state.db.acquire().await?;
     let lease = stored::tenant_lease(&mut conn, lease_id, auth.tenant_id).await?;
-    let Some((lease_state, pool_id, ends_at)) = lease else { return Err(ApiError::NotFound("lease")) };
+    let Some(stored::JobLease { state: lease_state, pool_id, ends_at, has_parts }) = lease else {
+        return Err(ApiError::NotFound("lease"));
+    };
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
+    }
+    if has_parts {
+        return Err(super::problems::lease_across_pools());
     }
     drop(conn);
     req.validate()?;

@@ -9,7 +9,8 @@ use super::{Actor, Lease, LeaseState};
 use crate::error::ApiError;
 
 pub use gpuplane_store::leases::allocation::{
-    Admission, BestFit, Capacity, LeaseWrite, NewLease, Plan, PoolSize, admit, begin, capacity, place, pool_size,
+    Admission, BestFit, Capacity, LeaseWrite, NewLease, Plan, PoolSize, admit, begin, capacity, place, place_parts,
+    pool_size,
 };
 pub use gpuplane_store::leases::ending::{Ended, KeyScope, end_lease, end_lease_for_key};
 pub use gpuplane_store::leases::events::{NewEvent, list_events, record_event};
@@ -63,6 +64,45 @@ pub async fn ensure_owned(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uu
     }
 }
 
+/// Enforce the tenant's quotas for `gpu_count` more GPUs of `pool_id` (a lease across pools: once per part). The
+/// tenant row is locked for the rest of the transaction, so concurrent requests of one tenant are checked one after
+/// another and cannot jointly exceed a quota. Single-pool creates call it only for tenants the admission statement
+/// found to have a quota: the others' requests lock nothing and run in parallel.
+pub async fn check_quotas(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    pool_id: Uuid,
+    gpu_count: i32,
+) -> Result<(), ApiError> {
+    let quotas = gpuplane_store::leases::changes::lock_quotas(conn, tenant_id, pool_id).await?;
+    let in_use = gpuplane_store::leases::changes::in_use(conn, tenant_id, pool_id).await?;
+    super::rules::check_quotas(&quotas, &in_use, gpu_count).map_err(|exceeded| ApiError::Conflict {
+        code: "quota_exceeded",
+        message: exceeded.message,
+        context: Some(serde_json::json!({
+            "quota": exceeded.quota, "limit": exceeded.limit, "in_use": exceeded.in_use, "requested": gpu_count,
+        })),
+    })
+}
+
+/// Why `gpu_count` GPUs of the pool laid out as `placement` can never fit, whatever is free: more than the pool
+/// has, or than its largest node has for `single_node` (None: they may fit once GPUs are free).
+pub async fn never_fits(
+    conn: &mut PgConnection,
+    pool_id: Uuid,
+    gpu_count: i32,
+    placement: super::Placement,
+) -> Result<Option<String>, sqlx::Error> {
+    let PoolSize { total, largest_node } = pool_size(conn, pool_id).await?;
+    Ok(if i64::from(gpu_count) > total {
+        Some(format!("the pool has {total} GPUs in all"))
+    } else if placement == super::Placement::SingleNode && i64::from(gpu_count) > largest_node {
+        Some(format!("single_node: the largest node in the pool has {largest_node} GPUs"))
+    } else {
+        None
+    })
+}
+
 /// Start queued leases of a pool in arrival order while they fit (strict FIFO: a head that does not fit
 /// blocks the ones behind it, so large requests are not starved). One replica at a time per pool.
 pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error> {
@@ -76,7 +116,14 @@ pub async fn start_queued(db: &PgPool, pool_id: Uuid) -> Result<u32, sqlx::Error
         let head = gpuplane_store::leases::ending::lock_queue_head(&mut tx, pool_id).await?;
         let Some(head) = head else { break };
         let (lease_id, gpu_count, placement) = (head.id, head.gpu_count, head.placement);
-        let Some(plan) = place(&mut tx, pool_id, gpu_count, placement, BestFit::Search).await? else { break };
+        // A lease across pools waits in its first part's queue, and starts when every part fits.
+        let parts = gpuplane_store::leases::parts::asked(&mut tx, lease_id).await?;
+        let plan = if parts.is_empty() {
+            place(&mut tx, pool_id, gpu_count, placement, BestFit::Search).await?
+        } else {
+            place_parts(&mut tx, &parts).await?
+        };
+        let Some(plan) = plan else { break };
         let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System)
             .reason("capacity freed");
         if write_lease(&mut tx, LeaseWrite::Activate(lease_id), Some(&plan), event).await?.is_none() {

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sqlx::PgConnection;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -15,90 +15,15 @@ use super::lifecycle::FreedPools;
 use super::lifecycle::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
 use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release, rules};
 use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::state::AppState;
 
 crate::page_schema!(LeasePage, Lease);
 
+pub use super::requests::{CreateLeaseRequest, MAX_GPUS};
 pub use super::rules::{MAX_HOURS, MAX_MONTHS};
-/// Most GPUs in one lease.
-pub const MAX_GPUS: i32 = 4096;
-
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"pool_id": "0192f5a0-0000-7000-8000-000000000001", "gpu_count": 8, "duration_hours": 24, "placement": "single_node"}))]
-pub struct CreateLeaseRequest {
-    /// The pool to lease from. Give this or `gpu_model`.
-    pub pool_id: Option<Uuid>,
-    /// Any pool of this GPU model (the one with the most free GPUs). Give this or `pool_id`.
-    #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]
-    pub gpu_model: Option<String>,
-    /// GPUs wanted, 1-4096.
-    #[schema(minimum = 1, maximum = 4096)]
-    pub gpu_count: i32,
-    /// Hourly term: length in hours (1-8784). Give this or `months`.
-    #[schema(minimum = 1, maximum = 8784)]
-    pub duration_hours: Option<i32>,
-    /// Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
-    #[schema(minimum = 1, maximum = 36)]
-    pub months: Option<i32>,
-    #[serde(default)]
-    pub placement: Placement,
-    /// When capacity is short, wait in the pool's queue instead of failing with 409.
-    #[serde(default)]
-    pub queue: bool,
-    /// Also start an interactive environment (SSH) on the lease's nodes once it is active; see
-    /// `POST /v1/leases/{id}/environment`.
-    #[serde(default)]
-    pub environment: Option<crate::environments::routes::StartEnvironmentRequest>,
-    /// Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
-    /// stop notice; see `Lease.idle_since`. Absent or null: never released for idleness.
-    #[schema(minimum = 10, maximum = 10080)]
-    pub idle_release_after_minutes: Option<i32>,
-}
-
-impl CreateLeaseRequest {
-    fn validate(&self) -> Result<Term, ApiError> {
-        let mut errors = Vec::new();
-        if self.pool_id.is_some() == self.gpu_model.is_some() {
-            errors.push(FieldError::new("pool_id", "give exactly one of pool_id and gpu_model"));
-        }
-        if let Some(image) = self.environment.as_ref().and_then(|e| e.image.as_deref()) {
-            let mut image_errors = Vec::new();
-            crate::jobs::problems::check_image(image, &mut image_errors);
-            errors.extend(
-                image_errors.into_iter().map(|e| FieldError::new(format!("environment.{}", e.field), e.message)),
-            );
-        }
-        if !(1..=MAX_GPUS).contains(&self.gpu_count) {
-            errors.push(FieldError::new("gpu_count", format!("must be between 1 and {MAX_GPUS}")));
-        }
-        if let Some(minutes) = self.idle_release_after_minutes {
-            errors.extend(super::idle::check_release_after(minutes).err());
-        }
-        let term = match (self.duration_hours, self.months) {
-            (Some(h), None) => {
-                if !(1..=MAX_HOURS).contains(&h) {
-                    errors.push(FieldError::new("duration_hours", format!("must be between 1 and {MAX_HOURS}")));
-                }
-                Term::Hourly
-            }
-            (None, Some(m)) => {
-                if !(1..=MAX_MONTHS).contains(&m) {
-                    errors.push(FieldError::new("months", format!("must be between 1 and {MAX_MONTHS}")));
-                }
-                Term::Monthly
-            }
-            _ => {
-                errors.push(FieldError::new("duration_hours", "give exactly one of duration_hours and months"));
-                Term::Hourly
-            }
-        };
-        if errors.is_empty() { Ok(term) } else { Err(ApiError::Validation(errors)) }
-    }
-}
 
 fn is_retryable(err: &ApiError) -> bool {
     matches!(err, ApiError::Database(sqlx::Error::Database(db)) if matches!(db.code().as_deref(), Some("40P01" | "40001")))
@@ -141,6 +66,17 @@ pub async fn create_lease(
     let term = req.validate()?;
     // The header's shape is checked now; the key is scoped to the tenant once the key is checked.
     let idempotent = IdempotencyKey::from_headers(&headers, Uuid::nil(), "create_lease", &req)?.is_some();
+    if let Some(parts) = &req.parts {
+        let result = retry_deadlocks(|| super::parts::try_create(&state, &token, &headers, &req, parts, term)).await;
+        if let Err(err) = &result
+            && idempotent
+            && let Ok(auth) = token.check(&state.db).await
+            && let Some(key) = IdempotencyKey::from_headers(&headers, auth.tenant_id, "create_lease", &req)?
+        {
+            idempotency::record_error(&state.db, &key, err).await?;
+        }
+        return result;
+    }
     // Without an Idempotency-Key or an environment to write with it, a lease on one node is written by the
     // admission statement on its own; anything else, and whatever that statement leaves, runs as a transaction.
     let mut search = if !idempotent && req.environment.is_none() && req.placement != Placement::Spread {
@@ -267,7 +203,7 @@ async fn admit(
         id: new_id(),
         tenant_id: token.claimed_tenant_id(),
         pool_id,
-        gpu_count: req.gpu_count,
+        gpu_count: req.gpu_count(),
         placement: req.placement,
         term,
         duration_hours: req.duration_hours,
@@ -303,28 +239,21 @@ async fn place_and_write(
 ) -> ApiResult<Option<Lease>> {
     let pool_id = new.pool_id;
     if admission.tenant_has_quotas == Some(true) {
-        check_quotas(tx, auth.tenant_id, pool_id, req.gpu_count).await?;
+        lifecycle::check_quotas(tx, auth.tenant_id, pool_id, new.gpu_count).await?;
     }
     let Some(best_fit) = admission.best_fit() else { return Ok(None) };
     // A new request does not jump the pool's queue (first come, first served).
     let plan = if admission.queued_ahead {
         None
     } else {
-        lifecycle::place(tx, pool_id, req.gpu_count, req.placement, best_fit).await?
+        lifecycle::place(tx, pool_id, new.gpu_count, req.placement, best_fit).await?
     };
     if plan.is_none() {
-        let lifecycle::PoolSize { total, largest_node } = lifecycle::pool_size(tx, pool_id).await?;
-        if req.gpu_count as i64 > total {
-            return Err(ApiError::field("gpu_count", format!("the pool has {total} GPUs in all")));
-        }
-        if req.placement == Placement::SingleNode && req.gpu_count as i64 > largest_node {
-            return Err(ApiError::field(
-                "gpu_count",
-                format!("single_node: the largest node in the pool has {largest_node} GPUs"),
-            ));
+        if let Some(why) = lifecycle::never_fits(tx, pool_id, new.gpu_count, req.placement).await? {
+            return Err(ApiError::field("gpu_count", why));
         }
         if !req.queue {
-            return Err(lifecycle::capacity(tx, pool_id, req.gpu_count).await?.into());
+            return Err(lifecycle::capacity(tx, pool_id, new.gpu_count).await?.into());
         }
     }
     let actor = Actor::Tenant(auth.key_id);
@@ -341,28 +270,13 @@ async fn place_and_write(
     // None: a planned node's counter was out of step with its GPUs (logged); nothing was written.
     match written {
         Some(lease) => Ok(Some(lease)),
-        None => Err(lifecycle::capacity(tx, pool_id, req.gpu_count).await?.into()),
+        None => Err(lifecycle::capacity(tx, pool_id, new.gpu_count).await?.into()),
     }
 }
 
 async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {
     let pool = changes::pool_by_model(conn, model).await?;
     pool.ok_or_else(|| ApiError::field("gpu_model", "no pool offers this GPU model"))
-}
-
-/// Enforce the tenant's quotas. The tenant row is locked for the rest of the transaction, so concurrent
-/// requests of one tenant are checked one after another and cannot jointly exceed a quota. Called only for
-/// tenants the admission statement found to have a quota: the others' requests lock nothing and run in parallel.
-async fn check_quotas(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid, gpu_count: i32) -> ApiResult<()> {
-    let quotas = changes::lock_quotas(conn, tenant_id, pool_id).await?;
-    let in_use = changes::in_use(conn, tenant_id, pool_id).await?;
-    rules::check_quotas(&quotas, &in_use, gpu_count).map_err(|exceeded| ApiError::Conflict {
-        code: "quota_exceeded",
-        message: exceeded.message,
-        context: Some(serde_json::json!({
-            "quota": exceeded.quota, "limit": exceeded.limit, "in_use": exceeded.in_use, "requested": gpu_count,
-        })),
-    })
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -487,8 +401,8 @@ pub async fn extend_lease(
     }
     let (add_hours, add_months) =
         rules::extension(term, hours, months, req.hours, req.months).map_err(|e| ApiError::Validation(vec![e]))?;
-    let (pool_id, gpu_count) = changes::pool_and_size(&mut tx, lease_id).await?;
-    crate::billing::require_balance(&mut tx, auth.tenant_id, pool_id, gpu_count, term, add_months).await?;
+    let shares = gpuplane_store::leases::parts::shares(&mut tx, lease_id).await?;
+    crate::billing::require_balance(&mut tx, auth.tenant_id, &shares, term, add_months).await?;
     changes::extend(&mut tx, lease_id, add_hours, add_months).await?;
     let actor = Actor::Tenant(auth.key_id);
     let event = NewEvent::new("extended", Some(lease_state), Some(lease_state), &actor)

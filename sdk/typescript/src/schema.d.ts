@@ -1957,9 +1957,9 @@ export interface components {
             environment?: components["schemas"]["StartEnvironmentRequest"] | null;
             /**
              * Format: int32
-             * @description GPUs wanted, 1-4096.
+             * @description GPUs wanted, 1-4096. Required, unless `parts` is given (then leave it out).
              */
-            gpu_count: number;
+            gpu_count?: number | null;
             /** @description Any pool of this GPU model (the one with the most free GPUs). Give this or `pool_id`. */
             gpu_model?: string | null;
             /**
@@ -1973,6 +1973,16 @@ export interface components {
              * @description Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
              */
             months?: number | null;
+            /**
+             * @description A lease across pools: 2-4 parts, each GPUs of one pool (give `parts` instead of `pool_id`, `gpu_model` and
+             *     `gpu_count`). All or nothing: every part gets its GPUs, or none does. The pools must all bill in one
+             *     currency (the lease is billed, and its balance checked, in one) and lie in one region (a job's pipeline
+             *     crosses between the parts every step). Each part is billed at its own pool's price and counts against the
+             *     tenant's quota of its pool; the lease counts once against `max_concurrent_leases`. Queued (`queue`), it
+             *     waits in its first part's pool's queue and starts once every part fits.
+             */
+            parts?: components["schemas"]["LeasePartRequest"][] | null;
+            /** @description How the GPUs are laid over the pool's nodes. With `parts`, each part has its own: leave this out (or `pack`). */
             placement?: components["schemas"]["Placement"];
             /**
              * Format: uuid
@@ -2839,6 +2849,12 @@ export interface components {
             idle_since?: string | null;
             /** Format: int32 */
             months?: number | null;
+            /**
+             * @description A lease across pools only (absent for a single-pool lease): its parts, one per pool, in the order asked,
+             *     each billed at its own pool's price. `pool_id` and `placement` above are then the first part's, `gpu_count`
+             *     the sum of the parts', and `gpus` every part's GPUs.
+             */
+            parts?: components["schemas"]["LeasePart"][] | null;
             placement: components["schemas"]["Placement"];
             /** Format: uuid */
             pool_id: string;
@@ -2936,6 +2952,42 @@ export interface components {
              * @description Pass as `after` to get the next page; absent on the last page.
              */
             next_after?: string | null;
+        };
+        /** @description One part of a lease across pools. */
+        LeasePart: {
+            /**
+             * Format: int32
+             * @description GPUs it asked for.
+             */
+            gpu_count: number;
+            /** @description Its GPUs (ids of `Lease.gpus`); empty while the lease is queued. */
+            gpu_ids: string[];
+            /** @description The pool's GPU model. */
+            gpu_model: string;
+            /** @description How its GPUs are laid over the pool's nodes. */
+            placement: components["schemas"]["Placement"];
+            /**
+             * Format: uuid
+             * @description The pool its GPUs come from.
+             */
+            pool_id: string;
+        };
+        /** @description One part of a lease across pools: GPUs of one pool. */
+        LeasePartRequest: {
+            /**
+             * Format: int32
+             * @description GPUs of this part, 1-4096 (all parts together: at most 4096).
+             */
+            gpu_count: number;
+            /** @description Any pool of this GPU model (the one with the most free GPUs). */
+            gpu_model?: string | null;
+            /** @description How this part's GPUs are laid over its pool's nodes. */
+            placement?: components["schemas"]["Placement"];
+            /**
+             * Format: uuid
+             * @description The pool of this part. Give this or `gpu_model`, or both (then the pool must offer that model).
+             */
+            pool_id?: string | null;
         };
         /** @description Another node of the same lease, and where its agent answers echo probes. */
         LeasePeer: {

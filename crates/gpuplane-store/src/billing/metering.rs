@@ -30,6 +30,8 @@ pub struct Due {
     pub cost_units: String,
     pub charged_minor: i64,
     pub currency: String,
+    /// A lease across pools: each part is metered on its own ([`lock_parts`]); the figures above are their sums.
+    pub has_parts: bool,
 }
 
 /// Lock up to `batch` leases with unmetered time, skipping those locked by others, oldest metered first. A running
@@ -42,7 +44,8 @@ pub async fn lock_due(conn: &mut PgConnection, batch: i64) -> StoreResult<Vec<Du
         r#"SELECT l.id, l.tenant_id, l.pool_id, l.gpu_count, l.term AS "term: Term", l.metered_until AS "metered_until!",
                  COALESCE(l.ended_at, LEAST(now(), l.ends_at, heard.at)) AS "meter_to!",
                  l.ended_at IS NOT NULL AS "ended!",
-                 l.cost_units::text AS "cost_units!", l.charged_minor, l.currency AS "currency!"
+                 l.cost_units::text AS "cost_units!", l.charged_minor, l.currency AS "currency!",
+                 EXISTS (SELECT 1 FROM lease_parts p WHERE p.lease_id = l.id) AS "has_parts!"
              FROM leases l
              LEFT JOIN LATERAL (SELECT min(COALESCE(n.last_heartbeat_at, '-infinity')) AS at
                  FROM gpus g JOIN nodes n ON n.id = g.node_id
@@ -141,7 +144,8 @@ pub struct HourlyLease {
     pub balance_warned_at: Option<DateTime<Utc>>,
 }
 
-/// Lock the tenant's active hourly leases billed in `currency`, in id order.
+/// Lock the tenant's active hourly leases billed in `currency`, in id order, with what each burns per hour at its
+/// pools' current prices (`lease_shares`: every part of a lease across pools at its own pool's price).
 pub async fn lock_hourly_leases(
     conn: &mut PgConnection,
     tenant_id: Uuid,
@@ -149,10 +153,12 @@ pub async fn lock_hourly_leases(
 ) -> StoreResult<Vec<HourlyLease>> {
     Ok(sqlx::query_as!(
         HourlyLease,
-        r#"SELECT l.id, l.gpu_count::bigint * cp.price_per_gpu_hour_minor AS "burn_per_hour!", l.balance_warned_at
+        r#"SELECT l.id, burn.per_hour AS "burn_per_hour!", l.balance_warned_at
              FROM leases l
-             JOIN pool_current_prices cp ON cp.pool_id = l.pool_id
-             WHERE l.tenant_id = $1 AND l.currency = $2 AND l.state = 'active' AND l.term = 'hourly' ORDER BY l.id FOR UPDATE OF l"#,
+             CROSS JOIN LATERAL (SELECT sum(s.gpu_count::bigint * cp.price_per_gpu_hour_minor)::bigint AS per_hour
+                 FROM lease_shares s JOIN pool_current_prices cp ON cp.pool_id = s.pool_id WHERE s.lease_id = l.id) burn
+             WHERE l.tenant_id = $1 AND l.currency = $2 AND l.state = 'active' AND l.term = 'hourly'
+                 AND burn.per_hour IS NOT NULL ORDER BY l.id FOR UPDATE OF l"#,
         tenant_id,
         currency
     )
@@ -163,5 +169,47 @@ pub async fn lock_hourly_leases(
 /// Note that the lease was warned of a low balance.
 pub async fn mark_balance_warned(conn: &mut PgConnection, lease_id: Uuid) -> StoreResult<()> {
     sqlx::query!("UPDATE leases SET balance_warned_at = now() WHERE id = $1", lease_id).execute(conn).await?;
+    Ok(())
+}
+
+/// One part of a lease across pools as metering sees it: its pool and size, its exact cost so far and its charge.
+pub struct PartDue {
+    pub part: i16,
+    pub pool_id: Uuid,
+    pub gpu_count: i32,
+    /// Exact cost so far (numeric, read as text: it can exceed 64 bits).
+    pub cost_units: String,
+    pub charged_minor: i64,
+}
+
+/// Lock the parts of a lease across pools (whose lease row the transaction holds), part 0 first.
+pub async fn lock_parts(conn: &mut PgConnection, lease_id: Uuid) -> StoreResult<Vec<PartDue>> {
+    Ok(sqlx::query_as!(
+        PartDue,
+        r#"SELECT part, pool_id, gpu_count, cost_units::text AS "cost_units!", charged_minor
+             FROM lease_parts WHERE lease_id = $1 ORDER BY part FOR UPDATE"#,
+        lease_id
+    )
+    .fetch_all(conn)
+    .await?)
+}
+
+/// Move a part's metering forward: its exact cost (numeric as text) and charge.
+pub async fn set_part_metered(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    part: i16,
+    cost_units: String,
+    charged_minor: i64,
+) -> StoreResult<()> {
+    sqlx::query!(
+        "UPDATE lease_parts SET cost_units = $3::text::numeric, charged_minor = $4 WHERE lease_id = $1 AND part = $2",
+        lease_id,
+        part,
+        cost_units,
+        charged_minor
+    )
+    .execute(conn)
+    .await?;
     Ok(())
 }

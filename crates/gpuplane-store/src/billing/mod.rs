@@ -35,7 +35,7 @@ pub fn balance_covers_sql(balance: &str, required: &str) -> String {
     format!("({required} IS NULL OR {balance} >= {required})")
 }
 
-/// What is due up front for `gpu_count` GPUs of a pool at its current price, against a tenant's balance.
+/// What is due up front for a lease's GPUs at their pools' current prices, against a tenant's balance.
 #[derive(sqlx::FromRow)]
 pub struct BalanceDue {
     pub currency: String,
@@ -45,30 +45,36 @@ pub struct BalanceDue {
     pub covers: bool,
 }
 
-/// What the first hour (hourly terms) or the whole term (monthly terms) of `gpu_count` GPUs of the pool costs at
-/// its current price, and the tenant's balance in its currency; None: the pool has no price.
+/// What the first hour (hourly terms) or the whole term (monthly terms) of `shares` costs at the pools' current
+/// prices (`(pool, GPU count)`: one share for a single-pool lease, one per part for a lease across pools, whose pools
+/// have one currency; `lease_upfront_minor` of each, summed), and the tenant's balance in that currency; None: no
+/// pool of them has a price.
 pub async fn balance_due(
     conn: &mut PgConnection,
     tenant_id: Uuid,
-    pool_id: Uuid,
-    gpu_count: i32,
+    shares: &[(Uuid, i32)],
     term: Term,
     months: i32,
 ) -> StoreResult<Option<BalanceDue>> {
+    let pools: Vec<Uuid> = shares.iter().map(|s| s.0).collect();
+    let counts: Vec<i32> = shares.iter().map(|s| s.1).collect();
     // Runtime SQL: it embeds the rule (`balance_covers_sql`) that lease admission embeds too.
     let sql = format!(
         "SELECT d.*, {covers} AS covers FROM ( \
-             SELECT p.currency, \
-                 lease_upfront_minor($3, $4, $5, cp.price_per_gpu_hour_minor, cp.price_per_gpu_month_minor) AS required, \
-                 COALESCE(b.balance_minor, 0) AS balance \
-             FROM pools p JOIN pool_current_prices cp ON cp.pool_id = p.id \
-             LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = p.currency WHERE p.id = $2) d",
+             SELECT a.currency, a.required, COALESCE(b.balance_minor, 0) AS balance FROM ( \
+                 SELECT min(p.currency) AS currency, \
+                     LEAST(sum(lease_upfront_minor(s.gpu_count, $4, $5, cp.price_per_gpu_hour_minor, \
+                         cp.price_per_gpu_month_minor)), 9223372036854775807)::bigint AS required \
+                 FROM UNNEST($2::uuid[], $3::int[]) AS s(pool_id, gpu_count) \
+                 JOIN pools p ON p.id = s.pool_id JOIN pool_current_prices cp ON cp.pool_id = p.id \
+                 HAVING count(*) > 0) a \
+             LEFT JOIN tenant_balances b ON b.tenant_id = $1 AND b.currency = a.currency) d",
         covers = balance_covers_sql("d.balance", "d.required")
     );
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(tenant_id)
-        .bind(pool_id)
-        .bind(gpu_count)
+        .bind(pools)
+        .bind(counts)
         .bind(term)
         .bind(months)
         .fetch_optional(conn)

@@ -10,20 +10,27 @@ use super::types::RetuneMode;
 use crate::StoreResult;
 use crate::leases::LeaseState;
 
-/// A tenant's lease as a new job needs it: its state, pool and end; none when the tenant has no such lease.
-pub async fn tenant_lease(
-    conn: &mut PgConnection,
-    lease_id: Uuid,
-    tenant_id: Uuid,
-) -> StoreResult<Option<(LeaseState, Uuid, Option<DateTime<Utc>>)>> {
-    let row = sqlx::query!(
-        r#"SELECT state AS "state: LeaseState", pool_id, ends_at FROM leases WHERE id = $1 AND tenant_id = $2"#,
+/// A tenant's lease as a new job needs it.
+pub struct JobLease {
+    pub state: LeaseState,
+    pub pool_id: Uuid,
+    pub ends_at: Option<DateTime<Utc>>,
+    /// A lease across pools (it has parts).
+    pub has_parts: bool,
+}
+
+/// A tenant's lease as a new job needs it; none when the tenant has no such lease.
+pub async fn tenant_lease(conn: &mut PgConnection, lease_id: Uuid, tenant_id: Uuid) -> StoreResult<Option<JobLease>> {
+    Ok(sqlx::query_as!(
+        JobLease,
+        r#"SELECT state AS "state: LeaseState", pool_id, ends_at,
+             EXISTS (SELECT 1 FROM lease_parts p WHERE p.lease_id = l.id) AS "has_parts!"
+         FROM leases l WHERE id = $1 AND tenant_id = $2"#,
         lease_id,
         tenant_id
     )
     .fetch_optional(conn)
-    .await?;
-    Ok(row.map(|r| (r.state, r.pool_id, r.ends_at)))
+    .await?)
 }
 
 /// Hold a lease against a concurrent end (`FOR SHARE`): its state and release deadline.

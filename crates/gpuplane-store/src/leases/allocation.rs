@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use super::events::NewEvent;
+use super::parts::NewPart;
 use super::placement::{pack_counts, spread_counts};
 use super::{Actor, Lease, LeaseState, Placement, Term};
 use crate::StoreResult;
@@ -308,10 +309,33 @@ pub async fn place(
     }
 }
 
+/// Plan the parts of a lease across pools, all or nothing, and lock their nodes: each part in its own pool as a
+/// single-pool lease is placed ([`place`], waiting for held nodes), the parts in pool id order, so that any two such
+/// allocations lock nodes in one order (pools, then nodes by id). None: some part does not fit now; the locks taken
+/// for the parts before it are given back (a savepoint). Writes nothing: [`write_lease`] writes the whole plan.
+pub async fn place_parts(conn: &mut PgConnection, parts: &[NewPart]) -> StoreResult<Option<Plan>> {
+    let mut order: Vec<&NewPart> = parts.iter().collect();
+    order.sort_by_key(|p| p.pool_id);
+    sqlx::query!("SAVEPOINT place_parts").execute(&mut *conn).await?;
+    let mut takes = Vec::new();
+    for part in order {
+        match place(conn, part.pool_id, part.gpu_count, part.placement, BestFit::Search).await? {
+            Some(Plan(part_takes)) => takes.extend(part_takes),
+            None => {
+                sqlx::query!("ROLLBACK TO SAVEPOINT place_parts").execute(&mut *conn).await?;
+                return Ok(None);
+            }
+        }
+    }
+    takes.sort_unstable();
+    Ok(Some(Plan(takes)))
+}
+
 /// A lease about to be created.
 pub struct NewLease {
     pub id: Uuid,
     pub tenant_id: Uuid,
+    /// For a lease across pools: its first part's pool and placement, and the sum of its parts' GPUs.
     pub pool_id: Uuid,
     pub gpu_count: i32,
     pub placement: Placement,
@@ -345,15 +369,23 @@ impl LeaseWrite<'_> {
 }
 
 /// The lease `row` (a row of `leases`) as the API returns it ([`Lease`]), with the GPUs of `gpus` (rows with
-/// `id`, `node_id`, `idx` and `uuid`), as jsonb: the one statement of that shape, for the statements that return
-/// a lease they wrote (a new lease, an ended one).
+/// `id`, `node_id`, `idx` and `uuid`) and its parts if it has any (`parts::of_leases` reads them the same way), as
+/// jsonb: the one statement of that shape, for the statements that return a lease they wrote (a new lease, an
+/// activated or ended one). A lease created with parts has none yet when its row is inserted: its creator reads it
+/// back once they are written.
 pub(super) fn lease_json(row: &str, gpus: &str) -> String {
     format!(
         "(to_jsonb({row}) - 'gpu_ids') || ( \
              SELECT jsonb_build_object('gpus', COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, \
                  'hostname', n.hostname, 'address', n.address, 'index', h.idx, 'uuid', h.uuid, 'external', n.external) \
                  ORDER BY n.hostname, h.idx), '[]'), 'external', COALESCE(bool_or(n.external), false)) \
-             FROM {gpus} h JOIN nodes n ON n.id = h.node_id)"
+             FROM {gpus} h JOIN nodes n ON n.id = h.node_id) \
+         || jsonb_build_object('parts', ( \
+             SELECT jsonb_agg(jsonb_build_object('pool_id', p.pool_id, 'gpu_model', pl.gpu_model, \
+                 'gpu_count', p.gpu_count, 'placement', p.placement, 'gpu_ids', ARRAY( \
+                     SELECT h.id FROM {gpus} h JOIN nodes n ON n.id = h.node_id WHERE n.pool_id = p.pool_id \
+                     ORDER BY n.hostname, h.idx)) ORDER BY p.part) \
+             FROM lease_parts p JOIN pools pl ON pl.id = p.pool_id WHERE p.lease_id = {row}.id))"
     )
 }
 

@@ -47,12 +47,15 @@ pub struct InUse {
     pub gpus_in_pool: i64,
 }
 
-/// The tenant's live leases (queued or active), and their GPUs in `pool_id`.
+/// The tenant's live leases (queued or active; a lease across pools counts once), and their GPUs in `pool_id`
+/// (`lease_shares`: a lease across pools counts its part in that pool).
 pub async fn in_use(conn: &mut PgConnection, tenant_id: Uuid, pool_id: Uuid) -> StoreResult<InUse> {
     Ok(sqlx::query_as!(
         InUse,
-        r#"SELECT count(*) AS "leases!", COALESCE(sum(gpu_count) FILTER (WHERE pool_id = $2), 0)::bigint AS "gpus_in_pool!"
-         FROM leases WHERE tenant_id = $1 AND state IN ('queued', 'active')"#,
+        r#"SELECT count(*) AS "leases!",
+             COALESCE(sum((SELECT sum(s.gpu_count) FROM lease_shares s WHERE s.lease_id = l.id AND s.pool_id = $2)), 0)::bigint
+                 AS "gpus_in_pool!"
+         FROM leases l WHERE l.tenant_id = $1 AND l.state IN ('queued', 'active')"#,
         tenant_id,
         pool_id
     )
@@ -84,12 +87,6 @@ pub async fn lock_for_extension(
     )
     .fetch_optional(conn)
     .await?)
-}
-
-/// A lease's pool and GPU count.
-pub async fn pool_and_size(conn: &mut PgConnection, lease_id: Uuid) -> StoreResult<(Uuid, i32)> {
-    let sized = sqlx::query!("SELECT pool_id, gpu_count FROM leases WHERE id = $1", lease_id).fetch_one(conn).await?;
-    Ok((sized.pool_id, sized.gpu_count))
 }
 
 /// Extend a lease by `hours` and `months` (one of them zero), its end time with them.

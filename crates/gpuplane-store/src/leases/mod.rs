@@ -8,6 +8,7 @@ pub mod ending;
 pub mod events;
 pub mod idle;
 pub mod network;
+pub mod parts;
 pub mod placement;
 pub mod read;
 pub mod release;
@@ -118,6 +119,21 @@ pub struct LeaseGpu {
     pub external: bool,
 }
 
+/// One part of a lease across pools (`parts`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct LeasePart {
+    /// The pool its GPUs come from.
+    pub pool_id: Uuid,
+    /// The pool's GPU model.
+    pub gpu_model: String,
+    /// GPUs it asked for.
+    pub gpu_count: i32,
+    /// How its GPUs are laid over the pool's nodes.
+    pub placement: Placement,
+    /// Its GPUs (ids of `Lease.gpus`); empty while the lease is queued.
+    pub gpu_ids: Vec<Uuid>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Lease {
     pub id: Uuid,
@@ -157,6 +173,11 @@ pub struct Lease {
     /// A release is under way (the tenant's, or the idle release): the lease's running jobs were given their
     /// stop notice, and it is released once they have stopped, at the latest at this time. Billed until then.
     pub release_deadline: Option<DateTime<Utc>>,
+    /// A lease across pools only (absent for a single-pool lease): its parts, one per pool, in the order asked,
+    /// each billed at its own pool's price. `pool_id` and `placement` above are then the first part's, `gpu_count`
+    /// the sum of the parts', and `gpus` every part's GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parts: Option<Vec<LeasePart>>,
 }
 
 /// One entry of a lease's history.

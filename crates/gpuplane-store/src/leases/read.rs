@@ -4,10 +4,10 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::{Lease, LeaseGpu, LeaseState, Placement, Term};
+use super::{Lease, LeaseGpu, LeasePart, LeaseState, Placement, Term};
 use crate::StoreResult;
 
-/// A lease row as stored; `into_lease` adds its GPUs.
+/// A lease row as stored; `into_lease` adds its GPUs and parts.
 pub struct LeaseRow {
     id: Uuid,
     tenant_id: Uuid,
@@ -34,6 +34,7 @@ pub struct LeaseRow {
 #[derive(Debug, Default, Clone)]
 pub struct LeaseFilter {
     pub tenant_id: Option<Uuid>,
+    /// Leases with GPUs of this pool (a lease across pools: any of its parts).
     pub pool_id: Option<Uuid>,
     pub state: Option<LeaseState>,
     pub after: Uuid,
@@ -48,7 +49,9 @@ pub async fn list_leases(conn: &mut PgConnection, filter: &LeaseFilter) -> Store
              duration_hours, months, state AS "state: LeaseState", starts_at, ends_at, ended_at, end_reason,
              generation, created_at, updated_at, idle_release_after_minutes, idle_since, release_deadline
          FROM leases WHERE id > $1 AND ($2::uuid IS NULL OR tenant_id = $2)
-         AND ($3::uuid IS NULL OR pool_id = $3) AND ($4::text IS NULL OR state = $4) ORDER BY id LIMIT $5"#,
+         AND ($3::uuid IS NULL OR pool_id = $3
+              OR EXISTS (SELECT 1 FROM lease_parts p WHERE p.lease_id = leases.id AND p.pool_id = $3))
+         AND ($4::text IS NULL OR state = $4) ORDER BY id LIMIT $5"#,
         filter.after,
         filter.tenant_id,
         filter.pool_id,
@@ -77,8 +80,9 @@ pub async fn load_lease(conn: &mut PgConnection, tenant_id: Option<Uuid>, id: Uu
 }
 
 impl LeaseRow {
-    pub fn into_lease(self, gpus: Vec<LeaseGpu>) -> Lease {
+    pub fn into_lease(self, gpus: Vec<LeaseGpu>, parts: Option<Vec<LeasePart>>) -> Lease {
         Lease {
+            parts,
             external: gpus.iter().any(|g| g.external),
             gpus,
             id: self.id,
@@ -158,11 +162,14 @@ async fn with_gpus(conn: &mut PgConnection, rows: Vec<LeaseRow>) -> StoreResult<
             .await?
         }
     };
+    let ids: Vec<Uuid> = rows.iter().map(|r| r.id).collect();
+    let parts = if ids.is_empty() { Vec::new() } else { super::parts::of_leases(conn, &ids).await? };
     Ok(rows
         .into_iter()
         .map(|r| {
             let gpus = held.iter().filter(|h| h.lease_id == r.id).map(HeldGpuRow::gpu).collect();
-            r.into_lease(gpus)
+            let mine: Vec<LeasePart> = parts.iter().filter(|(id, _)| *id == r.id).map(|(_, p)| p.clone()).collect();
+            r.into_lease(gpus, (!mine.is_empty()).then_some(mine))
         })
         .collect())
 }

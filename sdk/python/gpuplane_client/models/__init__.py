@@ -83,6 +83,8 @@ from .lease_gpu import LeaseGpu
 from .lease_insights import LeaseInsights
 from .lease_network import LeaseNetwork
 from .lease_page import LeasePage
+from .lease_part import LeasePart
+from .lease_part_request import LeasePartRequest
 from .lease_peer import LeasePeer
 from .lease_state import LeaseState
 from .ledger_entry import LedgerEntry
@@ -258,6 +260,8 @@ __all__ = (
     "LeaseInsights",
     "LeaseNetwork",
     "LeasePage",
+    "LeasePart",
+    "LeasePartRequest",
     "LeasePeer",
     "LeaseState",
     "LedgerEntry",

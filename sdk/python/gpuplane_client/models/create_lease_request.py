@@ -10,6 +10,7 @@ from ..models.placement import Placement
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.lease_part_request import LeasePartRequest
     from ..models.start_environment_request import StartEnvironmentRequest
 
 
@@ -24,34 +25,40 @@ class CreateLeaseRequest:
             '0192f5a0-0000-7000-8000-000000000001'}
 
     Attributes:
-        gpu_count (int): GPUs wanted, 1-4096.
         duration_hours (int | None | Unset): Hourly term: length in hours (1-8784). Give this or `months`.
         environment (None | StartEnvironmentRequest | Unset):
+        gpu_count (int | None | Unset): GPUs wanted, 1-4096. Required, unless `parts` is given (then leave it out).
         gpu_model (None | str | Unset): Any pool of this GPU model (the one with the most free GPUs). Give this or
             `pool_id`.
         idle_release_after_minutes (int | None | Unset): Release the lease once it has been idle this many minutes
             (10-10080), after its running jobs got their
             stop notice; see `Lease.idle_since`. Absent or null: never released for idleness.
         months (int | None | Unset): Monthly term: length in calendar months (1-36). Give this or `duration_hours`.
+        parts (list[LeasePartRequest] | None | Unset): A lease across pools: 2-4 parts, each GPUs of one pool (give
+            `parts` instead of `pool_id`, `gpu_model` and
+            `gpu_count`). All or nothing: every part gets its GPUs, or none does. The pools must all bill in one
+            currency (the lease is billed, and its balance checked, in one) and lie in one region (a job's pipeline
+            crosses between the parts every step). Each part is billed at its own pool's price and counts against the
+            tenant's quota of its pool; the lease counts once against `max_concurrent_leases`. Queued (`queue`), it
+            waits in its first part's pool's queue and starts once every part fits.
         placement (Placement | Unset): How a lease's GPUs are laid over nodes.
         pool_id (None | Unset | UUID): The pool to lease from. Give this or `gpu_model`.
         queue (bool | Unset): When capacity is short, wait in the pool's queue instead of failing with 409.
     """
 
-    gpu_count: int
     duration_hours: int | None | Unset = UNSET
     environment: None | StartEnvironmentRequest | Unset = UNSET
+    gpu_count: int | None | Unset = UNSET
     gpu_model: None | str | Unset = UNSET
     idle_release_after_minutes: int | None | Unset = UNSET
     months: int | None | Unset = UNSET
+    parts: list[LeasePartRequest] | None | Unset = UNSET
     placement: Placement | Unset = UNSET
     pool_id: None | Unset | UUID = UNSET
     queue: bool | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.start_environment_request import StartEnvironmentRequest
-
-        gpu_count = self.gpu_count
 
         duration_hours: int | None | Unset
         if isinstance(self.duration_hours, Unset):
@@ -66,6 +73,12 @@ class CreateLeaseRequest:
             environment = self.environment.to_dict()
         else:
             environment = self.environment
+
+        gpu_count: int | None | Unset
+        if isinstance(self.gpu_count, Unset):
+            gpu_count = UNSET
+        else:
+            gpu_count = self.gpu_count
 
         gpu_model: None | str | Unset
         if isinstance(self.gpu_model, Unset):
@@ -85,6 +98,18 @@ class CreateLeaseRequest:
         else:
             months = self.months
 
+        parts: list[dict[str, Any]] | None | Unset
+        if isinstance(self.parts, Unset):
+            parts = UNSET
+        elif isinstance(self.parts, list):
+            parts = []
+            for parts_type_0_item_data in self.parts:
+                parts_type_0_item = parts_type_0_item_data.to_dict()
+                parts.append(parts_type_0_item)
+
+        else:
+            parts = self.parts
+
         placement: str | Unset = UNSET
         if not isinstance(self.placement, Unset):
             placement = self.placement.value
@@ -101,21 +126,21 @@ class CreateLeaseRequest:
 
         field_dict: dict[str, Any] = {}
 
-        field_dict.update(
-            {
-                "gpu_count": gpu_count,
-            }
-        )
+        field_dict.update({})
         if duration_hours is not UNSET:
             field_dict["duration_hours"] = duration_hours
         if environment is not UNSET:
             field_dict["environment"] = environment
+        if gpu_count is not UNSET:
+            field_dict["gpu_count"] = gpu_count
         if gpu_model is not UNSET:
             field_dict["gpu_model"] = gpu_model
         if idle_release_after_minutes is not UNSET:
             field_dict["idle_release_after_minutes"] = idle_release_after_minutes
         if months is not UNSET:
             field_dict["months"] = months
+        if parts is not UNSET:
+            field_dict["parts"] = parts
         if placement is not UNSET:
             field_dict["placement"] = placement
         if pool_id is not UNSET:
@@ -127,10 +152,10 @@ class CreateLeaseRequest:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.lease_part_request import LeasePartRequest
         from ..models.start_environment_request import StartEnvironmentRequest
 
         d = dict(src_dict)
-        gpu_count = d.pop("gpu_count")
 
         def _parse_duration_hours(data: object) -> int | None | Unset:
             if data is None:
@@ -157,6 +182,15 @@ class CreateLeaseRequest:
             return cast(None | StartEnvironmentRequest | Unset, data)
 
         environment = _parse_environment(d.pop("environment", UNSET))
+
+        def _parse_gpu_count(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        gpu_count = _parse_gpu_count(d.pop("gpu_count", UNSET))
 
         def _parse_gpu_model(data: object) -> None | str | Unset:
             if data is None:
@@ -187,6 +221,30 @@ class CreateLeaseRequest:
 
         months = _parse_months(d.pop("months", UNSET))
 
+        def _parse_parts(data: object) -> list[LeasePartRequest] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                parts_type_0 = []
+                _parts_type_0 = data
+                for parts_type_0_item_data in _parts_type_0:
+                    parts_type_0_item = LeasePartRequest.from_dict(
+                        parts_type_0_item_data
+                    )
+
+                    parts_type_0.append(parts_type_0_item)
+
+                return parts_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[LeasePartRequest] | None | Unset, data)
+
+        parts = _parse_parts(d.pop("parts", UNSET))
+
         _placement = d.pop("placement", UNSET)
         placement: Placement | Unset
         if isinstance(_placement, Unset):
@@ -214,12 +272,13 @@ class CreateLeaseRequest:
         queue = d.pop("queue", UNSET)
 
         create_lease_request = cls(
-            gpu_count=gpu_count,
             duration_hours=duration_hours,
             environment=environment,
+            gpu_count=gpu_count,
             gpu_model=gpu_model,
             idle_release_after_minutes=idle_release_after_minutes,
             months=months,
+            parts=parts,
             placement=placement,
             pool_id=pool_id,
             queue=queue,

@@ -15,6 +15,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.lease_gpu import LeaseGpu
+    from ..models.lease_part import LeasePart
 
 
 T = TypeVar("T", bound="Lease")
@@ -51,6 +52,10 @@ class Lease:
             service's idle threshold since then (`lease.idle` announced it). Null while it is not idle, and always
             for a lease with a GPU that reports no telemetry (on an external node, which has no agent).
         months (int | None | Unset):
+        parts (list[LeasePart] | None | Unset): A lease across pools only (absent for a single-pool lease): its parts,
+            one per pool, in the order asked,
+            each billed at its own pool's price. `pool_id` and `placement` above are then the first part's, `gpu_count`
+            the sum of the parts', and `gpus` every part's GPUs.
         release_deadline (datetime.datetime | None | Unset): A release is under way (the tenant's, or the idle release):
             the lease's running jobs were given their
             stop notice, and it is released once they have stopped, at the latest at this time. Billed until then.
@@ -76,6 +81,7 @@ class Lease:
     idle_release_after_minutes: int | None | Unset = UNSET
     idle_since: datetime.datetime | None | Unset = UNSET
     months: int | None | Unset = UNSET
+    parts: list[LeasePart] | None | Unset = UNSET
     release_deadline: datetime.datetime | None | Unset = UNSET
     starts_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -156,6 +162,18 @@ class Lease:
         else:
             months = self.months
 
+        parts: list[dict[str, Any]] | None | Unset
+        if isinstance(self.parts, Unset):
+            parts = UNSET
+        elif isinstance(self.parts, list):
+            parts = []
+            for parts_type_0_item_data in self.parts:
+                parts_type_0_item = parts_type_0_item_data.to_dict()
+                parts.append(parts_type_0_item)
+
+        else:
+            parts = self.parts
+
         release_deadline: None | str | Unset
         if isinstance(self.release_deadline, Unset):
             release_deadline = UNSET
@@ -204,6 +222,8 @@ class Lease:
             field_dict["idle_since"] = idle_since
         if months is not UNSET:
             field_dict["months"] = months
+        if parts is not UNSET:
+            field_dict["parts"] = parts
         if release_deadline is not UNSET:
             field_dict["release_deadline"] = release_deadline
         if starts_at is not UNSET:
@@ -214,6 +234,7 @@ class Lease:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.lease_gpu import LeaseGpu
+        from ..models.lease_part import LeasePart
 
         d = dict(src_dict)
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
@@ -334,6 +355,28 @@ class Lease:
 
         months = _parse_months(d.pop("months", UNSET))
 
+        def _parse_parts(data: object) -> list[LeasePart] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                parts_type_0 = []
+                _parts_type_0 = data
+                for parts_type_0_item_data in _parts_type_0:
+                    parts_type_0_item = LeasePart.from_dict(parts_type_0_item_data)
+
+                    parts_type_0.append(parts_type_0_item)
+
+                return parts_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[LeasePart] | None | Unset, data)
+
+        parts = _parse_parts(d.pop("parts", UNSET))
+
         def _parse_release_deadline(data: object) -> datetime.datetime | None | Unset:
             if data is None:
                 return data
@@ -388,6 +431,7 @@ class Lease:
             idle_release_after_minutes=idle_release_after_minutes,
             idle_since=idle_since,
             months=months,
+            parts=parts,
             release_deadline=release_deadline,
             starts_at=starts_at,
         )
