@@ -88,11 +88,18 @@ def main() -> None:
     # Where every rank sat, said last by rank 0 (so it survives in the job's output tail).
     placed: list[dict[str, int] | None] = [None] * model.topo.world_size
     torch.distributed.all_gather_object(placed, {"rank": model.topo.rank, **model.topo.coordinates()})
+    # And which decoder layers each rank's stage holds (the plan's layers_per_stage).
+    held: list[tuple[int, int] | None] = [None] * model.topo.world_size
+    layers = model.decoder_layers
+    torch.distributed.all_gather_object(held, (layers.start, len(layers)) if layers is not None else (0, 0))
     if model.topo.rank == 0:
-        for coords in placed:
-            assert coords is not None
+        for coords, span in zip(placed, held, strict=True):
+            assert coords is not None and span is not None
             where = " ".join(f"{k}={v}" for k, v in coords.items() if k != "rank")
             print(f"mesh of rank {coords['rank']}/{model.topo.world_size}: {where}", flush=True)
+            print(
+                f"layers of rank {coords['rank']}/{model.topo.world_size}: first={span[0]} count={span[1]}", flush=True
+            )
     model.close()
 
 

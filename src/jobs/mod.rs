@@ -5,6 +5,7 @@
 pub mod insights;
 pub mod launch_specs;
 pub mod lifecycle;
+pub mod mixed;
 pub mod problems;
 pub mod retune;
 pub mod retuning;

@@ -23,16 +23,6 @@ pub fn lease_not_active(state: LeaseState) -> ApiError {
     )
 }
 
-/// 409 `lease_across_pools`: a job on a lease across pools would need the mixed planner's plan launched per part
-/// (per-stage layers and TP on unlike GPUs, issue #37 item 4), which the launch path does not do yet.
-pub fn lease_across_pools() -> ApiError {
-    ApiError::conflict(
-        "lease_across_pools",
-        "jobs do not launch on a lease across pools yet: POST /v1/plans/mixed plans the split over its parts, \
-         and the lease's GPUs are reachable over SSH (its environment)",
-    )
-}
-
 pub fn stale_credential() -> ApiError {
     ApiError::unauthorized("the agent credential was rotated or its node is gone: register again")
 }

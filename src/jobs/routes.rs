@@ -298,6 +298,16 @@ fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// The GPU of a pool as the lease's nodes hold it: over PCIe when a node of the lease says so.
+fn lease_gpu_spec(gpu: &GpuModel, topology: &LeaseTopology) -> crate::planner::GpuSpec {
+    let mut spec = gpu_spec(gpu);
+    if topology.pcie_nodes && spec.link == LinkKind::Nvlink {
+        spec.link = LinkKind::Pcie;
+        spec.link_gb_s = if gpu.host_link == "pcie5" { 64.0 } else { 32.0 };
+    }
+    spec
+}
+
 /// The planner's request for exactly the lease's GPUs: the pool's model (over PCIe when a node says so), GPUs
 /// per node as the lease holds them (uneven holdings are planned as groups of their greatest common divisor,
 /// so a tensor-parallel group never straddles nodes), the slowest node's network, RDMA only if all have it.
@@ -308,11 +318,7 @@ fn lease_plan_request(
     gpu: &GpuModel,
     topology: &LeaseTopology,
 ) -> PlanRequest {
-    let mut spec = gpu_spec(gpu);
-    if topology.pcie_nodes && spec.link == LinkKind::Nvlink {
-        spec.link = LinkKind::Pcie;
-        spec.link_gb_s = if gpu.host_link == "pcie5" { 64.0 } else { 32.0 };
-    }
+    let spec = lease_gpu_spec(gpu, topology);
     let counts: Vec<u32> = topology.nodes.iter().map(|n| n.gpu_indices.len() as u32).collect();
     let total: u32 = counts.iter().sum();
     let per_node = counts.iter().copied().fold(0, gcd).max(1);
@@ -383,6 +389,31 @@ async fn lease_gpus(
     Ok((topology, gpu))
 }
 
+/// The parts of a lease across pools as the mixed planner sees them (each part's GPU, over PCIe when a node of the
+/// lease says so, and its nodes with their GPU counts), and whether every part's GPUs talk peer to peer; None for
+/// a single-pool lease.
+async fn lease_parts(
+    conn: &mut PgConnection,
+    lease_id: Uuid,
+    topology: &LeaseTopology,
+) -> Result<Option<(Vec<super::mixed::PartNodes>, bool)>, sqlx::Error> {
+    let mut parts: Vec<super::mixed::PartNodes> = Vec::new();
+    let mut all_p2p = true;
+    let mut pools: Vec<Uuid> = Vec::new();
+    for (part, pool_id, node_id) in gpuplane_store::leases::parts::part_nodes(conn, lease_id).await? {
+        let part = part as usize;
+        if parts.len() <= part {
+            let gpu = pool_gpu_model(conn, pool_id).await?;
+            all_p2p &= gpu.gpu_link != "none";
+            parts.push(super::mixed::PartNodes { spec: lease_gpu_spec(&gpu, topology), nodes: Vec::new() });
+            pools.push(pool_id);
+        }
+        let gpus = topology.nodes.iter().find(|n| n.node_id == node_id).map_or(0, |n| n.gpu_indices.len() as u32);
+        parts[part].nodes.push((node_id, gpus));
+    }
+    Ok((!parts.is_empty()).then_some((parts, all_p2p)))
+}
+
 /// Most candidate plans a retune weighs.
 const RETUNE_CANDIDATES: u32 = 64;
 
@@ -426,13 +457,44 @@ async fn plan_and_render(
     req: &CreateJobRequest,
 ) -> ApiResult<Rendered> {
     let mut conn = state.db.acquire().await?;
-    let (topology, gpu) = lease_gpus(&mut conn, lease_id, pool_id).await?;
+    let (mut topology, gpu) = lease_gpus(&mut conn, lease_id, pool_id).await?;
+    let mut gpu_p2p = gpu.gpu_link != "none";
     let mut resolved = resolve_template(&mut conn, req).await?;
+    // A lease across pools is planned by the mixed planner, for the runtime.
+    let across = lease_parts(&mut conn, lease_id, &topology).await?;
+    if across.is_some() {
+        super::mixed::check_request(&req.template, &req.pins, req.retune.mode == super::RetuneMode::Off)?;
+        resolved = Resolved::Builtin(Builtin::Runtime);
+    }
     drop(conn);
 
     // Plan for the lease's GPUs (CPU-bound: off the async workers).
-    let planned: Option<(PlanInput, Plan)> = match (&req.model, &req.workload) {
-        (Some(model), Some(workload)) => {
+    let planned: Option<(PlanInput, Plan)> = match (&req.model, &req.workload, across) {
+        (Some(model), Some(workload), Some((parts, all_p2p))) => {
+            gpu_p2p = all_p2p;
+            let request = super::mixed::plan_request(
+                model.clone(),
+                workload.clone(),
+                &parts,
+                f64::from(topology.min_network_gbps.max(1)),
+                topology.nodes.iter().all(|n| n.rdma),
+            );
+            let (input, result) = tokio::task::spawn_blocking(move || {
+                let input = request.resolve()?;
+                let result = planner::plan_mixed(&input)?;
+                Ok::<_, planner::PlanError>((input, result))
+            })
+            .await
+            .map_err(|e| ApiError::Internal(e.into()))?
+            .map_err(plan_error)?;
+            let (mix, plan) = super::mixed::pick(&result)?;
+            // Ranks run stage after stage: the parts' nodes in the order their stages run.
+            let order = super::mixed::node_order(&mix, &parts);
+            topology.nodes.sort_by_key(|n| order.iter().position(|id| *id == n.node_id).unwrap_or(usize::MAX));
+            let first = mix.part_order().first().copied().unwrap_or(0) as usize;
+            Some((input.part_input(first), plan))
+        }
+        (Some(model), Some(workload), None) => {
             let mut pins = req.pins.clone();
             let (_, arch) = planner::validate::resolve_model(model).map_err(plan_error)?;
             if let Resolved::Auto = resolved {
@@ -501,7 +563,7 @@ async fn plan_and_render(
     let specs = launch_specs::render(&RenderInput {
         job_id,
         nodes: &topology.nodes,
-        gpu_p2p: gpu.gpu_link != "none",
+        gpu_p2p,
         master_port: req.master_port.unwrap_or(DEFAULT_MASTER_PORT),
         template: choice,
         planned: planned.as_ref().map(|(i, p)| (i, p)),
@@ -524,7 +586,7 @@ async fn plan_and_render(
     responses(
         (status = 201, description = "The job, pending, with its plan and per-node launch specs", body = Job),
         (status = 409, description = "The lease is not active (`lease_not_active`), or is being released (`release_under_way`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field; on a lease across pools, a `template` other than `gpuplane-runtime` or `auto`, `pins` or `retune`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_job(
@@ -535,14 +597,11 @@ pub async fn create_job(
 ) -> ApiResult<(StatusCode, Json<Job>)> {
     let mut conn = state.db.acquire().await?;
     let lease = stored::tenant_lease(&mut conn, lease_id, auth.tenant_id).await?;
-    let Some(stored::JobLease { state: lease_state, pool_id, ends_at, has_parts }) = lease else {
+    let Some(stored::JobLease { state: lease_state, pool_id, ends_at }) = lease else {
         return Err(ApiError::NotFound("lease"));
     };
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
-    }
-    if has_parts {
-        return Err(super::problems::lease_across_pools());
     }
     drop(conn);
     req.validate()?;

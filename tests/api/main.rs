@@ -23,6 +23,7 @@ mod jobs_e2e;
 mod leases;
 mod liveness;
 mod migrations;
+mod mixed_e2e;
 mod mixed_leases;
 mod network_e2e;
 mod openapi;

@@ -168,16 +168,35 @@ async fn a_lease_across_two_pools_gets_every_part_or_none_and_shows_its_parts_ev
     app.post(&format!("/v1/leases/{single_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
     assert_eq!(free_by_pool(&db).await, (vec![("a100-pool".into(), 8), ("rtx-pool".into(), 4)], true));
 
-    // Jobs do not launch on it yet, and say so.
+    // A job on it runs the gpuplane runtime, planned by the mixed planner: other templates, pins and retuning are
+    // refused with the field at fault (the job runs end to end in `mixed_e2e`).
     let live = app.post("/v1/leases", &tenant, mixed(&a100, 1, &rtx, 1)).await.expect(StatusCode::CREATED).body;
     let live_id = live["id"].as_str().unwrap();
-    app.post(
-        &format!("/v1/leases/{live_id}/jobs"),
-        &tenant,
-        json!({ "template": "torchrun", "command": ["train.py"] }),
-    )
-    .await
-    .expect_problem(StatusCode::CONFLICT, "lease_across_pools");
+    let job = json!({ "template": "megatron", "model": {"preset": "llama2-7b"}, "pins": {"tp": 2},
+        "workload": {"kind": "train", "seq_len": 1024, "global_batch": 16}, "command": ["train.py"] });
+    let refused = app.post(&format!("/v1/leases/{live_id}/jobs"), &tenant, job).await;
+    let refused = refused.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(refused.error_fields(), ["template", "pins"], "{}", refused.body);
+    let job = json!({ "template": "auto",
+        "model": { "architecture": { "layers": 8, "hidden": 128, "heads": 4, "kv_heads": 2, "ffn": 256, "vocab": 256 } },
+        "workload": {"kind": "train", "seq_len": 32, "global_batch": 8}, "command": ["train.py"] });
+    let created = app.post(&format!("/v1/leases/{live_id}/jobs"), &tenant, job).await.expect(StatusCode::CREATED).body;
+    assert_eq!(created["template"], "gpuplane-runtime", "{created}");
+    let plan = &created["plan"];
+    let layers: Vec<u64> = plan["layers_per_stage"].as_array().unwrap().iter().map(|l| l.as_u64().unwrap()).collect();
+    assert_eq!((plan["pp"].as_u64(), plan["tp"].as_u64(), plan["dp"].as_u64()), (Some(2), Some(1), Some(1)), "{plan}");
+    assert_eq!(layers.iter().sum::<u64>(), 8);
+    // The stage with more layers runs on the A100, whose node is rank 0's when it runs first.
+    let first_node = created["nodes"][0]["node_id"].as_str().unwrap();
+    let a100_node = live["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| live["parts"][0]["gpu_ids"][0] == g["gpu_id"])
+        .unwrap()["node_id"]
+        .as_str()
+        .unwrap();
+    assert_eq!(first_node == a100_node, layers[0] > layers[1], "{created}");
 }
 
 #[sqlx::test]

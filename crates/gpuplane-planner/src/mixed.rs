@@ -256,6 +256,83 @@ pub struct MixedPlan {
     pub explanation: String,
 }
 
+impl MixedPlan {
+    /// The plan as one pipeline of uneven stages that a runtime with one TP degree runs (the gpuplane runtime
+    /// builds any `layers_per_stage`): the homogeneous [`Plan`] shape with this plan's degrees, its stages' layers
+    /// and its predictions, for a job on exactly the parts' GPUs. Its ranks run stage after stage, so the parts'
+    /// nodes go in the order of [`MixedPlan::part_order`]. Refused, with the reason: a plan that leaves GPUs of a
+    /// part idle (the job starts every GPU it is given), runs on one part alone (its own homogeneous plan is
+    /// `single_part`), or gives its parts different TP degrees (one tensor-parallel mesh dimension).
+    pub fn as_uniform_plan(&self) -> Result<Plan, String> {
+        if self.single_part.is_some() {
+            return Err("it runs on one part alone".into());
+        }
+        if let Some(idle) = self.parts.iter().find(|p| p.idle_gpus > 0) {
+            return Err(format!("it leaves {} GPUs of part {} idle", idle.idle_gpus, idle.part));
+        }
+        let tp = self.stages.first().map_or(1, |s| s.tp);
+        if self.stages.iter().any(|s| s.tp != tp) {
+            return Err("its parts have different TP degrees (the runtime runs one)".into());
+        }
+        let heaviest = self.stages.iter().max_by_key(|s| s.memory.total).map(|s| s.memory).unwrap_or_default();
+        let comm =
+            if self.step_time_s > 0.0 { (self.pp_comm_s + self.dp_and_optimizer_s) / self.step_time_s } else { 0.0 };
+        let mut notes = self.notes.clone();
+        notes.push(format!(
+            "a mix of {} parts: stages hold {} layers, in the order of their parts along the pipeline; per-GPU TFLOP/s \
+             and MFU are not given for unlike GPUs",
+            self.parts_used,
+            self.stages.iter().map(|s| s.layers.to_string()).collect::<Vec<_>>().join("+")
+        ));
+        Ok(Plan {
+            workload: self.workload,
+            tp,
+            pp: self.pp,
+            dp: self.dp,
+            cp: 1,
+            ep: 1,
+            layers_per_stage: self.stages.iter().map(|s| s.layers).collect(),
+            stage_split: StageSplit::Uneven,
+            offload: Offload::None,
+            host_memory_per_node_bytes: 0,
+            global_batch: self.global_batch,
+            idle_gpus: 0,
+            notes,
+            vp: 1,
+            micro_batch: self.micro_batch,
+            grad_accum: self.grad_accum,
+            zero_stage: self.zero_stage,
+            sequence_parallel: self.sequence_parallel,
+            recompute: self.recompute,
+            replicas: self.dp,
+            memory_per_gpu_bytes: self.memory_per_gpu_bytes,
+            memory: heaviest,
+            step_time_s: self.step_time_s,
+            tokens_per_s: self.tokens_per_s,
+            prefill_tokens_per_s: None,
+            images_per_s: None,
+            tflops_per_gpu: 0.0,
+            hardware_tflops_per_gpu: 0.0,
+            mfu: 0.0,
+            bubble_fraction: self.bubble_fraction,
+            comm_fraction: comm,
+            calibrated: self.calibrated,
+            explanation: self.explanation.clone(),
+        })
+    }
+
+    /// The parts in the order their stages run along the pipeline (each part's stages are consecutive).
+    pub fn part_order(&self) -> Vec<u32> {
+        let mut order: Vec<u32> = Vec::new();
+        for stage in &self.stages {
+            if order.last() != Some(&stage.part) {
+                order.push(stage.part);
+            }
+        }
+        order
+    }
+}
+
 /// Mixed search result: best plan first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MixedPlanResult {

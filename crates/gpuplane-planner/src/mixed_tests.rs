@@ -368,3 +368,29 @@ fn pruning_keeps_the_best_plans() {
         assert!(short.feasible < all.feasible, "{} vs {}", short.feasible, all.feasible);
     }
 }
+
+#[test]
+fn a_mix_with_one_tp_degree_becomes_one_uneven_pipeline() {
+    // Two 2-GPU parts of unlike GPUs, a small model: the best mix that uses every GPU with one TP degree.
+    let mut req = mixed_request("llama2-7b", WorkloadKind::Train, vec![part("a100-80g", 2, 2), part("rtx4090", 2, 2)]);
+    req.workload = WorkloadFields::bf16(WorkloadKind::Train, 1024, 16);
+    req.top_n = Some(200);
+    let r = plan_mixed_request(&req).unwrap();
+    let (mix, plan) = r.plans.iter().find_map(|m| m.as_uniform_plan().ok().map(|p| (m, p))).expect("a runnable mix");
+    assert_eq!(plan.layers_per_stage, mix.stages.iter().map(|s| s.layers).collect::<Vec<_>>());
+    assert_eq!(plan.layers_per_stage.iter().sum::<u32>(), 32);
+    assert_eq!(plan.tp * plan.pp * plan.dp, 4, "every GPU of both parts");
+    assert_eq!((plan.step_time_s, plan.tokens_per_s), (mix.step_time_s, mix.tokens_per_s));
+    assert_eq!(plan.stage_split, StageSplit::Uneven);
+    let order = mix.part_order();
+    assert_eq!(order.len(), 2);
+    // The A100 stages hold more layers than the RTX 4090 ones.
+    let layers_of = |part: u32| mix.stages.iter().filter(|s| s.part == part).map(|s| s.layers).max().unwrap();
+    assert!(layers_of(0) > layers_of(1), "{}", mix.explanation);
+    // A single-part plan, or one that idles GPUs, is refused with its reason.
+    for other in &r.plans {
+        if other.single_part.is_some() {
+            assert!(other.as_uniform_plan().unwrap_err().contains("one part alone"));
+        }
+    }
+}

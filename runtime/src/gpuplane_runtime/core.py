@@ -118,6 +118,16 @@ class ParallelModel(nn.Module):
         return self.topo.coordinates()
 
     @property
+    def decoder_layers(self) -> range | None:
+        """The model's decoder layers this rank's pipeline stage holds (a Llama-family model; None for another
+        model), e.g. ``range(0, 5)``: the plan's ``layers_per_stage`` for its stage, which are uneven on a mix of
+        unlike GPUs."""
+        stage = self.stage.module if isinstance(self.stage, DistributedDataParallel) else self.stage
+        if not isinstance(stage, llama.LlamaStage):
+            return None
+        return range(stage.first_layer, stage.first_layer + len(stage.layers))
+
+    @property
     def dp_rank(self) -> int:
         return self.topo.dp_rank
 

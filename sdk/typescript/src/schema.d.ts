@@ -2953,7 +2953,7 @@ export interface components {
              */
             next_after?: string | null;
         };
-        /** @description One part of a lease across pools. */
+        /** @description One part of a lease across pools (`parts`). */
         LeasePart: {
             /**
              * Format: int32
@@ -7291,7 +7291,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs) */
+            /** @description Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field; on a lease across pools, a `template` other than `gpuplane-runtime` or `auto`, `pins` or `retune`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs) */
             422: {
                 headers: {
                     [name: string]: unknown;

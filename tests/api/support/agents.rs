@@ -119,8 +119,20 @@ pub fn spawn_agent(
 
 /// `gpuplane agent` on four simulated H100s, with job uids of its own; logs to the test's stderr.
 pub fn agent_command(server: &str, join_token: Option<&str>, hostname: &str, dir: &PathBuf, extra: &[&str]) -> Command {
+    agent_command_simulating("h100:4", server, join_token, hostname, dir, extra)
+}
+
+/// [`agent_command`] on the simulated GPUs `simulate` (`MODEL:COUNT`, e.g. `rtx4090:2`).
+pub fn agent_command_simulating(
+    simulate: &str,
+    server: &str,
+    join_token: Option<&str>,
+    hostname: &str,
+    dir: &PathBuf,
+    extra: &[&str],
+) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
-    cmd.args(["agent", "--server", server, "--simulate", "h100:4", "--hostname", hostname, "--state-dir"])
+    cmd.args(["agent", "--server", server, "--simulate", simulate, "--hostname", hostname, "--state-dir"])
         .arg(dir)
         .args(["--job-uids", &job_uids_for(dir)])
         .args(extra)

@@ -15,17 +15,13 @@ pub struct JobLease {
     pub state: LeaseState,
     pub pool_id: Uuid,
     pub ends_at: Option<DateTime<Utc>>,
-    /// A lease across pools (it has parts).
-    pub has_parts: bool,
 }
 
 /// A tenant's lease as a new job needs it; none when the tenant has no such lease.
 pub async fn tenant_lease(conn: &mut PgConnection, lease_id: Uuid, tenant_id: Uuid) -> StoreResult<Option<JobLease>> {
     Ok(sqlx::query_as!(
         JobLease,
-        r#"SELECT state AS "state: LeaseState", pool_id, ends_at,
-             EXISTS (SELECT 1 FROM lease_parts p WHERE p.lease_id = l.id) AS "has_parts!"
-         FROM leases l WHERE id = $1 AND tenant_id = $2"#,
+        r#"SELECT state AS "state: LeaseState", pool_id, ends_at FROM leases WHERE id = $1 AND tenant_id = $2"#,
         lease_id,
         tenant_id
     )

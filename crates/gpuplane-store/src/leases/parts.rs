@@ -120,3 +120,18 @@ pub async fn queued_in(conn: &mut PgConnection, pools: &[Uuid]) -> StoreResult<b
     .fetch_one(conn)
     .await?)
 }
+
+/// The nodes holding each part's GPUs of lease `lease_id`: `(part, pool, node)`, part 0 first, nodes by hostname
+/// (empty for a single-pool lease).
+pub async fn part_nodes(conn: &mut PgConnection, lease_id: Uuid) -> StoreResult<Vec<(i16, Uuid, Uuid)>> {
+    let rows = sqlx::query!(
+        r#"SELECT DISTINCT p.part, p.pool_id, n.id AS node_id, n.hostname
+         FROM lease_parts p JOIN leases l ON l.id = p.lease_id
+         JOIN gpus g ON g.id = ANY(l.gpu_ids) JOIN nodes n ON n.id = g.node_id AND n.pool_id = p.pool_id
+         WHERE p.lease_id = $1 ORDER BY p.part, n.hostname"#,
+        lease_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.part, r.pool_id, r.node_id)).collect())
+}

@@ -14,7 +14,7 @@ T = TypeVar("T", bound="LeasePart")
 
 @_attrs_define
 class LeasePart:
-    """One part of a lease across pools.
+    """One part of a lease across pools (`parts`).
 
     Attributes:
         gpu_count (int): GPUs it asked for.
