@@ -123,7 +123,8 @@ pub async fn pool_offers(conn: &mut PgConnection) -> Result<Vec<PoolOffer>, Stor
 /// Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish and
 /// cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and faster than
 /// an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the cheapest and
-/// the fastest of what is shown marked.
+/// the fastest of what is shown marked. Training and LoRA may also get `mixes`: two pools of one currency used
+/// by one plan, priced per pool, shown when cheaper or faster than every single-pool option.
 #[utoipa::path(
     post, path = "/v1/advice", tag = "planner", operation_id = "create_advice",
     request_body = AdviceQuery,

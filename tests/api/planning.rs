@@ -202,3 +202,99 @@ async fn the_database_catalog_matches_the_planners(db: PgPool) {
     builtin.sort_by(|a, b| a.key.cmp(&b.key));
     assert_eq!(from_db, builtin);
 }
+
+/// Two pools of one currency whose GPUs are unlike: the worked example's A100 node and RTX 4090 nodes.
+async fn mix_pools(app: &TestApp, op: &str, rtx_currency: &str) -> (String, String) {
+    let mut ids = Vec::new();
+    for (name, gpu, price, currency, nodes, gpus) in
+        [("a100-mix", "a100-80g", 179, "USD", 1, 8), ("rtx-mix", "rtx4090", 69, rtx_currency, 2, 4)]
+    {
+        let pool = app
+            .post(
+                "/v1/admin/pools",
+                op,
+                json!({ "name": name, "gpu_model": gpu, "region": "test-1", "price_per_gpu_hour_minor": price, "currency": currency }),
+            )
+            .await
+            .expect(StatusCode::CREATED)
+            .body["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        for n in 0..nodes {
+            app.node(op, &pool, &format!("{name}-{n}"), gpus).await;
+        }
+        ids.push(pool);
+    }
+    (ids[0].clone(), ids[1].clone())
+}
+
+fn mix_advice_query() -> serde_json::Value {
+    json!({ "model": { "preset": "llama2-13b" }, "workload": { "kind": "train", "seq_len": 4096, "global_batch": 512 },
+        "target": { "training_tokens": 1_000_000_000u64 } })
+}
+
+#[sqlx::test]
+async fn advice_proposes_a_mix_of_two_pools_priced_per_pool(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (a100, rtx) = mix_pools(&app, &op, "USD").await;
+    let started = std::time::Instant::now();
+    let res = app.post("/v1/advice", &tenant, mix_advice_query()).await.expect(StatusCode::OK);
+    eprintln!("advice with mixes over 2 pools: {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    let body = &res.body;
+    let mixes = body["mixes"].as_array().unwrap();
+    assert_eq!(mixes.len(), 1, "{body}");
+    let mix = &mixes[0];
+    assert_eq!(mix["currency"], "USD");
+    assert_eq!(mix["plan"]["parts_used"], 2);
+    let hours = mix["hours"].as_f64().unwrap();
+    let parts = mix["parts"].as_array().unwrap();
+    let mut pools: Vec<&str> = parts.iter().map(|p| p["pool_id"].as_str().unwrap()).collect();
+    pools.sort_unstable();
+    let mut expected_pools = vec![a100.as_str(), rtx.as_str()];
+    expected_pools.sort_unstable();
+    assert_eq!(pools, expected_pools);
+    // Price: the sum over the parts of ceil(GPUs used x hours x the pool's price), from the response's figures.
+    let mut sum = 0i64;
+    for (i, part) in parts.iter().enumerate() {
+        let price = if part["pool_id"] == a100.as_str() { 179 } else { 69 };
+        assert_eq!(part["price_per_gpu_hour_minor"], price);
+        assert_eq!(part["gpu_count"], mix["plan"]["parts"][i]["gpus_used"], "the GPUs the plan uses are rented");
+        assert_eq!(part["gpu_count"], 8);
+        let gpu_key = if part["pool_id"] == a100.as_str() { "a100-80g" } else { "rtx4090" };
+        assert_eq!(part["gpu_key"], gpu_key);
+        assert_eq!(mix["plan"]["parts"][i]["gpu_key"], gpu_key, "part {i} of the plan is this pool");
+        let cost = (part["gpu_count"].as_f64().unwrap() * hours * price as f64).ceil() as i64;
+        assert_eq!(part["cost_minor"], cost, "{part}");
+        sum += cost;
+    }
+    assert_eq!(mix["cost_minor"], sum, "{mix}");
+    assert!((hours - 1e9 / mix["plan"]["tokens_per_s"].as_f64().unwrap() / 3600.0).abs() < 1e-9);
+    // Proposed because it is faster than every single-pool option (or cheaper than every one).
+    let options = body["options"].as_array().unwrap();
+    assert!(!options.is_empty());
+    let faster = options.iter().all(|o| hours < o["hours"].as_f64().unwrap());
+    let cheaper = options.iter().all(|o| sum < o["cost_minor"].as_i64().unwrap());
+    assert!(faster || cheaper, "{body}");
+    assert_eq!(mix["faster"], true, "21,120 tokens/s against 15,433 on the A100s alone: {mix}");
+    // The single-pool options keep their shape.
+    for o in options {
+        assert!(o["pool_id"] == a100.as_str() || o["pool_id"] == rtx.as_str(), "{o}");
+        assert!(o["plan"]["tp"].as_u64().is_some() && o["gpu_count"].as_u64().is_some());
+    }
+}
+
+#[sqlx::test]
+async fn pools_of_different_currencies_are_not_mixed(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    mix_pools(&app, &op, "EUR").await;
+    let res = app.post("/v1/advice", &tenant, mix_advice_query()).await.expect(StatusCode::OK);
+    assert_eq!(res.body["mixes"], json!([]), "{}", res.body);
+    let currencies: Vec<&str> =
+        res.body["options"].as_array().unwrap().iter().map(|o| o["currency"].as_str().unwrap()).collect();
+    assert!(currencies.contains(&"USD") && currencies.contains(&"EUR"), "{currencies:?}");
+}

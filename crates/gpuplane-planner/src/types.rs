@@ -620,6 +620,51 @@ pub struct AdviceResult {
     /// The cost tolerance of a tie, in basis points of the smaller cost (100 = 1%): of two
     /// options whose costs differ by no more, only the faster is shown.
     pub cost_tie_bps: u32,
+    /// Training and LoRA: two pools of one currency used together by one plan over unlike GPUs,
+    /// each mix shown only when it is cheaper or faster than every single-pool option of its
+    /// currency (and not beaten by another mix shown); empty when no mix is. Apart from
+    /// `options`, which stay single-pool, so that a client reading them is unaffected.
+    #[serde(default)]
+    pub mixes: Vec<AdviceMix>,
+}
+
+/// One pool's share of an [`AdviceMix`]: the whole nodes rented there and what they cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdviceMixPart {
+    pub pool_id: String,
+    pub gpu_key: String,
+    /// GPUs rented in this pool: the plan's `gpus_used` of this part (a part's idle GPUs are not
+    /// rented, nor priced).
+    pub gpu_count: u32,
+    pub gpus_per_node: u32,
+    /// Whole nodes of `gpus_per_node` offered to the plan (the pool's free GPUs, rounded down).
+    pub nodes: u32,
+    pub price_per_gpu_hour_minor: i64,
+    /// `ceil(gpu_count * hours * price_per_gpu_hour_minor)`, the single-pool options' rule, per
+    /// part: each pool bills its own GPUs.
+    pub cost_minor: i64,
+}
+
+/// A training plan over two pools of one currency at once (see [`MixedPlan`]), priced per pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdviceMix {
+    /// The pools, in the order of the plan's parts: `plan.parts[i]` and `plan.stages[..].part == i`
+    /// are about `parts[i]`.
+    pub parts: Vec<AdviceMixPart>,
+    /// The best plan over the two pools' free whole nodes (it uses both).
+    pub plan: MixedPlan,
+    /// Hours to process the training tokens at the plan's tokens/s.
+    pub hours: f64,
+    /// The sum of the parts' `cost_minor`.
+    pub cost_minor: i64,
+    pub currency: String,
+    pub meets_deadline: bool,
+    pub meets_budget: bool,
+    /// Costs less than every single-pool option of its currency (every pool and GPU count
+    /// tried, not only those shown).
+    pub cheaper: bool,
+    /// Takes fewer hours than every single-pool option of its currency.
+    pub faster: bool,
 }
 
 /// One pipeline stage of a mixed plan (every replica has the same stages).
