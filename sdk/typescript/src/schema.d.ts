@@ -1299,6 +1299,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/plans/mixed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Plan training or LoRA over unlike GPUs: one to four parts, each one GPU model in nodes of one size, planned
+         *     together (pipeline stages sized to each part's speed and memory) and each part alone. The same errors as
+         *     `POST /v1/plans`, with a part's field errors at `parts[i].field`.
+         */
+        post: operations["create_mixed_plan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/pools": {
         parameters: {
             query?: never;
@@ -3309,6 +3330,32 @@ export interface components {
              * @description 1 (distributed optimizer) whenever `dp > 1` in a mix; a single part's own choice otherwise.
              */
             zero_stage: number;
+        };
+        /** @description A mixed-cluster planning request: the model and workload of a [`PlanRequest`], and the parts. */
+        MixedPlanRequest: {
+            model: components["schemas"]["ModelRef"];
+            /**
+             * @description One to [`MAX_PARTS`] parts, each one GPU model (`gpu` or `gpu_spec`), its GPU count,
+             *     GPUs per node and node network, as a homogeneous request's `cluster`.
+             */
+            parts: components["schemas"]["ClusterFields"][];
+            /**
+             * Format: int64
+             * @description Plans to return (default 10, at most 1000).
+             */
+            top_n?: number | null;
+            workload: components["schemas"]["WorkloadFields"];
+        };
+        /** @description Mixed search result: best plan first. */
+        MixedPlanResult: {
+            /** @description Configurations considered (the single-part searches included). */
+            evaluated: number;
+            /**
+             * @description Configurations costed in full that fit in memory (a mix whose upper bound on tokens/s
+             *     cannot beat the plans kept is not costed in full).
+             */
+            feasible: number;
+            plans: components["schemas"]["MixedPlan"][];
         };
         /** @description One pipeline stage of a mixed plan (every replica has the same stages). */
         MixedStage: {
@@ -7640,6 +7687,73 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Invalid input (`validation_failed`) or nothing fits (`plan_infeasible`, with the smallest fitting configuration in `context`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_mixed_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": {
+                 *         "preset": "llama2-13b"
+                 *       },
+                 *       "parts": [
+                 *         {
+                 *           "gpu": "a100-80g",
+                 *           "gpus": 8,
+                 *           "gpus_per_node": 8,
+                 *           "inter_node_gbps": 400
+                 *         },
+                 *         {
+                 *           "gpu": "rtx4090",
+                 *           "gpus": 8,
+                 *           "gpus_per_node": 4,
+                 *           "inter_node_gbps": 400
+                 *         }
+                 *       ],
+                 *       "top_n": 3,
+                 *       "workload": {
+                 *         "global_batch": 512,
+                 *         "kind": "train",
+                 *         "seq_len": 4096
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["MixedPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description Plans over the parts together or one part alone, fastest first, with their stages and per-part use */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MixedPlanResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid input (`validation_failed`, e.g. `parts[1].gpus`, or `workload.kind` for inference) or nothing fits, together or alone (`plan_infeasible`) */
             422: {
                 headers: {
                     [name: string]: unknown;

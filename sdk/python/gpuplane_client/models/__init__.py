@@ -96,6 +96,8 @@ from .measured_steps import MeasuredSteps
 from .memory_breakdown import MemoryBreakdown
 from .mixed_part_use import MixedPartUse
 from .mixed_plan import MixedPlan
+from .mixed_plan_request import MixedPlanRequest
+from .mixed_plan_result import MixedPlanResult
 from .mixed_stage import MixedStage
 from .model_arch import ModelArch
 from .model_ref import ModelRef
@@ -276,6 +278,8 @@ __all__ = (
     "MemoryBreakdown",
     "MixedPartUse",
     "MixedPlan",
+    "MixedPlanRequest",
+    "MixedPlanResult",
     "MixedStage",
     "ModelArch",
     "ModelRef",
