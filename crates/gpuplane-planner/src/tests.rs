@@ -1004,6 +1004,25 @@ fn pools_of_different_currencies_do_not_mix_nor_does_serving() {
 }
 
 #[test]
+fn a_mix_can_run_what_no_single_pool_can() {
+    // Llama 3 70B needs 16 x A100 80GB alone; one node of A100s and one of H100s hold it together.
+    let mut req = advice_request_70b();
+    req.pools = vec![
+        PoolOffer { free_gpus: 8, ..pool("p-a100", "a100-80g", 160) },
+        PoolOffer { free_gpus: 8, ..pool("p-h100", "h100", 250) },
+    ];
+    let res = advice(&req).unwrap();
+    assert!(res.options.is_empty(), "{:#?}", res.options);
+    assert_eq!(res.skipped.len(), 2);
+    assert_eq!(res.mixes.len(), 1);
+    let mix = &res.mixes[0];
+    assert!(mix.cheaper && mix.faster, "nothing to beat");
+    assert_eq!(mix.parts.iter().map(|p| p.gpu_count).sum::<u32>(), 16);
+    let text = render_advice(&res, &|id: &str| id.to_string());
+    assert!(text.starts_with("No single pool can run this.") && text.contains("Mix: "), "{text}");
+}
+
+#[test]
 fn mixes_are_bounded_and_each_beats_every_single_pool_option() {
     // Seven pools of one currency: only the MIX_POOLS with the most free GPUs pair up.
     let mut req = advice_request_70b();
