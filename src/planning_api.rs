@@ -1,5 +1,5 @@
-//! HTTP face of the planner: `POST /v1/plans` (stateless) and `POST /v1/advice` (over the platform's pools).
-//! The planning itself is the pure `planner` module.
+//! HTTP face of the planner: `POST /v1/plans` and `POST /v1/plans/mixed` (stateless) and `POST /v1/advice` (over
+//! the platform's pools). The planning itself is the pure `planner` module.
 
 use axum::Json;
 use axum::extract::State;
@@ -13,8 +13,8 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::ApiJson;
 use crate::inventory::gpu_models::GpuModel;
 use crate::planner::{
-    self, AdviceRequest, AdviceResult, AdviceTarget, GpuSpec, LinkKind, ModelRef, PlanError, PlanRequest, PlanResult,
-    PoolOffer, WorkloadFields,
+    self, AdviceRequest, AdviceResult, AdviceTarget, GpuSpec, LinkKind, MixedPlanRequest, MixedPlanResult, ModelRef,
+    PlanError, PlanRequest, PlanResult, PoolOffer, WorkloadFields,
 };
 use crate::state::AppState;
 
@@ -86,6 +86,31 @@ pub async fn create_plan(_auth: TenantAuth, ApiJson(req): ApiJson<PlanRequest>) 
     Ok(Json(result))
 }
 
+/// Plan training or LoRA over unlike GPUs: one to four parts, each one GPU model in nodes of one size, planned
+/// together (pipeline stages sized to each part's speed and memory) and each part alone. The same errors as
+/// `POST /v1/plans`, with a part's field errors at `parts[i].field`.
+#[utoipa::path(
+    post, path = "/v1/plans/mixed", tag = "planner", operation_id = "create_mixed_plan",
+    request_body(content = MixedPlanRequest, example = json!({
+        "model": {"preset": "llama2-13b"},
+        "workload": {"kind": "train", "seq_len": 4096, "global_batch": 512},
+        "parts": [
+            {"gpu": "a100-80g", "gpus": 8, "gpus_per_node": 8, "inter_node_gbps": 400},
+            {"gpu": "rtx4090", "gpus": 8, "gpus_per_node": 4, "inter_node_gbps": 400}],
+        "top_n": 3})),
+    responses(
+        (status = 200, description = "Plans over the parts together or one part alone, fastest first, with their stages and per-part use", body = MixedPlanResult),
+        (status = 422, description = "Invalid input (`validation_failed`, e.g. `parts[1].gpus`, or `workload.kind` for inference) or nothing fits, together or alone (`plan_infeasible`)", body = crate::error::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create_mixed_plan(
+    _auth: TenantAuth,
+    ApiJson(req): ApiJson<MixedPlanRequest>,
+) -> ApiResult<Json<MixedPlanResult>> {
+    let result = blocking(move || planner::plan_mixed_request(&req)).await?;
+    Ok(Json(result))
+}
+
 /// What the tenant wants done; the platform supplies the pools.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -123,7 +148,8 @@ pub async fn pool_offers(conn: &mut PgConnection) -> Result<Vec<PoolOffer>, Stor
 /// Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish and
 /// cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and faster than
 /// an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the cheapest and
-/// the fastest of what is shown marked.
+/// the fastest of what is shown marked. Training and LoRA may also get `mixes`: two pools of one currency used
+/// by one plan, priced per pool, shown when cheaper or faster than every single-pool option.
 #[utoipa::path(
     post, path = "/v1/advice", tag = "planner", operation_id = "create_advice",
     request_body = AdviceQuery,

@@ -82,6 +82,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(leases::network::get_lease_network))
         // planning_api
         .routes(routes!(planning_api::create_plan))
+        .routes(routes!(planning_api::create_mixed_plan))
         .routes(routes!(planning_api::create_advice))
         // agent_api/routes
         .routes(routes!(agent_api::routes::register_agent))

@@ -6,8 +6,8 @@
 use uuid::Uuid;
 
 use crate::error::{ApiError, FieldError};
-use crate::planner::mixed::{MixedPlan, MixedPlanRequest, MixedPlanResult};
 use crate::planner::{ClusterFields, GpuSpec, ModelRef, Pins, Plan, WorkloadFields};
+use crate::planner::{MixedPlan, MixedPlanRequest, MixedPlanResult};
 
 use super::templates::Builtin;
 

@@ -13,11 +13,20 @@
 //! hold over what is shown: `cheapest` is the least cost of its currency, `fastest` the least
 //! hours (serving: the most throughput). A pool with nothing shown is in `skipped`, with the
 //! option that beats its best.
+//!
+//! Training and LoRA may also run on two pools at once ([`mixes`]): for each pair of pools of
+//! one currency among the [`MIX_POOLS`] with the most free GPUs, the mixed planner
+//! ([`best_mix`]) plans over both pools' free whole nodes, and its best plan using both is
+//! priced per pool by the same rounding rule over the GPUs it uses. A mix is shown, in
+//! `mixes`, when it is cheaper or faster than every single-pool option of its currency; the mixes
+//! shown are their own cost/time frontier ([`frontier`]).
 
+use super::mixed::{MixedInput, best_mix};
 use super::render::money;
 use super::search::best_plan;
 use super::types::{
-    AdviceOption, AdviceRequest, AdviceResult, Pins, PlanError, PlanInput, SkippedPool, SmallestFit, Workload,
+    AdviceMix, AdviceMixPart, AdviceOption, AdviceRequest, AdviceResult, ModelArch, Pins, PlanError, PlanInput,
+    PoolOffer, SkippedPool, SmallestFit, Workload,
 };
 use super::validate::{resolve_cluster, resolve_model, resolve_workload, validate_gpu};
 
@@ -99,6 +108,8 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
 
     let mut candidates: Vec<AdviceOption> = Vec::new();
     let mut skipped = Vec::new();
+    // Pools whose GPUs run the workload, with it, for the mixes.
+    let mut runnable: Vec<(usize, Workload)> = Vec::new();
     // Per pool: its best option by the old one-per-pool rule, to say why a pool shows nothing.
     let mut pool_best: Vec<(usize, AdviceOption)> = Vec::new();
     for (i, pool) in req.pools.iter().enumerate() {
@@ -123,6 +134,7 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
             }
             Err(e) => return Err(e),
         };
+        runnable.push((i, workload));
         let mut best: Option<AdviceOption> = None;
         for shape in pool_shapes(pool.gpus_per_node, pool.free_gpus) {
             let Ok(cluster) = resolve_cluster(
@@ -185,6 +197,13 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
         }
     }
 
+    let mixes = if serving {
+        Vec::new()
+    } else {
+        let ask = MixAsk { req, model_name: &model_name, model: &model, training_tokens };
+        mixes(&ask, &runnable, &candidates)
+    };
+
     // The frontier, per currency (costs of different currencies do not compare).
     let mut currencies: Vec<String> = candidates.iter().map(|o| o.currency.clone()).collect();
     currencies.sort();
@@ -245,7 +264,129 @@ pub fn advice(req: &AdviceRequest) -> Result<AdviceResult, PlanError> {
         };
         skipped.push(SkippedPool { pool_id: pool.pool_id.clone(), reason });
     }
-    Ok(AdviceResult { options, skipped, cost_tie_bps: COST_TIE_BPS as u32 })
+    Ok(AdviceResult { options, skipped, cost_tie_bps: COST_TIE_BPS as u32, mixes })
+}
+
+/// Most pools whose pairs are tried as mixes: those with the most free GPUs. Each pair is one
+/// [`best_mix`] search (some ms), so at most 15 of them keep the advice fast.
+pub const MIX_POOLS: usize = 6;
+
+/// What a mix is planned and priced for.
+struct MixAsk<'a> {
+    req: &'a AdviceRequest,
+    model_name: &'a str,
+    model: &'a ModelArch,
+    training_tokens: f64,
+}
+
+/// Whole nodes of `pool` free now.
+fn free_nodes(pool: &PoolOffer) -> u32 {
+    pool.free_gpus / pool.gpus_per_node.max(1)
+}
+
+/// The mixes to show (see the module docs): `runnable` are the pools (index, workload) whose GPUs
+/// run the workload, `singles` every single-pool option tried.
+fn mixes(ask: &MixAsk, runnable: &[(usize, Workload)], singles: &[AdviceOption]) -> Vec<AdviceMix> {
+    let pools = &ask.req.pools;
+    let mut picked: Vec<&(usize, Workload)> = runnable.iter().filter(|(i, _)| free_nodes(&pools[*i]) > 0).collect();
+    // The most free GPUs first (stable: ties keep the request's order), then back in request order.
+    picked.sort_by_key(|(i, _)| std::cmp::Reverse(free_nodes(&pools[*i]) * pools[*i].gpus_per_node));
+    picked.truncate(MIX_POOLS);
+    picked.sort_by_key(|(i, _)| *i);
+    let mut shown: Vec<AdviceMix> = Vec::new();
+    for (k, &&(a, workload)) in picked.iter().enumerate() {
+        for &&(b, _) in &picked[k + 1..] {
+            if pools[a].currency != pools[b].currency {
+                continue;
+            }
+            let Some(mix) = mix_of(ask, workload, [a, b]) else {
+                continue;
+            };
+            let of_currency = || singles.iter().filter(|o| o.currency == mix.currency);
+            let (cheaper, faster) =
+                (of_currency().all(|o| mix.cost_minor < o.cost_minor), of_currency().all(|o| mix.hours < o.hours));
+            if cheaper || faster {
+                shown.push(AdviceMix { cheaper, faster, ..mix });
+            }
+        }
+    }
+    // Of the mixes of one currency, those on their own cost/time frontier.
+    let mut out: Vec<AdviceMix> = Vec::new();
+    let mut currencies: Vec<&str> = shown.iter().map(|m| m.currency.as_str()).collect();
+    currencies.sort_unstable();
+    currencies.dedup();
+    for cur in currencies {
+        let group: Vec<&AdviceMix> = shown.iter().filter(|m| m.currency == cur).collect();
+        let points: Vec<Point> = group
+            .iter()
+            .map(|m| Point {
+                cost_minor: m.cost_minor,
+                speed: if m.hours > 0.0 { 1.0 / m.hours } else { f64::INFINITY },
+                meets_all: m.meets_deadline && m.meets_budget,
+            })
+            .collect();
+        out.extend(frontier(&points).into_iter().map(|k| group[k].clone()));
+    }
+    // As the options: meeting every constraint first, then by currency, cheapest first.
+    out.sort_by(|a, b| {
+        (b.meets_deadline && b.meets_budget)
+            .cmp(&(a.meets_deadline && a.meets_budget))
+            .then_with(|| a.currency.cmp(&b.currency))
+            .then(a.cost_minor.cmp(&b.cost_minor))
+    });
+    out
+}
+
+/// The best plan over the free whole nodes of pools `ids` together, using both (each pool alone
+/// is an option already), priced; `None` when no mix fits. `cheaper` and `faster` are left false.
+fn mix_of(ask: &MixAsk, workload: Workload, ids: [usize; 2]) -> Option<AdviceMix> {
+    let pools = ids.map(|i| &ask.req.pools[i]);
+    let parts = pools
+        .iter()
+        .map(|p| {
+            resolve_cluster(
+                p.gpu.clone(),
+                free_nodes(p) * p.gpus_per_node,
+                Some(p.gpus_per_node),
+                Some(p.inter_node_gbps),
+                Some(p.rdma),
+                None,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    let input =
+        MixedInput { model_name: ask.model_name.to_string(), model: ask.model.clone(), workload, parts, top_n: 1 };
+    let plan = best_mix(&input).ok()??;
+    if plan.tokens_per_s <= 0.0 {
+        return None;
+    }
+    let hours = ask.training_tokens / plan.tokens_per_s / 3600.0;
+    let parts: Vec<AdviceMixPart> = pools
+        .iter()
+        .zip(&plan.parts)
+        .map(|(p, used)| AdviceMixPart {
+            pool_id: p.pool_id.clone(),
+            gpu_key: p.gpu.key.clone(),
+            gpu_count: used.gpus_used,
+            gpus_per_node: p.gpus_per_node,
+            nodes: free_nodes(p),
+            price_per_gpu_hour_minor: p.price_per_gpu_hour_minor,
+            cost_minor: cost_minor(used.gpus_used, hours, p.price_per_gpu_hour_minor),
+        })
+        .collect();
+    let cost = parts.iter().fold(0i64, |sum, p| sum.saturating_add(p.cost_minor));
+    Some(AdviceMix {
+        parts,
+        plan,
+        hours,
+        cost_minor: cost,
+        currency: pools[0].currency.clone(),
+        meets_deadline: ask.req.deadline_hours.is_none_or(|d| hours <= d),
+        meets_budget: ask.req.budget_minor.is_none_or(|b| cost <= b),
+        cheaper: false,
+        faster: false,
+    })
 }
 
 fn meets_all(o: &AdviceOption) -> bool {

@@ -35,7 +35,7 @@ mod tests;
 
 pub use advice::advice;
 pub use catalog::{builtin_gpus, gpu_by_key, gpu_keys, preset, preset_names, suggestions, unknown_name_message};
-pub use mixed::{MixedPlan, MixedPlanRequest, MixedPlanResult, plan_mixed, plan_mixed_request};
+pub use mixed::{MixedPlanRequest, plan_mixed, plan_mixed_request};
 pub use render::{render_advice, render_table};
 pub use search::{plan, plan_request};
 pub use types::*;

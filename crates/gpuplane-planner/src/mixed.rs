@@ -47,8 +47,8 @@ use super::cost::{self, Config, LayerTime, MemoryTerms, Split, TrainCtx};
 use super::search;
 use super::train::{MAX_MICRO_BATCH, batch_for, divisors, recompute_phrase};
 use super::types::{
-    Cluster, ClusterFields, MemoryBreakdown, ModelArch, ModelRef, Offload, Pins, Plan, PlanError, PlanInput,
-    PlanRequest, Recompute, StageSplit, TrainSpec, Workload, WorkloadFields, WorkloadKind,
+    Cluster, ClusterFields, MixedPartUse, MixedPlan, MixedPlanResult, MixedStage, ModelArch, ModelRef, Offload, Pins,
+    Plan, PlanError, PlanInput, PlanRequest, Recompute, StageSplit, TrainSpec, Workload, WorkloadFields, WorkloadKind,
 };
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -160,102 +160,6 @@ fn part_field(e: PlanError, i: usize) -> PlanError {
     }
 }
 
-/// One pipeline stage of a mixed plan (every replica has the same stages).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct MixedStage {
-    /// Index of the part in the request.
-    pub part: u32,
-    /// Catalog key of the part's GPU.
-    pub gpu_key: String,
-    /// TP degree of the stage (inside one node of the part).
-    pub tp: u32,
-    /// Transformer layers the stage holds.
-    pub layers: u32,
-    /// Memory of one GPU of the stage.
-    pub memory: MemoryBreakdown,
-    /// Forward and backward of one micro-batch on this stage, seconds (with the LM head on the
-    /// last stage).
-    pub time_per_micro_batch_s: f64,
-}
-
-/// What a mixed plan does with one part of the request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct MixedPartUse {
-    /// Index of the part in the request.
-    pub part: u32,
-    pub gpu_key: String,
-    pub gpu_name: String,
-    /// GPUs of the part.
-    pub gpus: u32,
-    /// GPUs of the part the plan runs on (over all replicas).
-    pub gpus_used: u32,
-    /// GPUs of the part the plan leaves idle (all of them when the part is not used).
-    pub idle_gpus: u32,
-    /// TP degree of the part's stages (0 when the part is not used).
-    pub tp: u32,
-    /// Pipeline stages the part holds in each replica.
-    pub stages_per_replica: u32,
-    /// Layers the part holds in each replica.
-    pub layers_per_replica: u32,
-    /// Largest memory of any of the part's GPUs, bytes (0 when unused).
-    pub memory_per_gpu_bytes: u64,
-    /// Usable memory per GPU of the part, bytes.
-    pub usable_bytes: u64,
-    /// The busiest of the part's stages, as a fraction of the slowest stage's time per
-    /// micro-batch (1.0: this part sets the pipeline's pace; 0 when unused).
-    pub busy_fraction: f64,
-}
-
-/// One ranked plan over a mixed cluster.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct MixedPlan {
-    /// Train or LoRA.
-    pub workload: WorkloadKind,
-    /// Identical replicas (data-parallel degree).
-    pub dp: u32,
-    /// Pipeline stages per replica, over all parts.
-    pub pp: u32,
-    pub micro_batch: u32,
-    /// Micro-batches per replica per step.
-    pub grad_accum: u32,
-    /// Sequences per step (the request's, or the nearest multiple of `dp` when it does not
-    /// divide; said in `notes`).
-    pub global_batch: u32,
-    /// 1 (distributed optimizer) whenever `dp > 1` in a mix; a single part's own choice otherwise.
-    pub zero_stage: u8,
-    /// Sequence parallelism; in a mix, on in every stage whose TP degree is above 1.
-    pub sequence_parallel: bool,
-    pub recompute: Recompute,
-    /// The stages of one replica, first to last.
-    pub stages: Vec<MixedStage>,
-    /// Every part of the request, in request order.
-    pub parts: Vec<MixedPartUse>,
-    /// Number of parts the plan uses.
-    pub parts_used: u32,
-    /// Predicted time of one optimizer step, seconds.
-    pub step_time_s: f64,
-    /// Predicted training tokens per second, all replicas together.
-    pub tokens_per_s: f64,
-    /// Pipeline fill and drain, fraction of the step.
-    pub bubble_fraction: f64,
-    /// Exposed pipeline p2p, seconds per step.
-    pub pp_comm_s: f64,
-    /// Exposed data-parallel reduction plus optimizer update of the slowest stage, seconds.
-    pub dp_and_optimizer_s: f64,
-    /// Largest memory of any GPU, bytes.
-    pub memory_per_gpu_bytes: u64,
-    /// False when any part used has an uncalibrated GPU.
-    pub calibrated: bool,
-    /// When the plan runs on one part alone: that part's plan as the homogeneous planner gives
-    /// it (CP, EP, virtual stages, offload and its own notes are there).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub single_part: Option<Plan>,
-    /// Departures from the request, unused parts, memory headroom, calibration, runtime needs.
-    pub notes: Vec<String>,
-    /// The plan in words, per part.
-    pub explanation: String,
-}
-
 impl MixedPlan {
     /// The plan as one pipeline of uneven stages that a runtime with one TP degree runs (the gpuplane runtime
     /// builds any `layers_per_stage`): the homogeneous [`Plan`] shape with this plan's degrees, its stages' layers
@@ -331,17 +235,6 @@ impl MixedPlan {
         }
         order
     }
-}
-
-/// Mixed search result: best plan first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct MixedPlanResult {
-    pub plans: Vec<MixedPlan>,
-    /// Configurations considered (the single-part searches included).
-    pub evaluated: u64,
-    /// Configurations costed in full that fit in memory (a mix whose upper bound on tokens/s
-    /// cannot beat the plans kept is not costed in full).
-    pub feasible: u64,
 }
 
 /// Validates and plans a mixed request.
@@ -755,23 +648,7 @@ fn push_top(top: &mut Vec<Candidate>, c: Candidate, n: usize) {
 /// Errors with [`PlanError::Infeasible`] when no mix and no single part fits; the reason gives
 /// each part's own reason.
 pub fn plan_mixed(input: &MixedInput) -> Result<MixedPlanResult, PlanError> {
-    let (spec, lora) = input.train_spec()?;
-    let kind = if lora { WorkloadKind::Lora } else { WorkloadKind::Train };
-    let parts: Vec<PartCtx> = input
-        .parts
-        .iter()
-        .map(|cluster| PartCtx {
-            ctx: TrainCtx::new(
-                &input.model,
-                cluster,
-                spec.seq_len,
-                spec.global_batch,
-                spec.precision,
-                lora.then_some(spec.lora_rank),
-            ),
-            cluster: cluster.clone(),
-        })
-        .collect();
+    let (spec, kind, parts) = part_contexts(input)?;
     let (mixes, mut evaluated, mut feasible) = search_mixes(input, &spec, &parts, input.top_n);
     // (tier, plan) of every kept candidate.
     let mut ranked: Vec<(u8, MixedPlan)> = mixes.iter().map(|c| (c.tier, to_plan(&spec, &parts, c, kind))).collect();
@@ -799,6 +676,37 @@ pub fn plan_mixed(input: &MixedInput) -> Result<MixedPlanResult, PlanError> {
         return Err(infeasible(input, &errors));
     }
     Ok(MixedPlanResult { plans: ranked.into_iter().map(|(_, p)| p).collect(), evaluated, feasible })
+}
+
+/// The best plan that uses two parts or more, as [`plan_mixed`] ranks them; `None` when no mix
+/// fits. No part is planned alone: for a caller that has weighed every part alone already (the
+/// advice prices every pool alone), which saves the homogeneous search of each part.
+pub fn best_mix(input: &MixedInput) -> Result<Option<MixedPlan>, PlanError> {
+    let (spec, kind, parts) = part_contexts(input)?;
+    let (mixes, _, _) = search_mixes(input, &spec, &parts, 1);
+    Ok(mixes.first().map(|c| to_plan(&spec, &parts, c, kind)))
+}
+
+/// The training workload, its kind, and each part's cost context.
+fn part_contexts(input: &MixedInput) -> Result<(TrainSpec, WorkloadKind, Vec<PartCtx>), PlanError> {
+    let (spec, lora) = input.train_spec()?;
+    let kind = if lora { WorkloadKind::Lora } else { WorkloadKind::Train };
+    let parts = input
+        .parts
+        .iter()
+        .map(|cluster| PartCtx {
+            ctx: TrainCtx::new(
+                &input.model,
+                cluster,
+                spec.seq_len,
+                spec.global_batch,
+                spec.precision,
+                lora.then_some(spec.lora_rank),
+            ),
+            cluster: cluster.clone(),
+        })
+        .collect();
+    Ok((spec, kind, parts))
 }
 
 /// "2 x A100 80GB SXM + 8 x GeForce RTX 4090".

@@ -1,7 +1,7 @@
 //! Tests of the mixed-GPU planner.
 
 use super::cost;
-use super::mixed::{self, MixedPlan, MixedPlanRequest, assign_layers};
+use super::mixed::{MixedInput, MixedPlanRequest, assign_layers, best_mix};
 use super::*;
 use proptest::prelude::*;
 
@@ -46,7 +46,7 @@ fn faster_larger_gpus_get_more_layers() {
             let least_a100 = per_gpu(0).fold(f64::INFINITY, f64::min);
             let most_rtx = per_gpu(1).fold(0.0, f64::max);
             assert!(least_a100 > most_rtx, "{preset}: {}", p.explanation);
-            let share = |u: &mixed::MixedPartUse| f64::from(u.layers_per_replica) / f64::from(u.gpus_used);
+            let share = |u: &MixedPartUse| f64::from(u.layers_per_replica) / f64::from(u.gpus_used);
             assert!(share(&p.parts[0]) > share(&p.parts[1]), "{preset}: {}", p.explanation);
             assert_eq!(p.stages.iter().map(|s| s.layers).sum::<u32>(), req_layers(preset));
             // TP stays inside a node of one GPU type.
@@ -57,6 +57,29 @@ fn faster_larger_gpus_get_more_layers() {
             }
         }
     }
+}
+
+/// `best_mix` (the advice's search) is the best plan on two parts or more that `plan_mixed`
+/// ranks, and none when only a part alone fits.
+#[test]
+fn best_mix_is_the_best_plan_using_every_part() {
+    let mut three = mixed_request(
+        "llama3-70b",
+        WorkloadKind::Train,
+        vec![part("h100", 32, 8), part("a100-80g", 16, 8), part("rtx4090", 16, 8)],
+    );
+    for req in [worked_example(), three.clone()] {
+        let input = req.resolve().unwrap();
+        let best = best_mix(&input).unwrap().expect("a mix fits");
+        let ranked = plan_mixed(&MixedInput { top_n: 1000, ..input }).unwrap();
+        let first = ranked.plans.iter().find(|p| p.parts_used >= 2).unwrap();
+        assert_eq!(best, *first);
+    }
+    // No mix fits (nor any part alone, see `infeasible_mix_says_why`): none, not an error.
+    three.parts = vec![part("a10", 2, 2), part("rtx4090", 2, 2)];
+    let input = three.resolve().unwrap();
+    assert_eq!(best_mix(&input).unwrap(), None);
+    assert!(plan_mixed(&input).is_err());
 }
 
 #[test]

@@ -231,7 +231,11 @@ pub(crate) fn money(minor: i64, currency: &str) -> String {
 pub fn render_advice(result: &AdviceResult, name: &dyn Fn(&str) -> String) -> String {
     let mut s = String::new();
     if result.options.is_empty() {
-        let _ = writeln!(s, "No pool can run this.");
+        let _ = writeln!(
+            s,
+            "{}",
+            if result.mixes.is_empty() { "No pool can run this." } else { "No single pool can run this." }
+        );
     } else {
         let _ = writeln!(
             s,
@@ -281,6 +285,43 @@ pub fn render_advice(result: &AdviceResult, name: &dyn Fn(&str) -> String) -> St
         if let Some(best) = result.options.first() {
             let _ = writeln!(s, "Option 1: {}", best.plan.explanation);
         }
+    }
+    for m in &result.mixes {
+        let parts: Vec<String> = m
+            .parts
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} x {} in {} ({})",
+                    p.gpu_count,
+                    p.gpu_key,
+                    name(&p.pool_id),
+                    money(p.cost_minor, &m.currency)
+                )
+            })
+            .collect();
+        let mut flags: Vec<&str> = Vec::new();
+        if m.cheaper {
+            flags.push("cheaper than any one pool");
+        }
+        if m.faster {
+            flags.push("faster than any one pool");
+        }
+        if !m.meets_deadline {
+            flags.push("misses the deadline");
+        }
+        if !m.meets_budget {
+            flags.push("over budget");
+        }
+        let _ = writeln!(
+            s,
+            "Mix: {} in {:.2} h for {} ({}). {}",
+            parts.join(" + "),
+            m.hours,
+            money(m.cost_minor, &m.currency),
+            flags.join(", "),
+            m.plan.explanation
+        );
     }
     for skipped in &result.skipped {
         let _ = writeln!(s, "Skipped {}: {}", name(&skipped.pool_id), skipped.reason);

@@ -941,6 +941,113 @@ fn a_deadline_and_a_budget_keep_their_options_first() {
     assert_labels_and_frontier(&res);
 }
 
+/// The mixed-GPU worked example as advice: llama2-13b on one node of 8 x A100 80GB and two nodes of
+/// 4 x RTX 4090, each a pool of its own.
+fn mix_request(a100_currency: &str) -> AdviceRequest {
+    let a100 = PoolOffer { free_gpus: 8, currency: a100_currency.into(), ..pool("p-a100", "a100-80g", 179) };
+    let rtx = PoolOffer { free_gpus: 8, gpus_per_node: 4, ..pool("p-4090", "rtx4090", 69) };
+    AdviceRequest {
+        model: ModelRef { preset: Some("llama2-13b".into()), architecture: None },
+        workload: WorkloadFields {
+            kind: WorkloadKind::Train,
+            precision: Precision::Bf16,
+            seq_len: Some(4096),
+            global_batch: Some(512),
+            lora_rank: None,
+            context_len: None,
+            concurrent_seqs: None,
+        },
+        target: AdviceTarget { training_tokens: Some(1_000_000_000), ..AdviceTarget::default() },
+        deadline_hours: None,
+        budget_minor: None,
+        pools: vec![a100, rtx],
+    }
+}
+
+#[test]
+fn advice_proposes_a_mix_faster_than_any_one_pool_priced_per_pool() {
+    let res = advice(&mix_request("USD")).unwrap();
+    assert_eq!(res.mixes.len(), 1, "{:#?}", res.mixes);
+    let mix = &res.mixes[0];
+    assert_eq!(mix.plan.parts_used, 2);
+    assert!(mix.faster, "21,120 tokens/s against 15,433 on the A100s alone");
+    assert!(res.options.iter().all(|o| mix.hours < o.hours), "faster than every option");
+    assert_eq!(mix.currency, "USD");
+    assert_eq!(mix.parts.iter().map(|p| p.pool_id.as_str()).collect::<Vec<_>>(), ["p-a100", "p-4090"]);
+    assert!((mix.hours - 1e9 / mix.plan.tokens_per_s / 3600.0).abs() < 1e-9);
+    let mut sum = 0;
+    for (part, used) in mix.parts.iter().zip(&mix.plan.parts) {
+        assert_eq!(part.gpu_count, used.gpus_used, "only the GPUs used are rented");
+        assert_eq!(part.gpu_count, 8);
+        let cost = (f64::from(part.gpu_count) * mix.hours * part.price_per_gpu_hour_minor as f64).ceil() as i64;
+        assert_eq!(part.cost_minor, cost, "ceil per part");
+        sum += cost;
+    }
+    assert_eq!(mix.cost_minor, sum);
+    assert!(mix.meets_deadline && mix.meets_budget);
+    // The options are what they were without mixes: single pools only.
+    assert_labels_and_frontier(&res);
+    assert!(res.options.iter().all(|o| o.pool_id == "p-a100" || o.pool_id == "p-4090"));
+    let text = render_advice(&res, &|id: &str| id.to_string());
+    assert!(text.contains("Mix: 8 x a100-80g in p-a100"), "{text}");
+}
+
+#[test]
+fn pools_of_different_currencies_do_not_mix_nor_does_serving() {
+    let res = advice(&mix_request("EUR")).unwrap();
+    assert!(res.mixes.is_empty(), "{:#?}", res.mixes);
+    assert!(!res.options.is_empty());
+    let mut serve = mix_request("USD");
+    serve.workload = WorkloadFields { kind: WorkloadKind::Inference, ..serve.workload };
+    serve.target = AdviceTarget { serving_tokens_per_s: Some(1000.0), ..AdviceTarget::default() };
+    assert!(advice(&serve).unwrap().mixes.is_empty(), "mixed plans cover training only");
+}
+
+#[test]
+fn a_mix_can_run_what_no_single_pool_can() {
+    // Llama 3 70B needs 16 x A100 80GB alone; one node of A100s and one of H100s hold it together.
+    let mut req = advice_request_70b();
+    req.pools = vec![
+        PoolOffer { free_gpus: 8, ..pool("p-a100", "a100-80g", 160) },
+        PoolOffer { free_gpus: 8, ..pool("p-h100", "h100", 250) },
+    ];
+    let res = advice(&req).unwrap();
+    assert!(res.options.is_empty(), "{:#?}", res.options);
+    assert_eq!(res.skipped.len(), 2);
+    assert_eq!(res.mixes.len(), 1);
+    let mix = &res.mixes[0];
+    assert!(mix.cheaper && mix.faster, "nothing to beat");
+    assert_eq!(mix.parts.iter().map(|p| p.gpu_count).sum::<u32>(), 16);
+    let text = render_advice(&res, &|id: &str| id.to_string());
+    assert!(text.starts_with("No single pool can run this.") && text.contains("Mix: "), "{text}");
+}
+
+#[test]
+fn mixes_are_bounded_and_each_beats_every_single_pool_option() {
+    // Seven pools of one currency: only the MIX_POOLS with the most free GPUs pair up.
+    let mut req = advice_request_70b();
+    req.pools[6].free_gpus = 8; // p-b200: the fewest free GPUs, so left out of the mixes
+    let res = advice(&req).unwrap();
+    let pairs = advice::MIX_POOLS * (advice::MIX_POOLS - 1) / 2;
+    assert!(res.mixes.len() <= pairs);
+    for m in &res.mixes {
+        assert_eq!(m.parts.len(), 2);
+        assert!(m.parts.iter().all(|p| p.pool_id != "p-b200"), "{:?}", m.parts);
+        assert!(m.cheaper || m.faster);
+        // Beating every option tried beats every option shown.
+        assert!(!m.cheaper || res.options.iter().all(|o| m.cost_minor < o.cost_minor));
+        assert!(!m.faster || res.options.iter().all(|o| m.hours < o.hours));
+        assert_eq!(m.cost_minor, m.parts.iter().map(|p| p.cost_minor).sum::<i64>());
+    }
+    for a in &res.mixes {
+        for b in &res.mixes {
+            if !std::ptr::eq(a, b) {
+                assert!(!(a.cost_minor <= b.cost_minor && a.hours <= b.hours), "a mix shown is dominated");
+            }
+        }
+    }
+}
+
 #[test]
 fn costs_tie_within_the_stated_tolerance_only() {
     assert_eq!(advice::COST_TIE_BPS, 100);

@@ -620,4 +620,156 @@ pub struct AdviceResult {
     /// The cost tolerance of a tie, in basis points of the smaller cost (100 = 1%): of two
     /// options whose costs differ by no more, only the faster is shown.
     pub cost_tie_bps: u32,
+    /// Training and LoRA: two pools of one currency used together by one plan over unlike GPUs,
+    /// each mix shown only when it is cheaper or faster than every single-pool option of its
+    /// currency (and not beaten by another mix shown); empty when no mix is. Apart from
+    /// `options`, which stay single-pool, so that a client reading them is unaffected.
+    #[serde(default)]
+    pub mixes: Vec<AdviceMix>,
+}
+
+/// One pool's share of an [`AdviceMix`]: the whole nodes rented there and what they cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdviceMixPart {
+    pub pool_id: String,
+    pub gpu_key: String,
+    /// GPUs rented in this pool: the plan's `gpus_used` of this part (a part's idle GPUs are not
+    /// rented, nor priced).
+    pub gpu_count: u32,
+    pub gpus_per_node: u32,
+    /// Whole nodes of `gpus_per_node` offered to the plan (the pool's free GPUs, rounded down).
+    pub nodes: u32,
+    pub price_per_gpu_hour_minor: i64,
+    /// `ceil(gpu_count * hours * price_per_gpu_hour_minor)`, the single-pool options' rule, per
+    /// part: each pool bills its own GPUs.
+    pub cost_minor: i64,
+}
+
+/// A training plan over two pools of one currency at once (see [`MixedPlan`]), priced per pool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AdviceMix {
+    /// The pools, in the order of the plan's parts: `plan.parts[i]` and `plan.stages[..].part == i`
+    /// are about `parts[i]`.
+    pub parts: Vec<AdviceMixPart>,
+    /// The best plan over the two pools' free whole nodes (it uses both).
+    pub plan: MixedPlan,
+    /// Hours to process the training tokens at the plan's tokens/s.
+    pub hours: f64,
+    /// The sum of the parts' `cost_minor`.
+    pub cost_minor: i64,
+    pub currency: String,
+    pub meets_deadline: bool,
+    pub meets_budget: bool,
+    /// Costs less than every single-pool option of its currency (every pool and GPU count
+    /// tried, not only those shown).
+    pub cheaper: bool,
+    /// Takes fewer hours than every single-pool option of its currency.
+    pub faster: bool,
+}
+
+/// One pipeline stage of a mixed plan (every replica has the same stages).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MixedStage {
+    /// Index of the part in the request.
+    pub part: u32,
+    /// Catalog key of the part's GPU.
+    pub gpu_key: String,
+    /// TP degree of the stage (inside one node of the part).
+    pub tp: u32,
+    /// Transformer layers the stage holds.
+    pub layers: u32,
+    /// Memory of one GPU of the stage.
+    pub memory: MemoryBreakdown,
+    /// Forward and backward of one micro-batch on this stage, seconds (with the LM head on the
+    /// last stage).
+    pub time_per_micro_batch_s: f64,
+}
+
+/// What a mixed plan does with one part of the request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MixedPartUse {
+    /// Index of the part in the request.
+    pub part: u32,
+    pub gpu_key: String,
+    pub gpu_name: String,
+    /// GPUs of the part.
+    pub gpus: u32,
+    /// GPUs of the part the plan runs on (over all replicas).
+    pub gpus_used: u32,
+    /// GPUs of the part the plan leaves idle (all of them when the part is not used).
+    pub idle_gpus: u32,
+    /// TP degree of the part's stages (0 when the part is not used).
+    pub tp: u32,
+    /// Pipeline stages the part holds in each replica.
+    pub stages_per_replica: u32,
+    /// Layers the part holds in each replica.
+    pub layers_per_replica: u32,
+    /// Largest memory of any of the part's GPUs, bytes (0 when unused).
+    pub memory_per_gpu_bytes: u64,
+    /// Usable memory per GPU of the part, bytes.
+    pub usable_bytes: u64,
+    /// The busiest of the part's stages, as a fraction of the slowest stage's time per
+    /// micro-batch (1.0: this part sets the pipeline's pace; 0 when unused).
+    pub busy_fraction: f64,
+}
+
+/// One ranked plan over a mixed cluster.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MixedPlan {
+    /// Train or LoRA.
+    pub workload: WorkloadKind,
+    /// Identical replicas (data-parallel degree).
+    pub dp: u32,
+    /// Pipeline stages per replica, over all parts.
+    pub pp: u32,
+    pub micro_batch: u32,
+    /// Micro-batches per replica per step.
+    pub grad_accum: u32,
+    /// Sequences per step (the request's, or the nearest multiple of `dp` when it does not
+    /// divide; said in `notes`).
+    pub global_batch: u32,
+    /// 1 (distributed optimizer) whenever `dp > 1` in a mix; a single part's own choice otherwise.
+    pub zero_stage: u8,
+    /// Sequence parallelism; in a mix, on in every stage whose TP degree is above 1.
+    pub sequence_parallel: bool,
+    pub recompute: Recompute,
+    /// The stages of one replica, first to last.
+    pub stages: Vec<MixedStage>,
+    /// Every part of the request, in request order.
+    pub parts: Vec<MixedPartUse>,
+    /// Number of parts the plan uses.
+    pub parts_used: u32,
+    /// Predicted time of one optimizer step, seconds.
+    pub step_time_s: f64,
+    /// Predicted training tokens per second, all replicas together.
+    pub tokens_per_s: f64,
+    /// Pipeline fill and drain, fraction of the step.
+    pub bubble_fraction: f64,
+    /// Exposed pipeline p2p, seconds per step.
+    pub pp_comm_s: f64,
+    /// Exposed data-parallel reduction plus optimizer update of the slowest stage, seconds.
+    pub dp_and_optimizer_s: f64,
+    /// Largest memory of any GPU, bytes.
+    pub memory_per_gpu_bytes: u64,
+    /// False when any part used has an uncalibrated GPU.
+    pub calibrated: bool,
+    /// When the plan runs on one part alone: that part's plan as the homogeneous planner gives
+    /// it (CP, EP, virtual stages, offload and its own notes are there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub single_part: Option<Plan>,
+    /// Departures from the request, unused parts, memory headroom, calibration, runtime needs.
+    pub notes: Vec<String>,
+    /// The plan in words, per part.
+    pub explanation: String,
+}
+
+/// Mixed search result: best plan first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MixedPlanResult {
+    pub plans: Vec<MixedPlan>,
+    /// Configurations considered (the single-part searches included).
+    pub evaluated: u64,
+    /// Configurations costed in full that fit in memory (a mix whose upper bound on tokens/s
+    /// cannot beat the plans kept is not costed in full).
+    pub feasible: u64,
 }

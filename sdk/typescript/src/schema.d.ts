@@ -731,7 +731,8 @@ export interface paths {
          * Which GPUs to rent: for every pool and the GPU counts free in it now, the best plan, time to finish and
          *     cost at the pool's price; shown is the cost/time frontier (nothing left out is both cheaper and faster than
          *     an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the cheapest and
-         *     the fastest of what is shown marked.
+         *     the fastest of what is shown marked. Training and LoRA may also get `mixes`: two pools of one currency used
+         *     by one plan, priced per pool, shown when cheaper or faster than every single-pool option.
          */
         post: operations["create_advice"];
         delete?: never;
@@ -1298,6 +1299,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/plans/mixed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Plan training or LoRA over unlike GPUs: one to four parts, each one GPU model in nodes of one size, planned
+         *     together (pipeline stages sized to each part's speed and memory) and each part alone. The same errors as
+         *     `POST /v1/plans`, with a part's field errors at `parts[i].field`.
+         */
+        post: operations["create_mixed_plan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/pools": {
         parameters: {
             query?: never;
@@ -1560,6 +1582,62 @@ export interface components {
             /** @description One OpenSSH public key line: `<type> <base64> [comment]` (the comment is dropped). */
             public_key: string;
         };
+        /** @description A training plan over two pools of one currency at once (see [`MixedPlan`]), priced per pool. */
+        AdviceMix: {
+            /**
+             * @description Costs less than every single-pool option of its currency (every pool and GPU count
+             *     tried, not only those shown).
+             */
+            cheaper: boolean;
+            /**
+             * Format: int64
+             * @description The sum of the parts' `cost_minor`.
+             */
+            cost_minor: number;
+            currency: string;
+            /** @description Takes fewer hours than every single-pool option of its currency. */
+            faster: boolean;
+            /**
+             * Format: double
+             * @description Hours to process the training tokens at the plan's tokens/s.
+             */
+            hours: number;
+            meets_budget: boolean;
+            meets_deadline: boolean;
+            /**
+             * @description The pools, in the order of the plan's parts: `plan.parts[i]` and `plan.stages[..].part == i`
+             *     are about `parts[i]`.
+             */
+            parts: components["schemas"]["AdviceMixPart"][];
+            /** @description The best plan over the two pools' free whole nodes (it uses both). */
+            plan: components["schemas"]["MixedPlan"];
+        };
+        /** @description One pool's share of an [`AdviceMix`]: the whole nodes rented there and what they cost. */
+        AdviceMixPart: {
+            /**
+             * Format: int64
+             * @description `ceil(gpu_count * hours * price_per_gpu_hour_minor)`, the single-pool options' rule, per
+             *     part: each pool bills its own GPUs.
+             */
+            cost_minor: number;
+            /**
+             * Format: int64
+             * @description GPUs rented in this pool: the plan's `gpus_used` of this part (a part's idle GPUs are not
+             *     rented, nor priced).
+             */
+            gpu_count: number;
+            gpu_key: string;
+            /** Format: int64 */
+            gpus_per_node: number;
+            /**
+             * Format: int64
+             * @description Whole nodes of `gpus_per_node` offered to the plan (the pool's free GPUs, rounded down).
+             */
+            nodes: number;
+            pool_id: string;
+            /** Format: int64 */
+            price_per_gpu_hour_minor: number;
+        };
         /** @description One option on the cost/time frontier: a pool, a GPU count, its best plan, hours and cost. */
         AdviceOption: {
             /** @description The least `cost_minor` of the options shown in this currency (one per currency). */
@@ -1640,6 +1718,13 @@ export interface components {
              *     options whose costs differ by no more, only the faster is shown.
              */
             cost_tie_bps: number;
+            /**
+             * @description Training and LoRA: two pools of one currency used together by one plan over unlike GPUs,
+             *     each mix shown only when it is cheaper or faster than every single-pool option of its
+             *     currency (and not beaten by another mix shown); empty when no mix is. Apart from
+             *     `options`, which stay single-pool, so that a client reading them is unaffected.
+             */
+            mixes?: components["schemas"]["AdviceMix"][];
             options: components["schemas"]["AdviceOption"][];
             skipped: components["schemas"]["SkippedPool"][];
         };
@@ -3168,6 +3253,189 @@ export interface components {
             /** @description Usable memory per GPU (label minus CUDA context). */
             usable: number;
             weights: number;
+        };
+        /** @description What a mixed plan does with one part of the request. */
+        MixedPartUse: {
+            /**
+             * Format: double
+             * @description The busiest of the part's stages, as a fraction of the slowest stage's time per
+             *     micro-batch (1.0: this part sets the pipeline's pace; 0 when unused).
+             */
+            busy_fraction: number;
+            gpu_key: string;
+            gpu_name: string;
+            /**
+             * Format: int64
+             * @description GPUs of the part.
+             */
+            gpus: number;
+            /**
+             * Format: int64
+             * @description GPUs of the part the plan runs on (over all replicas).
+             */
+            gpus_used: number;
+            /**
+             * Format: int64
+             * @description GPUs of the part the plan leaves idle (all of them when the part is not used).
+             */
+            idle_gpus: number;
+            /**
+             * Format: int64
+             * @description Layers the part holds in each replica.
+             */
+            layers_per_replica: number;
+            /** @description Largest memory of any of the part's GPUs, bytes (0 when unused). */
+            memory_per_gpu_bytes: number;
+            /**
+             * Format: int64
+             * @description Index of the part in the request.
+             */
+            part: number;
+            /**
+             * Format: int64
+             * @description Pipeline stages the part holds in each replica.
+             */
+            stages_per_replica: number;
+            /**
+             * Format: int64
+             * @description TP degree of the part's stages (0 when the part is not used).
+             */
+            tp: number;
+            /** @description Usable memory per GPU of the part, bytes. */
+            usable_bytes: number;
+        };
+        /** @description One ranked plan over a mixed cluster. */
+        MixedPlan: {
+            /**
+             * Format: double
+             * @description Pipeline fill and drain, fraction of the step.
+             */
+            bubble_fraction: number;
+            /** @description False when any part used has an uncalibrated GPU. */
+            calibrated: boolean;
+            /**
+             * Format: int64
+             * @description Identical replicas (data-parallel degree).
+             */
+            dp: number;
+            /**
+             * Format: double
+             * @description Exposed data-parallel reduction plus optimizer update of the slowest stage, seconds.
+             */
+            dp_and_optimizer_s: number;
+            /** @description The plan in words, per part. */
+            explanation: string;
+            /**
+             * Format: int64
+             * @description Sequences per step (the request's, or the nearest multiple of `dp` when it does not
+             *     divide; said in `notes`).
+             */
+            global_batch: number;
+            /**
+             * Format: int64
+             * @description Micro-batches per replica per step.
+             */
+            grad_accum: number;
+            /** @description Largest memory of any GPU, bytes. */
+            memory_per_gpu_bytes: number;
+            /** Format: int64 */
+            micro_batch: number;
+            /** @description Departures from the request, unused parts, memory headroom, calibration, runtime needs. */
+            notes: string[];
+            /** @description Every part of the request, in request order. */
+            parts: components["schemas"]["MixedPartUse"][];
+            /**
+             * Format: int64
+             * @description Number of parts the plan uses.
+             */
+            parts_used: number;
+            /**
+             * Format: int64
+             * @description Pipeline stages per replica, over all parts.
+             */
+            pp: number;
+            /**
+             * Format: double
+             * @description Exposed pipeline p2p, seconds per step.
+             */
+            pp_comm_s: number;
+            recompute: components["schemas"]["Recompute"];
+            /** @description Sequence parallelism; in a mix, on in every stage whose TP degree is above 1. */
+            sequence_parallel: boolean;
+            single_part?: components["schemas"]["Plan"] | null;
+            /** @description The stages of one replica, first to last. */
+            stages: components["schemas"]["MixedStage"][];
+            /**
+             * Format: double
+             * @description Predicted time of one optimizer step, seconds.
+             */
+            step_time_s: number;
+            /**
+             * Format: double
+             * @description Predicted training tokens per second, all replicas together.
+             */
+            tokens_per_s: number;
+            /** @description Train or LoRA. */
+            workload: components["schemas"]["WorkloadKind"];
+            /**
+             * Format: int64
+             * @description 1 (distributed optimizer) whenever `dp > 1` in a mix; a single part's own choice otherwise.
+             */
+            zero_stage: number;
+        };
+        /** @description A mixed-cluster planning request: the model and workload of a [`PlanRequest`], and the parts. */
+        MixedPlanRequest: {
+            model: components["schemas"]["ModelRef"];
+            /**
+             * @description One to [`MAX_PARTS`] parts, each one GPU model (`gpu` or `gpu_spec`), its GPU count,
+             *     GPUs per node and node network, as a homogeneous request's `cluster`.
+             */
+            parts: components["schemas"]["ClusterFields"][];
+            /**
+             * Format: int64
+             * @description Plans to return (default 10, at most 1000).
+             */
+            top_n?: number | null;
+            workload: components["schemas"]["WorkloadFields"];
+        };
+        /** @description Mixed search result: best plan first. */
+        MixedPlanResult: {
+            /** @description Configurations considered (the single-part searches included). */
+            evaluated: number;
+            /**
+             * @description Configurations costed in full that fit in memory (a mix whose upper bound on tokens/s
+             *     cannot beat the plans kept is not costed in full).
+             */
+            feasible: number;
+            plans: components["schemas"]["MixedPlan"][];
+        };
+        /** @description One pipeline stage of a mixed plan (every replica has the same stages). */
+        MixedStage: {
+            /** @description Catalog key of the part's GPU. */
+            gpu_key: string;
+            /**
+             * Format: int64
+             * @description Transformer layers the stage holds.
+             */
+            layers: number;
+            /** @description Memory of one GPU of the stage. */
+            memory: components["schemas"]["MemoryBreakdown"];
+            /**
+             * Format: int64
+             * @description Index of the part in the request.
+             */
+            part: number;
+            /**
+             * Format: double
+             * @description Forward and backward of one micro-batch on this stage, seconds (with the LM head on the
+             *     last stage).
+             */
+            time_per_micro_batch_s: number;
+            /**
+             * Format: int64
+             * @description TP degree of the stage (inside one node of the part).
+             */
+            tp: number;
         };
         /**
          * @description A decoder-only transformer architecture (or a diffusion model, see `diffusion`).
@@ -7471,6 +7739,73 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             /** @description Invalid input (`validation_failed`) or nothing fits (`plan_infeasible`, with the smallest fitting configuration in `context`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_mixed_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": {
+                 *         "preset": "llama2-13b"
+                 *       },
+                 *       "parts": [
+                 *         {
+                 *           "gpu": "a100-80g",
+                 *           "gpus": 8,
+                 *           "gpus_per_node": 8,
+                 *           "inter_node_gbps": 400
+                 *         },
+                 *         {
+                 *           "gpu": "rtx4090",
+                 *           "gpus": 8,
+                 *           "gpus_per_node": 4,
+                 *           "inter_node_gbps": 400
+                 *         }
+                 *       ],
+                 *       "top_n": 3,
+                 *       "workload": {
+                 *         "global_batch": 512,
+                 *         "kind": "train",
+                 *         "seq_len": 4096
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["MixedPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description Plans over the parts together or one part alone, fastest first, with their stages and per-part use */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MixedPlanResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid input (`validation_failed`, e.g. `parts[1].gpus`, or `workload.kind` for inference) or nothing fits, together or alone (`plan_infeasible`) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -1,6 +1,8 @@
 """Contains all the data models used in inputs/outputs"""
 
 from .add_ssh_key_request import AddSshKeyRequest
+from .advice_mix import AdviceMix
+from .advice_mix_part import AdviceMixPart
 from .advice_option import AdviceOption
 from .advice_query import AdviceQuery
 from .advice_result import AdviceResult
@@ -94,6 +96,11 @@ from .liveness_hold import LivenessHold
 from .measured import Measured
 from .measured_steps import MeasuredSteps
 from .memory_breakdown import MemoryBreakdown
+from .mixed_part_use import MixedPartUse
+from .mixed_plan import MixedPlan
+from .mixed_plan_request import MixedPlanRequest
+from .mixed_plan_result import MixedPlanResult
+from .mixed_stage import MixedStage
 from .model_arch import ModelArch
 from .model_ref import ModelRef
 from .moe_spec import MoeSpec
@@ -178,6 +185,8 @@ from .workload_kind import WorkloadKind
 
 __all__ = (
     "AddSshKeyRequest",
+    "AdviceMix",
+    "AdviceMixPart",
     "AdviceOption",
     "AdviceQuery",
     "AdviceResult",
@@ -271,6 +280,11 @@ __all__ = (
     "Measured",
     "MeasuredSteps",
     "MemoryBreakdown",
+    "MixedPartUse",
+    "MixedPlan",
+    "MixedPlanRequest",
+    "MixedPlanResult",
+    "MixedStage",
     "ModelArch",
     "ModelRef",
     "MoeSpec",

@@ -6,7 +6,10 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 if TYPE_CHECKING:
+    from ..models.advice_mix import AdviceMix
     from ..models.advice_option import AdviceOption
     from ..models.skipped_pool import SkippedPool
 
@@ -26,11 +29,17 @@ class AdviceResult:
                 options whose costs differ by no more, only the faster is shown.
             options (list[AdviceOption]):
             skipped (list[SkippedPool]):
+            mixes (list[AdviceMix] | Unset): Training and LoRA: two pools of one currency used together by one plan over
+                unlike GPUs,
+                each mix shown only when it is cheaper or faster than every single-pool option of its
+                currency (and not beaten by another mix shown); empty when no mix is. Apart from
+                `options`, which stay single-pool, so that a client reading them is unaffected.
     """
 
     cost_tie_bps: int
     options: list[AdviceOption]
     skipped: list[SkippedPool]
+    mixes: list[AdviceMix] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -46,6 +55,13 @@ class AdviceResult:
             skipped_item = skipped_item_data.to_dict()
             skipped.append(skipped_item)
 
+        mixes: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.mixes, Unset):
+            mixes = []
+            for mixes_item_data in self.mixes:
+                mixes_item = mixes_item_data.to_dict()
+                mixes.append(mixes_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -55,11 +71,14 @@ class AdviceResult:
                 "skipped": skipped,
             }
         )
+        if mixes is not UNSET:
+            field_dict["mixes"] = mixes
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.advice_mix import AdviceMix
         from ..models.advice_option import AdviceOption
         from ..models.skipped_pool import SkippedPool
 
@@ -80,10 +99,20 @@ class AdviceResult:
 
             skipped.append(skipped_item)
 
+        _mixes = d.pop("mixes", UNSET)
+        mixes: list[AdviceMix] | Unset = UNSET
+        if _mixes is not UNSET:
+            mixes = []
+            for mixes_item_data in _mixes:
+                mixes_item = AdviceMix.from_dict(mixes_item_data)
+
+                mixes.append(mixes_item)
+
         advice_result = cls(
             cost_tie_bps=cost_tie_bps,
             options=options,
             skipped=skipped,
+            mixes=mixes,
         )
 
         advice_result.additional_properties = d

@@ -106,7 +106,9 @@ def sync_detailed(
     faster than
     an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
     cheapest and
-    the fastest of what is shown marked.
+    the fastest of what is shown marked. Training and LoRA may also get `mixes`: two pools of one
+    currency used
+    by one plan, priced per pool, shown when cheaper or faster than every single-pool option.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
@@ -144,7 +146,9 @@ def sync(
     faster than
     an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
     cheapest and
-    the fastest of what is shown marked.
+    the fastest of what is shown marked. Training and LoRA may also get `mixes`: two pools of one
+    currency used
+    by one plan, priced per pool, shown when cheaper or faster than every single-pool option.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
@@ -177,7 +181,9 @@ async def asyncio_detailed(
     faster than
     an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
     cheapest and
-    the fastest of what is shown marked.
+    the fastest of what is shown marked. Training and LoRA may also get `mixes`: two pools of one
+    currency used
+    by one plan, priced per pool, shown when cheaper or faster than every single-pool option.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
@@ -213,7 +219,9 @@ async def asyncio(
     faster than
     an option shown; costs within `cost_tie_bps` count as equal and the faster is shown), with the
     cheapest and
-    the fastest of what is shown marked.
+    the fastest of what is shown marked. Training and LoRA may also get `mixes`: two pools of one
+    currency used
+    by one plan, priced per pool, shown when cheaper or faster than every single-pool option.
 
     Args:
         body (AdviceQuery): What the tenant wants done; the platform supplies the pools. Example:
