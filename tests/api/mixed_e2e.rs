@@ -11,37 +11,17 @@
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use sqlx::PgPool;
 
 use crate::support::agents::{Api, agent_command_simulating, start_agent};
 use crate::support::binary::{Proc, database_url, spawn_server_on, terminate};
-use crate::support::jobs::wait_job;
+use crate::support::jobs::{rank_lines, wait_job};
 use crate::support::net::TestNet;
 use crate::support::torch::{example, runtime_venv};
 
 const SEGMENT: u8 = 3;
 const STEPS: usize = 8;
-
-/// Lines `<prefix> <rank>/<world>: k=v k=v` of the job's output: rank -> {k: v}.
-fn rank_lines(job: &Value, prefix: &str) -> BTreeMap<u32, BTreeMap<String, u32>> {
-    let mut out = BTreeMap::new();
-    for node in job["nodes"].as_array().unwrap() {
-        for line in node["output_tail"].as_array().unwrap().iter().filter_map(Value::as_str) {
-            let Some((rank, fields)) = line.strip_prefix(prefix).and_then(|rest| rest.split_once(": ")) else {
-                continue;
-            };
-            let rank: u32 = rank.split('/').next().unwrap().parse().unwrap();
-            let fields = fields
-                .split_whitespace()
-                .filter_map(|w| w.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
-                .collect();
-            out.insert(rank, fields);
-        }
-    }
-    out
-}
 
 #[sqlx::test]
 async fn a_llama_trains_over_a100s_and_rtx_4090s_in_one_uneven_pipeline(db: PgPool) {

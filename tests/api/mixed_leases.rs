@@ -203,30 +203,15 @@ async fn a_lease_across_two_pools_gets_every_part_or_none_and_shows_its_parts_ev
 async fn bad_parts_are_422_with_field_paths_and_allocate_nothing(db: PgPool) {
     let app = TestApp::new(db.clone());
     let (op, _, tenant, a100, rtx) = setup(&app).await;
-    let eur = app
-        .post(
-            "/v1/admin/pools",
-            &op,
-            json!({ "name": "eur-pool", "gpu_model": "h100", "region": "test-1", "price_per_gpu_hour_minor": 200, "currency": "EUR" }),
-        )
-        .await
-        .expect(StatusCode::CREATED)
-        .body["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let far = app
-        .post(
-            "/v1/admin/pools",
-            &op,
-            json!({ "name": "far-pool", "gpu_model": "a10", "region": "test-2", "price_per_gpu_hour_minor": 200, "currency": "USD" }),
-        )
-        .await
-        .expect(StatusCode::CREATED)
-        .body["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let mut other_pools = Vec::new();
+    for (name, model, region, currency) in [("eur-pool", "h100", "test-1", "EUR"), ("far-pool", "a10", "test-2", "USD")]
+    {
+        let body = json!({ "name": name, "gpu_model": model, "region": region, "price_per_gpu_hour_minor": 200,
+            "currency": currency });
+        let created = app.post("/v1/admin/pools", &op, body).await.expect(StatusCode::CREATED);
+        other_pools.push(created.body["id"].as_str().unwrap().to_string());
+    }
+    let (eur, far) = (&other_pools[0], &other_pools[1]);
     let part = |pool: &str, gpus: i64| json!({ "pool_id": pool, "gpu_count": gpus });
     let body = |parts: Vec<Value>| json!({ "duration_hours": 1, "parts": parts });
     let unknown = "0192f5a0-0000-7000-8000-00000000dead";
@@ -235,8 +220,8 @@ async fn bad_parts_are_422_with_field_paths_and_allocate_nothing(db: PgPool) {
         (body((0..5).map(|_| part(&a100, 1)).collect()), "parts", "2 to 4 parts"),
         (body(vec![part(&a100, 1), part(&a100, 2)]), "parts[1].pool_id", "one part per pool"),
         (body(vec![part(&a100, 0), part(&rtx, 1)]), "parts[0].gpu_count", "between 1 and 4096"),
-        (body(vec![part(&a100, 1), part(&eur, 1)]), "parts[1].pool_id", "one currency"),
-        (body(vec![part(&a100, 1), part(&far, 1)]), "parts[1].pool_id", "one region"),
+        (body(vec![part(&a100, 1), part(eur, 1)]), "parts[1].pool_id", "one currency"),
+        (body(vec![part(&a100, 1), part(far, 1)]), "parts[1].pool_id", "one region"),
         (body(vec![part(&a100, 1), part(unknown, 1)]), "parts[1].pool_id", "no such pool"),
         (
             body(vec![part(&a100, 1), json!({ "pool_id": rtx, "gpu_model": "h100", "gpu_count": 1 })]),

@@ -20,33 +20,12 @@ use sqlx::PgPool;
 
 use crate::support::agents::{Api, agent_command, start_agent};
 use crate::support::binary::{Proc, database_url, spawn_server_on, terminate};
-use crate::support::jobs::wait_job;
+use crate::support::jobs::{rank_lines, wait_job};
 use crate::support::net::TestNet;
 use crate::support::torch::{example, runtime_venv};
 
 const SEGMENT: u8 = 1;
 const STEPS: usize = 8;
-
-/// The example's closing `mesh of rank 3/4: pp=1 dp=0 cp=0 tp=1` lines (rank 0 gathers every rank's
-/// coordinates from the runtime's mesh): rank -> coordinates.
-fn mesh(job: &Value) -> BTreeMap<u32, BTreeMap<String, u32>> {
-    let mut out = BTreeMap::new();
-    for node in job["nodes"].as_array().unwrap() {
-        for line in node["output_tail"].as_array().unwrap().iter().filter_map(Value::as_str) {
-            let Some((rank, coords)) = line.strip_prefix("mesh of rank ").and_then(|rest| rest.split_once(": ")) else {
-                continue;
-            };
-            let rank: u32 = rank.split('/').next().unwrap().parse().unwrap();
-            let coords = coords
-                .split_whitespace()
-                .filter_map(|w| w.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
-                .collect();
-            out.insert(rank, coords);
-        }
-    }
-    out
-}
 
 #[sqlx::test]
 async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool) {
@@ -141,7 +120,7 @@ async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool
 
         // Every rank sits where the plan puts it: tensor parallel fastest, then data, then pipeline.
         let (tp, dp) = (plan["tp"].as_u64().unwrap() as u32, plan["dp"].as_u64().unwrap() as u32);
-        let placed = mesh(&done);
+        let placed = rank_lines(&done, "mesh of rank ");
         assert_eq!(placed.keys().copied().collect::<Vec<_>>(), [0, 1, 2, 3], "{name}: {done:#}");
         for (rank, coords) in &placed {
             let want: BTreeMap<String, u32> =

@@ -1,5 +1,6 @@
 //! Jobs seen from outside: their processes on the host, and waiting for a job's state.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -41,4 +42,25 @@ pub async fn wait_job(
         assert!(Instant::now() < deadline, "timed out waiting for: {what}; job: {j:#}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The lines `<prefix><rank>/<world>: k=v k=v` in a job's output tails (the runtime example's closing report, e.g.
+/// `mesh of rank 3/4: pp=1 dp=0 cp=0 tp=1`, said by rank 0 for every rank): rank -> {k: v}.
+pub fn rank_lines(job: &Value, prefix: &str) -> BTreeMap<u32, BTreeMap<String, u32>> {
+    let mut out = BTreeMap::new();
+    for node in job["nodes"].as_array().unwrap() {
+        for line in node["output_tail"].as_array().unwrap().iter().filter_map(Value::as_str) {
+            let Some((rank, fields)) = line.strip_prefix(prefix).and_then(|rest| rest.split_once(": ")) else {
+                continue;
+            };
+            let rank: u32 = rank.split('/').next().unwrap().parse().unwrap();
+            let fields = fields
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+                .collect();
+            out.insert(rank, fields);
+        }
+    }
+    out
 }
