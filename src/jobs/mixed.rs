@@ -15,15 +15,17 @@ use super::templates::Builtin;
 /// degree) is among them.
 pub const CANDIDATES: u32 = 200;
 
-/// One part of the lease as the planner sees it: its GPU, and its nodes with their GPU counts (hostname order).
+/// One part of the lease as the planner sees it: its GPU, its nodes with their GPU counts (hostname order), and
+/// its GPUs per node as the lease's nodes are planned (the job routes' rule, as for a single-pool lease).
 #[derive(Debug, Clone)]
 pub struct PartNodes {
     pub spec: GpuSpec,
     pub nodes: Vec<(Uuid, u32)>,
+    pub gpus_per_node: u32,
 }
 
-/// The mixed planner's request for exactly the parts' GPUs: per part its GPU, GPUs in all, GPUs per node (the
-/// greatest common divisor of its nodes', so a TP group never straddles nodes), the lease's slowest network.
+/// The mixed planner's request for exactly the parts' GPUs: per part its GPU, GPUs in all, GPUs per node, the
+/// lease's slowest network.
 pub fn plan_request(
     model: ModelRef,
     workload: WorkloadFields,
@@ -33,24 +35,17 @@ pub fn plan_request(
 ) -> MixedPlanRequest {
     let clusters = parts
         .iter()
-        .map(|part| {
-            let counts = part.nodes.iter().map(|n| n.1);
-            ClusterFields {
-                gpu: None,
-                gpu_spec: Some(part.spec.clone()),
-                gpus: counts.clone().sum(),
-                gpus_per_node: Some(counts.fold(0, gcd).max(1)),
-                inter_node_gbps: Some(inter_node_gbps),
-                rdma: Some(rdma),
-                host_memory_gb: None,
-            }
+        .map(|part| ClusterFields {
+            gpu: None,
+            gpu_spec: Some(part.spec.clone()),
+            gpus: part.nodes.iter().map(|n| n.1).sum(),
+            gpus_per_node: Some(part.gpus_per_node),
+            inter_node_gbps: Some(inter_node_gbps),
+            rdma: Some(rdma),
+            host_memory_gb: None,
         })
         .collect();
     MixedPlanRequest { model, workload, parts: clusters, top_n: Some(CANDIDATES) }
-}
-
-fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// What a job on a lease across pools may ask: the gpuplane runtime (`auto` picks it), no pins (the mixed planner

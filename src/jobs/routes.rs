@@ -298,6 +298,12 @@ fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// GPUs per node as a lease's nodes are planned: uneven holdings as groups of their greatest common divisor, so a
+/// tensor-parallel group never straddles nodes.
+fn planned_gpus_per_node(counts: impl IntoIterator<Item = u32>) -> u32 {
+    counts.into_iter().fold(0, gcd).max(1)
+}
+
 /// The GPU of a pool as the lease's nodes hold it: over PCIe when a node of the lease says so.
 fn lease_gpu_spec(gpu: &GpuModel, topology: &LeaseTopology) -> crate::planner::GpuSpec {
     let mut spec = gpu_spec(gpu);
@@ -321,7 +327,7 @@ fn lease_plan_request(
     let spec = lease_gpu_spec(gpu, topology);
     let counts: Vec<u32> = topology.nodes.iter().map(|n| n.gpu_indices.len() as u32).collect();
     let total: u32 = counts.iter().sum();
-    let per_node = counts.iter().copied().fold(0, gcd).max(1);
+    let per_node = planned_gpus_per_node(counts.iter().copied());
     PlanRequest {
         model,
         workload,
@@ -399,17 +405,22 @@ async fn lease_parts(
 ) -> Result<Option<(Vec<super::mixed::PartNodes>, bool)>, sqlx::Error> {
     let mut parts: Vec<super::mixed::PartNodes> = Vec::new();
     let mut all_p2p = true;
-    let mut pools: Vec<Uuid> = Vec::new();
     for (part, pool_id, node_id) in gpuplane_store::leases::parts::part_nodes(conn, lease_id).await? {
         let part = part as usize;
         if parts.len() <= part {
             let gpu = pool_gpu_model(conn, pool_id).await?;
             all_p2p &= gpu.gpu_link != "none";
-            parts.push(super::mixed::PartNodes { spec: lease_gpu_spec(&gpu, topology), nodes: Vec::new() });
-            pools.push(pool_id);
+            parts.push(super::mixed::PartNodes {
+                spec: lease_gpu_spec(&gpu, topology),
+                nodes: Vec::new(),
+                gpus_per_node: 0,
+            });
         }
         let gpus = topology.nodes.iter().find(|n| n.node_id == node_id).map_or(0, |n| n.gpu_indices.len() as u32);
         parts[part].nodes.push((node_id, gpus));
+    }
+    for part in &mut parts {
+        part.gpus_per_node = planned_gpus_per_node(part.nodes.iter().map(|n| n.1));
     }
     Ok((!parts.is_empty()).then_some((parts, all_p2p)))
 }
