@@ -261,6 +261,17 @@ async fn bad_parts_are_422_with_field_paths_and_allocate_nothing(db: PgPool) {
             res.body
         );
     }
+    // Hostile input: a NUL in a model, a count past i32, a part that is not an object; each names its part.
+    let hostile = [
+        json!({ "duration_hours": 1, "parts": [part(&a100, 1), { "gpu_model": "rtx\u{0}4090", "gpu_count": 1 }] }),
+        json!({ "duration_hours": 1, "parts": [part(&a100, 1), { "pool_id": rtx, "gpu_count": 1_u64 << 40 }] }),
+        json!({ "duration_hours": 1, "parts": [part(&a100, 1), "rtx"] }),
+    ];
+    for request in hostile {
+        let res = app.post("/v1/leases", &tenant, request.clone()).await;
+        let res = res.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+        assert!(res.error_fields().iter().any(|f| f.starts_with("parts")), "{request}: {}", res.body);
+    }
     assert_eq!(free_by_pool(&db).await, before);
     let (leases,): (i64,) = sqlx::query_as("SELECT count(*) FROM leases").fetch_one(&db).await.unwrap();
     assert_eq!(leases, 0, "nothing written");
