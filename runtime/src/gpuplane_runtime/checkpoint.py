@@ -26,7 +26,6 @@ from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 from torch.distributed.checkpoint.state_dict_saver import save as dcp_save
-from torch.nn.parallel import DistributedDataParallel
 
 from .errors import CheckpointError
 
@@ -91,47 +90,36 @@ def _describe(view: str | None) -> str:
     return {"found": "a checkpoint", "none": "none"}.get(view or "none", view or "none")
 
 
-# --- names: this rank's stage <-> the original full model --------------------------------------------------
-def _first_layer(stage: torch.nn.Module) -> int | None:
-    inner = stage.module if isinstance(stage, DistributedDataParallel) else stage
-    first = getattr(inner, "first_layer", None)
-    return int(first) if isinstance(first, int) else None
-
-
-def _original_fqn(fqn: str, first_layer: int | None) -> str:
-    """A Llama stage's parameter name as the full model names it (``layers.0`` of stage 2 is ``model.layers.4``)."""
-    if first_layer is None:
-        return fqn
-    if fqn.startswith("layers."):
-        index, rest = fqn[len("layers.") :].split(".", 1)
-        return f"model.layers.{int(index) + first_layer}.{rest}"
-    if fqn.startswith(("embed_tokens.", "norm.", "rotary_emb.")):
-        return "model." + fqn
-    return fqn
+# --- names: this rank's chunks <-> the original full model ----------------------------------------------------
+def _original(model: ParallelModel, key: str) -> str:
+    """``<chunk>.<fqn>[.<state name>]`` as the unsplit model names it (the chunk's prefix mapped, the rest kept)."""
+    name = model.original_name(key)
+    return name
 
 
 def _to_checkpoint_keys(
-    msd: dict[str, Any], osd: dict[str, Any], first_layer: int | None
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """One flat dict keyed ``model.<original fqn>`` / ``optim.state.<original fqn>.<name>``, and the way back."""
+    model: ParallelModel, msd: dict[str, Any], osd: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, list[str]]]:
+    """One flat dict keyed ``model.<original fqn>`` / ``optim.state.<original fqn>.<name>``, and the way back
+    (a tied head and embedding are one tensor: one key, both ways back)."""
     flat: dict[str, Any] = {}
-    back: dict[str, str] = {}
+    back: dict[str, list[str]] = {}
     for key, value in msd.items():
-        name = "model." + _original_fqn(key, first_layer)
-        flat[name] = value
-        back[name] = "model:" + key
+        name = "model." + _original(model, key)
+        flat.setdefault(name, value)
+        back.setdefault(name, []).append("model:" + key)
     for key, value in osd.items():
-        kind, _, rest = key.partition(".")  # "state" or "param_groups", then "<fqn>.<name>"
-        name = f"optim.{kind}." + _original_fqn(rest, first_layer)
-        flat[name] = value
-        back[name] = "optim:" + key
+        kind, _, rest = key.partition(".")  # "state" or "param_groups", then "<chunk>.<fqn>.<name>"
+        name = f"optim.{kind}." + _original(model, rest)
+        flat.setdefault(name, value)
+        back.setdefault(name, []).append("optim:" + key)
     return flat, back
 
 
-def _state(model: ParallelModel) -> tuple[dict[str, Any], dict[str, str]]:
+def _state(model: ParallelModel) -> tuple[dict[str, Any], dict[str, list[str]]]:
     assert model.optimizer is not None
     msd, osd = get_state_dict(model.stage, model.optimizer, options=_OPTIONS)
-    return _to_checkpoint_keys(msd, osd, _first_layer(model.stage))
+    return _to_checkpoint_keys(model, msd, osd)
 
 
 # --- RNG ------------------------------------------------------------------------------------------------------
@@ -283,8 +271,9 @@ def load(model: ParallelModel, path: Path) -> dict[str, Any]:
     msd: dict[str, Any] = {}
     osd: dict[str, Any] = {}
     for key, value in flat.items():
-        kind, _, original = back[key].partition(":")
-        (msd if kind == "model" else osd)[original] = value
+        for target in back[key]:
+            kind, _, original = target.partition(":")
+            (msd if kind == "model" else osd)[original] = value
     set_state_dict(model.stage, model.optimizer, model_state_dict=msd, optim_state_dict=osd, options=_OPTIONS)
     model.step = int(meta["step"])
     scheduler = meta.get("scheduler")

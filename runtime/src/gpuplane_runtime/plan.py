@@ -3,7 +3,12 @@
 Format (version 1), a JSON object::
 
     {"version": 1, "plan": <the planner's Plan, as serde writes it>, "model": "<catalog name>" | null,
-     "seq_len": <int>, "precision": "bf16" | "fp16" | "fp8" | "fp32"}
+     "seq_len": <int>, "precision": "bf16" | "fp16" | "fp8" | "fp32",
+     "arch": {"layers", "hidden", "heads", "kv_heads", "ffn", "vocab"},                      (optional)
+     "lora": {"rank": <int>, "alpha": <number>, "dropout": <number>, "target_modules": [..]}}  (optional)
+
+``arch`` is the architecture the plan was made for: a model whose config differs is refused. ``lora`` applies to
+``workload: "lora"`` plans (rank 16, alpha = rank, no dropout, ``q_proj`` and ``v_proj`` when it is absent).
 
 ``precision`` takes the planner's names (bf16, fp16, fp8); ``fp32`` is accepted too (no mixed precision; for
 CPU runs and tests). ``$GPUPLANE_PRECISION``, when set, overrides it (a job's own environment may set it). Only
@@ -20,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import PlanFileError, PlanMismatchError
+from .lora import DEFAULT_TARGETS, LoraSpec
 
 PLAN_FILE_ENV = "GPUPLANE_PLAN_FILE"
 #: Overrides the plan file's precision (the job's own choice, e.g. ``fp32`` for exact comparisons on the CPU).
@@ -55,6 +61,8 @@ class RuntimePlan:
     model: str | None
     step_time_s: float | None
     tokens_per_s: float | None
+    lora: LoraSpec | None = None
+    arch: dict[str, int] | None = None
     source: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -73,6 +81,8 @@ class RuntimePlan:
             + f" recompute {self.recompute}"
             + (" sequence_parallel" if self.sequence_parallel else "")
             + (f" offload {self.offload}" if self.offload != "none" else "")
+            + (f" vp {self.vp}" if self.vp > 1 else "")
+            + (f" lora r{self.lora.rank} on {','.join(self.lora.target_modules)}" if self.lora else "")
         )
 
 
@@ -113,10 +123,12 @@ def parse_plan(document: Any, source: str = "<plan>") -> RuntimePlan:
         raise PlanFileError(f"{source}: field `plan` must be the planner's plan object")
     where = f"{source}: plan"
     workload = plan.get("workload", "train")
-    if workload != "train":
+    if workload not in ("train", "lora"):
         raise PlanFileError(
-            f"{where}: workload {json.dumps(workload)} is not training; the runtime applies train plans"
+            f"{where}: workload {json.dumps(workload)} is not training; the runtime applies train and lora plans"
         )
+    lora = _lora(document.get("lora"), source) if workload == "lora" else None
+    arch = _arch(document.get("arch"), source)
     model = document.get("model")
     if model is not None and not isinstance(model, str):
         raise PlanFileError(f"{source}: field `model` must be a string or null")
@@ -152,11 +164,44 @@ def parse_plan(document: Any, source: str = "<plan>") -> RuntimePlan:
         model=model,
         step_time_s=_float("step_time_s"),
         tokens_per_s=_float("tokens_per_s"),
+        lora=lora,
+        arch=arch,
         source=source,
         raw=plan,
     )
     _check_consistency(parsed)
     return parsed
+
+
+def _lora(value: Any, source: str) -> LoraSpec:
+    where = f"{source}: lora"
+    if value is None:
+        return LoraSpec(16, 16.0, 0.0, DEFAULT_TARGETS)
+    if not isinstance(value, dict):
+        raise PlanFileError(f"{where} must be an object")
+    rank = _int(value, "rank", where, default=16)
+    alpha = value.get("alpha", rank)
+    dropout = value.get("dropout", 0.0)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
+        raise PlanFileError(f"{where}: field `alpha` must be a positive number, got {json.dumps(alpha)}")
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise PlanFileError(f"{where}: field `dropout` must be a number in [0, 1), got {json.dumps(dropout)}")
+    targets = value.get("target_modules", list(DEFAULT_TARGETS))
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, str) and t for t in targets):
+        raise PlanFileError(f"{where}: field `target_modules` must be a non-empty list of module names")
+    return LoraSpec(rank, float(alpha), float(dropout), tuple(targets))
+
+
+def _arch(value: Any, source: str) -> dict[str, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise PlanFileError(f"{source}: field `arch` must be an object")
+    out = {}
+    for key in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab"):
+        if key in value:
+            out[key] = _int(value, key, f"{source}: arch")
+    return out
 
 
 def _check_consistency(p: RuntimePlan) -> None:
