@@ -1,22 +1,29 @@
-"""Train a small Llama with the parallelism gpuplane planned for this job.
+"""Train (or fine-tune, with a LoRA plan) a Llama-family model with the parallelism gpuplane planned for this job.
 
 Run by gpuplane's runtime template (torchrun sets RANK/WORLD_SIZE, the job's launch files set
 GPUPLANE_PLAN_FILE), or by hand:
 
     GPUPLANE_PLAN_FILE=plan.json torchrun --nproc-per-node 4 train.py --steps 20
+    GPUPLANE_PLAN_FILE=plan.json torchrun --nproc-per-node 4 train.py --model /models/llama-3.2-1b --export out/
 
-The model has random weights and the data is generated (no downloads): sequences that count up from a random
-start by a random stride, modulo the vocabulary, drawn from a small pool so the loss falls within a few steps.
-Batch ``s`` comes from a generator seeded with (seed, s), so every plan sees the same global batches in the same
-order: the loss curve does not depend on the plan.
+``--model`` (default ``$GPUPLANE_MODEL``) names a Hugging Face checkpoint (a directory of safetensors with its
+``config.json``, or a hub id in the local cache): each rank reads only its part of it. Without one, a small Llama
+of the given shape is built with random weights that do not depend on the plan. ``--export`` (default
+``$GPUPLANE_EXPORT_DIR``) writes the trained model (or the LoRA adapter) as Hugging Face files at the end.
+
+The data is generated (no downloads): sequences that count up from a random start by a random stride, modulo the
+vocabulary, drawn from a small pool so the loss falls within a few steps. Batch ``s`` comes from a generator
+seeded with (seed, s), so every plan sees the same global batches in the same order: the loss curve does not
+depend on the plan.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig
 
 import gpuplane_runtime
 
@@ -56,30 +63,40 @@ def main() -> None:
         "--checkpoint-dir", default=None, help="where checkpoints go and resume from (default $GPUPLANE_CHECKPOINT_DIR)"
     )
     parser.add_argument("--save-every", type=int, default=0, help="save a checkpoint every N steps (0: never)")
+    parser.add_argument("--model", default=os.environ.get("GPUPLANE_MODEL"), help="a Hugging Face checkpoint")
+    parser.add_argument("--export", default=os.environ.get("GPUPLANE_EXPORT_DIR"), help="export the result here")
+    parser.add_argument("--lora-adapter", default=None, help="a PEFT adapter to start a LoRA plan from")
     args = parser.parse_args()
 
-    # Every rank builds the same full model from the same seed; the runtime keeps this rank's part of it.
-    torch.manual_seed(args.seed)
-    config = LlamaConfig(
-        vocab_size=args.vocab,
-        hidden_size=args.hidden,
-        intermediate_size=args.ffn,
-        num_hidden_layers=args.layers,
-        num_attention_heads=args.heads,
-        num_key_value_heads=args.kv_heads,
-        max_position_embeddings=4096,
-        attn_implementation="sdpa",
-    )
-    model = LlamaForCausalLM(config)
+    source: gpuplane_runtime.Pretrained | gpuplane_runtime.FromConfig
+    if args.model:
+        source = gpuplane_runtime.pretrained(args.model)
+    else:
+        config = LlamaConfig(
+            vocab_size=args.vocab,
+            hidden_size=args.hidden,
+            intermediate_size=args.ffn,
+            num_hidden_layers=args.layers,
+            num_attention_heads=args.heads,
+            num_key_value_heads=args.kv_heads,
+            max_position_embeddings=4096,
+            attn_implementation="sdpa",
+        )
+        source = gpuplane_runtime.from_config(config, seed=args.seed)
 
-    # train_step runs the optimizer; it is returned for what a script adds. When the checkpoint directory holds
-    # a checkpoint (saved under this plan or any other), parallelize loads it: model.step is where to go on.
+    # The runtime builds the model on the meta device, keeps this rank's part and fills only that. train_step runs
+    # the optimizer; it is returned for what a script adds. When the checkpoint directory holds a checkpoint
+    # (saved under this plan or any other), parallelize loads it: model.step is where to go on.
     model, _optimizer = gpuplane_runtime.parallelize(
-        model, lambda params: torch.optim.AdamW(params, lr=args.lr), checkpoint_dir=args.checkpoint_dir
+        source,
+        lambda params: torch.optim.AdamW(params, lr=args.lr),
+        checkpoint_dir=args.checkpoint_dir,
+        lora_adapter=args.lora_adapter,
     )
     plan = model.plan
+    vocab = int(model.config.vocab_size)
     for step in range(model.step, args.steps):  # batch `step` is the data position: a resumed job goes on from it
-        batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, args.vocab, args.pool)
+        batch = make_batch(step, args.seed, plan.global_batch, plan.seq_len, vocab, args.pool)
         loss = model.train_step(batch)
         if model.topo.rank == 0:
             print(f"step {step + 1} loss {loss:.6f}", flush=True)
@@ -100,6 +117,8 @@ def main() -> None:
             print(
                 f"layers of rank {coords['rank']}/{model.topo.world_size}: first={span[0]} count={span[1]}", flush=True
             )
+    if args.export:
+        model.export(args.export)
     model.close()
 
 

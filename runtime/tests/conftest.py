@@ -16,7 +16,8 @@ TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent.parent
 FIXTURES = TESTS / "fixtures"
 EXAMPLE = REPO / "examples" / "llama-parallel" / "train.py"
-FAULTS = TESTS / "scripts" / "train_faults.py"
+SCRIPTS = TESTS / "scripts"
+FAULTS = SCRIPTS / "train_faults.py"
 SRC = TESTS.parent / "src"
 # The checkout's source is what is tested, in this process and in every rank torchrun starts.
 sys.path.insert(0, str(SRC))

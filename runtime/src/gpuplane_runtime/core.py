@@ -639,6 +639,8 @@ def parallelize(
     for chunk in chunks:
         if plan.tp > 1 and isinstance(chunk, DecoderStage):
             partial += tensor.apply(chunk, topo.mesh["tp"], plan.sequence_parallel)
+        if plan.lora is not None:
+            _freeze_base(chunk)
         if plan.recompute != "none":
             if family is None:
                 _log(topo, f"warning: recompute {plan.recompute} is applied to decoder families the runtime knows")
@@ -671,6 +673,9 @@ def parallelize(
             topo,
             f"loaded this rank's parameters from {base_source.describe()} in {time.perf_counter() - started:.1f} s",
         )
+    if plan.lora is not None:
+        for chunk in chunks:
+            _freeze_base(chunk)
     if grad_sync == "ddp":
         chunks[0] = DistributedDataParallel(chunks[0], process_group=topo.mesh.get_group("dp"))
     trainable = sum(p.numel() for c in chunks for p in c.parameters() if p.requires_grad)
@@ -711,6 +716,13 @@ def parallelize(
     ):
         parallel.load_checkpoint()
     return parallel, optimizer
+
+
+def _freeze_base(chunk: nn.Module) -> None:
+    """LoRA trains the adapters only. Sharding makes new parameter objects (DTensor's default: trainable), so the
+    rule is applied again after each step that does."""
+    for name, param in chunk.named_parameters():
+        param.requires_grad_(names.is_adapter(name))
 
 
 def _retie(chunk: nn.Module) -> None:
