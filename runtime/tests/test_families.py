@@ -86,7 +86,7 @@ def test_families_it_does_not_know_are_refused_when_split(model_type: str) -> No
 def test_mixtures_of_experts_are_refused_under_every_plan() -> None:
     cfg = config_of("mixtral", num_local_experts=8)
     for tp, pp in ((1, 1), (2, 1), (1, 2)):
-        with pytest.raises(UnsupportedModelError, match="mixture-of-experts.*megatron"):
+        with pytest.raises(UnsupportedModelError, match=r"mixture-of-experts.*megatron"):
             families.check_supported(cfg, tp=tp, pp=pp, lora=False)
 
 

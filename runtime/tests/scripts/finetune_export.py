@@ -26,12 +26,12 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
-import zoo  # noqa: E402
+import zoo
 
-import gpuplane_runtime  # noqa: E402
-from gpuplane_runtime.weights.loading import local_box  # noqa: E402
-from gpuplane_runtime.weights.names import checkpoint_source, is_adapter  # noqa: E402
-from gpuplane_runtime.weights.sources import Checkpoint  # noqa: E402
+import gpuplane_runtime
+from gpuplane_runtime.weights.loading import local_box
+from gpuplane_runtime.weights.names import checkpoint_source, is_adapter
+from gpuplane_runtime.weights.sources import Checkpoint
 
 TARGETS = ["q_proj", "v_proj", "o_proj", "down_proj"]
 RANK, ALPHA = 4, 8.0

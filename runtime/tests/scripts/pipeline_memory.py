@@ -21,9 +21,9 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "support"))
-import zoo  # noqa: E402
+import zoo
 
-import gpuplane_runtime  # noqa: E402
+import gpuplane_runtime
 
 
 class SavedBytes:
