@@ -13,7 +13,7 @@ fn train(preset: &str, gpu: &str, gpus: u32, seq: u32, global_batch: u32) -> Pla
 
 fn train_on(preset: &str, gpu: &str, gpus: u32, gpus_per_node: u32, seq: u32, global_batch: u32) -> PlanInput {
     PlanRequest {
-        model: ModelRef { preset: Some(preset.to_string()), architecture: None },
+        model: ModelRef::preset(preset),
         workload: WorkloadFields {
             kind: WorkloadKind::Train,
             precision: Precision::Bf16,
@@ -98,7 +98,7 @@ fn main() {
     println!("  evaluated {} configurations, {} fit", r.evaluated, r.feasible);
 
     let req = AdviceRequest {
-        model: ModelRef { preset: Some("llama3-70b".to_string()), architecture: None },
+        model: ModelRef::preset("llama3-70b"),
         workload: WorkloadFields {
             kind: WorkloadKind::Train,
             precision: Precision::Bf16,

@@ -3,11 +3,12 @@
 //! Parameters (no biases):
 //! - attention: `2*h*heads*head_dim` (q, o) `+ 2*h*kv_heads*head_dim` (k, v; grouped-query
 //!   attention); `head_dim` defaults to `h / heads`;
-//! - FFN: `2*h*ffn` when `ffn == 4h` (GPT MLP), else `3*h*ffn` (SwiGLU gate/up/down); with MoE
+//! - FFN: `3*h*ffn` for a gated MLP (SwiGLU gate/up/down), `2*h*ffn` for GPT's (`gated_mlp`;
+//!   by default GPT's when `ffn == 4h`); with MoE
 //!   `experts` routed copies plus `shared_experts` shared ones and an `h*experts` router, except
 //!   in the first `dense_layers` layers, which have one dense FFN of `dense_ffn`;
 //! - two norms `2*h` per layer, a final norm `h`;
-//! - input embedding `V*h` and an untied LM head `V*h`.
+//! - input embedding `V*h` and an LM head `V*h` unless it is tied to the embedding.
 //!
 //! This gives llama2-7b 6.74B, llama3-70b 70.55B, gpt3-175b 175.2B, llama3.1-405b 405.8B,
 //! mixtral-8x7b 46.7B, mixtral-8x22b 140.6B. Per-layer figures are averages over the layers
@@ -35,7 +36,8 @@ impl ModelArch {
     fn ffn_params_of(&self, ffn: u32) -> u64 {
         let h = u64::from(self.hidden);
         let f = u64::from(ffn);
-        let mats = if f == 4 * h { 2 } else { 3 };
+        let gated = self.gated_mlp.unwrap_or(f != 4 * h);
+        let mats = if gated { 3 } else { 2 };
         mats * h * f
     }
 
@@ -121,9 +123,14 @@ impl ModelArch {
         }
     }
 
-    /// Input embedding parameters (the LM head has as many again).
+    /// Input embedding parameters (the LM head has as many again, unless tied).
     pub fn embedding_params(&self) -> u64 {
         u64::from(self.vocab) * u64::from(self.hidden)
+    }
+
+    /// The embedding matrices of the whole model: 2, or 1 when the head is tied to the embedding.
+    pub fn embedding_matrices(&self) -> u64 {
+        if self.tied_embeddings { 1 } else { 2 }
     }
 
     /// Total parameters.
@@ -133,7 +140,7 @@ impl ModelArch {
         }
         self.dense_layer_params_total()
             .saturating_add(self.routed_expert_params())
-            .saturating_add(2 * self.embedding_params())
+            .saturating_add(self.embedding_matrices() * self.embedding_params())
             .saturating_add(u64::from(self.hidden))
     }
 
@@ -148,7 +155,7 @@ impl ModelArch {
         let h = u64::from(self.hidden);
         u64::from(self.layers)
             .saturating_mul(self.active_layer_matmul_params() + 2 * h)
-            .saturating_add(2 * self.embedding_params())
+            .saturating_add(self.embedding_matrices() * self.embedding_params())
             .saturating_add(h)
     }
 

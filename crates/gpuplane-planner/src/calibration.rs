@@ -44,6 +44,9 @@ fn gpt(layers: u32, hidden: u32, heads: u32) -> ModelArch {
         head_dim: None,
         moe: None,
         diffusion: None,
+        tied_embeddings: false,
+        model_type: None,
+        gated_mlp: None,
     }
 }
 

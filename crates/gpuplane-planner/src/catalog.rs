@@ -134,7 +134,20 @@ pub fn unknown_name_message<'a>(what: &str, given: &str, known: impl IntoIterato
 }
 
 fn arch(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32, vocab: u32) -> ModelArch {
-    ModelArch { layers, hidden, heads, kv_heads, ffn, vocab, head_dim: None, moe: None, diffusion: None }
+    ModelArch {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        ffn,
+        vocab,
+        head_dim: None,
+        moe: None,
+        diffusion: None,
+        tied_embeddings: false,
+        model_type: None,
+        gated_mlp: None,
+    }
 }
 
 const PRESETS: [&str; 22] = [

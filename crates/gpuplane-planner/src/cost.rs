@@ -140,6 +140,8 @@ pub struct TrainCtx {
     pub gpus: u32,
     pub gpus_per_node: u32,
     pub lora: bool,
+    /// The LM head shares the embedding's weights: one matrix where both sit on one stage.
+    pub tied: bool,
     /// All parameters of one layer (all experts), average over the layers.
     pub layer_params: f64,
     /// Non-expert parameters of one layer (attention, norms, dense FFN, shared experts, router).
@@ -250,6 +252,7 @@ impl TrainCtx {
             gpus: cluster.total_gpus(),
             gpus_per_node: cluster.gpus_per_node,
             lora: lora.is_some(),
+            tied: model.tied_embeddings,
             layer_params: model.layer_params() as f64,
             dense_layer_params: model.dense_layer_params() as f64,
             expert_layer_params: model.expert_layer_params() as f64,
@@ -654,8 +657,8 @@ pub fn memory_terms(c: &TrainCtx, cfg: &Config) -> MemoryTerms {
     };
     // Vocab-parallel logits: bf16 logits + fp32 softmax/grad on the last stage.
     let logits = s_rank * b * c.vocab / t * 6.0;
-    // 1F1B: stage i keeps min(p - i, m) micro-batches in flight; interleaving with v chunks
-    // multiplies that by 1 + (p-1)/(p*v).
+    // What a stage keeps in flight is `in_flight` (below); the interleaving factor is what stage 0
+    // holds over plain 1F1B, 1 + (p-1)/(p*v), kept for the explanation.
     let interleave = if cfg.vp > 1 { 1.0 + (p - 1.0) / (p * f64::from(cfg.vp)) } else { 1.0 };
 
     let sbh2 = s_rank * b * c.h * 2.0;
@@ -681,28 +684,36 @@ pub fn memory_terms(c: &TrainCtx, cfg: &Config) -> MemoryTerms {
     MemoryTerms { layer_activations: a_layer, transient, logits, interleave, buffers }
 }
 
+/// Micro-batches' activations pipeline stage `stage` (0-based, of `pp`) holds at once, in units of
+/// its whole stage, under the schedule the runtime and Megatron-LM run: 1F1B keeps `min(pp - s, m)`
+/// of `m` micro-batches; interleaved 1F1B with `vp` chunks runs a warm-up of `2 (pp - s - 1) +
+/// (vp - 1) pp` chunk forwards, so it holds that plus one chunk pass (capped at all `m * vp`), each
+/// a `1/vp` of the stage (stage 0: `pp + (pp - 1) / vp`).
+pub fn in_flight(pp: u32, vp: u32, stage: u32, m: u32) -> f64 {
+    if pp <= 1 {
+        return 1.0;
+    }
+    if vp <= 1 {
+        return f64::from(pp.saturating_sub(stage).min(m).max(1));
+    }
+    let warmup = 2 * pp.saturating_sub(stage + 1) + (vp - 1) * pp;
+    f64::from((warmup + 1).min(m.saturating_mul(vp)).max(1)) / f64::from(vp)
+}
+
 /// Memory of one GPU of pipeline stage `stage` (0-based, of `cfg.pp`) holding `layers` layers:
 /// the first stage holds the embedding, the last the LM head and the logits (a single stage
-/// both); stage `i` keeps `min(pp - i, m)` micro-batches in flight (all but the last stage
-/// times the interleaving factor).
+/// both, one matrix when they are tied); activations of [`in_flight`] micro-batches.
 pub fn stage_memory(c: &TrainCtx, cfg: &Config, terms: &MemoryTerms, stage: u32, layers: u32) -> StageMemory {
     let m = cfg.grad_accum();
     let last = stage + 1 >= cfg.pp;
     let embeds = if cfg.pp <= 1 {
-        2.0
+        if c.tied { 1.0 } else { 2.0 }
     } else if stage == 0 || last {
         1.0
     } else {
         0.0
     };
-    let in_flight = f64::from(cfg.pp.saturating_sub(stage).min(m).max(1));
-    let flight = if cfg.pp <= 1 {
-        1.0
-    } else if last {
-        in_flight
-    } else {
-        in_flight * terms.interleave
-    };
+    let flight = in_flight(cfg.pp, cfg.vp, stage, m);
     let logit = if last { terms.logits } else { 0.0 };
     let st = stage_states(c, cfg, layers, embeds);
     let activations = f64::from(layers) * terms.layer_activations * flight + terms.transient + logit;

@@ -347,10 +347,13 @@ proptest! {
             layers, hidden: heads * 64, heads, kv_heads: kv, ffn: heads * 64 * 3, vocab, head_dim: None,
             moe: experts.map(|e| MoeSpec { experts: e, experts_per_token: 2.min(e), shared_experts: 0, dense_layers: 0, dense_ffn: None, capacity_factor: None }),
             diffusion: None,
+            tied_embeddings: false,
+            model_type: None,
+            gated_mlp: None,
         };
         let parts = kinds.iter().zip(&shapes).map(|(g, &(gpn, nodes))| part(g, gpn * nodes, gpn)).collect();
         let mut req = mixed_request("llama2-7b", if lora { WorkloadKind::Lora } else { WorkloadKind::Train }, parts);
-        req.model = ModelRef { preset: None, architecture: Some(arch) };
+        req.model = ModelRef { preset: None, architecture: Some(arch), hf_config: None };
         req.workload.global_batch = Some(batch);
         req.workload.seq_len = Some(seq);
         req.top_n = Some(3);

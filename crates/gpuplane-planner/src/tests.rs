@@ -299,7 +299,7 @@ pub(super) fn seven_pools() -> Vec<PoolOffer> {
 
 pub(super) fn advice_request_70b() -> AdviceRequest {
     AdviceRequest {
-        model: ModelRef { preset: Some("llama3-70b".into()), architecture: None },
+        model: ModelRef { preset: Some("llama3-70b".into()), architecture: None, hf_config: None },
         workload: WorkloadFields {
             kind: WorkloadKind::Train,
             precision: Precision::Bf16,
@@ -436,8 +436,9 @@ proptest! {
         seq in 0u32..70000, gbs in 0u32..5000, kind in 0usize..3, mem in 0u64..300,
     ) {
         let req = PlanRequest {
-            model: ModelRef { preset: None, architecture: Some(ModelArch {
+            model: ModelRef { preset: None, hf_config: None, architecture: Some(ModelArch {
                 layers, hidden, heads, kv_heads: kv, ffn, vocab, head_dim: None, moe: None, diffusion: None,
+                tied_embeddings: false, model_type: None, gated_mlp: None,
             }) },
             workload: WorkloadFields {
                 kind: [WorkloadKind::Train, WorkloadKind::Lora, WorkloadKind::Inference][kind],
@@ -770,6 +771,9 @@ fn moe_validation_and_overflow() {
             capacity_factor: Some(64.0),
         }),
         diffusion: None,
+        tied_embeddings: false,
+        model_type: None,
+        gated_mlp: None,
     };
     validate::validate_arch(&huge, "a").unwrap();
     assert!(huge.param_count() > 0 && huge.active_param_count() > 0);
@@ -788,11 +792,14 @@ proptest! {
     ) {
         let gpus = gpus.div_ceil(gpn) * gpn;
         let req = PlanRequest {
-            model: ModelRef { preset: None, architecture: Some(ModelArch {
+            model: ModelRef { preset: None, hf_config: None, architecture: Some(ModelArch {
                 layers: 8, hidden: 1024, heads: 8, kv_heads: 2, ffn: 512, vocab: 32000, head_dim: None,
                 moe: Some(MoeSpec { experts, experts_per_token: k.min(experts), shared_experts: shared,
                     dense_layers: dense, dense_ffn: Some(2048), capacity_factor: None }),
                 diffusion: None,
+                tied_embeddings: false,
+                model_type: None,
+                gated_mlp: None,
             }) },
             workload: WorkloadFields {
                 kind: [WorkloadKind::Train, WorkloadKind::Lora, WorkloadKind::Inference][kind],
@@ -860,7 +867,7 @@ fn demo_pools() -> Vec<PoolOffer> {
 /// The demo's own query: LoRA of llama2-7b on 1B tokens.
 fn demo_lora_request() -> AdviceRequest {
     AdviceRequest {
-        model: ModelRef { preset: Some("llama2-7b".into()), architecture: None },
+        model: ModelRef { preset: Some("llama2-7b".into()), architecture: None, hf_config: None },
         workload: WorkloadFields {
             kind: WorkloadKind::Lora,
             precision: Precision::Bf16,
@@ -947,7 +954,7 @@ fn mix_request(a100_currency: &str) -> AdviceRequest {
     let a100 = PoolOffer { free_gpus: 8, currency: a100_currency.into(), ..pool("p-a100", "a100-80g", 179) };
     let rtx = PoolOffer { free_gpus: 8, gpus_per_node: 4, ..pool("p-4090", "rtx4090", 69) };
     AdviceRequest {
-        model: ModelRef { preset: Some("llama2-13b".into()), architecture: None },
+        model: ModelRef { preset: Some("llama2-13b".into()), architecture: None, hf_config: None },
         workload: WorkloadFields {
             kind: WorkloadKind::Train,
             precision: Precision::Bf16,
@@ -1511,4 +1518,101 @@ fn uneven_interleaved_plan_is_feasible_and_explained() {
         "{}",
         p.explanation
     );
+}
+
+fn hf(json: &str) -> HfConfig {
+    serde_json::from_str(json).unwrap()
+}
+
+#[test]
+fn a_checkpoints_config_json_gives_the_architecture() {
+    // Llama 3.2 1B's config.json (abridged: the other keys are ignored).
+    let llama = hf(r#"{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 2048,
+        "intermediate_size": 8192, "num_attention_heads": 32, "num_hidden_layers": 16, "num_key_value_heads": 8,
+        "vocab_size": 128256, "tie_word_embeddings": true, "rope_scaling": {"factor": 32.0}, "head_dim": 64}"#);
+    let (name, arch) = validate::resolve_hf_config(&llama).unwrap();
+    assert_eq!(name, "hf:llama");
+    assert_eq!(
+        (arch.layers, arch.hidden, arch.heads, arch.kv_heads, arch.ffn, arch.vocab),
+        (16, 2048, 32, 8, 8192, 128256)
+    );
+    assert!(arch.tied_embeddings && arch.model_type.as_deref() == Some("llama"));
+    // Tied: one embedding matrix, 1.24B parameters as the model card says (1.50B if it were untied).
+    assert_eq!(arch.param_count(), 1_235_814_400);
+    // Gemma ties by default, as its transformers config does; a multimodal config's text_config is read.
+    let gemma = hf(r#"{"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "hidden_size": 1152,
+        "intermediate_size": 6912, "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+        "head_dim": 256, "vocab_size": 262144}}"#);
+    let (name, arch) = validate::resolve_hf_config(&gemma).unwrap();
+    assert_eq!((name.as_str(), arch.tied_embeddings, arch.head_dim), ("hf:gemma3_text", true, Some(256)));
+    // Mixtral's experts; DeepSeek's shared experts and first dense layers.
+    let mixtral = hf(r#"{"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8, "vocab_size": 32000,
+        "num_local_experts": 8, "num_experts_per_tok": 2}"#);
+    let (_, arch) = validate::resolve_hf_config(&mixtral).unwrap();
+    assert_eq!(arch.param_count(), preset("mixtral-8x7b").unwrap().param_count());
+    let deepseek = hf(r#"{"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+        "moe_intermediate_size": 2048, "num_attention_heads": 128, "num_hidden_layers": 61, "num_key_value_heads": 128,
+        "vocab_size": 129280, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 8,
+        "first_k_dense_replace": 3, "tie_word_embeddings": false}"#);
+    let (_, arch) = validate::resolve_hf_config(&deepseek).unwrap();
+    let moe = arch.moe.unwrap();
+    assert_eq!((moe.experts, moe.experts_per_token, moe.shared_experts, moe.dense_layers), (256, 8, 1, 3));
+    assert_eq!((arch.ffn, moe.dense_ffn), (2048, Some(18432)));
+}
+
+#[test]
+fn a_config_json_missing_a_field_names_its_own_key() {
+    let err = validate::resolve_hf_config(&hf(r#"{"model_type": "llama", "hidden_size": 64}"#)).unwrap_err();
+    assert!(err.to_string().contains("model.hf_config.num_hidden_layers"), "{err}");
+    let err = validate::resolve_hf_config(&hf(
+        r#"{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 0, "vocab_size": 100}"#,
+    ))
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("model.hf_config.intermediate_size") && err.to_string().contains("got 0"),
+        "{err}"
+    );
+    let both = ModelRef { preset: Some("llama3-8b".into()), architecture: None, hf_config: Some(HfConfig::default()) };
+    assert!(
+        validate::resolve_model(&both).unwrap_err().to_string().contains("one of preset, architecture and hf_config")
+    );
+}
+
+#[test]
+fn what_a_pipeline_stage_holds_is_what_the_schedule_runs() {
+    // 1F1B: stage s of p holds min(p - s, m) micro-batches.
+    assert_eq!([0, 1, 2, 3].map(|s| cost::in_flight(4, 1, s, 8)), [4.0, 3.0, 2.0, 1.0]);
+    assert_eq!(cost::in_flight(4, 1, 0, 2), 2.0);
+    // Interleaved (Megatron's order): warm-up 2 (p - s - 1) + (v - 1) p chunk forwards, plus the one
+    // in progress, each chunk 1/v of the stage: stage 0 holds p + (p - 1)/v, the last p - (p - 1)/v.
+    assert_eq!(cost::in_flight(4, 2, 0, 8), 5.5);
+    assert_eq!(cost::in_flight(4, 2, 3, 8), 2.5);
+    assert_eq!(cost::in_flight(2, 2, 0, 4), 2.5);
+    // ... never more than every micro-batch of every chunk.
+    assert_eq!(cost::in_flight(4, 2, 0, 1), 1.0);
+    assert_eq!(cost::in_flight(1, 1, 0, 16), 1.0);
+}
+
+#[test]
+fn a_tied_head_is_one_matrix_on_one_stage_and_a_copy_on_each_end_of_a_pipeline() {
+    let mut tied = train_request("llama3-8b", "h100", 8, 8);
+    let mut arch = preset("llama3-8b").unwrap();
+    arch.tied_embeddings = true;
+    tied.model = ModelRef { preset: None, architecture: Some(arch.clone()), hf_config: None };
+    let untied = ModelRef { preset: None, architecture: Some(preset("llama3-8b").unwrap()), hf_config: None };
+    let mut plain = tied.clone();
+    plain.model = untied;
+    let pins = Pins { tp: Some(8), pp: Some(1), dp: Some(1), zero_stage: Some(0), ..Pins::default() };
+    let a = plan(&with_pins(tied.clone(), pins.clone()).resolve().unwrap()).unwrap();
+    let b = plan(&with_pins(plain.clone(), pins).resolve().unwrap()).unwrap();
+    let vh = f64::from(arch.vocab) * f64::from(arch.hidden) / 8.0;
+    // Weights, gradients and optimizer states of one V*h matrix fewer (sharded over TP 8).
+    let saved = b.plans[0].memory.weights as f64 - a.plans[0].memory.weights as f64;
+    assert!((saved - 2.0 * vh).abs() / (2.0 * vh) < 0.01, "{saved} vs {}", 2.0 * vh);
+    let pp = Pins { tp: Some(4), pp: Some(2), dp: Some(1), zero_stage: Some(0), ..Pins::default() };
+    let a = plan(&with_pins(tied, pp.clone()).resolve().unwrap()).unwrap();
+    let b = plan(&with_pins(plain, pp).resolve().unwrap()).unwrap();
+    assert_eq!(a.plans[0].memory.weights, b.plans[0].memory.weights);
 }

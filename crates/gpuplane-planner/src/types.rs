@@ -68,6 +68,18 @@ pub struct ModelArch {
     /// Set for diffusion models; the transformer fields are then informational only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diffusion: Option<DiffusionSpec>,
+    /// The LM head shares the input embedding's weights (`tie_word_embeddings`): one `V*h` matrix
+    /// is counted, except where a pipeline puts the embedding and the head on different stages
+    /// (each holds a copy). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tied_embeddings: bool,
+    /// The Hugging Face `model_type` (from a `config.json`), when known: which decoder family it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_type: Option<String>,
+    /// A gated MLP (SwiGLU/GeGLU: gate, up and down, 3 matrices) or not (2 matrices). Default:
+    /// gated unless `ffn == 4 * hidden` (GPT's MLP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gated_mlp: Option<bool>,
 }
 
 /// What the GPUs will do.
@@ -207,13 +219,69 @@ pub enum StageSplit {
     Uneven,
 }
 
-/// The model: exactly one of `preset` and `architecture`.
+/// The model: exactly one of `preset`, `architecture` and `hf_config`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ModelRef {
     #[serde(default)]
     pub preset: Option<String>,
     #[serde(default)]
     pub architecture: Option<ModelArch>,
+    /// A Hugging Face checkpoint's own `config.json`, so the plan is made for the model that will be
+    /// loaded: the architecture is read from it (see [`HfConfig`]).
+    #[serde(default)]
+    pub hf_config: Option<HfConfig>,
+}
+
+/// The fields of a Hugging Face `config.json` the planner reads; the document's other fields are
+/// ignored (it is the checkpoint's file, sent as it is). A multimodal config's `text_config` is read
+/// when the top level has no decoder fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct HfConfig {
+    /// The family (`llama`, `qwen3`, `gemma2`, `mixtral`, ...).
+    #[serde(default)]
+    pub model_type: Option<String>,
+    #[serde(default)]
+    pub num_hidden_layers: Option<u64>,
+    #[serde(default)]
+    pub hidden_size: Option<u64>,
+    #[serde(default)]
+    pub num_attention_heads: Option<u64>,
+    /// Default: `num_attention_heads`.
+    #[serde(default)]
+    pub num_key_value_heads: Option<u64>,
+    #[serde(default)]
+    pub intermediate_size: Option<u64>,
+    #[serde(default)]
+    pub vocab_size: Option<u64>,
+    #[serde(default)]
+    pub head_dim: Option<u64>,
+    /// Default: true for the Gemma families, false otherwise (as their transformers configs).
+    #[serde(default)]
+    pub tie_word_embeddings: Option<bool>,
+    /// Routed experts (Mixtral's name; Qwen-MoE's `num_experts`, DeepSeek's `n_routed_experts`).
+    #[serde(default)]
+    pub num_local_experts: Option<u64>,
+    #[serde(default)]
+    pub num_experts: Option<u64>,
+    #[serde(default)]
+    pub n_routed_experts: Option<u64>,
+    #[serde(default)]
+    pub num_experts_per_tok: Option<u64>,
+    /// FFN size of one expert (default `intermediate_size`).
+    #[serde(default)]
+    pub moe_intermediate_size: Option<u64>,
+    /// DeepSeek's shared experts.
+    #[serde(default)]
+    pub n_shared_experts: Option<u64>,
+    /// Qwen-MoE's shared expert, as an FFN size.
+    #[serde(default)]
+    pub shared_expert_intermediate_size: Option<u64>,
+    /// DeepSeek's first dense layers.
+    #[serde(default)]
+    pub first_k_dense_replace: Option<u64>,
+    #[serde(default)]
+    #[schema(no_recursion)]
+    pub text_config: Option<Box<HfConfig>>,
 }
 
 /// Workload fields as the API/CLI send them; defaults are filled by `resolve`.
@@ -242,7 +310,7 @@ pub struct WorkloadFields {
 impl ModelRef {
     /// A model preset by name (see `catalog`).
     pub fn preset(name: &str) -> Self {
-        ModelRef { preset: Some(name.to_string()), architecture: None }
+        ModelRef { preset: Some(name.to_string()), architecture: None, hf_config: None }
     }
 }
 

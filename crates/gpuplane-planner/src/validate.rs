@@ -5,8 +5,8 @@
 
 use super::catalog::{gpu_by_key, gpu_keys, preset, preset_names, unknown_name_message};
 use super::types::{
-    Cluster, ClusterFields, GpuSpec, InferenceSpec, ModelArch, ModelRef, Pins, PlanError, PlanInput, PlanRequest,
-    Precision, TrainSpec, Workload, WorkloadFields, WorkloadKind,
+    Cluster, ClusterFields, GpuSpec, HfConfig, InferenceSpec, ModelArch, ModelRef, MoeSpec, Pins, PlanError, PlanInput,
+    PlanRequest, Precision, TrainSpec, Workload, WorkloadFields, WorkloadKind,
 };
 
 /// Upper bounds that reject absurd inputs (they are far beyond any real system).
@@ -85,9 +85,17 @@ pub fn validate_arch(a: &ModelArch, field: &str) -> Result<(), PlanError> {
 
 /// Resolves the model reference to a name and an architecture.
 pub fn resolve_model(m: &ModelRef) -> Result<(String, ModelArch), PlanError> {
+    let given =
+        usize::from(m.preset.is_some()) + usize::from(m.architecture.is_some()) + usize::from(m.hf_config.is_some());
+    if given > 1 {
+        return Err(PlanError::invalid("model", "give one of preset, architecture and hf_config"));
+    }
+    if let Some(config) = &m.hf_config {
+        return resolve_hf_config(config);
+    }
     match (&m.preset, &m.architecture) {
         (Some(_), Some(_)) => Err(PlanError::invalid("model", "give either preset or architecture, not both")),
-        (None, None) => Err(PlanError::invalid("model", "give a preset or an architecture")),
+        (None, None) => Err(PlanError::invalid("model", "give a preset, an architecture or an hf_config")),
         (Some(name), None) => {
             let arch = preset(name).ok_or_else(|| {
                 PlanError::invalid("model.preset", unknown_name_message("preset", name, preset_names()))
@@ -98,6 +106,119 @@ pub fn resolve_model(m: &ModelRef) -> Result<(String, ModelArch), PlanError> {
             validate_arch(a, "model.architecture")?;
             Ok(("custom".to_string(), a.clone()))
         }
+    }
+}
+
+/// The architecture of a Hugging Face `config.json` (its decoder fields; a multimodal config's
+/// `text_config`), named `hf:<model_type>`. Errors name the config's own keys.
+pub fn resolve_hf_config(top: &HfConfig) -> Result<(String, ModelArch), PlanError> {
+    let (c, field) = match &top.text_config {
+        Some(text) if top.num_hidden_layers.is_none() => (text.as_ref(), "model.hf_config.text_config"),
+        _ => (top, "model.hf_config"),
+    };
+    let f = |key: &str| format!("{field}.{key}");
+    let need = |key: &str, v: Option<u64>, hi: u32| -> Result<u32, PlanError> {
+        match v {
+            None => Err(PlanError::invalid(&f(key), "required (an integer of the checkpoint's config.json)")),
+            Some(v) if v == 0 || v > u64::from(hi) => {
+                Err(PlanError::invalid(&f(key), format!("must be between 1 and {hi}, got {v}")))
+            }
+            Some(v) => Ok(v as u32),
+        }
+    };
+    let opt = |key: &str, v: Option<u64>, hi: u32| -> Result<Option<u32>, PlanError> {
+        v.map(|v| need(key, Some(v), hi)).transpose()
+    };
+    let model_type = c.model_type.clone().or_else(|| top.model_type.clone());
+    if let Some(t) = &model_type
+        && (t.is_empty() || t.len() > 64 || !t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+    {
+        return Err(PlanError::invalid(&f("model_type"), "must be 1-64 letters, digits, '_' or '-'"));
+    }
+    let layers = need("num_hidden_layers", c.num_hidden_layers, MAX_LAYERS)?;
+    let hidden = need("hidden_size", c.hidden_size, MAX_HIDDEN)?;
+    let heads = need("num_attention_heads", c.num_attention_heads, MAX_HIDDEN)?;
+    let kv_heads = opt("num_key_value_heads", c.num_key_value_heads, MAX_HIDDEN)?.unwrap_or(heads);
+    let dense_ffn = need("intermediate_size", c.intermediate_size, MAX_HIDDEN.saturating_mul(8))?;
+    let vocab = need("vocab_size", c.vocab_size, MAX_VOCAB)?;
+    let head_dim = opt("head_dim", c.head_dim, 4096)?;
+    let experts = [
+        ("num_local_experts", c.num_local_experts),
+        ("num_experts", c.num_experts),
+        ("n_routed_experts", c.n_routed_experts),
+    ]
+    .into_iter()
+    .find_map(|(key, v)| v.filter(|&n| n > 1).map(|n| (key, n)));
+    let mut ffn = dense_ffn;
+    let moe = match experts {
+        None => None,
+        Some((key, n)) => {
+            let experts = need(key, Some(n), 1024)?;
+            let per_token = need("num_experts_per_tok", c.num_experts_per_tok, experts)?;
+            ffn = opt("moe_intermediate_size", c.moe_intermediate_size, MAX_HIDDEN.saturating_mul(8))?
+                .unwrap_or(dense_ffn);
+            let shared = match (c.n_shared_experts, c.shared_expert_intermediate_size) {
+                (Some(n), _) => n.min(1024) as u32,
+                (None, Some(size)) => (size / u64::from(ffn.max(1))).min(1024) as u32,
+                (None, None) => 0,
+            };
+            let dense_layers = c.first_k_dense_replace.unwrap_or(0).min(u64::from(layers.saturating_sub(1))) as u32;
+            Some(MoeSpec {
+                experts,
+                experts_per_token: per_token,
+                shared_experts: shared,
+                dense_layers,
+                dense_ffn: (dense_layers > 0).then_some(dense_ffn),
+                capacity_factor: None,
+            })
+        }
+    };
+    let gemma = model_type.as_deref().is_some_and(|t| t.starts_with("gemma"));
+    let arch = ModelArch {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        ffn,
+        vocab,
+        head_dim,
+        moe,
+        diffusion: None,
+        tied_embeddings: c.tie_word_embeddings.or(top.tie_word_embeddings).unwrap_or(gemma),
+        gated_mlp: model_type.as_deref().and_then(gated_mlp),
+        model_type: model_type.clone(),
+    };
+    validate_arch(&arch, field)?;
+    Ok((format!("hf:{}", model_type.as_deref().unwrap_or("unknown")), arch))
+}
+
+/// Whether a Hugging Face family's MLP is gated (3 matrices) or GPT's (2); None: not known here.
+fn gated_mlp(model_type: &str) -> Option<bool> {
+    const GATED: &[&str] = &[
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "qwen2_moe",
+        "qwen3",
+        "qwen3_moe",
+        "gemma",
+        "gemma2",
+        "gemma3_text",
+        "phi3",
+        "granite",
+        "deepseek_v2",
+        "deepseek_v3",
+        "olmo2",
+        "cohere",
+    ];
+    const PLAIN: &[&str] = &["gpt2", "gpt_neox", "opt", "gpt_bigcode", "gptj", "bloom", "falcon"];
+    if GATED.contains(&model_type) {
+        Some(true)
+    } else if PLAIN.contains(&model_type) {
+        Some(false)
+    } else {
+        None
     }
 }
 
