@@ -472,19 +472,25 @@ def _apply_recompute(stage: nn.Module, policy: str) -> None:
 
 
 def _chunk_ranges(n_layers: int, plan: RuntimePlan) -> list[range]:
-    """The decoder layers of each of the ``pp x vp`` virtual stages (``vp`` 1: the plan's ``layers_per_stage``;
-    interleaved: each stage's layers spread evenly, earlier chunks taking one more)."""
+    """The decoder layers of each of the ``pp x vp`` virtual stages, in pipeline order (virtual stage ``c pp +
+    r`` is chunk ``c`` of rank ``r``): the plan's ``layers_per_stage`` per rank, or an even split, each rank's
+    layers spread evenly over its ``vp`` chunks (as Megatron-LM places them: the plan says how many each chunk
+    holds)."""
     if plan.pp == 1:
         return [range(0, n_layers)]
-    if plan.vp == 1:
-        return split_layers(n_layers, plan.pp, plan.layers_per_stage)
-    chunks = plan.pp * plan.vp
-    if n_layers < chunks:
-        raise PlanMismatchError(f"`model.layers` has {n_layers} layers, fewer than pp {plan.pp} x vp {plan.vp} chunks")
-    base, extra = divmod(n_layers, chunks)
+    per_stage = [len(r) for r in split_layers(n_layers, plan.pp, plan.layers_per_stage)]
+    v = plan.vp
+    counts: list[int] = []
+    for c in range(v):
+        for r in range(plan.pp):
+            base, extra = divmod(per_stage[r], v)
+            counts.append(base + (1 if c < extra else 0))
+    if min(counts) < 1:
+        raise PlanMismatchError(
+            f"the plan's stages hold {per_stage} layers, too few for vp {v} chunks each (every chunk needs a layer)"
+        )
     ranges, start = [], 0
-    for k in range(chunks):
-        count = base + (1 if k < extra else 0)
+    for count in counts:
         ranges.append(range(start, start + count))
         start += count
     return ranges
