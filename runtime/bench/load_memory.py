@@ -80,7 +80,7 @@ def write_checkpoint(directory: Path, short: bool) -> int:
     return total
 
 
-WORKER = r'''
+WORKER = r"""
 import json, os, sys, resource
 import torch, torch.distributed as dist
 sys.path.insert(0, os.environ["BENCH_SRC"])
@@ -133,7 +133,7 @@ dist.all_gather_object(rows, row)
 if dist.get_rank() == 0:
     print("BENCH " + json.dumps(rows), flush=True)
 dist.destroy_process_group()
-'''
+"""
 
 
 def run(plan: tuple[int, int, int, int], ckpt: Path, mode: str, work: Path) -> list[dict[str, int]]:

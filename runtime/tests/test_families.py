@@ -11,6 +11,7 @@ bit-identical on all of them.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +111,13 @@ def test_every_family_in_the_zoo_is_supported() -> None:
     for family in zoo.FAMILIES:
         found = families.check_supported(zoo.config(family), tp=2, pp=2, lora=family != "phi3")
         assert found is not None and found.name == family
+
+
+def test_the_capabilities_the_service_reads_are_the_runtimes() -> None:
+    # src/jobs reads models/capabilities.json to plan only what the runtime applies.
+    capabilities = json.loads((Path(families.__file__).parent / "capabilities.json").read_text())
+    assert capabilities["split_families"] == sorted(t for f in families.FAMILIES for t in f.model_types)
+    assert capabilities["lora_refused_families"] == sorted(
+        t for f in families.FAMILIES if not f.lora for t in f.model_types
+    )
+    assert capabilities["mixture_of_experts"] is False and capabilities["context_parallel"] is False
