@@ -2,8 +2,8 @@
 whole model on every rank (``from_pretrained``, then the plan keeps a part), side by side in one run.
 
     venv=$(scripts/runtime-venv.sh | tail -n1)
-    "$venv/bin/python" runtime/bench/load_memory.py            # ~1.1 GB checkpoint, writes docs/benchmarks/runtime-load.md
-    "$venv/bin/python" runtime/bench/load_memory.py --short    # ~40 MB, tp2 x pp2 only (CI: the bench still runs)
+    "$venv/bin/python" runtime/bench/load_memory.py          # ~1.1 GB, writes docs/benchmarks/runtime-load.md
+    "$venv/bin/python" runtime/bench/load_memory.py --short  # ~40 MB, tp2 x pp2 only (CI: the bench still runs)
 
 The checkpoint is generated: a Llama of 16 layers (hidden 1024, FFN 2816, 16 heads, vocabulary 32,000, untied),
 fp32, in safetensors files of at most 400 MB with their index. Each plan runs under torchrun on 4 processes
@@ -201,7 +201,8 @@ Written by `runtime/bench/load_memory.py` (see its docstring for the method). Ch
 {total / MB:.0f} MB of fp32 weights in {files} safetensors files with their index; 4 ranks under torchrun on this
 project's 2-core machine (CPU, gloo). *Share*: the bytes of the parameters a rank keeps. *Growth*: its peak
 resident set during the load minus its resident set just before (after the imports both paths make:
-transformers' model classes cost ~110 MB of Python modules once per process, in any job). Target: growth <= 1.5 x share + 64 MB.
+transformers' model classes cost ~110 MB of Python modules once per process, in any job).
+Target: growth <= 1.5 x share + 64 MB.
 
 The sharded path (`gpuplane_runtime.pretrained`) builds the model on the meta device, splits it, allocates only
 this rank's shards and reads only their bytes (`pread`, 16 MB at a time). The other column is the path a tenant
