@@ -171,9 +171,37 @@ pub fn template_pins(
             if !training {
                 return Err(FieldError::new("workload.kind", "gpuplane-runtime is for training"));
             }
-            force("cp", &mut pins.cp, 1, "the runtime applies data, tensor and pipeline parallelism, not context")?;
+            let runtime = super::runtime_capabilities::capabilities();
+            if model.moe.is_some() && !runtime.mixture_of_experts {
+                return Err(FieldError::new(
+                    "model",
+                    "gpuplane-runtime does not train mixtures of experts (the runtime refuses them): run the job \
+                     with the megatron template (Megatron-LM's pretrain_gpt.py)",
+                ));
+            }
+            if !runtime.context_parallel {
+                force("cp", &mut pins.cp, 1, "the runtime applies data, tensor and pipeline parallelism, not context")?;
+            }
             force("ep", &mut pins.ep, 1, "the runtime applies data, tensor and pipeline parallelism, not expert")?;
-            force("vp", &mut pins.vp, 1, "the runtime's pipeline schedule is not interleaved")?;
+            if !runtime.interleaved_pipeline {
+                force("vp", &mut pins.vp, 1, "the runtime's pipeline schedule is not interleaved")?;
+            }
+            if let Some(family) = &model.model_type {
+                if !runtime.split_families.contains(family) {
+                    let why = format!(
+                        "the runtime splits {} models; a {family} model runs with data parallelism alone",
+                        runtime.split_families.join(", ")
+                    );
+                    force("tp", &mut pins.tp, 1, &why)?;
+                    force("pp", &mut pins.pp, 1, &why)?;
+                }
+                if kind == WorkloadKind::Lora && runtime.lora_refused_families.contains(family) {
+                    return Err(FieldError::new(
+                        "workload.kind",
+                        format!("gpuplane-runtime puts no LoRA adapters on {family}'s fused projections"),
+                    ));
+                }
+            }
         }
         Builtin::Vllm => {
             if kind != WorkloadKind::Inference || model.diffusion.is_some() {
@@ -409,14 +437,15 @@ fn accelerate_config(plan: &Plan, precision: Precision, ctx: &NodeCtx<'_>) -> se
     })
 }
 
-/// The plan file every planned job gets ([`PLAN_FILE`]): what the job was planned for and the plan, for
-/// `gpuplane_runtime` to apply and for any script to read.
+/// The plan file every planned job gets ([`PLAN_FILE`]): what the job was planned for (the architecture, which
+/// the runtime checks against the model it loads; a LoRA plan's adapters as the planner sized them) and the plan,
+/// for `gpuplane_runtime` to apply and for any script to read.
 pub fn plan_file(planned: &PlanInput, plan: &Plan) -> serde_json::Value {
     let (seq_len, precision) = match planned.workload {
         Workload::Train(t) | Workload::Lora(t) => (t.seq_len, t.precision),
         Workload::Inference(i) => (i.context_len, i.precision),
     };
-    serde_json::json!({
+    let mut file = serde_json::json!({
         "version": 1,
         "model": planned.model_name,
         "arch": planned.model,
@@ -425,7 +454,16 @@ pub fn plan_file(planned: &PlanInput, plan: &Plan) -> serde_json::Value {
         "global_batch": plan.global_batch,
         "precision": precision,
         "plan": plan,
-    })
+    });
+    if let Workload::Lora(t) = planned.workload {
+        file["lora"] = serde_json::json!({
+            "rank": t.lora_rank,
+            "alpha": t.lora_rank,
+            "dropout": 0.0,
+            "target_modules": crate::planner::LORA_TARGET_MODULES,
+        });
+    }
+    file
 }
 
 fn need_plan<'a>(planned: Option<(&'a PlanInput, &'a Plan)>) -> Result<(&'a PlanInput, &'a Plan), Vec<FieldError>> {
@@ -835,7 +873,24 @@ mod tests {
         let sdxl = crate::planner::preset("sdxl").unwrap();
         assert_eq!(auto_template(WorkloadKind::Inference, &sdxl, &[]), Builtin::DiffusionDp);
         let runtime = template_pins(Builtin::Runtime, &Pins::default(), WorkloadKind::Train, &pi.model).unwrap();
-        assert_eq!((runtime.cp, runtime.ep, runtime.vp, runtime.tp), (Some(1), Some(1), Some(1), None));
+        // The runtime runs interleaved 1F1B: the planner may choose virtual stages.
+        assert_eq!((runtime.cp, runtime.ep, runtime.vp, runtime.tp), (Some(1), Some(1), None, None));
+        // A family the runtime does not split is planned for data parallelism alone; a mixture of experts and
+        // LoRA on Phi-3's fused projections are refused, naming why, rather than sent to a runtime that would.
+        let gpt2 = ModelArch { model_type: Some("gpt2".into()), ..pi.model.clone() };
+        let pins = template_pins(Builtin::Runtime, &Pins::default(), WorkloadKind::Train, &gpt2).unwrap();
+        assert_eq!((pins.tp, pins.pp), (Some(1), Some(1)));
+        let err = template_pins(Builtin::Runtime, &Pins { tp: Some(2), ..Pins::default() }, WorkloadKind::Train, &gpt2)
+            .unwrap_err();
+        assert!(err.field == "pins.tp" && err.message.contains("a gpt2 model runs with data parallelism alone"));
+        let qwen3 = ModelArch { model_type: Some("qwen3".into()), ..pi.model.clone() };
+        assert_eq!(template_pins(Builtin::Runtime, &Pins::default(), WorkloadKind::Train, &qwen3).unwrap().tp, None);
+        let mixtral = crate::planner::preset("mixtral-8x7b").unwrap();
+        let err = template_pins(Builtin::Runtime, &Pins::default(), WorkloadKind::Train, &mixtral).unwrap_err();
+        assert!(err.field == "model" && err.message.contains("mixtures of experts"), "{err:?}");
+        let phi3 = ModelArch { model_type: Some("phi3".into()), ..pi.model.clone() };
+        let err = template_pins(Builtin::Runtime, &Pins::default(), WorkloadKind::Lora, &phi3).unwrap_err();
+        assert!(err.message.contains("fused projections"), "{err:?}");
         let _ = &plan;
         // A pin against the template is a field error.
         let err = template_pins(
@@ -846,6 +901,24 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.field, "pins.tp");
+    }
+
+    #[test]
+    fn a_lora_plan_file_says_what_the_adapters_are_and_for_which_architecture() {
+        let pins = template_pins(Builtin::Runtime, &Pins::default(), WorkloadKind::Lora, &{
+            crate::planner::preset("llama2-7b").unwrap()
+        })
+        .unwrap();
+        let (pi, plan) = planned("llama2-7b", WorkloadKind::Lora, "rtx4090", 4, 4, pins);
+        let file = plan_file(&pi, &plan);
+        assert_eq!(file["workload"], "lora");
+        assert_eq!(file["plan"]["workload"], "lora");
+        assert_eq!(file["lora"]["rank"], 16);
+        assert_eq!(file["lora"]["target_modules"], serde_json::json!(["q_proj", "v_proj"]));
+        // The runtime refuses a model whose config differs from the architecture the plan was made for.
+        assert_eq!((file["arch"]["layers"].as_u64(), file["arch"]["hidden"].as_u64()), (Some(32), Some(4096)));
+        let train = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 8, Pins::default());
+        assert!(plan_file(&train.0, &train.1).get("lora").is_none());
     }
 
     #[test]

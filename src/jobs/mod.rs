@@ -10,6 +10,7 @@ pub mod problems;
 pub mod retune;
 pub mod retuning;
 pub mod routes;
+pub mod runtime_capabilities;
 pub mod steps;
 pub mod templates;
 

@@ -16,6 +16,9 @@
 
 use super::types::ModelArch;
 
+/// The modules LoRA adapters go on, as the planner sizes them (and the runtime applies them by default).
+pub const LORA_TARGET_MODULES: [&str; 2] = ["q_proj", "v_proj"];
+
 impl ModelArch {
     pub fn head_dim(&self) -> u64 {
         u64::from(self.head_dim.unwrap_or_else(|| self.hidden.checked_div(self.heads).unwrap_or(0)))

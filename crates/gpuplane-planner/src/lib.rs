@@ -34,6 +34,7 @@ mod mixed_tests;
 mod tests;
 
 pub use advice::advice;
+pub use arch::LORA_TARGET_MODULES;
 pub use catalog::{builtin_gpus, gpu_by_key, gpu_keys, preset, preset_names, suggestions, unknown_name_message};
 pub use mixed::{MixedPlanRequest, plan_mixed, plan_mixed_request};
 pub use render::{render_advice, render_table};
