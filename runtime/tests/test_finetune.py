@@ -6,6 +6,7 @@ All under real torchrun (CPU, gloo), each scenario one run of a script in tests/
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,8 @@ FINETUNES = {
     # LoRA with 2-D FSDP and tensor parallelism; a tied embedding under a pipeline
     "lora_tp2_dp2_zero1": ["--mode", "lora", "--tp", "2", "--dp", "2", "--zero", "1", "--sp"],
     "lora_pp2_dp2_tied": ["--mode", "lora", "--pp", "2", "--dp", "2", "--tied"],
-    # a full fine-tune under ZeRO-3 and under a pipeline with tensor parallelism, exported in shards
+    # a full fine-tune under ZeRO-3, exported in shards (a pipeline's export is the LoRA runs' merged model)
     "full_dp4_zero3_tied": ["--mode", "full", "--dp", "4", "--zero", "3", "--tied"],
-    "full_tp2_pp2_sp": ["--mode", "full", "--tp", "2", "--pp", "2", "--sp"],
 }
 
 
@@ -91,29 +91,35 @@ def damaged_checkpoint(directory: Path, damage: str) -> None:
     model.config.save_pretrained(directory)
 
 
-@pytest.mark.parametrize(
-    ("damage", "message"),
-    [
-        ("missing", r"has no tensor `model\.layers\.2\.mlp\.up_proj\.weight` \(the model needs \[128, 64\]\)"),
-        (
-            "shape",
-            r"tensor `model\.layers\.1\.self_attn\.k_proj\.weight` is \[8, 64\] in the checkpoint .* but \[32, 64\]",
-        ),
-        ("extra", r"has tensor `model\.layers\.9\.mlp\.up_proj\.weight`, which the model does not have"),
-    ],
-)
-def test_a_checkpoint_that_does_not_fit_is_refused_on_every_rank(tmp_path: Path, damage: str, message: str) -> None:
+DAMAGES = {
+    "missing": r"has no tensor `model\.layers\.2\.mlp\.up_proj\.weight` \(the model needs \[128, 64\]\)",
+    "shape": r"tensor `model\.layers\.1\.self_attn\.k_proj\.weight` is \[8, 64\] in the checkpoint .* but \[32, 64\]",
+    "extra": r"has tensor `model\.layers\.9\.mlp\.up_proj\.weight`, which the model does not have",
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_a_checkpoint_that_does_not_fit_names_the_tensor(tmp_path: Path, damage: str) -> None:
+    from gpuplane_runtime.models.build import build_meta
+    from gpuplane_runtime.weights.loading import check_checkpoint, expected_tensors
+    from gpuplane_runtime.weights.sources import Checkpoint
+
     damaged_checkpoint(tmp_path / "model", damage)
+    model = build_meta(zoo.config("llama"))
+    problems = check_checkpoint(expected_tensors(model, model.config, None), Checkpoint(tmp_path / "model"), set())
+    assert len(problems) == 1 and re.search(DAMAGES[damage], problems[0]), problems
+
+
+def test_a_checkpoint_that_does_not_fit_fails_every_rank_before_any_read(tmp_path: Path) -> None:
+    damaged_checkpoint(tmp_path / "model", "missing")
     run = torchrun(
         tmp_path, 2, EXAMPLE, ["--steps", "1", "--model", str(tmp_path / "model")], plan=FIXTURES_DP2, timeout=180
     )
     assert run.returncode != 0
-    import re
-
-    # Every rank fails with the same message, before reading any weight.
+    # Every rank fails with the same message (the ranks agree before any of them reads a weight).
     found = re.findall(r"CheckpointError: gpuplane_runtime: cannot load the model \(rank 0\): (.*)", run.output)
     assert len(found) == 2, run.output[-4000:]
-    assert re.search(message, found[0]), found[0]
+    assert re.search(DAMAGES["missing"], found[0]), found[0]
 
 
 FIXTURES_DP2 = Path(__file__).resolve().parent / "fixtures" / "dp2_zero0.json"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, FIXTURES, torchrun
 
-STEPS = 100
+STEPS = 50
 
 
 @pytest.mark.parametrize("name", ["tp2_dp2", "tp2_pp2"])
