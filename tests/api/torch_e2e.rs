@@ -166,6 +166,51 @@ async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool
         assert!(worst < 2e-3, "{name} vs {reference_name}: {curve:?} vs {reference:?}");
     }
 
+    // A LoRA fine-tune of a pretrained checkpoint on the hosts, planned by `auto` from the checkpoint's own
+    // config.json: it goes to the runtime, which loads each rank's part, trains the adapters and exports a PEFT
+    // adapter into the lease's home that PEFT loads onto the base model.
+    let base_model = crate::support::net::shared_with_jobs("lora-base", &[]);
+    let python = venv.join("bin/python");
+    run_python(&python, WRITE_CHECKPOINT, &[&base_model.display().to_string()]);
+    let hf_config: Value =
+        serde_json::from_str(&std::fs::read_to_string(base_model.join("config.json")).unwrap()).unwrap();
+    let lora_steps = 6;
+    let job = api
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &tenant,
+            json!({
+                "template": "auto",
+                "model": { "hf_config": hf_config },
+                "workload": { "kind": "lora", "precision": "bf16", "seq_len": 32, "global_batch": 8 },
+                "command": [script, "--steps", lora_steps.to_string(), "--lr", "0.02"],
+                "env": { "GPUPLANE_PRECISION": "fp32", "GPUPLANE_MODEL": base_model.display().to_string(),
+                         "GPUPLANE_EXPORT_DIR": "/lease/home/adapter" },
+                "master_port": 29610,
+            }),
+        )
+        .await;
+    assert_eq!(job["template"], "gpuplane-runtime", "auto sends LoRA to the runtime: {job:#}");
+    let id = job["id"].as_str().unwrap().to_string();
+    let done = wait_job(&api, &tenant, &id, "the LoRA job ends", 300, |j| {
+        ["succeeded", "failed", "cancelled"].contains(&j["state"].as_str().unwrap_or(""))
+    })
+    .await;
+    assert_eq!(done["state"], "succeeded", "lora: {done:#}");
+    let plan = &done["plan"];
+    eprintln!("torch e2e: lora: plan tp{} pp{} dp{}", plan["tp"], plan["pp"], plan["dp"]);
+    let adapter = dirs
+        .iter()
+        .map(|dir| {
+            let mut jobs = dir.as_os_str().to_os_string();
+            jobs.push("-jobs");
+            Path::new(&jobs).join(&lease_id).join("home/adapter")
+        })
+        .find(|path| path.join("adapter_config.json").exists())
+        .unwrap_or_else(|| panic!("no exported adapter in either host's lease home: {done:#}"));
+    let said = run_python(&python, CHECK_ADAPTER, &[&base_model.display().to_string(), &adapter.display().to_string()]);
+    assert!(said.contains("adapter loads"), "{said}");
+
     for mut agent in agents {
         let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
         let _ = agent.wait();
@@ -175,6 +220,48 @@ async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool
         let _ = std::fs::remove_dir_all(&dir);
     }
     let _ = std::fs::remove_dir_all(&example);
+    let _ = std::fs::remove_dir_all(&base_model);
+}
+
+/// A small pretrained Llama (the example's shape) in two safetensors shards with their index and config.json.
+const WRITE_CHECKPOINT: &str = r#"
+import os, sys, torch
+from transformers import LlamaConfig, LlamaForCausalLM
+torch.manual_seed(1)
+config = LlamaConfig(vocab_size=256, hidden_size=128, intermediate_size=256, num_hidden_layers=4,
+                     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+LlamaForCausalLM(config).save_pretrained(sys.argv[1], safe_serialization=True, max_shard_size="1MB")
+shards = [f for f in os.listdir(sys.argv[1]) if f.endswith(".safetensors")]
+assert len(shards) >= 2, shards
+for f in os.listdir(sys.argv[1]):
+    os.chmod(os.path.join(sys.argv[1], f), 0o644)
+"#;
+
+/// PEFT loads the exported adapter onto the base model; the adapters trained (B no longer zero) and the model
+/// with the adapter computes other logits than the base.
+const CHECK_ADAPTER: &str = r#"
+import sys, torch
+from peft import PeftModel
+from transformers import AutoModelForCausalLM
+base = AutoModelForCausalLM.from_pretrained(sys.argv[1], torch_dtype=torch.float32)
+ids = torch.arange(16).unsqueeze(0)
+with torch.no_grad():
+    before = base(ids).logits.clone()
+model = PeftModel.from_pretrained(base, sys.argv[2])
+bs = [p for n, p in model.named_parameters() if "lora_B" in n]
+assert bs and all(float(b.abs().max()) > 0 for b in bs), "untrained adapters"
+with torch.no_grad():
+    after = model(ids).logits
+assert not torch.allclose(before, after), "the adapter changes nothing"
+print("adapter loads:", len(bs), "adapted modules")
+"#;
+
+/// Run `code` with the runtime's Python; its stdout, after asserting it succeeded.
+fn run_python(python: &Path, code: &str, args: &[&str]) -> String {
+    let out = Command::new(python).arg("-c").arg(code).args(args).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{said}\n{}", String::from_utf8_lossy(&out.stderr));
+    said
 }
 
 /// Every framework file gpuplane renders is read by that framework's own parser (DeepSpeed's `DeepSpeedConfig`,

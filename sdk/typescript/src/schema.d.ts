@@ -2635,6 +2635,39 @@ export interface components {
              */
             heartbeat_interval_s: number;
         };
+        /**
+         * @description The fields of a Hugging Face `config.json` the planner reads; the document's other fields are
+         *     ignored (it is the checkpoint's file, sent as it is). A multimodal config's `text_config` is read
+         *     when the top level has no decoder fields.
+         */
+        HfConfig: {
+            /** @description DeepSeek's first dense layers. */
+            first_k_dense_replace?: number | null;
+            head_dim?: number | null;
+            hidden_size?: number | null;
+            intermediate_size?: number | null;
+            /** @description The family (`llama`, `qwen3`, `gemma2`, `mixtral`, ...). */
+            model_type?: string | null;
+            /** @description FFN size of one expert (default `intermediate_size`). */
+            moe_intermediate_size?: number | null;
+            n_routed_experts?: number | null;
+            /** @description DeepSeek's shared experts. */
+            n_shared_experts?: number | null;
+            num_attention_heads?: number | null;
+            num_experts?: number | null;
+            num_experts_per_tok?: number | null;
+            num_hidden_layers?: number | null;
+            /** @description Default: `num_attention_heads`. */
+            num_key_value_heads?: number | null;
+            /** @description Routed experts (Mixtral's name; Qwen-MoE's `num_experts`, DeepSeek's `n_routed_experts`). */
+            num_local_experts?: number | null;
+            /** @description Qwen-MoE's shared expert, as an FFN size. */
+            shared_expert_intermediate_size?: number | null;
+            text_config?: components["schemas"]["HfConfig"] | null;
+            /** @description Default: true for the Gemma families, false otherwise (as their transformers configs). */
+            tie_word_embeddings?: boolean | null;
+            vocab_size?: number | null;
+        };
         /** @description One finding, with the change suggested and the numbers behind it. */
         Insight: {
             /** @description The figures behind it (measured utilization, samples, window, plan figures). */
@@ -3451,6 +3484,11 @@ export interface components {
              */
             ffn: number;
             /**
+             * @description A gated MLP (SwiGLU/GeGLU: gate, up and down, 3 matrices) or not (2 matrices). Default:
+             *     gated unless `ffn == 4 * hidden` (GPT's MLP).
+             */
+            gated_mlp?: boolean | null;
+            /**
              * Format: int64
              * @description Dimension of one attention head (default `hidden / heads`; Qwen3 and GPT-OSS use 128 and
              *     64 with other hidden sizes).
@@ -3470,13 +3508,22 @@ export interface components {
             kv_heads: number;
             /** Format: int64 */
             layers: number;
+            /** @description The Hugging Face `model_type` (from a `config.json`), when known: which decoder family it is. */
+            model_type?: string | null;
             moe?: components["schemas"]["MoeSpec"] | null;
+            /**
+             * @description The LM head shares the input embedding's weights (`tie_word_embeddings`): one `V*h` matrix
+             *     is counted, except where a pipeline puts the embedding and the head on different stages
+             *     (each holds a copy). Default false.
+             */
+            tied_embeddings?: boolean;
             /** Format: int64 */
             vocab: number;
         };
-        /** @description The model: exactly one of `preset` and `architecture`. */
+        /** @description The model: exactly one of `preset`, `architecture` and `hf_config`. */
         ModelRef: {
             architecture?: components["schemas"]["ModelArch"] | null;
+            hf_config?: components["schemas"]["HfConfig"] | null;
             preset?: string | null;
         };
         /**

@@ -148,8 +148,18 @@ pub fn agent_command_simulating(
 /// Spawn it and wait for its "registered"/"attached" line.
 pub fn start_agent(mut cmd: Command) -> (Proc, String) {
     let mut child = Proc(cmd.spawn().expect("spawn agent"));
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    // The agent says its node once registered; one that cannot reach the service retries for ever, so the
+    // wait has a bound (the agent is killed when `child` drops) and a test never hangs on it.
+    let stdout = child.stdout.take().unwrap();
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = said.send(line);
+    });
+    let line = heard
+        .recv_timeout(Duration::from_secs(120))
+        .unwrap_or_else(|_| panic!("the agent did not register within 120 s (its log is above)"));
     assert!(line.starts_with("gpuplane agent: node "), "unexpected agent output: {line}");
     (child, line)
 }

@@ -62,6 +62,7 @@ from .health_status import HealthStatus
 from .heartbeat_request import HeartbeatRequest
 from .heartbeat_request_launchers_type_0 import HeartbeatRequestLaunchersType0
 from .heartbeat_response import HeartbeatResponse
+from .hf_config import HfConfig
 from .insight import Insight
 from .insight_figures import InsightFigures
 from .intra_link import IntraLink
@@ -246,6 +247,7 @@ __all__ = (
     "HeartbeatRequest",
     "HeartbeatRequestLaunchersType0",
     "HeartbeatResponse",
+    "HfConfig",
     "Insight",
     "InsightFigures",
     "IntraLink",

@@ -25,7 +25,7 @@ class AdviceQuery:
             2000000000}, 'workload': {'global_batch': 64, 'kind': 'lora', 'seq_len': 4096}}
 
     Attributes:
-        model (ModelRef): The model: exactly one of `preset` and `architecture`.
+        model (ModelRef): The model: exactly one of `preset`, `architecture` and `hf_config`.
         target (AdviceTarget): What has to be done: training tokens, or a serving load.
         workload (WorkloadFields): Workload fields as the API/CLI send them; defaults are filled by `resolve`.
         budget_minor (int | None | Unset): Spend at most this, in minor units of the pool's currency.

@@ -22,7 +22,7 @@ class MixedPlanRequest:
     """A mixed-cluster planning request: the model and workload of a [`PlanRequest`], and the parts.
 
     Attributes:
-        model (ModelRef): The model: exactly one of `preset` and `architecture`.
+        model (ModelRef): The model: exactly one of `preset`, `architecture` and `hf_config`.
         parts (list[ClusterFields]): One to [`MAX_PARTS`] parts, each one GPU model (`gpu` or `gpu_spec`), its GPU
             count,
             GPUs per node and node network, as a homogeneous request's `cluster`.

@@ -31,10 +31,19 @@ class ModelArch:
             layers (int):
             vocab (int):
             diffusion (DiffusionSpec | None | Unset):
+            gated_mlp (bool | None | Unset): A gated MLP (SwiGLU/GeGLU: gate, up and down, 3 matrices) or not (2 matrices).
+                Default:
+                gated unless `ffn == 4 * hidden` (GPT's MLP).
             head_dim (int | None | Unset): Dimension of one attention head (default `hidden / heads`; Qwen3 and GPT-OSS use
                 128 and
                 64 with other hidden sizes).
+            model_type (None | str | Unset): The Hugging Face `model_type` (from a `config.json`), when known: which decoder
+                family it is.
             moe (MoeSpec | None | Unset):
+            tied_embeddings (bool | Unset): The LM head shares the input embedding's weights (`tie_word_embeddings`): one
+                `V*h` matrix
+                is counted, except where a pipeline puts the embedding and the head on different stages
+                (each holds a copy). Default false.
     """
 
     ffn: int
@@ -44,8 +53,11 @@ class ModelArch:
     layers: int
     vocab: int
     diffusion: DiffusionSpec | None | Unset = UNSET
+    gated_mlp: bool | None | Unset = UNSET
     head_dim: int | None | Unset = UNSET
+    model_type: None | str | Unset = UNSET
     moe: MoeSpec | None | Unset = UNSET
+    tied_embeddings: bool | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -72,11 +84,23 @@ class ModelArch:
         else:
             diffusion = self.diffusion
 
+        gated_mlp: bool | None | Unset
+        if isinstance(self.gated_mlp, Unset):
+            gated_mlp = UNSET
+        else:
+            gated_mlp = self.gated_mlp
+
         head_dim: int | None | Unset
         if isinstance(self.head_dim, Unset):
             head_dim = UNSET
         else:
             head_dim = self.head_dim
+
+        model_type: None | str | Unset
+        if isinstance(self.model_type, Unset):
+            model_type = UNSET
+        else:
+            model_type = self.model_type
 
         moe: dict[str, Any] | None | Unset
         if isinstance(self.moe, Unset):
@@ -85,6 +109,8 @@ class ModelArch:
             moe = self.moe.to_dict()
         else:
             moe = self.moe
+
+        tied_embeddings = self.tied_embeddings
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -100,10 +126,16 @@ class ModelArch:
         )
         if diffusion is not UNSET:
             field_dict["diffusion"] = diffusion
+        if gated_mlp is not UNSET:
+            field_dict["gated_mlp"] = gated_mlp
         if head_dim is not UNSET:
             field_dict["head_dim"] = head_dim
+        if model_type is not UNSET:
+            field_dict["model_type"] = model_type
         if moe is not UNSET:
             field_dict["moe"] = moe
+        if tied_embeddings is not UNSET:
+            field_dict["tied_embeddings"] = tied_embeddings
 
         return field_dict
 
@@ -142,6 +174,15 @@ class ModelArch:
 
         diffusion = _parse_diffusion(d.pop("diffusion", UNSET))
 
+        def _parse_gated_mlp(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        gated_mlp = _parse_gated_mlp(d.pop("gated_mlp", UNSET))
+
         def _parse_head_dim(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -150,6 +191,15 @@ class ModelArch:
             return cast(int | None | Unset, data)
 
         head_dim = _parse_head_dim(d.pop("head_dim", UNSET))
+
+        def _parse_model_type(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        model_type = _parse_model_type(d.pop("model_type", UNSET))
 
         def _parse_moe(data: object) -> MoeSpec | None | Unset:
             if data is None:
@@ -168,6 +218,8 @@ class ModelArch:
 
         moe = _parse_moe(d.pop("moe", UNSET))
 
+        tied_embeddings = d.pop("tied_embeddings", UNSET)
+
         model_arch = cls(
             ffn=ffn,
             heads=heads,
@@ -176,8 +228,11 @@ class ModelArch:
             layers=layers,
             vocab=vocab,
             diffusion=diffusion,
+            gated_mlp=gated_mlp,
             head_dim=head_dim,
+            model_type=model_type,
             moe=moe,
+            tied_embeddings=tied_embeddings,
         )
 
         model_arch.additional_properties = d

@@ -24,7 +24,7 @@ class PlanRequest:
 
     Attributes:
         cluster (ClusterFields): Cluster fields: a catalog key (`gpu`) or a full `gpu_spec`.
-        model (ModelRef): The model: exactly one of `preset` and `architecture`.
+        model (ModelRef): The model: exactly one of `preset`, `architecture` and `hf_config`.
         workload (WorkloadFields): Workload fields as the API/CLI send them; defaults are filled by `resolve`.
         pins (Pins | Unset): Optional pins: a `Some` fixes that knob, `None` lets the search choose.
         top_n (int | None | Unset): Plans to return (default 10, at most 1000).
