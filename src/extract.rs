@@ -205,13 +205,31 @@ fn deserialize_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             let inner = err.into_inner();
             match inner.classify() {
                 serde_json::error::Category::Data => {
+                    let message = strip_position(&inner.to_string());
                     let field = if path == "." { "body".to_string() } else { path };
-                    Err(ApiError::Validation(vec![FieldError::new(field, strip_position(&inner.to_string()))]))
+                    Err(ApiError::Validation(vec![
+                        unknown_field(&field, &message).unwrap_or_else(|| FieldError::new(field, message)),
+                    ]))
                 }
                 _ => Err(ApiError::MalformedJson(inner.to_string())),
             }
         }
     }
+}
+
+/// Serde's "unknown field `TP`, expected one of `tp`, ..." at `pins`, as the field error of `pins.TP` itself:
+/// every request body refuses the fields its schema does not name (`additionalProperties: false`).
+fn unknown_field(at: &str, message: &str) -> Option<FieldError> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (name, expected) = rest.split_once('`')?;
+    let field = match at {
+        "body" => name.to_string(),
+        _ if at.ends_with(&format!(".{name}")) || at == name => at.to_string(),
+        _ => format!("{at}.{name}"),
+    };
+    let expected = expected.trim_start_matches(',').trim();
+    let expected = if expected.is_empty() { "no fields are allowed here".to_string() } else { expected.to_string() };
+    Some(FieldError::new(field, format!("unknown field; {expected}")))
 }
 
 /// Characters no text field of this API accepts (the rule is the wire protocol's: the agent replaces them in

@@ -421,7 +421,7 @@ pub struct UpdateLeaseRequest {
     /// Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
     /// stop notice; `null` turns the idle release off.
     #[serde(default, deserialize_with = "crate::extract::double_option")]
-    #[schema(value_type = Option<i32>, minimum = 10, maximum = 10080)]
+    #[schema(value_type = Option<i32>, minimum = 10, maximum = 10080, required = true)]
     pub idle_release_after_minutes: Option<Option<i32>>,
 }
 

@@ -35,6 +35,7 @@ mod readiness_e2e;
 mod replan_e2e;
 mod secrets;
 mod sessions;
+mod strict_requests;
 mod tenants;
 mod torch_e2e;
 mod webhooks;

@@ -58,6 +58,7 @@ pub const MAX_PARTS: usize = 4;
 
 /// A mixed-cluster planning request: the model and workload of a [`PlanRequest`], and the parts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MixedPlanRequest {
     pub model: ModelRef,
     pub workload: WorkloadFields,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 /// Mixture-of-experts layout of the FFN. Each expert is an FFN of `ffn` (the architecture's
 /// field); shared experts run on every token.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct MoeSpec {
     /// Routed experts per MoE layer.
     pub experts: u32,
@@ -33,6 +34,7 @@ pub struct MoeSpec {
 /// A diffusion model (e.g. Stable Diffusion XL): only inference is modelled, as data-parallel
 /// replicas producing images.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DiffusionSpec {
     /// Denoiser (UNet / DiT) parameters.
     pub unet_params: u64,
@@ -48,6 +50,7 @@ pub struct DiffusionSpec {
 ///
 /// Parameter count: see [`ModelArch::param_count`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ModelArch {
     pub layers: u32,
     pub hidden: u32,
@@ -138,6 +141,7 @@ pub enum LinkKind {
 
 /// One GPU model. Bandwidths in GB/s (decimal), throughput in dense TFLOP/s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct GpuSpec {
     pub key: String,
     pub name: String,
@@ -158,6 +162,7 @@ pub struct GpuSpec {
 /// Optional pins: a `Some` fixes that knob, `None` lets the search choose.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
+#[serde(deny_unknown_fields)]
 pub struct Pins {
     pub tp: Option<u32>,
     pub pp: Option<u32>,
@@ -221,6 +226,7 @@ pub enum StageSplit {
 
 /// The model: exactly one of `preset`, `architecture` and `hf_config`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ModelRef {
     #[serde(default)]
     pub preset: Option<String>,
@@ -286,6 +292,7 @@ pub struct HfConfig {
 
 /// Workload fields as the API/CLI send them; defaults are filled by `resolve`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WorkloadFields {
     pub kind: WorkloadKind,
     #[serde(default)]
@@ -346,6 +353,7 @@ impl ClusterFields {
 
 /// Cluster fields: a catalog key (`gpu`) or a full `gpu_spec`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ClusterFields {
     #[serde(default)]
     pub gpu: Option<String>,
@@ -370,6 +378,7 @@ pub struct ClusterFields {
 
 /// A planning request as the HTTP API and CLI deserialize it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PlanRequest {
     pub model: ModelRef,
     pub workload: WorkloadFields,
@@ -616,6 +625,7 @@ pub struct PoolOffer {
 /// What has to be done: training tokens, or a serving load.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(default)]
+#[serde(deny_unknown_fields)]
 pub struct AdviceTarget {
     /// Train/LoRA: total tokens to process.
     pub training_tokens: Option<u64>,

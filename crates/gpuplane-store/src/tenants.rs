@@ -18,6 +18,7 @@ pub enum TenantStatus {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct PoolQuota {
     pub pool_id: Uuid,
     /// GPUs the tenant may hold at once in this pool.
@@ -27,6 +28,7 @@ pub struct PoolQuota {
 
 /// Limits on what a tenant may hold at once. Absent (null) means unlimited.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct Quotas {
     #[schema(minimum = 0, maximum = 1000000)]
     pub max_concurrent_leases: Option<i32>,

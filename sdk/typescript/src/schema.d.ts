@@ -4522,7 +4522,7 @@ export interface components {
              * @description Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
              *     stop notice; `null` turns the idle release off.
              */
-            idle_release_after_minutes?: number | null;
+            idle_release_after_minutes: number | null;
         };
         /**
          * @example {

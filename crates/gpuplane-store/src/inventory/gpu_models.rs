@@ -11,6 +11,7 @@ use crate::StoreResult;
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(example = json!({"key": "h100", "name": "H100 SXM", "memory_bytes": 80000000000u64, "memory_bandwidth_gbps": 3350,
     "bf16_tflops": 989.0, "fp8_tflops": 1979.0, "gpu_link": "nvlink4", "gpu_link_gbps": 900, "host_link": "pcie5"}))]
+#[serde(deny_unknown_fields)]
 pub struct GpuModel {
     /// Catalog key, e.g. `h100`, `rtx4090`.
     #[schema(pattern = r"^[a-z0-9][a-z0-9._-]{0,62}$")]

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -29,7 +28,6 @@ class AdviceTarget:
     serving_tokens_per_s: float | None | Unset = UNSET
     tokens_per_request: int | None | Unset = UNSET
     training_tokens: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         requests_per_s: float | None | Unset
@@ -63,7 +61,7 @@ class AdviceTarget:
             training_tokens = self.training_tokens
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if requests_per_s is not UNSET:
             field_dict["requests_per_s"] = requests_per_s
@@ -139,21 +137,4 @@ class AdviceTarget:
             training_tokens=training_tokens,
         )
 
-        advice_target.additional_properties = d
         return advice_target
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -38,7 +37,6 @@ class ClusterFields:
     host_memory_gb: float | None | Unset = UNSET
     inter_node_gbps: float | None | Unset = UNSET
     rdma: bool | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.gpu_spec import GpuSpec
@@ -84,7 +82,7 @@ class ClusterFields:
             rdma = self.rdma
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "gpus": gpus,
@@ -184,21 +182,4 @@ class ClusterFields:
             rdma=rdma,
         )
 
-        cluster_fields.additional_properties = d
         return cluster_fields
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

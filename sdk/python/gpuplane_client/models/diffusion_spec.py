@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, Self, TypeVar
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 T = TypeVar("T", bound="DiffusionSpec")
 
@@ -25,7 +24,6 @@ class DiffusionSpec:
     text_encoder_params: int
     tflops_per_step: float
     unet_params: int
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         steps = self.steps
@@ -37,7 +35,7 @@ class DiffusionSpec:
         unet_params = self.unet_params
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "steps": steps,
@@ -67,21 +65,4 @@ class DiffusionSpec:
             unet_params=unet_params,
         )
 
-        diffusion_spec.additional_properties = d
         return diffusion_spec
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -40,7 +39,6 @@ class GpuModel:
     memory_bytes: int
     name: str
     fp8_tflops: float | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         bf16_tflops = self.bf16_tflops
@@ -66,7 +64,7 @@ class GpuModel:
             fp8_tflops = self.fp8_tflops
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "bf16_tflops": bf16_tflops,
@@ -124,21 +122,4 @@ class GpuModel:
             fp8_tflops=fp8_tflops,
         )
 
-        gpu_model.additional_properties = d
         return gpu_model
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -58,7 +57,6 @@ class ModelArch:
     model_type: None | str | Unset = UNSET
     moe: MoeSpec | None | Unset = UNSET
     tied_embeddings: bool | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.diffusion_spec import DiffusionSpec
@@ -113,7 +111,7 @@ class ModelArch:
         tied_embeddings = self.tied_embeddings
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "ffn": ffn,
@@ -235,21 +233,4 @@ class ModelArch:
             tied_embeddings=tied_embeddings,
         )
 
-        model_arch.additional_properties = d
         return model_arch
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -29,7 +28,6 @@ class ModelRef:
     architecture: ModelArch | None | Unset = UNSET
     hf_config: HfConfig | None | Unset = UNSET
     preset: None | str | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.hf_config import HfConfig
@@ -58,7 +56,7 @@ class ModelRef:
             preset = self.preset
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if architecture is not UNSET:
             field_dict["architecture"] = architecture
@@ -125,21 +123,4 @@ class ModelRef:
             preset=preset,
         )
 
-        model_ref.additional_properties = d
         return model_ref
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -35,7 +34,6 @@ class MoeSpec:
     dense_ffn: int | None | Unset = UNSET
     dense_layers: int | Unset = UNSET
     shared_experts: int | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         experts = self.experts
@@ -59,7 +57,7 @@ class MoeSpec:
         shared_experts = self.shared_experts
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "experts": experts,
@@ -115,21 +113,4 @@ class MoeSpec:
             shared_experts=shared_experts,
         )
 
-        moe_spec.additional_properties = d
         return moe_spec
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..models.offload import Offload
 from ..models.recompute import Recompute
@@ -42,7 +41,6 @@ class Pins:
     tp: int | None | Unset = UNSET
     vp: int | None | Unset = UNSET
     zero_stage: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         cp: int | None | Unset
@@ -116,7 +114,7 @@ class Pins:
             zero_stage = self.zero_stage
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if cp is not UNSET:
             field_dict["cp"] = cp
@@ -276,21 +274,4 @@ class Pins:
             zero_stage=zero_stage,
         )
 
-        pins.additional_properties = d
         return pins
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

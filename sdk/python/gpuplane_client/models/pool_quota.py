@@ -5,7 +5,6 @@ from typing import Any, Self, TypeVar
 from uuid import UUID
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 T = TypeVar("T", bound="PoolQuota")
 
@@ -20,7 +19,6 @@ class PoolQuota:
 
     max_gpus: int
     pool_id: UUID
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         max_gpus = self.max_gpus
@@ -28,7 +26,7 @@ class PoolQuota:
         pool_id = str(self.pool_id)
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "max_gpus": max_gpus,
@@ -50,21 +48,4 @@ class PoolQuota:
             pool_id=pool_id,
         )
 
-        pool_quota.additional_properties = d
         return pool_quota
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
 
@@ -28,7 +27,6 @@ class Quotas:
     max_concurrent_leases: int | None | Unset = UNSET
     max_gpus_per_pool: int | None | Unset = UNSET
     pools: list[PoolQuota] | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         max_concurrent_leases: int | None | Unset
@@ -51,7 +49,7 @@ class Quotas:
                 pools.append(pools_item)
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update({})
         if max_concurrent_leases is not UNSET:
             field_dict["max_concurrent_leases"] = max_concurrent_leases
@@ -103,21 +101,4 @@ class Quotas:
             pools=pools,
         )
 
-        quotas.additional_properties = d
         return quotas
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties

@@ -5,8 +5,6 @@ from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 
-from ..types import UNSET, Unset
-
 T = TypeVar("T", bound="UpdateLeaseRequest")
 
 
@@ -17,25 +15,24 @@ class UpdateLeaseRequest:
         {'idle_release_after_minutes': 60}
 
     Attributes:
-        idle_release_after_minutes (int | None | Unset): Release the lease once it has been idle this many minutes
-            (10-10080), after its running jobs got their
+        idle_release_after_minutes (int | None): Release the lease once it has been idle this many minutes (10-10080),
+            after its running jobs got their
             stop notice; `null` turns the idle release off.
     """
 
-    idle_release_after_minutes: int | None | Unset = UNSET
+    idle_release_after_minutes: int | None
 
     def to_dict(self) -> dict[str, Any]:
-        idle_release_after_minutes: int | None | Unset
-        if isinstance(self.idle_release_after_minutes, Unset):
-            idle_release_after_minutes = UNSET
-        else:
-            idle_release_after_minutes = self.idle_release_after_minutes
+        idle_release_after_minutes: int | None
+        idle_release_after_minutes = self.idle_release_after_minutes
 
         field_dict: dict[str, Any] = {}
 
-        field_dict.update({})
-        if idle_release_after_minutes is not UNSET:
-            field_dict["idle_release_after_minutes"] = idle_release_after_minutes
+        field_dict.update(
+            {
+                "idle_release_after_minutes": idle_release_after_minutes,
+            }
+        )
 
         return field_dict
 
@@ -43,15 +40,13 @@ class UpdateLeaseRequest:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
 
-        def _parse_idle_release_after_minutes(data: object) -> int | None | Unset:
+        def _parse_idle_release_after_minutes(data: object) -> int | None:
             if data is None:
                 return data
-            if isinstance(data, Unset):
-                return data
-            return cast(int | None | Unset, data)
+            return cast(int | None, data)
 
         idle_release_after_minutes = _parse_idle_release_after_minutes(
-            d.pop("idle_release_after_minutes", UNSET)
+            d.pop("idle_release_after_minutes")
         )
 
         update_lease_request = cls(

@@ -4,7 +4,6 @@ from collections.abc import Mapping
 from typing import Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
 
 from ..models.precision import Precision
 from ..models.workload_kind import WorkloadKind
@@ -36,7 +35,6 @@ class WorkloadFields:
     lora_rank: int | None | Unset = UNSET
     precision: Precision | Unset = UNSET
     seq_len: int | None | Unset = UNSET
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         kind = self.kind.value
@@ -76,7 +74,7 @@ class WorkloadFields:
             seq_len = self.seq_len
 
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
                 "kind": kind,
@@ -164,21 +162,4 @@ class WorkloadFields:
             seq_len=seq_len,
         )
 
-        workload_fields.additional_properties = d
         return workload_fields
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties
