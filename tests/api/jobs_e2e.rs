@@ -166,6 +166,22 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
     let again = job(&api, &tenant, &job_id).await;
     assert_eq!(again["nodes"][node_a_rank]["history"].as_array().unwrap().len(), 4);
 
+    // 5. A failed job's reason is the first error its ranks printed, though the kept tail has scrolled past it.
+    let script = crate::support::net::shared_with_jobs("first-error", &[("fail.py", FAILING_SCRIPT)]);
+    api.post("/v1/admin/templates", &op, json!({ "name": "runner", "argv": ["{command}"] })).await;
+    let command = ["/usr/bin/python3".to_string(), script.join("fail.py").display().to_string()];
+    let created = api.post(&jobs_path, &tenant, json!({ "template": "runner", "command": command })).await;
+    let job_id = created["id"].as_str().unwrap().to_string();
+    let failed = wait_job(&api, &tenant, &job_id, "the failing job ends", 60, |j| {
+        j["state"] == "failed" && node_states(j).iter().all(|s| s != "running")
+    })
+    .await;
+    let reason = failed["reason"].as_str().unwrap();
+    assert!(reason.ends_with("exit code 3: ValueError: the batch has 3 rows, the plan wants 8"), "{reason}");
+    let tail = failed["nodes"][0]["output_tail"].as_array().unwrap();
+    assert!(tail.iter().all(|l| !l.as_str().unwrap().contains("ValueError")), "the tail lost it: {tail:?}");
+    let _ = std::fs::remove_dir_all(&script);
+
     for agent in [&mut agent_a, &mut agent_b] {
         let _ = std::process::Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
         assert!(agent.wait().unwrap().success(), "the agent stops cleanly on SIGTERM");
@@ -174,3 +190,16 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
     let _ = std::fs::remove_dir_all(dir_a);
     let _ = std::fs::remove_dir_all(dir_b);
 }
+
+/// Fails as a training script does: a traceback, then more output than the service keeps, then an exit code.
+const FAILING_SCRIPT: &str = r#"
+import sys, traceback
+print("loading the data", flush=True)
+try:
+    raise ValueError("the batch has 3 rows, the plan wants 8")
+except ValueError:
+    traceback.print_exc()
+for i in range(80):
+    print(f"shutting down {i}: RuntimeWarning, see above", file=sys.stderr)
+sys.exit(3)
+"#;

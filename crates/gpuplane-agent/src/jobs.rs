@@ -95,6 +95,7 @@ struct JobExit {
     job_node_id: Uuid,
     code: Option<i32>,
     tail: Vec<String>,
+    first_error: Option<String>,
 }
 
 /// The signal a stop notice sends to the processes that catch it.
@@ -211,7 +212,7 @@ impl JobRunner {
             Owner::Job(id) => id,
             Owner::Environment(lease_id) => return self.environments.on_exit(lease_id, exit.code, exit.tail),
         };
-        let exit = JobExit { job_node_id, code: exit.code, tail: exit.tail };
+        let exit = JobExit { job_node_id, code: exit.code, tail: exit.tail, first_error: exit.first_error };
         // Its last steps are read before it is forgotten.
         self.collect_steps_of(job_node_id);
         let (stopping, noticed) = match self.running.remove(&exit.job_node_id) {
@@ -223,6 +224,11 @@ impl JobRunner {
         }
         self.persist_or_warn();
         let (state, reason) = exit_outcome(stopping, noticed.as_ref(), exit.code);
+        // A failure's reason says what the job printed first as an error, not only how it exited.
+        let reason = match (state, reason, exit.first_error) {
+            (ReportedState::Failed, Some(reason), Some(error)) => Some(format!("{reason}: {error}")),
+            (_, reason, _) => reason,
+        };
         tracing::info!(job_node.id = %exit.job_node_id, ?state, code = ?exit.code, "job process ended");
         self.outbox
             .push((exit.job_node_id, AssignmentStatus { state, exit_code: exit.code, output_tail: exit.tail, reason }));

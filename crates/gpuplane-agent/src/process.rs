@@ -14,12 +14,39 @@ use uuid::Uuid;
 use super::launch::Prepared;
 use gpuplane_protocol::jobs::{OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES};
 
-/// The last lines of a process's output.
+/// The last lines of a process's output, and the first error it printed (which the tail may no longer hold:
+/// torchrun's report of a failed rank follows it by dozens of lines).
 #[derive(Default)]
 pub struct Tail {
     lines: VecDeque<String>,
     /// Bumped on every line, so a changed tail can be reported while the process runs.
     version: u64,
+    first_error: Option<String>,
+}
+
+/// Longest first error kept for a job's reason.
+const FIRST_ERROR_CHARS: usize = 400;
+
+/// The error a line states, if it states one as Python does at the end of a traceback
+/// (`[rank1]: ValueError: ...`, `gpuplane_runtime.errors.PlanMismatchError: ...`, `torch.OutOfMemoryError: ...`):
+/// an exception's dotted name ending in `Error` or `Exception`, a colon and a message. Torchrun's own summary
+/// (`ChildFailedError`) is not the cause, and neither is a line of source code that names an exception.
+pub fn error_in(line: &str) -> Option<String> {
+    let text = line.trim();
+    // torchrun prefixes a rank's output with `[rank3]:` (or `[default0]:`) when it tees it.
+    let text = match text.strip_prefix('[').and_then(|rest| rest.split_once("]:")) {
+        Some((_, after)) => after.trim_start(),
+        None => text,
+    };
+    let (name, message) = text.split_once(": ")?;
+    let simple = name.rsplit('.').next().unwrap_or(name);
+    let is_exception = (simple.ends_with("Error") || simple.ends_with("Exception"))
+        && name.split('.').all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        && simple.chars().next().is_some_and(|c| c.is_ascii_uppercase());
+    if !is_exception || simple == "ChildFailedError" || message.trim().is_empty() {
+        return None;
+    }
+    Some(text.chars().take(FIRST_ERROR_CHARS).collect())
 }
 
 pub type SharedTail = Arc<Mutex<Tail>>;
@@ -31,8 +58,16 @@ pub fn push_line(tail: &SharedTail, line: &str) {
     }
     // A job may print any bytes; the service refuses a report holding control characters (NUL among them).
     let line = gpuplane_protocol::text::replace_forbidden(line);
+    if tail.first_error.is_none() {
+        tail.first_error = error_in(&line);
+    }
     tail.lines.push_back(line.chars().take(OUTPUT_LINE_CHARS).collect());
     tail.version += 1;
+}
+
+/// The first error the process printed, if any.
+pub fn first_error(tail: &SharedTail) -> Option<String> {
+    tail.lock().unwrap_or_else(|e| e.into_inner()).first_error.clone()
 }
 
 pub fn snapshot(tail: &SharedTail) -> (Vec<String>, u64) {
@@ -46,6 +81,8 @@ pub struct Exited {
     /// Exit code, or 128 + signal.
     pub code: Option<i32>,
     pub tail: Vec<String>,
+    /// The first error it printed ([`error_in`]).
+    pub first_error: Option<String>,
 }
 
 /// Whose process ended.
@@ -105,7 +142,7 @@ pub fn spawn_process(
             use std::os::unix::process::ExitStatusExt;
             s.code().or_else(|| s.signal().map(|sig| 128 + sig))
         });
-        let _ = exits.send(Exited { owner, code, tail: snapshot(&watched).0 });
+        let _ = exits.send(Exited { owner, code, tail: snapshot(&watched).0, first_error: first_error(&watched) });
     });
     Ok((pid, tail))
 }
@@ -147,5 +184,39 @@ mod tests {
         );
         assert_eq!(lines.last().unwrap().len(), OUTPUT_LINE_CHARS);
         assert_eq!(version, 122);
+    }
+
+    #[test]
+    fn the_first_error_is_the_exception_a_rank_raised_first() {
+        for (line, want) in [
+            ("[rank1]: ValueError: the batch has 3 rows", Some("ValueError: the batch has 3 rows")),
+            (
+                "gpuplane_runtime.errors.PlanMismatchError: tp 4 does not divide 2 kv heads",
+                Some("gpuplane_runtime.errors.PlanMismatchError: tp 4 does not divide 2 kv heads"),
+            ),
+            (
+                "[default0]:torch.OutOfMemoryError: CUDA out of memory",
+                Some("torch.OutOfMemoryError: CUDA out of memory"),
+            ),
+            ("KeyboardInterruptException: x", Some("KeyboardInterruptException: x")),
+            ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ", None),
+            ("    raise ValueError(f\"bad: {x}\")", None),
+            ("Traceback (most recent call last):", None),
+            ("step 3 loss 2.5", None),
+            ("error: something", None),
+            ("W1204 warnings.warn(UserWarning: x)", None),
+            ("ValueError:", None),
+        ] {
+            assert_eq!(error_in(line).as_deref(), want, "{line}");
+        }
+        let tail: SharedTail = Arc::default();
+        push_line(&tail, "Traceback (most recent call last):");
+        push_line(&tail, "RuntimeError: first");
+        push_line(&tail, "RuntimeError: second");
+        push_line(&tail, &format!("ValueError: {}", "x".repeat(1000)));
+        assert_eq!(first_error(&tail).as_deref(), Some("RuntimeError: first"));
+        let long: SharedTail = Arc::default();
+        push_line(&long, &format!("ValueError: {}", "x".repeat(1000)));
+        assert_eq!(first_error(&long).unwrap().chars().count(), FIRST_ERROR_CHARS);
     }
 }
