@@ -369,12 +369,9 @@ fn plan(args: &PlanArgs) -> anyhow::Result<()> {
         Ok(result) => print!("{}", crate::planner::render_table(&result)),
         Err(err) if args.json => {
             println!("{}", serde_json::to_string_pretty(&err)?);
-            anyhow::bail!("{err}");
+            anyhow::bail!("{}", workload::cli_error(&err));
         }
-        Err(crate::planner::PlanError::Infeasible { reason, hints, .. }) if !hints.is_empty() => {
-            anyhow::bail!("{reason}\nhint: {}", hints.join("\nhint: "))
-        }
-        Err(err) => anyhow::bail!("{err}"),
+        Err(err) => anyhow::bail!("{}", workload::cli_error(&err)),
     }
     Ok(())
 }

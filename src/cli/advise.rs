@@ -140,9 +140,9 @@ pub async fn run(args: &AdviseArgs) -> anyhow::Result<()> {
         }
         Err(err) if args.json => {
             println!("{}", serde_json::to_string_pretty(&err)?);
-            anyhow::bail!("{err}");
+            anyhow::bail!("{}", super::workload::cli_error(&err));
         }
-        Err(err) => anyhow::bail!("{err}"),
+        Err(err) => anyhow::bail!("{}", super::workload::cli_error(&err)),
     }
     Ok(())
 }

@@ -118,3 +118,70 @@ impl WorkloadArgs {
         ))
     }
 }
+
+/// The command-line flag that sets an API request field, so the CLI's errors name what its user typed:
+/// `target.training_tokens` is `--tokens`. `None` for a field no flag sets.
+pub fn flag_for(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "model" | "model.preset" => "--model",
+        "model.architecture.layers" => "--layers",
+        "model.architecture.hidden" => "--hidden",
+        "model.architecture.heads" => "--heads",
+        "model.architecture.kv_heads" => "--kv-heads",
+        "model.architecture.ffn" => "--ffn",
+        "model.architecture.vocab" => "--vocab",
+        "model.architecture.moe.experts" => "--experts",
+        "model.architecture.moe.experts_per_token" => "--experts-per-token",
+        "model.architecture.moe.shared_experts" => "--shared-experts",
+        "model.architecture.moe.dense_layers" => "--dense-layers",
+        "model.architecture.moe.dense_ffn" => "--dense-ffn",
+        "model.architecture.moe.capacity_factor" => "--capacity-factor",
+        "workload" | "workload.kind" => "--workload",
+        "workload.precision" => "--precision",
+        "workload.seq_len" => "--seq",
+        "workload.global_batch" => "--global-batch",
+        "workload.lora_rank" => "--lora-rank",
+        "workload.context_len" => "--context",
+        "workload.concurrent_seqs" => "--concurrent",
+        "target.training_tokens" => "--tokens",
+        "target.serving_tokens_per_s" => "--serving-tokens-per-s",
+        "target.requests_per_s" => "--requests-per-s",
+        "target.tokens_per_request" => "--tokens-per-request",
+        "target.serving_hours" => "--serving-hours",
+        "deadline_hours" => "--deadline-hours",
+        "budget_minor" => "--budget-minor",
+        "pools" => "--pool",
+        "cluster.gpu" => "--gpu",
+        "cluster.gpus" => "--gpus",
+        "cluster.gpus_per_node" => "--gpus-per-node",
+        "cluster.inter_node_gbps" => "--inter-node-gbps",
+        "cluster.host_memory_gb" => "--host-memory-gb",
+        "pins.tp" => "--tp",
+        "pins.cp" => "--cp",
+        "pins.ep" => "--ep",
+        "pins.pp" => "--pp",
+        "pins.dp" => "--dp",
+        "pins.vp" => "--vp",
+        "pins.micro_batch" => "--micro-batch",
+        "pins.zero_stage" => "--zero",
+        "pins.recompute" => "--recompute",
+        "pins.sequence_parallel" => "--sequence-parallel",
+        "pins.offload" => "--offload",
+        "top_n" => "--top",
+        _ => return None,
+    })
+}
+
+/// A planner error as the command line says it: an invalid field named by its flag when one sets it.
+pub fn cli_error(err: &crate::planner::PlanError) -> String {
+    match err {
+        crate::planner::PlanError::Invalid { field, message } => match flag_for(field) {
+            Some(flag) => format!("invalid {flag}: {message}"),
+            None => format!("invalid {field}: {message}"),
+        },
+        crate::planner::PlanError::Infeasible { reason, hints, .. } if !hints.is_empty() => {
+            format!("{reason}\nhint: {}", hints.join("\nhint: "))
+        }
+        other => other.to_string(),
+    }
+}

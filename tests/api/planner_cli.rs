@@ -86,6 +86,20 @@ fn did_you_mean_offers_the_closest_name() {
     let out = gpuplane(&["plan", "--model", "lama3-70b", "--gpu", "h100", "--gpus", "8"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean 'llama3-70b'"));
     stdout(&gpuplane(&["plan", "--model", "mistral-7b-v0.3", "--gpu", "h100", "--gpus", "8"]));
+    // A card's model number alone finds it.
+    let out = gpuplane(&["plan", "--model", "llama2-7b", "--gpu", "4090", "--gpus", "8"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("did you mean 'rtx4090'"), "{out:?}");
+}
+
+#[test]
+fn errors_name_the_flags_the_user_typed_not_the_apis_fields() {
+    let out = gpuplane(&["advise", "--model", "llama2-7b", "--workload", "lora", "--pool", "rtx4090:16@69"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid --tokens: ") && !err.contains("target.training_tokens"), "{err}");
+    let out = gpuplane(&["plan", "--model", "llama2-7b", "--gpu", "h100", "--gpus", "8", "--tp", "0"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("invalid --tp: ") && !err.contains("pins.tp"), "{err}");
 }
 
 const DEMO_LORA: [&str; 10] =
@@ -111,7 +125,7 @@ fn advise_prints_the_frontier_over_given_pools() {
     let out = gpuplane(&[&["advise"][..], &DEMO_LORA, &["--pool", "b200@5"]].concat());
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("expected GPU:FREE"));
     let out = gpuplane(&["advise", "--model", "llama2-7b", "--pool", "b200:8@599"]);
-    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("training_tokens"));
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("invalid --tokens"));
 }
 
 /// `gpuplane advise` over the platform's pools answers what `POST /v1/advice` answers: one engine.

@@ -74,7 +74,8 @@ fn family(name: &str) -> String {
 }
 
 /// The names of `known` closest to `given` (case-insensitive), never a far one:
-/// 1. those it is a prefix of ("mixtral" -> both Mixtrals), else those that are a prefix of it;
+/// 1. those it is a prefix of ("mixtral" -> both Mixtrals), else those that are a prefix of it, else, for a
+///    model number, those that hold it ("4090" -> "rtx4090");
 /// 2. else the nearest by edit distance among names of its family ("llama-7b" -> "llama2-7b"),
 ///    within a third of its length (at least 2);
 /// 3. else, when no name shares its family, only a typo away: the nearest within a sixth of its
@@ -100,6 +101,13 @@ pub fn suggestions<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) ->
             .collect();
         if !prefixed.is_empty() {
             return prefixed;
+        }
+    }
+    // A model number alone names the card it is in ("4090" -> "rtx4090").
+    if gs.len() >= 3 && gs.chars().any(|c| c.is_ascii_digit()) {
+        let containing: Vec<&str> = known.iter().copied().filter(|k| strip(k).contains(&gs)).collect();
+        if !containing.is_empty() {
+            return containing;
         }
     }
     let len = g.chars().count();

@@ -1200,6 +1200,8 @@ fn did_you_mean_prefers_the_family_and_never_offers_a_far_name() {
     assert_eq!(suggestions("qwen2.5-8b", preset_names()), vec!["qwen2.5-7b"]);
     let keys = gpu_keys();
     assert_eq!(suggestions("a100", keys.iter().map(String::as_str)), vec!["a100-40g", "a100-80g"]);
+    assert_eq!(suggestions("4090", keys.iter().map(String::as_str)), vec!["rtx4090"]);
+    assert!(suggestions("40", keys.iter().map(String::as_str)).is_empty(), "too short to name a card");
 }
 
 #[test]
