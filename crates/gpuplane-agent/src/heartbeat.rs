@@ -192,7 +192,7 @@ impl Agent {
                 }
                 && self.facts.launchers.as_ref() != Some(&found)
             {
-                tracing::info!(launchers = ?found, "the launchers on the PATH jobs see changed");
+                tracing::info!(launchers = %super::launchers::describe(Some(&found)), "the launchers on the PATH jobs see changed");
                 launchers_changed = Some(found);
             }
             let request = HeartbeatRequest {

@@ -103,6 +103,23 @@ pub fn version_in(text: &str) -> Option<String> {
         .map(|t| t.chars().filter(|c| !c.is_control()).take(MAX_LAUNCHER_VERSION_CHARS).collect())
 }
 
+/// The launchers as a log line says them: `python3 3.11.2, torchrun 2.9.1, sshd (version not told)`; `none`
+/// when nothing was found, `not looked for` without a lookup.
+pub fn describe(found: Option<&gpuplane_protocol::agent::Launchers>) -> String {
+    let Some(found) = found else { return "not looked for".to_string() };
+    if found.is_empty() {
+        return "none".to_string();
+    }
+    found
+        .iter()
+        .map(|(name, version)| match version {
+            Some(version) => format!("{name} {version}"),
+            None => format!("{name} (version not told)"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +150,13 @@ mod tests {
                 "{found:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_launcher_without_a_version_is_said_plainly() {
+        let found = [("sshd".to_string(), None), ("torchrun".to_string(), Some("2.9.1".to_string()))].into();
+        assert_eq!(describe(Some(&found)), "sshd (version not told), torchrun 2.9.1");
+        assert_eq!(describe(Some(&Default::default())), "none");
+        assert_eq!(describe(None), "not looked for");
     }
 }

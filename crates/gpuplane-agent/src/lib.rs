@@ -73,7 +73,7 @@ pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let mut facts = node_facts(&args, &hostname, source.as_mut())?;
-    tracing::info!(launchers = ?facts.launchers, "launchers found on the PATH jobs see");
+    tracing::info!(launchers = %launchers::describe(facts.launchers.as_ref()), "launchers found on the PATH jobs see");
     let shutdown = CancellationToken::new();
     crate::signals::cancel_on_signal(shutdown.clone());
     let echo_delay = std::time::Duration::from_millis(args.simulate_echo_delay_ms);

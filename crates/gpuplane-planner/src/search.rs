@@ -152,6 +152,20 @@ fn workload_label(w: &Workload) -> &'static str {
     }
 }
 
+/// A pin that no cluster size can satisfy because the model does not divide by it (training splits query groups,
+/// never replicates them): said as the rule it breaks, e.g. "tp 4 does not divide the 2 key/value heads".
+fn pinned_cause(input: &PlanInput) -> Option<String> {
+    if matches!(input.workload, Workload::Inference(_)) {
+        return None;
+    }
+    let m = &input.model;
+    let tp = input.pins.tp.filter(|tp| *tp > 1)?;
+    let broken = [(m.heads, "attention heads"), (m.kv_heads, "key/value heads"), (m.hidden, "hidden size")]
+        .into_iter()
+        .find(|(n, _)| !n.is_multiple_of(tp))?;
+    Some(format!("the pinned tp {tp} does not divide the {} {}", broken.0, broken.1))
+}
+
 fn infeasible(input: &PlanInput, out: &Searched) -> PlanError {
     let (min_needed, any_divisible, min_host) = (out.min_needed, out.any_divisible, out.min_host);
     let c = &input.cluster;
@@ -162,7 +176,10 @@ fn infeasible(input: &PlanInput, out: &Searched) -> PlanError {
     let hold = n as f64 * c.gpu.memory_bytes as f64 / 1e9;
     let fit = smallest_fit(input);
     let needed = if min_needed.is_finite() { min_needed } else { 0.0 };
-    let reason = if !any_divisible {
+    let pinned = pinned_cause(input);
+    let reason = if let (false, Some(cause)) = (any_divisible, &pinned) {
+        format!("{} {label}: {cause}; no number of GPUs changes that", input.model_name)
+    } else if !any_divisible {
         format!(
             "{} {label}: no split of {n} x {name} satisfies the divisibility rules (heads {}, layers {}, global batch and pins); {}",
             input.model_name,

@@ -211,7 +211,17 @@ fn fully_pinned_evaluates_one_plan() {
     req.pins.dp = None;
     match plan(&req.resolve().unwrap()) {
         Err(PlanError::Infeasible { reason, .. }) => {
-            assert!(reason.contains("divisibility"), "{reason}")
+            assert!(reason.contains("the pinned tp 3 does not divide the 32 attention heads"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // A pin the query heads take but the key/value heads do not: said as that rule, not "no cluster size works".
+    req.model = ModelRef::preset("llama3-70b");
+    req.pins = Pins { tp: Some(16), ..Pins::default() };
+    match plan(&req.resolve().unwrap()) {
+        Err(PlanError::Infeasible { reason, .. }) => {
+            assert!(reason.contains("the pinned tp 16 does not divide the 8 key/value heads"), "{reason}");
+            assert!(!reason.contains("no cluster size"), "{reason}");
         }
         other => panic!("{other:?}"),
     }
