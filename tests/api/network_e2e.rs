@@ -184,9 +184,29 @@ async fn a_lease_reaches_its_own_nodes_and_nothing_else(db: PgPool) {
     for mut service in services {
         let _ = service.kill();
     }
+    // A stopped agent leaves the host's network as it found it: its leases' namespaces (and with them their
+    // veths) and its nftables table go, though the leases still run (a restart makes them anew).
+    let lease_namespaces = || -> Vec<String> {
+        std::fs::read_dir("/run/netns")
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("gpuplane-") && (name.ends_with(&lease_a) || name.ends_with(&lease_b)))
+            .collect()
+    };
+    let tables = |host: usize| -> String {
+        let out = net.on(host, Command::new("nft").args(["list", "tables"])).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(lease_namespaces().len(), 3, "A on both hosts, B on one: {:?}", lease_namespaces());
+    assert!((0..2).all(|host| tables(host).contains("gpuplane_")), "each agent's table is there while it runs");
     for mut agent in agents {
         let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
         let _ = agent.wait();
+    }
+    assert_eq!(lease_namespaces(), Vec::<String>::new(), "the stopped agents left lease namespaces");
+    for host in 0..2 {
+        assert!(!tables(host).contains("gpuplane_"), "host {host} keeps a table: {}", tables(host));
     }
     terminate(&mut server);
     for dir in dirs {

@@ -565,20 +565,23 @@ impl JobRunner {
     pub async fn shutdown(&mut self, client: &ServiceClient, token: &str) {
         self.environments.kill_all(&self.host);
         let ids: Vec<Uuid> = self.running.keys().copied().collect();
-        if ids.is_empty() {
-            return;
-        }
-        for id in ids {
-            self.stop(id, StopReason::AgentShutdown);
-        }
-        let deadline = tokio::time::Instant::now() + self.grace + Duration::from_secs(2);
-        while !self.running.is_empty() {
-            match tokio::time::timeout_at(deadline, self.exits_rx.recv()).await {
-                Ok(Some(exit)) => self.on_exit(exit),
-                _ => break,
+        if !ids.is_empty() {
+            for id in ids {
+                self.stop(id, StopReason::AgentShutdown);
             }
+            let deadline = tokio::time::Instant::now() + self.grace + Duration::from_secs(2);
+            while !self.running.is_empty() {
+                match tokio::time::timeout_at(deadline, self.exits_rx.recv()).await {
+                    Ok(Some(exit)) => self.on_exit(exit),
+                    _ => break,
+                }
+            }
+            let _ = tokio::time::timeout(Duration::from_secs(5), self.flush(client, token)).await;
         }
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.flush(client, token)).await;
+        // Nothing of the leases runs any more: what the agent made for them on the host goes too.
+        if let Some(network) = &self.host.network {
+            network.tear_down();
+        }
     }
 }
 

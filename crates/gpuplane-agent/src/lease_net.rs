@@ -101,7 +101,13 @@ impl LeaseNetworks {
             nsenter: find("nsenter", "util-linux")?,
             leases: Mutex::new(HashMap::new()),
         };
-        std::fs::write("/proc/sys/net/ipv4/ip_forward", "1").context("enabling IPv4 forwarding")?;
+        let forwarding = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap_or_default();
+        if forwarding.trim() != "1" {
+            std::fs::write("/proc/sys/net/ipv4/ip_forward", "1").context("enabling IPv4 forwarding")?;
+            tracing::info!(
+                "turned IPv4 forwarding on (net.ipv4.ip_forward=1): lease namespaces route through the host"
+            );
+        }
         networks.nft_script(&networks.table_script())?;
         networks.remove_stale();
         Ok(networks)
@@ -345,6 +351,21 @@ impl LeaseNetworks {
         {
             tracing::warn!(lease.id = %lease_id, err = format!("{err:#}"), "could not remove the lease's network namespace");
         }
+    }
+
+    /// The agent is stopping (its leases' processes have ended): every lease's namespace, veth, routes to peers
+    /// and the agent's nftables table go, so a stopped agent leaves the host's network as it found it. The next
+    /// start makes its listed leases' anew.
+    pub fn tear_down(&self) {
+        let known: Vec<Uuid> = self.leases.lock().unwrap_or_else(|e| e.into_inner()).keys().copied().collect();
+        for lease_id in known {
+            self.remove(lease_id);
+        }
+        self.remove_stale();
+        if let Err(err) = self.nft_script(&format!("delete table inet {}\n", self.table())) {
+            tracing::warn!(err = format!("{err:#}"), "could not remove the agent's nftables table");
+        }
+        tracing::info!(table = %self.table(), "lease networks removed");
     }
 
     fn ip(&self, args: &[&str]) -> anyhow::Result<()> {
