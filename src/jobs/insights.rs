@@ -106,7 +106,7 @@ fn suggestion_for(plan: &Plan, pcie_only: bool) -> String {
         )
     } else if plan.zero_stage == 3 && plan.comm_fraction > COMM_BOUND_FRACTION {
         "ZeRO stage 2 instead of 3 (pin `zero_stage`): stage 3 gathers every layer's weights in each step".to_string()
-    } else if headroom < 0.75 {
+    } else if headroom < 0.75 && doubled_micro_batch_fits(plan) {
         format!(
             "a larger micro-batch: {} -> {} (pin `micro_batch`); the plan uses {:.0}% of GPU memory, so there is room",
             plan.micro_batch,
@@ -117,6 +117,24 @@ fn suggestion_for(plan: &Plan, pcie_only: bool) -> String {
         format!("ZeRO stage {} to free memory for a larger micro-batch than {}", plan.zero_stage + 1, plan.micro_batch)
     } else {
         "check the input pipeline (data loading, preprocessing): the GPUs wait for work".to_string()
+    }
+}
+
+/// Whether the plan can take twice its micro-batch as it is: the global batch still divides (half the
+/// accumulation steps, a whole number), the micro-batch stays within the planner's 64, and a pipeline keeps at
+/// least as many micro-batches in flight as it has stages.
+fn doubled_micro_batch_fits(plan: &Plan) -> bool {
+    plan.grad_accum.is_multiple_of(2) && plan.micro_batch * 2 <= 64 && plan.grad_accum / 2 >= plan.pp
+}
+
+/// A duration as people read it: `1.25 s`, `3.4 ms`, `420 µs` (a plan's step on an H100 can be under 1 ms).
+fn seconds_text(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else if s >= 1e-3 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{:.0} µs", s * 1e6)
     }
 }
 
@@ -161,8 +179,10 @@ pub fn assess(input: &InsightInput<'_>) -> Vec<Insight> {
         out.push(Insight {
             kind: "slower_than_plan".into(),
             message: format!(
-                "the median step took {:.3} s over {} steps, {ratio:.1}x the {:.3} s the plan predicted",
-                steps.median_step_time_s, steps.steps, plan.step_time_s
+                "the median step took {} over {} steps, {ratio:.1}x the {} the plan predicted",
+                seconds_text(steps.median_step_time_s),
+                steps.steps,
+                seconds_text(plan.step_time_s)
             ),
             suggestion: suggestion_for(plan, input.pcie_only),
             figures: serde_json::json!({ "steps": steps, "plan": plan_figures(plan), "threshold_ratio": SLOW_STEP_RATIO }),
@@ -308,6 +328,10 @@ pub(crate) mod tests {
         let found = assess(&input);
         assert_eq!(kinds(&found), ["low_utilization"]);
         assert!(found[0].suggestion.contains("micro-batch: 2 -> 4"), "{}", found[0].suggestion);
+        // Never a micro-batch the plan cannot take: an odd accumulation count does not halve.
+        let odd = Plan { grad_accum: 3, global_batch: 48, ..p.clone() };
+        let found_odd = assess(&InsightInput { plan: Some(&odd), ..input });
+        assert!(!found_odd[0].suggestion.contains("micro-batch"), "{}", found_odd[0].suggestion);
         assert!(found[0].message.contains("41%"));
         assert_eq!(found[0].figures["measured"]["samples"], 1200);
         assert_eq!(found[0].figures["plan"]["micro_batch"], 2);
@@ -384,6 +408,18 @@ pub(crate) mod tests {
             .join(",")
         };
         assert_eq!(judge(&steps(20, 2.0)), "slower_than_plan");
+        let said = assess(&InsightInput {
+            plan: Some(&Plan { step_time_s: 0.000_35, ..p.clone() }),
+            measured: measured(93.0, 900),
+            pcie_only: false,
+            min_gpus_per_node: 8,
+            steps: Some(&MeasuredSteps { step_time_vs_plan: Some(2390.3), ..steps(20, 0.836) }),
+            replan_suggestion: None,
+        });
+        assert!(
+            said[0].message.contains("took 836.0 ms") && said[0].message.contains("the 350 µs the plan"),
+            "{said:?}"
+        );
         assert_eq!(judge(&steps(20, 1.4)), "", "within the tolerance");
         assert_eq!(judge(&steps(3, 5.0)), "", "too few steps to judge");
     }
