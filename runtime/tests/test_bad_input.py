@@ -222,3 +222,37 @@ def test_stalled_rank_fails_its_peers_after_the_collective_timeout(tmp_path: Pat
     assert "step 2: a collective failed; a peer rank died or did not answer within the collective timeout (5 s)" in (
         run.output
     ), run.output[-3000:]
+
+
+def test_a_node_that_never_joins_fails_the_rendezvous_within_its_bound(tmp_path: Path) -> None:
+    """The service renders ``--rdzv-conf=timeout=N`` for multi-node jobs (src/jobs/launch_specs.rs): torchrun then
+    gives up on a peer that never arrives after N seconds, with an error the agent reports as the job's reason,
+    instead of retrying for its default 10 minutes."""
+    import subprocess
+    import sys
+    import time
+
+    started = time.monotonic()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes=2",
+            "--nproc-per-node=1",
+            "--node-rank=0",
+            "--master-addr=127.0.0.1",
+            "--master-port=29977",
+            "--rdzv-conf=timeout=5",
+            "--no-python",
+            "/bin/true",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0, proc.stdout[-2000:]
+    assert "DistStoreError: Timed out after" in proc.stdout and "1/2 clients joined" in proc.stdout, proc.stdout[-2000:]
+    assert time.monotonic() - started < 60, "bounded by the rendezvous timeout, not torchrun's 600 s default"

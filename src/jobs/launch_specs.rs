@@ -230,6 +230,12 @@ struct NodeCtx<'a> {
     uneven: bool,
 }
 
+/// How long a multi-node job's nodes wait for each other at torchrun's rendezvous before they fail (torchrun's
+/// own default is 600 s, retried in silence): nodes that cannot reach each other fail the job within this with
+/// torchrun's error (`DistStoreError: Timed out after 300 seconds waiting for clients. 1/2 clients joined.`),
+/// which the agent reports as the job's reason. The bound covers starting the processes, not loading the model.
+pub const RENDEZVOUS_TIMEOUT_S: u32 = 300;
+
 fn torchrun(ctx: &NodeCtx<'_>, script: &[String]) -> Vec<String> {
     let mut argv =
         vec!["torchrun".to_string(), format!("--nnodes={}", ctx.nnodes), format!("--nproc-per-node={}", ctx.nproc)];
@@ -238,6 +244,7 @@ fn torchrun(ctx: &NodeCtx<'_>, script: &[String]) -> Vec<String> {
             "--rdzv-backend=c10d".to_string(),
             format!("--rdzv-endpoint={}:{}", ctx.master_addr, ctx.master_port),
             format!("--rdzv-id={}", ctx.job_id),
+            format!("--rdzv-conf=join_timeout={RENDEZVOUS_TIMEOUT_S}"),
         ]);
     } else {
         argv.extend([
@@ -245,6 +252,9 @@ fn torchrun(ctx: &NodeCtx<'_>, script: &[String]) -> Vec<String> {
             format!("--master-addr={}", ctx.master_addr),
             format!("--master-port={}", ctx.master_port),
         ]);
+        if ctx.nnodes > 1 {
+            argv.push(format!("--rdzv-conf=timeout={RENDEZVOUS_TIMEOUT_S}"));
+        }
     }
     // torchrun runs a .py file with Python itself; anything else (e.g. `python3 train.py`) runs as is.
     if !script.first().is_some_and(|s| s.ends_with(".py")) {
@@ -937,6 +947,8 @@ mod tests {
         for spec in &specs {
             assert_eq!(spec.argv[0], "torchrun");
             assert_eq!(spec.argv.last().unwrap(), "train.py");
+            // Two nodes: they wait for each other at most this long.
+            assert!(spec.argv.iter().any(|a| a == "--rdzv-conf=timeout=300"), "{:?}", spec.argv);
             assert_eq!(spec.env[PLAN_FILE_ENV], PLAN_FILE);
             assert_eq!(spec.env[STEPS_FILE_ENV], STEPS_FILE);
             let file = spec.files.iter().find(|f| f.path == PLAN_FILE).expect("the plan file");
@@ -1015,6 +1027,7 @@ mod tests {
             render(&input(&nodes, TemplateChoice::Builtin(Builtin::TorchrunDdp), Some((&pi, &plan)), &command, &empty))
                 .unwrap();
         assert!(specs[1].argv.iter().any(|a| a == "--rdzv-endpoint=10.0.0.1:29500"));
+        assert!(specs[1].argv.iter().any(|a| a == "--rdzv-conf=join_timeout=300"), "{:?}", specs[1].argv);
         assert_eq!(specs[1].argv.last().unwrap(), "train.py");
         assert_eq!(specs[0].env["WORLD_SIZE"], "8");
         assert_eq!(specs[1].env["NPROC_PER_NODE"], "2");
