@@ -160,10 +160,8 @@ fn pinned_cause(input: &PlanInput) -> Option<String> {
     }
     let m = &input.model;
     let tp = input.pins.tp.filter(|tp| *tp > 1)?;
-    let broken = [(m.heads, "attention heads"), (m.kv_heads, "key/value heads"), (m.hidden, "hidden size")]
-        .into_iter()
-        .find(|(n, _)| !n.is_multiple_of(tp))?;
-    Some(format!("the pinned tp {tp} does not divide the {} {}", broken.0, broken.1))
+    let (count, what) = train::tp_unsplittable(m.heads, m.kv_heads, m.hidden, tp)?;
+    Some(format!("the pinned tp {tp} does not divide the {count} {what}"))
 }
 
 fn infeasible(input: &PlanInput, out: &Searched) -> PlanError {

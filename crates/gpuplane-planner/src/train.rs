@@ -37,6 +37,15 @@ pub const MAX_CP: u32 = 64;
 /// Fewest tokens per rank an unpinned context-parallel degree leaves (NeMo recipes start CP
 /// at 8k-token sequences).
 pub const MIN_CP_TOKENS: u32 = 4096;
+
+/// The first of the model's dimensions tensor parallelism of `tp` cannot split, with its name: training splits the
+/// attention heads, the key/value heads (query groups are split, never replicated) and the hidden size by `tp`.
+pub fn tp_unsplittable(heads: u32, kv_heads: u32, hidden: u32, tp: u32) -> Option<(u32, &'static str)> {
+    [(heads, "attention heads"), (kv_heads, "key/value heads"), (hidden, "hidden size")]
+        .into_iter()
+        .find(|(n, _)| !n.is_multiple_of(tp))
+}
+
 /// Divisors of `n`, ascending.
 pub fn divisors(n: u32) -> Vec<u32> {
     let mut small = Vec::new();
@@ -191,9 +200,7 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
     let mut splits: Vec<Split> = Vec::new();
     for tp in tps {
         if pins.tp.is_some_and(|x| x != tp)
-            || !c.heads.is_multiple_of(tp)
-            || !c.kv_heads.is_multiple_of(tp)
-            || !c.hidden_u.is_multiple_of(tp)
+            || tp_unsplittable(c.heads, c.kv_heads, c.hidden_u, tp).is_some()
             || !(gpn.is_multiple_of(tp) || tp % gpn == 0)
         {
             continue;
