@@ -455,7 +455,7 @@ impl ServeArgs {
             Some(s) if s.len() >= MIN_SECRET_BYTES => Secret::new(s.as_bytes()),
             _ if self.dev => {
                 tracing::warn!("dev mode: using a random JWT secret; tokens will not survive a restart");
-                Secret::new(crate::auth::keys::random_bytes(32))
+                Secret::new(crate::secrets::random_bytes(32))
             }
             Some(_) => anyhow::bail!(
                 "GPUPLANE_JWT_SECRET is too weak: use at least {MIN_SECRET_BYTES} bytes \
@@ -493,7 +493,7 @@ impl ServeArgs {
         for (flag, version) in
             [("--min-driver-version", &a.min_driver_version), ("--min-cuda-version", &a.min_cuda_version)]
         {
-            if crate::agent_api::versions::parse_version(version).is_none() {
+            if gpuplane_protocol::versions::parse_version(version).is_none() {
                 anyhow::bail!("{flag} `{version}` is not a version: 1-4 dot-separated numbers, e.g. 525.60.13");
             }
         }

@@ -223,7 +223,7 @@ async fn recreate_database(url: &str) -> anyhow::Result<PgPool> {
 /// interval, in the same ratio as the service's defaults, so a node is never marked unreachable by a slow tick.
 fn demo_settings(heartbeat_interval_secs: u32) -> Settings {
     let interval = Duration::from_secs(heartbeat_interval_secs.into());
-    let mut settings = Settings::new(Secret::new(crate::auth::keys::random_bytes(32)));
+    let mut settings = Settings::new(Secret::new(crate::secrets::random_bytes(32)));
     settings.heartbeat_interval = interval;
     settings.unreachable_after = interval * 4;
     settings.offline_after = interval * 30;

@@ -5,6 +5,7 @@
 //! and `app` serves; `main.rs` only parses the command line. The planner, the agent's wire
 //! protocol and the agent itself are crates of their own under `crates/`.
 
+pub mod access;
 pub mod agent_api;
 pub mod app;
 pub mod auth;
@@ -21,6 +22,7 @@ pub mod health;
 pub mod idempotency;
 pub mod inventory;
 pub mod jobs;
+pub mod jwt;
 pub mod leases;
 pub mod observability;
 pub mod openapi;

@@ -92,7 +92,7 @@ const PROBLEMS: &[(&str, &str, &str)] = &[
 
 /// Response bodies that carry a secret (a key, a token, a signing secret, a job's secret values). Every response
 /// with one of them is marked `x-gpuplane-secret: true` and declares `Cache-Control: no-store`, which its handler
-/// sends (`auth::routes::NO_STORE`); tests/api/openapi.rs calls each marked response and checks the header, and
+/// sends (`secrets::NO_STORE`); tests/api/openapi.rs calls each marked response and checks the header, and
 /// checks that every schema with a secret-looking field is listed here.
 pub const SECRET_SCHEMAS: &[&str] = &[
     "AssignmentList",

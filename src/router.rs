@@ -106,9 +106,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(jobs::routes::list_job_steps))
         .routes(routes!(jobs::routes::cancel_job))
         .routes(routes!(jobs::routes::replan_job))
-        .routes(routes!(jobs::routes::get_assignments))
-        .routes(routes!(jobs::routes::report_assignment_status))
-        .routes(routes!(jobs::routes::get_lease_insights))
+        .routes(routes!(agent_api::assignments::get_assignments))
+        .routes(routes!(agent_api::assignments::report_assignment_status))
+        .routes(routes!(leases::routes::get_lease_insights))
         // environments/routes
         .routes(routes!(environments::ssh_keys::list_ssh_keys, environments::ssh_keys::add_ssh_key))
         .routes(routes!(environments::ssh_keys::delete_ssh_key))
@@ -117,7 +117,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
             environments::routes::start_environment,
             environments::routes::stop_environment
         ))
-        .routes(routes!(environments::routes::report_environment_status))
+        .routes(routes!(agent_api::environments::report_environment_status))
         // billing/ledger
         .routes(routes!(billing::ledger::create_ledger_entry))
         .routes(routes!(billing::ledger::get_balance))

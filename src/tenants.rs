@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::auth::api_keys::CreatedApiKey;
 use crate::auth::key_lifecycle::create_api_key;
-use crate::auth::routes::CreateApiKeyRequest;
+use crate::auth::requests::CreateApiKeyRequest;
 use crate::auth::{OperatorAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};

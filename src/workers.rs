@@ -102,7 +102,10 @@ pub async fn liveness(state: AppState, shutdown: CancellationToken) {
     every("liveness", Duration::from_secs(1), shutdown, |_| {
         let state = state.clone();
         async move {
-            crate::agent_api::liveness::sweep(&state.db, &state.settings).await?.wake(&state.db);
+            crate::leases::lifecycle::wake(
+                crate::agent_api::liveness::sweep(&state.db, &state.settings).await?,
+                &state.db,
+            );
             Ok(Pace::Wait)
         }
     })
@@ -139,7 +142,10 @@ pub async fn metering(state: AppState, interval: Duration, shutdown: Cancellatio
         let db = state.db.clone();
         async move {
             let tenants = crate::billing::metering::meter_once(&db).await?;
-            crate::billing::metering::enforce_balances(&db, &tenants, interval).await?.wake(&db);
+            crate::leases::lifecycle::wake(
+                crate::billing::metering::enforce_balances(&db, &tenants, interval).await?,
+                &db,
+            );
             Ok(Pace::Wait)
         }
     })
@@ -183,6 +189,7 @@ pub async fn alerts(state: AppState, shutdown: CancellationToken) {
         let (db, settings) = (state.db.clone(), settings.clone());
         async move {
             crate::webhooks::alerts::check_once(&db, &settings).await?;
+            crate::leases::insights::check_utilization(&db).await?;
             Ok(Pace::Wait)
         }
     })

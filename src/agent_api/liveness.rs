@@ -21,10 +21,11 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::config::Settings;
-use crate::leases::lifecycle::FreedPools;
-use crate::leases::lifecycle::{NewEvent, end_lease, record_event};
-use crate::leases::{Actor, LeaseState};
 use crate::webhooks::{self, Audience};
+use gpuplane_store::leases::ending::FreedPools;
+use gpuplane_store::leases::ending::end_lease;
+use gpuplane_store::leases::events::{NewEvent, record_event};
+use gpuplane_store::leases::{Actor, LeaseState};
 
 /// Stamp the control plane's presence; returns since when it has been present without a gap.
 pub async fn stamp_presence(db: &PgPool, outage_gap: std::time::Duration) -> Result<DateTime<Utc>, sqlx::Error> {

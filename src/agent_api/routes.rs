@@ -18,10 +18,10 @@ use crate::auth::{AgentAuth, OperatorAuth, keys};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
 use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
-use crate::leases::lifecycle::{NewEvent, record_event};
-use crate::leases::{Actor, LeaseState};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
+use gpuplane_store::leases::events::{NewEvent, record_event};
+use gpuplane_store::leases::{Actor, LeaseState};
 
 /// Most samples one heartbeat may carry (64 GPUs x 64 buffered intervals).
 pub const MAX_SAMPLES: usize = 4096;
@@ -72,7 +72,7 @@ pub async fn register_agent(
     check_version_text("node.driver_version", facts.driver_version.as_deref(), &mut errors);
     check_version_text("node.cuda_version", facts.cuda_version.as_deref(), &mut errors);
     if let Some(launchers) = &facts.launchers {
-        super::launchers::validate("node.launchers", launchers, &mut errors);
+        crate::inventory::launchers::validate("node.launchers", launchers, &mut errors);
     }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
@@ -237,7 +237,7 @@ fn validate_sample(i: usize, s: &GpuSample, errors: &mut Vec<FieldError>) {
 
 /// The node's GPUs by index, cached per (node, credential generation): a node's GPUs are fixed between
 /// registrations, so most heartbeats need no lookup.
-async fn gpu_map(state: &AppState, agent: &AgentAuth) -> ApiResult<super::GpuMap> {
+async fn gpu_map(state: &AppState, agent: &AgentAuth) -> ApiResult<crate::state::gpu_map::GpuMap> {
     if let Some(map) = state.agent_gpus.get(agent.node_id, agent.generation) {
         return Ok(map);
     }
@@ -280,7 +280,7 @@ pub async fn post_heartbeat(
     crate::leases::network::validate(&req.latency, &mut errors);
     crate::jobs::steps::validate(&req.steps, &mut errors);
     if let Some(launchers) = &req.launchers {
-        super::launchers::validate("launchers", launchers, &mut errors);
+        crate::inventory::launchers::validate("launchers", launchers, &mut errors);
     }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));

@@ -127,29 +127,6 @@ async fn series(
     Ok(Telemetry { from, to, step_s: step, avg_gpu_util: (count > 0).then(|| weighted / count as f64), gpus })
 }
 
-/// What a lease's GPUs measured over the last `window_s` seconds, or since `since` when that is later (a job's
-/// start, the lease's): the mean of every sample, the busiest GPU's mean, how many of the lease's GPUs reported,
-/// and how long it has been since `since`. From raw samples, to the heartbeat: each node's rows in the window are
-/// read and decoded once (by the primary key: the node's key and the time). The one measurement of a lease's
-/// utilization: the `low_utilization` insight and the idle-lease judgement (`leases::idle`) both read it.
-pub async fn measure_lease(
-    conn: &mut PgConnection,
-    lease_id: Uuid,
-    since: DateTime<Utc>,
-    window_s: i64,
-) -> Result<crate::jobs::insights::Measured, sqlx::Error> {
-    let m = store::measure_lease(conn, lease_id, since, window_s as f64).await?;
-    Ok(crate::jobs::insights::Measured {
-        avg_gpu_util: m.avg_gpu_util,
-        samples: m.samples,
-        window_s: m.window_s.max(0.0) as i64,
-        running_for_s: m.running_for_s.max(0.0) as i64,
-        busiest_gpu_util: m.busiest_gpu_util,
-        gpus_reporting: m.gpus_reporting,
-        gpus: m.gpus,
-    })
-}
-
 /// Telemetry of the lease's GPUs, only within the lease's own period.
 #[utoipa::path(
     get, path = "/v1/leases/{lease_id}/telemetry", tag = "leases", operation_id = "get_lease_telemetry",

@@ -2,7 +2,6 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::RngCore;
 use sha2::{Digest, Sha256};
 
 /// Every API key starts with this, so a leaked key is recognisable by secret scanners.
@@ -14,11 +13,7 @@ pub const KEY_RANDOM_BYTES: usize = 32;
 /// How many random characters of a key are kept in clear (after its prefix) to identify it in listings.
 const DISPLAY_CHARS: usize = 8;
 
-pub fn random_bytes(n: usize) -> Vec<u8> {
-    let mut bytes = vec![0u8; n];
-    rand::rng().fill_bytes(&mut bytes);
-    bytes
-}
+use crate::secrets::random_bytes;
 
 /// A freshly generated key: the full secret (shown once) and what is stored.
 pub struct NewKey {

@@ -11,9 +11,9 @@
 
 pub mod api_keys;
 pub mod cookie;
-pub mod jwt;
 pub mod key_lifecycle;
 pub mod keys;
+pub mod requests;
 pub mod routes;
 pub mod sessions;
 
@@ -23,10 +23,10 @@ use axum::http::request::Parts;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::state::AppState;
-pub use jwt::{
+pub use crate::jwt::{
     AGENT_AUDIENCE, AGENT_TOKEN_TTL_SECS, AgentClaims, Claims, ISSUER, Role, TokenKeys, USER_AUDIENCE, now_secs,
 };
+use crate::state::AppState;
 
 /// A verified caller whose key is not revoked, whose tenant (if any) is active and whose console session (if
 /// its token names one) has not ended.

@@ -7,21 +7,14 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+use super::TenantAdminAuth;
 pub use super::api_keys::{ApiKey, CreatedApiKey, insert_api_key};
-use super::{Role, TenantAdminAuth, keys};
-use crate::error::{ApiError, ApiResult, FieldError};
+use super::requests::{CreateApiKeyRequest, TokenRequest};
+use super::sessions::exchange_api_key;
+use crate::error::ApiResult;
 use crate::extract::{ApiJson, ApiPath};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"api_key": "gpk_4f9pQm2c7HkYbXrS1aTzLw0vNeUd8GjKoPiQ3sBcFhM"}))]
-pub struct TokenRequest {
-    /// An API key (`gpk_...`).
-    #[schema(pattern = r"^gpk_[A-Za-z0-9_-]{43}$")]
-    pub api_key: String,
-}
 
 /// An OAuth-style bearer token.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -50,62 +43,6 @@ pub async fn create_token(
     let p = exchange_api_key(&state, &req.api_key).await?;
     let access_token = state.tokens.issue(p.key_id, p.tenant_id, p.role)?;
     Ok((NO_STORE, Json(TokenResponse { access_token, token_type: "Bearer".into(), expires_in: state.tokens.ttl_secs })))
-}
-
-/// The one key check of an exchange, shared by `POST /v1/auth/token` and the console's sign-in: a known,
-/// unrevoked, unexpired key of an active tenant (or an operator key) is its principal, for which the caller
-/// issues a short-lived access token (the console's with a session).
-pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<super::Principal> {
-    if !keys::looks_like_key(api_key) {
-        return Err(ApiError::unauthorized("invalid API key"));
-    }
-    let mut conn = state.db.acquire().await?;
-    let row = gpuplane_store::auth::exchange_key(&mut conn, &keys::hash(api_key)).await?;
-    let Some(gpuplane_store::auth::ExchangedKey { key_id, tenant_id, role, tenant_status }) = row else {
-        return Err(ApiError::unauthorized("invalid API key"));
-    };
-    if tenant_status.as_deref() == Some("suspended") {
-        return Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() });
-    }
-    Ok(super::Principal { key_id, tenant_id, role, session_id: None })
-}
-
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(example = json!({"name": "ci-pipeline", "role": "tenant_member"}))]
-pub struct CreateApiKeyRequest {
-    /// A label for people, 1-100 characters.
-    #[schema(
-        min_length = 1,
-        max_length = 100,
-        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$"
-    )]
-    pub name: String,
-    /// `tenant_admin` or `tenant_member` (operator keys: `POST /v1/admin/api-keys`).
-    #[schema(value_type = TenantRole)]
-    pub role: Role,
-}
-
-impl CreateApiKeyRequest {
-    pub fn validate_for_tenant(&self) -> Result<(), ApiError> {
-        let mut errors = Vec::new();
-        if let Err(e) = super::key_lifecycle::check_key_name(&self.name) {
-            errors.push(e);
-        }
-        if self.role == Role::Operator {
-            errors.push(FieldError::new("role", "tenant keys are tenant_admin or tenant_member"));
-        }
-        if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
-    }
-}
-
-/// The roles a tenant key may have (documentation of [`CreateApiKeyRequest::role`]; `operator` is refused).
-#[derive(ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[allow(dead_code)]
-pub enum TenantRole {
-    TenantAdmin,
-    TenantMember,
 }
 
 /// List the tenant's API keys.

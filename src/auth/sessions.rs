@@ -19,8 +19,9 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
+use super::keys;
 use super::{Claims, Principal, TokenKeys, bearer_token, cookie};
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::extract::new_id;
 use crate::state::AppState;
 
@@ -78,4 +79,22 @@ impl FromRequestParts<AppState> for SessionToEnd {
             .and_then(|claims| claims.sid.map(|sid| (sid, claims.sub)));
         Ok(SessionToEnd(session))
     }
+}
+
+/// The one key check of an exchange, shared by `POST /v1/auth/token` and the console's sign-in: a known,
+/// unrevoked, unexpired key of an active tenant (or an operator key) is its principal, for which the caller
+/// issues a short-lived access token (the console's with a session).
+pub async fn exchange_api_key(state: &AppState, api_key: &str) -> ApiResult<super::Principal> {
+    if !keys::looks_like_key(api_key) {
+        return Err(ApiError::unauthorized("invalid API key"));
+    }
+    let mut conn = state.db.acquire().await?;
+    let row = gpuplane_store::auth::exchange_key(&mut conn, &keys::hash(api_key)).await?;
+    let Some(gpuplane_store::auth::ExchangedKey { key_id, tenant_id, role, tenant_status }) = row else {
+        return Err(ApiError::unauthorized("invalid API key"));
+    };
+    if tenant_status.as_deref() == Some("suspended") {
+        return Err(ApiError::Forbidden { code: "tenant_suspended", message: "the tenant is suspended".into() });
+    }
+    Ok(super::Principal { key_id, tenant_id, role, session_id: None })
 }

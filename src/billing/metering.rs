@@ -15,10 +15,10 @@ use uuid::Uuid;
 use super::ledger::{self, EntryKind, NewEntry};
 use super::rating::{Charge, Metered, meter};
 use crate::extract::new_id;
-use crate::leases::lifecycle::FreedPools;
-use crate::leases::lifecycle::{NewEvent, end_lease, record_event};
-use crate::leases::{Actor, LeaseState};
-
+use gpuplane_store::leases::ending::FreedPools;
+use gpuplane_store::leases::ending::end_lease;
+use gpuplane_store::leases::events::{NewEvent, record_event};
+use gpuplane_store::leases::{Actor, LeaseState};
 /// Leases metered per transaction.
 const BATCH: i64 = 200;
 

@@ -12,8 +12,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::error::ApiError;
-use crate::leases::Term;
-
+use gpuplane_store::leases::Term;
 /// Refuse with 402 `insufficient_balance` unless the tenant's balance covers the first hour (hourly terms) or
 /// the whole term (monthly terms) of `shares` (`(pool, GPU count)`, one per part of a lease across pools) at the
 /// pools' current prices.

@@ -13,8 +13,7 @@
 
 use chrono::{DateTime, Datelike, TimeZone, Utc};
 
-use crate::leases::Term;
-
+use gpuplane_store::leases::Term;
 /// Cost units in one minor unit.
 pub const UNITS_PER_MINOR: i128 = 2_592_000;
 /// Seconds in the 30-day month a monthly price is quoted for.

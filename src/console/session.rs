@@ -14,7 +14,8 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::auth::cookie::{CSRF_COOKIE, SESSION_COOKIE, csrf_token};
-use crate::auth::routes::{TokenRequest, exchange_api_key};
+use crate::auth::requests::TokenRequest;
+use crate::auth::sessions::exchange_api_key;
 use crate::auth::sessions::{self, SessionToEnd};
 use crate::auth::{AnyAuth, Role};
 use crate::error::ApiResult;

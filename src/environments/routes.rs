@@ -1,4 +1,4 @@
-//! `/v1/leases/{id}/environment`, `/v1/tenant/ssh-keys` and the agents' environment reports.
+//! `/v1/leases/{id}/environment` and `/v1/tenant/ssh-keys` (the agents' reports are `agent_api::environments`).
 
 use axum::Json;
 use axum::extract::State;
@@ -10,13 +10,14 @@ use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::protocol::{EnvironmentState, EnvironmentStatus};
-use crate::auth::{AgentAuth, TenantAdminAuth, TenantAuth};
+use super::protocol::EnvironmentState;
+use super::requests::StartEnvironmentRequest;
+use crate::auth::{TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
-use crate::jobs::problems::{check_image, lease_not_active, stale_credential};
-use crate::leases::LeaseState;
+use crate::jobs::problems::{check_image, lease_not_active};
 use crate::state::AppState;
+use gpuplane_store::leases::LeaseState;
 
 /// The user an environment's SSH server logs in (the lease's own user on the host).
 pub const ENVIRONMENT_USER: &str = "tenant";
@@ -56,15 +57,6 @@ pub struct EnvironmentNode {
     pub updated_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StartEnvironmentRequest {
-    /// Run the SSH server from this image (it must have `/usr/sbin/sshd`); default: the host's, in the sandbox.
-    #[serde(default)]
-    #[schema(max_length = 255, pattern = "^[A-Za-z0-9._/:@][A-Za-z0-9._/:@-]*$")]
-    pub image: Option<String>,
-}
-
 /// The environment as the tenant sees it; `None` if the lease (of this tenant) has none.
 async fn load_environment(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uuid) -> ApiResult<Option<Environment>> {
     let Some(env) = store::load_environment(conn, tenant_id, lease_id).await? else { return Ok(None) };
@@ -100,7 +92,7 @@ async fn load_environment(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uu
             }
         })
         .collect();
-    let state = overall_state(running, nodes.iter().map(|n| n.state));
+    let state = super::overall_state(running, nodes.iter().map(|n| n.state));
     Ok(Some(Environment {
         lease_id,
         state,
@@ -111,19 +103,6 @@ async fn load_environment(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uu
         created_at,
         stopped_at,
     }))
-}
-
-/// The environment's state from its nodes': stopped unless running; failed if any node failed; ready when all are.
-pub fn overall_state(running: bool, nodes: impl Iterator<Item = EnvironmentState> + Clone) -> EnvironmentState {
-    if !running {
-        EnvironmentState::Stopped
-    } else if nodes.clone().any(|s| s == EnvironmentState::Failed) {
-        EnvironmentState::Failed
-    } else if nodes.clone().all(|s| s == EnvironmentState::Ready) && nodes.count() > 0 {
-        EnvironmentState::Ready
-    } else {
-        EnvironmentState::Starting
-    }
 }
 
 /// The lease's environment: per node its state, `ssh` line and host key fingerprints.
@@ -138,7 +117,7 @@ pub async fn get_environment(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Environment>> {
     let mut conn = state.db.acquire().await?;
-    crate::leases::lifecycle::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    crate::access::ensure_lease_owned(&mut conn, auth.tenant_id, lease_id).await?;
     load_environment(&mut conn, auth.tenant_id, lease_id).await?.map(Json).ok_or(ApiError::NotFound("environment"))
 }
 
@@ -198,86 +177,4 @@ pub async fn stop_environment(
     let env = load_environment(&mut tx, auth.tenant_id, lease_id).await?.ok_or(ApiError::NotFound("environment"))?;
     tx.commit().await?;
     Ok(Json(env))
-}
-
-/// Most host keys a report may carry.
-const MAX_HOST_KEYS: usize = 8;
-
-/// Report the environment's state on this node (agents).
-#[utoipa::path(
-    post, path = "/v1/agent/environments/{lease_id}/status", tag = "agents",
-    operation_id = "report_environment_status",
-    params(("lease_id" = Uuid, Path, description = "The environment's lease")),
-    request_body = EnvironmentStatus,
-    responses((status = 204, description = "Recorded"))
-)]
-pub async fn report_environment_status(
-    State(state): State<AppState>,
-    agent: AgentAuth,
-    ApiPath(lease_id): ApiPath<Uuid>,
-    ApiJson(report): ApiJson<EnvironmentStatus>,
-) -> ApiResult<StatusCode> {
-    let mut errors = Vec::new();
-    if report.host_key_fingerprints.len() > MAX_HOST_KEYS
-        || report.host_key_fingerprints.iter().any(|f| !is_sha256_fingerprint(f))
-    {
-        errors.push(FieldError::new("host_key_fingerprints", "at most 8, each `SHA256:` and 43 base64 characters"));
-    }
-    if report.state == EnvironmentState::Ready && report.port.is_none_or(|p| p == 0) {
-        errors.push(FieldError::new("port", "a ready environment has a port, 1-65535"));
-    }
-    if report.reason.as_deref().is_some_and(|r| r.chars().any(|c| c == '\0')) {
-        errors.push(FieldError::new("reason", "must not contain NUL"));
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    let mut tx = state.db.begin().await?;
-    if !store::agent_generation_is_current(&mut tx, agent.node_id, agent.generation).await? {
-        return Err(stale_credential());
-    }
-    let reason = report.reason.as_ref().map(|r| r.chars().take(500).collect::<String>());
-    // Only an environment of a lease that holds GPUs of this node (now or before) can be reported.
-    let recorded = store::EnvironmentReport {
-        lease_id,
-        node_id: agent.node_id,
-        state: report.state,
-        port: report.port.map(i32::from),
-        host_key_fingerprints: serde_json::json!(report.host_key_fingerprints),
-        reason: reason.as_deref(),
-    };
-    if !store::record_environment_node(&mut tx, &recorded).await? {
-        return Err(ApiError::NotFound("environment"));
-    }
-    tx.commit().await?;
-    Ok(StatusCode::NO_CONTENT)
-}
-
-fn is_sha256_fingerprint(text: &str) -> bool {
-    text.strip_prefix("SHA256:")
-        .is_some_and(|b| b.len() == 43 && b.chars().all(|c| c.is_ascii_alphanumeric() || c == '+' || c == '/'))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use EnvironmentState::*;
-
-    #[test]
-    fn the_environment_is_ready_only_when_every_node_is() {
-        let state = |running, nodes: &[EnvironmentState]| overall_state(running, nodes.iter().copied());
-        assert_eq!(state(true, &[Ready, Ready]), Ready);
-        assert_eq!(state(true, &[Ready, Starting]), Starting);
-        assert_eq!(state(true, &[Ready, Failed]), Failed);
-        assert_eq!(state(false, &[Ready, Ready]), Stopped);
-        assert_eq!(state(true, &[]), Starting);
-    }
-
-    #[test]
-    fn fingerprints_are_openssh_sha256() {
-        assert!(is_sha256_fingerprint("SHA256:82jjlmpsuD4ByBlpbx1XhrAzJUtpby279N3S6E19g50"));
-        assert!(!is_sha256_fingerprint("MD5:82jjlmpsuD4ByBlpbx1XhrAzJUtpby279N3S6E19g50"));
-        assert!(!is_sha256_fingerprint("SHA256:short"));
-        assert!(!is_sha256_fingerprint("SHA256:82jjlmpsuD4ByBlpbx1XhrAzJUtpby279N3S6E19g5;"));
-    }
 }

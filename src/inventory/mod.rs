@@ -1,6 +1,7 @@
 //! GPU inventory: the model catalog, pools (one GPU model in one region at one price) and nodes with their GPUs.
 
 pub mod gpu_models;
+pub mod launchers;
 pub mod nodes;
 pub mod pools;
 pub mod readiness;

@@ -133,7 +133,7 @@ pub async fn create_pool(
         currency: &req.currency,
     };
     store::insert_pool(&mut tx, &pool).await.map_err(pool_write_error)?;
-    crate::billing::prices::insert_price(&mut tx, id, req.price_per_gpu_hour_minor, None, None).await?;
+    gpuplane_store::billing::prices::insert_price(&mut tx, id, req.price_per_gpu_hour_minor, None, None).await?;
     tx.commit().await?;
     let pool = load_pools(&state.db, Some(id)).await?.pop().ok_or(ApiError::NotFound("pool"))?;
     Ok((StatusCode::CREATED, Json(pool)))
@@ -198,7 +198,7 @@ pub async fn update_pool(
     for (field, value) in [("min_driver_version", &req.min_driver_version), ("min_cuda_version", &req.min_cuda_version)]
     {
         if let Some(Some(version)) = value
-            && crate::agent_api::versions::parse_version(version).is_none()
+            && gpuplane_protocol::versions::parse_version(version).is_none()
         {
             errors.push(FieldError::new(field, "1-4 dot-separated numbers of up to 6 digits, e.g. 525.60.13"));
         }
@@ -226,7 +226,7 @@ pub async fn update_pool(
     // A new price takes effect now; what was metered at the old price stays as it was.
     if let Some(price) = req.price_per_gpu_hour_minor {
         let month = store::latest_month_price(&mut tx, pool_id).await?;
-        crate::billing::prices::insert_price(&mut tx, pool_id, price, month.flatten(), None).await?;
+        gpuplane_store::billing::prices::insert_price(&mut tx, pool_id, price, month.flatten(), None).await?;
     }
     tx.commit().await?;
     load_pools(&state.db, Some(pool_id)).await?.pop().map(Json).ok_or(ApiError::NotFound("pool"))

@@ -10,7 +10,7 @@
 //!
 //! [`judge`] is the one rule (pure); [`announcement`] the one rule for what a change of verdict tells
 //! operators; [`evaluate_node`] the one place that applies both, and every path above goes through it. The
-//! version syntax and order are `agent_api::versions` (shared with the agent, which checks its `--driver-version`
+//! version syntax and order are `gpuplane_protocol::versions` (shared with the agent, which checks its `--driver-version`
 //! flag with them).
 //!
 //! Alerts are transitions, not re-evaluations: each cause (`driver_version`, `cuda_version`) raised for a node
@@ -27,11 +27,10 @@ use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::agent_api::versions::{compare_versions, parse_version};
 use crate::config::Settings;
-use crate::leases::lifecycle::{NewEvent, record_event};
-use crate::leases::{Actor, LeaseState};
-
+use gpuplane_protocol::versions::{compare_versions, parse_version};
+use gpuplane_store::leases::events::{NewEvent, record_event};
+use gpuplane_store::leases::{Actor, LeaseState};
 /// The minimum versions that apply to a node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Minimums {

@@ -1,6 +1,6 @@
 //! Utilization insight: compare what a running job's GPUs measure with what its plan predicted, and say what to
 //! change. Pure rules; the handler (`routes::get_lease_insights`) gathers the numbers
-//! (`agent_api::telemetry::measure_lease`). The utilization rule ([`under_threshold`]) is also what judges a lease
+//! (`leases::insights::measure_lease`). The utilization rule ([`under_threshold`]) is also what judges a lease
 //! idle ([`idle`], applied by `leases::idle`).
 
 use serde::{Deserialize, Serialize};

@@ -422,7 +422,7 @@ pub async fn fail_unfetched_assignments(
 }
 
 // Whether a node has an assignment it has not fetched or a cancel it has not applied (the heartbeat's hint)
-// is evaluated inside the heartbeat statement itself (`agent_api::routes::store_heartbeat`), at no round trip.
+// is evaluated inside the heartbeat statement itself (`store_heartbeat` of the agents' API), at no round trip.
 
 /// The node's unfinished assignments; the pending ones become `assigned` (delivered). None when the agent's
 /// credential generation is stale.

@@ -7,10 +7,12 @@ pub mod launch_specs;
 pub mod lifecycle;
 pub mod mixed;
 pub mod problems;
+pub mod requests;
 pub mod retune;
 pub mod retuning;
 pub mod routes;
 pub mod runtime_capabilities;
+pub mod service;
 pub mod steps;
 pub mod templates;
 

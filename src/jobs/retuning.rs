@@ -1,13 +1,13 @@
 //! The retune loop: every few seconds, each running job with `retune` on is judged by what its current
 //! generation measured ([`super::retune`], pure); `suggest` announces a better plan once per generation,
-//! `auto` replans to it ([`super::routes::start_replan`]).
+//! `auto` replans to it ([`super::service::start_replan`]).
 
 use std::time::Duration;
 
 use uuid::Uuid;
 
 use super::retune::{self, MIN_MEASURED_STEPS, Proposal};
-use super::{RetuneMode, lifecycle, routes};
+use super::{RetuneMode, lifecycle, service};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -42,7 +42,7 @@ async fn judge(state: &AppState, job_id: Uuid, mode: RetuneMode) -> Result<bool,
     if measured.steps - 1 < MIN_MEASURED_STEPS || measured.median_step_time_s <= 0.0 {
         return Ok(false);
     }
-    let candidates = routes::retune_candidates(state, &job).await?;
+    let candidates = service::retune_candidates(state, &job).await?;
     let Some(proposal) = retune::propose(plan, measured.median_step_time_s, &candidates, job.retune.min_gain_pct)
     else {
         return Ok(false);
@@ -77,7 +77,7 @@ async fn judge(state: &AppState, job_id: Uuid, mode: RetuneMode) -> Result<bool,
             Ok(true)
         }
         RetuneMode::Auto => {
-            let generation = routes::start_replan(
+            let generation = service::start_replan(
                 state,
                 None,
                 job_id,

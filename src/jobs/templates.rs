@@ -137,7 +137,7 @@ impl Builtin {
 
     /// What a host must have to run this template without an image (names of
     /// `gpuplane_protocol::agent::LAUNCHERS`, as its agent reports them): the one table of these needs, checked
-    /// by job creation against every node of the lease (`agent_api::launchers::missing_launchers`) and listed per
+    /// by job creation against every node of the lease (`inventory::launchers::missing_launchers`) and listed per
     /// template in docs/agent-install.md. With an image the host needs only `container_runtime`
     /// ([`IMAGE_LAUNCHERS`]): the template's programs come with the image.
     pub fn launchers(self) -> &'static [&'static str] {

@@ -25,12 +25,12 @@ use uuid::Uuid;
 
 use gpuplane_store::leases::idle::{self as stored, Candidate};
 
-use super::lifecycle::{self, NewEvent};
 use super::release::{self, Release};
-use super::{Actor, LeaseState};
 use crate::config::Settings;
 use crate::error::FieldError;
 use crate::jobs::insights::{self, Measured};
+use gpuplane_store::leases::events::NewEvent;
+use gpuplane_store::leases::{Actor, LeaseState};
 
 /// The shortest and longest `idle_release_after_minutes` (10 minutes, a week).
 pub const MIN_RELEASE_AFTER_MINUTES: i32 = 10;
@@ -121,7 +121,7 @@ async fn judge(
 ) -> anyhow::Result<()> {
     let window_s = settings.idle.window.as_secs() as i64;
     let below = settings.idle.below_percent;
-    let measured = crate::agent_api::telemetry::measure_lease(conn, lease.id, lease.starts_at, window_s).await?;
+    let measured = super::insights::measure_lease(conn, lease.id, lease.starts_at, window_s).await?;
     let verdict = insights::idle(&measured, window_s, below);
     let unchanged = match verdict {
         Some(_) => lease.in_spell && lease.recorded_recently && !lease.release_due,
@@ -164,7 +164,7 @@ async fn judge(
                 let event = NewEvent::new("idle", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
                     .reason(&reason)
                     .detail(detail);
-                lifecycle::record_event(&mut tx, lease_id, event).await?;
+                gpuplane_store::leases::events::record_event(&mut tx, lease_id, event).await?;
                 round.idle.push(lease_id);
             }
             if let Some(minutes) = release_after
@@ -205,7 +205,7 @@ async fn judge(
                     NewEvent::new("active_again", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
                         .reason(&reason)
                         .detail(detail);
-                lifecycle::record_event(&mut tx, lease_id, event).await?;
+                gpuplane_store::leases::events::record_event(&mut tx, lease_id, event).await?;
                 round.active_again.push(lease_id);
             }
         }

@@ -1,20 +1,18 @@
-//! Lease persistence: allocation, release, transitions and events, in the store (`gpuplane_store::leases`);
-//! re-exported here with what the server adds around them: the log of a counter out of step, the 409 of a
-//! request that did not fit, the queue starts and the expiries it runs.
+//! Lease persistence around the store's (`gpuplane_store::leases`, which callers name directly): the log of a
+//! counter out of step, the 409 of a request that did not fit, the queue starts (after an ending freed GPUs)
+//! and the expiries the sweeper runs.
 
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-use super::{Actor, Lease, LeaseState};
 use crate::error::ApiError;
+use gpuplane_store::leases::{Actor, Lease, LeaseState};
 
-pub use gpuplane_store::leases::allocation::{
-    Admission, BestFit, Capacity, LeaseWrite, NewLease, Plan, PoolSize, admit, begin, capacity, place, place_parts,
-    pool_size,
+use gpuplane_store::leases::allocation::{
+    BestFit, Capacity, LeaseWrite, Plan, PoolSize, begin, place, place_parts, pool_size,
 };
-pub use gpuplane_store::leases::ending::{Ended, KeyScope, end_lease, end_lease_for_key};
-pub use gpuplane_store::leases::events::{NewEvent, list_events, record_event};
-pub use gpuplane_store::leases::read::{LeaseFilter, LeaseRow, list_leases, load_lease};
+use gpuplane_store::leases::ending::{FreedPools, end_lease};
+use gpuplane_store::leases::events::NewEvent;
 
 /// 409 `insufficient_capacity`, with these figures as its context.
 impl From<Capacity> for ApiError {
@@ -55,15 +53,6 @@ pub async fn write_lease(
     Ok(written)
 }
 
-/// 404 unless the lease exists and is the tenant's (another tenant's lease is never revealed).
-pub async fn ensure_owned(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uuid) -> Result<(), ApiError> {
-    if gpuplane_store::leases::read::lease_is_owned(conn, tenant_id, lease_id).await? {
-        Ok(())
-    } else {
-        Err(ApiError::NotFound("lease"))
-    }
-}
-
 /// Enforce the tenant's quotas for `gpu_count` more GPUs of `pool_id` (a lease across pools: once per part). The
 /// tenant row is locked for the rest of the transaction, so concurrent requests of one tenant are checked one after
 /// another and cannot jointly exceed a quota. Single-pool creates call it only for tenants the admission statement
@@ -91,12 +80,12 @@ pub async fn never_fits(
     conn: &mut PgConnection,
     pool_id: Uuid,
     gpu_count: i32,
-    placement: super::Placement,
+    placement: gpuplane_store::leases::Placement,
 ) -> Result<Option<String>, sqlx::Error> {
     let PoolSize { total, largest_node } = pool_size(conn, pool_id).await?;
     Ok(if i64::from(gpu_count) > total {
         Some(format!("the pool has {total} GPUs in all"))
-    } else if placement == super::Placement::SingleNode && i64::from(gpu_count) > largest_node {
+    } else if placement == gpuplane_store::leases::Placement::SingleNode && i64::from(gpu_count) > largest_node {
         Some(format!("single_node: the largest node in the pool has {largest_node} GPUs"))
     } else {
         None
@@ -149,40 +138,23 @@ pub async fn expire_due(db: &PgPool, batch: i64) -> Result<usize, sqlx::Error> {
     Ok(count)
 }
 
-/// The pools whose queues may start leases once the transaction that ended some of their leases has committed:
-/// every way a lease ends notes what [`end_lease`] did here, then wakes them. (The sweeper starts every
-/// queue each second anyway; this starts them at once.)
-#[derive(Debug, Default)]
-pub struct FreedPools(Vec<Uuid>);
-
-impl FreedPools {
-    /// Note an ended lease (nothing when none ended): its pool, if leases wait in its queue.
-    pub fn note(&mut self, ended: Option<&Ended>) {
-        if let Some(ended) = ended
-            && ended.queue_waiting
-            && !self.0.contains(&ended.lease.pool_id)
-        {
-            self.0.push(ended.lease.pool_id);
-        }
+/// Start the queued leases of the pools an ending freed, in the background (for a request, which need not wait
+/// for them).
+pub fn wake(freed: FreedPools, db: &PgPool) {
+    for pool_id in freed.pools() {
+        let db = db.clone();
+        tokio::spawn(async move {
+            if let Err(err) = start_queued(&db, pool_id).await {
+                tracing::warn!(error = %err, pool.id = %pool_id, "starting queued leases failed; the sweeper retries");
+            }
+        });
     }
+}
 
-    /// Start their queued leases in the background (for a request, which need not wait for them).
-    pub fn wake(self, db: &PgPool) {
-        for pool_id in self.0 {
-            let db = db.clone();
-            tokio::spawn(async move {
-                if let Err(err) = start_queued(&db, pool_id).await {
-                    tracing::warn!(error = %err, pool.id = %pool_id, "starting queued leases failed; the sweeper retries");
-                }
-            });
-        }
+/// Start the queued leases of the pools an ending freed, now (for a background loop).
+pub async fn start(freed: FreedPools, db: &PgPool) -> Result<(), sqlx::Error> {
+    for pool_id in freed.pools() {
+        start_queued(db, pool_id).await?;
     }
-
-    /// Start their queued leases now (for a background loop).
-    pub async fn start(self, db: &PgPool) -> Result<(), sqlx::Error> {
-        for pool_id in self.0 {
-            start_queued(db, pool_id).await?;
-        }
-        Ok(())
-    }
+    Ok(())
 }

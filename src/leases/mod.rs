@@ -3,6 +3,7 @@
 //! that makes a double-booked GPU impossible.
 
 pub mod idle;
+pub mod insights;
 pub mod lifecycle;
 pub mod network;
 pub mod parts;
@@ -12,13 +13,3 @@ pub mod requests;
 pub mod routes;
 pub mod rules;
 pub mod sweeper;
-
-pub use gpuplane_store::leases::LeaseState;
-
-pub use gpuplane_store::leases::Placement;
-
-pub use gpuplane_store::leases::Term;
-
-pub use gpuplane_store::leases::{Lease, LeaseEvent, LeaseGpu};
-
-pub use gpuplane_store::leases::Actor;

@@ -17,15 +17,15 @@ use gpuplane_store::leases::network as stored;
 
 pub use gpuplane_store::leases::network::PairLatency;
 
-use crate::agent_api::protocol::PeerLatency;
 use crate::auth::TenantAuth;
 use crate::error::{ApiResult, FieldError};
 use crate::extract::ApiPath;
 use crate::inventory::readiness::{Audience, announce};
 use crate::jobs::insights::Insight;
-use crate::leases::lifecycle::{NewEvent, record_event};
-use crate::leases::{Actor, LeaseState};
 use crate::state::AppState;
+use gpuplane_protocol::agent::PeerLatency;
+use gpuplane_store::leases::events::{NewEvent, record_event};
+use gpuplane_store::leases::{Actor, LeaseState};
 
 /// The alert's condition and event type.
 pub const LATENCY_HIGH: &str = "comm.latency_high";
@@ -176,7 +176,7 @@ pub async fn get_lease_network(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<LeaseNetwork>> {
     let mut conn = state.db.acquire().await?;
-    crate::leases::lifecycle::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    crate::access::ensure_lease_owned(&mut conn, auth.tenant_id, lease_id).await?;
     let pairs = stored::load_pairs(&mut conn, lease_id).await?;
     let threshold_us = state.settings.comm_latency_p99.as_micros() as i64;
     let insights = latency_insight(&pairs, threshold_us).into_iter().collect();

@@ -12,14 +12,18 @@ use uuid::Uuid;
 
 use gpuplane_store::leases::parts::{self as stored, NewPart};
 
-use super::lifecycle::{self, LeaseWrite, NewEvent, NewLease};
+use super::lifecycle;
+
+use gpuplane_store::leases::allocation::{LeaseWrite, NewLease};
+
 use super::requests::{CreateLeaseRequest, LeasePartRequest, check_pools};
-use super::{Actor, LeaseState, Term};
 use crate::auth::TenantAdminToken;
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::new_id;
 use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::state::AppState;
+use gpuplane_store::leases::events::NewEvent;
+use gpuplane_store::leases::{Actor, LeaseState, Term};
 
 /// One attempt at a lease across pools, in one transaction: the key, the idempotency claim, the pools, the balance,
 /// the quotas, then every part placed (or the lease queued), written, and read back with its parts.
@@ -32,7 +36,7 @@ pub async fn try_create(
     term: Term,
 ) -> ApiResult<Response> {
     let auth = token.check(&state.db).await?;
-    let mut tx = lifecycle::begin(&state.db).await?;
+    let mut tx = gpuplane_store::leases::allocation::begin(&state.db).await?;
     let idem = IdempotencyKey::from_headers(headers, auth.tenant_id, "create_lease", req)?;
     if let Some(key) = &idem
         && let Claim::Replay(response) = idempotency::claim(&mut tx, key).await?
@@ -47,8 +51,11 @@ pub async fn try_create(
     }
     let pools: Vec<Uuid> = asked.iter().map(|p| p.pool_id).collect();
     // A new request does not jump the queue of any of its pools (first come, first served).
-    let plan =
-        if stored::queued_in(&mut tx, &pools).await? { None } else { lifecycle::place_parts(&mut tx, &asked).await? };
+    let plan = if stored::queued_in(&mut tx, &pools).await? {
+        None
+    } else {
+        gpuplane_store::leases::allocation::place_parts(&mut tx, &asked).await?
+    };
     if plan.is_none() {
         let mut never = Vec::new();
         for (i, part) in asked.iter().enumerate() {
@@ -98,8 +105,9 @@ pub async fn try_create(
         )
         .await?;
     }
-    let lease =
-        lifecycle::load_lease(&mut tx, Some(auth.tenant_id), new.id).await?.ok_or(ApiError::NotFound("lease"))?;
+    let lease = gpuplane_store::leases::read::load_lease(&mut tx, Some(auth.tenant_id), new.id)
+        .await?
+        .ok_or(ApiError::NotFound("lease"))?;
     if let Some(key) = &idem {
         idempotency::complete(&mut tx, key, StatusCode::CREATED, &lease).await?;
     }
@@ -150,7 +158,7 @@ async fn resolve(conn: &mut PgConnection, parts: &[LeasePartRequest]) -> ApiResu
 async fn capacity_short(conn: &mut PgConnection, asked: &[NewPart]) -> Result<ApiError, sqlx::Error> {
     let mut capacities = Vec::with_capacity(asked.len());
     for part in asked {
-        capacities.push(lifecycle::capacity(conn, part.pool_id, part.gpu_count).await?);
+        capacities.push(gpuplane_store::leases::allocation::capacity(conn, part.pool_id, part.gpu_count).await?);
     }
     let figures: Vec<String> = capacities
         .iter()

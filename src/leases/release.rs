@@ -18,10 +18,10 @@ use uuid::Uuid;
 
 use gpuplane_store::leases::release as stored;
 
-use super::lifecycle::FreedPools;
-use super::lifecycle::{self, NewEvent};
-use super::{Actor, LeaseState};
-
+use super::lifecycle;
+use gpuplane_store::leases::ending::FreedPools;
+use gpuplane_store::leases::events::NewEvent;
+use gpuplane_store::leases::{Actor, LeaseState};
 /// Releases finished per statement.
 const BATCH: i64 = 500;
 
@@ -75,7 +75,7 @@ pub async fn begin(
     let event = NewEvent::new(release.event_kind, Some(LeaseState::Active), Some(LeaseState::Active), release.actor)
         .reason(&reason)
         .detail(serde_json::json!({ "deadline": deadline, "jobs": noticed }));
-    lifecycle::record_event(conn, lease_id, event).await?;
+    gpuplane_store::leases::events::record_event(conn, lease_id, event).await?;
     tracing::info!(lease.id = %lease_id, jobs = noticed.len(), %deadline, why = release.why, "release: begun");
     Ok(())
 }
@@ -92,8 +92,16 @@ pub async fn finish_due(db: &PgPool) -> Result<Vec<Uuid>, sqlx::Error> {
         let mut freed = FreedPools::default();
         for stored::DueRelease { id: lease_id, release_reason: reason, release_actor: actor } in due {
             let actor = Actor::from_label(&actor);
-            let ended =
-                lifecycle::end_lease(&mut tx, lease_id, None, LeaseState::Released, &reason, &actor, None).await?;
+            let ended = gpuplane_store::leases::ending::end_lease(
+                &mut tx,
+                lease_id,
+                None,
+                LeaseState::Released,
+                &reason,
+                &actor,
+                None,
+            )
+            .await?;
             if ended.is_some() {
                 tracing::info!(lease.id = %lease_id, %reason, "release: lease released");
                 released.push(lease_id);
@@ -101,7 +109,7 @@ pub async fn finish_due(db: &PgPool) -> Result<Vec<Uuid>, sqlx::Error> {
             freed.note(ended.as_ref());
         }
         tx.commit().await?;
-        freed.start(db).await?;
+        lifecycle::start(freed, db).await?;
         if count < BATCH as usize {
             return Ok(released);
         }

@@ -14,8 +14,8 @@ use uuid::Uuid;
 use gpuplane_store::leases::parts::{MAX_PARTS, PartPool};
 
 use super::rules::{MAX_HOURS, MAX_MONTHS};
-use super::{Placement, Term};
 use crate::error::{ApiError, FieldError};
+use gpuplane_store::leases::{Placement, Term};
 
 /// Most GPUs in one lease.
 pub const MAX_GPUS: i32 = 4096;
@@ -55,7 +55,7 @@ pub struct CreateLeaseRequest {
     /// Also start an interactive environment (SSH) on the lease's nodes once it is active; see
     /// `POST /v1/leases/{id}/environment`.
     #[serde(default)]
-    pub environment: Option<crate::environments::routes::StartEnvironmentRequest>,
+    pub environment: Option<crate::environments::requests::StartEnvironmentRequest>,
     /// Release the lease once it has been idle this many minutes (10-10080), after its running jobs got their
     /// stop notice; see `Lease.idle_since`. Absent or null: never released for idleness.
     #[schema(minimum = 10, maximum = 10080)]

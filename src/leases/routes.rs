@@ -11,14 +11,18 @@ use uuid::Uuid;
 
 use gpuplane_store::leases::changes;
 
-use super::lifecycle::FreedPools;
-use super::lifecycle::{self, LeaseFilter, LeaseWrite, NewEvent, NewLease};
-use super::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term, release, rules};
+use super::lifecycle;
+use super::{release, rules};
 use crate::auth::{OperatorAuth, TenantAdminAuth, TenantAdminToken, TenantAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::idempotency::{self, Claim, IdempotencyKey};
 use crate::state::AppState;
+use gpuplane_store::leases::allocation::{LeaseWrite, NewLease};
+use gpuplane_store::leases::ending::FreedPools;
+use gpuplane_store::leases::events::NewEvent;
+use gpuplane_store::leases::read::LeaseFilter;
+use gpuplane_store::leases::{Actor, Lease, LeaseEvent, LeaseState, Placement, Term};
 
 crate::page_schema!(LeasePage, Lease);
 
@@ -106,11 +110,11 @@ pub async fn create_lease(
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum NodeSearch {
     /// The admission statement on its own (autocommit): it locks the best-fit node, skipping held ones, and
-    /// writes the lease there when everything admits it (`lifecycle::admit`), in one round trip.
+    /// writes the lease there when everything admits it (`gpuplane_store::leases::allocation::admit`), in one round trip.
     Direct,
     /// In a transaction, in the admission statement, skipping held nodes.
     SkipLocked,
-    /// Every fitting node was held: wait for them, one at a time (`lifecycle::place` with `BestFit::Search`).
+    /// Every fitting node was held: wait for them, one at a time (`gpuplane_store::leases::allocation::place` with `BestFit::Search`).
     Wait,
 }
 
@@ -125,7 +129,7 @@ enum Attempt {
 
 /// One attempt. Direct: the admission statement alone, which either writes the lease or writes nothing.
 /// Otherwise one transaction: BEGIN; admission, which with `SkipLocked` locks the best-fit node and usually
-/// writes the lease there; else placement and the write in a new snapshot (`lifecycle::place`, `lifecycle::write_lease`);
+/// writes the lease there; else placement and the write in a new snapshot (`gpuplane_store::leases::allocation::place`, `lifecycle::write_lease`);
 /// the environment and the idempotency record; COMMIT.
 async fn try_create_lease(
     state: &AppState,
@@ -141,7 +145,7 @@ async fn try_create_lease(
         let Some(lease) = admission.lease else { return Ok(Attempt::InTransaction) };
         return Ok(created(&new, lease.0));
     }
-    let mut tx = lifecycle::begin(&state.db).await?;
+    let mut tx = gpuplane_store::leases::allocation::begin(&state.db).await?;
     // With an Idempotency-Key the key's record is claimed first, and no node is locked before the claim
     // (which may wait for a concurrent request with the same key).
     let try_lock = search == NodeSearch::SkipLocked
@@ -177,7 +181,7 @@ async fn try_create_lease(
     Ok(created(&new, lease))
 }
 
-/// The caller, the new lease and the admission statement's findings ([`lifecycle::admit`]), once the key is
+/// The caller, the new lease and the admission statement's findings ([`gpuplane_store::leases::allocation::admit`]), once the key is
 /// accepted and the pool and balance admit the request; an error otherwise. With `try_lock` the statement may
 /// also have written the lease (`admission.lease`): it does so only if the key may act for the token's tenant,
 /// which `accept` then checks again.
@@ -188,7 +192,7 @@ async fn admit(
     req: &CreateLeaseRequest,
     term: Term,
     try_lock: bool,
-) -> ApiResult<(TenantAdminAuth, NewLease, lifecycle::Admission)> {
+) -> ApiResult<(TenantAdminAuth, NewLease, gpuplane_store::leases::allocation::Admission)> {
     let pool = match (req.pool_id, &req.gpu_model) {
         (Some(id), _) => Ok(id),
         (None, Some(model)) => resolve_pool_by_model(conn, model).await,
@@ -211,7 +215,7 @@ async fn admit(
         created_by: token.key_id(),
         idle_release_after_minutes: req.idle_release_after_minutes,
     };
-    let admission = lifecycle::admit(conn, &new, token.session_id(), try_lock).await?;
+    let admission = gpuplane_store::leases::allocation::admit(conn, &new, token.session_id(), try_lock).await?;
     let auth = token.accept(&admission.key)?;
     let Some(currency) = &admission.pool_currency else { return Err(ApiError::field("pool_id", "no such pool")) };
     if admission.balance_covers == Some(false)
@@ -235,7 +239,7 @@ async fn place_and_write(
     auth: &TenantAdminAuth,
     req: &CreateLeaseRequest,
     new: &NewLease,
-    admission: &lifecycle::Admission,
+    admission: &gpuplane_store::leases::allocation::Admission,
 ) -> ApiResult<Option<Lease>> {
     let pool_id = new.pool_id;
     if admission.tenant_has_quotas == Some(true) {
@@ -246,14 +250,14 @@ async fn place_and_write(
     let plan = if admission.queued_ahead {
         None
     } else {
-        lifecycle::place(tx, pool_id, new.gpu_count, req.placement, best_fit).await?
+        gpuplane_store::leases::allocation::place(tx, pool_id, new.gpu_count, req.placement, best_fit).await?
     };
     if plan.is_none() {
         if let Some(why) = lifecycle::never_fits(tx, pool_id, new.gpu_count, req.placement).await? {
             return Err(ApiError::field("gpu_count", why));
         }
         if !req.queue {
-            return Err(lifecycle::capacity(tx, pool_id, new.gpu_count).await?.into());
+            return Err(gpuplane_store::leases::allocation::capacity(tx, pool_id, new.gpu_count).await?.into());
         }
     }
     let actor = Actor::Tenant(auth.key_id);
@@ -270,7 +274,7 @@ async fn place_and_write(
     // None: a planned node's counter was out of step with its GPUs (logged); nothing was written.
     match written {
         Some(lease) => Ok(Some(lease)),
-        None => Err(lifecycle::capacity(tx, pool_id, new.gpu_count).await?.into()),
+        None => Err(gpuplane_store::leases::allocation::capacity(tx, pool_id, new.gpu_count).await?.into()),
     }
 }
 
@@ -305,7 +309,7 @@ pub async fn list_leases(
     let mut conn = state.db.acquire().await?;
     let filter =
         LeaseFilter { tenant_id: Some(auth.tenant_id), pool_id: None, state: params.state, after: page.after(), limit };
-    let leases = lifecycle::list_leases(&mut conn, &filter).await?;
+    let leases = gpuplane_store::leases::read::list_leases(&mut conn, &filter).await?;
     Ok(Json(Page::from_rows(leases, limit, |l| l.id)))
 }
 
@@ -321,7 +325,10 @@ pub async fn get_lease(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Lease>> {
     let mut conn = state.db.acquire().await?;
-    lifecycle::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?.map(Json).ok_or(ApiError::NotFound("lease"))
+    gpuplane_store::leases::read::load_lease(&mut conn, Some(auth.tenant_id), lease_id)
+        .await?
+        .map(Json)
+        .ok_or(ApiError::NotFound("lease"))
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -407,9 +414,10 @@ pub async fn extend_lease(
     let actor = Actor::Tenant(auth.key_id);
     let event = NewEvent::new("extended", Some(lease_state), Some(lease_state), &actor)
         .detail(serde_json::json!({ "hours": add_hours, "months": add_months }));
-    lifecycle::record_event(&mut tx, lease_id, event).await?;
-    let lease =
-        lifecycle::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    gpuplane_store::leases::events::record_event(&mut tx, lease_id, event).await?;
+    let lease = gpuplane_store::leases::read::load_lease(&mut tx, Some(auth.tenant_id), lease_id)
+        .await?
+        .ok_or(ApiError::NotFound("lease"))?;
     tx.commit().await?;
     Ok(Json(lease))
 }
@@ -486,10 +494,11 @@ pub async fn update_lease(
         let event = NewEvent::new("updated", Some(row.state), Some(row.state), &actor).detail(serde_json::json!({
             "idle_release_after_minutes": { "from": row.idle_release_after_minutes, "to": minutes }
         }));
-        lifecycle::record_event(&mut tx, lease_id, event).await?;
+        gpuplane_store::leases::events::record_event(&mut tx, lease_id, event).await?;
     }
-    let lease =
-        lifecycle::load_lease(&mut tx, Some(auth.tenant_id), lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+    let lease = gpuplane_store::leases::read::load_lease(&mut tx, Some(auth.tenant_id), lease_id)
+        .await?
+        .ok_or(ApiError::NotFound("lease"))?;
     tx.commit().await?;
     Ok(Json(lease))
 }
@@ -517,7 +526,7 @@ pub async fn release_lease(
 
 /// One statement on its own (autocommit, one round trip): the key checked, the lease ended with its jobs, its
 /// nodes locked, its GPUs given back with the counters and the event. It writes nothing unless the key may act
-/// and the lease is the token's tenant's (`lifecycle::end_lease_for_key`), so a refused key has changed nothing.
+/// and the lease is the token's tenant's (`gpuplane_store::leases::ending::end_lease_for_key`), so a refused key has changed nothing.
 /// In PostgreSQL's default plan cache mode the statement settles on its generic plan after five calls on a
 /// connection (checked with EXPLAIN on a loaded bench database: 0.02 ms planning instead of 0.7 ms).
 /// A lease with running jobs is not ended by that statement: its release begins instead
@@ -532,10 +541,10 @@ async fn try_release(
     // Twice at most: a lease whose last job ended between the statement and the look at its jobs is released by
     // the second statement.
     for _ in 0..2 {
-        let (key, ended) = lifecycle::end_lease_for_key(
+        let (key, ended) = gpuplane_store::leases::ending::end_lease_for_key(
             &mut conn,
             lease_id,
-            lifecycle::KeyScope { key_id: token.key_id(), session_id: token.session_id() },
+            gpuplane_store::leases::ending::KeyScope { key_id: token.key_id(), session_id: token.session_id() },
             token.claimed_tenant_id(),
             LeaseState::Released,
             release::TENANT_RELEASE_REASON,
@@ -546,7 +555,7 @@ async fn try_release(
         if let Some(ended) = ended {
             let mut freed = FreedPools::default();
             freed.note(Some(&ended));
-            freed.wake(&state.db);
+            lifecycle::wake(freed, &state.db);
             return Ok((StatusCode::OK, Json(ended.lease)));
         }
         let asked =
@@ -557,7 +566,7 @@ async fn try_release(
             // Not live (or not the tenant's): return it as it is, or 404.
             release::Asked::NotLive => StatusCode::OK,
         };
-        let lease = lifecycle::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?;
+        let lease = gpuplane_store::leases::read::load_lease(&mut conn, Some(auth.tenant_id), lease_id).await?;
         return Ok((status, Json(lease.ok_or(ApiError::NotFound("lease"))?)));
     }
     Err(ApiError::conflict("lease_changing", "the lease's jobs changed while it was being released: retry"))
@@ -575,8 +584,8 @@ pub async fn list_lease_events(
     ApiPath(lease_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Vec<LeaseEvent>>> {
     let mut conn = state.db.acquire().await?;
-    lifecycle::ensure_owned(&mut conn, auth.tenant_id, lease_id).await?;
-    Ok(Json(lifecycle::list_events(&mut conn, lease_id).await?))
+    crate::access::ensure_lease_owned(&mut conn, auth.tenant_id, lease_id).await?;
+    Ok(Json(gpuplane_store::leases::events::list_events(&mut conn, lease_id).await?))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -611,7 +620,7 @@ pub async fn admin_list_leases(
         after: page.after(),
         limit,
     };
-    let leases = lifecycle::list_leases(&mut conn, &filter).await?;
+    let leases = gpuplane_store::leases::read::list_leases(&mut conn, &filter).await?;
     Ok(Json(Page::from_rows(leases, limit, |l| l.id)))
 }
 
@@ -644,7 +653,7 @@ pub async fn terminate_lease(
     crate::extract::check_name("reason", &req.reason, 500).map_err(|e| ApiError::Validation(vec![e]))?;
     let reason = req.reason.trim();
     let mut tx = state.db.begin().await?;
-    let ended = lifecycle::end_lease(
+    let ended = gpuplane_store::leases::ending::end_lease(
         &mut tx,
         lease_id,
         None,
@@ -658,9 +667,30 @@ pub async fn terminate_lease(
     freed.note(ended.as_ref());
     let lease = match ended {
         Some(ended) => ended.lease,
-        None => lifecycle::load_lease(&mut tx, None, lease_id).await?.ok_or(ApiError::NotFound("lease"))?,
+        None => gpuplane_store::leases::read::load_lease(&mut tx, None, lease_id)
+            .await?
+            .ok_or(ApiError::NotFound("lease"))?,
     };
     tx.commit().await?;
-    freed.wake(&state.db);
+    lifecycle::wake(freed, &state.db);
     Ok(Json(lease))
+}
+
+/// Compare the running job's measured GPU utilization (last 5 minutes) with its plan: low utilization and
+/// communication-bound plans are reported with the change to make.
+#[utoipa::path(
+    get, path = "/v1/leases/{lease_id}/insights", tag = "jobs", operation_id = "get_lease_insights",
+    params(("lease_id" = Uuid, Path, description = "Lease id")),
+    responses((status = 200, description = "Findings about the running job", body = super::insights::LeaseInsights))
+)]
+pub async fn get_lease_insights(
+    State(state): State<AppState>,
+    auth: TenantAuth,
+    ApiPath(lease_id): ApiPath<Uuid>,
+) -> ApiResult<Json<super::insights::LeaseInsights>> {
+    let mut conn = state.db.acquire().await?;
+    let Some(pool_id) = gpuplane_store::jobs::tenant_lease_pool(&mut conn, lease_id, auth.tenant_id).await? else {
+        return Err(ApiError::NotFound("lease"));
+    };
+    Ok(Json(super::insights::evaluate_lease(&mut conn, lease_id, pool_id).await?))
 }

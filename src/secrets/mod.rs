@@ -24,6 +24,14 @@ use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use uuid::Uuid;
 
+/// `n` bytes from the operating system's generator: keys, tokens, webhook secrets and the development JWT secret.
+pub fn random_bytes(n: usize) -> Vec<u8> {
+    use rand::RngCore;
+    let mut bytes = vec![0u8; n];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes
+}
+
 /// Bytes of a key (AES-256).
 pub const KEY_BYTES: usize = 32;
 /// The key id of the development key (`--dev`, `gpuplane demo`, the in-process tests).

@@ -1,5 +1,5 @@
 //! Background checks that raise alerts no single change causes: `lease.expiring` (a lead before a lease's end),
-//! `utilization.low` (the insight of `jobs::insights` on a running job), `queue.stalled` (a pool's queue head
+//! `utilization.low` (raised by `leases::insights::check_utilization` through [`raise`]), `queue.stalled` (a pool's queue head
 //! waiting too long). One alert per condition and subject until it clears (`webhook_alerts`): the raise and the
 //! event commit together, so replicas running the same check never raise it twice. Node readiness
 //! (`inventory::readiness`) raises and clears its causes through [`raise`] and [`clear`] too.
@@ -25,7 +25,7 @@ pub(crate) async fn clear(conn: &mut PgConnection, condition: &str, subject: Uui
 }
 
 /// Forget raised alerts of `condition` whose subject is not in `still`: they cleared, and may be raised again.
-async fn clear_except(conn: &mut PgConnection, condition: &str, still: &[Uuid]) -> Result<(), sqlx::Error> {
+pub(crate) async fn clear_except(conn: &mut PgConnection, condition: &str, still: &[Uuid]) -> Result<(), sqlx::Error> {
     Ok(store::clear_alerts_except(conn, condition, still).await?)
 }
 
@@ -63,40 +63,9 @@ pub async fn check_queue_stalled(db: &PgPool, after: Duration) -> Result<usize, 
     Ok(raised)
 }
 
-/// Active leases whose running job's GPUs are underused (the `low_utilization` insight).
-pub async fn check_utilization(db: &PgPool) -> anyhow::Result<usize> {
-    let mut conn = db.acquire().await?;
-    let running = store::leases_running_jobs(&mut conn).await?;
-    let mut low = Vec::new();
-    for store::RunningLease { lease_id, tenant_id, pool_id } in running {
-        let found = crate::jobs::routes::evaluate_lease(&mut conn, lease_id, pool_id)
-            .await
-            .map_err(|e| anyhow::anyhow!("insights of lease {lease_id}: {e}"))?;
-        if let Some(insight) = found.insights.into_iter().find(|i| i.kind == "low_utilization") {
-            low.push((lease_id, tenant_id, found.job_id, insight));
-        }
-    }
-    let mut tx = db.begin().await?;
-    clear_except(&mut tx, "utilization.low", &low.iter().map(|l| l.0).collect::<Vec<_>>()).await?;
-    let mut raised = 0;
-    for (lease_id, tenant_id, job_id, insight) in low {
-        if raise(&mut tx, "utilization.low", lease_id).await? {
-            let data = serde_json::json!({
-                "lease_id": lease_id, "job_id": job_id, "message": insight.message,
-                "suggestion": insight.suggestion, "figures": insight.figures,
-            });
-            emit(&mut tx, Audience::Tenant(tenant_id), "utilization.low", data).await?;
-            raised += 1;
-        }
-    }
-    tx.commit().await?;
-    Ok(raised)
-}
-
 /// Every check once.
 pub async fn check_once(db: &PgPool, settings: &WebhookSettings) -> anyhow::Result<()> {
     check_expiring(db, settings.lease_expiring_lead).await?;
     check_queue_stalled(db, settings.queue_stalled_after).await?;
-    check_utilization(db).await?;
     Ok(())
 }

@@ -13,7 +13,7 @@ pub const SECRET_BYTES: usize = 32;
 
 /// A new endpoint secret: `whsec_` and the base64 of 32 random bytes.
 pub fn new_secret() -> String {
-    format!("{SECRET_PREFIX}{}", STANDARD.encode(crate::auth::keys::random_bytes(SECRET_BYTES)))
+    format!("{SECRET_PREFIX}{}", STANDARD.encode(crate::secrets::random_bytes(SECRET_BYTES)))
 }
 
 /// The HMAC key of a `whsec_` secret; None when it is not one.

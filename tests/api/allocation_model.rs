@@ -15,8 +15,12 @@
 //! - a request that does not fit is 422 when it never can (more GPUs than the pool has; single_node above the
 //!   largest node), else 409.
 
-use gpuplane::leases::lifecycle::{self, LeaseWrite, NewEvent, NewLease};
-use gpuplane::leases::{Actor, LeaseState, Placement, Term};
+use gpuplane::leases::lifecycle;
+
+use gpuplane_store::leases::allocation::{LeaseWrite, NewLease};
+
+use gpuplane_store::leases::events::NewEvent;
+use gpuplane_store::leases::{Actor, LeaseState, Placement, Term};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use sqlx::PgPool;
@@ -272,17 +276,17 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
         created_by: key,
         idle_release_after_minutes: None,
     };
-    let admission = lifecycle::admit(&mut tx, &new, None, try_lock).await.unwrap();
+    let admission = gpuplane_store::leases::allocation::admit(&mut tx, &new, None, try_lock).await.unwrap();
     let lease = match admission.lease {
         // One client: the node it locked cannot have changed since the statement's snapshot.
         Some(lease) => lease.0,
         None => {
             // One client: nothing else holds a node, so admission never asks to wait.
             let best_fit = admission.best_fit().expect("no concurrent holder, no wait");
-            let plan = lifecycle::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
+            let plan = gpuplane_store::leases::allocation::place(&mut tx, pool, n, placement, best_fit).await.unwrap();
             let Some(plan) = plan else {
-                let lifecycle::PoolSize { total, largest_node: largest } =
-                    lifecycle::pool_size(&mut tx, pool).await.unwrap();
+                let gpuplane_store::leases::allocation::PoolSize { total, largest_node: largest } =
+                    gpuplane_store::leases::allocation::pool_size(&mut tx, pool).await.unwrap();
                 let never = n as i64 > total || (placement == Placement::SingleNode && n as i64 > largest);
                 return (new.id, if never { Outcome::Unprocessable } else { Outcome::Conflict });
             };
@@ -340,10 +344,17 @@ async fn allocation_agrees_with_the_reference_model(db: PgPool) {
             if !live.is_empty() && rng.random_bool(0.35) {
                 let lease = live.swap_remove(rng.random_range(0..live.len()));
                 let mut conn = db.acquire().await.unwrap();
-                let ended =
-                    lifecycle::end_lease(&mut conn, lease, None, LeaseState::Released, "model", &Actor::System, None)
-                        .await
-                        .unwrap();
+                let ended = gpuplane_store::leases::ending::end_lease(
+                    &mut conn,
+                    lease,
+                    None,
+                    LeaseState::Released,
+                    "model",
+                    &Actor::System,
+                    None,
+                )
+                .await
+                .unwrap();
                 assert!(ended.is_some(), "{}: release of {lease}", context());
                 model.release(lease);
             } else {

@@ -684,13 +684,13 @@ async fn billing_invariants_hold_for_random_start_stop_interrupt_and_price_chang
             }
             state => {
                 let to = if state == "released" {
-                    gpuplane::leases::LeaseState::Released
+                    gpuplane_store::leases::LeaseState::Released
                 } else {
-                    gpuplane::leases::LeaseState::Terminated
+                    gpuplane_store::leases::LeaseState::Terminated
                 };
                 let mut conn = db.acquire().await.unwrap();
-                let actor = gpuplane::leases::Actor::System;
-                gpuplane::leases::lifecycle::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(end))
+                let actor = gpuplane_store::leases::Actor::System;
+                gpuplane_store::leases::ending::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(end))
                     .await
                     .unwrap()
                     .expect("ended");
@@ -882,8 +882,8 @@ async fn every_usage_charge_lands_on_exactly_one_issued_invoice(db: PgPool) {
         let end_at = async |id: &str, at: DateTime<Utc>| {
             let mut conn = db.acquire().await.unwrap();
             let lease_id = uuid::Uuid::parse_str(id).unwrap();
-            let (to, actor) = (gpuplane::leases::LeaseState::Released, gpuplane::leases::Actor::System);
-            gpuplane::leases::lifecycle::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(at))
+            let (to, actor) = (gpuplane_store::leases::LeaseState::Released, gpuplane_store::leases::Actor::System);
+            gpuplane_store::leases::ending::end_lease(&mut conn, lease_id, None, to, "test", &actor, Some(at))
                 .await
                 .unwrap()
                 .expect("ended");

@@ -828,8 +828,10 @@ async fn a_full_pool_is_refused_with_its_figures(db: PgPool) {
 /// lease row changed after its snapshot, and runs again; the GPUs the lease got are released with it.
 #[sqlx::test]
 async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPool) {
-    use gpuplane::leases::lifecycle::{self, BestFit, LeaseWrite, NewEvent};
-    use gpuplane::leases::{Actor, LeaseState, Placement};
+    use gpuplane::leases::lifecycle;
+    use gpuplane_store::leases::allocation::{BestFit, LeaseWrite};
+    use gpuplane_store::leases::events::NewEvent;
+    use gpuplane_store::leases::{Actor, LeaseState, Placement};
     let app = TestApp::new(db.clone());
     let (_, tenant, pool, _) = setup(&app, &[4]).await;
     let first = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
@@ -844,8 +846,21 @@ async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPo
 
     // A: the first lease ends and the queued one starts on its GPUs, not yet committed.
     let mut a = db.begin().await.unwrap();
-    lifecycle::end_lease(&mut a, first_id, None, LeaseState::Released, "test", &Actor::System, None).await.unwrap();
-    let plan = lifecycle::place(&mut a, pool_id, 2, Placement::Pack, BestFit::Search).await.unwrap().unwrap();
+    gpuplane_store::leases::ending::end_lease(
+        &mut a,
+        first_id,
+        None,
+        LeaseState::Released,
+        "test",
+        &Actor::System,
+        None,
+    )
+    .await
+    .unwrap();
+    let plan = gpuplane_store::leases::allocation::place(&mut a, pool_id, 2, Placement::Pack, BestFit::Search)
+        .await
+        .unwrap()
+        .unwrap();
     let event = NewEvent::new("allocated", Some(LeaseState::Queued), Some(LeaseState::Active), &Actor::System);
     let started = lifecycle::write_lease(&mut a, LeaseWrite::Activate(queued_id), Some(&plan), event).await.unwrap();
     assert_eq!(started.unwrap().gpus.len(), 2);
@@ -854,9 +869,17 @@ async fn a_lease_that_starts_while_it_is_ended_releases_the_gpus_it_got(db: PgPo
     let db_b = db.clone();
     let ending = tokio::spawn(async move {
         let mut b = db_b.acquire().await.unwrap();
-        lifecycle::end_lease(&mut b, queued_id, None, LeaseState::Terminated, "test", &Actor::System, None)
-            .await
-            .unwrap()
+        gpuplane_store::leases::ending::end_lease(
+            &mut b,
+            queued_id,
+            None,
+            LeaseState::Terminated,
+            "test",
+            &Actor::System,
+            None,
+        )
+        .await
+        .unwrap()
     });
     let mut waited = 0;
     loop {

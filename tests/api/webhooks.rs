@@ -699,7 +699,7 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
     // Ten minutes running, its GPU at 35% for the last five (the samples as the insights test writes them).
     sqlx::query("UPDATE jobs SET started_at = now() - interval '10 minutes'").execute(&db).await.unwrap();
     crate::support::app::write_lease_samples(&db, lease_id, 35.0).await;
-    use gpuplane::webhooks::alerts::check_utilization;
+    use gpuplane::leases::insights::check_utilization;
     assert_eq!(check_utilization(&db).await.unwrap(), 1);
     assert_eq!(check_utilization(&db).await.unwrap(), 0, "one alert until it clears");
     deliver_until(&worker, || types_of(&receiver).len() == 1).await;

@@ -18,6 +18,7 @@ pub mod error;
 pub mod idempotency;
 pub mod inventory;
 pub mod jobs;
+pub mod lease_kinds;
 pub mod leases;
 pub mod ops;
 pub mod secrets;

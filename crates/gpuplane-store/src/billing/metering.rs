@@ -6,7 +6,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use crate::StoreResult;
-use crate::leases::Term;
+use crate::lease_kinds::Term;
 
 /// A price in force from `effective_from`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::types::{GenerationPart, GenerationState, JobNode, NodeNotice, RetuneMode, StateChange};
 use crate::StoreResult;
-use crate::leases::LeaseState;
+use crate::lease_kinds::LeaseState;
 
 /// Append a state change to `history` (SQL fragment; `$s` the state, `$r` the reason).
 pub fn history_push(state: &str, reason: &str) -> String {

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::types::RetuneMode;
 use crate::StoreResult;
-use crate::leases::LeaseState;
+use crate::lease_kinds::LeaseState;
 
 /// A tenant's lease as a new job needs it.
 pub struct JobLease {

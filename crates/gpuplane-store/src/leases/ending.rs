@@ -19,6 +19,29 @@ pub struct Ended {
     pub lease: Lease,
 }
 
+/// The pools whose queues may start leases once the transaction that ended some of their leases has committed:
+/// every way a lease ends notes what [`end_lease`] did here; the server's `leases::lifecycle::wake` (or `start`)
+/// then starts them. (The sweeper starts every queue each second anyway; this starts them at once.)
+#[derive(Debug, Default)]
+pub struct FreedPools(Vec<Uuid>);
+
+impl FreedPools {
+    /// Note an ended lease (nothing when none ended): its pool, if leases wait in its queue.
+    pub fn note(&mut self, ended: Option<&Ended>) {
+        if let Some(ended) = ended
+            && ended.queue_waiting
+            && !self.0.contains(&ended.lease.pool_id)
+        {
+            self.0.push(ended.lease.pool_id);
+        }
+    }
+
+    /// The pools noted, each once.
+    pub fn pools(self) -> Vec<Uuid> {
+        self.0
+    }
+}
+
 /// End a live lease (queued or active): set its final state, end its open jobs, free its GPUs, record the
 /// event. With `tenant_id`, only that tenant's lease. Returns None when no such live lease exists (ending
 /// twice is harmless). `ended_at` defaults to now; expiry passes the scheduled end, interruption the node's

@@ -18,39 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum LeaseState {
-    /// Waiting for capacity; allocated in arrival order.
-    Queued,
-    /// Holds its GPUs.
-    Active,
-    /// Released by the tenant.
-    Released,
-    /// Reached its end time.
-    Expired,
-    /// Ended by an operator (or for lack of balance).
-    Terminated,
-    /// Its node failed; not charged past the node's last heartbeat.
-    Interrupted,
-}
-
-impl LeaseState {
-    pub fn is_live(self) -> bool {
-        matches!(self, LeaseState::Queued | LeaseState::Active)
-    }
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LeaseState::Queued => "queued",
-            LeaseState::Active => "active",
-            LeaseState::Released => "released",
-            LeaseState::Expired => "expired",
-            LeaseState::Terminated => "terminated",
-            LeaseState::Interrupted => "interrupted",
-        }
-    }
-}
+pub use crate::lease_kinds::{LeaseState, Term};
 
 /// How a lease's GPUs are laid over nodes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema, sqlx::Type)]
@@ -64,16 +32,6 @@ pub enum Placement {
     SingleNode,
     /// One GPU per node per round, over as many nodes as possible.
     Spread,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum Term {
-    /// `duration_hours` long.
-    Hourly,
-    /// `months` calendar months long.
-    Monthly,
 }
 
 /// Who caused a transition, as recorded in events.

@@ -6,11 +6,14 @@ use std::sync::Arc;
 use metrics_exporter_prometheus::PrometheusHandle;
 use sqlx::PgPool;
 
-use crate::agent_api::gpu_map::GpuMapCache;
-use crate::auth::jwt::TokenKeys;
 use crate::config::Settings;
+use crate::jwt::TokenKeys;
 use crate::observability::metrics_handle;
 use crate::rate_limit::AuthLimiter;
+
+pub mod gpu_map;
+
+use gpu_map::GpuMapCache;
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]

@@ -1,0 +1,73 @@
+//! The agents' side of jobs: an agent fetches its node's assignments and reports each one's status.
+
+use axum::Json;
+use axum::extract::State;
+use uuid::Uuid;
+
+use crate::jobs::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusResponse};
+
+use crate::auth::AgentAuth;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath};
+use crate::jobs::lifecycle::{self, ReportError};
+use crate::jobs::problems::stale_credential;
+use crate::secrets::{NO_STORE, NoStore};
+use crate::state::AppState;
+
+/// The node's unfinished assignments, each with what to do (`run` or `cancel`). Fetching marks new ones
+/// `assigned`. An assignment that is no longer listed has ended (e.g. with its lease): stop it.
+#[utoipa::path(
+    get, path = "/v1/agent/assignments", tag = "agents", operation_id = "get_assignments",
+    responses((status = 200, description = "The node's assignments", body = AssignmentList))
+)]
+pub async fn get_assignments(
+    State(state): State<AppState>,
+    agent: AgentAuth,
+) -> ApiResult<(NoStore, Json<AssignmentList>)> {
+    let mut tx = state.db.begin().await?;
+    let list = lifecycle::fetch_assignments(&mut tx, &state.settings.keyring, agent.node_id, agent.generation)
+        .await?
+        .ok_or_else(stale_credential)?;
+    tx.commit().await?;
+    Ok((NO_STORE, Json(list)))
+}
+
+/// Report a state transition of an assignment's process (running, succeeded, failed, cancelled) with its exit
+/// code and last lines of output. Idempotent; states only move forward.
+#[utoipa::path(
+    post, path = "/v1/agent/assignments/{job_node_id}/status", tag = "agents", operation_id = "report_assignment_status",
+    params(("job_node_id" = Uuid, Path, description = "The assignment's `job_node_id`")),
+    request_body = AssignmentStatus,
+    responses((status = 200, description = "The assignment as recorded now", body = AssignmentStatusResponse))
+)]
+pub async fn report_assignment_status(
+    State(state): State<AppState>,
+    agent: AgentAuth,
+    ApiPath(job_node_id): ApiPath<Uuid>,
+    ApiJson(report): ApiJson<AssignmentStatus>,
+) -> ApiResult<Json<AssignmentStatusResponse>> {
+    if report.output_tail.len() > 1000 {
+        return Err(ApiError::field("output_tail", "at most 1000 lines (the service keeps the last 50)"));
+    }
+    let mut tx = state.db.begin().await?;
+    let (state_now, desired) = match lifecycle::report_status(
+        &mut tx,
+        &state.settings.keyring,
+        agent.node_id,
+        agent.generation,
+        job_node_id,
+        &report,
+    )
+    .await
+    {
+        Ok(recorded) => recorded,
+        Err(ReportError::StaleCredential) => return Err(stale_credential()),
+        Err(ReportError::NotFound) => return Err(ApiError::NotFound("assignment")),
+        Err(ReportError::Database(err)) => return Err(err.into()),
+    };
+    tx.commit().await?;
+    Ok(Json(AssignmentStatusResponse { state: state_now, desired }))
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Insights
