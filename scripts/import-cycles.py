@@ -13,6 +13,8 @@ blocks: nothing imports a test module, so it sits in no cycle, and what it uses 
     scripts/import-cycles.py              list the cycles, one component a line, and the count
     scripts/import-cycles.py --max N      exit 1 when more than N files sit in cycles (CI's ratchet)
     scripts/import-cycles.py --src DIR    another crate's source directory (default: the server's src/)
+    scripts/import-cycles.py --modules    pairs of top-level modules (domains) that import each other, each with
+                                          the files that make its two arrows; with --max N, fail above N pairs
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max", type=int, default=None, help="fail when more files than this sit in cycles")
     parser.add_argument("--src", type=Path, default=None, help="the crate's source directory (default: src/)")
+    parser.add_argument("--modules", action="store_true", help="count pairs of top-level modules importing each other")
     args = parser.parse_args()
     global SRC
     if args.src is not None:
@@ -135,6 +138,8 @@ def main() -> int:
                 edges[module].add(module + (m.group(1),))
         edges[module].discard(module)
         edges[module].discard(())  # the crate root (lib.rs) only declares the modules
+    if args.modules:
+        return module_pairs(files, edges, args.max)
 
     # Tarjan's strongly connected components.
     index: dict[tuple[str, ...], int] = {}
@@ -175,6 +180,31 @@ def main() -> int:
     print(f"import-cycles: {in_cycles} of {len(files)} files in {SRC.relative_to(ROOT)}/ sit in import cycles")
     if args.max is not None and in_cycles > args.max:
         print(f"import-cycles: FAILED: more than {args.max} (a new cycle; see above)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def module_pairs(
+    files: dict[tuple[str, ...], Path], edges: dict[tuple[str, ...], set[tuple[str, ...]]], most: int | None
+) -> int:
+    """Pairs of top-level modules where each imports the other: a file-level graph can be free of cycles while two
+    folders lean on each other, which is what makes a domain impossible to read, test or move on its own."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for source, targets in edges.items():
+        for target in targets:
+            if source and target and source[0] != target[0]:
+                arrows.setdefault((source[0], target[0]), []).append(
+                    f"{files[source].relative_to(ROOT)} -> {files[target].relative_to(ROOT)}"
+                )
+    pairs = sorted((a, b) for (a, b) in arrows if a < b and (b, a) in arrows)
+    for a, b in pairs:
+        print(f"pair {a} <-> {b}")
+        for line in sorted(arrows[(a, b)]) + sorted(arrows[(b, a)]):
+            print(f"    {line}")
+    tops = {m[0] for m in files if m}
+    print(f"import-cycles: {len(pairs)} pairs of the {len(tops)} top-level modules in {SRC.relative_to(ROOT)}/ import each other")
+    if most is not None and len(pairs) > most:
+        print(f"import-cycles: FAILED: more than {most} pairs (an arrow the wrong way; see above)", file=sys.stderr)
         return 1
     return 0
 
