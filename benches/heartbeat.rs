@@ -670,7 +670,7 @@ async fn fleet_queries(
         "INSERT INTO nodes (id, pool_id, hostname, address, admin_state, liveness, intra_link, intra_link_gbps, \
              network_gbps, rdma, free_gpus, gpu_count, agent_managed, agent_generation) \
          SELECT gen_random_uuid(), p.id, p.name || '-node-' || i, p.name || '-' || i, 'active', 'ready', 'nvlink', 900, \
-             400, true, 8, 8, false, 0 \
+             400, true, 8, 8, true, 0 \
          FROM pools p CROSS JOIN generate_series(1, $1) AS i WHERE p.name LIKE 'fleet-%'",
     )
     .bind(FLEET_NODES_PER_POOL)
