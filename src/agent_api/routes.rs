@@ -4,7 +4,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use chrono::Utc;
-use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::matching::gpu_matches_model;
@@ -20,8 +19,6 @@ use crate::extract::{ApiJson, ApiPath};
 use crate::inventory::nodes::{CreateNodeRequest, NewGpu, Node, insert_node, load_node};
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
-use gpuplane_store::leases::events::{NewEvent, record_event};
-use gpuplane_store::leases::{Actor, LeaseState};
 
 /// Most samples one heartbeat may carry (64 GPUs x 64 buffered intervals).
 pub const MAX_SAMPLES: usize = 4096;
@@ -420,32 +417,19 @@ fn xid_pairs(gpu_index: i32, codes: &[i32]) -> Option<String> {
     (!pairs.is_empty()).then(|| pairs.join(","))
 }
 
-/// A fatal XID takes the GPU out of service: no new allocations, an event on the lease using it.
+/// A fatal XID takes the GPU out of service (the store's `take_out_of_service`: no new allocations, an event on
+/// the lease using it), and tells the operators.
 async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec<i32>)]) -> ApiResult<()> {
     let mut tx = state.db.begin().await?;
-    // Lock the node first, as allocation does, so the free counter stays exact.
-    heartbeat::lock_node(&mut tx, node_id).await?;
     for (index, codes) in fatal {
         let reason = format!("fatal XID {}", codes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "));
-        let hit = heartbeat::mark_gpu_unhealthy(&mut tx, node_id, *index, &reason).await?;
-        let Some((gpu_id, lease)) = hit else { continue };
+        let Some(out) = heartbeat::take_out_of_service(&mut tx, node_id, *index, &reason).await? else { continue };
         tracing::warn!(node.id = %node_id, gpu.index = index, %reason, "GPU taken out of service");
         let data = serde_json::json!({
-            "node_id": node_id, "gpu_id": gpu_id, "index": index, "xid": codes, "reason": reason, "lease_id": lease,
+            "node_id": node_id, "gpu_id": out.gpu_id, "index": index, "xid": codes, "reason": reason,
+            "lease_id": out.lease_id,
         });
         crate::webhooks::emit(&mut tx, crate::webhooks::Audience::Operators, "gpu.unhealthy", data).await?;
-        match lease {
-            None => {
-                heartbeat::take_free_gpu(&mut tx, node_id).await?;
-            }
-            Some(lease_id) => {
-                let event =
-                    NewEvent::new("gpu_unhealthy", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
-                        .reason(&reason)
-                        .detail(serde_json::json!({ "gpu_id": gpu_id, "node_id": node_id, "index": index }));
-                record_event(&mut tx, lease_id, event).await?;
-            }
-        }
     }
     tx.commit().await?;
     Ok(())
@@ -463,18 +447,9 @@ pub async fn restore_gpu(
     ApiPath(gpu_id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Node>> {
     let mut tx = state.db.begin().await?;
-    let node = heartbeat::lock_node_of_gpu(&mut tx, gpu_id).await?;
+    let node = heartbeat::return_to_service(&mut tx, gpu_id).await?;
     let Some(node_id) = node else { return Err(ApiError::NotFound("gpu")) };
-    restore(&mut tx, node_id, gpu_id).await?;
     let node = load_node(&mut tx, node_id).await?.ok_or(ApiError::NotFound("node"))?;
     tx.commit().await?;
     Ok(Json(node))
-}
-
-async fn restore(conn: &mut PgConnection, node_id: Uuid, gpu_id: Uuid) -> Result<(), sqlx::Error> {
-    let restored = heartbeat::restore_gpu(conn, gpu_id).await?;
-    if let Some(false) = restored {
-        heartbeat::give_free_gpu(conn, node_id).await?;
-    }
-    Ok(())
 }

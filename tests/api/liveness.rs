@@ -183,26 +183,9 @@ async fn a_pool_whose_nodes_all_go_silent_at_once_holds_its_leases_and_says_so(d
     assert_eq!(app.get("/v1/admin/liveness-holds", &op).await.body, json!([]));
 }
 
-/// A node's liveness moves by one table (`gpuplane_store::agents::Liveness::on`). Its hearing half is also stated
-/// in SQL, `node_heard_liveness()` (migration 0035), which registration and the heartbeat call: the two agree for
-/// every state and verdict.
-#[sqlx::test]
-async fn node_heard_liveness_agrees_with_the_liveness_table(db: PgPool) {
-    for versions in Versions::ALL {
-        let reason = match versions {
-            Versions::Sufficient => None,
-            Versions::TooOld => Some("driver 470.1 is below the minimum 535"),
-        };
-        let heard: Liveness =
-            sqlx::query_scalar("SELECT node_heard_liveness($1)").bind(reason).fetch_one(&db).await.unwrap();
-        for state in Liveness::ALL {
-            assert_eq!(state.on(LivenessEvent::Heard(versions)), heard, "{state:?} heard with {versions:?}");
-            assert_eq!(state.on(LivenessEvent::Registered(versions)), heard, "{state:?} registered with {versions:?}");
-        }
-    }
-}
-
-/// The sweeper's statements apply the silence timeouts to nodes in every state (agent nodes long silent) just as
+/// The sweeper's statements and the heartbeat move real nodes as the liveness table says (its SQL twin,
+/// `node_heard_liveness()`, is checked against the table in the store's own tests).
+/// They apply the silence timeouts to nodes in every state (agent nodes long silent) just as
 /// the table says, and a heartbeat brings each back as `node_heard_liveness()` and the table say.
 #[sqlx::test]
 async fn the_sweeper_and_the_heartbeat_move_every_state_as_the_liveness_table_says(db: PgPool) {

@@ -5,7 +5,6 @@ mod support;
 
 mod agent_e2e;
 mod agents;
-mod allocation_model;
 mod auth;
 mod billing;
 mod config_docs;

@@ -14,30 +14,20 @@ use std::process::{Command, Stdio};
 use serde_json::json;
 use sqlx::PgPool;
 
-use crate::support::agents::{Api, agent_command_simulating, start_agent};
-use crate::support::binary::{Proc, database_url, spawn_server_on, terminate};
+use crate::support::agents::{agent_command_simulating, start_agent};
+use crate::support::binary::{Proc, terminate};
 use crate::support::jobs::{rank_lines, wait_job};
-use crate::support::net::TestNet;
-use crate::support::torch::{example, runtime_venv};
+use crate::support::torch::TorchSetUp;
 
 const SEGMENT: u8 = 3;
 const STEPS: usize = 8;
 
 #[sqlx::test]
 async fn a_llama_trains_over_a100s_and_rtx_4090s_in_one_uneven_pipeline(db: PgPool) {
-    let (venv, python_root) = runtime_venv();
-    let example = example();
-    let script = example.join("train.py").display().to_string();
-    let net = TestNet::new(SEGMENT, 2);
-    let bridge = TestNet::bridge_address(SEGMENT);
-    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
-    let (mut server, base) =
-        spawn_server_on(&database_url(&db), &format!("{bridge}:0"), &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")]);
-    let api = Api { base: base.clone(), client: reqwest::Client::new() };
-    let op = api.token(&operator_key).await;
+    let TorchSetUp { venv, python_root, example, script, net, mut server, base, api, op, path } =
+        TorchSetUp::new(&db, SEGMENT, 2).await;
     let (_, tenant) = api.funded_tenant(&op, "mixed").await;
 
-    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
     let (venv_arg, python_arg) = (venv.display().to_string(), python_root.display().to_string());
     let mut agents: Vec<Proc> = Vec::new();
     let mut dirs = Vec::new();

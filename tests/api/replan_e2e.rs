@@ -17,10 +17,9 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use crate::support::agents::{Api, job_uids_for, start_agent, state_dir};
-use crate::support::binary::{Proc, database_url, spawn_server_on, terminate};
+use crate::support::binary::{Proc, terminate};
 use crate::support::jobs::wait_job;
-use crate::support::net::TestNet;
-use crate::support::torch::{example, runtime_venv};
+use crate::support::torch::TorchSetUp;
 
 const SEGMENT: u8 = 2;
 const STEPS: i64 = 24;
@@ -120,23 +119,14 @@ fn output(job: &Value) -> String {
 
 #[sqlx::test]
 async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_same_training(db: PgPool) {
-    let (venv, python_root) = runtime_venv();
-    let example = example();
-    let script = example.join("train.py").display().to_string();
-    let net = TestNet::new(SEGMENT, 2);
-    let bridge = TestNet::bridge_address(SEGMENT);
-    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
-    let (mut server, base) =
-        spawn_server_on(&database_url(&db), &format!("{bridge}:0"), &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")]);
-    let api = Api { base: base.clone(), client: reqwest::Client::new() };
-    let op = api.token(&operator_key).await;
+    let TorchSetUp { venv, python_root, example, script, net, mut server, base, api, op, path } =
+        TorchSetUp::new(&db, SEGMENT, 2).await;
     let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "replan", 2).await;
 
     // Two hosts sharing one jobs directory (the lease's home, where checkpoints go) and one uid range.
     let shared = state_dir("replan-shared");
     let jobs_dir = shared.join("jobs");
     let uids = job_uids_for(&shared);
-    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
     let mut agents: Vec<Proc> = Vec::new();
     let mut dirs = vec![shared.clone()];
     for host in 0..2 {

@@ -6,6 +6,8 @@ use uuid::Uuid;
 
 use super::liveness::Liveness;
 use crate::StoreResult;
+use crate::leases::events::{NewEvent, record_event};
+use crate::leases::{Actor, LeaseState};
 
 /// A node's GPUs as (index, GPU id), by index, if the credential generation is still the node's current one
 /// (empty otherwise, or when the node is gone).
@@ -135,15 +137,26 @@ pub async fn lock_node(conn: &mut PgConnection, node_id: Uuid) -> StoreResult<()
     Ok(())
 }
 
-/// Take a healthy GPU (by index) out of service; its id and the lease holding it, or None when it was not
-/// healthy (or no such GPU).
-pub async fn mark_gpu_unhealthy(
+/// A GPU [`take_out_of_service`] took out: its id and the lease holding it, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfService {
+    pub gpu_id: Uuid,
+    pub lease_id: Option<Uuid>,
+}
+
+/// Take the node's healthy GPU at `index` out of service, the one way it is done, so that the node's free counter
+/// stays exact whoever calls it and in whatever order: the node is locked first (as allocation locks it), the GPU
+/// marked unhealthy, and then either the node's free counter lowered (the GPU was free) or a `gpu_unhealthy` event
+/// recorded on the lease that holds it (which keeps it until it ends). None when the GPU was not healthy, or there
+/// is no such GPU: nothing changes.
+pub async fn take_out_of_service(
     conn: &mut PgConnection,
     node_id: Uuid,
     index: i32,
     reason: &str,
-) -> StoreResult<Option<(Uuid, Option<Uuid>)>> {
-    Ok(sqlx::query!(
+) -> StoreResult<Option<OutOfService>> {
+    lock_node(conn, node_id).await?;
+    let hit = sqlx::query!(
         "UPDATE gpus g SET healthy = false, unhealthy_reason = $3, unhealthy_since = now() \
          WHERE g.node_id = $1 AND g.idx = $2 AND g.healthy \
          RETURNING g.id, g.held_by AS lease_id",
@@ -151,38 +164,48 @@ pub async fn mark_gpu_unhealthy(
         index,
         reason
     )
-    .map(|hit| (hit.id, hit.lease_id))
-    .fetch_optional(conn)
-    .await?)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(hit) = hit else { return Ok(None) };
+    match hit.lease_id {
+        None => {
+            sqlx::query!("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1", node_id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Some(lease_id) => {
+            let event =
+                NewEvent::new("gpu_unhealthy", Some(LeaseState::Active), Some(LeaseState::Active), &Actor::System)
+                    .reason(reason)
+                    .detail(serde_json::json!({ "gpu_id": hit.id, "node_id": node_id, "index": index }));
+            record_event(conn, lease_id, event).await?;
+        }
+    }
+    Ok(Some(OutOfService { gpu_id: hit.id, lease_id: hit.lease_id }))
 }
 
-/// One free GPU fewer on the node.
-pub async fn take_free_gpu(conn: &mut PgConnection, node_id: Uuid) -> StoreResult<()> {
-    sqlx::query!("UPDATE nodes SET free_gpus = free_gpus - 1 WHERE id = $1", node_id).execute(conn).await?;
-    Ok(())
-}
-
-/// One free GPU more on the node.
-pub async fn give_free_gpu(conn: &mut PgConnection, node_id: Uuid) -> StoreResult<()> {
-    sqlx::query!("UPDATE nodes SET free_gpus = free_gpus + 1 WHERE id = $1", node_id).execute(conn).await?;
-    Ok(())
+/// Return an unhealthy GPU to service, the one way it is done: the GPU's node is locked first, the GPU marked
+/// healthy, and a free one (no lease holds it) counted back on its node. The node's id, or None when there is no
+/// such GPU (a healthy GPU stays as it is).
+pub async fn return_to_service(conn: &mut PgConnection, gpu_id: Uuid) -> StoreResult<Option<Uuid>> {
+    let Some(node_id) = lock_node_of_gpu(conn, gpu_id).await? else { return Ok(None) };
+    let held = sqlx::query_scalar!(
+        r#"UPDATE gpus g SET healthy = true, unhealthy_reason = NULL, unhealthy_since = NULL WHERE g.id = $1 AND NOT g.healthy
+         RETURNING g.held_by IS NOT NULL AS "held!""#,
+        gpu_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if held == Some(false) {
+        sqlx::query!("UPDATE nodes SET free_gpus = free_gpus + 1 WHERE id = $1", node_id).execute(&mut *conn).await?;
+    }
+    Ok(Some(node_id))
 }
 
 /// The node of a GPU, locked (`FOR UPDATE`) until the transaction ends.
 pub async fn lock_node_of_gpu(conn: &mut PgConnection, gpu_id: Uuid) -> StoreResult<Option<Uuid>> {
     Ok(sqlx::query_scalar!(
         "SELECT n.id FROM nodes n JOIN gpus g ON g.node_id = n.id WHERE g.id = $1 FOR UPDATE OF n",
-        gpu_id
-    )
-    .fetch_optional(conn)
-    .await?)
-}
-
-/// Return an unhealthy GPU to service; whether a lease holds it, or None when it was healthy.
-pub async fn restore_gpu(conn: &mut PgConnection, gpu_id: Uuid) -> StoreResult<Option<bool>> {
-    Ok(sqlx::query_scalar!(
-        r#"UPDATE gpus g SET healthy = true, unhealthy_reason = NULL, unhealthy_since = NULL WHERE g.id = $1 AND NOT g.healthy
-         RETURNING g.held_by IS NOT NULL AS "held!""#,
         gpu_id
     )
     .fetch_optional(conn)

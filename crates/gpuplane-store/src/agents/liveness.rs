@@ -54,17 +54,12 @@ impl Versions {
     /// Both verdicts.
     pub const ALL: [Versions; 2] = [Versions::Sufficient, Versions::TooOld];
 
-    /// The verdict a `not_ready_reason` records (None: the versions suffice).
-    pub fn of_reason(not_ready_reason: Option<&str>) -> Versions {
-        if not_ready_reason.is_none() { Versions::Sufficient } else { Versions::TooOld }
-    }
-
-    /// Where a node that is heard from goes with this verdict.
     /// The verdict a node's `not_ready_reason` records: none means its versions suffice.
     pub fn of(not_ready_reason: Option<&str>) -> Versions {
         if not_ready_reason.is_some() { Versions::TooOld } else { Versions::Sufficient }
     }
 
+    /// Where a node that is heard from goes with this verdict.
     fn alive(self) -> Liveness {
         match self {
             Versions::Sufficient => Liveness::Ready,
@@ -325,7 +320,7 @@ mod tests {
         assert_eq!(alive, [Ready, NotReady]);
         let names = Liveness::ALL.map(Liveness::as_str);
         assert_eq!(names, ["ready", "not_ready", "awaiting_agent", "unreachable", "offline"]);
-        assert_eq!(Versions::of_reason(None), Versions::Sufficient);
-        assert_eq!(Versions::of_reason(Some("driver 470 < 535")), Versions::TooOld);
+        assert_eq!(Versions::of(None), Versions::Sufficient);
+        assert_eq!(Versions::of(Some("driver 470 < 535")), Versions::TooOld);
     }
 }

@@ -4,7 +4,7 @@
 //! the crate's planner. Every step must agree on the outcome (allocated, 409, 422) and on the exact GPUs, no
 //! GPU may be held twice, and every node's `free_gpus` must equal its healthy GPUs not held.
 //!
-//! The rules the model states (src/leases/mod.rs, placement.rs):
+//! The rules the model states (docs/allocation.md; the server's src/leases/placement.rs):
 //! - allocatable nodes are active and ready; a node's free block is its healthy GPUs not held;
 //! - one node (pack, single_node): the smallest sufficient free block, then the lowest id;
 //! - several nodes (pack when no node fits alone; spread always): the plan is made over the `gpu_count`
@@ -15,8 +15,6 @@
 //! - a request that does not fit is 422 when it never can (more GPUs than the pool has; single_node above the
 //!   largest node), else 409.
 
-use gpuplane::leases::lifecycle;
-
 use gpuplane_store::leases::allocation::{LeaseWrite, NewLease};
 
 use gpuplane_store::leases::events::NewEvent;
@@ -26,7 +24,7 @@ use rand::{Rng, SeedableRng};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-use crate::support::app::TestApp;
+use crate::seed;
 
 const CASES: u64 = 40;
 
@@ -292,7 +290,7 @@ async fn create(db: &PgPool, key: Uuid, pool: Uuid, tenant: Uuid, n: i32, placem
             };
             let actor = Actor::Tenant(key);
             let event = NewEvent::new("allocated", None, Some(LeaseState::Active), &actor);
-            lifecycle::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&plan), event)
+            gpuplane_store::leases::allocation::write_lease(&mut tx, LeaseWrite::Create(&new), Some(&plan), event)
                 .await
                 .unwrap()
                 .expect("the counters agree with the GPUs")
@@ -322,15 +320,9 @@ async fn invariants(db: &PgPool) -> (i64, Vec<String>) {
     .unwrap()
 }
 
-#[sqlx::test]
+#[sqlx::test(migrator = "gpuplane_store::MIGRATOR")]
 async fn allocation_agrees_with_the_reference_model(db: PgPool) {
-    let app = TestApp::new(db.clone());
-    let op = app.operator().await;
-    let (tenant, _) = app.tenant_admin(&op, "model").await;
-    let pool = Uuid::parse_str(&app.pool(&op, "model-pool", "h100").await).unwrap();
-    let tenant = Uuid::parse_str(&tenant).unwrap();
-    let key: Uuid =
-        sqlx::query_scalar("SELECT id FROM api_keys WHERE tenant_id = $1").bind(tenant).fetch_one(&db).await.unwrap();
+    let seed::Base { tenant, key, pool } = seed::base(&db).await;
     let base_seed: u64 = std::env::var("ALLOCATION_MODEL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x15);
     let mut allocated = 0;
     for case in 0..CASES {
