@@ -96,11 +96,7 @@ impl Config {
             Ok(v) if !v.is_empty() => Some(v),
             _ => Some("pgbench".to_string()),
         };
-        let doc = match std::env::var("BENCH_DOC") {
-            Ok(v) if v.is_empty() => None,
-            Ok(v) => Some(v.into()),
-            Err(_) => Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks/allocation.md")),
-        };
+        let doc = common::doc_path("docs/benchmarks/allocation.md");
         Ok(Config {
             server_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string()),
             seconds: env_or("BENCH_SECONDS", 60u64)?.max(1),
@@ -207,21 +203,10 @@ async fn client_loop(ctx: Arc<ClientCtx>, token: String, seed: u64) -> ClientSta
     while Instant::now() < ctx.deadline {
         let gpu_count = (rng.next() % GPUS_PER_NODE as u64) as i64 + 1;
         let body = json!({ "pool_id": ctx.pool_id, "gpu_count": gpu_count, "duration_hours": 1 });
-        let started = Instant::now();
-        let res = match ctx.http.post(&create_url).bearer_auth(&token).json(&body).send().await {
-            Ok(res) => res,
+        let (status, bytes, elapsed) = match common::post_timed(&ctx.http, &create_url, &token, &body).await {
+            Ok(answer) => answer,
             Err(err) => {
                 stats.error(format!("create: {err}"));
-                continue;
-            }
-        };
-        let status = res.status().as_u16();
-        let bytes = res.bytes().await;
-        let elapsed = started.elapsed();
-        let bytes = match bytes {
-            Ok(b) => b,
-            Err(err) => {
-                stats.error(format!("create body: {err}"));
                 continue;
             }
         };

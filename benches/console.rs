@@ -51,11 +51,7 @@ struct Config {
 
 impl Config {
     fn from_env() -> anyhow::Result<Self> {
-        let doc = match std::env::var("BENCH_DOC") {
-            Ok(v) if v.is_empty() => None,
-            Ok(v) => Some(v.into()),
-            Err(_) => Some("docs/benchmarks/console.md".into()),
-        };
+        let doc = common::doc_path("docs/benchmarks/console.md");
         let cfg = Config {
             server_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string()),
             nodes: env_or("BENCH_NODES", 10_000)?,

@@ -63,11 +63,7 @@ struct Config {
 
 impl Config {
     fn from_env() -> anyhow::Result<Self> {
-        let doc = match std::env::var("BENCH_DOC") {
-            Ok(v) if v.is_empty() => None,
-            Ok(v) => Some(v.into()),
-            Err(_) => Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/benchmarks/heartbeat.md")),
-        };
+        let doc = common::doc_path("docs/benchmarks/heartbeat.md");
         let cfg = Config {
             server_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string()),
             seconds: env_or("BENCH_SECONDS", 60u64)?.max(1),
@@ -229,21 +225,10 @@ async fn client_loop(
         let node = &mut nodes[next];
         next = (next + 1) % count;
         let body = node.heartbeat(&mut rng);
-        let started = Instant::now();
-        let res = match http.post(&*url).bearer_auth(&node.token).json(&body).send().await {
-            Ok(res) => res,
+        let (status, bytes, elapsed) = match common::post_timed(&http, &url, &node.token, &body).await {
+            Ok(answer) => answer,
             Err(err) => {
-                stats.error(format!("send: {err}"));
-                continue;
-            }
-        };
-        let status = res.status().as_u16();
-        let bytes = res.bytes().await;
-        let elapsed = started.elapsed();
-        let bytes = match bytes {
-            Ok(b) => b,
-            Err(err) => {
-                stats.error(format!("body: {err}"));
+                stats.error(err);
                 continue;
             }
         };
@@ -680,6 +665,19 @@ async fn fleet_queries(
         "INSERT INTO gpus (id, node_id, idx, uuid, name, memory_bytes) \
          SELECT gen_random_uuid(), n.id, g, 'GPU-' || n.hostname || '-' || g, 'NVIDIA H100 80GB HBM3', 85520809984 \
          FROM nodes n CROSS JOIN generate_series(0, 7) AS g WHERE n.hostname LIKE 'fleet-%'",
+    )
+    .execute(&mut *tx)
+    .await?;
+    // The week of hours reaches into last month in a month's first week: its partition may not exist yet (the
+    // migrations make the months around the day they ran, the sweeper the ones ahead).
+    sqlx::query(
+        "DO $$ DECLARE m date; BEGIN \
+             FOR m IN SELECT generate_series(date_trunc('month', now() - interval '7 days'), date_trunc('month', now()), \
+                 interval '1 month')::date LOOP \
+                 EXECUTE format('CREATE TABLE IF NOT EXISTS %I PARTITION OF node_hours FOR VALUES FROM (%L) TO (%L)', \
+                     'node_hours_p' || to_char(m, 'YYYYMM'), m::timestamp AT TIME ZONE 'UTC', \
+                     (m + interval '1 month')::timestamp AT TIME ZONE 'UTC'); \
+             END LOOP; END $$",
     )
     .execute(&mut *tx)
     .await?;

@@ -2,10 +2,14 @@
 //!
 //! Plain `std::time::Instant`; each case runs 20 times and reports median and max.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use gpuplane::planner::*;
 use std::time::{Duration, Instant};
 
-const RUNS: usize = 20;
+/// Runs of each case (`BENCH_RUNS` overrides: CI's short run makes a few).
+const DEFAULT_RUNS: usize = 20;
 
 fn train(preset: &str, gpu: &str, gpus: u32, seq: u32, global_batch: u32) -> PlanInput {
     train_on(preset, gpu, gpus, 8, seq, global_batch)
@@ -58,17 +62,18 @@ fn pools() -> Vec<PoolOffer> {
 }
 
 fn measure<T>(name: &str, limit_ms: f64, mut f: impl FnMut() -> T) -> T {
-    let mut times: Vec<Duration> = Vec::with_capacity(RUNS);
+    let runs = common::runs(DEFAULT_RUNS);
+    let mut times: Vec<Duration> = Vec::with_capacity(runs);
     let mut last = None;
-    for _ in 0..RUNS {
+    for _ in 0..runs {
         let start = Instant::now();
         last = Some(std::hint::black_box(f()));
         times.push(start.elapsed());
     }
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let median = ms(times[RUNS / 2]);
-    let max = ms(times[RUNS - 1]);
+    let median = ms(times[runs / 2]);
+    let max = ms(times[runs - 1]);
     println!(
         "{name:<58} median {median:>9.3} ms   max {max:>9.3} ms   (limit {limit_ms} ms) {}",
         if max < limit_ms { "OK" } else { "OVER" }

@@ -4,17 +4,21 @@
 //! (`agent::sandbox::Sandbox::command_line`, the code every job goes through, bwrap's options on a pipe), side by
 //! side in one run, and reports the median and p99 of each.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuplane_agent::sandbox::{Launch, Sandbox, group_file, passwd_file};
 
-const RUNS: usize = 100;
+/// Runs of each case (`BENCH_RUNS` overrides: CI's short run makes a few).
+const DEFAULT_RUNS: usize = 100;
 
-/// Start the command `RUNS` times (each made afresh by `command`: a sandboxed one has its options pipe).
+/// Start the command `BENCH_RUNS` times (each made afresh by `command`: a sandboxed one has its options pipe).
 fn time_runs(command: impl Fn() -> Command) -> Vec<Duration> {
-    let mut times: Vec<Duration> = (0..RUNS)
+    let mut times: Vec<Duration> = (0..common::runs(DEFAULT_RUNS))
         .map(|_| {
             let start = Instant::now();
             let mut command = command();
@@ -30,9 +34,10 @@ fn time_runs(command: impl Fn() -> Command) -> Vec<Duration> {
 fn report(name: &str, times: &[Duration]) {
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     println!(
-        "{name:<10} median {:>6.2} ms   p99 {:>6.2} ms   ({RUNS} starts)",
-        ms(times[RUNS / 2]),
-        ms(times[RUNS * 99 / 100])
+        "{name:<10} median {:>6.2} ms   p99 {:>6.2} ms   ({} starts)",
+        ms(times[times.len() / 2]),
+        ms(times[times.len() * 99 / 100]),
+        times.len()
     );
 }
 

@@ -65,11 +65,7 @@ struct Config {
 
 impl Config {
     fn from_env() -> anyhow::Result<Self> {
-        let doc = match std::env::var("BENCH_DOC") {
-            Ok(v) if v.is_empty() => None,
-            Ok(v) => Some(v.into()),
-            Err(_) => Some("docs/benchmarks/sessions.md".into()),
-        };
+        let doc = common::doc_path("docs/benchmarks/sessions.md");
         let cfg = Config {
             server_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_string()),
             keys: env_or("BENCH_KEYS", 2_000)?,

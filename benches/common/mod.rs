@@ -21,6 +21,39 @@ pub fn env_or<T: FromStr>(name: &str, default: T) -> anyhow::Result<T> {
     }
 }
 
+/// One timed request of a load loop: POST `body` as JSON with the bearer token, and the answer's status and body
+/// with the time until the body was read. Err names what failed (`send: ...`, `body: ...`), for the caller to
+/// count and go on.
+pub async fn post_timed(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    body: &impl serde::Serialize,
+) -> Result<(u16, Vec<u8>, Duration), String> {
+    let started = std::time::Instant::now();
+    let res = http.post(url).bearer_auth(token).json(body).send().await.map_err(|err| format!("send: {err}"))?;
+    let status = res.status().as_u16();
+    let bytes = res.bytes().await;
+    let elapsed = started.elapsed();
+    let bytes = bytes.map_err(|err| format!("body: {err}"))?;
+    Ok((status, bytes.to_vec(), elapsed))
+}
+
+/// Where a bench writes its page: `BENCH_DOC`, or `default` (relative to the repository) when unset; None when
+/// `BENCH_DOC` is empty (CI's short runs, experiments).
+pub fn doc_path(default: &str) -> Option<std::path::PathBuf> {
+    match std::env::var("BENCH_DOC") {
+        Ok(v) if v.is_empty() => None,
+        Ok(v) => Some(v.into()),
+        Err(_) => Some(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(default)),
+    }
+}
+
+/// How many times a bench repeats each case: `BENCH_RUNS`, or `default`.
+pub fn runs(default: usize) -> usize {
+    env_or("BENCH_RUNS", default).unwrap_or(default).max(1)
+}
+
 /// Drop (if present) and create a database, from a connection to the server's default database.
 pub async fn recreate_database(admin: &mut PgConnection, name: &str) -> anyhow::Result<()> {
     drop_database(admin, name).await?;
