@@ -147,7 +147,11 @@ async fn a_lease_across_two_pools_gets_every_part_or_none_and_shows_its_parts_ev
         app.get(&format!("/v1/leases/{queued_id}"), &tenant).await.expect(StatusCode::OK).body["state"],
         "queued"
     );
-    app.post(&format!("/v1/leases/{id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    // A lease's answer shows its parts whatever wrote it last: the release's too (the statement that ends a lease
+    // reads no parts for a single-pool one).
+    let released = app.post(&format!("/v1/leases/{id}/release"), &tenant, json!({})).await.expect(StatusCode::OK).body;
+    assert_eq!(released["state"], "released");
+    assert_eq!(released["parts"], lease["parts"], "{released}");
     // The release wakes the queue in the background, and the sweeper starts it too: whichever comes first.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let started = loop {
@@ -164,8 +168,12 @@ async fn a_lease_across_two_pools_gets_every_part_or_none_and_shows_its_parts_ev
     assert_eq!(free_by_pool(&db).await, (vec![("a100-pool".into(), 5), ("rtx-pool".into(), 1)], true));
 
     // Released, every part's GPUs go back.
-    app.post(&format!("/v1/leases/{queued_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
-    app.post(&format!("/v1/leases/{single_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    let released =
+        app.post(&format!("/v1/leases/{queued_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    assert_eq!(released.body["parts"], started["parts"], "{}", released.body);
+    let released =
+        app.post(&format!("/v1/leases/{single_id}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    assert!(released.body.get("parts").is_none(), "{}", released.body);
     assert_eq!(free_by_pool(&db).await, (vec![("a100-pool".into(), 8), ("rtx-pool".into(), 4)], true));
 
     // A job on it runs the gpuplane runtime, planned by the mixed planner: other templates, pins and retuning are

@@ -153,11 +153,15 @@ pub async fn admit(
     // writes (`lease_write_ctes`), which the macros cannot take as fragments; a literal would repeat them.
     let write = LeaseWriteArgs { lease: LeaseWrite::Create(new), plan: None, event, active: true };
     // `$21` and `$22` follow the write's parameters.
-    Ok(bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write)
+    let mut admission: Admission = bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &write)
         .bind(try_lock)
         .bind(session_id)
-        .fetch_one(conn)
-        .await?)
+        .fetch_one(&mut *conn)
+        .await?;
+    if let Some(lease) = admission.lease.as_mut() {
+        read_parts(conn, &mut lease.0).await?;
+    }
+    Ok(admission)
 }
 
 impl Admission {
@@ -369,24 +373,30 @@ impl LeaseWrite<'_> {
 }
 
 /// The lease `row` (a row of `leases`) as the API returns it ([`Lease`]), with the GPUs of `gpus` (rows with
-/// `id`, `node_id`, `idx` and `uuid`) and its parts if it has any (`parts::of_leases` reads them the same way), as
-/// jsonb: the one statement of that shape, for the statements that return a lease they wrote (a new lease, an
-/// activated or ended one). A lease created with parts has none yet when its row is inserted: its creator reads it
-/// back once they are written.
+/// `id`, `node_id`, `idx` and `uuid`), as jsonb: the one statement of that shape, for the statements that return a
+/// lease they wrote (a new lease, an activated or ended one). Its parts are not read here, so that the statements
+/// of a single-pool lease (nearly every lease) plan and run no parts lookup: `parts` is null when the GPUs show the
+/// lease has none (they are all in its pool), and `[]` when they cannot (they span pools, or there are none yet),
+/// for [`read_parts`] to fill from `lease_parts` after the statement.
 pub(super) fn lease_json(row: &str, gpus: &str) -> String {
     format!(
         "(to_jsonb({row}) - 'gpu_ids') || ( \
              SELECT jsonb_build_object('gpus', COALESCE(jsonb_agg(jsonb_build_object('gpu_id', h.id, 'node_id', n.id, \
                  'hostname', n.hostname, 'address', n.address, 'index', h.idx, 'uuid', h.uuid, 'external', n.external) \
-                 ORDER BY n.hostname, h.idx), '[]'), 'external', COALESCE(bool_or(n.external), false)) \
-             FROM {gpus} h JOIN nodes n ON n.id = h.node_id) \
-         || jsonb_build_object('parts', ( \
-             SELECT jsonb_agg(jsonb_build_object('pool_id', p.pool_id, 'gpu_model', pl.gpu_model, \
-                 'gpu_count', p.gpu_count, 'placement', p.placement, 'gpu_ids', ARRAY( \
-                     SELECT h.id FROM {gpus} h JOIN nodes n ON n.id = h.node_id WHERE n.pool_id = p.pool_id \
-                     ORDER BY n.hostname, h.idx)) ORDER BY p.part) \
-             FROM lease_parts p JOIN pools pl ON pl.id = p.pool_id WHERE p.lease_id = {row}.id))"
+                 ORDER BY n.hostname, h.idx), '[]'), 'external', COALESCE(bool_or(n.external), false), \
+                 'parts', CASE WHEN count(h.id) = 0 OR bool_or(n.pool_id <> {row}.pool_id) THEN '[]'::jsonb END) \
+             FROM {gpus} h JOIN nodes n ON n.id = h.node_id)"
     )
+}
+
+/// Fill the parts of a lease that [`lease_json`] gave as `[]` (it could not tell from its GPUs that it has none):
+/// its parts from `lease_parts` (`parts::of_leases`), or none. A lease whose GPUs are all in its pool costs nothing.
+pub(super) async fn read_parts(conn: &mut PgConnection, lease: &mut Lease) -> StoreResult<()> {
+    if lease.parts.as_ref().is_some_and(Vec::is_empty) {
+        let parts: Vec<_> = super::parts::of_leases(conn, &[lease.id]).await?.into_iter().map(|(_, p)| p).collect();
+        lease.parts = (!parts.is_empty()).then_some(parts);
+    }
+    Ok(())
 }
 
 /// The CTEs that write a lease: the lease row (as `row` asks: inserted on create, or its queued row activated on
@@ -524,8 +534,10 @@ pub async fn write_lease(
     let args = LeaseWriteArgs { lease, plan, event, active: plan.is_some() };
     // Runtime SQL: the writes are one statement (`lease_write_ctes`) that admission embeds too.
     let written: Option<(sqlx::types::Json<Lease>,)> =
-        bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &args).fetch_optional(conn).await?;
-    Ok(written.map(|(lease,)| lease.0))
+        bind_lease_write(sqlx::query_as(sqlx::AssertSqlSafe(sql)), &args).fetch_optional(&mut *conn).await?;
+    let Some((sqlx::types::Json(mut lease),)) = written else { return Ok(None) };
+    read_parts(conn, &mut lease).await?;
+    Ok(Some(lease))
 }
 
 /// Capacity figures for an error message (only computed when a request did not fit).

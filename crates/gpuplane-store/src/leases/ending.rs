@@ -185,8 +185,11 @@ async fn end_lease_scoped(
         if row.stale {
             continue;
         }
-        let (Some(lease), Some(from)) = (row.lease, row.old_state) else { return Ok((row.key, None)) };
-        let ended = Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease: lease.0 };
+        let (Some(sqlx::types::Json(mut lease)), Some(from)) = (row.lease, row.old_state) else {
+            return Ok((row.key, None));
+        };
+        super::allocation::read_parts(conn, &mut lease).await?;
+        let ended = Ended { from, queue_waiting: row.queue_waiting.unwrap_or(false), lease };
         return Ok((row.key, Some(ended)));
     }
     // A lease row that changes under every attempt: the caller gets an error (a 500; its transaction, if it has
