@@ -106,6 +106,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(jobs::routes::list_job_steps))
         .routes(routes!(jobs::routes::cancel_job))
         .routes(routes!(jobs::routes::replan_job))
+        // agent_api/assignments and leases' insights, listed where they were when jobs/routes held them, so the
+        // document keeps its order
         .routes(routes!(agent_api::assignments::get_assignments))
         .routes(routes!(agent_api::assignments::report_assignment_status))
         .routes(routes!(leases::routes::get_lease_insights))

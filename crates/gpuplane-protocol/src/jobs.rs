@@ -1,5 +1,5 @@
 //! The wire protocol between node agents and the service for running jobs. Shared by the server routes
-//! (`jobs::routes`) and the agent program (`agent::jobs`).
+//! (`agent_api::assignments`) and the agent program (`agent::jobs`).
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
