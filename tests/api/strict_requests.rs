@@ -167,3 +167,44 @@ async fn an_empty_lease_change_is_refused_as_the_schema_says(db: PgPool) {
     let res = app.patch(&format!("/v1/leases/{id}"), &tenant, json!({})).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(res.error_fields(), ["idle_release_after_minutes"], "{}", res.body);
 }
+
+/// A checkpoint's config.json with hostile numbers (past every bound, past u64, negative, fractional, zero) is a
+/// 422 naming the field, never a 500 or a panic, from every endpoint that plans.
+#[sqlx::test]
+async fn a_config_json_with_hostile_numbers_is_422_never_500(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "hostile").await;
+    let base = json!({ "model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
+                       "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000 });
+    let hostile: [(&str, Value); 8] = [
+        ("hidden_size", json!(u64::MAX)),
+        ("num_hidden_layers", json!(1u64 << 62)),
+        ("vocab_size", json!(1e300)),
+        ("intermediate_size", json!(-1)),
+        ("num_attention_heads", json!(0)),
+        ("num_key_value_heads", json!(3)),
+        ("head_dim", json!(0.5)),
+        ("num_local_experts", json!(u64::MAX)),
+    ];
+    for (field, value) in hostile {
+        let mut config = base.clone();
+        config[field] = value.clone();
+        for path in ["/v1/plans", "/v1/advice"] {
+            let body = if path == "/v1/plans" {
+                json!({ "model": { "hf_config": config }, "workload": { "kind": "train" },
+                        "cluster": { "gpu": "h100", "gpus": 8 } })
+            } else {
+                json!({ "model": { "hf_config": config }, "workload": { "kind": "train" },
+                        "target": { "training_tokens": 1000000 } })
+            };
+            let res = app.post(path, &tenant, body).await;
+            assert!(res.status.is_client_error(), "{path} {field}={value}: {} {}", res.status, res.body);
+            assert!(
+                res.error_fields().iter().any(|f| f.starts_with("model")),
+                "{path} {field}={value}: names the model: {}",
+                res.body
+            );
+        }
+    }
+}
