@@ -29,14 +29,14 @@ pub async fn post_timed(
     url: &str,
     token: &str,
     body: &impl serde::Serialize,
-) -> Result<(u16, Vec<u8>, Duration), String> {
+) -> Result<(u16, axum::body::Bytes, Duration), String> {
     let started = std::time::Instant::now();
     let res = http.post(url).bearer_auth(token).json(body).send().await.map_err(|err| format!("send: {err}"))?;
     let status = res.status().as_u16();
     let bytes = res.bytes().await;
     let elapsed = started.elapsed();
     let bytes = bytes.map_err(|err| format!("body: {err}"))?;
-    Ok((status, bytes.to_vec(), elapsed))
+    Ok((status, bytes, elapsed))
 }
 
 /// Where a bench writes its page: `BENCH_DOC`, or `default` (relative to the repository) when unset; None when
@@ -49,9 +49,10 @@ pub fn doc_path(default: &str) -> Option<std::path::PathBuf> {
     }
 }
 
-/// How many times a bench repeats each case: `BENCH_RUNS`, or `default`.
+/// How many times a bench repeats each case: `BENCH_RUNS`, or `default`. A value that does not parse stops the
+/// bench (as every other setting does) rather than run it with the default unsaid.
 pub fn runs(default: usize) -> usize {
-    env_or("BENCH_RUNS", default).unwrap_or(default).max(1)
+    env_or("BENCH_RUNS", default).unwrap_or_else(|err| panic!("{err}")).max(1)
 }
 
 /// Drop (if present) and create a database, from a connection to the server's default database.

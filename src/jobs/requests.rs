@@ -70,10 +70,10 @@ pub struct CreateJobRequest {
 }
 
 /// Most extra environment variables, and bytes per value.
-pub const MAX_ENV: usize = 128;
-pub const MAX_ENV_VALUE: usize = 32 * 1024;
+const MAX_ENV: usize = 128;
+const MAX_ENV_VALUE: usize = 32 * 1024;
 /// Fewest bytes of a secret value: masking a very short value would garble unrelated output.
-pub const MIN_SECRET_VALUE: usize = 8;
+const MIN_SECRET_VALUE: usize = 8;
 
 impl CreateJobRequest {
     pub fn validate(&self) -> Result<(), ApiError> {

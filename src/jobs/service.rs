@@ -60,7 +60,7 @@ pub async fn lease_topology(
 }
 
 /// What each of these nodes can launch jobs with, in hostname order.
-pub async fn node_launchers(
+async fn node_launchers(
     conn: &mut PgConnection,
     node_ids: &[Uuid],
 ) -> Result<Vec<crate::inventory::launchers::NodeLaunchers>, sqlx::Error> {
@@ -77,18 +77,18 @@ pub async fn node_launchers(
         .collect()
 }
 
-pub fn gcd(a: u32, b: u32) -> u32 {
+fn gcd(a: u32, b: u32) -> u32 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
 /// GPUs per node as a lease's nodes are planned: uneven holdings as groups of their greatest common divisor, so a
 /// tensor-parallel group never straddles nodes.
-pub fn planned_gpus_per_node(counts: impl IntoIterator<Item = u32>) -> u32 {
+fn planned_gpus_per_node(counts: impl IntoIterator<Item = u32>) -> u32 {
     counts.into_iter().fold(0, gcd).max(1)
 }
 
 /// The GPU of a pool as the lease's nodes hold it: over PCIe when a node of the lease says so.
-pub fn lease_gpu_spec(gpu: &GpuModel, topology: &LeaseTopology) -> crate::planner::GpuSpec {
+fn lease_gpu_spec(gpu: &GpuModel, topology: &LeaseTopology) -> crate::planner::GpuSpec {
     let mut spec = gpu_spec(gpu);
     if topology.pcie_nodes && spec.link == LinkKind::Nvlink {
         spec.link = LinkKind::Pcie;
@@ -100,7 +100,7 @@ pub fn lease_gpu_spec(gpu: &GpuModel, topology: &LeaseTopology) -> crate::planne
 /// The planner's request for exactly the lease's GPUs: the pool's model (over PCIe when a node says so), GPUs
 /// per node as the lease holds them (uneven holdings are planned as groups of their greatest common divisor,
 /// so a tensor-parallel group never straddles nodes), the slowest node's network, RDMA only if all have it.
-pub fn lease_plan_request(
+fn lease_plan_request(
     model: ModelRef,
     workload: WorkloadFields,
     pins: Pins,
@@ -129,13 +129,13 @@ pub fn lease_plan_request(
 }
 
 /// The template a request names: built-in, or a custom one at the asked (or latest) version.
-pub enum Resolved {
+enum Resolved {
     Auto,
     Builtin(Builtin),
     Custom { version: i32, argv: Vec<String>, parameters: Vec<TemplateParam> },
 }
 
-pub async fn resolve_template(conn: &mut PgConnection, req: &CreateJobRequest) -> ApiResult<Resolved> {
+async fn resolve_template(conn: &mut PgConnection, req: &CreateJobRequest) -> ApiResult<Resolved> {
     if req.template == "auto" || Builtin::by_name(&req.template).is_some() {
         if req.template_version.is_some() {
             return Err(ApiError::field("template_version", "built-in templates have no versions"));
@@ -209,7 +209,7 @@ pub async fn lease_parts(
 }
 
 /// Most candidate plans a retune weighs.
-pub const RETUNE_CANDIDATES: u32 = 64;
+const RETUNE_CANDIDATES: u32 = 64;
 
 /// The plans a running job could move to on its lease's GPUs: the planner's best, under the job's template's
 /// limits only (the tenant's first pins are where the job started, not a bound), best predicted first.
@@ -235,7 +235,7 @@ pub async fn retune_candidates(state: &AppState, job: &Job) -> ApiResult<Vec<Pla
         .map_err(plan_error)
 }
 
-pub async fn job_request(state: &AppState, job_id: Uuid) -> Result<serde_json::Value, sqlx::Error> {
+async fn job_request(state: &AppState, job_id: Uuid) -> Result<serde_json::Value, sqlx::Error> {
     let mut conn = state.db.acquire().await?;
     Ok(stored::job_request(&mut conn, job_id).await?)
 }

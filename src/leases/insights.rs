@@ -29,7 +29,8 @@ pub struct LeaseInsights {
     pub insights: Vec<Insight>,
 }
 
-/// The insights of a lease's running job now (the handler above, and the `utilization.low` alert check).
+/// The insights of a lease's running job now (`GET /v1/leases/{id}/insights` in `routes`, and the
+/// `utilization.low` check below).
 pub async fn evaluate_lease(
     conn: &mut sqlx::PgConnection,
     lease_id: Uuid,
