@@ -7,6 +7,7 @@ pub mod launch_specs;
 pub mod lifecycle;
 pub mod mixed;
 pub mod problems;
+pub mod reachability;
 pub mod requests;
 pub mod retune;
 pub mod retuning;

@@ -131,7 +131,7 @@ pub async fn create_template(
     responses(
         (status = 201, description = "The job, pending, with its plan and per-node launch specs", body = Job),
         (status = 409, description = "The lease is not active (`lease_not_active`), or is being released (`release_under_way`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field; on a lease across pools, a `template` other than `gpuplane-runtime` or `auto`, `pins` or `retune`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field; on a lease across pools, a `template` other than `gpuplane-runtime` or `auto`, `pins` or `retune`; `lease_id` when the lease's nodes cannot reach each other: two nodes giving the lease one address, a loopback address beside other hosts, or a pair whose every latency probe was lost, naming the nodes), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_job(
@@ -208,7 +208,7 @@ pub async fn create_job(
         (status = 202, description = "The job with its pending generation; its processes have their notice", body = Job),
         (status = 404, description = "No such job of the tenant", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "The job is not running (`job_not_running`), or another replan of it is pending (`replan_in_progress`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid values (`validation_failed`: `pins` that fit nowhere or leave GPUs idle, a job that cannot resume), or nothing fits (`plan_infeasible`)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid values (`validation_failed`: `pins` that fit nowhere or leave GPUs idle, a job that cannot resume, `lease_id` when the lease's nodes cannot reach each other), or nothing fits (`plan_infeasible`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn replan_job(

@@ -241,8 +241,8 @@ async fn job_request(state: &AppState, job_id: Uuid) -> Result<serde_json::Value
 }
 
 /// Plan `req` for the lease's GPUs (the pins as given: a template's own limits added), check every node can
-/// launch the template, and render each node's spec. Bad input, a plan that does not fit or uses fewer than
-/// all the GPUs, and a missing launcher are 422s.
+/// launch the template, and render each node's spec. Bad input, nodes that cannot reach each other, a plan that
+/// does not fit or uses fewer than all the GPUs, and a missing launcher are 422s.
 pub async fn plan_and_render(
     state: &AppState,
     lease_id: Uuid,
@@ -252,6 +252,12 @@ pub async fn plan_and_render(
 ) -> ApiResult<Rendered> {
     let mut conn = state.db.acquire().await?;
     let (mut topology, gpu) = lease_gpus(&mut conn, lease_id, pool_id).await?;
+    if topology.nodes.len() > 1 {
+        let pairs = gpuplane_store::leases::network::load_pairs(&mut conn, lease_id).await?;
+        if let Some(why) = super::reachability::why_unreachable(&topology.nodes, &pairs) {
+            return Err(ApiError::field("lease_id", why));
+        }
+    }
     let mut gpu_p2p = gpu.gpu_link != "none";
     let mut resolved = resolve_template(&mut conn, req).await?;
     // A lease across pools is planned by the mixed planner, for the runtime.

@@ -22,6 +22,7 @@ use crate::error::{ApiResult, FieldError};
 use crate::extract::ApiPath;
 use crate::inventory::readiness::{Audience, announce};
 use crate::jobs::insights::Insight;
+use crate::jobs::reachability::is_unreachable;
 use crate::state::AppState;
 use gpuplane_protocol::agent::PeerLatency;
 use gpuplane_store::leases::events::{NewEvent, record_event};
@@ -48,8 +49,10 @@ pub fn validate(reports: &[PeerLatency], errors: &mut Vec<FieldError>) {
         if !(r.p50_us..=MAX_US).contains(&r.p99_us) {
             bad("p99_us", "microseconds, at least p50_us and at most 60000000");
         }
-        if !(1..=100_000).contains(&r.probes) {
-            bad("probes", "1-100000");
+        if !(0..=100_000).contains(&r.probes) {
+            bad("probes", "0-100000");
+        } else if r.probes == 0 && (r.lost < 1 || r.p99_us != 0) {
+            bad("probes", "0 only when every probe was lost (lost at least 1, p50_us and p99_us 0)");
         }
         if !(0..=100_000).contains(&r.lost) {
             bad("lost", "0-100000");
@@ -59,6 +62,20 @@ pub fn validate(reports: &[PeerLatency], errors: &mut Vec<FieldError>) {
 
 /// The rule: the worst p99 of a lease's pairs against the threshold. Pure; `None` when within it.
 pub fn latency_insight(pairs: &[PairLatency], threshold_us: i64) -> Option<Insight> {
+    if let Some(cut) = pairs.iter().find(|p| is_unreachable(p)) {
+        return Some(Insight {
+            kind: "comm_unreachable".into(),
+            message: format!(
+                "{} cannot reach {}: every one of its last {} probes was lost, so a job across this lease's nodes \
+                 cannot rendezvous (new jobs on it are refused until the nodes reach each other)",
+                cut.node_hostname, cut.peer_hostname, cut.lost
+            ),
+            suggestion: "ask the operator to let the hosts reach each other (routes between their lease subnets, \
+                         firewalls), or release this lease and take one whose GPUs are on one node"
+                .into(),
+            figures: json!({ "node_id": cut.node_id, "peer_node_id": cut.peer_node_id, "lost": cut.lost }),
+        });
+    }
     let worst = pairs.iter().max_by_key(|p| p.p99_us)?;
     if i64::from(worst.p99_us) <= threshold_us {
         return None;
@@ -222,6 +239,18 @@ mod tests {
     }
 
     #[test]
+    fn a_pair_whose_every_probe_was_lost_is_said_unreachable_first() {
+        let cut = PairLatency { p50_us: 0, p99_us: 0, probes: 0, lost: 12, ..pair(0, 0) };
+        let insight = latency_insight(&[pair(21_000, 24_500), cut], 20_000).unwrap();
+        assert_eq!(insight.kind, "comm_unreachable");
+        assert!(
+            insight.message.contains("a cannot reach b") && insight.message.contains("12 probes"),
+            "{}",
+            insight.message
+        );
+    }
+
+    #[test]
     fn reports_are_range_checked() {
         let ok =
             PeerLatency { lease_id: Uuid::nil(), peer_node_id: Uuid::nil(), p50_us: 5, p99_us: 9, probes: 4, lost: 0 };
@@ -232,5 +261,11 @@ mod tests {
         validate(&[bad], &mut errors);
         let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
         assert_eq!(fields, ["latency[0].p99_us", "latency[0].probes", "latency[0].lost"]);
+        // Every probe lost is a report (the peer is unreachable), with no round trip to state.
+        let mut errors = Vec::new();
+        validate(&[PeerLatency { p50_us: 0, p99_us: 0, probes: 0, lost: 8, ..ok }], &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        validate(&[PeerLatency { p50_us: 0, p99_us: 5, probes: 0, lost: 8, ..ok }], &mut errors);
+        assert_eq!(errors.iter().map(|e| e.field.as_str()).collect::<Vec<_>>(), ["latency[0].probes"]);
     }
 }

@@ -33,6 +33,10 @@ async fn register(
         .collect();
     let node = json!({ "hostname": hostname, "address": "127.0.0.1", "gpus": gpus, "intra_link": "nvlink",
         "network_gbps": 400, "driver_version": driver, "cuda_version": cuda, "echo_port": echo_port });
+    register_node(app, &token, node).await
+}
+
+async fn register_node(app: &TestApp, token: &str, node: Value) -> (String, String) {
     let res = app
         .call(Method::POST, "/v1/agent/register", None, Some(json!({ "join_token": token, "node": node })))
         .await
@@ -431,4 +435,74 @@ async fn racing_judgements_announce_once(db: PgPool) {
         .await
         .unwrap();
     assert_eq!(events, 1);
+}
+
+/// A multi-node job whose nodes cannot reach each other is refused before it starts, naming the nodes: two nodes
+/// that give the lease one address, or a pair whose every probe was lost (which the lease's network shows).
+#[sqlx::test]
+async fn a_multi_node_job_is_refused_when_its_nodes_cannot_reach_each_other(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    app.post("/v1/admin/templates", &op, json!({ "name": "hello", "argv": ["/bin/echo", "hi"] }))
+        .await
+        .expect(StatusCode::CREATED);
+    let job = json!({ "template": "hello" });
+
+    // Probes: a pair with every probe lost.
+    let pool = app.pool(&op, "h100-net", "h100").await;
+    let (a, a_token) = register(&app, &op, &pool, "net-a", "550.54.15", "12.4", Some(40001)).await;
+    let (b, _) = register(&app, &op, &pool, "net-b", "550.54.15", "12.4", Some(40002)).await;
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
+    let lease = lease.body["id"].as_str().unwrap().to_string();
+    let jobs = format!("/v1/leases/{lease}/jobs");
+    app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 300, 900)).await.expect(StatusCode::OK);
+    let first = app.post(&jobs, &tenant, job.clone()).await.expect(StatusCode::CREATED);
+    app.post(&format!("/v1/jobs/{}/cancel", first.body["id"].as_str().unwrap()), &tenant, json!({})).await;
+    let cut = json!({ "samples": [], "latency": [{ "lease_id": lease, "peer_node_id": b, "p50_us": 0, "p99_us": 0,
+        "probes": 0, "lost": 12 }] });
+    app.post("/v1/agent/heartbeat", &a_token, cut).await.expect(StatusCode::OK);
+    let view = app.get(&format!("/v1/leases/{lease}/network"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(view["insights"][0]["kind"], "comm_unreachable", "{view}");
+    assert_eq!(latency_events(&app, &tenant, &lease).await, ["comm.latency_high"], "the tenant is told");
+    let jobs_before: (i64,) = sqlx::query_as("SELECT count(*) FROM jobs").fetch_one(&app.db).await.unwrap();
+    let refused = app.post(&jobs, &tenant, job.clone()).await;
+    let problem = refused.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(problem.error_fields(), ["lease_id"]);
+    let message = problem.body["errors"][0]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("net-a -> net-b (12 probes lost"), "{message}");
+    let jobs_after: (i64,) = sqlx::query_as("SELECT count(*) FROM jobs").fetch_one(&app.db).await.unwrap();
+    assert_eq!(jobs_before, jobs_after, "nothing was made");
+    // Reached again: jobs are accepted again.
+    app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 300, 900)).await.expect(StatusCode::OK);
+    app.post(&jobs, &tenant, job.clone()).await.expect(StatusCode::CREATED);
+    let _ = a;
+
+    // Addresses: two hosts that give their leases one subnet.
+    let pool = app.pool(&op, "h100-overlap", "h100").await;
+    for (host, address) in [("ovl-a", "10.9.0.1"), ("ovl-b", "10.9.0.2")] {
+        let token = app
+            .post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 1 }))
+            .await
+            .expect(StatusCode::CREATED)
+            .body["join_token"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let gpus: Vec<Value> = (0..2)
+            .map(|i| {
+                json!({ "index": i, "uuid": format!("GPU-{host}-{i}"), "name": "NVIDIA H100 80GB HBM3",
+                             "memory_bytes": 85_520_809_984i64 })
+            })
+            .collect();
+        register_node(&app, &token, json!({ "hostname": host, "address": address, "gpus": gpus, "intra_link": "nvlink",
+            "network_gbps": 400, "driver_version": "550.54.15", "cuda_version": "12.4", "lease_subnet": "100.70.0.0/24" }))
+            .await;
+    }
+    let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
+    let jobs = format!("/v1/leases/{}/jobs", lease.body["id"].as_str().unwrap());
+    let problem =
+        app.post(&jobs, &tenant, job).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    let message = problem.body["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("ovl-a and ovl-b") && message.contains("100.70.0.2"), "{message}");
 }

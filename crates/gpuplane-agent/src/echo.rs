@@ -1,6 +1,7 @@
 //! Round trips between the nodes of a lease: every agent answers UDP echo probes on its echo port (registered
 //! with its node), and probes the other nodes of each multi-node lease it serves a few times per heartbeat
-//! period. Each heartbeat carries p50/p99 per (lease, peer) of the probes since the previous one.
+//! period. Each heartbeat carries p50/p99 per (lease, peer) of the probes since the previous one; a peer that
+//! answered none of them is reported with 0 answered and the count lost, which the service says is unreachable.
 //!
 //! A probe is 16 bytes: the magic `GPUPECHO` and a sequence number. The listener answers only that, with the
 //! same 16 bytes (no amplification), after `--simulate-echo-delay-ms` when set (to test the latency alert).
@@ -123,8 +124,12 @@ impl Prober {
             .drain()
             .filter_map(|((lease_id, peer_node_id), mut stats)| {
                 stats.rtts_us.sort_unstable();
-                let p50 = percentile(&stats.rtts_us, 50.0)?;
-                let p99 = percentile(&stats.rtts_us, 99.0)?;
+                // Every probe lost is reported too (0 answered): the service says the peer is unreachable.
+                if stats.rtts_us.is_empty() && stats.lost == 0 {
+                    return None;
+                }
+                let p50 = percentile(&stats.rtts_us, 50.0).unwrap_or(0);
+                let p99 = percentile(&stats.rtts_us, 99.0).unwrap_or(0);
                 Some(PeerLatency {
                     lease_id,
                     peer_node_id,
@@ -270,5 +275,37 @@ mod tests {
         assert!(seen[&slow_node].p50_us >= 30_000, "{:?}", seen[&slow_node]);
         assert!(seen[&fast_node].p99_us < 30_000, "{:?}", seen[&fast_node]);
         assert!(seen.values().all(|r| r.lease_id == lease && r.p99_us >= r.p50_us && r.probes >= 1));
+    }
+
+    #[tokio::test]
+    async fn a_peer_that_answers_nothing_is_reported_with_every_probe_lost() {
+        let shutdown = CancellationToken::new();
+        // A bound socket that never answers: probes to it go unanswered (rather than refused).
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = silent.local_addr().unwrap().port();
+        let (lease, node) = (Uuid::new_v4(), Uuid::new_v4());
+        let prober = Prober::default();
+        prober.set_leases(&[NodeLease {
+            lease_id: lease,
+            gpu_indices: vec![0],
+            peers: vec![LeasePeer {
+                node_id: node,
+                address: "127.0.0.1".into(),
+                echo_port: Some(port.into()),
+                lease_address: None,
+            }],
+        }]);
+        tokio::spawn(prober.clone().run(Duration::from_millis(400), shutdown.clone()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let report = loop {
+            assert!(Instant::now() < deadline, "no report of the silent peer");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if let Some(r) = prober.take_report().into_iter().find(|r| r.peer_node_id == node) {
+                break r;
+            }
+        };
+        shutdown.cancel();
+        assert_eq!((report.probes, report.p50_us, report.p99_us), (0, 0, 0), "{report:?}");
+        assert!(report.lost >= 1, "{report:?}");
     }
 }

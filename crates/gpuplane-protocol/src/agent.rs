@@ -243,8 +243,9 @@ pub struct PeerLatency {
     /// 99th percentile round trip, microseconds (at least `p50_us`).
     #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 60000000))]
     pub p99_us: i32,
-    /// Probes answered.
-    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 100000))]
+    /// Probes answered. 0 when every probe was lost (`lost` at least 1, `p50_us` and `p99_us` 0): the peer is
+    /// unreachable.
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 100000))]
     pub probes: i32,
     /// Probes without an answer in time.
     #[serde(default)]

@@ -3788,7 +3788,8 @@ export interface components {
             peer_node_id: string;
             /**
              * Format: int32
-             * @description Probes answered.
+             * @description Probes answered. 0 when every probe was lost (`lost` at least 1, `p50_us` and `p99_us` 0): the peer is
+             *     unreachable.
              */
             probes: number;
         };
@@ -7080,7 +7081,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Invalid values (`validation_failed`: `pins` that fit nowhere or leave GPUs idle, a job that cannot resume), or nothing fits (`plan_infeasible`) */
+            /** @description Invalid values (`validation_failed`: `pins` that fit nowhere or leave GPUs idle, a job that cannot resume, `lease_id` when the lease's nodes cannot reach each other), or nothing fits (`plan_infeasible`) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7606,7 +7607,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field; on a lease across pools, a `template` other than `gpuplane-runtime` or `auto`, `pins` or `retune`), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs) */
+            /** @description Invalid values (`validation_failed`: among them a `stop_grace_s` above the service's maximum or the lease's remaining time, or `retune` on a job that cannot resume: see the field; on a lease across pools, a `template` other than `gpuplane-runtime` or `auto`, `pins` or `retune`; `lease_id` when the lease's nodes cannot reach each other: two nodes giving the lease one address, a loopback address beside other hosts, or a pair whose every latency probe was lost, naming the nodes), nothing fits the lease's GPUs (`plan_infeasible`), or a node of the lease cannot launch the template (`launcher_missing`: the node and what it lacks; an external node runs no jobs) */
             422: {
                 headers: {
                     [name: string]: unknown;

@@ -20,7 +20,9 @@ class PeerLatency:
         p50_us (int): Median round trip, microseconds.
         p99_us (int): 99th percentile round trip, microseconds (at least `p50_us`).
         peer_node_id (UUID): The other node.
-        probes (int): Probes answered.
+        probes (int): Probes answered. 0 when every probe was lost (`lost` at least 1, `p50_us` and `p99_us` 0): the
+            peer is
+            unreachable.
         lost (int | Unset): Probes without an answer in time.
     """
 
