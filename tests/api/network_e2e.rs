@@ -70,6 +70,38 @@ async fn run_to_end(api: &Api, token: &str, lease: &str, command: &[&str]) -> Va
 }
 
 /// The probe, rendezvous and listener scripts.
+/// What agents leave on a test host: its nftables tables, veths, host routes to leases' addresses (100.64/10),
+/// and the lease directories under the agent's state and jobs directories.
+fn footprint(net: &TestNet, host: usize, state: &std::path::Path) -> String {
+    let run = |args: &[&str]| {
+        let out = net.on(host, Command::new(args[0]).args(&args[1..])).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let tables: Vec<String> = run(&["nft", "list", "tables"]).lines().map(str::to_owned).collect();
+    let veths: Vec<String> = run(&["ip", "-o", "link", "show"])
+        .lines()
+        .filter_map(|l| l.split(": ").nth(1).filter(|name| name.starts_with("gp")).map(str::to_owned))
+        .collect();
+    let routes: Vec<String> =
+        run(&["ip", "route", "show"]).lines().filter(|l| l.starts_with("100.")).map(str::to_owned).collect();
+    format!("tables {tables:?} veths {veths:?} routes {routes:?} lease dirs {}", lease_dirs(state))
+}
+
+/// The leases whose files the agent of `state` keeps (its state directory's `leases/`, its jobs directory).
+fn lease_dirs(state: &std::path::Path) -> usize {
+    let jobs = state.with_file_name(format!("{}-jobs", state.file_name().unwrap().to_string_lossy()));
+    let leases = |dir: std::path::PathBuf| -> usize {
+        std::fs::read_dir(dir)
+            .map(|r| {
+                r.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().parse::<uuid::Uuid>().is_ok())
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    leases(state.join("leases")) + leases(jobs)
+}
+
 fn scripts() -> std::path::PathBuf {
     shared_with_jobs("net-e2e", &[("probe.py", PROBE), ("rendezvous.py", RENDEZVOUS), ("listener.py", LISTENER)])
 }
@@ -91,8 +123,10 @@ async fn a_lease_reaches_its_own_nodes_and_nothing_else(db: PgPool) {
 
     let mut agents: Vec<Proc> = Vec::new();
     let mut dirs = Vec::new();
+    let mut before = Vec::new();
     for host in 0..2 {
         let dir = state_dir(&format!("net-h{host}"));
+        before.push(footprint(&net, host, &dir));
         let address = net.address(host);
         let cmd = agent_command(
             &base,
@@ -184,8 +218,6 @@ async fn a_lease_reaches_its_own_nodes_and_nothing_else(db: PgPool) {
     for mut service in services {
         let _ = service.kill();
     }
-    // A stopped agent leaves the host's network as it found it: its leases' namespaces (and with them their
-    // veths) and its nftables table go, though the leases still run (a restart makes them anew).
     let lease_namespaces = || -> Vec<String> {
         std::fs::read_dir("/run/netns")
             .unwrap()
@@ -194,20 +226,74 @@ async fn a_lease_reaches_its_own_nodes_and_nothing_else(db: PgPool) {
             .filter(|name| name.starts_with("gpuplane-") && (name.ends_with(&lease_a) || name.ends_with(&lease_b)))
             .collect()
     };
-    let tables = |host: usize| -> String {
-        let out = net.on(host, Command::new("nft").args(["list", "tables"])).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     assert_eq!(lease_namespaces().len(), 3, "A on both hosts, B on one: {:?}", lease_namespaces());
-    assert!((0..2).all(|host| tables(host).contains("gpuplane_")), "each agent's table is there while it runs");
-    for mut agent in agents {
-        let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
-        let _ = agent.wait();
+    assert!(
+        (0..2).all(|host| footprint(&net, host, &dirs[host]).contains("gpuplane_")),
+        "each agent's table is there while it runs"
+    );
+    assert!(
+        footprint(&net, 0, &dirs[0]).contains("via") || footprint(&net, 1, &dirs[1]).contains("via"),
+        "A's nodes route to each other"
+    );
+
+    // Host 1's agent stops while the leases run (SIGTERM): it takes back all of it at once.
+    let mut agents = agents.into_iter();
+    let (mut crashed, mut stopped) = (agents.next().unwrap(), agents.next().unwrap());
+    let _ = Command::new("kill").args(["-TERM", &stopped.id().to_string()]).status();
+    let _ = stopped.wait();
+    // Its leases' files stay: they run on, and a restart takes them up again.
+    assert!(lease_dirs(&dirs[1]) > 0, "A's, and B's if it is there");
+    let network = |f: String| f.split(" lease dirs").next().unwrap().to_owned();
+    assert_eq!(network(footprint(&net, 1, &dirs[1])), network(before[1].clone()), "the stopped agent left its network");
+    // Host 0's agent dies (SIGKILL): everything stays until it starts again. Meanwhile the leases end, and a
+    // gone agent of another name left a table of its own there (a stand-in, made by hand: the host name of that
+    // agent changed, so no start of it will remove it).
+    let _ = crashed.kill();
+    let _ = crashed.wait();
+    assert!(
+        !lease_namespaces().is_empty() && footprint(&net, 0, &dirs[0]) != before[0],
+        "a killed agent cleans nothing"
+    );
+    for lease in [&lease_a, &lease_b] {
+        api.post(
+            &format!("/v1/admin/leases/{lease}/terminate"),
+            &op,
+            json!({ "reason": "e2e: the hosts' agents are down" }),
+        )
+        .await;
     }
-    assert_eq!(lease_namespaces(), Vec::<String>::new(), "the stopped agents left lease namespaces");
-    for host in 0..2 {
-        assert!(!tables(host).contains("gpuplane_"), "host {host} keeps a table: {}", tables(host));
-    }
+    let dead =
+        "table inet gpuplane_dead {\n comment \"gpuplane-agent pid 1 started 1\"\n set leases { type ipv4_addr; }\n}\n";
+    let mut nft = net.on(0, Command::new("nft").args(["-f", "-"]));
+    let mut child = nft.stdin(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), dead.as_bytes()).unwrap();
+    assert!(child.wait().unwrap().success());
+    // It starts again: what it left and the gone agent's table go; stopped, the host is as it was.
+    let mut inside = net.on(
+        0,
+        &agent_command(
+            &base,
+            None,
+            "net-node-0",
+            &dirs[0],
+            &["--address", &net.address(0), "--insecure-http", "--metrics-listen", "0.0.0.0:9400"],
+        ),
+    );
+    inside.stdout(Stdio::piped()).stderr(Stdio::inherit());
+    let mut restarted = start_agent(inside).0;
+    wait_until("the restarted agent removes what it left", 30, || {
+        let (namespaces, now) = (lease_namespaces(), footprint(&net, 0, &dirs[0]));
+        async move {
+            namespaces.is_empty()
+                && now.contains("lease dirs 0")
+                && !now.contains("gpuplane_dead")
+                && !now.contains(" via ")
+        }
+    })
+    .await;
+    let _ = Command::new("kill").args(["-TERM", &restarted.id().to_string()]).status();
+    let _ = restarted.wait();
+    assert_eq!(footprint(&net, 0, &dirs[0]), before[0], "the restarted and stopped agent left its network");
     terminate(&mut server);
     for dir in dirs {
         let _ = std::fs::remove_dir_all(&dir);

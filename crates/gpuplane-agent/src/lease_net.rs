@@ -81,12 +81,21 @@ pub struct LeaseNetworks {
     nft: PathBuf,
     nsenter: PathBuf,
     leases: Mutex<HashMap<Uuid, LeaseNet>>,
+    /// The host routes to peer nodes this agent has made, written before each is added: a start after a crash
+    /// removes them (nothing else marks a route as this agent's).
+    routes_file: PathBuf,
 }
 
 impl LeaseNetworks {
     /// Find `ip`, `nft` and `nsenter`, enable forwarding and (re)create this agent's nftables table. Fails with
     /// what is missing: such a host cannot isolate leases, so it runs no job.
-    pub fn start(subnet: LeaseSubnet, tag: &str, egress: Egress, egress_allow: Vec<String>) -> anyhow::Result<Self> {
+    pub fn start(
+        subnet: LeaseSubnet,
+        tag: &str,
+        egress: Egress,
+        egress_allow: Vec<String>,
+        state_dir: &Path,
+    ) -> anyhow::Result<Self> {
         let find = |program: &str, package: &str| {
             super::sandbox::find_on_path(program)
                 .with_context(|| format!("`{program}` is not installed (Debian package `{package}`)"))
@@ -100,6 +109,7 @@ impl LeaseNetworks {
             nft: find("nft", "nftables")?,
             nsenter: find("nsenter", "util-linux")?,
             leases: Mutex::new(HashMap::new()),
+            routes_file: state_dir.join("lease-routes"),
         };
         let forwarding = std::fs::read_to_string("/proc/sys/net/ipv4/ip_forward").unwrap_or_default();
         if forwarding.trim() != "1" {
@@ -108,20 +118,34 @@ impl LeaseNetworks {
                 "turned IPv4 forwarding on (net.ipv4.ip_forward=1): lease namespaces route through the host"
             );
         }
+        networks.remove_dead_agents_tables();
         networks.nft_script(&networks.table_script())?;
         networks.remove_stale();
         Ok(networks)
     }
 
-    /// Namespaces and veths this agent left behind (it died, or stopped while leases ran): nothing runs in them
-    /// any more (every sandbox dies with the agent), and the first sync makes the listed leases' anew.
+    /// Namespaces, veths and peer routes this agent left behind (it died, or stopped while leases ran): nothing
+    /// runs in them any more (every sandbox dies with the agent), and the first sync makes the listed leases' anew.
     fn remove_stale(&self) {
-        for (name, _) in self.own_namespaces() {
+        self.remove_tagged(&self.tag);
+        let routes = std::fs::read_to_string(&self.routes_file).unwrap_or_default();
+        for (peer, via) in routes.lines().filter_map(|l| l.split_once(' ')) {
+            // Gone already when the peer's lease ended first, or the host rebooted.
+            let _ = self.ip(&["route", "del", &format!("{peer}/32"), "via", via]);
+        }
+        if !routes.is_empty() {
+            self.persist_routes(&[]);
+        }
+    }
+
+    /// The namespaces and veths of the agent tagged `tag` on this host.
+    fn remove_tagged(&self, tag: &str) {
+        for name in namespaces_with_prefix(&namespace_prefix(tag)) {
             if self.ip(&["netns", "del", &name]).is_err() {
                 tracing::warn!(namespace = %name, "could not remove a stale lease namespace");
             }
         }
-        let veths = self.veth_prefix();
+        let veths = veth_prefix(tag);
         for entry in std::fs::read_dir("/sys/class/net").into_iter().flatten().filter_map(Result::ok) {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(&veths) {
@@ -130,21 +154,59 @@ impl LeaseNetworks {
         }
     }
 
+    /// Tables of other gpuplane agents of this host whose process is gone (killed, or its host name changed, so
+    /// no start of it will ever name them again), with their namespaces and veths. A table says its agent's pid
+    /// and start time in its comment; a table without one (an older agent's) is left as it is.
+    fn remove_dead_agents_tables(&self) {
+        let Ok(listed) = Command::new(&self.nft).args(["list", "tables"]).stdin(Stdio::null()).output() else {
+            return;
+        };
+        let own = self.table();
+        for table in String::from_utf8_lossy(&listed.stdout).lines().filter_map(|l| l.strip_prefix("table inet ")) {
+            let Some(tag) = table.strip_prefix("gpuplane_").filter(|_| table != own) else { continue };
+            let Ok(shown) =
+                Command::new(&self.nft).args(["list", "table", "inet", table]).stdin(Stdio::null()).output()
+            else {
+                continue;
+            };
+            let Some(owner) = table_owner(&String::from_utf8_lossy(&shown.stdout)) else { continue };
+            if agent_alive(owner) {
+                continue;
+            }
+            tracing::info!(table, pid = owner.0, "removing the network of an agent that is gone");
+            self.remove_tagged(tag);
+            if let Err(err) = self.nft_script(&format!("delete table inet {table}\n")) {
+                tracing::warn!(table, err = format!("{err:#}"), "could not remove a dead agent's table");
+            }
+        }
+    }
+
+    /// Write every peer route of the known leases, and `adding`, before they are made.
+    fn persist_routes(&self, adding: &[(Ipv4Addr, IpAddr)]) {
+        let mut routes: Vec<(Ipv4Addr, IpAddr)> = adding.to_vec();
+        for net in self.leases.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            routes.extend(&net.peers);
+        }
+        routes.sort();
+        routes.dedup();
+        let text: String = routes.iter().map(|(peer, via)| format!("{peer} {via}\n")).collect();
+        let temporary = self.routes_file.with_extension("tmp");
+        if let Err(err) = std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &self.routes_file))
+        {
+            tracing::warn!(file = %self.routes_file.display(), %err, "could not record the lease routes");
+        }
+    }
+
     fn table(&self) -> String {
         format!("gpuplane_{}", self.tag)
     }
 
-    /// Interface names of this agent's veths: `gp<tag>*`.
     fn veth_prefix(&self) -> String {
-        format!("gp{}", self.tag)
+        veth_prefix(&self.tag)
     }
 
     fn namespace(&self, lease_id: Uuid) -> String {
-        format!("{}{lease_id}", self.namespace_prefix())
-    }
-
-    fn namespace_prefix(&self) -> String {
-        format!("gpuplane-{}-", self.tag)
+        format!("{}{lease_id}", namespace_prefix(&self.tag))
     }
 
     /// The nftables table, made anew (an agent restart drops the elements; the first sync adds them again).
@@ -160,9 +222,11 @@ impl LeaseNetworks {
             Egress::Public => "accept",
             Egress::None => "drop",
         };
+        let (pid, started) = own_process();
         format!(
             "table inet {table}\ndelete table inet {table}\n\
              table inet {table} {{\n\
+             \tcomment \"gpuplane-agent pid {pid} started {started}\"\n\
              \tset leases {{ type ipv4_addr; }}\n\
              \tset owners {{ type ifname . ipv4_addr; }}\n\
              \tset pairs {{ type ipv4_addr . ipv4_addr; }}\n\
@@ -193,15 +257,12 @@ impl LeaseNetworks {
 
     /// This agent's namespaces under [`NETNS_DIR`]: each name, with its lease when the name parses as one.
     fn own_namespaces(&self) -> Vec<(String, Option<Uuid>)> {
-        let prefix = self.namespace_prefix();
-        std::fs::read_dir(NETNS_DIR)
+        let prefix = namespace_prefix(&self.tag);
+        namespaces_with_prefix(&prefix)
             .into_iter()
-            .flatten()
-            .filter_map(Result::ok)
-            .map(|entry| entry.file_name().to_string_lossy().into_owned())
-            .filter_map(|name| {
-                let lease_id = name.strip_prefix(&prefix)?.parse::<Uuid>().ok();
-                Some((name, lease_id))
+            .map(|name| {
+                let lease_id = name.strip_prefix(&prefix).and_then(|id| id.parse::<Uuid>().ok());
+                (name, lease_id)
             })
             .collect()
     }
@@ -301,6 +362,7 @@ impl LeaseNetworks {
         let mut script = format!(
             "add element inet {table} leases {{ {address} }}\nadd element inet {table} owners {{ \"{veth}\" . {address} }}\n"
         );
+        self.persist_routes(&net.peers);
         for (peer, via) in &net.peers {
             script.push_str(&format!(
                 "add element inet {table} pairs {{ {address} . {peer}, {peer} . {address} }}\n\
@@ -342,6 +404,8 @@ impl LeaseNetworks {
             for (peer, _) in &net.peers {
                 script.push_str(&self.forget_peer(net.address, *peer));
             }
+            // Forgotten once gone: a death just before leaves them listed, and the next start's delete is harmless.
+            self.persist_routes(&[]);
             if let Err(err) = self.nft_script(&script) {
                 tracing::warn!(lease.id = %lease_id, err = format!("{err:#}"), "could not remove the lease's rules");
             }
@@ -422,6 +486,51 @@ pub fn default_subnet(address: &str, hostname: &str) -> (LeaseSubnet, bool) {
     (LeaseSubnet { network, prefix: 24 }, from_address)
 }
 
+/// Interface names of the veths of the agent tagged `tag`: `gp<tag>*`.
+fn veth_prefix(tag: &str) -> String {
+    format!("gp{tag}")
+}
+
+/// Names of the namespaces of the agent tagged `tag`: `gpuplane-<tag>-<lease id>`.
+fn namespace_prefix(tag: &str) -> String {
+    format!("gpuplane-{tag}-")
+}
+
+fn namespaces_with_prefix(prefix: &str) -> Vec<String> {
+    std::fs::read_dir(NETNS_DIR)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(prefix))
+        .collect()
+}
+
+/// This process's pid and start time (clock ticks after boot, /proc/self/stat's 22nd field): together they name
+/// this run of the agent, where a pid alone may be reused.
+fn own_process() -> (u32, u64) {
+    let pid = std::process::id();
+    (pid, process_start(pid).unwrap_or_default())
+}
+
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: the fields after it follow the last ')'.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The (pid, start time) a table's comment names, from `nft list table`'s output.
+fn table_owner(listing: &str) -> Option<(u32, u64)> {
+    let comment = listing.lines().find_map(|l| l.trim().strip_prefix("comment \"gpuplane-agent pid "))?;
+    let (pid, rest) = comment.split_once(" started ")?;
+    Some((pid.parse().ok()?, rest.trim_end_matches('"').parse().ok()?))
+}
+
+/// Whether the agent run (pid, start time) still runs.
+fn agent_alive((pid, started): (u32, u64)) -> bool {
+    process_start(pid) == Some(started)
+}
+
 /// Four hex digits for this agent's names, from its host name.
 pub fn tag(hostname: &str) -> String {
     format!("{:04x}", fnv1a(hostname.as_bytes()) & 0xffff)
@@ -434,6 +543,18 @@ fn fnv1a(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tables_comment_names_its_agents_run_and_only_that_run_is_alive() {
+        let listing =
+            "table inet gpuplane_ab12 {\n\tcomment \"gpuplane-agent pid 4242 started 98765\"\n\tset leases {\n";
+        assert_eq!(table_owner(listing), Some((4242, 98765)));
+        assert_eq!(table_owner("table inet gpuplane_ab12 {\n\tset leases {\n"), None, "an older agent's table");
+        let (pid, started) = own_process();
+        assert!(started > 0 && agent_alive((pid, started)));
+        assert!(!agent_alive((pid, started + 1)), "the pid reused by another process");
+        assert!(!agent_alive((u32::MAX, started)), "no such process");
+    }
 
     #[test]
     fn the_default_subnet_follows_the_address_and_stays_in_the_shared_range() {

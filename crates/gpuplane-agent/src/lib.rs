@@ -320,6 +320,7 @@ fn lease_networks(args: &AgentArgs, hostname: &str, address: &str) -> anyhow::Re
         &lease_net::tag(hostname),
         args.lease_egress,
         args.lease_egress_allow.clone(),
+        &args.state_dir,
     )
     .context("setting up leases' networks")?;
     tracing::info!(%subnet, egress = ?args.lease_egress, allow = ?args.lease_egress_allow, "each lease gets a network namespace");
