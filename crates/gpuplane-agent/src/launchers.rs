@@ -2,39 +2,119 @@
 //! `launch` passes it on), with the version each prints. Reported at registration (and on a heartbeat when it
 //! changed), so the service refuses a job whose template needs a launcher the host lacks instead of the tenant
 //! learning it from exit code 127.
+//!
+//! Python's launchers are asked without importing them: `import torch` takes seconds (tens of seconds on a busy
+//! host), and it was asked three times (torch, the runtime, torchrun), so registration waited for it. Instead one
+//! short Python process per interpreter reads the packages' metadata (`importlib.util.find_spec`, then
+//! `importlib.metadata.version`): a package found is reported with its distribution's version; a console script
+//! (`torchrun`, `deepspeed`, `vllm`, `accelerate`) with the version of the distribution that ships it, read by
+//! the interpreter its `#!` line names.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gpuplane_protocol::agent::{LAUNCHERS, Launchers, MAX_LAUNCHER_VERSION_CHARS};
+use gpuplane_protocol::agent::{Launchers, MAX_LAUNCHER_VERSION_CHARS};
 
 use crate::sandbox::find_on_path;
 
-/// How long one version query may take (`python3 -c 'import torch'` loads CUDA libraries: seconds).
+/// How long one version query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The Python modules reported by name: (launcher, module, distribution).
+const PYTHON_MODULES: [(&str, &str, &str); 2] =
+    [("torch", "torch", "torch"), ("gpuplane_runtime", "gpuplane_runtime", "gpuplane-runtime")];
+
+/// The console scripts and the distribution that ships each.
+const CONSOLE_SCRIPTS: [(&str, &str); 4] =
+    [("torchrun", "torch"), ("deepspeed", "deepspeed"), ("vllm", "vllm"), ("accelerate", "accelerate")];
+
+/// Prints, per argument `module:distribution`, a line `found <version>` (empty when the metadata has none) or
+/// `missing`; the first line is the interpreter's own version. Imports nothing of the packages.
+const METADATA_QUERY: &str = "import sys, importlib.util as u, importlib.metadata as m
+print(sys.version.split()[0])
+for arg in sys.argv[1:]:
+    mod, dist = arg.split(':')
+    try:
+        found = u.find_spec(mod) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        print('missing')
+        continue
+    try:
+        print('found', m.version(dist))
+    except Exception:
+        print('found')
+";
 
 /// Look for every launcher of [`LAUNCHERS`]; `container_runtime` is the program the agent starts images with.
 pub fn detect(container_runtime: &str) -> Launchers {
     let mut found = Launchers::new();
-    let python = find_on_path("python3");
-    for name in LAUNCHERS {
-        let version = match name {
-            "python3" => python.as_ref().map(|p| version_of(p, &["--version"])),
-            "torch" => python.as_ref().and_then(|p| python_import(p, "torch", "torch.__version__")),
-            "gpuplane_runtime" => python
-                .as_ref()
-                .and_then(|p| python_import(p, "gpuplane_runtime", "getattr(gpuplane_runtime, '__version__', '')")),
-            "sshd" => sshd().map(|p| version_of(&p, &["-V"])),
-            "container_runtime" => find_on_path(container_runtime).map(|p| version_of(&p, &["--version"])),
-            program => find_on_path(program).map(|p| version_of(&p, &["--version"])),
-        };
-        if let Some(version) = version {
-            found.insert(name.to_owned(), version);
+    if let Some(python) = find_on_path("python3") {
+        let queries: Vec<(&str, String)> =
+            PYTHON_MODULES.iter().map(|(name, module, dist)| (*name, format!("{module}:{dist}"))).collect();
+        if let Some((version, answers)) = python_metadata(&python, &queries) {
+            found.insert("python3".to_owned(), version);
+            found.extend(answers);
         }
     }
+    for (name, dist) in CONSOLE_SCRIPTS {
+        let Some(script) = find_on_path(name) else { continue };
+        let version = match python_of(&script) {
+            Some(python) => python_metadata(&python, &[(name, format!("{dist}:{dist}"))])
+                .and_then(|(_, mut answers)| answers.remove(name))
+                .flatten(),
+            None => version_of(&script, &["--version"]),
+        };
+        found.insert(name.to_owned(), version);
+    }
+    if let Some(sshd) = sshd() {
+        found.insert("sshd".to_owned(), version_of(&sshd, &["-V"]));
+    }
+    if let Some(runtime) = find_on_path(container_runtime) {
+        found.insert("container_runtime".to_owned(), version_of(&runtime, &["--version"]));
+    }
     found
+}
+
+/// The interpreter's version and, for each (launcher, `module:distribution`) it finds, the distribution's
+/// version; None when the interpreter does not answer.
+fn python_metadata(python: &Path, queries: &[(&str, String)]) -> Option<(Option<String>, Launchers)> {
+    let mut args = vec!["-c", METADATA_QUERY];
+    args.extend(queries.iter().map(|(_, q)| q.as_str()));
+    let (ok, text) = run(python, &args)?;
+    if !ok {
+        return None;
+    }
+    let mut lines = text.lines();
+    let version = lines.next().and_then(version_in);
+    let answers = queries
+        .iter()
+        .zip(lines)
+        .filter_map(|((name, _), line)| {
+            let version = line.strip_prefix("found")?;
+            Some(((*name).to_owned(), version_in(version)))
+        })
+        .collect();
+    Some((version, answers))
+}
+
+/// The Python interpreter a script's `#!` line names (`#!/usr/bin/python3`, `#!/usr/bin/env python3`), if any.
+fn python_of(script: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 256];
+    let read = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let first = String::from_utf8_lossy(&head[..read]);
+    let line = first.lines().next()?.strip_prefix("#!")?.trim();
+    let mut words = line.split_whitespace();
+    let program = words.next()?;
+    let interpreter = if program.ends_with("/env") { words.next()? } else { program };
+    let name = Path::new(interpreter).file_name()?.to_string_lossy();
+    if !name.starts_with("python") {
+        return None;
+    }
+    if interpreter.contains('/') { Some(PathBuf::from(interpreter)) } else { find_on_path(interpreter) }
 }
 
 /// sshd usually lives in an sbin directory that a service's PATH may lack.
@@ -42,13 +122,6 @@ fn sshd() -> Option<PathBuf> {
     find_on_path("sshd").or_else(|| {
         ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"].iter().map(PathBuf::from).find(|p| p.is_file())
     })
-}
-
-/// Some(version) when `python -c 'import module'` works; the inner Option is the version it prints.
-fn python_import(python: &Path, module: &str, expr: &str) -> Option<Option<String>> {
-    let script = format!("import {module}; print({expr})");
-    let (ok, text) = run(python, &["-c", &script])?;
-    ok.then(|| version_in(&text))
 }
 
 /// The version a found program prints (None when it prints none we recognise, or fails to answer).
@@ -123,6 +196,18 @@ pub fn describe(found: Option<&gpuplane_protocol::agent::Launchers>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuplane_protocol::agent::LAUNCHERS;
+
+    #[test]
+    fn every_launcher_the_protocol_names_is_looked_for() {
+        let mut looked_for: Vec<&str> = vec!["python3", "sshd", "container_runtime"];
+        looked_for.extend(PYTHON_MODULES.iter().map(|m| m.0));
+        looked_for.extend(CONSOLE_SCRIPTS.iter().map(|s| s.0));
+        looked_for.sort();
+        let mut named = LAUNCHERS.to_vec();
+        named.sort();
+        assert_eq!(looked_for, named);
+    }
 
     #[test]
     fn versions_are_found_in_what_launchers_print() {
@@ -150,6 +235,29 @@ mod tests {
                 "{found:?}"
             );
         }
+    }
+
+    #[test]
+    fn python_launchers_are_read_from_metadata_by_the_interpreter_their_script_names() {
+        let dir = std::env::temp_dir().join(format!("gpuplane-launchers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let Some(python) = find_on_path("python3") else { return };
+        let script = dir.join("torchrun");
+        std::fs::write(&script, format!("#!{}\nimport sys\n", python.display())).unwrap();
+        assert_eq!(python_of(&script), Some(python.clone()));
+        std::fs::write(&script, "#!/usr/bin/env python3\n").unwrap();
+        assert_eq!(python_of(&script), find_on_path("python3"));
+        std::fs::write(&script, "#!/bin/sh\nexec true\n").unwrap();
+        assert_eq!(python_of(&script), None, "not a Python script: asked for --version instead");
+        // A module that is there (the standard library's json: no distribution, so no version), one that is not.
+        let (version, answers) = python_metadata(
+            &python,
+            &[("json", "json:no-such-dist".to_string()), ("nothing", "no_such_module_x:x".to_string())],
+        )
+        .unwrap();
+        assert!(version.is_some_and(|v| v.starts_with('3')));
+        assert_eq!(answers, Launchers::from([("json".to_string(), None)]));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

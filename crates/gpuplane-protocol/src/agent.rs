@@ -94,10 +94,10 @@ pub struct NodeFacts {
     pub launchers: Option<Launchers>,
 }
 
-/// The launchers an agent looks for, by the name it reports them under: `python3`; `torch` (the version
-/// `python3 -c 'import torch'` prints); `torchrun`, `deepspeed`, `vllm`, `accelerate` and `sshd` on the PATH jobs
-/// see; `container_runtime` (the agent's `--container-runtime`, docker or podman); `gpuplane_runtime` (the
-/// Python package of the job runtime, importable by that `python3`).
+/// The launchers an agent looks for, by the name it reports them under: `python3`; `torch` (found by that
+/// `python3`, with its distribution's version); `torchrun`, `deepspeed`, `vllm`, `accelerate` and `sshd` on the
+/// PATH jobs see; `container_runtime` (the agent's `--container-runtime`, docker or podman); `gpuplane_runtime`
+/// (the Python package of the job runtime, found by that `python3`).
 pub const LAUNCHERS: [&str; 9] = [
     "python3",
     "torch",
