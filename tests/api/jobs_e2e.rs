@@ -203,3 +203,55 @@ for i in range(80):
     print(f"shutting down {i}: RuntimeWarning, see above", file=sys.stderr)
 sys.exit(3)
 "#;
+
+/// Steps reach the API about a second after they end, not with the next scheduled heartbeat: with heartbeats
+/// every 15 s, each of three steps 5 s apart is seen within 4 s of its end (a 15 s schedule could bring at most
+/// one of them that soon). The job is a stand-in that writes the runtime's step lines: the test is about the
+/// agent's shipping, not the runtime.
+#[sqlx::test]
+async fn steps_reach_the_api_a_second_after_they_end_not_with_the_heartbeat(db: PgPool) {
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (mut server, base) = spawn_server(&database_url(&db), &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "15")]);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "steps", 1).await;
+    api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
+    let dir = state_dir("steps-a");
+    let (mut agent, _) = spawn_agent(&base, Some(&join), "steps-node", &dir, &["--address", "10.77.3.1"]);
+    let lease = api.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 4, "duration_hours": 1 })).await;
+    let writer = "import json, time\n\
+                  for step in (1, 2, 3):\n\
+                  \x20   time.sleep(5)\n\
+                  \x20   line = dict(step=step, step_time_s=5.0, tokens=4096, loss=2.0, peak_memory_bytes=1, time=time.time())\n\
+                  \x20   with open('gpuplane_steps.jsonl', 'a') as f:\n\
+                  \x20       f.write(json.dumps(line) + '\\n')\n\
+                  time.sleep(600)\n";
+    let scripts = crate::support::net::shared_with_jobs("steps", &[("steps.py", writer)]);
+    let script = scripts.join("steps.py").display().to_string();
+    let job = api
+        .post(
+            &format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap()),
+            &tenant,
+            json!({ "template": "run", "command": ["/usr/bin/python3", script] }),
+        )
+        .await;
+    let steps_path = format!("/v1/jobs/{}/steps", job["id"].as_str().unwrap());
+    let mut seen_after: Vec<f64> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while seen_after.len() < 3 {
+        assert!(Instant::now() < deadline, "steps seen so far: {seen_after:?}");
+        let page = api.get(&steps_path, &tenant).await;
+        let now = chrono::Utc::now();
+        for step in page["steps"].as_array().unwrap().iter().skip(seen_after.len()) {
+            let ended = chrono::DateTime::parse_from_rfc3339(step["at"].as_str().unwrap()).unwrap();
+            seen_after.push((now - ended.with_timezone(&chrono::Utc)).as_seconds_f64());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(seen_after.iter().all(|lag| *lag < 4.0), "seconds from each step's end to the API: {seen_after:?}");
+    api.post(&format!("/v1/jobs/{}/cancel", job["id"].as_str().unwrap()), &tenant, json!({})).await;
+    let _ = agent.kill();
+    terminate(&mut server);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&scripts);
+}

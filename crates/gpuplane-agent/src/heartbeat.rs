@@ -29,6 +29,11 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 /// to the service with the next heartbeat.
 const LAUNCHER_RECHECK: Duration = Duration::from_secs(600);
 
+/// How often running jobs' steps files are read between heartbeats. Steps found go out at once, in a heartbeat
+/// ahead of schedule, so a step reaches the API about a second after it ends rather than with the next scheduled
+/// heartbeat (10 s by default); a job that steps faster still sends at most one early heartbeat per look.
+const STEPS_LOOK: Duration = Duration::from_secs(1);
+
 /// When the next heartbeat goes after one was settled: at once while samples or steps wait (a backlog goes out
 /// in several requests), else on schedule.
 fn next_send_after_delivery(sampler: &Sampler, jobs: &JobRunner, schedule: &Schedule) -> Instant {
@@ -146,8 +151,12 @@ impl Agent {
         let mut launchers_recheck_at = now + LAUNCHER_RECHECK;
         let mut launchers_lookup: Option<tokio::task::JoinHandle<gpuplane_protocol::agent::Launchers>> = None;
         let mut launchers_changed: Option<gpuplane_protocol::agent::Launchers> = None;
+        let mut steps_look_at = now + STEPS_LOOK;
         loop {
-            let wake = probe_at.map_or(next_send, |p| p.min(next_send));
+            let mut wake = probe_at.map_or(next_send, |p| p.min(next_send));
+            if jobs.runs_jobs() {
+                wake = wake.min(steps_look_at);
+            }
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = sleep_until(schedule.next().min(wake)) => {}
@@ -172,6 +181,14 @@ impl Agent {
                     probe_trusted = false;
                 } else {
                     probe_at = next_probe(next_send - Instant::now(), rng.random()).map(|d| Instant::now() + d);
+                }
+            }
+            if Instant::now() >= steps_look_at {
+                steps_look_at = Instant::now() + STEPS_LOOK;
+                jobs.collect_steps();
+                // Not while backing off: the service is not answering.
+                if !jobs.steps.is_empty() && backoff.failures() == 0 {
+                    next_send = next_send.min(Instant::now());
                 }
             }
             if Instant::now() < next_send {

@@ -183,6 +183,11 @@ impl JobRunner {
     }
 
     /// Whether to talk to the service every heartbeat: a process runs or reports wait.
+    /// Some job's process runs here (its steps are worth looking for).
+    pub fn runs_jobs(&self) -> bool {
+        !self.running.is_empty()
+    }
+
     pub fn busy(&self) -> bool {
         !self.running.is_empty() || !self.outbox.is_empty() || self.environments.busy()
     }
