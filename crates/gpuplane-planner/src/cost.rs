@@ -17,7 +17,8 @@
 //! EP     = 4 all-to-alls of b*s/cp/t * top_k * capacity * h * 2 bytes per MoE layer over the
 //!          EP group (ep ranks `etp` apart, as Megatron-Core places them): the share for ranks on
 //!          the same node over its link, the rest through the node's NICs, which every GPU of the
-//!          node shares while they all exchange at once; not hidden
+//!          node shares while they all exchange at once; not hidden within a node, half hidden
+//!          (overlapped or deduplicated per node, as the published recipes run it) across nodes
 //! DP     = gradient reduction over dp*cp ranks (experts over tp*dp*cp/(etp*ep), strided), 70%
 //!          overlapped
 //! ```
@@ -411,6 +412,17 @@ impl Split {
                 }
             })
             .collect()
+    }
+
+    /// Whether the layout of `layers` over `pp` stages of `vp` chunks is a tight one, where fewer
+    /// than `pp` of the `pp * vp` virtual stages hold one unit (layer, embedding or loss) less than
+    /// the others, as in the layouts Megatron users write (DeepSeek-V3's 63 units over 32 or 16
+    /// virtual stages: one short). Looser ones cost the same in this model's per-stage terms but
+    /// leave more virtual stages idle part of each round; the search tries them only when `vp` is
+    /// pinned, which keeps the unpinned search near its former size.
+    pub fn layout_is_tight(layers: u32, pp: u32, vp: u32) -> bool {
+        let (units, stages) = (u64::from(layers) + 2, u64::from(pp) * u64::from(vp));
+        stages > 0 && stages * units.div_ceil(stages) - units < u64::from(pp)
     }
 
     /// The split as Megatron's `--pipeline-model-parallel-layout` string: the `pp * vp` virtual
@@ -996,6 +1008,14 @@ const CP_OVERLAP: f64 = 0.8;
 const MOE_OVERHEAD_S_PER_ROUTED_TOKEN: f64 = 0.32e-6;
 /// Fraction of the MoE all-to-all not hidden (Megatron-Core overlaps little by default).
 const A2A_EXPOSED: f64 = 1.0;
+/// Fraction of an all-to-all exposed when the EP group leaves the node: the published recipes
+/// that run EP over the node network overlap it with another micro-batch's computation
+/// (`--overlap-moe-expert-parallel-comm`, Qwen3-235B on H100) or send each token once per node and
+/// fan it out over NVLink (HybridEP / DeepEP, DeepSeek-V3 on H100). Fitted to those two
+/// Megatron-Bridge runs (TP 2 x PP 8 x VP 4 on 256 and 1,024 H100, EP 32 and 64 over 4 and 8
+/// nodes), which leave about 40-45% of the all-to-all the NICs' bandwidth implies exposed; see
+/// `docs/planner-calibration.md`.
+const A2A_CROSS_NODE_EXPOSED: f64 = 0.5;
 
 /// Time of one layer for one micro-batch (forward and backward) on one GPU of a configuration,
 /// and of the LM head; they depend on TP, CP, EP, SP, recompute and the micro-batch, not on the
@@ -1082,7 +1102,9 @@ pub fn layer_time(c: &TrainCtx, cfg: &Config) -> LayerTime {
     let mut ep_layer = 0.0;
     if cfg.ep > 1 {
         let bytes = tokens_mb / t * c.top_k * c.capacity * c.h * 2.0;
-        ep_layer = c.moe_fraction * passes * c.net.all_to_all(cfg.ep, cfg.etp, bytes) * A2A_EXPOSED;
+        let span = u64::from(cfg.ep) * u64::from(cfg.etp);
+        let exposed = if span > u64::from(c.gpus_per_node) { A2A_CROSS_NODE_EXPOSED } else { A2A_EXPOSED };
+        ep_layer = c.moe_fraction * passes * c.net.all_to_all(cfg.ep, cfg.etp, bytes) * exposed;
     }
     // MoE layers also pay router, top-k, permutation and unpermutation per routed token copy;
     // published Megatron-Core MoE runs sit far below their GEMM throughput because of it.

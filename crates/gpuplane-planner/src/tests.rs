@@ -1634,6 +1634,123 @@ fn deepseek_v3_61_layers_over_8x4_take_a_pipeline_layout() {
     assert!(p.explanation.contains("pipeline layout Et|(tt|)*30L"), "{}", p.explanation);
     let args = render::megatron_pipeline_args(p, 61);
     assert_eq!(args, vec![("pipeline-model-parallel-layout", Some("Et|(tt|)*30L".to_string()))]);
+    // 8 x 4 is a tight layout (one virtual stage of 32 short), which the unpinned search tries;
+    // 8 x 3 (9 of 24 short) is not, but a pinned VP 3 still gets it.
+    assert!(cost::Split::layout_is_tight(61, 8, 4) && !cost::Split::layout_is_tight(61, 8, 3));
+    let req =
+        with_pins(train_request("deepseek-v3", "h100", 1024, 8), Pins { pp: Some(8), vp: Some(3), ..Pins::default() });
+    let p = plan(&req.resolve().unwrap()).unwrap().plans.remove(0);
+    assert_eq!((p.vp, p.stage_split), (3, StageSplit::Layout));
+}
+
+/// The Megatron flags a plan renders, as `--name value` strings.
+fn rendered(p: &Plan, layers: u32) -> Vec<String> {
+    render::megatron_pipeline_args(p, layers)
+        .into_iter()
+        .chain(render::megatron_expert_args(p))
+        .flat_map(|(name, value)| std::iter::once(format!("--{name}")).chain(value))
+        .collect()
+}
+
+#[test]
+fn published_moe_splits_are_planned_as_published() {
+    // Megatron-Bridge's H100 recipes (scripts/performance/configs): DeepSeek-V3 on 1,024 GPUs and
+    // Qwen3-235B-A22B on 256, both TP 2, PP 8, VP 4, expert TP 1; EP 64 and 32. Pinned as
+    // published but for the expert TP, which the search must find itself.
+    let published = |model: &str, gpus: u32, gbs: u32, ep: u32| {
+        let mut req = train_request(model, "h100", gpus, 8);
+        req.workload.global_batch = Some(gbs);
+        req.workload.seq_len = Some(4096);
+        req.workload.precision = Precision::Fp8;
+        let pins =
+            Pins { tp: Some(2), pp: Some(8), vp: Some(4), ep: Some(ep), micro_batch: Some(1), ..Pins::default() };
+        plan(&with_pins(req, pins).resolve().unwrap()).unwrap().plans.remove(0)
+    };
+
+    // DeepSeek-V3: 61 layers through the layout; EP 64 also divides DP 64, so both expert TP
+    // degrees are open (the faster one is kept).
+    let ds = published("deepseek-v3", 1024, 8192, 64);
+    assert_eq!((ds.tp, ds.pp, ds.vp, ds.ep, ds.dp), (2, 8, 4, 64, 64));
+    assert_eq!(ds.stage_split, StageSplit::Layout);
+    assert_eq!(ds.layers_per_stage, vec![7, 8, 8, 8, 8, 8, 8, 6]);
+    let args = rendered(&ds, 61);
+    let at = args.iter().position(|a| a == "--pipeline-model-parallel-layout").expect("layout flag");
+    let layout = &args[at + 1];
+    let stages = megatron_parse_layout(layout);
+    assert_eq!(stages.len(), 32);
+    assert_eq!(stages.iter().flatten().filter(|&&c| c == 't').count(), 61);
+    assert_eq!((stages[0][0], *stages[31].last().unwrap()), ('E', 'L'));
+    // The layout replaces every other virtual-stage and split flag.
+    for refused in [
+        "--num-layers-per-virtual-pipeline-stage",
+        "--num-virtual-stages-per-pipeline-rank",
+        "--decoder-first-pipeline-num-layers",
+        "--account-for-embedding-in-pipeline-split",
+    ] {
+        assert!(!args.iter().any(|a| a == refused), "{args:?}");
+    }
+    let pinned = |p: &Plan, etp: u32| {
+        let mut req = train_request("deepseek-v3", "h100", 1024, 8);
+        req.workload.global_batch = Some(8192);
+        req.workload.seq_len = Some(4096);
+        req.workload.precision = Precision::Fp8;
+        let pins = Pins { etp: Some(etp), ..knobs_of(p) };
+        plan(&with_pins(req, pins).resolve().unwrap()).unwrap().plans.remove(0)
+    };
+    // Expert TP 1 as the recipe pins it: experts whole, rendered as such.
+    let whole = pinned(&ds, 1);
+    assert_eq!(whole.etp, Some(1));
+    let args = rendered(&whole, 61);
+    let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+    assert_eq!(value("--expert-model-parallel-size").as_deref(), Some("64"));
+    assert_eq!(value("--expert-tensor-parallel-size").as_deref(), Some("1"));
+    assert_eq!(value("--pipeline-model-parallel-layout").as_deref(), Some("Et|(tt|)*30L"));
+    assert!(
+        whole.explanation.contains("experts whole (expert TP 1), EP over the 128 TP x DP ranks"),
+        "{}",
+        whole.explanation
+    );
+    // Experts split like the dense layers hold half the expert weights of whole ones.
+    let split = pinned(&ds, 2);
+    assert_eq!(split.etp, None);
+    assert!(!rendered(&split, 61).iter().any(|a| a == "--expert-tensor-parallel-size"));
+    assert!(split.memory.weights < whole.memory.weights, "{} vs {}", split.memory.weights, whole.memory.weights);
+
+    // Qwen3-235B: 94 + 2 = 96 units over 32 virtual stages (embedding and loss); EP 32 does not
+    // divide DP 16, so only expert TP 1 runs it: EP over the 32 TP x DP ranks.
+    let qw = published("qwen3-235b-a22b", 256, 2048, 32);
+    assert_eq!((qw.tp, qw.pp, qw.vp, qw.ep, qw.dp, qw.etp), (2, 8, 4, 32, 16, Some(1)));
+    assert_eq!(qw.stage_split, StageSplit::EmbeddingAndLoss);
+    let args = rendered(&qw, 94);
+    let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+    assert!(args.iter().any(|a| a == "--account-for-embedding-in-pipeline-split"), "{args:?}");
+    assert!(args.iter().any(|a| a == "--account-for-loss-in-pipeline-split"), "{args:?}");
+    assert_eq!(value("--num-layers-per-virtual-pipeline-stage").as_deref(), Some("3"));
+    assert_eq!(value("--expert-model-parallel-size").as_deref(), Some("32"));
+    assert_eq!(value("--expert-tensor-parallel-size").as_deref(), Some("1"));
+    // Pinning Megatron's default expert TP (2) there is refused: 2 x 32 does not divide 32.
+    let mut req = train_request("qwen3-235b-a22b", "h100", 256, 8);
+    req.workload.global_batch = Some(2048);
+    let pins = Pins { etp: Some(2), ..knobs_of(&qw) };
+    assert!(plan(&with_pins(req, pins).resolve().unwrap()).is_err());
+}
+
+/// Pins that fix a plan's knobs (as the server's retune does), leaving the expert TP open.
+fn knobs_of(p: &Plan) -> Pins {
+    Pins {
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        dp: Some(p.dp),
+        vp: Some(p.vp),
+        micro_batch: Some(p.micro_batch),
+        zero_stage: Some(p.zero_stage),
+        recompute: Some(p.recompute),
+        sequence_parallel: Some(p.sequence_parallel),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        etp: None,
+        offload: Some(p.offload),
+    }
 }
 
 #[test]

@@ -17,8 +17,9 @@
 //!   layer each (`(layers + 2) % (pp * vp) == 0`), or, when neither exists, uneven first/last
 //!   stages whose every part divides by `vp` (`layers % vp == 0`) and, with `vp > 1`, for any
 //!   layer count, Megatron's pipeline layout over the `pp * vp` virtual stages (see
-//!   [`Split::options`]; Megatron's rule is [`Split::megatron_accepts`]); `vp > 1` needs
-//!   `pp > 1` and `grad_accum % pp == 0`;
+//!   [`Split::options`]; Megatron's rule is [`Split::megatron_accepts`]; unpinned `vp`, only
+//!   tight layouts, [`Split::layout_is_tight`]); `vp > 1` needs `pp > 1` and
+//!   `grad_accum % pp == 0`;
 //! - `global_batch % (micro_batch * dp) == 0`, micro-batch at most 64; when the requested batch
 //!   does not divide by `dp`, the nearest multiple of `dp` is run instead and the plan says so
 //!   (ranked after every plan that runs the requested batch);
@@ -281,6 +282,9 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                         continue;
                     }
                     Split::options(c.layers, pp, v, &mut splits);
+                    if pins.vp.is_none() && !Split::layout_is_tight(c.layers, pp, v) {
+                        splits.retain(|s| s.kind != StageSplit::Layout);
+                    }
                     variants.extend(splits.iter().map(|s| (v, *s)));
                 }
                 if bs.is_empty() || variants.is_empty() {
