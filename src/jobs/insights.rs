@@ -254,6 +254,7 @@ pub(crate) mod tests {
             dp: 8 / tp,
             cp: 1,
             ep: 1,
+            etp: None,
             layers_per_stage: vec![32],
             stage_split: Default::default(),
             offload: Default::default(),

@@ -7,9 +7,7 @@ use uuid::Uuid;
 
 use super::templates::{Builtin, LAUNCH_VARS, PLAN_VARS, Segment, parse_element};
 use crate::error::FieldError;
-use crate::planner::{
-    ModelArch, Offload, Pins, Plan, PlanInput, Precision, Recompute, StageSplit, Workload, WorkloadKind,
-};
+use crate::planner::{ModelArch, Offload, Pins, Plan, PlanInput, Precision, Recompute, Workload, WorkloadKind};
 pub use gpuplane_protocol::jobs::{LaunchSpec, PLAN_FILE, STEPS_FILE, SpecFile};
 
 /// Names the plan file among a planned job's launch files (what `gpuplane_runtime` reads).
@@ -327,32 +325,10 @@ pub fn megatron_args(
     if plan.cp > 1 {
         flag("context-parallel-size", Some(plan.cp.to_string()));
     }
-    // Embedding and loss count as a layer each in the split (first and last stage one layer short).
-    let split_layers = match plan.stage_split {
-        StageSplit::EmbeddingAndLoss if plan.pp > 1 => {
-            flag("account-for-embedding-in-pipeline-split", None);
-            flag("account-for-loss-in-pipeline-split", None);
-            model.layers + 2
-        }
-        StageSplit::Uneven if plan.pp > 1 => {
-            if let (Some(first), Some(last)) = (plan.layers_per_stage.first(), plan.layers_per_stage.last()) {
-                flag("decoder-first-pipeline-num-layers", Some(first.to_string()));
-                flag("decoder-last-pipeline-num-layers", Some(last.to_string()));
-            }
-            model.layers
-        }
-        _ => model.layers,
-    };
-    if plan.vp > 1 && plan.pp > 1 {
-        if plan.stage_split == StageSplit::Uneven {
-            // Megatron refuses `--num-layers-per-virtual-pipeline-stage` with uneven first/last
-            // stages (validate_args): the chunks per stage are given instead, each chunk of a
-            // stage holding `layers / vp` of its layers (the planner's split divides by `vp`).
-            flag("num-virtual-stages-per-pipeline-rank", Some(plan.vp.to_string()));
-        } else {
-            let per_stage = (split_layers / (plan.pp * plan.vp)).max(1);
-            flag("num-layers-per-virtual-pipeline-stage", Some(per_stage.to_string()));
-        }
+    // How the layers lie over the stages (the embedding-and-loss split, uneven first/last stages,
+    // a pipeline layout) and the virtual-stage degree, as the planner renders them.
+    for (name, value) in crate::planner::render::megatron_pipeline_args(plan, model.layers) {
+        flag(name, value);
     }
     if plan.sequence_parallel {
         flag("sequence-parallel", None);
@@ -384,7 +360,9 @@ pub fn megatron_args(
     if let Some(moe) = model.moe {
         flag("num-experts", Some(moe.experts.to_string()));
         flag("moe-router-topk", Some(moe.experts_per_token.to_string()));
-        flag("expert-model-parallel-size", Some(plan.ep.max(1).to_string()));
+        for (name, value) in crate::planner::render::megatron_expert_args(plan) {
+            flag(name, value);
+        }
         if moe.shared_experts > 0 {
             flag("moe-shared-expert-intermediate-size", Some((moe.shared_experts * model.ffn).to_string()));
         }
@@ -755,7 +733,7 @@ fn render_custom(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::planner::{ClusterFields, ModelRef, PlanRequest, WorkloadFields};
+    use crate::planner::{ClusterFields, ModelRef, PlanRequest, StageSplit, WorkloadFields};
 
     fn slots(counts: &[&[i32]], rdma: bool) -> Vec<NodeSlot> {
         counts
@@ -1057,13 +1035,14 @@ mod tests {
     #[test]
     fn megatron_args_carry_uneven_stages_with_virtual_stages() {
         // 60 layers over PP 8 x VP 4 (61 over 8 x 4 has no first/last split Megatron accepts:
-        // every part must divide by VP): the planner's split is 8 / 6 x 8 / 4, two layers a
-        // chunk on the first and middle stages and one on the last.
+        // every part must divide by VP): the planner's first/last split is 8 / 6 x 8 / 4, two
+        // layers a chunk on the first and middle stages and one on the last (a pipeline layout
+        // is offered beside it).
         let (pi, plan) = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 8, Pins::default());
         let model = ModelArch { layers: 60, ..pi.model.clone() };
         let mut splits = Vec::new();
         crate::planner::cost::Split::options(60, 8, 4, &mut splits);
-        let [split] = splits.as_slice() else { panic!("one split: {splits:?}") };
+        let split = splits.iter().find(|s| s.kind == StageSplit::Uneven).expect("a first/last split");
         assert_eq!(split.kind, StageSplit::Uneven);
         let plan = Plan {
             tp: 1,
@@ -1103,5 +1082,15 @@ mod tests {
         let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
         assert_eq!(value("--num-layers-per-virtual-pipeline-stage").as_deref(), Some("4"));
         assert!(!args.iter().any(|a| a == "--num-virtual-stages-per-pipeline-rank"), "{args:?}");
+
+        // 61 layers (DeepSeek-V3's count) on 8 x 4: the pipeline layout, and no other split flag.
+        crate::planner::cost::Split::options(61, 8, 4, &mut splits);
+        let layout = splits.iter().find(|s| s.kind == StageSplit::Layout).expect("a layout");
+        let plan = Plan { stage_split: layout.kind, layers_per_stage: layout.layers_per_stage(8), vp: 4, ..even };
+        let args = megatron_args(&plan, &ModelArch { layers: 61, ..pi.model.clone() }, 4096, 512, Precision::Bf16);
+        let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+        assert_eq!(value("--pipeline-model-parallel-layout").as_deref(), Some("Et|(tt|)*30L"));
+        assert_eq!(value("--num-layers").as_deref(), Some("61"));
+        assert!(!args.iter().any(|a| a.contains("virtual") || a.starts_with("--decoder-")), "{args:?}");
     }
 }

@@ -84,6 +84,7 @@ pub fn pins_of(plan: &Plan) -> crate::planner::Pins {
         sequence_parallel: Some(plan.sequence_parallel),
         cp: Some(plan.cp),
         ep: Some(plan.ep),
+        etp: Some(plan.etp.unwrap_or(plan.tp)),
         offload: Some(plan.offload),
     }
 }

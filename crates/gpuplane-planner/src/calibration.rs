@@ -135,6 +135,12 @@ fn nemo_x(
     row
 }
 
+/// A Megatron-Bridge MoE row whose recipe keeps the experts whole (`expert_tensor_parallel_size=1`
+/// in its `scripts/performance/configs`): expert parallelism over the TP x DP ranks.
+fn whole_experts(row: Row) -> Row {
+    Row { pins: Pins { etp: Some(1), ..row.pins }, ..row }
+}
+
 /// Llama 3 paper (Dubey et al. 2024, Table 4): Llama 3.1 405B pre-training on H100, BF16,
 /// 16M-token batches, 400 Gbps RoCE per GPU.
 fn llama3_paper(label: &'static str, gpus: u32, seq: u32, cp: u32, published: f64) -> Row {
@@ -289,6 +295,44 @@ fn rows() -> Vec<Row> {
             Fp8,
             557.0,
         ),
+        // TP 2 x PP 8 x VP 4 on H100 with expert TP 1: DeepSeek-V3's 61 layers through the pipeline
+        // layout (the recipe's "Et|(tt|)*30mL" less MTP), Qwen3-235B's EP 32 over TP 2 x DP 16.
+        whole_experts(nemo_x(
+            "H100 DeepSeek-V3 1024 GPUs TP2 PP8 VP4 EP64, pipeline layout (MB 25.09)",
+            "h100",
+            "deepseek-v3",
+            1024,
+            8192,
+            1,
+            4096,
+            [2, 8, 1, 4, 64],
+            Fp8,
+            338.0,
+        )),
+        whole_experts(nemo_x(
+            "H100 Qwen3-235B-A22B 256 GPUs TP2 PP8 VP4 EP32 (MB 25.11)",
+            "h100",
+            "qwen3-235b-a22b",
+            256,
+            2048,
+            1,
+            4096,
+            [2, 8, 1, 4, 32],
+            Fp8,
+            233.0,
+        )),
+        whole_experts(nemo_x(
+            "H100 Qwen3-235B-A22B 256 GPUs TP2 PP8 VP4 EP32 GBS 8192 (MB 26.02)",
+            "h100",
+            "qwen3-235b-a22b",
+            256,
+            8192,
+            1,
+            4096,
+            [2, 8, 1, 4, 32],
+            Fp8,
+            242.0,
+        )),
         llama3_paper("H100 Llama3.1-405B 8192 GPUs 8/16 CP1 (Llama 3 paper)", 8192, 8192, 1, 430.0),
         llama3_paper("H100 Llama3.1-405B 16384 GPUs 8/16 CP1 (Llama 3 paper)", 16384, 8192, 1, 400.0),
         llama3_paper("H100 Llama3.1-405B 16384 GPUs 8/16 CP16 seq 131072 (Llama 3 paper)", 16384, 131072, 16, 380.0),
@@ -339,7 +383,7 @@ fn published_configs_within_25_percent() {
         let predicted = if row.hardware { p.hardware_tflops_per_gpu } else { p.tflops_per_gpu };
         let err = (predicted - row.published) / row.published * 100.0;
         println!(
-            "| {} | {:.0} | {:.0} | {:+.1} | tp{} cp{} ep{} pp{} dp{} vp{} stages {} mb{} zero{} {} sp={} |",
+            "| {} | {:.0} | {:.0} | {:+.1} | tp{} cp{} ep{}{} pp{} dp{} vp{} stages {}{} mb{} zero{} {} sp={} |",
             row.label,
             row.published,
             predicted,
@@ -347,10 +391,12 @@ fn published_configs_within_25_percent() {
             p.tp,
             p.cp,
             p.ep,
+            p.etp.map(|e| format!(" etp{e}")).unwrap_or_default(),
             p.pp,
             p.dp,
             p.vp,
             super::render::stages_label(p),
+            if p.stage_split == StageSplit::Layout { " (layout)" } else { "" },
             p.micro_batch,
             p.zero_stage,
             p.recompute.as_str(),

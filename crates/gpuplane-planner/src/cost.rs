@@ -15,8 +15,12 @@
 //! CP     = 3 (cp-1) K/V chunk transfers per layer over the CP group's link, 80% hidden behind
 //!          the attention of the same layer
 //! EP     = 4 all-to-alls of b*s/cp/t * top_k * capacity * h * 2 bytes per MoE layer over the
-//!          EP group's link (placed after TP and CP, as Megatron-Core does), not hidden
-//! DP     = gradient reduction over dp*cp ranks (experts over dp*cp/ep, strided), 70% overlapped
+//!          EP group (ep ranks `etp` apart, as Megatron-Core places them): the share for ranks on
+//!          the same node over its link, the rest through the node's NICs, which every GPU of the
+//!          node shares while they all exchange at once; not hidden within a node, half hidden
+//!          (overlapped or deduplicated per node, as the published recipes run it) across nodes
+//! DP     = gradient reduction over dp*cp ranks (experts over tp*dp*cp/(etp*ep), strided), 70%
+//!          overlapped
 //! ```
 //!
 //! Memory is costed per stage (first, a middle one, last: each with its layers, embedding or LM
@@ -111,6 +115,28 @@ impl Net {
     pub fn crossing(&self, flows: u32) -> (f64, f64) {
         let sharing = f64::from(flows.min(self.gpus_per_node).max(1));
         ((self.node_bw / sharing).min(self.intra_bw), self.inter_lat)
+    }
+
+    /// Time of one all-to-all in which each of `size` ranks, spaced `stride` apart, holds `bytes`
+    /// spread evenly over the group (its own share stays put): the shares for members on the same
+    /// node cross its link; the rest leaves through the node's NICs, which all of the node's GPUs
+    /// share, since every one of them runs such an exchange at the same time (MoE layers do). Both
+    /// parts run concurrently; one latency per peer, up to 8 in flight.
+    pub fn all_to_all(&self, size: u32, stride: u32, bytes: f64) -> f64 {
+        let n = size.max(1);
+        let gpn = self.gpus_per_node.max(1);
+        let stride = stride.max(1);
+        // Members of the group on one node.
+        let local = if stride >= gpn { 1 } else { (gpn / stride).min(n) };
+        let intra = bytes * f64::from(local - 1) / f64::from(n) / self.intra_bw;
+        let remote = n - local;
+        let peers = f64::from(n - 1).min(8.0);
+        if remote == 0 {
+            return intra + self.intra_lat * peers;
+        }
+        let nic = (self.node_bw / f64::from(gpn)).min(self.intra_bw);
+        let inter = bytes * f64::from(remote) / f64::from(n) / nic;
+        intra.max(inter) + self.inter_lat * peers
     }
 
     /// Tensor-parallel group of `tp` adjacent GPUs: crossing nodes costs the node network
@@ -325,6 +351,13 @@ pub struct Split {
 }
 
 impl Split {
+    /// The split a plan's `layers_per_stage` describe (first, a middle and the last stage).
+    pub fn from_stages(kind: StageSplit, layers_per_stage: &[u32]) -> Split {
+        let first = layers_per_stage.first().copied().unwrap_or(0);
+        let mid = if layers_per_stage.len() > 2 { layers_per_stage[1] } else { first };
+        Split { kind, first, mid, last: layers_per_stage.last().copied().unwrap_or(first) }
+    }
+
     /// Layers of each of the `pp` stages, first to last.
     pub fn layers_per_stage(&self, pp: u32) -> Vec<u32> {
         match pp {
@@ -348,7 +381,9 @@ impl Split {
     /// (`get_num_layers_to_build`): `out[stage][chunk]`, chunks in model order within a stage.
     /// Every chunk of a stage holds `stage / vp` layers, except with the embedding-and-loss split,
     /// where the embedding takes a layer's place in the first chunk of the first stage and the
-    /// loss in the last chunk of the last stage.
+    /// loss in the last chunk of the last stage, and with a layout, where each stage's units (its
+    /// layers, plus the embedding on the first and the loss on the last) spread over its chunks,
+    /// the earlier chunks taking one more where they do not divide.
     pub fn layers_per_chunk(&self, pp: u32, vp: u32) -> Vec<Vec<u32>> {
         let vp = vp.max(1);
         let stages = self.layers_per_stage(pp);
@@ -358,7 +393,15 @@ impl Split {
             .enumerate()
             .map(|(i, &layers)| {
                 let ends = i == 0 || i + 1 == n;
-                if self.kind == StageSplit::EmbeddingAndLoss && n > 1 && ends {
+                if self.kind == StageSplit::Layout && n > 1 {
+                    let (emb, loss) = (u32::from(i == 0), u32::from(i + 1 == n));
+                    let units = layers + emb + loss;
+                    let mut chunks: Vec<u32> = (0..vp).map(|c| units / vp + u32::from(c < units % vp)).collect();
+                    chunks[0] = chunks[0].saturating_sub(emb);
+                    let last = chunks.len() - 1;
+                    chunks[last] = chunks[last].saturating_sub(loss);
+                    chunks
+                } else if self.kind == StageSplit::EmbeddingAndLoss && n > 1 && ends {
                     // The stage's chunks split `layers + 1`; the embedding (first stage) or the
                     // loss (last stage) stands in for the missing layer.
                     let mut chunks = vec![(layers + 1) / vp; vp as usize];
@@ -369,6 +412,69 @@ impl Split {
                 }
             })
             .collect()
+    }
+
+    /// Whether the layout of `layers` over `pp` stages of `vp` chunks is a tight one, where fewer
+    /// than `pp` of the `pp * vp` virtual stages hold one unit (layer, embedding or loss) less than
+    /// the others, as in the layouts Megatron users write (DeepSeek-V3's 63 units over 32 or 16
+    /// virtual stages: one short). Looser ones cost the same in this model's per-stage terms but
+    /// leave more virtual stages idle part of each round; the search tries them only when `vp` is
+    /// pinned, which keeps the unpinned search near its former size.
+    pub fn layout_is_tight(layers: u32, pp: u32, vp: u32) -> bool {
+        let (units, stages) = (u64::from(layers) + 2, u64::from(pp) * u64::from(vp));
+        stages > 0 && stages * units.div_ceil(stages) - units < u64::from(pp)
+    }
+
+    /// The split as Megatron's `--pipeline-model-parallel-layout` string: the `pp * vp` virtual
+    /// stages in model order (virtual stage `c * pp + r` is chunk `c` of stage `r`), separated by
+    /// `|`, each its layers (`t`, `t*n` from three on) after the embedding `E` (the first) or
+    /// before the loss `L` (the last); runs of equal stages written `(..|)*n`, as
+    /// `PipelineParallelLayerLayout.parse_str_to_list` unrolls them. E.g. DeepSeek-V3's 61 layers
+    /// on 8 x 4: `Et|(tt|)*30L`.
+    pub fn pipeline_layout(&self, pp: u32, vp: u32) -> String {
+        let chunks = self.layers_per_chunk(pp, vp);
+        let (pp, vp) = (chunks.len(), chunks.first().map_or(1, Vec::len));
+        let mut stages: Vec<String> = Vec::with_capacity(pp * vp);
+        for c in 0..vp {
+            for (r, stage) in chunks.iter().enumerate() {
+                let mut s = String::new();
+                if r == 0 && c == 0 {
+                    s.push('E');
+                }
+                match stage[c] {
+                    0 => {}
+                    n @ 1..=2 => s.push_str(&"t".repeat(n as usize)),
+                    n => s.push_str(&format!("t*{n}")),
+                }
+                if r + 1 == pp && c + 1 == vp {
+                    s.push('L');
+                }
+                stages.push(s);
+            }
+        }
+        let mut runs: Vec<(String, usize)> = Vec::new();
+        for s in stages {
+            match runs.last_mut() {
+                Some((prev, k)) if *prev == s => *k += 1,
+                _ => runs.push((s, 1)),
+            }
+        }
+        let n = runs.len();
+        let mut out = String::new();
+        for (i, (s, k)) in runs.into_iter().enumerate() {
+            let last = i + 1 == n;
+            // The last stage takes no `|` after it (that would open an empty stage).
+            let (repeated, tail) = if last { (k - 1, Some(&s)) } else { (k, None) };
+            match repeated {
+                0 => {}
+                1 => out.push_str(&format!("{s}|")),
+                k => out.push_str(&format!("({s}|)*{k}")),
+            }
+            if let Some(t) = tail {
+                out.push_str(t);
+            }
+        }
+        out
     }
 
     /// Whether Megatron-LM accepts this split of `layers` over `pp` stages with `vp` virtual
@@ -385,7 +491,12 @@ impl Split {
     ///   (none left exactly when there are no middle stages), each middle stage's count
     ///   divisible by `vp`. Every part then divides by `vp`, so `layers % vp == 0` is needed.
     ///   `validate_args` takes the interleaving degree of such a split only as
-    ///   `--num-virtual-stages-per-pipeline-rank`, never `--num-layers-per-virtual-pipeline-stage`.
+    ///   `--num-virtual-stages-per-pipeline-rank`, never `--num-layers-per-virtual-pipeline-stage`;
+    /// - layout (`--pipeline-model-parallel-layout`, `PipelineParallelLayerLayout` in
+    ///   megatron/core/transformer/pipeline_parallel_layer_layout.py): any counts, as long as the
+    ///   `pp * vp` virtual stages hold every layer once, the embedding first and the loss last;
+    ///   here each stage's chunks take its share as [`Split::layers_per_chunk`] gives it, so the
+    ///   last chunk of the last stage must have a unit left for the loss (`last + 1 >= vp`).
     ///
     /// Stage counts must also match what the split says (`mid` is unused with `pp == 2`).
     pub fn megatron_accepts(&self, layers: u32, pp: u32, vp: u32) -> bool {
@@ -399,6 +510,10 @@ impl Split {
         let (first, mid, last) = (u64::from(self.first), u64::from(self.mid), u64::from(self.last));
         let mid_ok = |want: u64| pp == 2 || mid == want;
         match self.kind {
+            StageSplit::Layout => {
+                let middle = if pp > 2 { mid * (p - 2) } else { 0 };
+                first + middle + last == l && last + 1 >= v
+            }
             StageSplit::Even => {
                 l.is_multiple_of(p) && (l / p).is_multiple_of(v) && first == l / p && last == l / p && mid_ok(l / p)
             }
@@ -430,7 +545,14 @@ impl Split {
     /// - uneven first/last (`pp > 1`, `layers % vp == 0`, when neither of the above exists):
     ///   in units of `vp` layers (one per chunk), middle stages hold `ceil(units / pp)`, the
     ///   first and last the rest, the last (with the LM head) no more than the first, the first
-    ///   no more than a middle stage. With `vp > 1` every chunk of a stage holds `stage / vp`.
+    ///   no more than a middle stage. With `vp > 1` every chunk of a stage holds `stage / vp`;
+    /// - layout (`pp > 1`, `vp > 1`, when neither even nor embedding-and-loss exists, for any layer
+    ///   count): the balanced one Megatron users write, the embedding and the loss counted as a
+    ///   layer each: of the `layers + 2` units, middle stages hold `ceil(units / pp)`, the first
+    ///   and last the rest (the last no more than the first, the first no more than a middle
+    ///   stage), each stage's units spread over its chunks ([`Split::layers_per_chunk`]), so no
+    ///   virtual stage holds more than `ceil(units / (pp * vp))`; offered beside an uneven split
+    ///   unless that one has the same stages, and only where every chunk keeps a unit.
     pub fn options(layers: u32, pp: u32, vp: u32, out: &mut Vec<Split>) {
         out.clear();
         let chunks = u64::from(pp) * u64::from(vp);
@@ -475,6 +597,34 @@ impl Split {
                 }
             }
         }
+        if vp > 1 && out.iter().all(|s| s.kind == StageSplit::Uneven) {
+            let units = l + 2;
+            let (p, v) = (u64::from(pp), u64::from(vp));
+            let split = if pp == 2 {
+                let last = units / 2;
+                Some((units - last, units - last, last))
+            } else {
+                let mid = units.div_ceil(p);
+                units
+                    .checked_sub(mid * (p - 2))
+                    .map(|rest| (rest - rest / 2, mid, rest / 2))
+                    .filter(|&(f, m, _)| f <= m)
+            };
+            if let Some((first, mid, last)) = split.filter(|&(f, m, la)| f >= v && m >= v && la >= v) {
+                // With two stages there is no middle one: `mid` repeats the first, as elsewhere.
+                let mid = if pp == 2 { first - 1 } else { mid };
+                let s = Split {
+                    kind: StageSplit::Layout,
+                    first: (first - 1) as u32,
+                    mid: mid as u32,
+                    last: (last - 1) as u32,
+                };
+                let same = |o: &Split| o.layers_per_stage(pp) == s.layers_per_stage(pp);
+                if !out.iter().any(same) && s.megatron_accepts(layers, pp, vp) {
+                    out.push(s);
+                }
+            }
+        }
         debug_assert!(out.iter().all(|s| s.megatron_accepts(layers, pp, vp)), "{layers} on {pp} x {vp}: {out:?}");
     }
 }
@@ -487,6 +637,8 @@ pub struct Config {
     pub pp: u32,
     pub dp: u32,
     pub ep: u32,
+    /// Expert tensor-parallel degree: `tp` or 1 (see [`expert_tp_options`]).
+    pub etp: u32,
     pub vp: u32,
     pub micro_batch: u32,
     pub zero: u8,
@@ -507,6 +659,37 @@ impl Config {
     pub fn gpus(&self) -> u32 {
         self.tp * self.cp * self.pp * self.dp
     }
+
+    /// Ranks of a pipeline stage holding the same experts, which reduce (and with ZeRO shard) the
+    /// experts' gradients and optimizer states: Megatron-Core's expert data-parallel group,
+    /// `tp * cp * dp / (etp * ep)`, its members `etp * ep` apart.
+    pub fn expert_dp(&self) -> u32 {
+        (self.tp * self.cp * self.dp / (self.etp * self.ep).max(1)).max(1)
+    }
+}
+
+/// The expert tensor-parallel degrees Megatron-Core runs `ep`-way expert parallelism with next to
+/// `tp`, `cp` and `dp` (`initialize_model_parallel` needs `etp * ep * pp` to divide the world
+/// size, i.e. `etp * ep` to divide `tp * cp * dp`), of the two recipes use: `tp`, its default
+/// (each expert split like the dense layers; EP carved out of the `dp * cp` ranks), where `ep`
+/// divides `dp * cp`; and 1 (`--expert-tensor-parallel-size 1`: experts whole, EP carved out of
+/// the `tp * dp * cp` ranks), where `tp > 1`, `ep > 1` and `ep` divides `tp * dp * cp`. The one
+/// place this rule is written.
+pub fn expert_tp_options(tp: u32, cp: u32, dp: u32, ep: u32) -> Vec<u32> {
+    let ranks = u64::from(tp) * u64::from(cp) * u64::from(dp);
+    let mut out = Vec::with_capacity(2);
+    for etp in [tp, 1] {
+        let whole = etp == 1 && etp != tp;
+        if !out.contains(&etp)
+            && etp > 0
+            && ep > 0
+            && (!whole || ep > 1)
+            && ranks.is_multiple_of(u64::from(etp) * u64::from(ep))
+        {
+            out.push(etp);
+        }
+    }
+    out
 }
 
 /// Model-state bytes (weights, gradients, optimizer) of one pipeline stage on one GPU.
@@ -539,18 +722,18 @@ pub fn zero_states(params: f64, dp: f64, zero: u8) -> (f64, f64, f64) {
 }
 
 /// ZeRO model states of a stage of `layers` layers (plus `embeds` embedding matrices) on one
-/// GPU: 2P weights + 2P grads + 12P Adam, P divided by TP (routed experts also by EP); the
-/// non-expert states are sharded over the `dp * cp` ranks, the expert states over
-/// `dp * cp / ep` (Megatron's distributed optimizer). LoRA: the frozen base costs 2P (sharded by
+/// GPU: 2P weights + 2P grads + 12P Adam, P divided by TP (routed experts by `etp * ep`); the
+/// non-expert states are sharded over the `dp * cp` ranks, the expert states over the
+/// [`Config::expert_dp`] ranks (Megatron's distributed optimizer). LoRA: the frozen base costs 2P (sharded by
 /// ZeRO-3); the adapters follow the formula. CPU offload moves the optimizer states (and fp32
 /// gradients; with params, the bf16 weights too) to host memory.
 pub fn stage_states(c: &TrainCtx, cfg: &Config, layers: u32, embeds: f64) -> States {
     let t = f64::from(cfg.tp);
     let l = f64::from(layers);
     let dense_shard = f64::from(cfg.dp) * f64::from(cfg.cp);
-    let expert_shard = (dense_shard / f64::from(cfg.ep)).max(1.0);
+    let expert_shard = f64::from(cfg.expert_dp());
     let dense = (l * c.dense_layer_params + embeds * c.embed_params) / t;
-    let experts = l * c.expert_layer_params / (t * f64::from(cfg.ep));
+    let experts = l * c.expert_layer_params / (f64::from(cfg.etp) * f64::from(cfg.ep));
     let stage_params = dense + experts;
     let zero = cfg.zero;
     let mut st = if c.lora {
@@ -679,7 +862,8 @@ pub fn memory_terms(c: &TrainCtx, cfg: &Config) -> MemoryTerms {
     }
     if cfg.zero == 3 {
         // Two gathered layers (prefetch).
-        buffers += 2.0 * 2.0 * (c.dense_layer_params + c.expert_layer_params / f64::from(cfg.ep)) / t;
+        buffers +=
+            2.0 * 2.0 * (c.dense_layer_params / t + c.expert_layer_params / (f64::from(cfg.etp) * f64::from(cfg.ep)));
     }
     MemoryTerms { layer_activations: a_layer, transient, logits, interleave, buffers }
 }
@@ -824,6 +1008,14 @@ const CP_OVERLAP: f64 = 0.8;
 const MOE_OVERHEAD_S_PER_ROUTED_TOKEN: f64 = 0.32e-6;
 /// Fraction of the MoE all-to-all not hidden (Megatron-Core overlaps little by default).
 const A2A_EXPOSED: f64 = 1.0;
+/// Fraction of an all-to-all exposed when the EP group leaves the node: the published recipes
+/// that run EP over the node network overlap it with another micro-batch's computation
+/// (`--overlap-moe-expert-parallel-comm`, Qwen3-235B on H100) or send each token once per node and
+/// fan it out over NVLink (HybridEP / DeepEP, DeepSeek-V3 on H100). Fitted to those two
+/// Megatron-Bridge runs (TP 2 x PP 8 x VP 4 on 256 and 1,024 H100, EP 32 and 64 over 4 and 8
+/// nodes), which leave about 40-45% of the all-to-all the NICs' bandwidth implies exposed; see
+/// `docs/planner-calibration.md`.
+const A2A_CROSS_NODE_EXPOSED: f64 = 0.5;
 
 /// Time of one layer for one micro-batch (forward and backward) on one GPU of a configuration,
 /// and of the LM head; they depend on TP, CP, EP, SP, recompute and the micro-batch, not on the
@@ -861,10 +1053,14 @@ pub fn layer_time(c: &TrainCtx, cfg: &Config) -> LayerTime {
     let replicated = if cfg.tp == 1 || cfg.sp { 1.0 / t } else { (10.0 + 24.0 / t) / 34.0 };
     let hidden_shard = c.h / t;
     let shape = hidden_shard / (hidden_shard + SHAPE_HIDDEN) * tokens_mb / (tokens_mb + SHAPE_TOKENS);
-    // Grouped expert GEMMs see the tokens routed to each local expert.
+    // Grouped expert GEMMs see the tokens routed to each local expert: the copies the EP group's
+    // ranks route to it (each rank the `1/tp` of the tokens sequence parallelism leaves it, an
+    // `etp`-way split expert all its TP group's), over a hidden size split `etp` ways.
     let expert_shape = if c.experts > 0 {
-        let per_expert = tokens_mb * c.top_k * c.capacity * f64::from(cfg.ep) / f64::from(c.experts);
-        hidden_shard / (hidden_shard + SHAPE_HIDDEN) * per_expert / (per_expert + SHAPE_TOKENS)
+        let etp = f64::from(cfg.etp);
+        let per_expert = tokens_mb / t * etp * c.top_k * c.capacity * f64::from(cfg.ep) / f64::from(c.experts);
+        let expert_hidden = c.h / etp;
+        expert_hidden / (expert_hidden + SHAPE_HIDDEN) * per_expert / (per_expert + SHAPE_TOKENS)
     } else {
         1.0
     };
@@ -901,12 +1097,14 @@ pub fn layer_time(c: &TrainCtx, cfg: &Config) -> LayerTime {
         cp_layer = (comm - CP_OVERLAP * attn_layer).max(0.1 * comm);
     }
     // Expert parallel: all-to-all dispatch and combine of the routed tokens, forward and backward
-    // (and again for a recomputed forward), over the EP group placed right after TP and CP.
+    // (and again for a recomputed forward), over the EP group: `ep` ranks `etp` apart (Megatron-Core's
+    // expert rank order, tp-ep-dp-pp with `etp` in place of `tp`).
     let mut ep_layer = 0.0;
     if cfg.ep > 1 {
-        let (bw, lat) = c.net.group(cfg.ep, cfg.tp * cfg.cp);
-        let bytes = tokens_mb / t * c.top_k * c.capacity * c.h * 2.0 * ring(cfg.ep);
-        ep_layer = c.moe_fraction * passes * (bytes / bw + lat * f64::from(cfg.ep - 1).min(8.0)) * A2A_EXPOSED;
+        let bytes = tokens_mb / t * c.top_k * c.capacity * c.h * 2.0;
+        let span = u64::from(cfg.ep) * u64::from(cfg.etp);
+        let exposed = if span > u64::from(c.gpus_per_node) { A2A_CROSS_NODE_EXPOSED } else { A2A_EXPOSED };
+        ep_layer = c.moe_fraction * passes * c.net.all_to_all(cfg.ep, cfg.etp, bytes) * exposed;
     }
     // MoE layers also pay router, top-k, permutation and unpermutation per routed token copy;
     // published Megatron-Core MoE runs sit far below their GEMM throughput because of it.
@@ -949,21 +1147,21 @@ pub fn dp_group(c: &TrainCtx, cfg: &Config) -> (f64, f64) {
 }
 
 /// Exposed data-parallel gradient reduction over the `dp * cp` ranks (expert gradients over
-/// `dp * cp / ep`) and ZeRO-3 parameter gathers of a stage with model states `st`, over a group
+/// the [`Config::expert_dp`] ranks) and ZeRO-3 parameter gathers of a stage with model states `st`, over a group
 /// of bandwidth and latency `group`; `per_mb` is the stage's time per micro-batch (the backward,
 /// two thirds of it, hides up to 70%), `stage_layers` its layers (one collective latency each).
 pub fn dp_comm(c: &TrainCtx, cfg: &Config, st: &States, group: (f64, f64), per_mb: f64, stage_layers: f64) -> f64 {
     let reducers = cfg.dp * cfg.cp;
-    if reducers <= 1 {
+    if reducers <= 1 && cfg.expert_dp() <= 1 {
         return 0.0;
     }
     let m = f64::from(cfg.grad_accum());
     let (bw, lat) = group;
-    let expert_reducers = (reducers / cfg.ep).max(1);
-    // Expert gradients reduce over the ranks holding the same experts: `dp*cp/ep` of them,
-    // `tp*cp*ep` apart, so each of a node's GPUs sends its own flow through the NICs.
+    let expert_reducers = cfg.expert_dp();
+    // Expert gradients reduce over the ranks holding the same experts: `tp*cp*dp/(etp*ep)` of
+    // them, `etp*ep` apart, so each of a node's GPUs sends its own flow through the NICs.
     let expert_bw =
-        if cfg.ep > 1 && expert_reducers > 1 { c.net.group(expert_reducers, cfg.tp * cfg.cp * cfg.ep).0 } else { bw };
+        if cfg.ep > 1 && expert_reducers > 1 { c.net.group(expert_reducers, cfg.etp * cfg.ep).0 } else { bw };
     let half =
         ring(reducers) * 2.0 * st.trainable + ring(expert_reducers) * 2.0 * st.trainable_experts * (bw / expert_bw);
     let backward = per_mb * 2.0 / 3.0;
@@ -988,7 +1186,12 @@ pub fn optimizer_time(c: &TrainCtx, cfg: &Config, st: &States) -> (f64, f64) {
     let m = f64::from(cfg.grad_accum());
     let reducers = cfg.dp * cfg.cp;
     let trainable = st.trainable + st.trainable_experts;
-    let owned = if cfg.zero >= 1 { trainable / f64::from(reducers.max(1)) } else { trainable };
+    // ZeRO shards the expert states over their own data-parallel ranks (see `stage_states`).
+    let owned = if cfg.zero >= 1 {
+        st.trainable / f64::from(reducers.max(1)) + st.trainable_experts / f64::from(cfg.expert_dp())
+    } else {
+        trainable
+    };
     match cfg.offload {
         Offload::None => (28.0 * owned / (c.mem_bw * 0.8), 0.0),
         o => {

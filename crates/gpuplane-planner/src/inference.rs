@@ -81,6 +81,7 @@ fn base_plan(
         dp: replicas,
         cp: 1,
         ep: 1,
+        etp: None,
         layers_per_stage: Vec::new(),
         stage_split: StageSplit::Even,
         offload: Offload::None,

@@ -1,6 +1,6 @@
 //! Plain-text tables of a plan result and of advice, for the CLI.
 
-use super::cost::{MEMORY_HEADROOM_MARGIN, headroom_note};
+use super::cost::{MEMORY_HEADROOM_MARGIN, Split, headroom_note};
 use super::types::{AdviceResult, Offload, Plan, PlanResult, StageSplit, WorkloadKind, count};
 use std::fmt::Write;
 
@@ -94,7 +94,62 @@ pub fn split_label(p: &Plan) -> &'static str {
         StageSplit::Even => "even",
         StageSplit::EmbeddingAndLoss => "emb+loss",
         StageSplit::Uneven => "uneven",
+        StageSplit::Layout => "layout",
     }
+}
+
+/// Megatron-LM's flags (name without `--`, value) for how a training plan lays its model's
+/// `layers` over the pipeline stages, next to `--pipeline-model-parallel-size`: the embedding-and-
+/// loss split as `--account-for-embedding/loss-in-pipeline-split`, uneven stages as
+/// `--decoder-first/last-pipeline-num-layers` (then the virtual degree only as
+/// `--num-virtual-stages-per-pipeline-rank`, the one `validate_args` takes beside them), a layout
+/// as `--pipeline-model-parallel-layout` (which replaces every virtual-stage flag: the degree is
+/// its number of stages over `pp`), and otherwise `--num-layers-per-virtual-pipeline-stage`.
+pub fn megatron_pipeline_args(plan: &Plan, layers: u32) -> Vec<(&'static str, Option<String>)> {
+    let mut args: Vec<(&'static str, Option<String>)> = Vec::new();
+    if plan.pp <= 1 {
+        return args;
+    }
+    let (pp, vp) = (plan.pp, plan.vp.max(1));
+    let per_chunk = |units: u32| Some((units / (pp * vp)).max(1).to_string());
+    match plan.stage_split {
+        StageSplit::Layout => {
+            let split = Split::from_stages(plan.stage_split, &plan.layers_per_stage);
+            args.push(("pipeline-model-parallel-layout", Some(split.pipeline_layout(pp, vp))));
+        }
+        StageSplit::Uneven => {
+            if let (Some(first), Some(last)) = (plan.layers_per_stage.first(), plan.layers_per_stage.last()) {
+                args.push(("decoder-first-pipeline-num-layers", Some(first.to_string())));
+                args.push(("decoder-last-pipeline-num-layers", Some(last.to_string())));
+            }
+            if vp > 1 {
+                args.push(("num-virtual-stages-per-pipeline-rank", Some(vp.to_string())));
+            }
+        }
+        StageSplit::EmbeddingAndLoss => {
+            args.push(("account-for-embedding-in-pipeline-split", None));
+            args.push(("account-for-loss-in-pipeline-split", None));
+            if vp > 1 {
+                args.push(("num-layers-per-virtual-pipeline-stage", per_chunk(layers + 2)));
+            }
+        }
+        StageSplit::Even => {
+            if vp > 1 {
+                args.push(("num-layers-per-virtual-pipeline-stage", per_chunk(layers)));
+            }
+        }
+    }
+    args
+}
+
+/// Megatron-LM's expert-parallel flags of a training plan of an MoE model: the EP degree, and the
+/// expert tensor-parallel degree where it is not Megatron's default (`tp`).
+pub fn megatron_expert_args(plan: &Plan) -> Vec<(&'static str, Option<String>)> {
+    let mut args = vec![("expert-model-parallel-size", Some(plan.ep.max(1).to_string()))];
+    if let Some(etp) = plan.etp.filter(|&e| e != plan.tp) {
+        args.push(("expert-tensor-parallel-size", Some(etp.to_string())));
+    }
+    args
 }
 
 /// What the training table's columns mean, printed under it.
@@ -102,7 +157,8 @@ const TRAINING_LEGEND: &str = "\
 Columns: tp tensor-parallel, cp context-parallel (ring attention), ep expert-parallel, pp pipeline stages
 and dp data-parallel degrees; layers per pipeline stage (first/middle/last); split of the layers over the
 stages (even; emb+loss: the embedding and the loss count as a layer each; uneven: first/last stages hold
-fewer); vp virtual stages per GPU; mb micro-batch and gbs global batch, in sequences; accum
+fewer; layout: Megatron's pipeline layout, embedding and loss counted, any layer count); vp virtual stages
+per GPU; mb micro-batch and gbs global batch, in sequences; accum
 gradient-accumulation steps; zero ZeRO stage (0 = none; at dp 1 it shards nothing and only allows CPU
 offload); sp sequence parallelism; recompute activation recomputation; offload CPU offload; mem GB per GPU
 (the most loaded); step s per optimizer step; tokens/s of the whole cluster; TFLOP/s model FLOPs per GPU;
@@ -119,6 +175,7 @@ fn knob_differences(a: &Plan, b: &Plan) -> Vec<&'static str> {
     check("stage_split", a.stage_split == b.stage_split);
     check("layers_per_stage", a.layers_per_stage == b.layers_per_stage);
     check("offload", a.offload == b.offload);
+    check("etp", a.etp == b.etp);
     check("host_memory_per_node_bytes", a.host_memory_per_node_bytes == b.host_memory_per_node_bytes);
     check("zero_stage", a.zero_stage == b.zero_stage);
     check("recompute", a.recompute == b.recompute);

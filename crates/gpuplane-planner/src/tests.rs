@@ -198,6 +198,7 @@ fn fully_pinned_evaluates_one_plan() {
         sequence_parallel: Some(true),
         cp: Some(1),
         ep: Some(1),
+        etp: Some(2),
         offload: Some(Offload::None),
     };
     let r = plan(&req.resolve().unwrap()).unwrap();
@@ -419,7 +420,9 @@ proptest! {
             }
             if let Some(moe) = m.moe {
                 prop_assert_eq!(moe.experts % p.ep, 0);
-                prop_assert_eq!((p.dp * p.cp) % p.ep, 0);
+                let etp = p.etp.unwrap_or(p.tp);
+                prop_assert!(etp == p.tp || (etp == 1 && p.ep > 1), "{:?}", p);
+                prop_assert_eq!((p.tp * p.dp * p.cp) % (etp * p.ep), 0);
             } else {
                 prop_assert_eq!(p.ep, 1);
             }
@@ -831,7 +834,10 @@ proptest! {
         if let Ok(r) = plan(&input) {
             for p in &r.plans {
                 prop_assert_eq!(experts % p.ep, 0);
-                prop_assert_eq!((p.dp * p.cp) % p.ep, 0);
+                // EP carved out of dp x cp (expert TP = TP), or of tp x dp x cp (expert TP 1).
+                let etp = p.etp.unwrap_or(p.tp);
+                prop_assert!(etp == p.tp || (etp == 1 && p.ep > 1), "{:?}", p);
+                prop_assert_eq!((p.tp * p.dp * p.cp) % (etp * p.ep), 0);
                 prop_assert!(p.step_time_s.is_finite() && p.step_time_s > 0.0);
                 prop_assert!(p.memory_per_gpu_bytes <= p.memory.usable);
             }
@@ -1256,6 +1262,30 @@ fn megatron_placement(layers: u32, pp: u32, vp: u32, s: &cost::Split) -> Option<
     }
     let mut out = vec![vec![(0u32, 0u32); vp as usize]; pp as usize];
     match s.kind {
+        StageSplit::Layout => {
+            // What Megatron parses from the string the planner renders, and places.
+            let stages = megatron_parse_layout(&s.pipeline_layout(pp, vp));
+            if stages.len() as i64 != p * v {
+                return None;
+            }
+            let flat: Vec<char> = stages.iter().flatten().copied().collect();
+            let count = |ch: char| flat.iter().filter(|&&x| x == ch).count();
+            if flat.first() != Some(&'E') || flat.last() != Some(&'L') || count('E') != 1 || count('L') != 1 {
+                return None;
+            }
+            if count('t') as i64 != l || flat.iter().any(|c| !"ELt".contains(*c)) {
+                return None;
+            }
+            // `get_layer_offset`: the layers of every earlier virtual stage in model order.
+            let mut offset = 0u32;
+            for vs in 0..vp {
+                for r in 0..pp {
+                    let n = stages[(vs * pp + r) as usize].iter().filter(|&&x| x == 't').count() as u32;
+                    out[r as usize][vs as usize] = (offset, n);
+                    offset += n;
+                }
+            }
+        }
         StageSplit::Uneven => {
             let (f, la) = (s.first as i64, s.last as i64);
             if f <= 0 || la <= 0 || f % v != 0 || la % v != 0 {
@@ -1326,6 +1356,67 @@ fn megatron_placement(layers: u32, pp: u32, vp: u32, s: &cost::Split) -> Option<
     Some(out)
 }
 
+/// `PipelineParallelLayerLayout.parse_str_to_list` (megatron/core/transformer/
+/// pipeline_parallel_layer_layout.py), written out independently of the renderer: commas dropped,
+/// `(x)*n` then `c*n` unrolled (each pattern in one left-to-right pass, as `re.sub` does), then one
+/// list of layer characters per `|`-separated virtual stage.
+fn megatron_parse_layout(layout: &str) -> Vec<Vec<char>> {
+    let mut s: Vec<char> = layout.chars().filter(|&c| c != ',').collect();
+    let digits_after = |s: &[char], at: usize| -> Option<(usize, usize)> {
+        if s.get(at) != Some(&'*') {
+            return None;
+        }
+        let end = (at + 1..=s.len()).take_while(|&j| j < s.len() && s[j].is_ascii_digit()).last()? + 1;
+        let n: usize = s[at + 1..end].iter().collect::<String>().parse().ok()?;
+        Some((n, end))
+    };
+    // `\(([^)]+)\)\*(\d+)`
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == '('
+            && let Some(close) = s[i + 1..].iter().position(|&c| c == ')').map(|k| i + 1 + k)
+            && close > i + 1
+            && let Some((n, end)) = digits_after(&s, close + 1)
+        {
+            for _ in 0..n {
+                out.extend_from_slice(&s[i + 1..close]);
+            }
+            i = end;
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    s = out;
+    // `(.)\*(\d+)`
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        if let Some((n, end)) = digits_after(&s, i + 1) {
+            out.extend(std::iter::repeat_n(s[i], n));
+            i = end;
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out.split(|&c| c == '|').map(|stage| stage.to_vec()).collect()
+}
+
+#[test]
+fn the_layout_parser_unrolls_as_megatron_does() {
+    // The example in Megatron's docstring and the DeepSeek-V3 layout of its recipes.
+    let parsed = megatron_parse_layout("Ettt|(tt|)*29,m|L");
+    assert_eq!(parsed.len(), 32);
+    assert_eq!(parsed[0], vec!['E', 't', 't', 't']);
+    assert!(parsed[1..30].iter().all(|s| s == &vec!['t', 't']));
+    assert_eq!((parsed[30].clone(), parsed[31].clone()), (vec!['m'], vec!['L']));
+    let recipe = megatron_parse_layout("Et*3|(tt|)*29,m|L");
+    assert_eq!(recipe, parsed);
+    assert_eq!(megatron_parse_layout("(t*4|)*2tL"), vec![vec!['t'; 4], vec!['t'; 4], vec!['t', 'L']]);
+}
+
 /// Every layer built exactly once, in model order: the chunks tile `0..layers`.
 fn tiles(layers: u32, placement: &[Vec<(u32, u32)>]) -> bool {
     let mut seen = vec![0u8; layers as usize];
@@ -1394,6 +1485,21 @@ fn every_split_option_is_one_megatron_accepts() {
                         assert!(s.last <= s.first && (pp == 2 || s.first <= s.mid), "{at}");
                     }
                 }
+                // A layout only with virtual stages where neither even nor embedding-and-loss
+                // divides; no virtual stage holds more than the balanced share of the layers, the
+                // embedding and the loss, and each holds one of them at least.
+                let divides = v.iter().any(|s| matches!(s.kind, StageSplit::Even | StageSplit::EmbeddingAndLoss));
+                if let Some(s) = v.iter().find(|s| s.kind == StageSplit::Layout) {
+                    let at = format!("{layers} on {pp} x {vp}: {v:?}");
+                    assert!(vp > 1 && pp > 1 && !divides, "{at}");
+                    let mut units = s.layers_per_chunk(pp, vp);
+                    units[0][0] += 1;
+                    units[pp as usize - 1][vp as usize - 1] += 1;
+                    let units: Vec<u32> = units.into_iter().flatten().collect();
+                    assert_eq!(units.iter().max().copied(), Some((layers + 2).div_ceil(pp * vp)), "{at}");
+                    assert!(units.iter().all(|&u| u >= 1), "{at}");
+                }
+                v.retain(|s| s.kind != StageSplit::Layout);
                 // Uneven only where nothing else divides; then the closed form finds the most
                 // balanced first/last Megatron accepts (last <= first <= middle), if any.
                 let others = v.iter().any(|s| s.kind != StageSplit::Uneven);
@@ -1438,9 +1544,19 @@ fn uneven_stages_combine_with_virtual_stages() {
     cost::Split::options(60, 8, 2, &mut v);
     assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 6, mid: 8, last: 6 }]);
     // 60 layers on PP 8 x VP 4 (the nearest 8 x 4 shape to DeepSeek-V3's 61 that Megatron's
-    // first/last flags can express): 15 units of 4 = 2 + 6 x 2 + 1, so 8/8/4, 2/2/1 per chunk.
+    // first/last flags can express): 15 units of 4 = 2 + 6 x 2 + 1, so 8/8/4, 2/2/1 per chunk;
+    // beside it the layout, 62 units over 32 virtual stages: 6/8/6, the embedding and the loss
+    // each alone with a layer.
     cost::Split::options(60, 8, 4, &mut v);
-    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 8, mid: 8, last: 4 }]);
+    assert_eq!(
+        v,
+        vec![
+            cost::Split { kind: StageSplit::Uneven, first: 8, mid: 8, last: 4 },
+            cost::Split { kind: StageSplit::Layout, first: 6, mid: 8, last: 6 }
+        ]
+    );
+    assert_eq!(v[1].pipeline_layout(8, 4), "Et|(tt|)*23t|(tt|)*6L");
+    v.truncate(1);
     let chunks = v[0].layers_per_chunk(8, 4);
     assert_eq!(chunks[0], vec![2; 4]);
     assert!(chunks[1..7].iter().all(|c| c == &vec![2; 4]));
@@ -1448,12 +1564,25 @@ fn uneven_stages_combine_with_virtual_stages() {
     assert_eq!(chunks.iter().flatten().sum::<u32>(), 60);
     // 126 layers on PP 4 x VP 3: neither 126 nor 128 divides by 12; 42 units of 3 layers =
     // 10 + 11 + 11 + 10, so 30/33/33/30.
+    // The layout balances it better: 128 units, 32 a stage, so 31/32/32/31 layers.
     cost::Split::options(126, 4, 3, &mut v);
-    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 30, mid: 33, last: 30 }]);
+    assert_eq!(
+        v,
+        vec![
+            cost::Split { kind: StageSplit::Uneven, first: 30, mid: 33, last: 30 },
+            cost::Split { kind: StageSplit::Layout, first: 31, mid: 32, last: 31 }
+        ]
+    );
+    // Where the layout has the uneven split's stages, only the uneven one (80 on 6 x 2 above: 82
+    // units, 13/14/13).
     // Two stages: the first takes the larger half, in units of `vp` layers.
     cost::Split::options(33, 2, 3, &mut v);
-    assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 18, mid: 18, last: 15 }]);
+    assert_eq!(v[0], cost::Split { kind: StageSplit::Uneven, first: 18, mid: 18, last: 15 });
     assert_eq!(v[0].layers_per_chunk(2, 3), vec![vec![6, 6, 6], vec![5, 5, 5]]);
+    // ... and the layout: 35 units, 18 + 17: 17/16 layers, 6 units a chunk but the loss's 5.
+    assert_eq!(v[1], cost::Split { kind: StageSplit::Layout, first: 17, mid: 17, last: 16 });
+    assert_eq!(v[1].layers_per_chunk(2, 3), vec![vec![5, 6, 6], vec![6, 6, 4]]);
+    assert_eq!(v[1].pipeline_layout(2, 3), "Et*5|(t*6|)*4t*4L");
     // The existing splits keep their place: even first, then embedding-and-loss, and uneven
     // only when neither exists.
     cost::Split::options(64, 8, 2, &mut v);
@@ -1463,14 +1592,12 @@ fn uneven_stages_combine_with_virtual_stages() {
 }
 
 #[test]
-fn megatron_has_no_first_last_split_of_61_layers_over_8x4() {
+fn deepseek_v3_61_layers_over_8x4_take_a_pipeline_layout() {
     // DeepSeek-V3's 61 layers on PP 8 x VP 4: with --decoder-first/last-pipeline-num-layers every
     // part (first, last, each middle stage) must divide by VP 4, so the layers must too; 61 does
     // not, and 63 (embedding and loss as layers) does not divide by 32. Megatron runs this shape
-    // only with --pipeline-model-parallel-layout, which the planner does not emit.
+    // with --pipeline-model-parallel-layout, as its DeepSeek-V3 recipe on H100 does.
     let mut v = Vec::new();
-    cost::Split::options(61, 8, 4, &mut v);
-    assert!(v.is_empty(), "{v:?}");
     for first in 0..=61u32 {
         for last in 0..=61 - first {
             let mid = (61 - first - last) / 6;
@@ -1479,13 +1606,151 @@ fn megatron_has_no_first_last_split_of_61_layers_over_8x4() {
             assert!(megatron_placement(61, 8, 4, &s).is_none(), "{s:?}");
         }
     }
+    // The layout: 63 units over 32 virtual stages, two each but the loss alone; stages of 7/8/6
+    // layers (the embedding on the first, the loss on the last counted as one).
+    cost::Split::options(61, 8, 4, &mut v);
+    assert_eq!(v, vec![cost::Split { kind: StageSplit::Layout, first: 7, mid: 8, last: 6 }]);
+    let chunks = v[0].layers_per_chunk(8, 4);
+    assert_eq!(chunks[0], vec![1, 2, 2, 2]);
+    assert!(chunks[1..7].iter().all(|c| c == &vec![2; 4]));
+    assert_eq!(chunks[7], vec![2, 2, 2, 0]);
+    // The string Megatron-Bridge's DeepSeek-V3 H100 recipe passes, "Et|(tt|)*30mL", less the
+    // multi-token-prediction layer the planner does not model.
+    let layout = v[0].pipeline_layout(8, 4);
+    assert_eq!(layout, "Et|(tt|)*30L");
+    let placement = megatron_placement(61, 8, 4, &v[0]).expect("Megatron places the layout");
+    assert!(tiles(61, &placement));
     // Without interleaving it stays the uneven 7/8/6 split.
     cost::Split::options(61, 8, 1, &mut v);
     assert_eq!(v, vec![cost::Split { kind: StageSplit::Uneven, first: 7, mid: 8, last: 6 }]);
-    // Plans pinned to PP 8 x VP 4 say why there is none.
+    // Plans pinned to PP 8 x VP 4 now run it, and say so.
     let req =
         with_pins(train_request("deepseek-v3", "h100", 1024, 8), Pins { pp: Some(8), vp: Some(4), ..Pins::default() });
-    assert!(plan(&req.resolve().unwrap()).is_err());
+    let r = plan(&req.resolve().unwrap()).unwrap();
+    let p = &r.plans[0];
+    assert_eq!((p.pp, p.vp, p.stage_split), (8, 4, StageSplit::Layout));
+    assert_eq!(p.layers_per_stage, vec![7, 8, 8, 8, 8, 8, 8, 6]);
+    assert!(split_of(p).megatron_accepts(61, 8, 4));
+    assert!(p.explanation.contains("pipeline layout Et|(tt|)*30L"), "{}", p.explanation);
+    let args = render::megatron_pipeline_args(p, 61);
+    assert_eq!(args, vec![("pipeline-model-parallel-layout", Some("Et|(tt|)*30L".to_string()))]);
+    // 8 x 4 is a tight layout (one virtual stage of 32 short), which the unpinned search tries;
+    // 8 x 3 (9 of 24 short) is not, but a pinned VP 3 still gets it.
+    assert!(cost::Split::layout_is_tight(61, 8, 4) && !cost::Split::layout_is_tight(61, 8, 3));
+    let req =
+        with_pins(train_request("deepseek-v3", "h100", 1024, 8), Pins { pp: Some(8), vp: Some(3), ..Pins::default() });
+    let p = plan(&req.resolve().unwrap()).unwrap().plans.remove(0);
+    assert_eq!((p.vp, p.stage_split), (3, StageSplit::Layout));
+}
+
+/// The Megatron flags a plan renders, as `--name value` strings.
+fn rendered(p: &Plan, layers: u32) -> Vec<String> {
+    render::megatron_pipeline_args(p, layers)
+        .into_iter()
+        .chain(render::megatron_expert_args(p))
+        .flat_map(|(name, value)| std::iter::once(format!("--{name}")).chain(value))
+        .collect()
+}
+
+#[test]
+fn published_moe_splits_are_planned_as_published() {
+    // Megatron-Bridge's H100 recipes (scripts/performance/configs): DeepSeek-V3 on 1,024 GPUs and
+    // Qwen3-235B-A22B on 256, both TP 2, PP 8, VP 4, expert TP 1; EP 64 and 32. Pinned as
+    // published but for the expert TP, which the search must find itself.
+    let published = |model: &str, gpus: u32, gbs: u32, ep: u32| {
+        let mut req = train_request(model, "h100", gpus, 8);
+        req.workload.global_batch = Some(gbs);
+        req.workload.seq_len = Some(4096);
+        req.workload.precision = Precision::Fp8;
+        let pins =
+            Pins { tp: Some(2), pp: Some(8), vp: Some(4), ep: Some(ep), micro_batch: Some(1), ..Pins::default() };
+        plan(&with_pins(req, pins).resolve().unwrap()).unwrap().plans.remove(0)
+    };
+
+    // DeepSeek-V3: 61 layers through the layout; EP 64 also divides DP 64, so both expert TP
+    // degrees are open (the faster one is kept).
+    let ds = published("deepseek-v3", 1024, 8192, 64);
+    assert_eq!((ds.tp, ds.pp, ds.vp, ds.ep, ds.dp), (2, 8, 4, 64, 64));
+    assert_eq!(ds.stage_split, StageSplit::Layout);
+    assert_eq!(ds.layers_per_stage, vec![7, 8, 8, 8, 8, 8, 8, 6]);
+    let args = rendered(&ds, 61);
+    let at = args.iter().position(|a| a == "--pipeline-model-parallel-layout").expect("layout flag");
+    let layout = &args[at + 1];
+    let stages = megatron_parse_layout(layout);
+    assert_eq!(stages.len(), 32);
+    assert_eq!(stages.iter().flatten().filter(|&&c| c == 't').count(), 61);
+    assert_eq!((stages[0][0], *stages[31].last().unwrap()), ('E', 'L'));
+    // The layout replaces every other virtual-stage and split flag.
+    for refused in [
+        "--num-layers-per-virtual-pipeline-stage",
+        "--num-virtual-stages-per-pipeline-rank",
+        "--decoder-first-pipeline-num-layers",
+        "--account-for-embedding-in-pipeline-split",
+    ] {
+        assert!(!args.iter().any(|a| a == refused), "{args:?}");
+    }
+    let pinned = |p: &Plan, etp: u32| {
+        let mut req = train_request("deepseek-v3", "h100", 1024, 8);
+        req.workload.global_batch = Some(8192);
+        req.workload.seq_len = Some(4096);
+        req.workload.precision = Precision::Fp8;
+        let pins = Pins { etp: Some(etp), ..knobs_of(p) };
+        plan(&with_pins(req, pins).resolve().unwrap()).unwrap().plans.remove(0)
+    };
+    // Expert TP 1 as the recipe pins it: experts whole, rendered as such.
+    let whole = pinned(&ds, 1);
+    assert_eq!(whole.etp, Some(1));
+    let args = rendered(&whole, 61);
+    let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+    assert_eq!(value("--expert-model-parallel-size").as_deref(), Some("64"));
+    assert_eq!(value("--expert-tensor-parallel-size").as_deref(), Some("1"));
+    assert_eq!(value("--pipeline-model-parallel-layout").as_deref(), Some("Et|(tt|)*30L"));
+    assert!(
+        whole.explanation.contains("experts whole (expert TP 1), EP over the 128 TP x DP ranks"),
+        "{}",
+        whole.explanation
+    );
+    // Experts split like the dense layers hold half the expert weights of whole ones.
+    let split = pinned(&ds, 2);
+    assert_eq!(split.etp, None);
+    assert!(!rendered(&split, 61).iter().any(|a| a == "--expert-tensor-parallel-size"));
+    assert!(split.memory.weights < whole.memory.weights, "{} vs {}", split.memory.weights, whole.memory.weights);
+
+    // Qwen3-235B: 94 + 2 = 96 units over 32 virtual stages (embedding and loss); EP 32 does not
+    // divide DP 16, so only expert TP 1 runs it: EP over the 32 TP x DP ranks.
+    let qw = published("qwen3-235b-a22b", 256, 2048, 32);
+    assert_eq!((qw.tp, qw.pp, qw.vp, qw.ep, qw.dp, qw.etp), (2, 8, 4, 32, 16, Some(1)));
+    assert_eq!(qw.stage_split, StageSplit::EmbeddingAndLoss);
+    let args = rendered(&qw, 94);
+    let value = |name: &str| args.iter().position(|a| a == name).map(|i| args[i + 1].clone());
+    assert!(args.iter().any(|a| a == "--account-for-embedding-in-pipeline-split"), "{args:?}");
+    assert!(args.iter().any(|a| a == "--account-for-loss-in-pipeline-split"), "{args:?}");
+    assert_eq!(value("--num-layers-per-virtual-pipeline-stage").as_deref(), Some("3"));
+    assert_eq!(value("--expert-model-parallel-size").as_deref(), Some("32"));
+    assert_eq!(value("--expert-tensor-parallel-size").as_deref(), Some("1"));
+    // Pinning Megatron's default expert TP (2) there is refused: 2 x 32 does not divide 32.
+    let mut req = train_request("qwen3-235b-a22b", "h100", 256, 8);
+    req.workload.global_batch = Some(2048);
+    let pins = Pins { etp: Some(2), ..knobs_of(&qw) };
+    assert!(plan(&with_pins(req, pins).resolve().unwrap()).is_err());
+}
+
+/// Pins that fix a plan's knobs (as the server's retune does), leaving the expert TP open.
+fn knobs_of(p: &Plan) -> Pins {
+    Pins {
+        tp: Some(p.tp),
+        pp: Some(p.pp),
+        dp: Some(p.dp),
+        vp: Some(p.vp),
+        micro_batch: Some(p.micro_batch),
+        zero_stage: Some(p.zero_stage),
+        recompute: Some(p.recompute),
+        sequence_parallel: Some(p.sequence_parallel),
+        cp: Some(p.cp),
+        ep: Some(p.ep),
+        etp: None,
+        offload: Some(p.offload),
+    }
 }
 
 #[test]

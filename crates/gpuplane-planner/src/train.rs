@@ -8,13 +8,18 @@
 //!   node network with a heavy penalty);
 //! - context parallelism: `seq_len % (2 * cp) == 0` (load-balanced causal chunks), `cp <= 64`,
 //!   and, unless pinned, at least 4096 tokens per rank;
-//! - expert parallelism (MoE only): `experts % ep == 0` and `(dp * cp) % ep == 0` (EP is
-//!   carved out of the data-parallel ranks, as in Megatron-Core);
+//! - expert parallelism (MoE only): `experts % ep == 0`, and the expert tensor-parallel degree
+//!   `etp` is `tp` with `(dp * cp) % ep == 0` (EP carved out of the data-parallel ranks,
+//!   Megatron-Core's default) or 1 with `(tp * dp * cp) % ep == 0` (experts whole, EP over the
+//!   tensor- and data-parallel ranks, `--expert-tensor-parallel-size 1`); the rule is
+//!   [`cost::expert_tp_options`];
 //! - layers over stages: even (`layers % (pp * vp) == 0`), embedding and loss counted as a
-//!   layer each (`(layers + 2) % (pp * vp) == 0`), or, when neither exists and
-//!   `layers % vp == 0`, uneven first/last stages whose every part divides by `vp` (see
-//!   [`Split::options`]; Megatron's rule is [`Split::megatron_accepts`]); `vp > 1` needs
-//!   `pp > 1` and `grad_accum % pp == 0`;
+//!   layer each (`(layers + 2) % (pp * vp) == 0`), or, when neither exists, uneven first/last
+//!   stages whose every part divides by `vp` (`layers % vp == 0`) and, with `vp > 1`, for any
+//!   layer count, Megatron's pipeline layout over the `pp * vp` virtual stages (see
+//!   [`Split::options`]; Megatron's rule is [`Split::megatron_accepts`]; unpinned `vp`, only
+//!   tight layouts, [`Split::layout_is_tight`]); `vp > 1` needs `pp > 1` and
+//!   `grad_accum % pp == 0`;
 //! - `global_batch % (micro_batch * dp) == 0`, micro-batch at most 64; when the requested batch
 //!   does not divide by `dp`, the nearest multiple of `dp` is run instead and the plan says so
 //!   (ranked after every plan that runs the requested batch);
@@ -89,6 +94,7 @@ fn split_index(s: StageSplit) -> u8 {
         StageSplit::Even => 0,
         StageSplit::EmbeddingAndLoss => 1,
         StageSplit::Uneven => 2,
+        StageSplit::Layout => 3,
     }
 }
 
@@ -103,6 +109,7 @@ pub fn rank(a: &Candidate, b: &Candidate) -> Ordering {
                     c.cp,
                     c.pp,
                     c.ep,
+                    std::cmp::Reverse(c.etp),
                     c.vp,
                     c.micro_batch,
                     c.zero,
@@ -275,6 +282,9 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                         continue;
                     }
                     Split::options(c.layers, pp, v, &mut splits);
+                    if pins.vp.is_none() && !Split::layout_is_tight(c.layers, pp, v) {
+                        splits.retain(|s| s.kind != StageSplit::Layout);
+                    }
                     variants.extend(splits.iter().map(|s| (v, *s)));
                 }
                 if bs.is_empty() || variants.is_empty() {
@@ -292,12 +302,19 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                     continue;
                 }
                 let reducers = dp * cp;
-                let eps: Vec<u32> = if c.experts == 0 {
-                    if pins.ep.is_some_and(|x| x != 1) { Vec::new() } else { vec![1] }
+                // (ep, etp): dense models run neither; MoE experts split as Megatron-Core allows.
+                let eps: Vec<(u32, u32)> = if c.experts == 0 {
+                    if pins.ep.is_some_and(|x| x != 1) || pins.etp.is_some_and(|x| x != tp) {
+                        Vec::new()
+                    } else {
+                        vec![(1, tp)]
+                    }
                 } else {
                     divisors(c.experts)
                         .into_iter()
-                        .filter(|&e| reducers.is_multiple_of(e) && pins.ep.is_none_or(|x| x == e))
+                        .filter(|&e| pins.ep.is_none_or(|x| x == e))
+                        .flat_map(|e| cost::expert_tp_options(tp, cp, dp, e).into_iter().map(move |etp| (e, etp)))
+                        .filter(|&(_, etp)| pins.etp.is_none_or(|x| x == etp))
                         .collect()
                 };
                 let zeros: &[u8] = match pins.zero_stage {
@@ -309,7 +326,7 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                     None if reducers == 1 && c.lora => &[0],
                     None => &[0, 1, 2, 3],
                 };
-                for &ep in &eps {
+                for &(ep, etp) in &eps {
                     for &zero in zeros {
                         let base = Config {
                             tp,
@@ -317,6 +334,7 @@ pub fn search(c: &TrainCtx, pins: &Pins, top_n: usize, first_only: bool, pass: P
                             pp,
                             dp,
                             ep,
+                            etp,
                             vp: 1,
                             micro_batch: bs[0],
                             zero,
@@ -490,8 +508,17 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
         parts.push(format!("CP {} (ring attention, {} tokens of each sequence per GPU)", cfg.cp, c.seq_u / cfg.cp));
     }
     if cfg.ep > 1 {
+        let whole = if cfg.etp == 1 && cfg.tp > 1 {
+            format!(
+                ", experts whole (expert TP 1), EP over the {} TP x DP{} ranks",
+                cfg.tp * cfg.dp * cfg.cp,
+                if cfg.cp > 1 { " x CP" } else { "" }
+            )
+        } else {
+            String::new()
+        };
         parts.push(format!(
-            "EP {} ({} of {} experts per GPU, all-to-all {:.1}% of the step)",
+            "EP {} ({} of {} experts per GPU{whole}, all-to-all {:.1}% of the step)",
             cfg.ep,
             c.experts / cfg.ep,
             c.experts,
@@ -529,6 +556,24 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
                 middle_stages(cfg.pp),
                 cfg.split.mid
             ),
+            StageSplit::Layout => {
+                let stages = if cfg.pp == 2 {
+                    format!("first {}, last {} layers", cfg.split.first, cfg.split.last)
+                } else {
+                    format!(
+                        "first {}, last {}, {} {} layers",
+                        cfg.split.first,
+                        cfg.split.last,
+                        middle_stages(cfg.pp),
+                        cfg.split.mid
+                    )
+                };
+                format!(
+                    "pipeline layout {}: embedding and loss counted as a layer each, spread over the {} virtual stages; {stages}",
+                    cfg.split.pipeline_layout(cfg.pp, cfg.vp),
+                    cfg.pp * cfg.vp
+                )
+            }
         };
         // Uneven stages with interleaving: say what each virtual chunk holds.
         let split = if cfg.split.kind == StageSplit::Uneven && cfg.vp > 1 {
@@ -635,6 +680,7 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
         dp: cfg.dp,
         cp: cfg.cp,
         ep: cfg.ep,
+        etp: (cfg.etp != cfg.tp).then_some(cfg.etp),
         layers_per_stage,
         stage_split: cfg.split.kind,
         offload: cfg.offload,

@@ -178,6 +178,10 @@ pub struct Pins {
     pub cp: Option<u32>,
     /// Expert-parallel degree (MoE models).
     pub ep: Option<u32>,
+    /// Expert tensor-parallel degree (MoE models; Megatron's `--expert-tensor-parallel-size`):
+    /// `tp` (Megatron's default: each expert split like the dense layers, EP carved out of the
+    /// `dp * cp` ranks) or 1 (experts whole, EP carved out of the `tp * dp * cp` ranks).
+    pub etp: Option<u32>,
     /// CPU offload (training): `none`, `optimizer` or `optimizer_and_params`.
     pub offload: Option<Offload>,
 }
@@ -222,6 +226,11 @@ pub enum StageSplit {
     /// First and/or last stage hold fewer layers, set explicitly (Megatron's
     /// `--decoder-first-pipeline-num-layers` / `--decoder-last-pipeline-num-layers`).
     Uneven,
+    /// Megatron's `--pipeline-model-parallel-layout`, for layer counts no split above expresses
+    /// with virtual stages: the layers, the embedding and the loss (each counted as a layer) spread
+    /// as evenly as possible over the `pp * vp` virtual stages; `layers_per_stage` gives each
+    /// stage's layers, each stage's virtual stages holding its share, the larger ones first.
+    Layout,
 }
 
 /// The model: exactly one of `preset`, `architecture` and `hf_config`.
@@ -480,9 +489,14 @@ pub struct Plan {
     #[serde(default = "one")]
     pub cp: u32,
     /// Expert-parallel degree (MoE: each GPU holds `experts / ep` experts; carved out of
-    /// `dp * cp`). 1 for dense models.
+    /// `dp * cp`, or of `tp * dp * cp` when `etp` is 1). 1 for dense models.
     #[serde(default = "one")]
     pub ep: u32,
+    /// Expert tensor-parallel degree (Megatron's `--expert-tensor-parallel-size`) where it is not
+    /// `tp`: 1 when the experts are kept whole and expert parallelism spans the tensor- and
+    /// data-parallel ranks. Absent: `tp`, Megatron's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etp: Option<u32>,
     /// Transformer layers held by each pipeline stage, first to last (all virtual chunks of a
     /// stage together).
     #[serde(default)]

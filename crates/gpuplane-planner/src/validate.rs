@@ -321,6 +321,7 @@ pub fn validate_pins(p: &Pins) -> Result<(), PlanError> {
         ("pins.micro_batch", p.micro_batch),
         ("pins.cp", p.cp),
         ("pins.ep", p.ep),
+        ("pins.etp", p.etp),
     ];
     for (field, v) in checks {
         if v == Some(0) {

@@ -34,7 +34,7 @@ PLAN_FILE_VERSION = 1
 PRECISIONS = ("bf16", "fp16", "fp8", "fp32")
 RECOMPUTE = ("none", "selective", "full")
 OFFLOAD = ("none", "optimizer", "optimizer_and_params")
-STAGE_SPLITS = ("even", "embedding_and_loss", "uneven")
+STAGE_SPLITS = ("even", "embedding_and_loss", "uneven", "layout")
 
 
 @dataclass(frozen=True)
