@@ -3807,6 +3807,13 @@ export interface components {
              * @description Expert-parallel degree (MoE models).
              */
             ep?: number | null;
+            /**
+             * Format: int64
+             * @description Expert tensor-parallel degree (MoE models; Megatron's `--expert-tensor-parallel-size`):
+             *     `tp` (Megatron's default: each expert split like the dense layers, EP carved out of the
+             *     `dp * cp` ranks) or 1 (experts whole, EP carved out of the `tp * dp * cp` ranks).
+             */
+            etp?: number | null;
             /** Format: int64 */
             micro_batch?: number | null;
             offload?: components["schemas"]["Offload"] | null;
@@ -3847,9 +3854,16 @@ export interface components {
             /**
              * Format: int64
              * @description Expert-parallel degree (MoE: each GPU holds `experts / ep` experts; carved out of
-             *     `dp * cp`). 1 for dense models.
+             *     `dp * cp`, or of `tp * dp * cp` when `etp` is 1). 1 for dense models.
              */
             ep?: number;
+            /**
+             * Format: int64
+             * @description Expert tensor-parallel degree (Megatron's `--expert-tensor-parallel-size`) where it is not
+             *     `tp`: 1 when the experts are kept whole and expert parallelism spans the tensor- and
+             *     data-parallel ranks. Absent: `tp`, Megatron's default.
+             */
+            etp?: number | null;
             explanation: string;
             /**
              * Format: int64
@@ -4260,7 +4274,7 @@ export interface components {
          * @description How the layers are split over pipeline stages.
          * @enum {string}
          */
-        StageSplit: "even" | "embedding_and_loss" | "uneven";
+        StageSplit: "even" | "embedding_and_loss" | "uneven" | "layout";
         StartEnvironmentRequest: {
             /** @description Run the SSH server from this image (it must have `/usr/sbin/sshd`); default: the host's, in the sandbox. */
             image?: string | null;

@@ -20,6 +20,10 @@ class Pins:
         cp (int | None | Unset): Context-parallel degree (ring attention over the sequence).
         dp (int | None | Unset):
         ep (int | None | Unset): Expert-parallel degree (MoE models).
+        etp (int | None | Unset): Expert tensor-parallel degree (MoE models; Megatron's `--expert-tensor-parallel-
+            size`):
+            `tp` (Megatron's default: each expert split like the dense layers, EP carved out of the
+            `dp * cp` ranks) or 1 (experts whole, EP carved out of the `tp * dp * cp` ranks).
         micro_batch (int | None | Unset):
         offload (None | Offload | Unset):
         pp (int | None | Unset):
@@ -33,6 +37,7 @@ class Pins:
     cp: int | None | Unset = UNSET
     dp: int | None | Unset = UNSET
     ep: int | None | Unset = UNSET
+    etp: int | None | Unset = UNSET
     micro_batch: int | None | Unset = UNSET
     offload: None | Offload | Unset = UNSET
     pp: int | None | Unset = UNSET
@@ -60,6 +65,12 @@ class Pins:
             ep = UNSET
         else:
             ep = self.ep
+
+        etp: int | None | Unset
+        if isinstance(self.etp, Unset):
+            etp = UNSET
+        else:
+            etp = self.etp
 
         micro_batch: int | None | Unset
         if isinstance(self.micro_batch, Unset):
@@ -122,6 +133,8 @@ class Pins:
             field_dict["dp"] = dp
         if ep is not UNSET:
             field_dict["ep"] = ep
+        if etp is not UNSET:
+            field_dict["etp"] = etp
         if micro_batch is not UNSET:
             field_dict["micro_batch"] = micro_batch
         if offload is not UNSET:
@@ -171,6 +184,15 @@ class Pins:
             return cast(int | None | Unset, data)
 
         ep = _parse_ep(d.pop("ep", UNSET))
+
+        def _parse_etp(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        etp = _parse_etp(d.pop("etp", UNSET))
 
         def _parse_micro_batch(data: object) -> int | None | Unset:
             if data is None:
@@ -264,6 +286,7 @@ class Pins:
             cp=cp,
             dp=dp,
             ep=ep,
+            etp=etp,
             micro_batch=micro_batch,
             offload=offload,
             pp=pp,

@@ -48,7 +48,11 @@ class Plan:
         zero_stage (int):
         cp (int | Unset): Context-parallel degree (ring attention; each GPU holds `seq_len / cp` tokens).
         ep (int | Unset): Expert-parallel degree (MoE: each GPU holds `experts / ep` experts; carved out of
-            `dp * cp`). 1 for dense models.
+            `dp * cp`, or of `tp * dp * cp` when `etp` is 1). 1 for dense models.
+        etp (int | None | Unset): Expert tensor-parallel degree (Megatron's `--expert-tensor-parallel-size`) where it is
+            not
+            `tp`: 1 when the experts are kept whole and expert parallelism spans the tensor- and
+            data-parallel ranks. Absent: `tp`, Megatron's default.
         global_batch (int | Unset): Training: the global batch (sequences) this plan runs; differs from the request when
             the
             requested batch does not divide by the data-parallel degree (see `notes`).
@@ -90,6 +94,7 @@ class Plan:
     zero_stage: int
     cp: int | Unset = UNSET
     ep: int | Unset = UNSET
+    etp: int | None | Unset = UNSET
     global_batch: int | Unset = UNSET
     host_memory_per_node_bytes: int | Unset = UNSET
     idle_gpus: int | Unset = UNSET
@@ -149,6 +154,12 @@ class Plan:
         cp = self.cp
 
         ep = self.ep
+
+        etp: int | None | Unset
+        if isinstance(self.etp, Unset):
+            etp = UNSET
+        else:
+            etp = self.etp
 
         global_batch = self.global_batch
 
@@ -216,6 +227,8 @@ class Plan:
             field_dict["cp"] = cp
         if ep is not UNSET:
             field_dict["ep"] = ep
+        if etp is not UNSET:
+            field_dict["etp"] = etp
         if global_batch is not UNSET:
             field_dict["global_batch"] = global_batch
         if host_memory_per_node_bytes is not UNSET:
@@ -290,6 +303,15 @@ class Plan:
 
         ep = d.pop("ep", UNSET)
 
+        def _parse_etp(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        etp = _parse_etp(d.pop("etp", UNSET))
+
         global_batch = d.pop("global_batch", UNSET)
 
         host_memory_per_node_bytes = d.pop("host_memory_per_node_bytes", UNSET)
@@ -359,6 +381,7 @@ class Plan:
             zero_stage=zero_stage,
             cp=cp,
             ep=ep,
+            etp=etp,
             global_batch=global_batch,
             host_memory_per_node_bytes=host_memory_per_node_bytes,
             idle_gpus=idle_gpus,
