@@ -40,8 +40,10 @@ pub struct AgentArgs {
     /// Most processes and threads one lease's jobs may run at once.
     #[arg(long, env = "GPUPLANE_AGENT_JOB_MAX_PROCESSES", default_value_t = 16384, value_parser = clap::value_parser!(u32).range(16..))]
     pub job_max_processes: u32,
-    /// A host directory every job may read (datasets, toolchains); repeatable. Nothing else of the host's
-    /// temporary directories is visible to jobs. In the environment, comma-separated.
+    /// A host directory every job may read (datasets, toolchains, scripts); repeatable. Jobs run as an
+    /// unprivileged uid: the path must let other users read it (the agent warns at start when it does not). Jobs
+    /// get a fresh /tmp; with the systemd unit (PrivateTmp) the host's /tmp and /var/tmp are not the agent's, so
+    /// share a directory outside them (e.g. /srv/gpuplane/shared). In the environment, comma-separated.
     #[arg(long, env = "GPUPLANE_AGENT_JOB_RO_BIND", value_delimiter = ',', value_name = "PATH")]
     pub job_ro_bind: Vec<PathBuf>,
     /// Ports the agent gives leases' SSH environments, as FIRST-LAST (open them in the host's firewall to tenants).

@@ -163,6 +163,12 @@ pub struct Launch<'a> {
 impl Sandbox {
     /// Find the programs and read the host's root. Fails with what is missing.
     pub fn discover(hidden: Vec<PathBuf>, shared_read_only: Vec<PathBuf>, max_processes: u32) -> anyhow::Result<Self> {
+        for path in &shared_read_only {
+            if let Some(why) = unreadable_by_jobs(path) {
+                eprintln!("gpuplane agent: WARNING: --job-ro-bind {}: {why}", path.display());
+                tracing::warn!(path = %path.display(), "--job-ro-bind: {why}");
+            }
+        }
         let find = |program: &str, package: &str| {
             find_on_path(program).with_context(|| format!("`{program}` is not installed (Debian package `{package}`)"))
         };
@@ -288,6 +294,40 @@ pub(crate) fn find_on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")
         .unwrap_or_else(|| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
     std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| candidate.is_file())
+}
+
+/// Why jobs (an unprivileged uid of the lease) could not read a `--job-ro-bind` path, if they could not: it is
+/// missing, a directory on the way does not let others through, or the path does not let others read it (a
+/// `mktemp -d` directory is 0700). The sandbox binds it as it is; this says so at start, not in a job's error.
+pub fn unreadable_by_jobs(path: &Path) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(err) => {
+            return Some(format!(
+                "{err}: jobs see nothing there (with the systemd unit's PrivateTmp, the \
+                                         host's /tmp and /var/tmp are not the agent's)"
+            ));
+        }
+    };
+    for ancestor in path.ancestors().skip(1) {
+        let mode = std::fs::metadata(ancestor).map(|m| m.permissions().mode()).unwrap_or(0);
+        if mode & 0o001 == 0 {
+            return Some(format!(
+                "{} (mode {:o}) does not let other users through: jobs cannot reach it",
+                ancestor.display(),
+                mode & 0o7777
+            ));
+        }
+    }
+    let mode = meta.permissions().mode();
+    let needed = if meta.is_dir() { 0o005 } else { 0o004 };
+    (mode & needed != needed).then(|| {
+        format!(
+            "mode {:o} does not let other users read it: jobs run as an unprivileged uid (chmod o+rX)",
+            mode & 0o7777
+        )
+    })
 }
 
 /// The top-level entries of `root` that a sandbox re-creates: directories are bound read-only, links are
@@ -531,6 +571,28 @@ mod tests {
     fn the_options_are_nul_terminated_for_bwraps_args() {
         let command = SandboxCommand { argv: vec![], options: vec!["--bind".into(), "/a b".into(), "/lease".into()] };
         assert_eq!(command.options_data(), b"--bind\0/a b\0/lease\0");
+    }
+
+    #[test]
+    fn a_shared_path_that_jobs_cannot_read_is_said() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("gpuplane-ro-bind-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("open")).unwrap();
+        for (path, mode) in [(&dir, 0o755), (&dir.join("open"), 0o755)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        }
+        std::fs::write(dir.join("open/train.py"), "").unwrap();
+        std::fs::set_permissions(dir.join("open/train.py"), std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(unreadable_by_jobs(&dir.join("open")), None);
+        assert_eq!(unreadable_by_jobs(&dir.join("open/train.py")), None);
+        std::fs::set_permissions(dir.join("open/train.py"), std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(unreadable_by_jobs(&dir.join("open/train.py")).unwrap().contains("mode 600"));
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let why = unreadable_by_jobs(&dir.join("open")).unwrap();
+        assert!(why.contains("does not let other users through"), "{why}");
+        assert!(unreadable_by_jobs(&dir.join("missing")).is_some());
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
