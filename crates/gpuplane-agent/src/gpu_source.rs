@@ -36,6 +36,9 @@ pub trait GpuSource: Send {
     /// One sample per GPU, all stamped `at`. Metrics a GPU cannot report read as 0 (or `None`); sampling itself
     /// never fails, so one broken sensor does not stop a node's heartbeats.
     fn sample(&mut self, at: DateTime<Utc>) -> Vec<GpuSample>;
+
+    /// The GPUs a job of this agent runs on now. Real GPUs measure their load; simulated ones follow this.
+    fn set_busy(&mut self, _gpu_indices: &[i32]) {}
 }
 
 const MIB: u64 = 1024 * 1024;

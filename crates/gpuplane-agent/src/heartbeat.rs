@@ -58,7 +58,8 @@ impl Sampler {
         self
     }
 
-    fn take_sample(&mut self) {
+    fn take_sample(&mut self, busy_gpus: &[i32]) {
+        self.source.set_busy(busy_gpus);
         let samples = self.source.sample(sample_time());
         if let Some(latest) = &self.latest {
             latest.set(&samples);
@@ -167,7 +168,7 @@ impl Agent {
                 }
             }
             if Instant::now() >= schedule.next() {
-                sampler.take_sample();
+                sampler.take_sample(&jobs.busy_gpus());
                 schedule.advance(Instant::now());
             }
             if let Some(at) = probe_at
@@ -233,7 +234,7 @@ impl Agent {
                         _ = shutdown.cancelled() => break None,
                         outcome = &mut call => break Some(outcome),
                         _ = sleep_until(schedule.next()) => {
-                            sampler.take_sample();
+                            sampler.take_sample(&jobs.busy_gpus());
                             schedule.advance(Instant::now());
                         }
                     }

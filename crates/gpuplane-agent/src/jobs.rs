@@ -183,6 +183,15 @@ impl JobRunner {
     }
 
     /// Whether to talk to the service every heartbeat: a process runs or reports wait.
+    /// The GPU indices of the leases a job's process runs for here.
+    pub fn busy_gpus(&self) -> Vec<i32> {
+        self.leases
+            .iter()
+            .filter(|l| self.running.values().any(|r| r.lease_id == l.lease_id))
+            .flat_map(|l| l.gpu_indices.iter().copied())
+            .collect()
+    }
+
     /// Some job's process runs here (its steps are worth looking for).
     pub fn runs_jobs(&self) -> bool {
         !self.running.is_empty()

@@ -143,13 +143,21 @@ impl SimGpuState {
         }
     }
 
-    /// One step of the random walk, `elapsed_s` seconds after the previous one. Every value stays physical:
-    /// utilizations 0-100, memory within the card, power between idle and TDP, temperature 25-95 C.
-    pub fn step(&self, model: &SimModel, elapsed_s: f64, rng: &mut impl Rng) -> Self {
-        let gpu_util = (self.gpu_util + rng.random_range(-12.0..=12.0f32)).clamp(0.0, 100.0);
-        let mem_copy_util = (gpu_util * 0.6 + rng.random_range(-5.0..=5.0f32)).clamp(0.0, 100.0);
-        let fb_step = (model.memory_mib as f64 * rng.random_range(-0.03..=0.03)) as i64;
-        let fb_used_mib = (self.fb_used_mib + fb_step).clamp(MIN_FB_USED_MIB, model.memory_mib);
+    /// One step of the random walk, `elapsed_s` seconds after the previous one, for a GPU a job runs on (`busy`)
+    /// or not: a busy GPU works at 70-100% with most of its memory held, an idle one draws idle power at 0% (a
+    /// simulated lease without a job looks idle, as a real one does). Every value stays physical: utilizations
+    /// 0-100, memory within the card, power between idle and TDP, temperature 25-95 C.
+    pub fn step(&self, model: &SimModel, elapsed_s: f64, rng: &mut impl Rng, busy: bool) -> Self {
+        let (gpu_util, fb_used_mib) = if busy {
+            let util = (self.gpu_util.max(85.0) + rng.random_range(-12.0..=12.0f32)).clamp(70.0, 100.0);
+            let floor = model.memory_mib * 3 / 10;
+            let fb_step = (model.memory_mib as f64 * rng.random_range(-0.03..=0.03)) as i64;
+            (util, (self.fb_used_mib.max(floor) + fb_step).clamp(floor, model.memory_mib))
+        } else {
+            (0.0, MIN_FB_USED_MIB)
+        };
+        let mem_copy_util =
+            if busy { (gpu_util * 0.6 + rng.random_range(-5.0..=5.0f32)).clamp(0.0, 100.0) } else { 0.0 };
         let load = gpu_util / 100.0 * rng.random_range(0.85..=1.0f32);
         let power_w = (model.idle_w + (model.tdp_w - model.idle_w) * load).clamp(model.idle_w, model.tdp_w);
         // Energy integrates the average power over the interval.
@@ -203,6 +211,8 @@ pub struct SimulatedGpus {
     /// The NVIDIA driver and CUDA versions the simulated host reports.
     driver_version: String,
     cuda_version: String,
+    /// The GPUs a job runs on now (the agent says so before each sample).
+    busy: std::collections::BTreeSet<i32>,
 }
 
 /// What a simulated host reports unless `--driver-version` / `--cuda-version` say otherwise.
@@ -233,6 +243,7 @@ impl SimulatedGpus {
             device_dir,
             driver_version: DEFAULT_DRIVER_VERSION.to_owned(),
             cuda_version: DEFAULT_CUDA_VERSION.to_owned(),
+            busy: Default::default(),
         })
     }
 
@@ -298,6 +309,10 @@ impl GpuSource for SimulatedGpus {
         })
     }
 
+    fn set_busy(&mut self, gpu_indices: &[i32]) {
+        self.busy = gpu_indices.iter().copied().collect();
+    }
+
     fn sample(&mut self, at: DateTime<Utc>) -> Vec<GpuSample> {
         self.rounds += 1;
         let elapsed_s = self.last_at.map_or(0.0, |last| (at - last).as_seconds_f64());
@@ -309,7 +324,7 @@ impl GpuSource for SimulatedGpus {
             .iter_mut()
             .enumerate()
             .map(|(index, gpu)| {
-                *gpu = gpu.step(model, elapsed_s, rng);
+                *gpu = gpu.step(model, elapsed_s, rng, self.busy.contains(&(index as i32)));
                 gpu.to_sample(model, index as i32, at)
             })
             .collect();
@@ -415,7 +430,8 @@ mod tests {
             let mut energy = gpu.energy_mj;
             for step in 0..10_000 {
                 let elapsed = if step % 100 == 0 { 0.0 } else { rng.random_range(0.5..=60.0) };
-                gpu = gpu.step(model, elapsed, &mut rng);
+                // Jobs come and go: busy for a stretch, then idle.
+                gpu = gpu.step(model, elapsed, &mut rng, (step / 500) % 2 == 1);
                 let s = gpu.to_sample(model, 0, now);
                 assert!((0.0..=100.0).contains(&s.gpu_util), "{} util {}", model.key, s.gpu_util);
                 assert!((0.0..=100.0).contains(&s.mem_copy_util), "{} mem util {}", model.key, s.mem_copy_util);
@@ -434,11 +450,29 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_without_a_job_is_idle_and_one_with_a_job_works() {
+        let model = &MODELS[4];
+        let mut rng = StdRng::seed_from_u64(3);
+        let mut gpu = SimGpuState::idle(model, Utc::now());
+        for _ in 0..100 {
+            gpu = gpu.step(model, 5.0, &mut rng, false);
+            let s = gpu.to_sample(model, 0, Utc::now());
+            assert_eq!((s.gpu_util, s.mem_copy_util, s.fb_used_mib), (0.0, 0.0, MIN_FB_USED_MIB), "{s:?}");
+            assert!((s.power_w - model.idle_w).abs() < 0.5, "{s:?}");
+        }
+        for _ in 0..100 {
+            gpu = gpu.step(model, 5.0, &mut rng, true);
+            let s = gpu.to_sample(model, 0, Utc::now());
+            assert!(s.gpu_util >= 70.0 && s.fb_used_mib >= model.memory_mib * 3 / 10, "{s:?}");
+        }
+    }
+
+    #[test]
     fn energy_grows_by_power_times_time() {
         let model = &MODELS[4];
         let mut rng = StdRng::seed_from_u64(1);
         let gpu = SimGpuState::idle(model, Utc::now());
-        let next = gpu.step(model, 10.0, &mut rng);
+        let next = gpu.step(model, 10.0, &mut rng, true);
         let expected = f64::from(gpu.power_w + next.power_w) / 2.0 * 10.0 * 1000.0;
         assert!(((next.energy_mj - gpu.energy_mj) as f64 - expected).abs() <= 1.0);
     }
