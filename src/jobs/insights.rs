@@ -281,6 +281,7 @@ pub(crate) mod tests {
             bubble_fraction: 0.0,
             comm_fraction: comm,
             calibrated: true,
+            summary: String::new(),
             explanation: String::new(),
         }
     }

@@ -33,7 +33,9 @@ fn the_plan_table_has_a_legend_a_split_column_and_true_stage_text() {
         "--top",
         "40",
     ]));
-    let header = text.lines().next().unwrap();
+    // The best plan in plain words, then the table.
+    assert!(text.lines().next().unwrap().starts_with("Best plan, in plain words: "), "{text}");
+    let header = text.lines().find(|l| l.starts_with("rank")).unwrap();
     assert!(header.contains(" split ") && header.contains("accum"), "{header}");
     for needle in
         ["Columns: tp tensor-parallel", "gradient-accumulation steps", "ZeRO stage", "micro-batch", "emb+loss:"]
@@ -45,6 +47,7 @@ fn the_plan_table_has_a_legend_a_split_column_and_true_stage_text() {
     // Rows alike in every column shown name what differs.
     let rows: Vec<Vec<&str>> = text
         .lines()
+        .skip_while(|l| !l.starts_with("rank"))
         .skip(1)
         .take_while(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
         .map(|l| l.split_whitespace().skip(1).take(15).collect())
@@ -111,6 +114,10 @@ fn advise_prints_the_frontier_over_given_pools() {
         ["--pool", "rtx4090:16@69", "--pool", "a100-80g:16@179", "--pool", "a10:4:4@45", "--pool", "b200:8@599"];
     let text = stdout(&gpuplane(&[&["advise"][..], &DEMO_LORA, &pools].concat()));
     assert!(text.contains("8 x b200") && !text.contains(" 1 x b200"), "{text}");
+    // Plain words first: what to rent, for how long, for how much, and how it runs.
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("Cheapest") && first.contains("for about") && first.contains(" USD. "), "{first}");
+    assert!(first.contains("GPUs on 1 node") && first.contains("One step trains on"), "{first}");
     assert!(
         text.contains("cheapest") && text.contains("fastest") && text.contains("costs within 1% count as equal"),
         "{text}"

@@ -108,6 +108,7 @@ fn base_plan(
         bubble_fraction: 0.0,
         comm_fraction,
         calibrated,
+        summary: String::new(),
         explanation: String::new(),
     }
 }
@@ -140,6 +141,12 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
         let mut plan =
             base_plan(1, 1, n, 1, mem, 1.0 / per_gpu, 0.0, per_gpu * flops_per_image / 1e12, DIFFUSION_EFF, 0.0, false);
         plan.images_per_s = Some(images);
+        plan.summary = format!(
+            "Each of the {} GPUs makes images on its own, about one every {}: {:.2} images/s in total.",
+            n,
+            super::types::duration(1.0 / per_gpu),
+            images
+        );
         plan.explanation = format!(
             "{}, one per GPU; each image takes about {:.1} s ({} steps with classifier-free guidance), {:.2} images/s in total; {:.1} of {:.1} GB used. Images/s estimate, uncalibrated.",
             count(n, "data-parallel replica", "data-parallel replicas"),
@@ -254,6 +261,16 @@ pub fn search(model: &ModelArch, cluster: &Cluster, spec: &InferenceSpec, pins: 
             if !calibrated {
                 text.push_str(" Uncalibrated, conservative: no published runs for this GPU.");
             }
+            plan.summary = format!(
+                "{} of the model{} serve {} at once: about {:.0} generated tokens/s in total, a new token for every \
+                 sequence each {}; prompts are read at about {:.0} tokens/s.",
+                count(replicas, "copy", "copies"),
+                if tp * pp > 1 { format!(", each on {} GPUs,", tp * pp) } else { ", each on one GPU,".to_string() },
+                count(spec.concurrent_seqs * replicas, "sequence", "sequences"),
+                tokens,
+                super::types::duration(step),
+                prefill,
+            );
             plan.explanation = text;
             cands.push((tokens, plan));
         }

@@ -223,6 +223,12 @@ impl MixedPlan {
             bubble_fraction: self.bubble_fraction,
             comm_fraction: comm,
             calibrated: self.calibrated,
+            summary: format!(
+                "One pipeline across GPUs of {} pools: one step in about {} ({:.0} tokens/s).",
+                self.parts_used,
+                super::types::duration(self.step_time_s),
+                self.tokens_per_s
+            ),
             explanation: self.explanation.clone(),
         })
     }

@@ -260,6 +260,9 @@ fn render_training(s: &mut String, plans: &[Plan]) {
 /// followed by the best plan's explanation and notes.
 pub fn render_table(result: &PlanResult) -> String {
     let mut s = String::new();
+    if let Some(best) = result.plans.first().filter(|p| !p.summary.is_empty()) {
+        let _ = writeln!(s, "Best plan, in plain words: {}\n", best.summary);
+    }
     match result.plans.first() {
         Some(p) if p.images_per_s.is_some() => render_diffusion(&mut s, &result.plans),
         Some(p) if p.workload == WorkloadKind::Inference => render_inference(&mut s, &result.plans),
@@ -272,10 +275,50 @@ pub fn render_table(result: &PlanResult) -> String {
         count(result.evaluated, "configuration", "configurations"),
         if result.feasible == 1 { "1 fits".to_string() } else { format!("{} fit", result.feasible) }
     );
+    if let Some(alike) = indistinguishable(&result.plans) {
+        let _ = writeln!(s, "{alike}");
+    }
     if let Some(best) = result.plans.first() {
-        let _ = writeln!(s, "Best: {}", best.explanation);
+        let _ = writeln!(s, "Best, in the planner's terms: {}", best.explanation);
     }
     s
+}
+
+/// Plans whose predictions are this close are one plan as far as the cost model can tell.
+const ALIKE: f64 = 0.01;
+
+/// When the best plans' predicted throughputs are within [`ALIKE`] of the best's, says so: rows apart by
+/// fractions of a percent are not a ranking the cost model can stand behind.
+fn indistinguishable(plans: &[Plan]) -> Option<String> {
+    let best = plans.first()?.tokens_per_s;
+    let alike = plans.iter().take_while(|p| p.tokens_per_s >= best * (1.0 - ALIKE)).count();
+    (alike > 1 && best > 0.0).then(|| {
+        format!(
+            "Rows 1 to {alike} predict within {:.0}% of each other: the model cannot tell them apart, so take the \
+             first (or the one whose layout suits you).",
+            ALIKE * 100.0
+        )
+    })
+}
+
+/// The options said in plain words before the table: the cheapest and the fastest (one line when they are
+/// the same option).
+fn plain_options(result: &AdviceResult) -> Vec<(&'static str, &super::types::AdviceOption)> {
+    let cheapest = result.options.iter().find(|o| o.cheapest);
+    let fastest = result.options.iter().find(|o| o.fastest);
+    match (cheapest, fastest) {
+        (Some(c), Some(f)) if std::ptr::eq(c, f) => vec![("Cheapest and fastest", c)],
+        (c, f) => {
+            let mut out = Vec::new();
+            if let Some(c) = c {
+                out.push(("Cheapest", c));
+            }
+            if let Some(f) = f {
+                out.push(("Fastest", f));
+            }
+            out
+        }
+    }
 }
 
 /// Minor units as the console shows them: hundredths, two decimals.
@@ -294,6 +337,19 @@ pub fn render_advice(result: &AdviceResult, name: &dyn Fn(&str) -> String) -> St
             if result.mixes.is_empty() { "No pool can run this." } else { "No single pool can run this." }
         );
     } else {
+        for (label, option) in plain_options(result) {
+            let _ = writeln!(
+                s,
+                "{label}: {} x {} in {} for about {}, {}. {}",
+                option.gpu_count,
+                option.gpu_key,
+                name(&option.pool_id),
+                super::types::duration(option.hours * 3600.0),
+                money(option.cost_minor, &option.currency),
+                option.plan.summary
+            );
+        }
+        let _ = writeln!(s);
         let _ = writeln!(
             s,
             "{:>3}  {:<24} {:>14} {:>22} {:>9} {:>14}  meets / label",
@@ -340,7 +396,7 @@ pub fn render_advice(result: &AdviceResult, name: &dyn Fn(&str) -> String) -> St
             f64::from(result.cost_tie_bps) / 100.0
         );
         if let Some(best) = result.options.first() {
-            let _ = writeln!(s, "Option 1: {}", best.plan.explanation);
+            let _ = writeln!(s, "Option 1, in the planner's terms: {}", best.plan.explanation);
         }
     }
     for m in &result.mixes {

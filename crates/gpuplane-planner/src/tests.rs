@@ -101,7 +101,16 @@ fn llama2_7b_on_8_a100_plans() {
         assert!(w[0].tokens_per_s >= w[1].tokens_per_s);
     }
     let table = render_table(&r);
-    assert!(table.contains("rank") && table.contains("Best: "));
+    assert!(table.contains("rank") && table.contains("Best, in the planner's terms: "));
+    // Plain words first: what runs where, a step's time, the memory; no parallelism vocabulary.
+    let plain = table.lines().next().unwrap();
+    assert!(plain.starts_with("Best plan, in plain words: "), "{table}");
+    for word in ["GPU", "node", "One step trains on", "tokens/s", "GB of each GPU"] {
+        assert!(plain.contains(word), "{word}: {plain}");
+    }
+    for jargon in ["TP ", "PP ", "DP ", "ZeRO", "1F1B", "virtual stage"] {
+        assert!(!plain.contains(jargon), "{jargon}: {plain}");
+    }
     assert!(best.explanation.contains("fits in"), "{}", best.explanation);
 }
 

@@ -481,6 +481,54 @@ pub fn recompute_phrase(r: Recompute) -> String {
     }
 }
 
+/// The plan in plain words: what runs where, how long a step takes, the memory it needs.
+fn plain_summary(c: &TrainCtx, cand: &Candidate, gpu_name: &str) -> String {
+    let cfg = cand.cfg;
+    let gpus = cfg.gpus();
+    let nodes = gpus.div_ceil(c.gpus_per_node.max(1));
+    let group = cfg.tp * cfg.pp * cfg.cp;
+    let mut how: Vec<String> = Vec::new();
+    if cfg.tp > 1 {
+        let inside = if cfg.tp <= c.gpus_per_node { " of one node" } else { " across nodes" };
+        how.push(format!("every layer is split over {} GPUs{inside}", cfg.tp));
+    }
+    if cfg.cp > 1 {
+        how.push(format!("every sequence is split over {} GPUs", cfg.cp));
+    }
+    if cfg.pp > 1 {
+        how.push(format!(
+            "the {} layers run as a pipeline of {} groups of GPUs, each holding consecutive layers",
+            c.layers, cfg.pp
+        ));
+    }
+    if cfg.ep > 1 {
+        how.push(format!("each GPU holds {} of the {} experts", c.experts / cfg.ep, c.experts));
+    }
+    let copies = if cfg.dp > 1 {
+        let each = if group > 1 { format!(", each on {group} GPUs,") } else { String::new() };
+        let sharded = if cfg.zero > 0 { " and share the optimizer's memory" } else { "" };
+        format!("{} copies of the model{each} train on different sequences of every batch{sharded}", cfg.dp)
+    } else if group > 1 {
+        "one copy of the model spans all of them".to_string()
+    } else {
+        "one GPU holds the whole model".to_string()
+    };
+    let layout = if how.is_empty() { copies } else { format!("{}; {copies}", how.join(", ")) };
+    let offload = if cfg.offload == Offload::None { "" } else { ", with part of it kept in the host's memory" };
+    format!(
+        "{} on {}: {layout}. One step trains on {} of {} tokens in about {} ({:.0} tokens/s) and needs {} of the \
+         {} GB of each GPU{offload}.",
+        count(gpus, &format!("{gpu_name} GPU"), &format!("{gpu_name} GPUs")),
+        count(nodes, "node", "nodes"),
+        count(cfg.global_batch, "sequence", "sequences"),
+        c.seq_u,
+        super::types::duration(cand.timing.step),
+        cand.tokens_per_s,
+        gb(cand.mem.total as f64),
+        gb(cand.mem.usable as f64),
+    )
+}
+
 /// Turns a candidate into a public plan with its explanation.
 pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &str, link: &str) -> Plan {
     let cfg = cand.cfg;
@@ -707,6 +755,7 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
         bubble_fraction,
         comm_fraction,
         calibrated: c.calibrated,
+        summary: plain_summary(c, cand, gpu_name),
         explanation: text,
     }
 }

@@ -551,7 +551,26 @@ pub struct Plan {
     pub comm_fraction: f64,
     /// False for GPUs whose efficiency curve is not calibrated (RTX 4090, A10, custom).
     pub calibrated: bool,
+    /// The plan in plain words, for someone who does not speak Megatron: what runs where, how long a step
+    /// takes, how much memory it needs. `explanation` says the same in the planner's terms.
+    #[serde(default)]
+    pub summary: String,
     pub explanation: String,
+}
+
+/// A duration as people say it: `350 µs`, `836 ms`, `1.2 s`, `4.5 min`, `3.2 h`.
+pub fn duration(seconds: f64) -> String {
+    if seconds < 1e-3 {
+        format!("{:.0} µs", seconds * 1e6)
+    } else if seconds < 1.0 {
+        format!("{:.0} ms", seconds * 1e3)
+    } else if seconds < 120.0 {
+        format!("{seconds:.1} s")
+    } else if seconds < 7200.0 {
+        format!("{:.1} min", seconds / 60.0)
+    } else {
+        format!("{:.1} h", seconds / 3600.0)
+    }
 }
 
 fn one() -> u32 {

@@ -3930,6 +3930,11 @@ export interface components {
              */
             step_time_s: number;
             /**
+             * @description The plan in plain words, for someone who does not speak Megatron: what runs where, how long a step
+             *     takes, how much memory it needs. `explanation` says the same in the planner's terms.
+             */
+            summary?: string;
+            /**
              * Format: double
              * @description Model FLOPs (no recomputation) per second per GPU, TFLOP/s.
              */

@@ -68,6 +68,9 @@ class Plan:
         prefill_tokens_per_s (float | None | Unset): Inference only: prompt (prefill) tokens/s of the whole cluster,
             compute-bound.
         stage_split (StageSplit | Unset): How the layers are split over pipeline stages.
+        summary (str | Unset): The plan in plain words, for someone who does not speak Megatron: what runs where, how
+            long a step
+            takes, how much memory it needs. `explanation` says the same in the planner's terms.
     """
 
     bubble_fraction: float
@@ -104,6 +107,7 @@ class Plan:
     offload: Offload | Unset = UNSET
     prefill_tokens_per_s: float | None | Unset = UNSET
     stage_split: StageSplit | Unset = UNSET
+    summary: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,6 +199,8 @@ class Plan:
         if not isinstance(self.stage_split, Unset):
             stage_split = self.stage_split.value
 
+        summary = self.summary
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -247,6 +253,8 @@ class Plan:
             field_dict["prefill_tokens_per_s"] = prefill_tokens_per_s
         if stage_split is not UNSET:
             field_dict["stage_split"] = stage_split
+        if summary is not UNSET:
+            field_dict["summary"] = summary
 
         return field_dict
 
@@ -356,6 +364,8 @@ class Plan:
         else:
             stage_split = StageSplit(_stage_split)
 
+        summary = d.pop("summary", UNSET)
+
         plan = cls(
             bubble_fraction=bubble_fraction,
             calibrated=calibrated,
@@ -391,6 +401,7 @@ class Plan:
             offload=offload,
             prefill_tokens_per_s=prefill_tokens_per_s,
             stage_split=stage_split,
+            summary=summary,
         )
 
         plan.additional_properties = d
