@@ -126,6 +126,10 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<stored::JobRow>) -> Resul
     let nodes = stored::current_parts(conn, &ids).await?;
     let generations = stored::generation_rows(conn, &ids).await?;
     let mut steps = super::steps::totals(conn, &ids).await?;
+    let mut saved: std::collections::HashMap<Uuid, super::JobInsights> = std::collections::HashMap::new();
+    for (job_id, insights, at) in stored::saved_insights(conn, &ids).await? {
+        saved.insert(job_id, super::JobInsights { at, insights: decode_json(insights)? });
+    }
     let mut jobs = Vec::with_capacity(rows.len());
     for r in rows {
         let plan: Option<Plan> = r.plan.map(decode_json).transpose()?;
@@ -146,6 +150,7 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<stored::JobRow>) -> Resul
         }
         jobs.push(Job {
             measured: steps.remove(&r.id).map(|t| super::steps::summarize(&t, plan.as_ref())),
+            insights: saved.remove(&r.id),
             nodes: nodes.iter().filter(|n| n.0 == r.id).map(|n| n.1.clone()).collect(),
             generations: job_generations,
             generation: r.generation,

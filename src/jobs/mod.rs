@@ -106,6 +106,14 @@ pub struct JobGeneration {
     pub ended_at: Option<DateTime<Utc>>,
 }
 
+/// The insights last evaluated for a job, and when.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct JobInsights {
+    pub at: DateTime<Utc>,
+    /// Findings with the suggested change and the numbers behind each; empty when all was well.
+    pub insights: Vec<insights::Insight>,
+}
+
 /// A job on a lease.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Job {
@@ -134,6 +142,9 @@ pub struct Job {
     /// The optimizer steps the gpuplane runtime measured in the current generation, against its plan's predicted
     /// step time and throughput (absent until a step is reported; every step: `GET /v1/jobs/{job_id}/steps`).
     pub measured: Option<steps::MeasuredSteps>,
+    /// What gpuplane last saw of the job while it ran (its insights, evaluated every alert interval, as
+    /// `GET /v1/leases/{id}/insights` shows them), kept when it ends; absent until first evaluated.
+    pub insights: Option<JobInsights>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,

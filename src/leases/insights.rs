@@ -1,6 +1,7 @@
 //! What gpuplane sees of a lease's running job: its GPUs' measured utilization against its plan, the steps the
 //! runtime measured, and the insights the pure rules (`jobs::insights`) draw from them; the `utilization.low`
-//! alert check runs the same evaluation.
+//! alert check runs the same evaluation, and keeps each job's findings with the job (`GET /v1/jobs/{id}`'s
+//! `insights`, there after the job ends).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -99,6 +100,10 @@ pub async fn check_utilization(db: &sqlx::PgPool) -> anyhow::Result<usize> {
         let found = evaluate_lease(&mut conn, lease_id, pool_id)
             .await
             .map_err(|e| anyhow::anyhow!("insights of lease {lease_id}: {e}"))?;
+        // Kept with the job, so it still says what it saw once the job has ended.
+        if let Some(job_id) = found.job_id {
+            stored::save_insights(&mut conn, job_id, &serde_json::to_value(&found.insights)?).await?;
+        }
         if let Some(insight) = found.insights.into_iter().find(|i| i.kind == "low_utilization") {
             low.push((lease_id, tenant_id, found.job_id, insight));
         }

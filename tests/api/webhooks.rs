@@ -686,9 +686,12 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
     let (_, secret) = create_endpoint(&app, &tenant, &url, json!(["utilization.low"])).await;
     let (agent, lease_id) = sleeper_on_a_leased_gpu(&app, &op, &tenant, "600").await;
     let lease_id: uuid::Uuid = lease_id.parse().unwrap();
-    app.post(&format!("/v1/leases/{lease_id}/jobs"), &tenant, json!({ "template": "sleeper" }))
+    let job = app
+        .post(&format!("/v1/leases/{lease_id}/jobs"), &tenant, json!({ "template": "sleeper" }))
         .await
         .expect(StatusCode::CREATED);
+    let job_path = format!("/v1/jobs/{}", job.body["id"].as_str().unwrap());
+    assert_eq!(job.body["insights"], Value::Null, "not evaluated yet");
     let jn = app.get("/v1/agent/assignments", &agent).await.body["assignments"][0]["job_node_id"]
         .as_str()
         .unwrap()
@@ -714,6 +717,20 @@ async fn low_utilization_of_a_running_job_is_alerted_once_until_it_clears(db: Pg
     assert_eq!(check_utilization(&db).await.unwrap(), 0);
     let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM webhook_alerts").fetch_one(&db).await.unwrap();
     assert_eq!(left, 0, "cleared");
+    // What the evaluation saw is kept with the job, and stays once the job has ended (the lease shows nothing
+    // then: no job runs on it).
+    sqlx::query("DELETE FROM telemetry_raw").execute(&db).await.unwrap();
+    crate::support::app::write_lease_samples(&db, lease_id, 35.0).await;
+    check_utilization(&db).await.unwrap();
+    app.post(&format!("/v1/agent/assignments/{jn}/status"), &agent, json!({"state": "succeeded", "exit_code": 0}))
+        .await
+        .expect(StatusCode::OK);
+    let ended = app.get(&job_path, &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(ended["state"], "succeeded");
+    assert_eq!(ended["insights"]["insights"][0]["kind"], "low_utilization", "{ended}");
+    assert!(ended["insights"]["at"].is_string());
+    let lease = app.get(&format!("/v1/leases/{lease_id}/insights"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(lease["job_id"], Value::Null);
 }
 
 /// Hostile input on the new paths: control characters (NUL included) in a URL, a description and an event type,

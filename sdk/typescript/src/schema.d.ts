@@ -2759,6 +2759,7 @@ export interface components {
             generations: components["schemas"]["JobGeneration"][];
             /** Format: uuid */
             id: string;
+            insights?: components["schemas"]["JobInsights"] | null;
             /** Format: uuid */
             lease_id: string;
             measured?: components["schemas"]["MeasuredSteps"] | null;
@@ -2813,6 +2814,13 @@ export interface components {
             /** Format: date-time */
             started_at?: string | null;
             state: components["schemas"]["GenerationState"];
+        };
+        /** @description The insights last evaluated for a job, and when. */
+        JobInsights: {
+            /** Format: date-time */
+            at: string;
+            /** @description Findings with the suggested change and the numbers behind each; empty when all was well. */
+            insights: components["schemas"]["Insight"][];
         };
         /** @description A job's part on one node of its lease. */
         JobNode: {

@@ -205,3 +205,26 @@ pub async fn record_suggestion(
     .fetch_optional(conn)
     .await?)
 }
+
+/// Keep what gpuplane sees of a running job now (its insights, as JSON) with the job.
+pub async fn save_insights(conn: &mut PgConnection, job_id: Uuid, insights: &serde_json::Value) -> StoreResult<()> {
+    sqlx::query!("UPDATE jobs SET insights = $2, insights_at = now() WHERE id = $1", job_id, insights)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The insights last kept with these jobs, and when: (job id, insights, at).
+pub async fn saved_insights(
+    conn: &mut PgConnection,
+    job_ids: &[Uuid],
+) -> StoreResult<Vec<(Uuid, serde_json::Value, DateTime<Utc>)>> {
+    let rows = sqlx::query!(
+        r#"SELECT id, insights AS "insights!", insights_at AS "insights_at!" FROM jobs
+           WHERE id = ANY($1) AND insights IS NOT NULL AND insights_at IS NOT NULL"#,
+        job_ids
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.insights, r.insights_at)).collect())
+}

@@ -72,6 +72,7 @@ from .job import Job
 from .job_generation import JobGeneration
 from .job_generation_correction_type_0 import JobGenerationCorrectionType0
 from .job_generation_measured_type_0 import JobGenerationMeasuredType0
+from .job_insights import JobInsights
 from .job_node import JobNode
 from .job_page import JobPage
 from .job_state import JobState
@@ -257,6 +258,7 @@ __all__ = (
     "JobGeneration",
     "JobGenerationCorrectionType0",
     "JobGenerationMeasuredType0",
+    "JobInsights",
     "JobNode",
     "JobPage",
     "JobState",

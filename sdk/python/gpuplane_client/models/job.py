@@ -13,6 +13,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.job_generation import JobGeneration
+    from ..models.job_insights import JobInsights
     from ..models.job_node import JobNode
     from ..models.measured_steps import MeasuredSteps
     from ..models.plan import Plan
@@ -42,6 +43,7 @@ class Job:
         template (str): The template's name (`auto` resolves to a built-in one).
         updated_at (datetime.datetime):
         finished_at (datetime.datetime | None | Unset):
+        insights (JobInsights | None | Unset):
         measured (MeasuredSteps | None | Unset):
         plan (None | Plan | Unset):
         reason (None | str | Unset): Why it failed or was cancelled.
@@ -62,6 +64,7 @@ class Job:
     template: str
     updated_at: datetime.datetime
     finished_at: datetime.datetime | None | Unset = UNSET
+    insights: JobInsights | None | Unset = UNSET
     measured: MeasuredSteps | None | Unset = UNSET
     plan: None | Plan | Unset = UNSET
     reason: None | str | Unset = UNSET
@@ -70,6 +73,7 @@ class Job:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.job_insights import JobInsights
         from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
 
@@ -110,6 +114,14 @@ class Job:
             finished_at = self.finished_at.isoformat()
         else:
             finished_at = self.finished_at
+
+        insights: dict[str, Any] | None | Unset
+        if isinstance(self.insights, Unset):
+            insights = UNSET
+        elif isinstance(self.insights, JobInsights):
+            insights = self.insights.to_dict()
+        else:
+            insights = self.insights
 
         measured: dict[str, Any] | None | Unset
         if isinstance(self.measured, Unset):
@@ -167,6 +179,8 @@ class Job:
         )
         if finished_at is not UNSET:
             field_dict["finished_at"] = finished_at
+        if insights is not UNSET:
+            field_dict["insights"] = insights
         if measured is not UNSET:
             field_dict["measured"] = measured
         if plan is not UNSET:
@@ -183,6 +197,7 @@ class Job:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.job_generation import JobGeneration
+        from ..models.job_insights import JobInsights
         from ..models.job_node import JobNode
         from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
@@ -239,6 +254,23 @@ class Job:
             return cast(datetime.datetime | None | Unset, data)
 
         finished_at = _parse_finished_at(d.pop("finished_at", UNSET))
+
+        def _parse_insights(data: object) -> JobInsights | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                insights_type_0 = JobInsights.from_dict(data)
+
+                return insights_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(JobInsights | None | Unset, data)
+
+        insights = _parse_insights(d.pop("insights", UNSET))
 
         def _parse_measured(data: object) -> MeasuredSteps | None | Unset:
             if data is None:
@@ -323,6 +355,7 @@ class Job:
             template=template,
             updated_at=updated_at,
             finished_at=finished_at,
+            insights=insights,
             measured=measured,
             plan=plan,
             reason=reason,
