@@ -8,6 +8,11 @@
 //!    nodes register and heartbeat over the real agent protocol.
 //! 5. Print the URLs, the keys and a few curl commands, then serve until SIGINT/SIGTERM; stop the agents, then the
 //!    server, and exit 0.
+//!
+//! When the gpuplane runtime's environment is installed (`scripts/runtime-venv.sh`: torch, transformers and the
+//! runtime, in `/opt/gpuplane/venv-runtime` or where `GPUPLANE_RUNTIME_VENV` says), the agents run jobs with it and
+//! the welcome ends with a real planned job: a small Llama planned for a lease's GPUs and trained by the runtime
+//! (on the CPU, the simulated GPUs being simulated). Without it, the welcome says so and how to install it.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -36,6 +41,10 @@ pub const DEMO_DATABASE: &str = "gpuplane_demo";
 pub const DEFAULT_DEMO_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/gpuplane_demo";
 /// The last line of the welcome; scripts and tests wait for it.
 pub const READY_PREFIX: &str = "gpuplane demo ready on ";
+/// Where `scripts/runtime-venv.sh` installs the runtime's environment, unless `GPUPLANE_RUNTIME_VENV` says.
+const DEFAULT_RUNTIME_VENV: &str = "/opt/gpuplane/venv-runtime";
+/// The example training script (`examples/llama-parallel/train.py`), written where the demo's jobs read it.
+const EXAMPLE_TRAIN_PY: &str = include_str!("../examples/llama-parallel/train.py");
 /// How long all agents together may take to register.
 const AGENT_START_TIMEOUT: Duration = Duration::from_secs(60);
 const REGION: &str = "demo-1";
@@ -127,6 +136,41 @@ struct Welcome<'a> {
     tenant_key: &'a str,
     pools: &'a [SeededPool],
     heartbeat_interval_secs: u32,
+    runtime: &'a Runtime,
+}
+
+/// Whether the demo's hosts can run a planned job: the runtime's environment, and the example where jobs read it.
+enum Runtime {
+    Installed { venv: PathBuf, shared: PathBuf },
+    Missing { looked_in: PathBuf },
+}
+
+impl Runtime {
+    /// The environment when its `python3` and `torchrun` are there; the example is written into a directory of its
+    /// own that jobs may read (removed when the demo stops).
+    fn find() -> anyhow::Result<Self> {
+        let venv = std::env::var_os("GPUPLANE_RUNTIME_VENV")
+            .map_or_else(|| PathBuf::from(DEFAULT_RUNTIME_VENV), PathBuf::from);
+        if !(venv.join("bin/python3").is_file() && venv.join("bin/torchrun").is_file()) {
+            return Ok(Runtime::Missing { looked_in: venv });
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let shared = std::env::temp_dir().join(format!("gpuplane-demo-{}-shared", std::process::id()));
+        std::fs::create_dir_all(&shared).with_context(|| format!("creating {}", shared.display()))?;
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755))?;
+        let script = shared.join("train.py");
+        std::fs::write(&script, EXAMPLE_TRAIN_PY)?;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644))?;
+        Ok(Runtime::Installed { venv, shared })
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Runtime::Installed { shared, .. } = self {
+            let _ = std::fs::remove_dir_all(shared);
+        }
+    }
 }
 
 /// `gpuplane demo`: set everything up, serve until a signal, tear down.
@@ -148,11 +192,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let background = spawn_background(&state, &shutdown);
     let server = tokio::spawn(crate::app::run(listener, state, shutdown.clone()));
 
+    let runtime = Runtime::find()?;
     let setup = async {
         let api = AdminApi::login(&base, &operator_key).await?;
         let tenant_key = api.seed_tenant().await?;
         let pools = seed_pools(&api).await?;
-        let agents = start_agents(&base, &pools).await?;
+        let agents = start_agents(&base, &pools, &runtime).await?;
         anyhow::Ok((tenant_key, pools, agents))
     };
     let result = tokio::select! {
@@ -164,6 +209,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                     tenant_key: &tenant_key,
                     pools: &pools,
                     heartbeat_interval_secs: args.heartbeat_interval_secs,
+                    runtime: &runtime,
                 };
                 print!("{}", welcome.render());
                 signal.cancelled().await;
@@ -319,8 +365,17 @@ struct AgentProcess {
 }
 
 impl Drop for Agents {
+    /// SIGTERM first, so each agent takes back what it made on the host (lease namespaces, its nftables table),
+    /// then SIGKILL for one that has not stopped within 10 s.
     fn drop(&mut self) {
+        for agent in &self.0 {
+            let _ = Command::new("kill").args(["-TERM", &agent.child.id().to_string()]).status();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
         for agent in &mut self.0 {
+            while matches!(agent.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             let _ = agent.child.kill();
             let _ = agent.child.wait();
             let _ = std::fs::remove_dir_all(&agent.state_dir);
@@ -332,14 +387,14 @@ impl Drop for Agents {
 }
 
 /// Start every node of every pool at once, then wait until each has registered (its first stdout line).
-async fn start_agents(server: &str, pools: &[SeededPool]) -> anyhow::Result<Agents> {
+async fn start_agents(server: &str, pools: &[SeededPool], runtime: &Runtime) -> anyhow::Result<Agents> {
     let exe = std::env::current_exe().context("cannot find this program's path to start the agents")?;
     let mut agents = Agents::default();
     let mut registrations = Vec::new();
     for pool in pools {
         for n in 1..=pool.spec.nodes {
             let hostname = format!("demo-{}-{n}", pool.spec.gpu_model);
-            let first_line = spawn_agent(&exe, server, pool, &hostname, &mut agents)?;
+            let first_line = spawn_agent(&exe, server, pool, &hostname, runtime, &mut agents)?;
             registrations.push((hostname, first_line));
         }
     }
@@ -369,6 +424,7 @@ fn spawn_agent(
     server: &str,
     pool: &SeededPool,
     hostname: &str,
+    runtime: &Runtime,
     agents: &mut Agents,
 ) -> anyhow::Result<oneshot::Receiver<String>> {
     let spec = pool.spec;
@@ -395,6 +451,11 @@ fn spawn_agent(
     if spec.rdma {
         cmd.arg("--rdma");
     }
+    if let Runtime::Installed { venv, shared } = runtime {
+        // The runtime's torchrun and Python first on the PATH jobs see; the example readable by every job.
+        let path = std::env::var("PATH").unwrap_or_default();
+        cmd.env("PATH", format!("{}:{path}", venv.join("bin").display())).arg("--job-ro-bind").arg(shared);
+    }
     let mut child = cmd.spawn().with_context(|| format!("cannot start agent {hostname}"))?;
     let stdout = child.stdout.take().context("agent stdout")?;
     agents.0.push(AgentProcess { child, state_dir });
@@ -413,7 +474,7 @@ fn spawn_agent(
 impl Welcome<'_> {
     /// The welcome text; its last line is `gpuplane demo ready on <URL>`.
     fn render(&self) -> String {
-        let Welcome { base, operator_key, tenant_key, pools, heartbeat_interval_secs } = *self;
+        let Welcome { base, operator_key, tenant_key, pools, heartbeat_interval_secs, .. } = *self;
         let nodes: u32 = pools.iter().map(|p| p.spec.nodes).sum();
         let gpus: u32 = pools.iter().map(|p| p.spec.nodes * p.spec.gpus_per_node).sum();
         let mut out = String::new();
@@ -478,7 +539,45 @@ impl Welcome<'_> {
             json_field("id")
         );
         out += "# 6. its GPUs' telemetry from the simulated agent (give it a heartbeat or two)\n";
-        out += &format!("curl -s \"$API/v1/leases/$LEASE/telemetry?step_s=10\" {auth}\n");
+        out += &format!("curl -s \"$API/v1/leases/$LEASE/telemetry?step_s=10\" {auth}\n\n");
+        out += &self.job_commands(&json_field, auth, ct);
+        out
+    }
+
+    /// A real planned job when the hosts have the runtime; else how to give it to them.
+    fn job_commands(&self, json_field: &dyn Fn(&str) -> String, auth: &str, ct: &str) -> String {
+        let shared = match self.runtime {
+            Runtime::Installed { shared, .. } => shared,
+            Runtime::Missing { looked_in } => {
+                return format!(
+                    "# 7. a real planned job needs the gpuplane runtime (torch) where the hosts run jobs, and it is not\n\
+                     #    in {}: run scripts/runtime-venv.sh once (about 3 GB) and start the demo again. Until then\n\
+                     #    a planned job (template auto) is refused with 422 launcher_missing.\n",
+                    looked_in.display()
+                );
+            }
+        };
+        let rtx = self.pools.iter().find(|p| p.spec.gpu_model == "rtx4090").map_or("", |p| p.id.as_str());
+        let mut out = String::from(
+            "# 7. a real planned job: a small Llama planned for a 2-GPU lease and trained 20 steps by the gpuplane\n\
+             #    runtime (torch on the CPU: these GPUs are simulated); it takes a minute or so\n",
+        );
+        out += &format!(
+            "JOB_LEASE=$(curl -s $API/v1/leases {auth} {ct} -d '{{\"pool_id\": \"{rtx}\", \"gpu_count\": 2, \
+             \"duration_hours\": 1, \"placement\": \"single_node\"}}' | {})\n",
+            json_field("id")
+        );
+        out += &format!(
+            "JOB=$(curl -s $API/v1/leases/$JOB_LEASE/jobs {auth} {ct} -d '{{\"template\": \"auto\", \
+             \"command\": [\"{}\", \"--steps\", \"20\"], \
+             \"model\": {{\"architecture\": {{\"layers\": 4, \"hidden\": 128, \"heads\": 4, \"kv_heads\": 2, \"ffn\": 256, \"vocab\": 256}}}}, \
+             \"workload\": {{\"kind\": \"train\", \"seq_len\": 32, \"global_batch\": 8}}, \
+             \"env\": {{\"GPUPLANE_PRECISION\": \"fp32\"}}}}' | {})\n",
+            shared.join("train.py").display(),
+            json_field("id")
+        );
+        out += "# its plan in plain words, its state, and the steps it measured against the plan\n";
+        out += &format!("curl -s $API/v1/jobs/$JOB {auth}\n");
         out
     }
 }
@@ -514,12 +613,14 @@ mod tests {
             .enumerate()
             .map(|(i, spec)| SeededPool { spec, id: format!("pool-{i}"), join_token: String::new() })
             .collect();
+        let missing = Runtime::Missing { looked_in: PathBuf::from("/nowhere/venv") };
         let welcome = Welcome {
             base: "http://127.0.0.1:8080",
             operator_key: "gpk_operator",
             tenant_key: "gpk_tenant",
             pools: &pools,
             heartbeat_interval_secs: 5,
+            runtime: &missing,
         }
         .render();
         assert!(welcome.ends_with("\ngpuplane demo ready on http://127.0.0.1:8080\n"), "{welcome}");
@@ -532,8 +633,24 @@ mod tests {
             "$API/v1/plans",
             "$API/v1/advice",
             "/telemetry",
+            "needs the gpuplane runtime (torch)",
+            "in /nowhere/venv: run scripts/runtime-venv.sh",
         ] {
             assert!(welcome.contains(expected), "missing `{expected}` in:\n{welcome}");
         }
+        // With the runtime: the planned job's commands, naming the example where jobs read it.
+        let installed =
+            Runtime::Installed { venv: PathBuf::from("/opt/venv"), shared: PathBuf::from("/nonexistent-shared") };
+        let welcome = Welcome {
+            base: "http://127.0.0.1:8080",
+            operator_key: "gpk_operator",
+            tenant_key: "gpk_tenant",
+            pools: &pools,
+            heartbeat_interval_secs: 5,
+            runtime: &installed,
+        }
+        .render();
+        assert!(welcome.contains("\"command\": [\"/nonexistent-shared/train.py\", \"--steps\", \"20\"]"), "{welcome}");
+        assert!(welcome.contains("JOB=$(curl -s $API/v1/leases/$JOB_LEASE/jobs"), "{welcome}");
     }
 }

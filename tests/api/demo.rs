@@ -55,8 +55,11 @@ impl Drop for Demo {
 
 #[tokio::test]
 async fn the_demo_serves_four_pools_of_simulated_nodes_and_stops_cleanly() {
+    // The runtime's environment (installed once per machine): the demo's hosts run a real planned job with it.
+    let (venv, _) = crate::support::torch::runtime_venv();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.args(["demo", "--bind", "127.0.0.1:0", "--database-url", &demo_database_url()])
+        .env("GPUPLANE_RUNTIME_VENV", &venv)
         .env_remove("DATABASE_URL")
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
@@ -140,6 +143,41 @@ async fn the_demo_serves_four_pools_of_simulated_nodes_and_stops_cleanly() {
         .unwrap();
     assert_eq!(lease.status(), 201, "{}", lease.text().await.unwrap());
 
+    // The welcome's planned job, run as written: a small Llama planned for a 2-GPU lease, trained by the runtime.
+    let step7: Vec<&str> = welcome
+        .iter()
+        .skip_while(|l| !l.starts_with("# 7."))
+        .take_while(|l| !l.starts_with("Stop with"))
+        .map(String::as_str)
+        .collect();
+    assert!(step7.iter().any(|l| l.starts_with("JOB=")), "{text}");
+    let script = format!("API={base}\nTOKEN={token}\n{}\necho\necho \"JOB_ID=$JOB\"\n", step7.join("\n"));
+    let ran = Command::new("bash").args(["-euc", &script]).output().unwrap();
+    let out = String::from_utf8_lossy(&ran.stdout);
+    assert!(ran.status.success(), "{out}{}", String::from_utf8_lossy(&ran.stderr));
+    let job_id = out.lines().find_map(|l| l.strip_prefix("JOB_ID=")).unwrap_or_else(|| panic!("{out}")).to_owned();
+    let done_by = Instant::now() + Duration::from_secs(300);
+    let job = loop {
+        let job: Value = client
+            .get(format!("{base}/v1/jobs/{job_id}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if job["finished_at"].is_string() {
+            break job;
+        }
+        assert!(Instant::now() < done_by, "the demo's job did not finish in 300 s: {job:#}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    assert_eq!(job["state"], "succeeded", "{job:#}");
+    assert_eq!(job["template"], "gpuplane-runtime", "{job:#}");
+    assert_eq!(job["measured"]["last_step"], 20, "{job:#}");
+    assert!(job["plan"]["summary"].as_str().unwrap().contains("2 GeForce RTX 4090 GPUs"), "{job:#}");
+
     // SIGTERM: the agents stop, then the demo, which exits 0 and leaves no agent or state directory behind.
     let demo_pid = demo.0.id();
     let agents = children_of(demo_pid);
@@ -155,5 +193,5 @@ async fn the_demo_serves_four_pools_of_simulated_nodes_and_stops_cleanly() {
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|name| name.starts_with(&prefix))
         .collect();
-    assert!(dirs.is_empty(), "agent state directories left behind: {dirs:?}");
+    assert!(dirs.is_empty(), "agent state directories (or the shared example) left behind: {dirs:?}");
 }
