@@ -512,7 +512,12 @@ impl Welcome<'_> {
         let ct = "-H 'content-type: application/json'";
         let mut out = String::from("Try (as the demo tenant):\n\n");
         out += &format!("API={}\n", self.base);
-        out += &format!("TENANT_KEY={}\n\n", self.tenant_key);
+        out += &format!("TENANT_KEY={}\n", self.tenant_key);
+        if let Runtime::Installed { shared, .. } = self.runtime {
+            out +=
+                &format!("EXAMPLE={}   # the runtime's example, shared with jobs\n", shared.join("train.py").display());
+        }
+        out += "\n";
         out += "# 1. exchange the key for an access token (valid 15 minutes)\n";
         out += &format!(
             "TOKEN=$(curl -s $API/v1/auth/token {ct} -d \"{{\\\"api_key\\\": \\\"$TENANT_KEY\\\"}}\" | {})\n\n",
@@ -546,17 +551,14 @@ impl Welcome<'_> {
 
     /// A real planned job when the hosts have the runtime; else how to give it to them.
     fn job_commands(&self, json_field: &dyn Fn(&str) -> String, auth: &str, ct: &str) -> String {
-        let shared = match self.runtime {
-            Runtime::Installed { shared, .. } => shared,
-            Runtime::Missing { looked_in } => {
-                return format!(
-                    "# 7. a real planned job needs the gpuplane runtime (torch) where the hosts run jobs, and it is not\n\
-                     #    in {}: run scripts/runtime-venv.sh once (about 3 GB) and start the demo again. Until then\n\
-                     #    a planned job (template auto) is refused with 422 launcher_missing.\n",
-                    looked_in.display()
-                );
-            }
-        };
+        if let Runtime::Missing { looked_in } = self.runtime {
+            return format!(
+                "# 7. a real planned job needs the gpuplane runtime (torch) where the hosts run jobs, and it is not\n\
+                 #    in {}: run scripts/runtime-venv.sh once (about 3 GB) and start the demo again. Until then\n\
+                 #    a planned job (template auto) is refused with 422 launcher_missing.\n",
+                looked_in.display()
+            );
+        }
         let rtx = self.pools.iter().find(|p| p.spec.gpu_model == "rtx4090").map_or("", |p| p.id.as_str());
         let mut out = String::from(
             "# 7. a real planned job: a small Llama planned for a 2-GPU lease and trained 20 steps by the gpuplane\n\
@@ -569,11 +571,10 @@ impl Welcome<'_> {
         );
         out += &format!(
             "JOB=$(curl -s $API/v1/leases/$JOB_LEASE/jobs {auth} {ct} -d '{{\"template\": \"auto\", \
-             \"command\": [\"{}\", \"--steps\", \"20\"], \
+             \"command\": [\"'$EXAMPLE'\", \"--steps\", \"20\"], \
              \"model\": {{\"architecture\": {{\"layers\": 4, \"hidden\": 128, \"heads\": 4, \"kv_heads\": 2, \"ffn\": 256, \"vocab\": 256}}}}, \
              \"workload\": {{\"kind\": \"train\", \"seq_len\": 32, \"global_batch\": 8}}, \
              \"env\": {{\"GPUPLANE_PRECISION\": \"fp32\"}}}}' | {})\n",
-            shared.join("train.py").display(),
             json_field("id")
         );
         out += "# its plan in plain words, its state, and the steps it measured against the plan\n";
@@ -650,7 +651,8 @@ mod tests {
             runtime: &installed,
         }
         .render();
-        assert!(welcome.contains("\"command\": [\"/nonexistent-shared/train.py\", \"--steps\", \"20\"]"), "{welcome}");
+        assert!(welcome.contains("EXAMPLE=/nonexistent-shared/train.py"), "{welcome}");
+        assert!(welcome.contains("\"command\": [\"'$EXAMPLE'\", \"--steps\", \"20\"]"), "{welcome}");
         assert!(welcome.contains("JOB=$(curl -s $API/v1/leases/$JOB_LEASE/jobs"), "{welcome}");
     }
 }

@@ -143,7 +143,17 @@ async fn the_demo_serves_four_pools_of_simulated_nodes_and_stops_cleanly() {
         .unwrap();
     assert_eq!(lease.status(), 201, "{}", lease.text().await.unwrap());
 
-    // The welcome's planned job, run as written: a small Llama planned for a 2-GPU lease, trained by the runtime.
+    // docs/runtime.md's job on the demo, run as written (its first sh block after "## 3b"), beside the welcome's
+    // own planned job below: a small Llama planned for a 2-GPU lease, trained by the runtime.
+    let example = welcome.iter().find_map(|l| l.strip_prefix("EXAMPLE=")).expect("the shared example").to_owned();
+    let example = example.split_whitespace().next().unwrap().to_owned();
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/runtime.md")).unwrap();
+    let section = &doc[doc.find("## 3b").expect("runtime.md's section 3b")..];
+    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap().to_owned();
+    let runtime_md = {
+        let script = format!("API={base}\nTENANT_KEY={tenant_key}\nEXAMPLE={example}\n{block}");
+        std::thread::spawn(move || Command::new("bash").args(["-euc", &script]).output().unwrap())
+    };
     let step7: Vec<&str> = welcome
         .iter()
         .skip_while(|l| !l.starts_with("# 7."))
@@ -151,7 +161,8 @@ async fn the_demo_serves_four_pools_of_simulated_nodes_and_stops_cleanly() {
         .map(String::as_str)
         .collect();
     assert!(step7.iter().any(|l| l.starts_with("JOB=")), "{text}");
-    let script = format!("API={base}\nTOKEN={token}\n{}\necho\necho \"JOB_ID=$JOB\"\n", step7.join("\n"));
+    let script =
+        format!("API={base}\nTOKEN={token}\nEXAMPLE={example}\n{}\necho\necho \"JOB_ID=$JOB\"\n", step7.join("\n"));
     let ran = Command::new("bash").args(["-euc", &script]).output().unwrap();
     let out = String::from_utf8_lossy(&ran.stdout);
     assert!(ran.status.success(), "{out}{}", String::from_utf8_lossy(&ran.stderr));
@@ -177,6 +188,11 @@ async fn the_demo_serves_four_pools_of_simulated_nodes_and_stops_cleanly() {
     assert_eq!(job["template"], "gpuplane-runtime", "{job:#}");
     assert_eq!(job["measured"]["last_step"], 20, "{job:#}");
     assert!(job["plan"]["summary"].as_str().unwrap().contains("2 GeForce RTX 4090 GPUs"), "{job:#}");
+    let ran = runtime_md.join().unwrap();
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert!(ran.status.success(), "runtime.md's block: {said}{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(said.contains("succeeded 2 GeForce RTX 4090 GPUs"), "runtime.md's block: {said}");
+    assert!(said.lines().any(|l| l == "20"), "20 steps in the API: {said}");
 
     // SIGTERM: the agents stop, then the demo, which exits 0 and leaves no agent or state directory behind.
     let demo_pid = demo.0.id();
