@@ -170,6 +170,7 @@ impl SimNode {
             })
             .collect();
         HeartbeatRequest {
+            echo_port: None,
             samples,
             driver_version: None,
             cuda_version: None,

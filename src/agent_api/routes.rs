@@ -279,6 +279,9 @@ pub async fn post_heartbeat(
     if let Some(launchers) = &req.launchers {
         crate::inventory::launchers::validate("launchers", launchers, &mut errors);
     }
+    if req.echo_port.is_some_and(|p| !(1..=65535).contains(&p)) {
+        errors.push(FieldError::new("echo_port", "a port, 1-65535"));
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -303,6 +306,10 @@ pub async fn post_heartbeat(
     if let Some(launchers) = &req.launchers {
         let mut conn = state.db.acquire().await?;
         heartbeat::update_launchers(&mut conn, agent.node_id, agent.generation, serde_json::json!(launchers)).await?;
+    }
+    if let Some(port) = req.echo_port {
+        let mut conn = state.db.acquire().await?;
+        heartbeat::update_echo_port(&mut conn, agent.node_id, agent.generation, port).await?;
     }
     if !req.latency.is_empty() {
         crate::leases::network::record(&state, agent.node_id, &req.latency).await?;

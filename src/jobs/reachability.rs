@@ -50,7 +50,15 @@ pub fn why_unreachable(nodes: &[NodeSlot], pairs: &[PairLatency]) -> Option<Stri
     cut.sort_by(|a, b| (&a.node_hostname, &a.peer_hostname).cmp(&(&b.node_hostname, &b.peer_hostname)));
     let names: Vec<String> = cut
         .iter()
-        .map(|p| format!("{} -> {} ({} probes lost, {})", p.node_hostname, p.peer_hostname, p.lost, p.measured_at))
+        .map(|p| {
+            let lost = crate::planner::types::count(p.lost.max(0) as u32, "probe", "probes");
+            format!(
+                "{} -> {} ({lost} lost, at {})",
+                p.node_hostname,
+                p.peer_hostname,
+                p.measured_at.format("%H:%M:%S UTC")
+            )
+        })
         .collect();
     (!names.is_empty()).then(|| {
         format!(
@@ -129,7 +137,7 @@ mod tests {
     fn every_probe_lost_names_the_pairs_of_this_lease_only() {
         let nodes = [node(1, "10.0.0.1", Some("100.64.1.2")), node(2, "10.0.0.2", Some("100.64.2.2"))];
         let why = why_unreachable(&nodes, &[pair(2, 1, 0, 12), pair(1, 2, 4, 0)]).unwrap();
-        assert!(why.contains("host-2 -> host-1 (12 probes lost"), "{why}");
+        assert!(why.contains("host-2 -> host-1 (12 probes lost, at "), "{why}");
         assert!(!why.contains("host-1 -> host-2"), "{why}");
         assert_eq!(why_unreachable(&nodes, &[pair(1, 3, 0, 12)]), None, "a node not on this lease");
     }

@@ -33,8 +33,12 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
     // Two hosts of four simulated H100s each.
     let dir_a = state_dir("jobs-a");
     let dir_b = state_dir("jobs-b");
-    let (mut agent_a, _) = spawn_agent(&base, Some(&join), "jobs-node-a", &dir_a, &["--address", "10.77.0.1"]);
-    let (mut agent_b, _) = spawn_agent(&base, Some(&join), "jobs-node-b", &dir_b, &["--address", "10.77.0.2"]);
+    // Both on this machine's loopback (so their latency probes are answered: nodes that cannot reach each other
+    // get no multi-node job), each with a lease subnet of its own, as two hosts have.
+    let host_a = ["--address", "127.0.0.1", "--lease-subnet", "100.64.1.0/24"];
+    let host_b = ["--address", "127.0.0.1", "--lease-subnet", "100.64.2.0/24"];
+    let (mut agent_a, _) = spawn_agent(&base, Some(&join), "jobs-node-a", &dir_a, &host_a);
+    let (mut agent_b, _) = spawn_agent(&base, Some(&join), "jobs-node-b", &dir_b, &host_b);
     let lease = api.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 8, "duration_hours": 1 })).await;
     let lease_id = lease["id"].as_str().unwrap().to_string();
     let mut leased: BTreeMap<String, Vec<i64>> = BTreeMap::new();
@@ -85,8 +89,7 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
     assert_eq!(ranks, ["0", "1"]);
     assert_eq!(masters[0], masters[1], "one rendezvous for all nodes");
     assert_eq!(masters[0].0, done["nodes"][0]["spec"]["env"]["MASTER_ADDR"].as_str().unwrap());
-    // The lease's own address on the first node (its namespace there), from that node's lease subnet: the
-    // agents derive 100.64.1.0/24 and 100.64.2.0/24 from 10.77.0.1 and 10.77.0.2.
+    // The lease's own address on the first node (its namespace there), from that node's lease subnet.
     assert!(masters[0].0.starts_with("100.64.1.") || masters[0].0.starts_with("100.64.2."), "{masters:?}");
 
     // 2. An injected value is refused when the template is created, so no job can run it.
@@ -145,7 +148,7 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
     let node_a_rank = running["nodes"].as_array().unwrap().iter().position(|n| n["hostname"] == "jobs-node-a").unwrap();
     agent_a.kill().unwrap();
     agent_a.wait().unwrap();
-    let (restarted, line) = spawn_agent(&base, None, "jobs-node-a", &dir_a, &["--address", "10.77.0.1"]);
+    let (restarted, line) = spawn_agent(&base, None, "jobs-node-a", &dir_a, &host_a);
     agent_a = restarted;
     assert!(line.contains("attached"), "{line}");
     let failed = wait_job(&api, &tenant, &job_id, "job failed after the restart", 30, |j| {

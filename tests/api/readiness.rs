@@ -452,7 +452,7 @@ async fn a_multi_node_job_is_refused_when_its_nodes_cannot_reach_each_other(db: 
     // Probes: a pair with every probe lost.
     let pool = app.pool(&op, "h100-net", "h100").await;
     let (a, a_token) = register(&app, &op, &pool, "net-a", "550.54.15", "12.4", Some(40001)).await;
-    let (b, _) = register(&app, &op, &pool, "net-b", "550.54.15", "12.4", Some(40002)).await;
+    let (b, b_token) = register(&app, &op, &pool, "net-b", "550.54.15", "12.4", Some(40002)).await;
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
     let lease = lease.body["id"].as_str().unwrap().to_string();
     let jobs = format!("/v1/leases/{lease}/jobs");
@@ -473,9 +473,17 @@ async fn a_multi_node_job_is_refused_when_its_nodes_cannot_reach_each_other(db: 
     assert!(message.contains("net-a -> net-b (12 probes lost"), "{message}");
     let jobs_after: (i64,) = sqlx::query_as("SELECT count(*) FROM jobs").fetch_one(&app.db).await.unwrap();
     assert_eq!(jobs_before, jobs_after, "nothing was made");
-    // Reached again: jobs are accepted again.
-    app.post("/v1/agent/heartbeat", &a_token, report(&lease, &b, 300, 900)).await.expect(StatusCode::OK);
+    // B's agent restarted and listens on another port: its first heartbeat says so, the lease's other nodes are
+    // told the new port, and what they measured to the old one is forgotten (jobs are accepted again).
+    let moved = json!({ "samples": [], "echo_port": 40099 });
+    app.post("/v1/agent/heartbeat", &b_token, moved).await.expect(StatusCode::OK);
+    let list = app.get("/v1/agent/assignments", &a_token).await.expect(StatusCode::OK).body;
+    assert_eq!(list["leases"][0]["peers"][0]["echo_port"], 40099, "{list}");
+    let view = app.get(&format!("/v1/leases/{lease}/network"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(view["pairs"], json!([]), "{view}");
     app.post(&jobs, &tenant, job.clone()).await.expect(StatusCode::CREATED);
+    let bad = app.post("/v1/agent/heartbeat", &b_token, json!({ "samples": [], "echo_port": 70000 })).await;
+    assert_eq!(bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["echo_port"]);
     let _ = a;
 
     // Addresses: two hosts that give their leases one subnet.

@@ -1,7 +1,8 @@
 //! Round trips between the nodes of a lease: every agent answers UDP echo probes on its echo port (registered
 //! with its node), and probes the other nodes of each multi-node lease it serves a few times per heartbeat
-//! period. Each heartbeat carries p50/p99 per (lease, peer) of the probes since the previous one; a peer that
-//! answered none of them is reported with 0 answered and the count lost, which the service says is unreachable.
+//! period. Each heartbeat carries p50/p99 per (lease, peer) of the probes since the previous one; a peer that has
+//! answered none of the last [`UNREACHABLE_AFTER`] probes is reported with 0 answered and that count lost, which
+//! the service says is unreachable (one lost probe is a lost packet, not a cut).
 //!
 //! A probe is 16 bytes: the magic `GPUPECHO` and a sequence number. The listener answers only that, with the
 //! same 16 bytes (no amplification), after `--simulate-echo-delay-ms` when set (to test the latency alert).
@@ -25,6 +26,8 @@ const PROBE_LEN: usize = 16;
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// Probe rounds per heartbeat period (each round probes every peer once).
 pub const ROUNDS_PER_HEARTBEAT: u32 = 4;
+/// Probes lost in a row, none answered, before a peer is reported unreachable.
+pub const UNREACHABLE_AFTER: u32 = 3;
 /// Round trips kept per peer between two heartbeats (a stalled heartbeat must not grow memory).
 const MAX_SAMPLES_PER_PEER: usize = 1000;
 
@@ -78,6 +81,8 @@ struct Target {
 struct Stats {
     rtts_us: Vec<u32>,
     lost: u32,
+    /// Probes lost in a row, across reports (an answer resets it).
+    lost_in_a_row: u32,
 }
 
 #[derive(Default)]
@@ -107,7 +112,12 @@ impl Prober {
             })
             .collect();
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
-        shared.stats.retain(|key, _| targets.iter().any(|t| (t.lease_id, t.peer_node_id) == *key));
+        // A peer now probed elsewhere (its agent restarted on another port) starts afresh: what was lost at the
+        // old port says nothing of the new one.
+        let before = std::mem::take(&mut shared.targets);
+        shared
+            .stats
+            .retain(|key, _| targets.iter().any(|t| (t.lease_id, t.peer_node_id) == *key && before.contains(t)));
         shared.targets = targets;
     }
 
@@ -121,22 +131,30 @@ impl Prober {
         let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
         let mut report: Vec<PeerLatency> = shared
             .stats
-            .drain()
-            .filter_map(|((lease_id, peer_node_id), mut stats)| {
-                stats.rtts_us.sort_unstable();
-                // Every probe lost is reported too (0 answered): the service says the peer is unreachable.
-                if stats.rtts_us.is_empty() && stats.lost == 0 {
-                    return None;
+            .iter_mut()
+            .filter_map(|(&(lease_id, peer_node_id), stats)| {
+                let mut rtts = std::mem::take(&mut stats.rtts_us);
+                let lost = std::mem::take(&mut stats.lost);
+                rtts.sort_unstable();
+                // No answer since the last report: said only once enough probes in a row went unanswered (the
+                // service says the peer is unreachable); until then, nothing to say.
+                if rtts.is_empty() {
+                    return (stats.lost_in_a_row >= UNREACHABLE_AFTER).then(|| PeerLatency {
+                        lease_id,
+                        peer_node_id,
+                        p50_us: 0,
+                        p99_us: 0,
+                        probes: 0,
+                        lost: stats.lost_in_a_row.min(100_000) as i32,
+                    });
                 }
-                let p50 = percentile(&stats.rtts_us, 50.0).unwrap_or(0);
-                let p99 = percentile(&stats.rtts_us, 99.0).unwrap_or(0);
                 Some(PeerLatency {
                     lease_id,
                     peer_node_id,
-                    p50_us: p50.min(60_000_000) as i32,
-                    p99_us: p99.min(60_000_000) as i32,
-                    probes: stats.rtts_us.len().min(100_000) as i32,
-                    lost: stats.lost.min(100_000) as i32,
+                    p50_us: percentile(&rtts, 50.0).unwrap_or(0).min(60_000_000) as i32,
+                    p99_us: percentile(&rtts, 99.0).unwrap_or(0).min(60_000_000) as i32,
+                    probes: rtts.len().min(100_000) as i32,
+                    lost: lost.min(100_000) as i32,
                 })
             })
             .collect();
@@ -173,11 +191,16 @@ impl Prober {
                 }
                 let stats = shared.stats.entry((target.lease_id, target.peer_node_id)).or_default();
                 match rtt {
-                    Some(rtt) if stats.rtts_us.len() < MAX_SAMPLES_PER_PEER => {
-                        stats.rtts_us.push(rtt.as_micros().min(u32::MAX as u128) as u32)
+                    Some(rtt) => {
+                        stats.lost_in_a_row = 0;
+                        if stats.rtts_us.len() < MAX_SAMPLES_PER_PEER {
+                            stats.rtts_us.push(rtt.as_micros().min(u32::MAX as u128) as u32)
+                        }
                     }
-                    Some(_) => {}
-                    None => stats.lost += 1,
+                    None => {
+                        stats.lost += 1;
+                        stats.lost_in_a_row += 1;
+                    }
                 }
             }
             let period = (interval / ROUNDS_PER_HEARTBEAT).max(Duration::from_millis(100));
@@ -306,6 +329,6 @@ mod tests {
         };
         shutdown.cancel();
         assert_eq!((report.probes, report.p50_us, report.p99_us), (0, 0, 0), "{report:?}");
-        assert!(report.lost >= 1, "{report:?}");
+        assert!(report.lost >= UNREACHABLE_AFTER as i32, "said only after {UNREACHABLE_AFTER} in a row: {report:?}");
     }
 }

@@ -220,6 +220,7 @@ impl Agent {
                 latency: self.prober.take_report(),
                 steps: jobs.steps.oldest(MAX_STEPS_PER_HEARTBEAT),
                 launchers: launchers_changed.clone(),
+                echo_port: self.facts.echo_port.filter(|_| heartbeats == 0),
             };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();

@@ -227,6 +227,11 @@ pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(value_type = Option<std::collections::BTreeMap<String, Option<String>>>))]
     pub launchers: Option<Launchers>,
+    /// The UDP port of the agent's echo listener, sent with the first heartbeat after it starts: an agent that
+    /// restarts with its saved credential may listen on another port, and its peers' probes must follow it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 65535))]
+    pub echo_port: Option<i32>,
 }
 
 /// Round trips from this node to one other node of a lease (UDP echo probes).

@@ -2606,6 +2606,12 @@ export interface components {
             cuda_version?: string | null;
             /** @description The NVIDIA driver version now (an upgraded host says so here without registering again). */
             driver_version?: string | null;
+            /**
+             * Format: int32
+             * @description The UDP port of the agent's echo listener, sent with the first heartbeat after it starts: an agent that
+             *     restarts with its saved credential may listen on another port, and its peers' probes must follow it.
+             */
+            echo_port?: number | null;
             /** @description Round trips measured since the last heartbeat to the other nodes of this node's multi-node leases. */
             latency?: components["schemas"]["PeerLatency"][];
             /**

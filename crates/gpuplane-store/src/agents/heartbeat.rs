@@ -92,6 +92,25 @@ pub async fn store_heartbeat(
     .await?)
 }
 
+/// The node's echo port as its agent now listens on it (changed by an agent restart; only with the current
+/// credential generation). What its peers measured to the old port is forgotten: it says nothing of the new one.
+pub async fn update_echo_port(conn: &mut PgConnection, node_id: Uuid, generation: i64, port: i32) -> StoreResult<()> {
+    let moved = sqlx::query!(
+        "UPDATE nodes SET echo_port = $3, updated_at = now() \
+         WHERE id = $1 AND agent_generation = $2 AND echo_port IS DISTINCT FROM $3",
+        node_id,
+        generation,
+        port
+    )
+    .execute(&mut *conn)
+    .await?
+    .rows_affected();
+    if moved > 0 {
+        sqlx::query!("DELETE FROM lease_latency WHERE peer_node_id = $1", node_id).execute(conn).await?;
+    }
+    Ok(())
+}
+
 /// Record the launchers the agent reports, if they changed (only with the current credential generation).
 pub async fn update_launchers(
     conn: &mut PgConnection,

@@ -28,6 +28,9 @@ class HeartbeatRequest:
         cuda_version (None | str | Unset): The CUDA version now.
         driver_version (None | str | Unset): The NVIDIA driver version now (an upgraded host says so here without
             registering again).
+        echo_port (int | None | Unset): The UDP port of the agent's echo listener, sent with the first heartbeat after
+            it starts: an agent that
+            restarts with its saved credential may listen on another port, and its peers' probes must follow it.
         latency (list[PeerLatency] | Unset): Round trips measured since the last heartbeat to the other nodes of this
             node's multi-node leases.
         launchers (HeartbeatRequestLaunchersType0 | None | Unset): The host's launchers, sent when they changed since
@@ -41,6 +44,7 @@ class HeartbeatRequest:
     samples: list[GpuSample]
     cuda_version: None | str | Unset = UNSET
     driver_version: None | str | Unset = UNSET
+    echo_port: int | None | Unset = UNSET
     latency: list[PeerLatency] | Unset = UNSET
     launchers: HeartbeatRequestLaunchersType0 | None | Unset = UNSET
     steps: list[JobStep] | Unset = UNSET
@@ -66,6 +70,12 @@ class HeartbeatRequest:
             driver_version = UNSET
         else:
             driver_version = self.driver_version
+
+        echo_port: int | None | Unset
+        if isinstance(self.echo_port, Unset):
+            echo_port = UNSET
+        else:
+            echo_port = self.echo_port
 
         latency: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.latency, Unset):
@@ -100,6 +110,8 @@ class HeartbeatRequest:
             field_dict["cuda_version"] = cuda_version
         if driver_version is not UNSET:
             field_dict["driver_version"] = driver_version
+        if echo_port is not UNSET:
+            field_dict["echo_port"] = echo_port
         if latency is not UNSET:
             field_dict["latency"] = latency
         if launchers is not UNSET:
@@ -144,6 +156,15 @@ class HeartbeatRequest:
 
         driver_version = _parse_driver_version(d.pop("driver_version", UNSET))
 
+        def _parse_echo_port(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        echo_port = _parse_echo_port(d.pop("echo_port", UNSET))
+
         _latency = d.pop("latency", UNSET)
         latency: list[PeerLatency] | Unset = UNSET
         if _latency is not UNSET:
@@ -185,6 +206,7 @@ class HeartbeatRequest:
             samples=samples,
             cuda_version=cuda_version,
             driver_version=driver_version,
+            echo_port=echo_port,
             latency=latency,
             launchers=launchers,
             steps=steps,
