@@ -9,7 +9,9 @@ simulated GPUs over plain HTTP (the public API, standard library only), then dri
                 batch, budget and deadline (options that miss them are marked), lease the advised pool in one click
                 with its plan carried along, see the lease with its utilization chart, start a job from the plan
                 on it (a stand-in training script under the real agent's sandbox writes the runtime's steps file:
-                the loss and step-time charts draw its steps), see a failed job's reason in view, tell three
+                the loss and step-time charts draw its steps), see a failed job's reason in view, replan a running
+                gpuplane-runtime job (a refused replan says why under the button; generation 2 is listed above
+                generation 1), tell three
                 leases made within a minute apart by their short ids, release the lease, see the charge on the
                 lease and a one-day spend chart that fills its axis in billing;
   the session:  the cookie is HttpOnly and SameSite=Strict; a state change without X-CSRF-Token is 403 csrf_failed;
@@ -55,12 +57,19 @@ import argparse, json, os, sys, time
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=10)
 p.add_argument("--fail", action="store_true")
+p.add_argument("--until-notice", action="store_true")
 p.add_argument("--tp"); p.add_argument("--pp"); p.add_argument("--dp")
 a = p.parse_args()
 print(f"layout: tp {a.tp} pp {a.pp} dp {a.dp}", flush=True)
 if a.fail:
     print("RuntimeError: CUDA out of memory (simulated)", file=sys.stderr, flush=True)
     sys.exit(3)
+if a.until_notice:  # as the gpuplane runtime does: train until a stop notice, then checkpoint and exit
+    print("training until a stop notice", flush=True)
+    while not os.path.exists(os.environ["GPUPLANE_STOP_NOTICE_FILE"]):
+        time.sleep(0.1)
+    print("stop notice: checkpointed", flush=True)
+    sys.exit(0)
 now = time.time()
 with open(os.environ["GPUPLANE_METRICS_FILE"], "a") as f:
     for i in range(1, a.steps + 1):
@@ -68,6 +77,17 @@ with open(os.environ["GPUPLANE_METRICS_FILE"], "a") as f:
                 "loss": round(3.0 * 0.85 ** i, 4), "peak_memory_bytes": 10**9, "time": now - (a.steps - i) * 0.1}
         f.write(json.dumps(step) + "\\n")
 print(f"{a.steps} steps", flush=True)
+"""
+
+# What the gpuplane-runtime template needs on the host, as stand-ins: a `torchrun` that runs the script with its
+# arguments (one process, no rendezvous), and a `gpuplane_runtime` package for the agent's launcher probe to find.
+TORCHRUN = """\
+#!/usr/bin/python3
+import os, sys
+args = sys.argv[1:]
+while args and args[0].startswith("--"):
+    args.pop(0)
+os.execv(sys.executable, [sys.executable, *args])
 """
 
 
@@ -162,10 +182,15 @@ def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     scripts.chmod(0o755)
     (scripts / "train.py").write_text(TRAIN_PY)
     (scripts / "train.py").chmod(0o644)
+    (scripts / "bin").mkdir(mode=0o755, exist_ok=True)
+    (scripts / "bin" / "torchrun").write_text(TORCHRUN)
+    (scripts / "bin" / "torchrun").chmod(0o755)
+    (scripts / "py" / "gpuplane_runtime").mkdir(mode=0o755, parents=True, exist_ok=True)
+    (scripts / "py" / "gpuplane_runtime" / "__init__.py").write_text("")
     api.ok("POST", "/v1/admin/templates", op, {"name": "train", "description": "The browser test's stand-in run",
                                                "argv": ["/usr/bin/python3", "{command}", "--tp", "{tp}", "--pp", "{pp}",
                                                         "--dp", "{dp}"]})  # fmt: skip
-    env = dict(os.environ, RUST_LOG="warn")
+    env = dict(os.environ, RUST_LOG="warn", PATH=f"{scripts / 'bin'}:{os.environ['PATH']}", PYTHONPATH=str(scripts / "py"))
     with open(work / "agent.out", "wb") as out, open(work / "agent.log", "wb") as err:
         agent = subprocess.Popen(
             [binary, "agent", "--server", api.url, "--join-token", join["join_token"], "--simulate", f"{GPU}:{GPUS}",
@@ -379,9 +404,9 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     c.d.execute_script("arguments[0].scrollIntoView()", c.css("#job-form"))
     c.shot("job-form")
 
-    def start_job(command: str) -> str:
+    def start_job(command: str, template: str = "train") -> str:
         before = {s.get_attribute("data-job") for s in c.d.find_elements(By.CSS_SELECTOR, "section[data-job]")}
-        Select(c.css("#job-template")).select_by_value("train")
+        Select(c.css("#job-template")).select_by_value(template)
         box = c.css("#job-command")
         box.clear()
         box.send_keys(command)
@@ -431,8 +456,63 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     check("a failed job's reason is in view", reason.is_displayed() and "exit code 3" in reason.text, reason.text)
     check("and the failed node's output is open", output.is_displayed() and "CUDA out of memory" in output.text,
           output.text)  # fmt: skip
+    generation = card.find_element(By.CSS_SELECTOR, ".generations tbody tr").text
+    check("its generation ended with it", generation.startswith("1 failed") and generation.count(" UTC") == 3, generation)
     c.d.execute_script("arguments[0].scrollIntoView()", card)
     c.shot("job-failed")
+
+    # A replan from the console, on the same lease: a gpuplane-runtime job (the stand-in trains until its stop
+    # notice, then checkpoints and exits, as the runtime does) lists its generation 1; a replan the API refuses
+    # shows why under the button; a replan with a pin adds generation 2 on top, generation 1 still listed.
+    c.d.execute_script("window.scrollTo(0, 0)")
+    run_id = start_job(f"{seeded['script']} --until-notice", "gpuplane-runtime")
+    card = job_card(c, run_id, "running", 30)
+    rows = card.find_elements(By.CSS_SELECTOR, ".generations tbody tr")
+    check("a running job lists its generation 1 with its plan",
+          [r.get_attribute("data-generation") for r in rows] == ["1"] and f"tp {pins['tp']} x pp {pins['pp']}" in rows[0].text
+          and "created" in rows[0].text, rows[0].text if rows else "no generations")  # fmt: skip
+
+    def replan(tp: str) -> None:
+        box = c.css(f"#replan-tp-{run_id}")
+        box.clear()
+        box.send_keys(tp)
+        c.css(f"button[data-replan='{run_id}']").click()
+
+    replan("3")  # 3 divides neither the 4 GPUs nor the model's heads
+    error = c.wait(lambda d: (e := d.find_element(By.ID, f"replan-error-{run_id}")).text and e)
+    button = c.css(f"button[data-replan='{run_id}']")
+    gap = c.d.execute_script("""const [e, b] = arguments, er = e.getBoundingClientRect(), br = b.getBoundingClientRect();
+        return er.top >= 0 && er.bottom <= innerHeight ? er.top - br.bottom : -1;""", error, button)  # fmt: skip
+    check("a refused replan says why next to its button, in view",
+          "Some values are not valid" in error.text and "tp" in error.text and 0 <= gap < 40
+          and not c.d.find_element(By.ID, "flash").text, f"{error.text!r}, {gap:.0f} px under the button")  # fmt: skip
+    c.d.execute_script("arguments[0].scrollIntoView()", card)
+    c.shot("job-replan-refused")
+    new_tp = "2" if pins["tp"] != "2" else "1"
+    c.css(f"#replan-reason-{run_id}").send_keys("browser test")
+    replan(new_tp)
+    c.wait(lambda d: "replan to generation 2 asked" in d.find_element(By.ID, "flash").text)
+
+    def generations():
+        c.d.refresh()
+        rows = c.css(f"#generations-{run_id}").find_elements(By.CSS_SELECTOR, "tbody tr")
+        states = [(r.get_attribute("data-generation"), r.find_element(By.CSS_SELECTOR, ".state").text) for r in rows]
+        return rows if states == [("2", "running"), ("1", "ended")] else None
+
+    rows = wait_for("generation 2 runs", 30, generations, 1.0)
+
+    def cell(row, label: str) -> str:
+        return row.find_element(By.CSS_SELECTOR, f"td[data-label={label}]").text
+
+    job = api.ok("GET", f"/v1/jobs/{run_id}", tenant_token)
+    check("a replan with a pin shows generation 2 on top, generation 1 still listed",
+          f"tp {new_tp} x " in cell(rows[0], "Plan") and cell(rows[0], "Why") == "replan asked for: browser test"
+          and cell(rows[0], "Asked").endswith("UTC") and f"tp {pins['tp']} x " in cell(rows[1], "Plan")
+          and all(cell(rows[1], k).endswith("UTC") for k in ("Started", "Ended"))
+          and job["generation"] == 2 and job["plan"]["tp"] == int(new_tp),
+          " | ".join(r.text.replace("\n", " ") for r in rows))  # fmt: skip
+    c.d.execute_script("arguments[0].scrollIntoView()", c.css(f"#generations-{run_id}"))
+    c.shot("job-replan")
 
     c.view("#/leases", "Leases")
     c.wait_text(short(lease_id))

@@ -29,10 +29,11 @@ function s(tag, attrs, ...kids) {
   for (const kid of kids.flat()) if (kid) el.append(kid instanceof Node ? kid : document.createTextNode(kid));
   return el;
 }
-function table(headers, rows, cls) {
+// `rowAttrs(i)`: attributes of the i-th row (optional).
+function table(headers, rows, cls, rowAttrs) {
   return h("table", { class: cls || "wide" },
     h("thead", {}, h("tr", {}, headers.map((x) => h("th", { scope: "col" }, x)))),
-    h("tbody", {}, rows.map((r) => h("tr", {}, r.map((c, i) => h("td", { "data-label": headers[i] }, c))))));
+    h("tbody", {}, rows.map((r, n) => h("tr", rowAttrs ? rowAttrs(n) : {}, r.map((c, i) => h("td", { "data-label": headers[i] }, c))))));
 }
 function field(label, input) { return h("label", {}, label, input); }
 function flash(msg, ok) { const f = $("#flash"); f.className = ok ? "ok" : ""; f.textContent = msg || ""; }
@@ -58,7 +59,7 @@ function niceMax(max) {
   const p = 10 ** Math.floor(Math.log10(max));
   return [1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].map((m) => m * p).find((v) => v >= max * 1.0001) || 10 * p;
 }
-function ago(ts) { return ts ? new Date(ts).toISOString().replace("T", " ").slice(0, 16) + " UTC" : "-"; }
+function ago(ts, secs) { return ts ? new Date(ts).toISOString().replace("T", " ").slice(0, secs ? 19 : 16) + " UTC" : "-"; }
 function left(ts) {
   if (!ts) return "-";
   const s = Math.round((new Date(ts) - Date.now()) / 1000);
@@ -402,10 +403,58 @@ function jobsTable(jobs) {
     j.plan ? h("p", { class: "muted job-layout" }, `Plan: ${layout(j.plan)}`) : null,
     isAdmin() && !JOB_ENDED.includes(j.state) && !j.cancel_requested
       ? h("button", { type: "button", class: "danger", onclick: act(() => api("POST", `/v1/jobs/${j.id}/cancel`), "Cancel requested") }, "Cancel job") : null,
+    generationsTable(j),
+    isAdmin() && j.state === "running" && !j.cancel_requested ? replanForm(j) : null,
     table(["Node", "Rank", "State", "Exit", "Reason"], j.nodes.map((n) => [n.hostname, String(n.node_rank), stateTag(n.state), exit(n.exit_code), n.reason || "-"])),
     stepsView(j),
     // A failed node's output is open: its last lines usually say why.
     j.nodes.map((n) => h("details", { open: n.state === "failed" }, h("summary", {}, `Output of ${n.hostname}`), h("pre", {}, (n.output_tail || []).join("\n") || "(no output yet)"))))));
+}
+// Every plan the job ran, newest first (the API lists them oldest first, a pending replan last): its number and
+// state, its layout, when it was asked for, started and ended, and why it was asked for (`created`, a replan with who asked and
+// a retune with the measured figures). The API leaves the last generation `running` when its job ends: it ended
+// with the job, so it is shown with the job's state and end.
+function generationsTable(j) {
+  const gens = [...(j.generations || [])].sort((a, b) => b.generation - a.generation);
+  if (!gens.length) return null;
+  const endedWithJob = (g) => JOB_ENDED.includes(j.state) && g.state === "running";
+  return h("div", { class: "generations", id: `generations-${j.id}` }, h("h4", {}, `Generations (${gens.length})`),
+    table(["Generation", "State", "Plan", "Asked", "Started", "Ended", "Why"], gens.map((g) => [String(g.generation), stateTag(endedWithJob(g) ? j.state : g.state),
+      g.plan ? layout(g.plan) : "-", ago(g.created_at, true), ago(g.started_at, true), ago(g.ended_at || (endedWithJob(g) ? j.finished_at : null), true), g.reason]),
+    "wide", (i) => ({ "data-generation": gens[i].generation })));
+}
+// A refused replan's words per job, kept across the lease page's live redraws until the next try or another page.
+const replanErrors = new Map();
+window.addEventListener("hashchange", () => replanErrors.clear());
+// Replan a running job (`POST /v1/jobs/{id}/replan`) with optional pins tp, pp and dp and a reason. Whether the job
+// can be replanned is the API's answer (only `gpuplane-runtime` jobs with a model are): a refusal (409, 422) is
+// shown under the button, where the user is looking, not at the top of the page. On success the page redraws
+// with the pending generation listed.
+function replanForm(j) {
+  const pins = ["tp", "pp", "dp"].map((k) => [k, h("input", { id: `replan-${k}-${j.id}`, "data-replan-pin": k, type: "number", min: 1, max: 4096, placeholder: "any" })]);
+  const reason = h("input", { id: `replan-reason-${j.id}`, maxlength: 200, size: 24, placeholder: "more data parallel" });
+  const error = h("p", { class: "replan-error", id: `replan-error-${j.id}`, role: "alert" }, replanErrors.get(j.id) || "");
+  const button = h("button", { type: "submit", class: "secondary", "data-replan": j.id, "aria-describedby": `replan-help-${j.id} replan-error-${j.id}` }, "Replan");
+  const pending = (j.generations || []).find((g) => g.state === "pending");
+  return h("form", { class: "inline replan", id: `replan-${j.id}`, "aria-label": `Replan job ${short(j.id)}`, onsubmit: async (ev) => {
+    ev.preventDefault();
+    flash(""); error.textContent = ""; replanErrors.delete(j.id); button.disabled = true;
+    const body = { pins: Object.fromEntries(pins.filter(([, i]) => i.value !== "").map(([k, i]) => [k, Number(i.value)])) };
+    if (reason.value.trim()) body.reason = reason.value.trim();
+    try {
+      const job = await api("POST", `/v1/jobs/${j.id}/replan`, body);
+      const next = Math.max(...job.generations.map((g) => g.generation));
+      flash(`Job ${short(j.id)}: replan to generation ${next} asked; it starts once the running processes have checkpointed and exited`, true);
+      route();
+    } catch (e) {
+      const words = e instanceof Problem ? e.words() : String(e);
+      replanErrors.set(j.id, words); error.textContent = words; button.disabled = false;
+    }
+  } },
+    h("h4", { class: "form-title" }, "Replan"),
+    pins.map(([k, i]) => field(`Pin ${k}`, i)), field("Reason (optional)", reason), button, error,
+    h("p", { class: "muted replan-help", id: `replan-help-${j.id}` }, `On the same GPUs: the running processes get a stop notice with the job's stop grace, ${plural(j.stop_grace_s, "second")}, to checkpoint and exit, then every node resumes under the new plan. Empty pins: the planner chooses.`,
+      pending ? ` Generation ${pending.generation} is pending.` : ""));
 }
 // The steps the gpuplane runtime measured, against the plan: a summary line, then loss and step time per step.
 function stepsView(j) {
