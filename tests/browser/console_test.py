@@ -416,6 +416,16 @@ def tenant_admin(c: Console, seeded: dict) -> None:
             s.get_attribute("data-job") for s in c.d.find_elements(By.CSS_SELECTOR, "section[data-job]")} - before)
         return new.pop()
 
+    # A refused start says why inside the form, under its button, in view (not only in the banner at the top).
+    Select(c.css("#job-template")).select_by_value("auto")
+    c.css("#job-model").clear()
+    c.css("#start-job").click()
+    refusal = c.wait(lambda d: d.find_elements(By.CSS_SELECTOR, "#job-form .form-error"))[0]
+    in_view = c.d.execute_script(
+        "const r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight;", refusal)
+    check("a refused job start is said in the form, in view",
+          "auto" in refusal.text and "(validation_failed)" in refusal.text and in_view, refusal.text)  # fmt: skip
+    c.css("#job-model").send_keys("llama2-7b")
     job_id = start_job(f"{seeded['script']} --steps {STEPS}")
     card = job_card(c, job_id, "succeeded")
     job = api.ok("GET", f"/v1/jobs/{job_id}", tenant_token)

@@ -103,13 +103,21 @@ async function api(method, path, body, extraHeaders) {
   return data;
 }
 // Runs an action from a button; shows the problem in words, refreshes the view on success. `okMsg` is the words
-// of success, or a function of the action's result that gives them.
+// of success, or a function of the action's result that gives them. A refused form also says why inside the form,
+// under its button, where the user is looking (the banner at the top may be out of view).
 function act(fn, okMsg) {
   return async (ev) => {
     if (ev) ev.preventDefault();
     flash("");
+    const form = ev && ev.target && ev.target.closest ? ev.target.closest("form") : null;
+    const old = form && form.querySelector(":scope > .form-error");
+    if (old) old.remove();
     try { const result = await fn(ev); if (okMsg) flash(typeof okMsg === "function" ? okMsg(result) : okMsg, true); route(); }
-    catch (e) { flash(e instanceof Problem ? e.words() : String(e)); }
+    catch (e) {
+      const words = e instanceof Problem ? e.words() : String(e);
+      flash(words);
+      if (form) form.append(h("p", { class: "form-error", role: "alert" }, words));
+    }
   };
 }
 
