@@ -220,6 +220,11 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     if current == JobState::Running && matches!(next, JobState::Pending | JobState::Assigned) {
         next = JobState::Running;
     }
+    // A generation starts when one of its parts runs: the job's first with the job, a replan's while the job
+    // stays running (its start is not a change of the job's state).
+    if current == JobState::Running && generation > 1 && states.contains(&JobState::Running) {
+        stored::mark_generation_started(conn, job_id, generation).await?;
+    }
     if next == current {
         return Ok(current);
     }
@@ -240,6 +245,8 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         _ => None,
     };
     if next.is_terminal() {
+        // The generation that ran ends with the job, with what it measured (not left `running`).
+        end_generation(conn, job_id, generation).await?;
         let abandoned = stored::abandon_pending_generation(conn, job_id).await?;
         if let (Some(abandoned), JobState::Failed) = (abandoned, next) {
             reason = reason.map(|r| {
@@ -267,6 +274,17 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     Ok(next)
 }
 
+/// The job's running generation ends, with the steps it measured against its plan.
+async fn end_generation(conn: &mut PgConnection, job_id: Uuid, generation: i32) -> Result<(), sqlx::Error> {
+    let plan: Option<Plan> = stored::job_plan(conn, job_id).await?.map(decode_json).transpose()?;
+    let measured = super::steps::totals(conn, &[job_id])
+        .await?
+        .remove(&job_id)
+        .map(|t| serde_json::to_value(super::steps::summarize(&t, plan.as_ref())).unwrap_or_default());
+    stored::end_generation(conn, job_id, generation, measured).await?;
+    Ok(())
+}
+
 /// The replan's generation starts: the one that ran is ended with what it measured, the pending one's parts are
 /// inserted (new assignments, pending, fetched by the agents as any job's) and it becomes the job's plan.
 /// `job.replanned` announces it. The job row is locked by the caller.
@@ -277,12 +295,7 @@ async fn start_pending_generation(
     next: i32,
 ) -> Result<(), sqlx::Error> {
     let (plan, specs, reason) = stored::generation_to_start(conn, job_id, next).await?;
-    let old_plan: Option<Plan> = stored::job_plan(conn, job_id).await?.map(decode_json).transpose()?;
-    let measured = super::steps::totals(conn, &[job_id])
-        .await?
-        .remove(&job_id)
-        .map(|t| serde_json::to_value(super::steps::summarize(&t, old_plan.as_ref())).unwrap_or_default());
-    stored::end_generation(conn, job_id, ended, measured).await?;
+    end_generation(conn, job_id, ended).await?;
     stored::run_generation(conn, job_id, next).await?;
     let parts: Vec<(Uuid, LaunchSpec)> = specs.into_iter().map(|p| (p.node_id, p.spec)).collect();
     insert_parts(conn, job_id, next, &parts).await?;

@@ -802,6 +802,8 @@ async fn a_running_job_is_replanned_through_a_notice_into_its_next_generation(db
     // A replan whose running processes do not stop cleanly fails the job and is abandoned.
     report(a0.clone(), next_ids[0].clone(), json!({"state": "running"})).await;
     report(a1.clone(), next_ids[1].clone(), json!({"state": "running"})).await;
+    let started = f.app.get(&job_path, &f.tenant).await.body;
+    assert!(started["generations"][1]["started_at"].is_string(), "generation 2 started: {started:#}");
     f.app.post(&replan, &f.tenant, json!({})).await.expect(StatusCode::ACCEPTED);
     report(a0.clone(), next_ids[0].clone(), json!({"state": "failed", "exit_code": 1, "reason": "exit code 1 after its stop notice (replan to generation 3)"})).await;
     let failed = f.app.get(&job_path, &f.tenant).await.body;
@@ -810,6 +812,9 @@ async fn a_running_job_is_replanned_through_a_notice_into_its_next_generation(db
     assert!(reason.starts_with("the replan to generation 3 was abandoned: node node-0 (rank 0)"), "{reason}");
     assert!(reason.ends_with("the last complete checkpoint is kept"), "{reason}");
     assert_eq!(failed["generations"][2]["state"], "abandoned");
+    // The generation that ran ends with the job.
+    assert_eq!(failed["generations"][1]["state"], "ended", "{failed:#}");
+    assert!(failed["generations"][1]["ended_at"].is_string(), "{failed:#}");
     f.app.post(&replan, &f.tenant, json!({})).await.expect_problem(StatusCode::CONFLICT, "job_not_running");
 }
 

@@ -420,12 +420,12 @@ function jobsTable(jobs) {
 }
 // Every plan the job ran, newest first (the API lists them oldest first, a pending replan last): its number and
 // state, its layout, when it was asked for, started and ended, and why it was asked for (`created`, a replan with who asked and
-// a retune with the measured figures). The API leaves the last generation `running` when its job ends: it ended
-// with the job, so it is shown with the job's state and end.
+// a retune with the measured figures). The generation that ran when its job ended is `ended` with it: it is
+// shown with the job's state (succeeded, failed, cancelled), which says more.
 function generationsTable(j) {
   const gens = [...(j.generations || [])].sort((a, b) => b.generation - a.generation);
   if (!gens.length) return null;
-  const endedWithJob = (g) => JOB_ENDED.includes(j.state) && g.state === "running";
+  const endedWithJob = (g) => JOB_ENDED.includes(j.state) && g.generation === j.generation && g.state !== "pending";
   return h("div", { class: "generations", id: `generations-${j.id}` }, h("h4", {}, `Generations (${gens.length})`),
     table(["Generation", "State", "Plan", "Asked", "Started", "Ended", "Why"], gens.map((g) => [String(g.generation), stateTag(endedWithJob(g) ? j.state : g.state),
       g.plan ? layout(g.plan) : "-", ago(g.created_at, true), ago(g.started_at, true), ago(g.ended_at || (endedWithJob(g) ? j.finished_at : null), true), g.reason]),
