@@ -614,16 +614,18 @@ mod tests {
             .enumerate()
             .map(|(i, spec)| SeededPool { spec, id: format!("pool-{i}"), join_token: String::new() })
             .collect();
-        let missing = Runtime::Missing { looked_in: PathBuf::from("/nowhere/venv") };
-        let welcome = Welcome {
-            base: "http://127.0.0.1:8080",
-            operator_key: "gpk_operator",
-            tenant_key: "gpk_tenant",
-            pools: &pools,
-            heartbeat_interval_secs: 5,
-            runtime: &missing,
-        }
-        .render();
+        let render = |runtime: &Runtime| {
+            Welcome {
+                base: "http://127.0.0.1:8080",
+                operator_key: "gpk_operator",
+                tenant_key: "gpk_tenant",
+                pools: &pools,
+                heartbeat_interval_secs: 5,
+                runtime,
+            }
+            .render()
+        };
+        let welcome = render(&Runtime::Missing { looked_in: PathBuf::from("/nowhere/venv") });
         assert!(welcome.ends_with("\ngpuplane demo ready on http://127.0.0.1:8080\n"), "{welcome}");
         for expected in [
             "operator key      gpk_operator",
@@ -642,15 +644,7 @@ mod tests {
         // With the runtime: the planned job's commands, naming the example where jobs read it.
         let installed =
             Runtime::Installed { venv: PathBuf::from("/opt/venv"), shared: PathBuf::from("/nonexistent-shared") };
-        let welcome = Welcome {
-            base: "http://127.0.0.1:8080",
-            operator_key: "gpk_operator",
-            tenant_key: "gpk_tenant",
-            pools: &pools,
-            heartbeat_interval_secs: 5,
-            runtime: &installed,
-        }
-        .render();
+        let welcome = render(&installed);
         assert!(welcome.contains("EXAMPLE=/nonexistent-shared/train.py"), "{welcome}");
         assert!(welcome.contains("\"command\": [\"'$EXAMPLE'\", \"--steps\", \"20\"]"), "{welcome}");
         assert!(welcome.contains("JOB=$(curl -s $API/v1/leases/$JOB_LEASE/jobs"), "{welcome}");

@@ -926,14 +926,7 @@ async fn a_node_no_agent_reported_takes_no_lease_until_its_agent_registers(db: P
     assert!(taken.unwrap_err().to_string().contains("nodes_unverified_hold_nothing"));
 
     // Its agent registers the host name with the pool's join token: now it takes leases.
-    let token = app
-        .post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 1 }))
-        .await
-        .expect(StatusCode::CREATED)
-        .body["join_token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let token = app.join_token(&op, &pool).await;
     let gpus: Vec<Value> = (0..8)
         .map(|i| {
             json!({ "index": i, "uuid": format!("GPU-bare-0-{i}"), "name": "NVIDIA H100 80GB HBM3",

@@ -17,23 +17,23 @@ async fn register(
     cuda: &str,
     echo_port: Option<i32>,
 ) -> (String, String) {
-    let token = app
-        .post(&format!("/v1/admin/pools/{pool}/join-tokens"), op, json!({ "max_uses": 1 }))
-        .await
-        .expect(StatusCode::CREATED)
-        .body["join_token"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let mut node = two_h100s(hostname);
+    node["driver_version"] = json!(driver);
+    node["cuda_version"] = json!(cuda);
+    node["echo_port"] = json!(echo_port);
+    register_node(app, &app.join_token(op, pool).await, node).await
+}
+
+/// What an agent of a host of two H100s at 127.0.0.1 reports.
+fn two_h100s(hostname: &str) -> Value {
     let gpus: Vec<Value> = (0..2)
         .map(|i| {
             json!({ "index": i, "uuid": format!("GPU-{hostname}-{i}"), "name": "NVIDIA H100 80GB HBM3",
                     "memory_bytes": 85_520_809_984i64 })
         })
         .collect();
-    let node = json!({ "hostname": hostname, "address": "127.0.0.1", "gpus": gpus, "intra_link": "nvlink",
-        "network_gbps": 400, "driver_version": driver, "cuda_version": cuda, "echo_port": echo_port });
-    register_node(app, &token, node).await
+    json!({ "hostname": hostname, "address": "127.0.0.1", "gpus": gpus, "intra_link": "nvlink", "network_gbps": 400,
+            "driver_version": "550.54.15", "cuda_version": "12.4" })
 }
 
 async fn register_node(app: &TestApp, token: &str, node: Value) -> (String, String) {
@@ -489,23 +489,10 @@ async fn a_multi_node_job_is_refused_when_its_nodes_cannot_reach_each_other(db: 
     // Addresses: two hosts that give their leases one subnet.
     let pool = app.pool(&op, "h100-overlap", "h100").await;
     for (host, address) in [("ovl-a", "10.9.0.1"), ("ovl-b", "10.9.0.2")] {
-        let token = app
-            .post(&format!("/v1/admin/pools/{pool}/join-tokens"), &op, json!({ "max_uses": 1 }))
-            .await
-            .expect(StatusCode::CREATED)
-            .body["join_token"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let gpus: Vec<Value> = (0..2)
-            .map(|i| {
-                json!({ "index": i, "uuid": format!("GPU-{host}-{i}"), "name": "NVIDIA H100 80GB HBM3",
-                             "memory_bytes": 85_520_809_984i64 })
-            })
-            .collect();
-        register_node(&app, &token, json!({ "hostname": host, "address": address, "gpus": gpus, "intra_link": "nvlink",
-            "network_gbps": 400, "driver_version": "550.54.15", "cuda_version": "12.4", "lease_subnet": "100.70.0.0/24" }))
-            .await;
+        let mut node = two_h100s(host);
+        node["address"] = json!(address);
+        node["lease_subnet"] = json!("100.70.0.0/24");
+        register_node(&app, &app.join_token(&op, &pool).await, node).await;
     }
     let lease = app.post("/v1/leases", &tenant, lease_body(&pool, 4)).await.expect(StatusCode::CREATED);
     let jobs = format!("/v1/leases/{}/jobs", lease.body["id"].as_str().unwrap());

@@ -183,6 +183,17 @@ impl TestApp {
         res.body["id"].as_str().unwrap().to_string()
     }
 
+    /// A join token of the pool, good for one host.
+    pub async fn join_token(&self, operator: &str, pool_id: &str) -> String {
+        self.post(&format!("/v1/admin/pools/{pool_id}/join-tokens"), operator, json!({ "max_uses": 1 }))
+            .await
+            .expect(StatusCode::CREATED)
+            .body["join_token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
     /// Create a node with `gpus` GPUs in `pool_id` and return its id.
     /// A node of `gpus` GPUs of the pool's model, made as the walkthrough makes one: the operator adds it
     /// (`POST /v1/admin/nodes`, it is then `awaiting_agent` and takes no leases), and its agent registers the host
@@ -190,14 +201,7 @@ impl TestApp {
     /// that report), so job creation does not check them. Returns the node id.
     pub async fn node(&self, operator: &str, pool_id: &str, hostname: &str, gpus: usize) -> String {
         let id = self.manual_node(operator, pool_id, hostname, gpus, false).await;
-        let token = self
-            .post(&format!("/v1/admin/pools/{pool_id}/join-tokens"), operator, json!({ "max_uses": 1 }))
-            .await
-            .expect(StatusCode::CREATED)
-            .body["join_token"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        let token = self.join_token(operator, pool_id).await;
         let (name, memory_bytes): (String, i64) = sqlx::query_as(
             "SELECT m.name, m.memory_bytes FROM pools p JOIN gpu_models m ON m.key = p.gpu_model WHERE p.id = $1::uuid",
         )
