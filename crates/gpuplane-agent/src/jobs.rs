@@ -182,7 +182,6 @@ impl JobRunner {
         Ok(runner)
     }
 
-    /// Whether to talk to the service every heartbeat: a process runs or reports wait.
     /// The GPU indices of the leases a job's process runs for here.
     pub fn busy_gpus(&self) -> Vec<i32> {
         self.leases
@@ -197,6 +196,7 @@ impl JobRunner {
         !self.running.is_empty()
     }
 
+    /// Whether to talk to the service every heartbeat: a process runs or reports wait.
     pub fn busy(&self) -> bool {
         !self.running.is_empty() || !self.outbox.is_empty() || self.environments.busy()
     }
