@@ -52,23 +52,34 @@ for arg in sys.argv[1:]:
 /// Look for every launcher of [`LAUNCHERS`]; `container_runtime` is the program the agent starts images with.
 pub fn detect(container_runtime: &str) -> Launchers {
     let mut found = Launchers::new();
-    if let Some(python) = find_on_path("python3") {
-        let queries: Vec<(&str, String)> =
-            PYTHON_MODULES.iter().map(|(name, module, dist)| (*name, format!("{module}:{dist}"))).collect();
-        if let Some((version, answers)) = python_metadata(&python, &queries) {
-            found.insert("python3".to_owned(), version);
-            found.extend(answers);
-        }
+    // What each Python interpreter is asked, so that each starts once: the PATH's `python3` for the modules, and
+    // the interpreter each console script names for the distribution that ships it.
+    let path_python = find_on_path("python3");
+    let mut asked: Vec<(PathBuf, Vec<(&str, String)>)> = Vec::new();
+    if let Some(python) = &path_python {
+        let modules = PYTHON_MODULES.iter().map(|(name, module, dist)| (*name, format!("{module}:{dist}"))).collect();
+        asked.push((python.clone(), modules));
     }
     for (name, dist) in CONSOLE_SCRIPTS {
         let Some(script) = find_on_path(name) else { continue };
-        let version = match python_of(&script) {
-            Some(python) => python_metadata(&python, &[(name, format!("{dist}:{dist}"))])
-                .and_then(|(_, mut answers)| answers.remove(name))
-                .flatten(),
-            None => version_of(&script, &["--version"]),
+        let Some(python) = python_of(&script) else {
+            found.insert(name.to_owned(), version_of(&script, &["--version"]));
+            continue;
         };
-        found.insert(name.to_owned(), version);
+        // Found whatever its interpreter answers; the version when the metadata has one.
+        found.insert(name.to_owned(), None);
+        let query = (name, format!("{dist}:{dist}"));
+        match asked.iter_mut().find(|(p, _)| *p == python) {
+            Some((_, queries)) => queries.push(query),
+            None => asked.push((python, vec![query])),
+        }
+    }
+    for (python, queries) in &asked {
+        let Some((version, answers)) = python_metadata(python, queries) else { continue };
+        if path_python.as_ref() == Some(python) {
+            found.insert("python3".to_owned(), version);
+        }
+        found.extend(answers);
     }
     if let Some(sshd) = sshd() {
         found.insert("sshd".to_owned(), version_of(&sshd, &["-V"]));
