@@ -327,10 +327,10 @@ pub async fn set_job_state(
     Ok((row.tenant_id, row.lease_id, row.reason))
 }
 
-/// Mark a job's generation started (the first time only).
+/// Mark a job's generation started (the first time only: once started, nothing is written).
 pub async fn mark_generation_started(conn: &mut PgConnection, job_id: Uuid, generation: i32) -> StoreResult<()> {
     sqlx::query!(
-        "UPDATE job_generations SET started_at = COALESCE(started_at, now()) WHERE job_id = $1 AND generation = $2",
+        "UPDATE job_generations SET started_at = now() WHERE job_id = $1 AND generation = $2 AND started_at IS NULL",
         job_id,
         generation
     )
