@@ -15,8 +15,8 @@ before() {
   for s in torchrun accelerate; do [ -x "$venv/bin/$s" ] && { "$venv/bin/$s" --version >/dev/null 2>&1 || true; }; done
 }
 after() {
-  "$py" -c "$query" torch:torch gpuplane_runtime:gpuplane-runtime >/dev/null
-  for s in torchrun:torch accelerate:accelerate; do "$py" -c "$query" "$s" >/dev/null; done
+  # One process for the interpreter: its modules and the console scripts whose #! names it (torchrun, accelerate).
+  "$py" -c "$query" torch:torch gpuplane_runtime:gpuplane-runtime torch:torch accelerate:accelerate >/dev/null
 }
 seconds() {
   local t0 t1
