@@ -544,6 +544,13 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     c.view(f"#/lease/{lease_id}", "Lease")
     c.css("#release-lease").click()
     c.wait_text("released")
+    # Its running job is given its stop notice first: the lease ends once that job has stopped (an agent's
+    # heartbeat or two later), and only then are its GPUs free for the operator's fleet view below.
+    ended = wait_for("the lease ends once its job stops", 60,
+                     lambda: (lease := api.ok("GET", f"/v1/leases/{lease_id}", tenant_token))["state"] == "released" and lease)  # fmt: skip
+    job = api.ok("GET", f"/v1/jobs/{run_id}", tenant_token)
+    check("the lease is released once its job has stopped", job["state"] == "succeeded"
+          and ended["ended_at"] is not None, f"job {job['state']}, lease ended {ended['ended_at']}")  # fmt: skip
     check("the lease is released", "released" in c.text())
 
     def charged():
