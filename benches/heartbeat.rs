@@ -177,6 +177,8 @@ impl SimNode {
             latency: Vec::new(),
             steps: Vec::new(),
             launchers: None,
+            volume_stores: Vec::new(),
+            volumes: Vec::new(),
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod router;
 pub mod secrets;
 pub mod state;
 pub mod tenants;
+pub mod volumes;
 pub mod webhooks;
 pub mod workers;
 

@@ -18,7 +18,8 @@ use crate::error::ApiError;
 use crate::observability::{REQUEST_ID, track_metrics};
 use crate::state::AppState;
 use crate::{
-    agent_api, auth, billing, console, environments, health, inventory, jobs, leases, planning_api, tenants, webhooks,
+    agent_api, auth, billing, console, environments, health, inventory, jobs, leases, planning_api, tenants, volumes,
+    webhooks,
 };
 
 /// Largest request body accepted (413 above it).
@@ -120,6 +121,12 @@ fn api_routes() -> OpenApiRouter<AppState> {
             environments::routes::stop_environment
         ))
         .routes(routes!(agent_api::environments::report_environment_status))
+        // volumes/routes
+        .routes(routes!(volumes::routes::list_volumes, volumes::routes::create_volume))
+        .routes(routes!(volumes::routes::get_volume, volumes::routes::update_volume, volumes::routes::delete_volume))
+        .routes(routes!(volumes::routes::set_pool_storage))
+        .routes(routes!(volumes::routes::create_storage_price))
+        .routes(routes!(volumes::routes::set_volume_quotas))
         // billing/ledger
         .routes(routes!(billing::ledger::create_ledger_entry))
         .routes(routes!(billing::ledger::get_balance))

@@ -282,6 +282,7 @@ pub async fn post_heartbeat(
     if req.echo_port.is_some_and(|p| !(1..=65535).contains(&p)) {
         errors.push(FieldError::new("echo_port", "a port, 1-65535"));
     }
+    crate::volumes::agents::validate(&req.volume_stores, &req.volumes, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -328,6 +329,13 @@ pub async fn post_heartbeat(
     if !fatal.is_empty() {
         mark_gpus_unhealthy(&state, agent.node_id, &fatal).await?;
     }
+    // Only agents that offer a store or hold volumes touch them: most heartbeats skip this.
+    let volumes = if req.volume_stores.is_empty() && req.volumes.is_empty() {
+        Vec::new()
+    } else {
+        let mut conn = state.db.acquire().await?;
+        crate::volumes::agents::on_heartbeat(&mut conn, agent.node_id, &req.volume_stores, &req.volumes).await?
+    };
     let desired_state = match admin_state.as_str() {
         "active" => DesiredState::Active,
         "maintenance" => DesiredState::Maintenance,
@@ -338,6 +346,7 @@ pub async fn post_heartbeat(
         desired_state,
         assignments_pending,
         accepted_samples: accepted,
+        volumes,
     }))
 }
 

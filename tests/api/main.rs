@@ -37,4 +37,5 @@ mod sessions;
 mod strict_requests;
 mod tenants;
 mod torch_e2e;
+mod volumes;
 mod webhooks;

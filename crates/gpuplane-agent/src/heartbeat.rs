@@ -221,6 +221,8 @@ impl Agent {
                 steps: jobs.steps.oldest(MAX_STEPS_PER_HEARTBEAT),
                 launchers: launchers_changed.clone(),
                 echo_port: self.facts.echo_port.filter(|_| heartbeats == 0),
+                volume_stores: Vec::new(),
+                volumes: Vec::new(),
             };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();

@@ -232,6 +232,14 @@ pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 65535))]
     pub echo_port: Option<i32>,
+    /// The volume stores this agent offers (`--volume-store`), with their space now; none when it offers none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "server", schema(max_items = 2))]
+    pub volume_stores: Vec<crate::volumes::VolumeStore>,
+    /// The volumes this agent holds or was asked to destroy, as they are now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "server", schema(max_items = 4096))]
+    pub volumes: Vec<crate::volumes::VolumeReport>,
 }
 
 /// Round trips from this node to one other node of a lease (UDP echo probes).
@@ -281,6 +289,9 @@ pub struct HeartbeatResponse {
     pub assignments_pending: bool,
     /// Samples stored (duplicates of already delivered samples are skipped).
     pub accepted_samples: u64,
+    /// Every volume this node must hold or destroy (only to agents that offer a volume store).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<crate::volumes::VolumeOrder>,
 }
 
 /// XID codes after which a GPU must leave service: 48 double-bit ECC, 63/64 row remapping, 79 fell off the

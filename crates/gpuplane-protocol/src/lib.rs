@@ -1,7 +1,7 @@
 //! The wire protocol between gpuplane's node agents and its service, shared by both binaries so the two cannot
 //! disagree: registration and heartbeats ([`agent`]), job assignments and their status ([`jobs`]), interactive
 //! environments ([`environments`]), each lease's address on a node ([`lease_network`]) the OpenSSH key format both sides check ([`ssh_keys`]) and
-//! the characters text may hold ([`text`]).
+//! the characters text may hold ([`text`]), and tenant volumes ([`volumes`]).
 //!
 //! Plain data with serde. With the `server` feature the types also derive their OpenAPI schemas and PostgreSQL
 //! encodings; the agent builds without either.
@@ -14,3 +14,4 @@ pub mod ssh_keys;
 pub mod text;
 pub mod time;
 pub mod versions;
+pub mod volumes;

@@ -23,6 +23,7 @@ pub mod leases;
 pub mod ops;
 pub mod secrets;
 pub mod tenants;
+pub mod volumes;
 pub mod webhooks;
 
 pub use error::StoreError;

@@ -594,6 +594,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/pools/{pool_id}/storage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set what a pool sells of storage (operator). Volumes already made keep their kind. */
+        put: operations["set_pool_storage"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/pools/{pool_id}/storage-prices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Schedule a storage price for a pool (operator): a pool sells volumes only with a price in force. */
+        post: operations["create_storage_price"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/pools/{pool_id}/utilization": {
         parameters: {
             query?: never;
@@ -711,6 +745,23 @@ export interface paths {
         get?: never;
         /** Replace a tenant's quotas. */
         put: operations["set_tenant_quotas"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/tenants/{tenant_id}/volume-quotas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Set a tenant's volume quotas (operator). Volumes already held are kept; new ones and grows must fit. */
+        put: operations["set_volume_quotas"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1475,6 +1526,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/volumes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's volumes, newest first (at most 1,000). */
+        get: operations["list_volumes"];
+        put?: never;
+        /**
+         * Create a volume (tenant admin). It is `creating` until the agent of the host chosen for it has made the image
+         *     (its next heartbeat), then `ready`; it is billed per GiB from then until it is deleted, at the pool's storage
+         *     price.
+         */
+        post: operations["create_volume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/volumes/{volume_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of the tenant's volumes. */
+        get: operations["get_volume"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a volume (tenant admin): billing stops now and its agent destroys the data at its next heartbeat
+         *     (`deleting`, then `deleted`); the data is never handed to another volume.
+         */
+        delete: operations["delete_volume"];
+        options?: never;
+        head?: never;
+        /** Grow a volume or change its idle policy (tenant admin). */
+        patch: operations["update_volume"];
+        trace?: never;
+    };
     "/v1/webhooks": {
         parameters: {
             query?: never;
@@ -2204,6 +2299,36 @@ export interface components {
         };
         /**
          * @example {
+         *       "name": "checkpoints",
+         *       "pool_id": "0193a0c1-0000-7000-8000-000000000001",
+         *       "size_gib": 100
+         *     }
+         */
+        CreateVolumeRequest: {
+            /**
+             * Format: int32
+             * @description Delete it once detached this many days (1-365), with a `volume.idle` webhook a day before; default never.
+             */
+            delete_after_idle_days?: number | null;
+            kind?: components["schemas"]["VolumeKind"] | null;
+            /**
+             * @description 1-63 characters: a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit; unique among the tenant's
+             *     volumes that are not deleted.
+             */
+            name: string;
+            /**
+             * Format: uuid
+             * @description The pool whose hosts hold it (its leases can attach it).
+             */
+            pool_id: string;
+            /**
+             * Format: int32
+             * @description GiB, 1-65536. It can grow later, never shrink.
+             */
+            size_gib: number;
+        };
+        /**
+         * @example {
          *       "description": "on-call",
          *       "event_types": [
          *         "lease.*",
@@ -2628,6 +2753,10 @@ export interface components {
              *     oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
              */
             steps?: components["schemas"]["JobStep"][];
+            /** @description The volume stores this agent offers (`--volume-store`), with their space now; none when it offers none. */
+            volume_stores?: components["schemas"]["VolumeStore"][];
+            /** @description The volumes this agent holds or was asked to destroy, as they are now. */
+            volumes?: components["schemas"]["VolumeReport"][];
         };
         HeartbeatResponse: {
             /** @description Samples stored (duplicates of already delivered samples are skipped). */
@@ -2640,6 +2769,8 @@ export interface components {
              * @description Seconds until the next heartbeat.
              */
             heartbeat_interval_s: number;
+            /** @description Every volume this node must hold or destroy (only to agents that offer a volume store). */
+            volumes?: components["schemas"]["VolumeOrder"][];
         };
         /**
          * @description The fields of a Hugging Face `config.json` the planner reads; the document's other fields are
@@ -4093,6 +4224,23 @@ export interface components {
              */
             target_percent?: number | null;
         };
+        /**
+         * @example {
+         *       "capacity_gib": 10000,
+         *       "volume_kinds": [
+         *         "pool"
+         *       ]
+         *     }
+         */
+        PoolStorageSettings: {
+            /** @description GiB of volumes the pool sells in all (null: as much as its hosts report room for). */
+            capacity_gib?: number | null;
+            /**
+             * @description The kinds of volume the pool sells: `host` (agents started with a host volume store) and/or `pool`
+             *     (agents started with the pool's shared filesystem as their pool store). Empty: none.
+             */
+            volume_kinds: components["schemas"]["VolumeKind"][];
+        };
         PoolUtilization: {
             /** Format: double */
             avg_gpu_util?: number | null;
@@ -4345,6 +4493,23 @@ export interface components {
             /** @description Why, e.g. `replan to generation 2` or `lease released`. */
             reason: string;
         };
+        /**
+         * @example {
+         *       "price_per_gib_month_minor": 7
+         *     }
+         */
+        StoragePriceRequest: {
+            /**
+             * Format: date-time
+             * @description When it takes effect (default now). Never in the past: charges already made are never rewritten.
+             */
+            effective_from?: string | null;
+            /**
+             * Format: int64
+             * @description Minor units per GiB per 30-day month (0-100000000), metered per GiB-second.
+             */
+            price_per_gib_month_minor: number;
+        };
         Telemetry: {
             /**
              * Format: double
@@ -4589,6 +4754,24 @@ export interface components {
             name?: string | null;
             status?: components["schemas"]["TenantStatus"] | null;
         };
+        /**
+         * @example {
+         *       "size_gib": 200
+         *     }
+         */
+        UpdateVolumeRequest: {
+            /**
+             * Format: int32
+             * @description Delete it once detached this many days (1-365); `null` turns the idle deletion off.
+             */
+            delete_after_idle_days?: number | null;
+            /**
+             * Format: int32
+             * @description A larger size, GiB (up to 65536): volumes grow, never shrink. Its agent grows the filesystem in place at
+             *     its next heartbeat, mounted or not.
+             */
+            size_gib?: number | null;
+        };
         UpdateWebhookRequest: {
             description?: string | null;
             /** @description Enabling an endpoint clears its failure history and the reason it was disabled. */
@@ -4630,6 +4813,126 @@ export interface components {
              * @description Price per GPU-hour (hourly) or per GPU and 30-day month (monthly), minor units.
              */
             unit_price_minor: number;
+        };
+        /** @description A tenant's volume, as the API shows it. */
+        Volume: {
+            /**
+             * @description False while that host is offline: a host volume cannot be mounted then (its data is kept, and it is not
+             *     billed for the time its host is silent).
+             */
+            available: boolean;
+            /**
+             * Format: int64
+             * @description What it has been charged so far, minor units of `currency`.
+             */
+            charged_minor: number;
+            /** Format: date-time */
+            created_at: string;
+            currency: string;
+            /**
+             * Format: int32
+             * @description Deleted automatically once detached this many days (a `volume.idle` webhook a day before); null: never.
+             */
+            delete_after_idle_days?: number | null;
+            /** Format: date-time */
+            deleted_at?: string | null;
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description `host` (kept on one host: leases that attach it are placed there) or `pool` (on the pool's shared
+             *     filesystem: any host of the pool can mount it).
+             */
+            kind: string;
+            name: string;
+            /** @description The host that holds a host volume (or makes a pool volume). */
+            node: string;
+            /** Format: uuid */
+            pool_id: string;
+            pool_name: string;
+            /** Format: date-time */
+            ready_at?: string | null;
+            /** Format: int32 */
+            size_gib: number;
+            /**
+             * @description `creating` (its host's agent makes it at its next heartbeat), `ready`, `failed` (never made, never
+             *     charged), `deleting` (billing stopped; its agent destroys the data), `deleted`.
+             */
+            state: string;
+            /** @description Why it failed, or why its last grow has not taken effect. */
+            state_reason?: string | null;
+            /**
+             * Format: int64
+             * @description What is written in it, bytes, as its agent last reported.
+             */
+            used_bytes?: number | null;
+        };
+        /**
+         * @description What the service asks of the agent for one volume.
+         * @enum {string}
+         */
+        VolumeAction: "hold" | "destroy";
+        /**
+         * @description Where a volume's image lives.
+         * @enum {string}
+         */
+        VolumeKind: "host" | "pool";
+        /**
+         * @description One volume of this node's, in the heartbeat's answer. Every volume the node must hold or destroy is listed
+         *     with every answer, so an agent that restarts or missed an answer catches up at its next heartbeat.
+         */
+        VolumeOrder: {
+            action: components["schemas"]["VolumeAction"];
+            kind: components["schemas"]["VolumeKind"];
+            /**
+             * Format: int64
+             * @description The volume's size, bytes (GiB x 2^30).
+             */
+            size_bytes: number;
+            /** Format: uuid */
+            volume_id: string;
+        };
+        /**
+         * @description What the agent did with one volume the service asked it to hold or destroy.
+         * @enum {string}
+         */
+        VolumeOutcome: "ready" | "failed" | "destroyed";
+        /**
+         * @example {
+         *       "max_volume_gib": 5000,
+         *       "max_volumes": 20
+         *     }
+         */
+        VolumeQuotas: {
+            /** @description GiB of volumes the tenant may hold at once (null: unlimited). */
+            max_volume_gib?: number | null;
+            /**
+             * Format: int64
+             * @description Volumes the tenant may hold at once (null: unlimited).
+             */
+            max_volumes?: number | null;
+        };
+        /**
+         * @description One volume's state on this host, reported with the heartbeat after it changed and then with every heartbeat
+         *     while it is held (its use changes).
+         */
+        VolumeReport: {
+            /** @description Why it failed. */
+            message?: string | null;
+            outcome: components["schemas"]["VolumeOutcome"];
+            /** @description The filesystem's size, bytes (ready volumes). */
+            size_bytes?: number | null;
+            /** @description What is written in it, bytes (ready volumes). */
+            used_bytes?: number | null;
+            /** Format: uuid */
+            volume_id: string;
+        };
+        /** @description A volume store the agent offers, with its space now (reported with every heartbeat). */
+        VolumeStore: {
+            /** @description Free space on it, bytes (images are sparse: what a volume has not written yet is still free here). */
+            free_bytes: number;
+            kind: components["schemas"]["VolumeKind"];
+            /** @description Size of the filesystem that holds the images, bytes. */
+            total_bytes: number;
         };
         /** @description One attempt to deliver. */
         WebhookAttempt: {
@@ -6090,6 +6393,103 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    set_pool_storage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pool id */
+                pool_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PoolStorageSettings"];
+            };
+        };
+        responses: {
+            /** @description As stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PoolStorageSettings"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such pool */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_storage_price: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pool id */
+                pool_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["StoragePriceRequest"];
+            };
+        };
+        responses: {
+            /** @description Scheduled */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StoragePriceRequest"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such pool */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A price starts at that time already (`storage_price_exists`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     get_pool_utilization: {
         parameters: {
             query?: {
@@ -6408,6 +6808,50 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    set_volume_quotas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Tenant id */
+                tenant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VolumeQuotas"];
+            };
+        };
+        responses: {
+            /** @description As stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VolumeQuotas"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
@@ -8217,6 +8661,225 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_volumes: {
+        parameters: {
+            query?: {
+                /** @description List deleted volumes too. */
+                include_deleted?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tenant's volumes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_volume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateVolumeRequest"];
+            };
+        };
+        responses: {
+            /** @description The volume, `creating` */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such pool */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A live volume has this name (`volume_name_taken`), a quota (`volume_quota_exceeded`) or the pool's storage capacity (`pool_storage_full`) does not hold it, or no ready host has room for it (`no_volume_store`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid fields, a kind the pool does not offer, or a pool that sells no storage (`volumes_not_offered`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_volume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Volume id */
+                volume_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The volume */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such volume of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    delete_volume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Volume id */
+                volume_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The volume, `deleting` (or `deleted`, if it was never made) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such volume of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    update_volume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Volume id */
+                volume_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateVolumeRequest"];
+            };
+        };
+        responses: {
+            /** @description The volume as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Volume"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such volume of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Deleted or failed (`volume_not_live`), or a quota, the pool's capacity or its host's room does not hold the new size (`volume_quota_exceeded`, `pool_storage_full`, `no_volume_store`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid fields, or a smaller size (volumes never shrink) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

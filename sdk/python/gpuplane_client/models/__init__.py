@@ -32,6 +32,7 @@ from .create_operator_key_request import CreateOperatorKeyRequest
 from .create_pool_price_request import CreatePoolPriceRequest
 from .create_pool_request import CreatePoolRequest
 from .create_tenant_request import CreateTenantRequest
+from .create_volume_request import CreateVolumeRequest
 from .create_webhook_request import CreateWebhookRequest
 from .created_api_key import CreatedApiKey
 from .created_join_token import CreatedJoinToken
@@ -130,6 +131,7 @@ from .pool_price import PoolPrice
 from .pool_quota import PoolQuota
 from .pool_revenue import PoolRevenue
 from .pool_sla import PoolSla
+from .pool_storage_settings import PoolStorageSettings
 from .pool_utilization import PoolUtilization
 from .precision import Precision
 from .problem import Problem
@@ -155,6 +157,7 @@ from .state_change import StateChange
 from .step_page import StepPage
 from .step_view import StepView
 from .stop_notice import StopNotice
+from .storage_price_request import StoragePriceRequest
 from .telemetry import Telemetry
 from .telemetry_point import TelemetryPoint
 from .template import Template
@@ -172,8 +175,17 @@ from .token_response import TokenResponse
 from .update_lease_request import UpdateLeaseRequest
 from .update_pool_request import UpdatePoolRequest
 from .update_tenant_request import UpdateTenantRequest
+from .update_volume_request import UpdateVolumeRequest
 from .update_webhook_request import UpdateWebhookRequest
 from .usage_row import UsageRow
+from .volume import Volume
+from .volume_action import VolumeAction
+from .volume_kind import VolumeKind
+from .volume_order import VolumeOrder
+from .volume_outcome import VolumeOutcome
+from .volume_quotas import VolumeQuotas
+from .volume_report import VolumeReport
+from .volume_store import VolumeStore
 from .webhook_attempt import WebhookAttempt
 from .webhook_delivery import WebhookDelivery
 from .webhook_delivery_page import WebhookDeliveryPage
@@ -218,6 +230,7 @@ __all__ = (
     "CreatePoolPriceRequest",
     "CreatePoolRequest",
     "CreateTenantRequest",
+    "CreateVolumeRequest",
     "CreateWebhookRequest",
     "CreatedApiKey",
     "CreatedJoinToken",
@@ -316,6 +329,7 @@ __all__ = (
     "PoolQuota",
     "PoolRevenue",
     "PoolSla",
+    "PoolStorageSettings",
     "PoolUtilization",
     "Precision",
     "Problem",
@@ -341,6 +355,7 @@ __all__ = (
     "StepPage",
     "StepView",
     "StopNotice",
+    "StoragePriceRequest",
     "Telemetry",
     "TelemetryPoint",
     "Template",
@@ -358,8 +373,17 @@ __all__ = (
     "UpdateLeaseRequest",
     "UpdatePoolRequest",
     "UpdateTenantRequest",
+    "UpdateVolumeRequest",
     "UpdateWebhookRequest",
     "UsageRow",
+    "Volume",
+    "VolumeAction",
+    "VolumeKind",
+    "VolumeOrder",
+    "VolumeOutcome",
+    "VolumeQuotas",
+    "VolumeReport",
+    "VolumeStore",
     "WebhookAttempt",
     "WebhookDelivery",
     "WebhookDeliveryPage",

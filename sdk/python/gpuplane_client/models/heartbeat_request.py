@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     )
     from ..models.job_step import JobStep
     from ..models.peer_latency import PeerLatency
+    from ..models.volume_report import VolumeReport
+    from ..models.volume_store import VolumeStore
 
 
 T = TypeVar("T", bound="HeartbeatRequest")
@@ -39,6 +41,9 @@ class HeartbeatRequest:
         steps (list[JobStep] | Unset): Optimizer steps the gpuplane runtime measured in this node's jobs since the last
             delivered heartbeat,
             oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
+        volume_stores (list[VolumeStore] | Unset): The volume stores this agent offers (`--volume-store`), with their
+            space now; none when it offers none.
+        volumes (list[VolumeReport] | Unset): The volumes this agent holds or was asked to destroy, as they are now.
     """
 
     samples: list[GpuSample]
@@ -48,6 +53,8 @@ class HeartbeatRequest:
     latency: list[PeerLatency] | Unset = UNSET
     launchers: HeartbeatRequestLaunchersType0 | None | Unset = UNSET
     steps: list[JobStep] | Unset = UNSET
+    volume_stores: list[VolumeStore] | Unset = UNSET
+    volumes: list[VolumeReport] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.heartbeat_request_launchers_type_0 import (
@@ -99,6 +106,20 @@ class HeartbeatRequest:
                 steps_item = steps_item_data.to_dict()
                 steps.append(steps_item)
 
+        volume_stores: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.volume_stores, Unset):
+            volume_stores = []
+            for volume_stores_item_data in self.volume_stores:
+                volume_stores_item = volume_stores_item_data.to_dict()
+                volume_stores.append(volume_stores_item)
+
+        volumes: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.volumes, Unset):
+            volumes = []
+            for volumes_item_data in self.volumes:
+                volumes_item = volumes_item_data.to_dict()
+                volumes.append(volumes_item)
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -118,6 +139,10 @@ class HeartbeatRequest:
             field_dict["launchers"] = launchers
         if steps is not UNSET:
             field_dict["steps"] = steps
+        if volume_stores is not UNSET:
+            field_dict["volume_stores"] = volume_stores
+        if volumes is not UNSET:
+            field_dict["volumes"] = volumes
 
         return field_dict
 
@@ -129,6 +154,8 @@ class HeartbeatRequest:
         )
         from ..models.job_step import JobStep
         from ..models.peer_latency import PeerLatency
+        from ..models.volume_report import VolumeReport
+        from ..models.volume_store import VolumeStore
 
         d = dict(src_dict)
         samples = []
@@ -202,6 +229,24 @@ class HeartbeatRequest:
 
                 steps.append(steps_item)
 
+        _volume_stores = d.pop("volume_stores", UNSET)
+        volume_stores: list[VolumeStore] | Unset = UNSET
+        if _volume_stores is not UNSET:
+            volume_stores = []
+            for volume_stores_item_data in _volume_stores:
+                volume_stores_item = VolumeStore.from_dict(volume_stores_item_data)
+
+                volume_stores.append(volume_stores_item)
+
+        _volumes = d.pop("volumes", UNSET)
+        volumes: list[VolumeReport] | Unset = UNSET
+        if _volumes is not UNSET:
+            volumes = []
+            for volumes_item_data in _volumes:
+                volumes_item = VolumeReport.from_dict(volumes_item_data)
+
+                volumes.append(volumes_item)
+
         heartbeat_request = cls(
             samples=samples,
             cuda_version=cuda_version,
@@ -210,6 +255,8 @@ class HeartbeatRequest:
             latency=latency,
             launchers=launchers,
             steps=steps,
+            volume_stores=volume_stores,
+            volumes=volumes,
         )
 
         return heartbeat_request

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.desired_state import DesiredState
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.volume_order import VolumeOrder
+
 
 T = TypeVar("T", bound="HeartbeatResponse")
 
@@ -19,12 +24,15 @@ class HeartbeatResponse:
         assignments_pending (bool): There is work to fetch at `GET /v1/agent/assignments`.
         desired_state (DesiredState): What the service wants the node to do.
         heartbeat_interval_s (int): Seconds until the next heartbeat.
+        volumes (list[VolumeOrder] | Unset): Every volume this node must hold or destroy (only to agents that offer a
+            volume store).
     """
 
     accepted_samples: int
     assignments_pending: bool
     desired_state: DesiredState
     heartbeat_interval_s: int
+    volumes: list[VolumeOrder] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -36,6 +44,13 @@ class HeartbeatResponse:
 
         heartbeat_interval_s = self.heartbeat_interval_s
 
+        volumes: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.volumes, Unset):
+            volumes = []
+            for volumes_item_data in self.volumes:
+                volumes_item = volumes_item_data.to_dict()
+                volumes.append(volumes_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -46,11 +61,15 @@ class HeartbeatResponse:
                 "heartbeat_interval_s": heartbeat_interval_s,
             }
         )
+        if volumes is not UNSET:
+            field_dict["volumes"] = volumes
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.volume_order import VolumeOrder
+
         d = dict(src_dict)
         accepted_samples = d.pop("accepted_samples")
 
@@ -60,11 +79,21 @@ class HeartbeatResponse:
 
         heartbeat_interval_s = d.pop("heartbeat_interval_s")
 
+        _volumes = d.pop("volumes", UNSET)
+        volumes: list[VolumeOrder] | Unset = UNSET
+        if _volumes is not UNSET:
+            volumes = []
+            for volumes_item_data in _volumes:
+                volumes_item = VolumeOrder.from_dict(volumes_item_data)
+
+                volumes.append(volumes_item)
+
         heartbeat_response = cls(
             accepted_samples=accepted_samples,
             assignments_pending=assignments_pending,
             desired_state=desired_state,
             heartbeat_interval_s=heartbeat_interval_s,
+            volumes=volumes,
         )
 
         heartbeat_response.additional_properties = d

@@ -1,0 +1,421 @@
+//! Tenant volumes: their rows, the quotas and capacity they count against, and what agents report of them.
+//! Every tenant-facing query takes the tenant's id and filters by it.
+
+use chrono::{DateTime, Utc};
+use gpuplane_protocol::volumes::{VolumeKind, VolumeOutcome, VolumeReport, VolumeStore};
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::StoreResult;
+
+/// Bytes in a GiB.
+pub const GIB: i64 = 1 << 30;
+
+/// A tenant's volume, as the API shows it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Volume {
+    pub id: Uuid,
+    pub name: String,
+    pub pool_id: Uuid,
+    pub pool_name: String,
+    /// `host` (kept on one host: leases that attach it are placed there) or `pool` (on the pool's shared
+    /// filesystem: any host of the pool can mount it).
+    pub kind: String,
+    pub size_gib: i32,
+    /// `creating` (its host's agent makes it at its next heartbeat), `ready`, `failed` (never made, never
+    /// charged), `deleting` (billing stopped; its agent destroys the data), `deleted`.
+    pub state: String,
+    /// Why it failed, or why its last grow has not taken effect.
+    pub state_reason: Option<String>,
+    /// The host that holds a host volume (or makes a pool volume).
+    pub node: String,
+    /// False while that host is offline: a host volume cannot be mounted then (its data is kept, and it is not
+    /// billed for the time its host is silent).
+    pub available: bool,
+    /// What is written in it, bytes, as its agent last reported.
+    pub used_bytes: Option<i64>,
+    /// Deleted automatically once detached this many days (a `volume.idle` webhook a day before); null: never.
+    pub delete_after_idle_days: Option<i32>,
+    pub created_at: DateTime<Utc>,
+    pub ready_at: Option<DateTime<Utc>>,
+    pub deleted_at: Option<DateTime<Utc>>,
+    /// What it has been charged so far, minor units of `currency`.
+    pub charged_minor: i64,
+    pub currency: String,
+}
+
+/// A tenant's volume by id (not deleted ones' history too: a deleted volume is still listed as such).
+pub async fn get(conn: &mut PgConnection, tenant_id: Uuid, id: Uuid) -> StoreResult<Option<Volume>> {
+    let volume = sqlx::query_as!(
+        Volume,
+        r#"SELECT v.id, v.name, v.pool_id, p.name AS pool_name, v.kind, v.size_gib, v.state, v.state_reason,
+                  n.hostname AS node, (n.liveness = 'ready') AS "available!", v.used_bytes,
+                  v.delete_after_idle_days, v.created_at, v.ready_at, v.deleted_at, v.charged_minor, v.currency
+           FROM volumes v JOIN pools p ON p.id = v.pool_id JOIN nodes n ON n.id = v.node_id
+           WHERE v.tenant_id = $1 AND v.id = $2"#,
+        tenant_id,
+        id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(volume)
+}
+
+/// A tenant's volumes, newest first; deleted ones only when asked.
+pub async fn list(conn: &mut PgConnection, tenant_id: Uuid, include_deleted: bool) -> StoreResult<Vec<Volume>> {
+    let volumes = sqlx::query_as!(
+        Volume,
+        r#"SELECT v.id, v.name, v.pool_id, p.name AS pool_name, v.kind, v.size_gib, v.state, v.state_reason,
+                  n.hostname AS node, (n.liveness = 'ready') AS "available!", v.used_bytes,
+                  v.delete_after_idle_days, v.created_at, v.ready_at, v.deleted_at, v.charged_minor, v.currency
+           FROM volumes v JOIN pools p ON p.id = v.pool_id JOIN nodes n ON n.id = v.node_id
+           WHERE v.tenant_id = $1 AND ($2 OR v.state <> 'deleted')
+           ORDER BY v.id DESC LIMIT 1000"#,
+        tenant_id,
+        include_deleted
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(volumes)
+}
+
+/// The tenant's volume quotas (NULL: unlimited), locking the tenant's row so creates and grows of one tenant
+/// serialize and the quotas hold under concurrency. None: no such tenant.
+pub async fn lock_tenant_quotas(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+) -> StoreResult<Option<(Option<i32>, Option<i64>)>> {
+    let row = sqlx::query!("SELECT max_volumes, max_volume_gib FROM tenants WHERE id = $1 FOR UPDATE", tenant_id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.map(|r| (r.max_volumes, r.max_volume_gib)))
+}
+
+/// How many volumes the tenant holds and their GiB (not failed or deleted ones: those hold no storage; a
+/// deleting one does until its agent destroyed it).
+pub async fn tenant_usage(conn: &mut PgConnection, tenant_id: Uuid) -> StoreResult<(i64, i64)> {
+    let row = sqlx::query!(
+        r#"SELECT count(*) AS "count!", coalesce(sum(size_gib), 0)::bigint AS "gib!"
+           FROM volumes WHERE tenant_id = $1 AND state IN ('creating', 'ready', 'deleting')"#,
+        tenant_id
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok((row.count, row.gib))
+}
+
+/// What a pool sells of storage, with its row locked (creates and grows in one pool serialize, so its capacity
+/// holds): the kinds it offers, its capacity, its currency and the storage price in force now.
+#[derive(Debug, Clone)]
+pub struct PoolStorage {
+    pub id: Uuid,
+    pub name: String,
+    pub volume_kinds: Vec<String>,
+    pub capacity_gib: Option<i64>,
+    pub currency: String,
+    pub price_per_gib_month_minor: Option<i64>,
+    /// GiB of the pool's volumes that hold storage now.
+    pub used_gib: i64,
+    /// GiB of those on the pool's shared filesystem (kind `pool`).
+    pub pool_kind_gib: i64,
+}
+
+/// Lock a pool the tenant may see and read what it sells of storage. None: no such pool.
+pub async fn lock_pool_storage(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<Option<PoolStorage>> {
+    let row = sqlx::query!(
+        r#"SELECT p.id, p.name, p.volume_kinds, p.volume_capacity_gib, p.currency,
+                  (SELECT price_per_gib_month_minor FROM pool_storage_prices s
+                   WHERE s.pool_id = p.id AND s.effective_from <= now()
+                   ORDER BY s.effective_from DESC LIMIT 1) AS price,
+                  (SELECT coalesce(sum(size_gib), 0)::bigint FROM volumes v
+                   WHERE v.pool_id = p.id AND v.state IN ('creating', 'ready', 'deleting')) AS "used_gib!",
+                  (SELECT coalesce(sum(size_gib), 0)::bigint FROM volumes v
+                   WHERE v.pool_id = p.id AND v.kind = 'pool'
+                     AND v.state IN ('creating', 'ready', 'deleting')) AS "pool_kind_gib!"
+           FROM pools p WHERE p.id = $1 FOR UPDATE OF p"#,
+        pool_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| PoolStorage {
+        id: r.id,
+        name: r.name,
+        volume_kinds: r.volume_kinds,
+        capacity_gib: r.volume_capacity_gib,
+        currency: r.currency,
+        price_per_gib_month_minor: r.price,
+        used_gib: r.used_gib,
+        pool_kind_gib: r.pool_kind_gib,
+    }))
+}
+
+/// A node of a pool that could hold a volume: what its agent reported of its stores, and the GiB of volumes
+/// already promised to it.
+#[derive(Debug, Clone)]
+pub struct StoreNode {
+    pub node_id: Uuid,
+    pub hostname: String,
+    pub stores: Vec<VolumeStore>,
+    /// GiB of this node's live host volumes (images are sparse: promised space is not yet used space).
+    pub host_promised_gib: i64,
+}
+
+/// The pool's nodes that are ready and in service, with their reported stores, in id order.
+pub async fn store_nodes(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<Vec<StoreNode>> {
+    let rows = sqlx::query!(
+        r#"SELECT n.id, n.hostname, n.volume_stores,
+                  (SELECT coalesce(sum(size_gib), 0)::bigint FROM volumes v
+                   WHERE v.node_id = n.id AND v.kind = 'host'
+                     AND v.state IN ('creating', 'ready', 'deleting')) AS "promised!"
+           FROM nodes n
+           WHERE n.pool_id = $1 AND n.admin_state = 'active' AND n.liveness = 'ready'
+           ORDER BY n.id"#,
+        pool_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| StoreNode {
+            node_id: r.id,
+            hostname: r.hostname,
+            // Written only from validated heartbeats; anything else reads as no store.
+            stores: serde_json::from_value(r.volume_stores).unwrap_or_default(),
+            host_promised_gib: r.promised,
+        })
+        .collect())
+}
+
+/// A volume to insert.
+pub struct NewVolume<'a> {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub pool_id: Uuid,
+    pub name: &'a str,
+    pub kind: VolumeKind,
+    pub size_gib: i32,
+    pub node_id: Uuid,
+    pub delete_after_idle_days: Option<i32>,
+    pub currency: &'a str,
+    pub created_by: Uuid,
+}
+
+/// Insert a volume in `creating`. False: the tenant has a live volume of that name.
+pub async fn insert(conn: &mut PgConnection, v: &NewVolume<'_>) -> StoreResult<bool> {
+    let inserted = sqlx::query!(
+        r#"INSERT INTO volumes (id, tenant_id, pool_id, name, kind, size_gib, node_id, delete_after_idle_days,
+                                currency, created_by)
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+           ON CONFLICT (tenant_id, name) WHERE state <> 'deleted' DO NOTHING"#,
+        v.id,
+        v.tenant_id,
+        v.pool_id,
+        v.name,
+        v.kind.as_str(),
+        v.size_gib,
+        v.node_id,
+        v.delete_after_idle_days,
+        v.currency,
+        v.created_by,
+    )
+    .execute(conn)
+    .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// A tenant's volume locked for a change: its pool, node, kind, size and state.
+#[derive(Debug, Clone)]
+pub struct LockedVolume {
+    pub id: Uuid,
+    pub pool_id: Uuid,
+    pub node_id: Uuid,
+    pub kind: String,
+    pub size_gib: i32,
+    pub state: String,
+}
+
+/// Lock a tenant's volume (`FOR UPDATE`). None: not the tenant's, or no such volume.
+pub async fn lock(conn: &mut PgConnection, tenant_id: Uuid, id: Uuid) -> StoreResult<Option<LockedVolume>> {
+    let row = sqlx::query_as!(
+        LockedVolume,
+        "SELECT id, pool_id, node_id, kind, size_gib, state FROM volumes WHERE tenant_id = $1 AND id = $2 FOR UPDATE",
+        tenant_id,
+        id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}
+
+/// Set a locked volume's size (a grow) and idle policy.
+pub async fn update(
+    conn: &mut PgConnection,
+    id: Uuid,
+    size_gib: i32,
+    delete_after_idle_days: Option<i32>,
+) -> StoreResult<()> {
+    sqlx::query!(
+        "UPDATE volumes SET size_gib = $2, delete_after_idle_days = $3, idle_notice_at = NULL WHERE id = $1",
+        id,
+        size_gib,
+        delete_after_idle_days
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Delete a locked volume: a failed one is gone at once (no data was made); any other is `deleting` until its
+/// agent destroyed the image. Billing stops now either way.
+pub async fn mark_deleted(conn: &mut PgConnection, id: Uuid) -> StoreResult<()> {
+    sqlx::query!(
+        "UPDATE volumes SET state = CASE WHEN state = 'failed' THEN 'deleted' ELSE 'deleting' END,
+                deleted_at = now(), state_reason = NULL
+         WHERE id = $1 AND state <> 'deleted'",
+        id
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Save what the agent reports of its volume stores (written only when it changed).
+pub async fn record_stores(conn: &mut PgConnection, node_id: Uuid, stores: &[VolumeStore]) -> StoreResult<()> {
+    let stores = serde_json::to_value(stores).unwrap_or_default();
+    sqlx::query!(
+        "UPDATE nodes SET volume_stores = $2 WHERE id = $1 AND volume_stores IS DISTINCT FROM $2",
+        node_id,
+        stores
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Apply an agent's reports of its own volumes (another node's volume is ignored): a volume made becomes
+/// `ready` (billed from now), one that could not be made `failed`, one destroyed `deleted`; a ready volume's
+/// use is refreshed, and a grow that failed is kept as its reason. Returns how many volumes changed state.
+pub async fn apply_reports(conn: &mut PgConnection, node_id: Uuid, reports: &[VolumeReport]) -> StoreResult<u64> {
+    let mut changed = 0;
+    for r in reports {
+        let (ready, failed, destroyed) = (
+            r.outcome == VolumeOutcome::Ready,
+            r.outcome == VolumeOutcome::Failed,
+            r.outcome == VolumeOutcome::Destroyed,
+        );
+        let row = sqlx::query!(
+            r#"UPDATE volumes v SET
+                 state = CASE
+                   WHEN $3 AND v.state = 'creating' THEN 'ready'
+                   WHEN $4 AND v.state = 'creating' THEN 'failed'
+                   WHEN $5 AND v.state = 'deleting' THEN 'deleted'
+                   ELSE v.state END,
+                 ready_at = CASE WHEN $3 AND v.state = 'creating' THEN now() ELSE v.ready_at END,
+                 metered_until = CASE WHEN $3 AND v.state = 'creating' THEN now() ELSE v.metered_until END,
+                 state_reason = CASE
+                   WHEN $4 THEN $8
+                   WHEN $3 AND $6::bigint >= v.size_gib::bigint * 1073741824 THEN NULL
+                   ELSE v.state_reason END,
+                 reported_size_bytes = coalesce($6, v.reported_size_bytes),
+                 used_bytes = coalesce($7, v.used_bytes),
+                 reported_at = now()
+               FROM volumes old
+               WHERE v.id = $2 AND v.node_id = $1 AND old.id = v.id
+               RETURNING old.state AS was, v.state"#,
+            node_id,
+            r.volume_id,
+            ready,
+            failed,
+            destroyed,
+            r.size_bytes,
+            r.used_bytes,
+            r.message.as_deref(),
+        )
+        .fetch_optional(&mut *conn)
+        .await?;
+        if row.is_some_and(|row| row.was != row.state) {
+            changed += 1;
+        }
+    }
+    Ok(changed)
+}
+
+/// One volume the node must hold or destroy.
+#[derive(Debug, Clone)]
+pub struct NodeVolume {
+    pub id: Uuid,
+    pub kind: String,
+    pub size_gib: i32,
+    pub state: String,
+}
+
+/// Every volume of this node's that its agent must hold (`creating`, `ready`) or destroy (`deleting`).
+pub async fn node_volumes(conn: &mut PgConnection, node_id: Uuid) -> StoreResult<Vec<NodeVolume>> {
+    let rows = sqlx::query_as!(
+        NodeVolume,
+        "SELECT id, kind, size_gib, state FROM volumes
+         WHERE node_id = $1 AND state IN ('creating', 'ready', 'deleting') ORDER BY id",
+        node_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Set what a pool sells of storage (an operator's change). False: no such pool.
+pub async fn set_pool_storage(
+    conn: &mut PgConnection,
+    pool_id: Uuid,
+    kinds: &[String],
+    capacity_gib: Option<i64>,
+) -> StoreResult<bool> {
+    let done = sqlx::query!(
+        "UPDATE pools SET volume_kinds = $2, volume_capacity_gib = $3, updated_at = now() WHERE id = $1",
+        pool_id,
+        kinds,
+        capacity_gib
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Add a storage price taking effect at `effective_from` (not in the past). False: one starts then already.
+pub async fn add_storage_price(
+    conn: &mut PgConnection,
+    pool_id: Uuid,
+    effective_from: DateTime<Utc>,
+    price_per_gib_month_minor: i64,
+) -> StoreResult<bool> {
+    let done = sqlx::query!(
+        "INSERT INTO pool_storage_prices (id, pool_id, effective_from, price_per_gib_month_minor)
+         VALUES ($1, $2, $3, $4) ON CONFLICT (pool_id, effective_from) DO NOTHING",
+        crate::new_id(),
+        pool_id,
+        effective_from,
+        price_per_gib_month_minor
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Set a tenant's volume quotas (NULL: unlimited). False: no such tenant.
+pub async fn set_tenant_quotas(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    max_volumes: Option<i32>,
+    max_volume_gib: Option<i64>,
+) -> StoreResult<bool> {
+    let done = sqlx::query!(
+        "UPDATE tenants SET max_volumes = $2, max_volume_gib = $3, updated_at = now() WHERE id = $1",
+        tenant_id,
+        max_volumes,
+        max_volume_gib
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

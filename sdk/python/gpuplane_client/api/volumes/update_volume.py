@@ -1,0 +1,228 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+from uuid import UUID
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.problem import Problem
+from ...models.update_volume_request import UpdateVolumeRequest
+from ...models.volume import Volume
+from ...types import Response
+
+
+def _get_kwargs(
+    volume_id: UUID,
+    *,
+    body: UpdateVolumeRequest,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "patch",
+        "url": "/v1/volumes/{volume_id}".format(
+            volume_id=quote(str(volume_id), safe=""),
+        ),
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | Volume | None:
+    if response.status_code == 200:
+        response_200 = Volume.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 409:
+        response_409 = Problem.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 500:
+        response_500 = Problem.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | Volume]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    volume_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateVolumeRequest,
+) -> Response[Problem | Volume]:
+    """Grow a volume or change its idle policy (tenant admin).
+
+    Args:
+        volume_id (UUID):
+        body (UpdateVolumeRequest):  Example: {'size_gib': 200}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Volume]
+    """
+
+    kwargs = _get_kwargs(
+        volume_id=volume_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    volume_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateVolumeRequest,
+) -> Problem | Volume | None:
+    """Grow a volume or change its idle policy (tenant admin).
+
+    Args:
+        volume_id (UUID):
+        body (UpdateVolumeRequest):  Example: {'size_gib': 200}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Volume
+    """
+
+    return sync_detailed(
+        volume_id=volume_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    volume_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateVolumeRequest,
+) -> Response[Problem | Volume]:
+    """Grow a volume or change its idle policy (tenant admin).
+
+    Args:
+        volume_id (UUID):
+        body (UpdateVolumeRequest):  Example: {'size_gib': 200}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Volume]
+    """
+
+    kwargs = _get_kwargs(
+        volume_id=volume_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    volume_id: UUID,
+    *,
+    client: AuthenticatedClient,
+    body: UpdateVolumeRequest,
+) -> Problem | Volume | None:
+    """Grow a volume or change its idle policy (tenant admin).
+
+    Args:
+        volume_id (UUID):
+        body (UpdateVolumeRequest):  Example: {'size_gib': 200}.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Volume
+    """
+
+    return (
+        await asyncio_detailed(
+            volume_id=volume_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,249 @@
+//! Tenant volumes through the API and the agent protocol: a volume is placed on a host whose agent reports a
+//! store with room for everything promised on it, made, grown and destroyed by that agent's heartbeats; quotas,
+//! capacity and bad input are refused with nothing changed; another tenant's volume is 404, and an agent's
+//! report of a volume that is not its node's changes nothing. (The images themselves, on real loop mounts, are
+//! tested in the agent's `volumes` module.)
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::support::app::TestApp;
+
+const GIB: i64 = 1 << 30;
+
+/// A heartbeat of an agent offering `stores` ([(kind, free GiB)]) and reporting `volumes`; its answer's orders.
+async fn heartbeat(app: &TestApp, agent: &str, stores: &[(&str, i64)], volumes: Value) -> Vec<Value> {
+    let stores: Vec<Value> = stores
+        .iter()
+        .map(|(kind, free)| json!({"kind": kind, "total_bytes": 1000 * GIB, "free_bytes": free * GIB}))
+        .collect();
+    let body = json!({"samples": [], "volume_stores": stores, "volumes": volumes});
+    let res = app.post("/v1/agent/heartbeat", agent, body).await.expect(StatusCode::OK);
+    res.body["volumes"].as_array().cloned().unwrap_or_default()
+}
+
+/// A pool selling `kinds` at 7 minor units per GiB-month, with two agent nodes; (operator, pool, [node ids],
+/// [agent tokens]).
+async fn storage_pool(app: &TestApp, kinds: Value) -> (String, String, Vec<String>, Vec<String>) {
+    let op = app.operator().await;
+    let pool = app.pool(&op, "vol-pool", "h100").await;
+    app.put(&format!("/v1/admin/pools/{pool}/storage"), &op, json!({"volume_kinds": kinds}))
+        .await
+        .expect(StatusCode::OK);
+    app.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": 7}))
+        .await
+        .expect(StatusCode::CREATED);
+    let (n1, a1) = app.agent_node(&op, &pool, "vol-host-1", 1).await;
+    let (n2, a2) = app.agent_node(&op, &pool, "vol-host-2", 1).await;
+    (op, pool, vec![n1, n2], vec![a1, a2])
+}
+
+#[sqlx::test]
+async fn a_host_volume_is_made_grown_and_destroyed_by_its_hosts_agent(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, pool, _nodes, agents) = storage_pool(&app, json!(["host"])).await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    // Host 1 has 100 GiB free, host 2 only 40: a 60 GiB volume goes to host 1.
+    heartbeat(&app, &agents[0], &[("host", 100)], json!([])).await;
+    heartbeat(&app, &agents[1], &[("host", 40)], json!([])).await;
+    let created = app
+        .post("/v1/volumes", &tenant, json!({"name": "ckpt", "pool_id": pool, "size_gib": 60}))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let id = created["id"].as_str().unwrap().to_string();
+    assert_eq!((created["state"].as_str(), created["kind"].as_str()), (Some("creating"), Some("host")));
+    assert_eq!(created["node"], "vol-host-1", "placed where there is room: {created}");
+    // Host 1 has 40 GiB left unpromised, host 2 has 40 free: a 50 GiB volume fits neither.
+    app.post("/v1/volumes", &tenant, json!({"name": "big", "pool_id": pool, "size_gib": 50}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "no_volume_store");
+
+    // Only its host's agent is asked to make it, with every heartbeat until it reports it made.
+    assert!(heartbeat(&app, &agents[1], &[("host", 40)], json!([])).await.is_empty());
+    let orders = heartbeat(&app, &agents[0], &[("host", 100)], json!([])).await;
+    assert_eq!(orders, vec![json!({"volume_id": id, "kind": "host", "action": "hold", "size_bytes": 60 * GIB})]);
+    // Another node's agent reporting it made changes nothing.
+    let forged = json!([{"volume_id": id, "outcome": "ready", "size_bytes": 60 * GIB, "used_bytes": 1}]);
+    heartbeat(&app, &agents[1], &[("host", 40)], forged).await;
+    let volume = app.get(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(volume["state"], "creating");
+    let made = json!([{"volume_id": id, "outcome": "ready", "size_bytes": 60 * GIB, "used_bytes": 4096}]);
+    heartbeat(&app, &agents[0], &[("host", 100)], made).await;
+    let volume = app.get(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!((volume["state"].as_str(), volume["used_bytes"].as_i64()), (Some("ready"), Some(4096)), "{volume}");
+    assert!(volume["ready_at"].is_string() && volume["available"] == true);
+
+    // Grow: never shrink; the order carries the new size; a grow the host cannot hold is refused.
+    app.patch(&format!("/v1/volumes/{id}"), &tenant, json!({"size_gib": 59}))
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY);
+    app.patch(&format!("/v1/volumes/{id}"), &tenant, json!({"size_gib": 101}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "no_volume_store");
+    let grown = app.patch(&format!("/v1/volumes/{id}"), &tenant, json!({"size_gib": 80})).await.expect(StatusCode::OK);
+    assert_eq!(grown.body["size_gib"], 80);
+    let orders = heartbeat(&app, &agents[0], &[("host", 100)], json!([])).await;
+    assert_eq!(orders[0]["size_bytes"], 80 * GIB);
+    // A grow that failed on the host is kept as the volume's reason; the volume stays ready.
+    let failed = json!([{"volume_id": id, "outcome": "failed", "message": "resize2fs: no space"}]);
+    heartbeat(&app, &agents[0], &[("host", 100)], failed).await;
+    let volume = app.get(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(
+        (volume["state"].as_str(), volume["state_reason"].as_str()),
+        (Some("ready"), Some("resize2fs: no space"))
+    );
+
+    // Delete: deleting until its agent destroyed the data, then deleted; the name is free again.
+    let deleted = app.delete(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(deleted["state"], "deleting");
+    assert!(deleted["deleted_at"].is_string());
+    let orders = heartbeat(&app, &agents[0], &[("host", 100)], json!([])).await;
+    assert_eq!(orders[0]["action"], "destroy");
+    heartbeat(&app, &agents[0], &[("host", 100)], json!([{"volume_id": id, "outcome": "destroyed"}])).await;
+    assert!(heartbeat(&app, &agents[0], &[("host", 100)], json!([])).await.is_empty());
+    let volume = app.get(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(volume["state"], "deleted");
+    let listed = app.get("/v1/volumes", &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(listed, json!([]), "deleted volumes are listed only when asked");
+    let all = app.get("/v1/volumes?include_deleted=true", &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(all.as_array().unwrap().len(), 1);
+    app.post("/v1/volumes", &tenant, json!({"name": "ckpt", "pool_id": pool, "size_gib": 10}))
+        .await
+        .expect(StatusCode::CREATED);
+}
+
+#[sqlx::test]
+async fn a_pool_volume_counts_everything_the_shared_store_promised(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, pool, _nodes, agents) = storage_pool(&app, json!(["host", "pool"])).await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    // Both hosts mount the same shared filesystem: 100 GiB free there.
+    heartbeat(&app, &agents[0], &[("pool", 100)], json!([])).await;
+    heartbeat(&app, &agents[1], &[("pool", 100), ("host", 500)], json!([])).await;
+    let a = app.post("/v1/volumes", &tenant, json!({"name": "a", "pool_id": pool, "size_gib": 70})).await;
+    assert_eq!(a.expect(StatusCode::CREATED).body["kind"], "pool", "pool is the default where offered");
+    // 30 GiB of the shared store are left unpromised, whichever host would make it.
+    app.post("/v1/volumes", &tenant, json!({"name": "b", "pool_id": pool, "size_gib": 31}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "no_volume_store");
+    app.post("/v1/volumes", &tenant, json!({"name": "b", "pool_id": pool, "size_gib": 30}))
+        .await
+        .expect(StatusCode::CREATED);
+    // A host volume asked for explicitly goes to the one host with a host store.
+    let h =
+        app.post("/v1/volumes", &tenant, json!({"name": "h", "pool_id": pool, "size_gib": 1, "kind": "host"})).await;
+    assert_eq!(h.expect(StatusCode::CREATED).body["node"], "vol-host-2");
+}
+
+#[sqlx::test]
+async fn quotas_capacity_and_bad_input_are_refused_and_change_nothing(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, pool, _nodes, agents) = storage_pool(&app, json!(["host"])).await;
+    let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
+    heartbeat(&app, &agents[0], &[("host", 900)], json!([])).await;
+    let create = |body: Value| {
+        let app = &app;
+        let tenant = tenant.clone();
+        async move { app.post("/v1/volumes", &tenant, body).await }
+    };
+    let bad = create(json!({"name": "../etc", "pool_id": pool, "size_gib": 0, "delete_after_idle_days": 0})).await;
+    let bad = bad.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(bad.error_fields(), ["name", "size_gib", "delete_after_idle_days"], "{}", bad.body);
+    create(json!({"name": "x", "pool_id": pool, "size_gib": 1, "mount": "/"}))
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY);
+    create(json!({"name": "x", "pool_id": pool, "size_gib": 65537})).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    let kind = create(json!({"name": "x", "pool_id": pool, "size_gib": 1, "kind": "pool"})).await;
+    assert_eq!(kind.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["kind"]);
+    create(json!({"name": "x", "pool_id": uuid::Uuid::now_v7(), "size_gib": 1})).await.expect(StatusCode::NOT_FOUND);
+    // A pool without a storage price sells no volumes.
+    let unpriced = app.pool(&op, "no-price", "h100").await;
+    app.put(&format!("/v1/admin/pools/{unpriced}/storage"), &op, json!({"volume_kinds": ["host"]}))
+        .await
+        .expect(StatusCode::OK);
+    create(json!({"name": "x", "pool_id": unpriced, "size_gib": 1}))
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "volumes_not_offered");
+
+    // Quotas: 2 volumes, 100 GiB; the pool's capacity: 150 GiB.
+    app.put(
+        &format!("/v1/admin/tenants/{tenant_id}/volume-quotas"),
+        &op,
+        json!({"max_volumes": 2, "max_volume_gib": 100}),
+    )
+    .await
+    .expect(StatusCode::OK);
+    app.put(&format!("/v1/admin/pools/{pool}/storage"), &op, json!({"volume_kinds": ["host"], "capacity_gib": 150}))
+        .await
+        .expect(StatusCode::OK);
+    create(json!({"name": "a", "pool_id": pool, "size_gib": 101}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "volume_quota_exceeded");
+    let a = create(json!({"name": "a", "pool_id": pool, "size_gib": 60})).await.expect(StatusCode::CREATED).body;
+    create(json!({"name": "a", "pool_id": pool, "size_gib": 1}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "volume_name_taken");
+    create(json!({"name": "b", "pool_id": pool, "size_gib": 40})).await.expect(StatusCode::CREATED);
+    create(json!({"name": "c", "pool_id": pool, "size_gib": 1}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "volume_quota_exceeded");
+    let grow = format!("/v1/volumes/{}", a["id"].as_str().unwrap());
+    app.patch(&grow, &tenant, json!({"size_gib": 61}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "volume_quota_exceeded");
+    // Another tenant without quotas meets the pool's capacity: 100 of 150 GiB are taken.
+    let (_, other) = app.tenant_admin(&op, "globex").await;
+    app.post("/v1/volumes", &other, json!({"name": "a", "pool_id": pool, "size_gib": 51}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "pool_storage_full");
+    let listed = app.get("/v1/volumes", &tenant).await.expect(StatusCode::OK).body;
+    let sizes: Vec<i64> = listed.as_array().unwrap().iter().map(|v| v["size_gib"].as_i64().unwrap()).collect();
+    assert_eq!(sizes, [40, 60], "only the two volumes that fit were made, unchanged by the refusals");
+    assert_eq!(app.get("/v1/volumes", &other).await.expect(StatusCode::OK).body, json!([]));
+
+    // Operators' settings are checked too.
+    let bad = app.put(&format!("/v1/admin/pools/{pool}/storage"), &op, json!({"volume_kinds": ["nfs"]})).await;
+    bad.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    app.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": -1}))
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY);
+    // An agent's report out of range is refused whole.
+    let res = app
+        .post(
+            "/v1/agent/heartbeat",
+            &agents[0],
+            json!({"samples": [], "volume_stores": [{"kind": "host", "total_bytes": 1, "free_bytes": 2}]}),
+        )
+        .await;
+    assert_eq!(res.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["volume_stores[0]"]);
+}
+
+#[sqlx::test]
+async fn another_tenants_volume_is_not_found(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, pool, _nodes, agents) = storage_pool(&app, json!(["host"])).await;
+    heartbeat(&app, &agents[0], &[("host", 100)], json!([])).await;
+    let (_, acme) = app.tenant_admin(&op, "acme").await;
+    let (_, globex) = app.tenant_admin(&op, "globex").await;
+    let id = app
+        .post("/v1/volumes", &acme, json!({"name": "data", "pool_id": pool, "size_gib": 5}))
+        .await
+        .expect(StatusCode::CREATED)
+        .body["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/v1/volumes/{id}");
+    app.get(&path, &globex).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.patch(&path, &globex, json!({"size_gib": 6})).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.delete(&path, &globex).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    assert_eq!(app.get("/v1/volumes", &globex).await.expect(StatusCode::OK).body, json!([]));
+    // Globex may use the same name: names are per tenant.
+    app.post("/v1/volumes", &globex, json!({"name": "data", "pool_id": pool, "size_gib": 5}))
+        .await
+        .expect(StatusCode::CREATED);
+    let volume = app.get(&path, &acme).await.expect(StatusCode::OK).body;
+    assert_eq!((volume["state"].as_str(), volume["size_gib"].as_i64()), (Some("creating"), Some(5)));
+}
