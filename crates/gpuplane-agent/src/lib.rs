@@ -37,6 +37,7 @@ pub mod sandbox;
 pub mod signals;
 pub mod simulated;
 pub mod steps;
+pub mod volumes;
 
 use anyhow::Context;
 use chrono::{SubsecRound, Utc};
