@@ -247,3 +247,90 @@ async fn another_tenants_volume_is_not_found(db: PgPool) {
     let volume = app.get(&path, &acme).await.expect(StatusCode::OK).body;
     assert_eq!((volume["state"].as_str(), volume["size_gib"].as_i64()), (Some("creating"), Some(5)));
 }
+
+/// The mount options of the mount at `path`, if something is mounted there (this process's mount table).
+fn mount_options(path: &std::path::Path) -> Option<String> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let path = path.to_str().unwrap();
+    table.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(' ').collect();
+        (fields.get(4) == Some(&path)).then(|| fields[5].to_string())
+    })
+}
+
+/// End to end, with the real server and a real agent process making real ext4 images on loop devices (root):
+/// the volume is made and mounted `nosuid,nodev`, survives the agent's SIGKILL and a lost mount (the restarted
+/// agent mounts it again, data intact), and its data is destroyed with it.
+#[sqlx::test]
+async fn a_real_agent_makes_keeps_and_destroys_a_volume(db: PgPool) {
+    use std::os::unix::fs::MetadataExt;
+
+    use crate::support::agents::{Api, HEARTBEAT_1S, spawn_agent, state_dir, wait_until};
+    use crate::support::binary::{database_url, spawn_server};
+
+    assert_eq!(std::fs::metadata("/proc/self").unwrap().uid(), 0, "volumes are loop mounts: run the tests as root");
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (_server, base) = spawn_server(&database_url(&db), HEARTBEAT_1S);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "vol", 1).await;
+    let (status, body) = api
+        .call(
+            reqwest::Method::PUT,
+            &format!("/v1/admin/pools/{pool}/storage"),
+            &op,
+            Some(json!({"volume_kinds": ["host"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    api.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": 7})).await;
+
+    let dir = state_dir("vol-agent");
+    let store = dir.with_extension("store");
+    let store_flag = format!("host={}", store.display());
+    let (mut agent, _) = spawn_agent(&base, Some(&join), "vol-node-1", &dir, &["--volume-store", &store_flag]);
+    // Until its first heartbeat reports the store, no host has room.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let created = loop {
+        let body = json!({"name": "data", "pool_id": pool, "size_gib": 1});
+        let (status, body) = api.call(reqwest::Method::POST, "/v1/volumes", &tenant, Some(body)).await;
+        if status == 201 {
+            break body;
+        }
+        assert!(std::time::Instant::now() < deadline, "no store known after 30 s: {status} {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    };
+    let id = created["id"].as_str().unwrap().to_string();
+    let volume = format!("/v1/volumes/{id}");
+    wait_until("the volume is made", 60, || async { api.get(&volume, &tenant).await["state"] == "ready" }).await;
+
+    let image = store.join("images").join(format!("{id}.img"));
+    let mount = dir.join("volume-mounts/host").join(&id);
+    let meta = std::fs::metadata(&image).expect("the image is in the store, named by the volume's id");
+    assert_eq!(meta.len(), GIB as u64, "the image is the volume's size");
+    assert!(meta.blocks() * 512 < GIB as u64 / 4, "sparse: {} bytes allocated", meta.blocks() * 512);
+    let options = mount_options(&mount).expect("the volume is mounted");
+    assert!(options.contains("nosuid") && options.contains("nodev"), "{options}");
+    std::fs::write(mount.join("checkpoint.pt"), b"step 7").unwrap();
+
+    // SIGKILL, and the mount is lost as on a reboot: the restarted agent mounts it again, data intact.
+    agent.kill().unwrap();
+    agent.wait().unwrap();
+    let out = std::process::Command::new("umount").arg(&mount).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (_agent, _) = spawn_agent(&base, None, "vol-node-1", &dir, &["--volume-store", &store_flag]);
+    assert!(mount_options(&mount).is_some(), "mounted again at start");
+    assert_eq!(std::fs::read(mount.join("checkpoint.pt")).unwrap(), b"step 7");
+    wait_until("its use is reported", 30, || async {
+        api.get(&volume, &tenant).await["used_bytes"].as_i64() > Some(0)
+    })
+    .await;
+
+    // Deleted: the agent destroys the image and the mount; the volume is deleted.
+    let (status, body) = api.call(reqwest::Method::DELETE, &volume, &tenant, None).await;
+    assert_eq!((status, body["state"].as_str()), (200, Some("deleting")), "{body}");
+    wait_until("the volume is destroyed", 60, || async { api.get(&volume, &tenant).await["state"] == "deleted" }).await;
+    assert!(!image.exists(), "the image is gone with its data");
+    assert!(mount_options(&mount).is_none(), "and so is its mount");
+    let _ = std::fs::remove_dir_all(&store);
+}

@@ -46,6 +46,11 @@ pub struct AgentArgs {
     /// share a directory outside them (e.g. /srv/gpuplane/shared). In the environment, comma-separated.
     #[arg(long, env = "GPUPLANE_AGENT_JOB_RO_BIND", value_delimiter = ',', value_name = "PATH")]
     pub job_ro_bind: Vec<PathBuf>,
+    /// A volume store this host offers, as KIND=DIR; repeatable, one of each kind. `host=DIR`: volumes kept on
+    /// this host's disk; `pool=DIR`: the pool's shared filesystem, mounted at DIR on every host of the pool. The
+    /// images go in DIR/images (docs/volumes.md). In the environment, comma-separated.
+    #[arg(long, env = "GPUPLANE_AGENT_VOLUME_STORE", value_delimiter = ',', value_name = "KIND=DIR", value_parser = crate::volume_keeper::StoreSpec::parse)]
+    pub volume_store: Vec<crate::volume_keeper::StoreSpec>,
     /// Ports the agent gives leases' SSH environments, as FIRST-LAST (open them in the host's firewall to tenants).
     #[arg(long, env = "GPUPLANE_AGENT_ENV_PORTS", default_value = "20000-20999", value_parser = PortRange::parse)]
     pub env_ports: PortRange,

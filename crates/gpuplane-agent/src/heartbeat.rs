@@ -107,6 +107,8 @@ pub struct Agent {
     pub prober: super::echo::Prober,
     /// The container runtime's program, looked for with the launchers (`launchers::detect`).
     pub container_runtime: &'static str,
+    /// The volume stores this host offers, and the volumes it holds.
+    pub volumes: super::volume_keeper::VolumeKeeper,
 }
 
 impl Agent {
@@ -221,8 +223,8 @@ impl Agent {
                 steps: jobs.steps.oldest(MAX_STEPS_PER_HEARTBEAT),
                 launchers: launchers_changed.clone(),
                 echo_port: self.facts.echo_port.filter(|_| heartbeats == 0),
-                volume_stores: Vec::new(),
-                volumes: Vec::new(),
+                volume_stores: self.volumes.stores(),
+                volumes: self.volumes.reports(),
             };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();
@@ -272,6 +274,7 @@ impl Agent {
                         desired_state = answer.desired_state;
                     }
                     heartbeats += 1;
+                    self.volumes.on_orders(answer.volumes);
                     if answer.assignments_pending || jobs.busy() || heartbeats % ASSIGNMENT_BACKSTOP_HEARTBEATS == 1 {
                         jobs.sync(&self.client, &credential.agent_token).await;
                         self.prober.set_leases(jobs.leases());

@@ -37,6 +37,7 @@ pub mod sandbox;
 pub mod signals;
 pub mod simulated;
 pub mod steps;
+pub mod volume_keeper;
 pub mod volumes;
 
 use anyhow::Context;
@@ -95,6 +96,7 @@ pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {
         job_host: Some(job_host),
         prober: echo::Prober::default(),
         container_runtime: args.container_runtime.program(),
+        volumes: volume_keeper::VolumeKeeper::open(&args.volume_store, &args.state_dir)?,
     };
     let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     let exporter = match args.metrics_listen {
