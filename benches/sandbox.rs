@@ -61,6 +61,7 @@ fn main() {
         cwd: "/lease",
         devices: &[],
         argv: &argv,
+        volumes: &[],
     });
     report("plain", &time_runs(|| Command::new(&argv[0])));
     report("sandboxed", &time_runs(|| sandboxed.std_command().expect("the options pipe")));

@@ -54,9 +54,10 @@ CREATE TABLE volumes (
     reported_size_bytes     bigint,
     used_bytes              bigint,
     reported_at             timestamptz,
-    -- Opt-in idle policy: deleted once detached this many days (a webhook notice a day before).
+    -- Opt-in idle policy: deleted once detached this many days (a webhook notice a day before). detached_since:
+    -- since when no lease has it (NULL while attached).
     delete_after_idle_days  integer,
-    detached_since          timestamptz NOT NULL DEFAULT now(),
+    detached_since          timestamptz DEFAULT now(),
     idle_notice_at          timestamptz,
     created_by              uuid,
     created_at              timestamptz NOT NULL DEFAULT now(),
@@ -79,3 +80,25 @@ CREATE UNIQUE INDEX volumes_name_unique ON volumes (tenant_id, name) WHERE state
 CREATE INDEX volumes_tenant_idx ON volumes (tenant_id, id);
 CREATE INDEX volumes_node_idx ON volumes (node_id) WHERE state <> 'deleted';
 CREATE INDEX volumes_pool_idx ON volumes (pool_id) WHERE state NOT IN ('deleted', 'failed');
+
+-- A volume attached to a lease: every node of the lease mounts it at /volumes/<mount_name> in its sandbox.
+-- Read-write for one lease at a time, read-only for any number (never both at once: the attach checks that
+-- under the volume's row lock; the index below makes two writers impossible even if the code is wrong). An
+-- attachment ends (detached_at) when it is detached or its lease ends; the data stays in the volume.
+CREATE TABLE volume_attachments (
+    volume_id    uuid NOT NULL REFERENCES volumes (id),
+    lease_id     uuid NOT NULL REFERENCES leases (id),
+    mount_name   text NOT NULL,
+    read_only    boolean NOT NULL,
+    attached_at  timestamptz NOT NULL DEFAULT now(),
+    detached_at  timestamptz,
+    CONSTRAINT volume_attachments_mount_name_format CHECK (mount_name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'),
+    CONSTRAINT volume_attachments_detached_after CHECK (detached_at IS NULL OR detached_at >= attached_at)
+);
+CREATE UNIQUE INDEX volume_attachments_one_writer ON volume_attachments (volume_id)
+    WHERE detached_at IS NULL AND NOT read_only;
+CREATE UNIQUE INDEX volume_attachments_once_per_lease ON volume_attachments (lease_id, volume_id)
+    WHERE detached_at IS NULL;
+CREATE UNIQUE INDEX volume_attachments_mount_unique ON volume_attachments (lease_id, mount_name)
+    WHERE detached_at IS NULL;
+CREATE INDEX volume_attachments_volume_idx ON volume_attachments (volume_id) WHERE detached_at IS NULL;

@@ -127,6 +127,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(volumes::routes::set_pool_storage))
         .routes(routes!(volumes::routes::create_storage_price))
         .routes(routes!(volumes::routes::set_volume_quotas))
+        .routes(routes!(volumes::attachments::list_lease_volumes, volumes::attachments::attach_volume))
+        .routes(routes!(volumes::attachments::detach_volume))
         // billing/ledger
         .routes(routes!(billing::ledger::create_ledger_entry))
         .routes(routes!(billing::ledger::get_balance))

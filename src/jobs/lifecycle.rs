@@ -9,6 +9,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 
 use gpuplane_protocol::lease_network::lease_address;
+use gpuplane_protocol::volumes::{LeaseVolume, VolumeKind};
 use gpuplane_store::jobs as stored;
 
 use super::launch_specs::LaunchSpec;
@@ -489,11 +490,22 @@ pub async fn fetch_assignments(
     let leases = stored::node_lease_gpus(conn, node_id).await?;
     let lease_ids: Vec<Uuid> = leases.iter().map(|l| l.0).collect();
     let peers = stored::lease_peers(conn, &lease_ids, node_id).await?;
+    let volumes = gpuplane_store::volumes::volumes_of_leases(conn, &lease_ids).await?;
     let leases = leases
         .into_iter()
         .map(|(lease_id, gpu_indices)| NodeLease {
             lease_id,
             gpu_indices,
+            volumes: volumes
+                .iter()
+                .filter(|v| v.lease_id == lease_id)
+                .map(|v| LeaseVolume {
+                    volume_id: v.volume_id,
+                    kind: VolumeKind::parse(&v.kind).unwrap_or(VolumeKind::Host),
+                    mount: v.mount_name.clone(),
+                    read_only: v.read_only,
+                })
+                .collect(),
             peers: peers
                 .iter()
                 .filter(|p| p.lease_id == lease_id)

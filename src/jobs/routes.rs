@@ -148,11 +148,16 @@ pub async fn create_job(
     if lease_state != LeaseState::Active {
         return Err(lease_not_active(lease_state));
     }
+    let attached = gpuplane_store::volumes::lease_attachments(&mut conn, auth.tenant_id, lease_id).await?;
     drop(conn);
     req.validate()?;
     let grace = req.stop_grace_s.unwrap_or(DEFAULT_STOP_GRACE_S);
     check_grace(grace, state.settings.max_stop_grace, ends_at)?;
     let job_id = new_id();
+    let mut req = req;
+    if let Some(dir) = crate::volumes::rules::checkpoint_dir(&attached, job_id) {
+        req.env.entry(crate::volumes::rules::CHECKPOINT_DIR_ENV.to_string()).or_insert(dir);
+    }
     let rendered = plan_and_render(&state, lease_id, pool_id, job_id, &req).await?;
     if req.retune.mode != super::RetuneMode::Off && !replannable(&rendered.template_name, rendered.planned.is_some()) {
         return Err(ApiError::field("retune.mode", not_replannable_message(&rendered.template_name)));

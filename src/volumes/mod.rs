@@ -7,5 +7,6 @@
 //! what each pool sells (kinds, capacity, a storage price over time) and each tenant's quotas.
 
 pub mod agents;
+pub mod attachments;
 pub mod routes;
 pub mod rules;

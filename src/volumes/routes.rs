@@ -280,6 +280,7 @@ pub async fn update_volume(
     responses(
         (status = 200, description = "The volume, `deleting` (or `deleted`, if it was never made)", body = Volume),
         (status = 404, description = "No such volume of the tenant's", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Attached to a lease (`volume_attached`)", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn delete_volume(
@@ -289,6 +290,14 @@ pub async fn delete_volume(
 ) -> ApiResult<Json<Volume>> {
     let mut tx = state.db.begin().await?;
     store::lock(&mut tx, auth.tenant_id, volume_id).await?.ok_or(ApiError::NotFound("volume"))?;
+    let attached = store::open_attachments(&mut tx, volume_id).await?;
+    if !attached.is_empty() {
+        let leases: Vec<String> = attached.iter().map(|(lease, _)| lease.to_string()).collect();
+        return Err(ApiError::conflict(
+            "volume_attached",
+            format!("the volume is attached to lease {}: detach it (or end the lease) first", leases.join(", ")),
+        ));
+    }
     store::mark_deleted(&mut tx, volume_id).await?;
     let volume = store::get(&mut tx, auth.tenant_id, volume_id).await?.ok_or(ApiError::NotFound("volume"))?;
     tx.commit().await?;

@@ -2,7 +2,7 @@
 //! No I/O: the handlers read the facts and apply these.
 
 use gpuplane_protocol::volumes::{VolumeKind, VolumeStore};
-use gpuplane_store::volumes::{GIB, StoreNode};
+use gpuplane_store::volumes::{Attachment, GIB, StoreNode};
 use uuid::Uuid;
 
 /// The largest volume, GiB (64 TiB).
@@ -74,6 +74,17 @@ pub fn place(kind: VolumeKind, size_gib: i32, nodes: &[StoreNode], pool_promised
     }
 }
 
+/// Where the gpuplane runtime saves and resumes a job's checkpoints.
+pub const CHECKPOINT_DIR_ENV: &str = "GPUPLANE_CHECKPOINT_DIR";
+
+/// A job's checkpoint directory when its lease has a read-write volume (the first by mount path) and the job
+/// does not name one: `/volumes/<mount>/checkpoints/<job id>`, so its checkpoints outlive the lease (every
+/// generation of the job saves and resumes there). A job that resumes another's names that one's directory.
+pub fn checkpoint_dir(attached: &[Attachment], job_id: Uuid) -> Option<String> {
+    let volume = attached.iter().filter(|a| !a.read_only).min_by(|a, b| a.mount_path.cmp(&b.mount_path))?;
+    Some(format!("{}/checkpoints/{job_id}", volume.mount_path))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +109,23 @@ mod tests {
         for bad in ["", "-a", ".a", "Data", "a/b", "../x", "a b", &"a".repeat(64), "\u{e9}", "a\0"] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn checkpoints_go_to_the_first_read_write_volume() {
+        let at = |mount: &str, read_only| Attachment {
+            volume_id: Uuid::nil(),
+            volume_name: mount.into(),
+            lease_id: Uuid::nil(),
+            mount_path: format!("/volumes/{mount}"),
+            read_only,
+            attached_at: chrono::Utc::now(),
+        };
+        let job = Uuid::from_u128(7);
+        assert_eq!(checkpoint_dir(&[], job), None);
+        assert_eq!(checkpoint_dir(&[at("data", true)], job), None, "never on a read-only volume");
+        let dir = checkpoint_dir(&[at("data", true), at("z", false), at("b", false)], job).unwrap();
+        assert_eq!(dir, format!("/volumes/b/checkpoints/{job}"));
     }
 
     #[test]

@@ -334,3 +334,269 @@ async fn a_real_agent_makes_keeps_and_destroys_a_volume(db: PgPool) {
     assert!(mount_options(&mount).is_none(), "and so is its mount");
     let _ = std::fs::remove_dir_all(&store);
 }
+
+/// A made volume (its agent reported it ready) of `tenant` in `pool`: its id.
+async fn ready_volume(app: &TestApp, tenant: &str, pool: &str, agent: &str, body: Value) -> String {
+    let mut body = body;
+    body["pool_id"] = json!(pool);
+    let created = app.post("/v1/volumes", tenant, body).await.expect(StatusCode::CREATED).body;
+    let id = created["id"].as_str().unwrap().to_string();
+    let stores = [("host", 500), ("pool", 500)];
+    let made = json!([{"volume_id": id, "outcome": "ready", "size_bytes": GIB, "used_bytes": 0}]);
+    heartbeat(app, agent, &stores, made).await;
+    id
+}
+
+#[sqlx::test]
+async fn volumes_attach_read_write_to_one_lease_or_read_only_to_many_and_detach_with_its_end(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, pool, nodes, agents) = storage_pool(&app, json!(["host", "pool"])).await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, other) = app.tenant_admin(&op, "globex").await;
+    for agent in &agents {
+        heartbeat(&app, agent, &[("host", 500), ("pool", 500)], json!([])).await;
+    }
+    // Two one-GPU leases, one on each host.
+    let lease = |body: Value| {
+        let (app, tenant) = (&app, tenant.clone());
+        async move { app.post("/v1/leases", &tenant, body).await.expect(StatusCode::CREATED).body }
+    };
+    let one = json!({"pool_id": pool, "gpu_count": 1, "duration_hours": 1});
+    let (l1, l2) = (lease(one.clone()).await, lease(one).await);
+    let node_of = |l: &Value| l["gpus"][0]["node_id"].as_str().unwrap().to_string();
+    assert_ne!(node_of(&l1), node_of(&l2));
+    let (l1, l2, host1) =
+        (l1["id"].as_str().unwrap().to_string(), l2["id"].as_str().unwrap().to_string(), node_of(&l1));
+    let agent1 = &agents[nodes.iter().position(|n| *n == host1).unwrap()];
+    let shared =
+        ready_volume(&app, &tenant, &pool, agent1, json!({"name": "shared", "size_gib": 1, "kind": "pool"})).await;
+    let local =
+        ready_volume(&app, &tenant, &pool, agent1, json!({"name": "local", "size_gib": 1, "kind": "host"})).await;
+    let attach = |lease: &str, body: Value| {
+        let (app, tenant, path) = (&app, tenant.clone(), format!("/v1/leases/{lease}/volumes"));
+        async move { app.post(&path, &tenant, body).await }
+    };
+
+    // Read-write on lease 1; then neither read-write nor read-only on lease 2.
+    let a = attach(&l1, json!({"volume_id": shared, "mount": "ckpt"})).await.expect(StatusCode::CREATED).body;
+    assert_eq!((a["mount_path"].as_str(), a["read_only"].as_bool()), (Some("/volumes/ckpt"), Some(false)));
+    attach(&l2, json!({"volume_id": shared})).await.expect_problem(StatusCode::CONFLICT, "volume_in_use");
+    attach(&l2, json!({"volume_id": shared, "read_only": true}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "volume_in_use");
+    attach(&l1, json!({"volume_id": local, "mount": "ckpt"}))
+        .await
+        .expect_problem(StatusCode::CONFLICT, "volume_already_attached");
+    // A host volume reaches only leases on its host; bad mounts and other tenants' volumes are refused.
+    let far = attach(&l2, json!({"volume_id": local})).await;
+    far.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "volume_out_of_reach");
+    let bad =
+        attach(&l1, json!({"volume_id": local, "mount": "../etc"})).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(bad.error_fields(), ["mount"]);
+    let theirs =
+        ready_volume(&app, &other, &pool, agent1, json!({"name": "theirs", "size_gib": 1, "kind": "pool"})).await;
+    attach(&l1, json!({"volume_id": theirs})).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.post(&format!("/v1/leases/{l1}/volumes"), &other, json!({"volume_id": theirs}))
+        .await
+        .expect_problem(StatusCode::NOT_FOUND, "not_found");
+    attach(&l1, json!({"volume_id": local, "read_only": true})).await.expect(StatusCode::CREATED);
+
+    // The lease's agent is told; the volume says where it is attached and cannot be deleted meanwhile.
+    let list = app.get("/v1/agent/assignments", agent1).await.expect(StatusCode::OK).body;
+    let listed = list["leases"].as_array().unwrap().iter().find(|l| l["lease_id"] == l1.as_str()).unwrap().clone();
+    let mounts: Vec<(&str, &str, bool)> = listed["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["mount"].as_str().unwrap(), v["kind"].as_str().unwrap(), v["read_only"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(mounts, [("ckpt", "pool", false), ("local", "host", true)]);
+    let volume = app.get(&format!("/v1/volumes/{shared}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(volume["attached_to"], json!([l1]));
+    app.delete(&format!("/v1/volumes/{shared}"), &tenant).await.expect_problem(StatusCode::CONFLICT, "volume_attached");
+
+    // A job on the lease checkpoints to its read-write volume unless it says otherwise; while it runs, the
+    // lease's volumes cannot change.
+    app.post("/v1/admin/templates", &op, json!({"name": "sleeper", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let job = app.post(&format!("/v1/leases/{l1}/jobs"), &tenant, json!({"template": "sleeper"})).await;
+    let job_id = job.expect(StatusCode::CREATED).body["id"].as_str().unwrap().to_string();
+    let list = app.get("/v1/agent/assignments", agent1).await.expect(StatusCode::OK).body;
+    let env = &list["assignments"][0]["spec"]["env"];
+    assert_eq!(env["GPUPLANE_CHECKPOINT_DIR"], format!("/volumes/ckpt/checkpoints/{job_id}"), "{env}");
+    app.delete(&format!("/v1/leases/{l1}/volumes/{shared}"), &tenant)
+        .await
+        .expect_problem(StatusCode::CONFLICT, "lease_busy");
+    app.post(&format!("/v1/jobs/{job_id}/cancel"), &tenant, json!({})).await.expect(StatusCode::OK);
+    let node_id = &list["assignments"][0]["job_node_id"];
+    app.post(
+        &format!("/v1/agent/assignments/{}/status", node_id.as_str().unwrap()),
+        agent1,
+        json!({"state": "cancelled"}),
+    )
+    .await
+    .expect(StatusCode::OK);
+
+    // Detached: now read-only on both leases; a read-write attach is refused while anyone reads it.
+    app.delete(&format!("/v1/leases/{l1}/volumes/{shared}"), &tenant).await.expect(StatusCode::NO_CONTENT);
+    attach(&l1, json!({"volume_id": shared, "read_only": true})).await.expect(StatusCode::CREATED);
+    attach(&l2, json!({"volume_id": shared, "read_only": true})).await.expect(StatusCode::CREATED);
+    let rw = json!({"volume_id": shared, "mount": "rw"});
+    attach(&l2, rw).await.expect_problem(StatusCode::CONFLICT, "volume_in_use");
+
+    // The lease's end detaches its volumes; the data stays.
+    app.post(&format!("/v1/leases/{l1}/release"), &tenant, json!({})).await.expect(StatusCode::OK);
+    let volume = app.get(&format!("/v1/volumes/{shared}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!((volume["attached_to"].clone(), volume["state"].as_str()), (json!([l2]), Some("ready")));
+    let local_now = app.get(&format!("/v1/volumes/{local}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(local_now["attached_to"], json!([]));
+    app.delete(&format!("/v1/volumes/{local}"), &tenant).await.expect(StatusCode::OK);
+    assert_eq!(app.get(&format!("/v1/leases/{l1}/volumes"), &tenant).await.expect(StatusCode::OK).body, json!([]));
+}
+
+/// End to end, two real agents on two "hosts" sharing one pool store (as a pool's shared filesystem), real
+/// sandboxed jobs: a pool volume written on one host is read on the other after the first lease lets it go, its
+/// files given to the new lease's user; writing past its size gives ENOSPC in the job; a link out of the volume
+/// and a hard link to a host file lead nowhere (the agent, root, never follows a tenant's link).
+#[sqlx::test]
+async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
+    use std::os::unix::fs::MetadataExt;
+
+    use crate::support::agents::{Api, HEARTBEAT_1S, spawn_agent, state_dir, wait_until};
+    use crate::support::binary::{database_url, spawn_server};
+    use crate::support::jobs::wait_job;
+
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (_server, base) = spawn_server(&database_url(&db), HEARTBEAT_1S);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "volpool", 2).await;
+    let (status, body) = api
+        .call(
+            reqwest::Method::PUT,
+            &format!("/v1/admin/pools/{pool}/storage"),
+            &op,
+            Some(json!({"volume_kinds": ["pool"]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    api.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": 7})).await;
+    api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
+
+    let shared = state_dir("vol-shared-store");
+    let store = format!("pool={}", shared.display());
+    let (dir_a, dir_b) = (state_dir("vol-a"), state_dir("vol-b"));
+    let host = |subnet: &'static str| {
+        ["--address", "127.0.0.1", "--lease-subnet", subnet, "--volume-store", &store].map(String::from)
+    };
+    let (ha, hb) = (host("100.64.11.0/24"), host("100.64.12.0/24"));
+    let (aa, ab): (Vec<&str>, Vec<&str>) =
+        (ha.iter().map(String::as_str).collect(), hb.iter().map(String::as_str).collect());
+    let (mut agent_a, _) = spawn_agent(&base, Some(&join), "vol-node-a", &dir_a, &aa);
+    let (mut agent_b, _) = spawn_agent(&base, Some(&join), "vol-node-b", &dir_b, &ab);
+
+    // Two leases of a whole host each: one on each host.
+    let lease = |_: u8| async {
+        let l = api.post("/v1/leases", &tenant, json!({"pool_id": pool, "gpu_count": 4, "duration_hours": 1})).await;
+        (l["id"].as_str().unwrap().to_string(), l["gpus"][0]["hostname"].as_str().unwrap().to_string())
+    };
+    let ((l1, host1), (l2, host2)) = (lease(1).await, lease(2).await);
+    assert_ne!(host1, host2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let volume = loop {
+        let body = json!({"name": "ckpt", "pool_id": pool, "size_gib": 1});
+        let (status, body) = api.call(reqwest::Method::POST, "/v1/volumes", &tenant, Some(body)).await;
+        if status == 201 {
+            break body["id"].as_str().unwrap().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no pool store known after 30 s: {status} {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    };
+    let path = format!("/v1/volumes/{volume}");
+    wait_until("the volume is made", 60, || async { api.get(&path, &tenant).await["state"] == "ready" }).await;
+    // Scripts travel as files (a job's arguments hold no shell); /var is in every sandbox, read-only.
+    let scripts = crate::support::net::shared_with_jobs(
+        "volumes",
+        &[
+            (
+                "write.sh",
+                "echo step-7 > /volumes/ckpt/state && echo dir=$GPUPLANE_CHECKPOINT_DIR && id -u\n\
+                 dd if=/dev/zero of=/volumes/ckpt/fill bs=1M count=1200 2>&1; rm -f /volumes/ckpt/fill\n\
+                 ln -s /etc/passwd /volumes/ckpt/passwd-link; ln -s / /volumes/ckpt/root-link\n\
+                 ln /etc/hostname /volumes/ckpt/hard 2>/dev/null || echo hard-link-refused\n",
+            ),
+            ("read.sh", "cat /volumes/data/state; id -u; stat -c 'owner=%u' /volumes/data/state; ls /volumes\n"),
+        ],
+    );
+    let run = |lease: String, script: &'static str| {
+        let (api, tenant, script_path) = (&api, tenant.clone(), scripts.join(script).display().to_string());
+        async move {
+            let body = json!({"template": "run", "command": ["/bin/sh", script_path]});
+            let job = api.post(&format!("/v1/leases/{lease}/jobs"), &tenant, body).await;
+            let id = job["id"].as_str().unwrap().to_string();
+            let done = wait_job(api, &tenant, &id, script, 90, |j| {
+                ["succeeded", "failed", "cancelled"].contains(&j["state"].as_str().unwrap_or(""))
+            })
+            .await;
+            let lines: Vec<String> = done["nodes"][0]["output_tail"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| l.as_str().unwrap().to_string())
+                .collect();
+            assert_eq!(done["state"], "succeeded", "{script}: {lines:?}");
+            lines
+        }
+    };
+
+    // Lease 1 writes, fills the volume (ENOSPC in the job, nowhere else), and plants links.
+    api.post(&format!("/v1/leases/{l1}/volumes"), &tenant, json!({"volume_id": volume})).await;
+    let out = run(l1.clone(), "write.sh").await;
+    assert!(out.iter().any(|l| l.contains("No space left on device")), "{out:?}");
+    assert!(out.iter().any(|l| l == "hard-link-refused"), "a hard link to a host file crosses filesystems: {out:?}");
+    assert!(out.iter().any(|l| l.starts_with("dir=/volumes/ckpt/checkpoints/")), "{out:?}");
+    let uid1: u32 = out.iter().find_map(|l| l.parse().ok()).unwrap();
+
+    // Lease 1 lets it go; once its host has unmounted it, lease 2 on the other host attaches it.
+    let (status, body) =
+        api.call(reqwest::Method::DELETE, &format!("/v1/leases/{l1}/volumes/{volume}"), &tenant, None).await;
+    assert_eq!(status, 204, "{body}");
+    let mount_a = |dir: &std::path::Path| dir.join("volume-mounts/pool").join(&volume);
+    wait_until("the first host unmounts it", 30, || async {
+        mount_options(&mount_a(&dir_a)).is_none() && mount_options(&mount_a(&dir_b)).is_none()
+    })
+    .await;
+    api.post(&format!("/v1/leases/{l2}/volumes"), &tenant, json!({"volume_id": volume, "mount": "data"})).await;
+    let out = run(l2.clone(), "read.sh").await;
+    assert_eq!(out[0], "step-7", "written on {host1}, read on {host2}: {out:?}");
+    let uid2: u32 = out[1].parse().unwrap();
+    assert_ne!(uid1, uid2, "another lease, another user");
+    assert_eq!(out[2], format!("owner={uid2}"), "its files are the new lease's user's");
+    assert_eq!(out[3], "data", "only its own volumes under /volumes");
+    for host_file in ["/etc/passwd", "/"] {
+        assert_eq!(std::fs::symlink_metadata(host_file).unwrap().uid(), 0, "{host_file}: the agent followed no link");
+    }
+
+    // Detached and deleted: unmounted everywhere, its image destroyed by the host that made it.
+    let (status, body) =
+        api.call(reqwest::Method::DELETE, &format!("/v1/leases/{l2}/volumes/{volume}"), &tenant, None).await;
+    assert_eq!(status, 204, "{body}");
+    wait_until("the second host unmounts it", 30, || async {
+        mount_options(&mount_a(&dir_a)).is_none() && mount_options(&mount_a(&dir_b)).is_none()
+    })
+    .await;
+    let (status, body) = api.call(reqwest::Method::DELETE, &path, &tenant, None).await;
+    assert_eq!(status, 200, "{body}");
+    wait_until("the volume is destroyed", 60, || async { api.get(&path, &tenant).await["state"] == "deleted" }).await;
+    assert!(!shared.join("images").join(format!("{volume}.img")).exists(), "its image is gone from the shared store");
+    for lease in [&l1, &l2] {
+        api.post(&format!("/v1/leases/{lease}/release"), &tenant, json!({})).await;
+    }
+    // Stopped as a host stops them: they take their leases' namespaces with them.
+    for agent in [&mut agent_a, &mut agent_b] {
+        crate::support::binary::terminate(agent);
+    }
+    let _ = std::fs::remove_dir_all(&shared);
+    let _ = std::fs::remove_dir_all(&scripts);
+}

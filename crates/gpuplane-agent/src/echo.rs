@@ -273,6 +273,7 @@ mod tests {
         prober.set_leases(&[NodeLease {
             lease_id: lease,
             gpu_indices: vec![0],
+            volumes: Vec::new(),
             peers: vec![
                 peer(fast_node, fast),
                 peer(slow_node, slow),
@@ -311,6 +312,7 @@ mod tests {
         prober.set_leases(&[NodeLease {
             lease_id: lease,
             gpu_indices: vec![0],
+            volumes: Vec::new(),
             peers: vec![LeasePeer {
                 node_id: node,
                 address: "127.0.0.1".into(),

@@ -127,7 +127,7 @@ impl Environments {
             else {
                 continue;
             };
-            if let Err(err) = self.start(host, spec, &lease.gpu_indices, *uid, exits) {
+            if let Err(err) = self.start(host, spec, lease, *uid, exits) {
                 let reason = format!("could not start: {err:#}");
                 tracing::warn!(lease.id = %spec.lease_id, %reason, "environment failed");
                 self.failed.insert(spec.lease_id, std::time::Instant::now());
@@ -140,7 +140,7 @@ impl Environments {
         &mut self,
         host: &Arc<JobHost>,
         spec: &EnvironmentSpec,
-        gpus: &[i32],
+        lease: &NodeLease,
         uid: u32,
         exits: &mpsc::UnboundedSender<Exited>,
     ) -> anyhow::Result<()> {
@@ -158,7 +158,7 @@ impl Environments {
             Some(address) => std::net::SocketAddr::from((address, port)),
             None => std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         };
-        let variables = lease_variables(gpus, true);
+        let variables = lease_variables(&lease.gpu_indices, true);
         std::fs::write(dir.join("sshd_config"), sshd_config(port, &variables))?;
         let argv: Vec<String> = [self.sshd.to_string_lossy().as_ref(), "-D", "-e", "-f"]
             .iter()
@@ -169,7 +169,7 @@ impl Environments {
         let prepared = host.command(&InLease {
             lease_id: spec.lease_id,
             uid,
-            gpu_indices: gpus,
+            gpu_indices: &lease.gpu_indices,
             argv: &argv,
             cwd: &format!("{LEASE_MOUNT}/home"),
             host_cwd: &lease_dir.join("home"),
@@ -177,6 +177,7 @@ impl Environments {
             env: BTreeMap::new(),
             agent_path: agent_path.as_deref(),
             container: &format!("gpuplane-env-{}", spec.lease_id),
+            volumes: &lease.volumes,
         })?;
         let forwarder = match inside.ip().is_loopback() {
             true => None,

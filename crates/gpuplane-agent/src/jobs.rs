@@ -381,6 +381,7 @@ impl JobRunner {
         }
         self.sync_environments(&environments, &leases);
         self.remove_ended_leases(&leases);
+        self.host.volumes.release_unused(&leases);
         self.leases = leases;
         self.flush(client, token).await;
         self.environments.flush(client, token).await;
@@ -503,15 +504,14 @@ impl JobRunner {
 
     fn spawn(&mut self, assignment: &Assignment, leases: &[NodeLease]) -> anyhow::Result<u32> {
         let id = assignment.job_node_id;
-        let gpus = leases
+        let lease = leases
             .iter()
             .find(|l| l.lease_id == assignment.lease_id)
-            .map(|l| l.gpu_indices.clone())
             .context("its lease holds no GPUs of this node")?;
+        let lease = lease.clone();
         let uid = self.lease_uid(assignment.lease_id)?;
         let agent_path = std::env::var("PATH").ok();
-        let prepared =
-            self.host.prepare(id, assignment.lease_id, uid, &gpus, &assignment.spec, agent_path.as_deref())?;
+        let prepared = self.host.prepare(id, &lease, uid, &assignment.spec, agent_path.as_deref())?;
         let (pid, tail) = spawn_process(&prepared, Owner::Job(id), &self.exits_tx)?;
         let lease_id = assignment.lease_id;
         self.running.insert(
@@ -648,6 +648,7 @@ mod tests {
             env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
             sshd: "/usr/sbin/sshd".into(),
             network: None,
+            volumes: Default::default(),
         }
     }
 

@@ -55,6 +55,8 @@ pub struct JobHost {
     pub sshd: PathBuf,
     /// Each lease's own network namespace: `Some` exactly when jobs run sandboxed.
     pub network: Option<super::lease_net::LeaseNetworks>,
+    /// Mounts the leases' volumes.
+    pub volumes: super::volume_keeper::VolumeMounts,
 }
 
 pub use super::sandbox::ProcessKind;
@@ -91,6 +93,8 @@ pub struct InLease<'a> {
     pub agent_path: Option<&'a str>,
     /// The container's name, with an image.
     pub container: &'a str,
+    /// The tenant's volumes attached to the lease, mounted at `/volumes/<mount>`.
+    pub volumes: &'a [gpuplane_protocol::volumes::LeaseVolume],
 }
 
 /// What every process of a lease finds in its environment. Isolated (sandbox or container), CUDA numbers the
@@ -157,16 +161,17 @@ impl JobHost {
         Ok(dir)
     }
 
-    /// Everything to start one assignment: the lease's directory and the job's own, its files, the command.
+    /// Everything to start one assignment on `lease` (its GPUs and volumes here): the lease's directory and the
+    /// job's own, its files, the command.
     pub fn prepare(
         &self,
         job_node_id: Uuid,
-        lease_id: Uuid,
+        lease: &gpuplane_protocol::jobs::NodeLease,
         uid: u32,
-        gpu_indices: &[i32],
         spec: &LaunchSpec,
         agent_path: Option<&str>,
     ) -> anyhow::Result<Prepared> {
+        let lease_id = lease.lease_id;
         self.refuse_unsandboxable(spec.image.as_deref())?;
         let lease_dir = self.prepare_lease(lease_id, uid)?;
         let job_dir = write_job_dir(&lease_dir, job_node_id, spec, self.sandboxed().then_some(uid))?;
@@ -182,7 +187,7 @@ impl JobHost {
         self.command(&InLease {
             lease_id,
             uid,
-            gpu_indices,
+            gpu_indices: &lease.gpu_indices,
             argv: &spec.argv,
             cwd: &cwd,
             host_cwd: &job_dir,
@@ -190,6 +195,7 @@ impl JobHost {
             env,
             agent_path,
             container: &container_name(job_node_id),
+            volumes: &lease.volumes,
         })
     }
 
@@ -211,6 +217,12 @@ impl JobHost {
         env.entry("PATH".into()).or_insert_with(|| p.agent_path.unwrap_or("/usr/local/bin:/usr/bin:/bin").to_owned());
         env.extend(lease_variables(p.gpu_indices, self.sandboxed() || p.image.is_some()));
         let etc = self.lease_etc(p.lease_id);
+        if !p.volumes.is_empty() && !self.sandboxed() && p.image.is_none() {
+            anyhow::bail!(
+                "the lease's volumes are mounted only in a sandbox or container; this host runs jobs unsandboxed"
+            );
+        }
+        let volumes = self.volumes.binds(p.volumes, p.uid)?;
         if let Some(image) = p.image {
             let argv = container_argv(&ContainerLaunch {
                 runtime: self.runtime,
@@ -225,6 +237,7 @@ impl JobHost {
                 network: self.network.as_ref().map(|n| n.namespace_path(p.lease_id)),
                 image,
                 argv: p.argv,
+                volumes: &volumes,
             });
             return Ok(Prepared {
                 argv,
@@ -246,6 +259,7 @@ impl JobHost {
                     cwd: p.cwd,
                     devices: &devices,
                     argv: p.argv,
+                    volumes: &volumes,
                 });
                 argv.extend(sandboxed.argv.iter().cloned());
                 Ok(Prepared {
@@ -434,6 +448,8 @@ pub struct ContainerLaunch<'a> {
     pub network: Option<PathBuf>,
     pub image: &'a str,
     pub argv: &'a [String],
+    /// The lease's volumes.
+    pub volumes: &'a [super::volume_keeper::VolumeBind],
 }
 
 /// The runtime's argv: only the leased GPUs (the NVIDIA Container Toolkit numbers them from 0 inside), no
@@ -475,6 +491,9 @@ pub fn container_argv(c: &ContainerLaunch<'_>) -> Vec<String> {
         argv.push(format!("--volume={}:/etc/passwd:ro", passwd.display()));
         argv.push(format!("--volume={}:/etc/group:ro", group.display()));
     }
+    for v in c.volumes {
+        argv.push(format!("--volume={}:{}{}", v.host.display(), v.inside, if v.read_only { ":ro" } else { "" }));
+    }
     argv.push(format!("--workdir={}", c.cwd));
     argv.push(c.image.to_owned());
     argv.extend(c.argv.iter().cloned());
@@ -489,11 +508,16 @@ pub fn signal_group(pgid: u32, signal: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::volume_keeper::VolumeBind;
     use gpuplane_protocol::jobs::SpecFile;
 
     #[test]
     fn a_container_gets_only_the_leased_gpus_and_no_privileges() {
         let argv = vec!["python3".to_string(), "x.py".to_string()];
+        let volumes = [
+            VolumeBind { host: "/v/1".into(), inside: "/volumes/ckpt".into(), read_only: false },
+            VolumeBind { host: "/v/2".into(), inside: "/volumes/data".into(), read_only: true },
+        ];
         let launch = ContainerLaunch {
             runtime: ContainerRuntime::Docker,
             name: "gpuplane-j",
@@ -507,8 +531,11 @@ mod tests {
             network: Some("/run/netns/gpuplane-0000-L".into()),
             image: "img:1",
             argv: &argv,
+            volumes: &volumes,
         };
         let docker = container_argv(&launch);
+        assert!(docker.contains(&"--volume=/v/1:/volumes/ckpt".to_string()), "{docker:?}");
+        assert!(docker.contains(&"--volume=/v/2:/volumes/data:ro".to_string()), "{docker:?}");
         assert!(docker.contains(&"--network=none".to_string()), "docker cannot join the lease's namespace");
         assert!(!docker.iter().any(|a| a == "--network=host"), "{docker:?}");
         assert_eq!(docker[..4], ["docker", "run", "--rm", "--name=gpuplane-j"]);
@@ -547,9 +574,16 @@ mod tests {
             env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
             sshd: "/usr/sbin/sshd".into(),
             network: None,
+            volumes: Default::default(),
         };
         let spec = LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files: Vec::new(), image: None };
-        let err = host.prepare(Uuid::new_v4(), Uuid::new_v4(), 300000, &[], &spec, None).unwrap_err().to_string();
+        let lease = gpuplane_protocol::jobs::NodeLease {
+            lease_id: Uuid::new_v4(),
+            gpu_indices: Vec::new(),
+            peers: Vec::new(),
+            volumes: Vec::new(),
+        };
+        let err = host.prepare(Uuid::new_v4(), &lease, 300000, &spec, None).unwrap_err().to_string();
         assert!(err.contains("cannot run jobs sandboxed") && err.contains("bubblewrap"), "{err}");
         assert!(!dir.exists(), "nothing was prepared for it");
         // With an image, the container runtime is the sandbox: that job may still run.

@@ -85,7 +85,8 @@ pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {
     let server = credential::normalize_server(server);
     check_server_url(&server, args.insecure_http)?;
     let join_token = join_token(&args)?;
-    let job_host = job_host(&args, &hostname, &facts.address, source.as_mut())?;
+    let volumes = volume_keeper::VolumeKeeper::open(&args.volume_store, &args.state_dir)?;
+    let job_host = job_host(&args, &hostname, &facts.address, source.as_mut(), volumes.mounts())?;
     facts.lease_subnet = job_host.network.as_ref().map(|n| n.subnet.to_string());
     let agent = heartbeat::Agent {
         client: client::ServiceClient::new(&server, args.ca_cert.as_deref())?,
@@ -96,7 +97,7 @@ pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {
         job_host: Some(job_host),
         prober: echo::Prober::default(),
         container_runtime: args.container_runtime.program(),
-        volumes: volume_keeper::VolumeKeeper::open(&args.volume_store, &args.state_dir)?,
+        volumes,
     };
     let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     let exporter = match args.metrics_listen {
@@ -239,6 +240,7 @@ fn job_host(
     hostname: &str,
     address: &str,
     source: &mut dyn GpuSource,
+    volumes: volume_keeper::VolumeMounts,
 ) -> anyhow::Result<launch::JobHost> {
     use std::os::unix::fs::PermissionsExt;
     let state_dir = &args.state_dir;
@@ -303,6 +305,7 @@ fn job_host(
         env_ports: args.env_ports,
         sshd: args.sshd.clone(),
         network,
+        volumes,
     })
 }
 

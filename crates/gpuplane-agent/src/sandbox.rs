@@ -158,6 +158,8 @@ pub struct Launch<'a> {
     pub cwd: &'a str,
     pub devices: &'a [DeviceFile],
     pub argv: &'a [String],
+    /// The lease's volumes, mounted at `/volumes/<mount>` (read-only ones read-only).
+    pub volumes: &'a [super::volume_keeper::VolumeBind],
 }
 
 impl Sandbox {
@@ -215,6 +217,13 @@ impl Sandbox {
             push(&["--ro-bind", &path, &path]);
         }
         push(&["--bind", &launch.lease_dir.to_string_lossy(), LEASE_MOUNT]);
+        if !launch.volumes.is_empty() {
+            // bwrap makes missing parents 0700 (root's): the lease's user must be able to enter /volumes.
+            push(&["--perms", "0755", "--dir", gpuplane_protocol::volumes::MOUNT_ROOT]);
+        }
+        for v in launch.volumes {
+            push(&[if v.read_only { "--ro-bind" } else { "--bind" }, &v.host.to_string_lossy(), &v.inside]);
+        }
         push(&["--ro-bind", &launch.passwd.to_string_lossy(), "/etc/passwd"]);
         push(&["--ro-bind", &launch.group.to_string_lossy(), "/etc/group"]);
         push(&["--remount-ro", "/", "--chdir", launch.cwd]);
@@ -256,6 +265,7 @@ impl Sandbox {
             cwd: "/",
             devices: &[],
             argv: &argv,
+            volumes: &[],
         });
         let output = sandboxed
             .std_command()?
@@ -511,6 +521,18 @@ mod tests {
             cwd: "/lease/jobs/J",
             devices: &devices,
             argv: &argv,
+            volumes: &[
+                crate::volume_keeper::VolumeBind {
+                    host: "/m/1".into(),
+                    inside: "/volumes/ckpt".into(),
+                    read_only: false,
+                },
+                crate::volume_keeper::VolumeBind {
+                    host: "/m/2".into(),
+                    inside: "/volumes/data".into(),
+                    read_only: true,
+                },
+            ],
         });
         let line = command.options.as_slice();
         for flag in ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--new-session"] {
@@ -522,6 +544,9 @@ mod tests {
         assert!(pair_follows(line, "--symlink", "usr/bin", "/bin"));
         assert!(pair_follows(line, "--dev-bind", "/dev/nvidia3", "/dev/nvidia3"));
         assert!(pair_follows(line, "--bind", "/var/lib/gpuplane-agent-jobs/L", "/lease"));
+        assert!(pair_follows(line, "--perms", "0755", "--dir"), "/volumes is made enterable first");
+        assert!(pair_follows(line, "--bind", "/m/1", "/volumes/ckpt"), "a read-write volume");
+        assert!(pair_follows(line, "--ro-bind", "/m/2", "/volumes/data"), "a read-only volume");
         assert!(pair_follows(line, "--ro-bind", "/datasets", "/datasets"));
         // The state and jobs directories are covered after /var is bound, so the tmpfs lands on top.
         let var = line.iter().position(|a| a == "/var").unwrap();

@@ -62,6 +62,7 @@ pub struct VolumeKeeper {
     stores: Arc<Vec<(VolumeKind, VolumeStore)>>,
     known: Arc<Mutex<Known>>,
     working: Option<tokio::task::JoinHandle<()>>,
+    mounts: VolumeMounts,
 }
 
 impl VolumeKeeper {
@@ -79,7 +80,9 @@ impl VolumeKeeper {
             tracing::info!(kind = spec.kind.as_str(), dir = %spec.dir.display(), volumes = restored.len(), "volume store open");
             stores.push((spec.kind, store));
         }
-        let keeper = VolumeKeeper { stores: Arc::new(stores), known: Arc::default(), working: None };
+        let stores = Arc::new(stores);
+        let mounts = VolumeMounts { stores: stores.clone(), bound: Arc::default() };
+        let keeper = VolumeKeeper { stores, known: Arc::default(), working: None, mounts };
         let space = measure(&keeper.stores);
         keeper.known.lock().unwrap_or_else(|e| e.into_inner()).space = space;
         Ok(keeper)
@@ -87,7 +90,12 @@ impl VolumeKeeper {
 
     /// No store: the agent offers no volumes.
     pub fn none() -> Self {
-        VolumeKeeper { stores: Arc::default(), known: Arc::default(), working: None }
+        VolumeKeeper { stores: Arc::default(), known: Arc::default(), working: None, mounts: VolumeMounts::default() }
+    }
+
+    /// The handle jobs and environments mount the lease's volumes through.
+    pub fn mounts(&self) -> VolumeMounts {
+        self.mounts.clone()
     }
 
     /// The stores and their space, for the heartbeat.
@@ -106,8 +114,8 @@ impl VolumeKeeper {
         if self.stores.is_empty() || self.working.as_ref().is_some_and(|w| !w.is_finished()) {
             return;
         }
-        let (stores, known) = (self.stores.clone(), self.known.clone());
-        self.working = Some(tokio::task::spawn_blocking(move || carry_out(&stores, &known, &orders)));
+        let (stores, known, mounts) = (self.stores.clone(), self.known.clone(), self.mounts.clone());
+        self.working = Some(tokio::task::spawn_blocking(move || carry_out(&stores, &known, &mounts, &orders)));
     }
 
     /// Wait for the orders being carried out (tests, and a clean stop).
@@ -135,6 +143,25 @@ fn measure(stores: &[(VolumeKind, VolumeStore)]) -> Vec<StoreReport> {
         .collect()
 }
 
+/// A pool volume made at its size: its image's size, and its use as read where it is mounted here (else as last
+/// reported).
+fn pool_report(store: &VolumeStore, id: Uuid, last: Option<&VolumeReport>) -> VolumeReport {
+    if let Ok(status) = store.status(id) {
+        return ready(&status);
+    }
+    let size = std::fs::metadata(store.image_path(id)).map(|m| i64::try_from(m.len()).unwrap_or(i64::MAX));
+    match size {
+        Ok(size) => VolumeReport {
+            volume_id: id,
+            outcome: VolumeOutcome::Ready,
+            size_bytes: Some(size),
+            used_bytes: last.and_then(|r| r.used_bytes),
+            message: None,
+        },
+        Err(e) => failed(id, &anyhow::Error::from(e).context("its image is gone from the pool's store")),
+    }
+}
+
 fn ready(status: &crate::volumes::VolumeStatus) -> VolumeReport {
     VolumeReport {
         volume_id: status.id,
@@ -157,7 +184,12 @@ fn failed(id: Uuid, e: &anyhow::Error) -> VolumeReport {
 }
 
 /// Carry out every order, then keep only the reports of volumes the service still lists.
-fn carry_out(stores: &[(VolumeKind, VolumeStore)], known: &Mutex<Known>, orders: &[VolumeOrder]) {
+fn carry_out(
+    stores: &[(VolumeKind, VolumeStore)],
+    known: &Mutex<Known>,
+    mounts: &VolumeMounts,
+    orders: &[VolumeOrder],
+) {
     let lock = || known.lock().unwrap_or_else(|e| e.into_inner());
     for order in orders {
         let id = order.volume_id;
@@ -170,12 +202,26 @@ fn carry_out(stores: &[(VolumeKind, VolumeStore)], known: &Mutex<Known>, orders:
             VolumeAction::Hold => {
                 let size = u64::try_from(order.size_bytes).unwrap_or(0);
                 let held = lock().held.get(&id) == Some(&order.size_bytes);
+                let pool = order.kind == VolumeKind::Pool;
+                if held && pool {
+                    // Made at this size: a pool volume is mounted only where a lease uses it (two hosts never
+                    // mount one image read-write), so what it holds is read where it is mounted, if here.
+                    let report = pool_report(store, id, lock().reports.get(&id));
+                    lock().reports.insert(id, report);
+                    continue;
+                }
                 // Already made at this size: only its use is read again (and a lost mount is made again).
                 let status = if held {
                     store.status(id).or_else(|_| store.ensure(id, size, 0))
                 } else {
                     store.ensure(id, size, 0)
                 };
+                if pool && status.is_ok() && !mounts.is_bound(id) {
+                    // Made or grown here; mounted only for a lease of this host's.
+                    if let Err(e) = store.unmount(id) {
+                        tracing::warn!(volume.id = %id, error = %format!("{e:#}"), "volume: could not unmount it after making it");
+                    }
+                }
                 match status {
                     Ok(status) => {
                         lock().held.insert(id, order.size_bytes);
@@ -217,6 +263,107 @@ fn carry_out(stores: &[(VolumeKind, VolumeStore)], known: &Mutex<Known>, orders:
     k.reports.retain(|id, _| listed.contains(id));
     k.destroyed.retain(|id| listed.contains(id));
     k.space = space;
+}
+
+/// Where one volume of a lease comes into its sandbox or container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VolumeBind {
+    pub host: PathBuf,
+    /// `/volumes/<mount>`.
+    pub inside: String,
+    pub read_only: bool,
+}
+
+/// Mounts the volumes of the leases on this host for their processes. Shared by the jobs and environments of
+/// every lease (cloned: one set of stores, one record of what is mounted for leases).
+#[derive(Clone, Default)]
+pub struct VolumeMounts {
+    stores: Arc<Vec<(VolumeKind, VolumeStore)>>,
+    /// Volumes mounted for leases here, with the uid whose their files are (read-write ones).
+    bound: Arc<Mutex<HashMap<Uuid, Option<u32>>>>,
+}
+
+impl std::fmt::Debug for VolumeMounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds: Vec<&str> = self.stores.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("VolumeMounts").field("stores", &kinds).finish()
+    }
+}
+
+impl VolumeMounts {
+    fn is_bound(&self, id: Uuid) -> bool {
+        self.bound.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&id)
+    }
+
+    /// Mount the lease's volumes here (a host volume is mounted already; a pool volume read-write, or read-only
+    /// with `ro,noload`) and give a read-write volume's files to the lease's user: a volume outlives the lease
+    /// whose uid wrote it, and the next lease runs as another. Returns the binds, in mount order.
+    pub fn binds(
+        &self,
+        volumes: &[gpuplane_protocol::volumes::LeaseVolume],
+        uid: u32,
+    ) -> anyhow::Result<Vec<VolumeBind>> {
+        let mut binds = Vec::new();
+        for v in volumes {
+            let (_, store) = self.stores.iter().find(|(k, _)| *k == v.kind).with_context(|| {
+                format!("volume {}: this host offers no {} volume store (--volume-store)", v.volume_id, v.kind.as_str())
+            })?;
+            // A host volume stays mounted read-write (its agent keeps it); read-only is the bind's.
+            let read_only_mount = v.kind == VolumeKind::Pool && v.read_only;
+            let host = store.mount_for_lease(v.volume_id, read_only_mount)?;
+            let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+            if !v.read_only && bound.get(&v.volume_id) != Some(&Some(uid)) {
+                give_tree(&host, uid)
+                    .with_context(|| format!("volume {}: giving its files to uid {uid}", v.volume_id))?;
+                bound.insert(v.volume_id, Some(uid));
+            } else {
+                bound.entry(v.volume_id).or_insert(None);
+            }
+            binds.push(VolumeBind { host, inside: v.mount_path(), read_only: v.read_only });
+        }
+        Ok(binds)
+    }
+
+    /// Unmount the pool volumes mounted for leases that no longer list them here (one still in use by a
+    /// process that has not exited yet is tried again next time). Host volumes stay mounted: their agent keeps
+    /// them.
+    pub fn release_unused(&self, leases: &[gpuplane_protocol::jobs::NodeLease]) {
+        let listed: HashSet<Uuid> = leases.iter().flat_map(|l| l.volumes.iter().map(|v| v.volume_id)).collect();
+        let unused: Vec<Uuid> = {
+            let bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
+            bound.keys().filter(|id| !listed.contains(id)).copied().collect()
+        };
+        let pool = self.stores.iter().find(|(k, _)| *k == VolumeKind::Pool).map(|(_, s)| s);
+        for id in unused {
+            let result = match pool {
+                Some(store) if store.is_mounted(id) => store.unmount(id),
+                _ => Ok(()),
+            };
+            match result {
+                Ok(()) => {
+                    self.bound.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                }
+                Err(e) => {
+                    tracing::info!(volume.id = %id, error = %format!("{e:#}"), "volume: still in use; unmounting later")
+                }
+            }
+        }
+    }
+}
+
+/// Give every file under `root` (itself included; symbolic links themselves, never their targets) to `uid`,
+/// with coreutils' `chown -R -P`: it walks the tree by directory descriptors without following links, so a
+/// directory swapped for a link while it walks leads nowhere outside the volume.
+fn give_tree(root: &Path, uid: u32) -> anyhow::Result<()> {
+    let owner = format!("{uid}:{uid}");
+    let output = std::process::Command::new("chown")
+        .args(["-R", "-P", "-h", &owner, "--"])
+        .arg(root)
+        .env("LC_ALL", "C")
+        .output()
+        .context("running chown")?;
+    anyhow::ensure!(output.status.success(), "chown -R {owner}: {}", String::from_utf8_lossy(&output.stderr).trim());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -147,6 +147,42 @@ impl VolumeStore {
         self.status(id)
     }
 
+    /// Mount an existing volume for a lease's processes and return its mount point: read-write at its present
+    /// size (as [`Self::ensure`]), or read-only (`ro,noload`: no journal replay, nothing written, so any number
+    /// of hosts may read one pool volume at once). A volume mounted the other way is mounted again, which only
+    /// works while nothing uses it (the service changes a lease's volumes only while nothing of it runs).
+    pub fn mount_for_lease(&self, id: Uuid, read_only: bool) -> anyhow::Result<PathBuf> {
+        let image = self.image_path(id);
+        let size = fs::metadata(&image).with_context(|| format!("volume {id}: no image on this host's store"))?.len();
+        let mount_point = self.mount_point(id);
+        let mounted = mount_at(&mount_point)?;
+        let mounted_ro = mounted.as_ref().map(|m| m.options.split(',').any(|o| o == "ro"));
+        if mounted_ro.is_some_and(|ro| ro != read_only) {
+            self.unmount(id)?;
+        }
+        if !read_only {
+            return self.ensure(id, size, 0).map(|status| status.mount_point);
+        }
+        let _guard = self.lock();
+        if mount_at(&mount_point)?.is_none() {
+            match fs::DirBuilder::new().mode(0o755).create(&mount_point) {
+                Err(err) if err.kind() != ErrorKind::AlreadyExists => {
+                    return Err(err).with_context(|| format!("making {}", mount_point.display()));
+                }
+                _ => {}
+            }
+            let options = ["-t", "ext4", "-o", "loop,ro,noload,nosuid,nodev", "--"].map(OsStr::new);
+            self.run("mount", options.into_iter().chain([image.as_os_str(), mount_point.as_os_str()]))
+                .with_context(|| format!("mounting volume {id} read-only"))?;
+        }
+        Ok(mount_point)
+    }
+
+    /// Whether the volume is mounted on this host now.
+    pub fn is_mounted(&self, id: Uuid) -> bool {
+        mount_at(&self.mount_point(id)).ok().flatten().is_some()
+    }
+
     /// A mounted volume's size and use.
     pub fn status(&self, id: Uuid) -> anyhow::Result<VolumeStatus> {
         let mount_point = self.mount_point(id);

@@ -78,6 +78,10 @@ pub struct NodeLease {
     /// The lease's other nodes, whose round trips this node measures (empty for a single-node lease).
     #[serde(default)]
     pub peers: Vec<LeasePeer>,
+    /// The tenant's volumes attached to the lease: every process of the lease on this node sees each at
+    /// `/volumes/<mount>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<crate::volumes::LeaseVolume>,
 }
 
 /// Another node of the same lease, and where its agent answers echo probes.

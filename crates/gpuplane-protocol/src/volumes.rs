@@ -105,3 +105,24 @@ pub struct VolumeOrder {
     /// The volume's size, bytes (GiB x 2^30).
     pub size_bytes: i64,
 }
+
+/// Where volumes are mounted inside a lease's sandbox: `/volumes/<mount>`.
+pub const MOUNT_ROOT: &str = "/volumes";
+
+/// A volume attached to a lease, as the lease's agents mount it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct LeaseVolume {
+    pub volume_id: Uuid,
+    pub kind: VolumeKind,
+    /// Mounted at `/volumes/<mount>`: 1-63 characters, a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit.
+    pub mount: String,
+    pub read_only: bool,
+}
+
+impl LeaseVolume {
+    /// Where the lease's processes find it.
+    pub fn mount_path(&self) -> String {
+        format!("{MOUNT_ROOT}/{}", self.mount)
+    }
+}

@@ -44,6 +44,8 @@ pub struct Volume {
     /// What it has been charged so far, minor units of `currency`.
     pub charged_minor: i64,
     pub currency: String,
+    /// The leases it is attached to now (one read-write, or any number read-only).
+    pub attached_to: Vec<Uuid>,
 }
 
 /// A tenant's volume by id (not deleted ones' history too: a deleted volume is still listed as such).
@@ -52,7 +54,9 @@ pub async fn get(conn: &mut PgConnection, tenant_id: Uuid, id: Uuid) -> StoreRes
         Volume,
         r#"SELECT v.id, v.name, v.pool_id, p.name AS pool_name, v.kind, v.size_gib, v.state, v.state_reason,
                   n.hostname AS node, (n.liveness = 'ready') AS "available!", v.used_bytes,
-                  v.delete_after_idle_days, v.created_at, v.ready_at, v.deleted_at, v.charged_minor, v.currency
+                  v.delete_after_idle_days, v.created_at, v.ready_at, v.deleted_at, v.charged_minor, v.currency,
+                  ARRAY(SELECT a.lease_id FROM volume_attachments a WHERE a.volume_id = v.id AND a.detached_at IS NULL
+                        ORDER BY a.lease_id) AS "attached_to!"
            FROM volumes v JOIN pools p ON p.id = v.pool_id JOIN nodes n ON n.id = v.node_id
            WHERE v.tenant_id = $1 AND v.id = $2"#,
         tenant_id,
@@ -69,7 +73,9 @@ pub async fn list(conn: &mut PgConnection, tenant_id: Uuid, include_deleted: boo
         Volume,
         r#"SELECT v.id, v.name, v.pool_id, p.name AS pool_name, v.kind, v.size_gib, v.state, v.state_reason,
                   n.hostname AS node, (n.liveness = 'ready') AS "available!", v.used_bytes,
-                  v.delete_after_idle_days, v.created_at, v.ready_at, v.deleted_at, v.charged_minor, v.currency
+                  v.delete_after_idle_days, v.created_at, v.ready_at, v.deleted_at, v.charged_minor, v.currency,
+                  ARRAY(SELECT a.lease_id FROM volume_attachments a WHERE a.volume_id = v.id AND a.detached_at IS NULL
+                        ORDER BY a.lease_id) AS "attached_to!"
            FROM volumes v JOIN pools p ON p.id = v.pool_id JOIN nodes n ON n.id = v.node_id
            WHERE v.tenant_id = $1 AND ($2 OR v.state <> 'deleted')
            ORDER BY v.id DESC LIMIT 1000"#,
@@ -418,4 +424,183 @@ pub async fn set_tenant_quotas(
     .execute(conn)
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Where every volume is mounted inside a lease's sandbox: `/volumes/<mount name>`.
+pub const MOUNT_ROOT: &str = "/volumes";
+
+/// A volume attached to a lease.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Attachment {
+    pub volume_id: Uuid,
+    pub volume_name: String,
+    pub lease_id: Uuid,
+    /// Where jobs, image jobs and SSH sessions of the lease find it, on every node: `/volumes/<mount name>`.
+    pub mount_path: String,
+    pub read_only: bool,
+    pub attached_at: DateTime<Utc>,
+}
+
+/// The lease an attach or detach changes, locked (`FOR UPDATE`: no job is created on it meanwhile), with what
+/// decides whether volumes may change on it.
+#[derive(Debug, Clone)]
+pub struct AttachLease {
+    pub state: String,
+    pub pool_id: Uuid,
+    pub has_parts: bool,
+    pub releasing: bool,
+    /// Jobs not yet ended.
+    pub open_jobs: i64,
+    /// Its SSH environment is requested (running or starting).
+    pub environment_running: bool,
+    /// The nodes holding its GPUs now.
+    pub node_ids: Vec<Uuid>,
+}
+
+/// Lock a tenant's lease for an attach or detach. None: not the tenant's, or no such lease.
+pub async fn lock_lease(conn: &mut PgConnection, tenant_id: Uuid, lease_id: Uuid) -> StoreResult<Option<AttachLease>> {
+    let row = sqlx::query!(
+        r#"SELECT l.state::text AS "state!", l.pool_id, l.release_deadline IS NOT NULL AS "releasing!",
+                  EXISTS (SELECT 1 FROM lease_parts p WHERE p.lease_id = l.id) AS "has_parts!",
+                  (SELECT count(*) FROM jobs j WHERE j.lease_id = l.id
+                     AND j.state IN ('pending', 'assigned', 'running')) AS "open_jobs!",
+                  EXISTS (SELECT 1 FROM lease_environments e WHERE e.lease_id = l.id AND e.state = 'requested')
+                      AS "environment_running!",
+                  ARRAY(SELECT DISTINCT g.node_id FROM gpus g
+                        WHERE g.id = ANY(l.gpu_ids) AND g.held_by = l.id ORDER BY g.node_id) AS "node_ids!"
+           FROM leases l WHERE l.id = $1 AND l.tenant_id = $2 FOR UPDATE OF l"#,
+        lease_id,
+        tenant_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| AttachLease {
+        state: r.state,
+        pool_id: r.pool_id,
+        has_parts: r.has_parts,
+        releasing: r.releasing,
+        open_jobs: r.open_jobs,
+        environment_running: r.environment_running,
+        node_ids: r.node_ids,
+    }))
+}
+
+/// The leases a volume is attached to now, and whether each attachment is read-only.
+pub async fn open_attachments(conn: &mut PgConnection, volume_id: Uuid) -> StoreResult<Vec<(Uuid, bool)>> {
+    let rows = sqlx::query!(
+        "SELECT lease_id, read_only FROM volume_attachments WHERE volume_id = $1 AND detached_at IS NULL ORDER BY lease_id",
+        volume_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.lease_id, r.read_only)).collect())
+}
+
+/// Attach a locked volume to a locked lease. False: the lease has it, or another volume at that mount, already.
+pub async fn attach(
+    conn: &mut PgConnection,
+    volume_id: Uuid,
+    lease_id: Uuid,
+    mount_name: &str,
+    read_only: bool,
+) -> StoreResult<bool> {
+    let inserted = sqlx::query!(
+        "INSERT INTO volume_attachments (volume_id, lease_id, mount_name, read_only) VALUES ($1, $2, $3, $4)
+         ON CONFLICT DO NOTHING",
+        volume_id,
+        lease_id,
+        mount_name,
+        read_only
+    )
+    .execute(&mut *conn)
+    .await?;
+    if inserted.rows_affected() == 1 {
+        sqlx::query!("UPDATE volumes SET detached_since = NULL, idle_notice_at = NULL WHERE id = $1", volume_id)
+            .execute(conn)
+            .await?;
+    }
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// Detach a volume from a locked lease. False: it was not attached.
+pub async fn detach(conn: &mut PgConnection, volume_id: Uuid, lease_id: Uuid) -> StoreResult<bool> {
+    let done = sqlx::query!(
+        "UPDATE volume_attachments SET detached_at = now()
+         WHERE volume_id = $1 AND lease_id = $2 AND detached_at IS NULL",
+        volume_id,
+        lease_id
+    )
+    .execute(&mut *conn)
+    .await?;
+    if done.rows_affected() == 1 {
+        sqlx::query!(
+            "UPDATE volumes SET detached_since = now() WHERE id = $1
+               AND NOT EXISTS (SELECT 1 FROM volume_attachments a WHERE a.volume_id = $1 AND a.detached_at IS NULL)",
+            volume_id
+        )
+        .execute(conn)
+        .await?;
+    }
+    Ok(done.rows_affected() == 1)
+}
+
+/// The volumes attached to a tenant's lease now.
+pub async fn lease_attachments(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    lease_id: Uuid,
+) -> StoreResult<Vec<Attachment>> {
+    let rows = sqlx::query_as!(
+        Attachment,
+        r#"SELECT a.volume_id, v.name AS volume_name, a.lease_id, '/volumes/' || a.mount_name AS "mount_path!",
+                  a.read_only, a.attached_at
+           FROM volume_attachments a JOIN volumes v ON v.id = a.volume_id
+           WHERE a.lease_id = $1 AND v.tenant_id = $2 AND a.detached_at IS NULL ORDER BY a.mount_name"#,
+        lease_id,
+        tenant_id
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// A volume of a lease as the lease's agents get it.
+#[derive(Debug, Clone)]
+pub struct LeaseVolumeRow {
+    pub lease_id: Uuid,
+    pub volume_id: Uuid,
+    pub kind: String,
+    pub mount_name: String,
+    pub read_only: bool,
+}
+
+/// The volumes attached to these leases now.
+pub async fn volumes_of_leases(conn: &mut PgConnection, lease_ids: &[Uuid]) -> StoreResult<Vec<LeaseVolumeRow>> {
+    let rows = sqlx::query_as!(
+        LeaseVolumeRow,
+        "SELECT a.lease_id, a.volume_id, v.kind, a.mount_name, a.read_only
+         FROM volume_attachments a JOIN volumes v ON v.id = a.volume_id
+         WHERE a.lease_id = ANY($1) AND a.detached_at IS NULL ORDER BY a.lease_id, a.mount_name",
+        lease_ids
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// The statement fragment (CTEs) that detaches every volume of the leases `ended` selects (a query with `id` and
+/// `ended_at` columns), for the one statement that ends a lease: a volume is attached only while its lease lives.
+/// A volume left with no attachment is detached since its lease's end.
+pub fn detach_on_lease_end_ctes(ended: &str) -> String {
+    format!(
+        "volumes_detached AS ( \
+             UPDATE volume_attachments a SET detached_at = GREATEST(e.ended_at, a.attached_at) \
+             FROM ({ended}) e WHERE a.lease_id = e.id AND a.detached_at IS NULL \
+             RETURNING a.volume_id, a.detached_at), \
+         volumes_idle AS ( \
+             UPDATE volumes v SET detached_since = d.detached_at FROM volumes_detached d \
+             WHERE v.id = d.volume_id AND NOT EXISTS ( \
+                 SELECT 1 FROM volume_attachments o WHERE o.volume_id = v.id AND o.detached_at IS NULL \
+                     AND o.lease_id NOT IN (SELECT id FROM ({ended}) e2)))"
+    )
 }

@@ -1333,6 +1333,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/leases/{lease_id}/volumes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The volumes attached to a lease now. */
+        get: operations["list_lease_volumes"];
+        put?: never;
+        /** Attach a volume to a lease (tenant admin), while no job and no SSH environment of the lease runs. */
+        post: operations["attach_volume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{lease_id}/volumes/{volume_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Detach a volume from a lease (tenant admin), while no job and no SSH environment of the lease runs. Its
+         *     data stays in the volume.
+         */
+        delete: operations["detach_volume"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/plans": {
         parameters: {
             query?: never;
@@ -1928,6 +1966,36 @@ export interface components {
         AssignmentStatusResponse: {
             desired: components["schemas"]["Desired"];
             state: components["schemas"]["JobState"];
+        };
+        /**
+         * @example {
+         *       "mount": "ckpt",
+         *       "volume_id": "0193a0c1-0000-7000-8000-000000000002"
+         *     }
+         */
+        AttachVolumeRequest: {
+            /**
+             * @description Mounted at `/volumes/<mount>` on every node of the lease: 1-63 characters, a-z, 0-9, `.`, `_`, `-`,
+             *     starting with a letter or digit. Default: the volume's name.
+             */
+            mount?: string | null;
+            /** @description Read-only (any number of leases may read a volume at once); default read-write (one lease at a time). */
+            read_only?: boolean;
+            /** Format: uuid */
+            volume_id: string;
+        };
+        /** @description A volume attached to a lease. */
+        Attachment: {
+            /** Format: date-time */
+            attached_at: string;
+            /** Format: uuid */
+            lease_id: string;
+            /** @description Where jobs, image jobs and SSH sessions of the lease find it, on every node: `/volumes/<mount name>`. */
+            mount_path: string;
+            read_only: boolean;
+            /** Format: uuid */
+            volume_id: string;
+            volume_name: string;
         };
         /**
          * @description What an audit event records.
@@ -3270,6 +3338,15 @@ export interface components {
         };
         /** @enum {string} */
         LeaseState: "queued" | "active" | "released" | "expired" | "terminated" | "interrupted";
+        /** @description A volume attached to a lease, as the lease's agents mount it. */
+        LeaseVolume: {
+            kind: components["schemas"]["VolumeKind"];
+            /** @description Mounted at `/volumes/<mount>`: 1-63 characters, a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit. */
+            mount: string;
+            read_only: boolean;
+            /** Format: uuid */
+            volume_id: string;
+        };
         LedgerEntry: {
             /**
              * Format: int64
@@ -3824,6 +3901,11 @@ export interface components {
             lease_id: string;
             /** @description The lease's other nodes, whose round trips this node measures (empty for a single-node lease). */
             peers?: components["schemas"]["LeasePeer"][];
+            /**
+             * @description The tenant's volumes attached to the lease: every process of the lease on this node sees each at
+             *     `/volumes/<mount>`.
+             */
+            volumes?: components["schemas"]["LeaseVolume"][];
         };
         /** @description A stop notice as a job's part received it. */
         NodeNotice: {
@@ -4816,6 +4898,8 @@ export interface components {
         };
         /** @description A tenant's volume, as the API shows it. */
         Volume: {
+            /** @description The leases it is attached to now (one read-write, or any number read-only). */
+            attached_to: string[];
             /**
              * @description False while that host is offline: a host volume cannot be mounted then (its data is kept, and it is not
              *     billed for the time its host is silent).
@@ -8215,6 +8299,148 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    list_lease_volumes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its volumes, by mount path */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attachment"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such lease of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    attach_volume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AttachVolumeRequest"];
+            };
+        };
+        responses: {
+            /** @description Attached: the lease's next jobs and SSH sessions see it */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attachment"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such lease or volume of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The lease is not active (`lease_not_active`), being released (`release_under_way`) or running something (`lease_busy`); the volume is not ready (`volume_not_ready`), attached read-write elsewhere or, for a read-write attach, attached at all (`volume_in_use`); the lease has this volume or this mount already (`volume_already_attached`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid fields; a volume of another pool, a host volume on a lease with GPUs on other hosts, a read-write volume on a lease across hosts, or a lease across pools (`volume_out_of_reach`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    detach_volume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Lease id */
+                lease_id: string;
+                /** @description Volume id */
+                volume_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Detached */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such lease of the tenant's, or the volume is not attached to it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The lease is not active, being released or running something (`lease_not_active`, `release_under_way`, `lease_busy`) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     create_plan: {
         parameters: {
             query?: never;
@@ -8812,6 +9038,15 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             /** @description No such volume of the tenant's */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Attached to a lease (`volume_attached`) */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

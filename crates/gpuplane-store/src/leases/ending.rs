@@ -137,6 +137,7 @@ async fn end_lease_scoped(
                  EXISTS (SELECT 1 FROM leases q WHERE q.pool_id = l.pool_id AND q.state = 'queued' AND q.id <> l.id) \
                      AS queue_waiting), \
          {jobs}, \
+         {volumes}, \
          locked AS ( \
              SELECT id FROM nodes WHERE id IN \
                  (SELECT node_id FROM gpus WHERE id = ANY((SELECT gpu_ids FROM ended)::uuid[]) AND held_by = $1) \
@@ -158,13 +159,15 @@ async fn end_lease_scoped(
          FROM (SELECT 1) one LEFT JOIN key_check ON true LEFT JOIN ended ON true",
         key_check = crate::auth::key_check_cte("$8", "$12"),
         jobs = crate::jobs::end_jobs_of_leases_ctes("SELECT id FROM ended", "$6", "$7"),
+        volumes = crate::volumes::detach_on_lease_end_ctes("SELECT id, ended_at FROM ended"),
         lease = lease_json("ended", "held"),
         jobs_to_notice = super::release::has_jobs_to_notice_sql("$1"),
     );
     let (job_state, job_reason) = crate::jobs::job_end_for_lease(to, reason);
     let kind = to.as_str();
-    // Runtime SQL: it embeds the key check (`auth::key_check_cte`) and the ending of a lease's jobs
-    // (`jobs::end_jobs_of_leases_ctes`), each defined once in its own module; a literal would repeat them.
+    // Runtime SQL: it embeds the key check (`auth::key_check_cte`), the ending of a lease's jobs
+    // (`jobs::end_jobs_of_leases_ctes`) and the detaching of its volumes (`volumes::detach_on_lease_end_ctes`),
+    // each defined once in its own module; a literal would repeat them.
     for _ in 0..STALE_ATTEMPTS {
         let row: Row = sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
             .bind(lease_id)

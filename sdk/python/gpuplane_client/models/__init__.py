@@ -12,6 +12,8 @@ from .assignment import Assignment
 from .assignment_list import AssignmentList
 from .assignment_status import AssignmentStatus
 from .assignment_status_response import AssignmentStatusResponse
+from .attach_volume_request import AttachVolumeRequest
+from .attachment import Attachment
 from .audit_action import AuditAction
 from .audit_event import AuditEvent
 from .audit_event_detail import AuditEventDetail
@@ -92,6 +94,7 @@ from .lease_part import LeasePart
 from .lease_part_request import LeasePartRequest
 from .lease_peer import LeasePeer
 from .lease_state import LeaseState
+from .lease_volume import LeaseVolume
 from .ledger_entry import LedgerEntry
 from .ledger_entry_page import LedgerEntryPage
 from .link_kind import LinkKind
@@ -210,6 +213,8 @@ __all__ = (
     "AssignmentList",
     "AssignmentStatus",
     "AssignmentStatusResponse",
+    "AttachVolumeRequest",
+    "Attachment",
     "AuditAction",
     "AuditEvent",
     "AuditEventDetail",
@@ -290,6 +295,7 @@ __all__ = (
     "LeasePartRequest",
     "LeasePeer",
     "LeaseState",
+    "LeaseVolume",
     "LedgerEntry",
     "LedgerEntryPage",
     "LinkKind",

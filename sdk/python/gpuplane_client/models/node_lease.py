@@ -11,6 +11,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.lease_peer import LeasePeer
+    from ..models.lease_volume import LeaseVolume
 
 
 T = TypeVar("T", bound="NodeLease")
@@ -25,11 +26,15 @@ class NodeLease:
         lease_id (UUID):
         peers (list[LeasePeer] | Unset): The lease's other nodes, whose round trips this node measures (empty for a
             single-node lease).
+        volumes (list[LeaseVolume] | Unset): The tenant's volumes attached to the lease: every process of the lease on
+            this node sees each at
+            `/volumes/<mount>`.
     """
 
     gpu_indices: list[int]
     lease_id: UUID
     peers: list[LeasePeer] | Unset = UNSET
+    volumes: list[LeaseVolume] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,6 +49,13 @@ class NodeLease:
                 peers_item = peers_item_data.to_dict()
                 peers.append(peers_item)
 
+        volumes: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.volumes, Unset):
+            volumes = []
+            for volumes_item_data in self.volumes:
+                volumes_item = volumes_item_data.to_dict()
+                volumes.append(volumes_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -54,12 +66,15 @@ class NodeLease:
         )
         if peers is not UNSET:
             field_dict["peers"] = peers
+        if volumes is not UNSET:
+            field_dict["volumes"] = volumes
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.lease_peer import LeasePeer
+        from ..models.lease_volume import LeaseVolume
 
         d = dict(src_dict)
         gpu_indices = cast(list[int], d.pop("gpu_indices"))
@@ -75,10 +90,20 @@ class NodeLease:
 
                 peers.append(peers_item)
 
+        _volumes = d.pop("volumes", UNSET)
+        volumes: list[LeaseVolume] | Unset = UNSET
+        if _volumes is not UNSET:
+            volumes = []
+            for volumes_item_data in _volumes:
+                volumes_item = LeaseVolume.from_dict(volumes_item_data)
+
+                volumes.append(volumes_item)
+
         node_lease = cls(
             gpu_indices=gpu_indices,
             lease_id=lease_id,
             peers=peers,
+            volumes=volumes,
         )
 
         node_lease.additional_properties = d

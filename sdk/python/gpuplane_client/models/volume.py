@@ -18,6 +18,7 @@ class Volume:
     """A tenant's volume, as the API shows it.
 
     Attributes:
+        attached_to (list[UUID]): The leases it is attached to now (one read-write, or any number read-only).
         available (bool): False while that host is offline: a host volume cannot be mounted then (its data is kept, and
             it is not
             billed for the time its host is silent).
@@ -42,6 +43,7 @@ class Volume:
         used_bytes (int | None | Unset): What is written in it, bytes, as its agent last reported.
     """
 
+    attached_to: list[UUID]
     available: bool
     charged_minor: int
     created_at: datetime.datetime
@@ -62,6 +64,11 @@ class Volume:
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        attached_to = []
+        for attached_to_item_data in self.attached_to:
+            attached_to_item = str(attached_to_item_data)
+            attached_to.append(attached_to_item)
+
         available = self.available
 
         charged_minor = self.charged_minor
@@ -124,6 +131,7 @@ class Volume:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "attached_to": attached_to,
                 "available": available,
                 "charged_minor": charged_minor,
                 "created_at": created_at,
@@ -154,6 +162,13 @@ class Volume:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
+        attached_to = []
+        _attached_to = d.pop("attached_to")
+        for attached_to_item_data in _attached_to:
+            attached_to_item = UUID(attached_to_item_data)
+
+            attached_to.append(attached_to_item)
+
         available = d.pop("available")
 
         charged_minor = d.pop("charged_minor")
@@ -242,6 +257,7 @@ class Volume:
         used_bytes = _parse_used_bytes(d.pop("used_bytes", UNSET))
 
         volume = cls(
+            attached_to=attached_to,
             available=available,
             charged_minor=charged_minor,
             created_at=created_at,
