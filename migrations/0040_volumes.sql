@@ -102,3 +102,19 @@ CREATE UNIQUE INDEX volume_attachments_once_per_lease ON volume_attachments (lea
 CREATE UNIQUE INDEX volume_attachments_mount_unique ON volume_attachments (lease_id, mount_name)
     WHERE detached_at IS NULL;
 CREATE INDEX volume_attachments_volume_idx ON volume_attachments (volume_id) WHERE detached_at IS NULL;
+
+-- Storage is billed as GPU time is (0004_billing.sql): per whole second from the volume's ready_at on its own grid,
+-- at the storage price in force when each second begins, exact cost in units, charged floor(cost). A usage record
+-- is a lease's or a volume's: a volume's carries its size (gib) and GiB-seconds, term 'storage', and its unit
+-- price per GiB and 30-day month; the GPU columns are 0.
+ALTER TABLE usage_records
+    ALTER COLUMN lease_id DROP NOT NULL,
+    ADD COLUMN volume_id   uuid REFERENCES volumes (id),
+    ADD COLUMN gib         integer,
+    ADD COLUMN gib_seconds bigint,
+    ADD CONSTRAINT usage_records_one_subject CHECK ((lease_id IS NULL) <> (volume_id IS NULL)),
+    ADD CONSTRAINT usage_records_volume_quantities CHECK (
+        (volume_id IS NULL) = (gib IS NULL) AND (gib IS NULL) = (gib_seconds IS NULL)
+        AND (volume_id IS NULL OR (term = 'storage' AND gpu_count = 0 AND gpu_seconds = 0 AND gib_seconds >= 0)));
+CREATE INDEX usage_records_volume_idx ON usage_records (volume_id) WHERE volume_id IS NOT NULL;
+CREATE INDEX volumes_metering_idx ON volumes (metered_until) WHERE metered_until IS NOT NULL;

@@ -141,7 +141,12 @@ pub async fn metering(state: AppState, interval: Duration, shutdown: Cancellatio
     every("metering", interval, shutdown, |_| {
         let db = state.db.clone();
         async move {
-            let tenants = crate::billing::metering::meter_once(&db).await?;
+            let mut tenants = crate::billing::metering::meter_once(&db).await?;
+            for touched in crate::volumes::metering::meter_once(&db).await? {
+                if !tenants.contains(&touched) {
+                    tenants.push(touched);
+                }
+            }
             crate::leases::lifecycle::wake(
                 crate::billing::metering::enforce_balances(&db, &tenants, interval).await?,
                 &db,

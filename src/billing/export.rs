@@ -45,7 +45,7 @@ pub struct ExportParams {
 pub use gpuplane_store::billing::export::UsageRow;
 
 pub const CSV_HEADER: &str = "record_id,tenant_id,lease_id,pool_id,pool_name,gpu_model,term,period_start,period_end,\
-gpu_count,gpu_seconds,unit_price_minor,currency,amount_minor\n";
+gpu_count,gpu_seconds,unit_price_minor,currency,amount_minor,volume_id,gib,gib_seconds\n";
 
 /// CSV field: quoted only when it needs to be.
 fn csv_field(out: &mut String, value: &str) {
@@ -60,13 +60,15 @@ fn csv_field(out: &mut String, value: &str) {
 
 pub fn write_csv_row(out: &mut String, r: &UsageRow) {
     use std::fmt::Write;
-    let _ = write!(out, "{},{},{},{},", r.record_id, r.tenant_id, r.lease_id, r.pool_id);
+    let optional = |v: Option<String>| v.unwrap_or_default();
+    let lease = optional(r.lease_id.map(|id| id.to_string()));
+    let _ = write!(out, "{},{},{},{},", r.record_id, r.tenant_id, lease, r.pool_id);
     csv_field(out, &r.pool_name);
     out.push(',');
     csv_field(out, &r.gpu_model);
     let _ = writeln!(
         out,
-        ",{},{},{},{},{},{},{},{}",
+        ",{},{},{},{},{},{},{},{},{},{},{}",
         r.term,
         r.period_start.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         r.period_end.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
@@ -74,7 +76,10 @@ pub fn write_csv_row(out: &mut String, r: &UsageRow) {
         r.gpu_seconds,
         r.unit_price_minor,
         r.currency,
-        r.amount_minor
+        r.amount_minor,
+        optional(r.volume_id.map(|id| id.to_string())),
+        optional(r.gib.map(|g| g.to_string())),
+        optional(r.gib_seconds.map(|s| s.to_string())),
     );
 }
 

@@ -189,6 +189,8 @@ async fn refresh_month(conn: &mut PgConnection, month: Month, closed: bool) -> R
             .filter(|l| l.tenant_id == tenant_id && l.currency == currency)
             .map(|l| InvoiceLine {
                 lease_id: l.lease_id,
+                volume_id: l.volume_id,
+                gib_seconds: l.gib_seconds,
                 pool_id: l.pool_id,
                 pool_name: l.pool_name.clone(),
                 term: l.term.clone(),

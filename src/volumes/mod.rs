@@ -8,5 +8,6 @@
 
 pub mod agents;
 pub mod attachments;
+pub mod metering;
 pub mod routes;
 pub mod rules;

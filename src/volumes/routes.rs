@@ -53,6 +53,30 @@ fn check_idle_days(days: Option<i32>, errors: &mut Vec<FieldError>) {
     }
 }
 
+/// 402 `insufficient_balance` unless the tenant's balance in the pool's currency covers a day of `size_gib`.
+async fn require_balance(
+    conn: &mut sqlx::PgConnection,
+    tenant_id: Uuid,
+    pool: &store::PoolStorage,
+    size_gib: i32,
+) -> ApiResult<()> {
+    let required = rules::first_day_minor(size_gib, pool.price_per_gib_month_minor.unwrap_or(0));
+    let balance = crate::billing::ledger::balance(conn, tenant_id, &pool.currency).await?;
+    if balance < required.max(1) {
+        return Err(ApiError::PaymentRequired {
+            code: "insufficient_balance",
+            message: format!(
+                "the balance of {balance} {} minor units does not cover a day of {size_gib} GiB ({required})",
+                pool.currency
+            ),
+            context: Some(
+                serde_json::json!({ "balance_minor": balance, "required_minor": required, "currency": pool.currency }),
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Refuse a size the tenant's quota or the pool's capacity does not hold: `extra_gib` more than now, and one
 /// more volume when `new_volume`.
 async fn check_room(
@@ -97,6 +121,7 @@ async fn check_room(
     request_body = CreateVolumeRequest,
     responses(
         (status = 201, description = "The volume, `creating`", body = Volume),
+        (status = 402, description = "The balance does not cover the volume's first day (`insufficient_balance`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such pool", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "A live volume has this name (`volume_name_taken`), a quota (`volume_quota_exceeded`) or the pool's storage capacity (`pool_storage_full`) does not hold it, or no ready host has room for it (`no_volume_store`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid fields, a kind the pool does not offer, or a pool that sells no storage (`volumes_not_offered`)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -127,6 +152,7 @@ pub async fn create_volume(
     }
     let kind = rules::choose_kind(req.kind, &pool.volume_kinds, &pool.name).map_err(|e| ApiError::field("kind", e))?;
     check_room(&mut tx, auth.tenant_id, &pool, i64::from(req.size_gib), true).await?;
+    require_balance(&mut tx, auth.tenant_id, &pool, req.size_gib).await?;
     let nodes = store::store_nodes(&mut tx, pool.id).await?;
     let node_id = rules::place(kind, req.size_gib, &nodes, pool.pool_kind_gib)
         .map_err(|e| ApiError::conflict("no_volume_store", format!("pool {}: {e}", pool.name)))?;
@@ -217,6 +243,7 @@ pub struct UpdateVolumeRequest {
     request_body = UpdateVolumeRequest,
     responses(
         (status = 200, description = "The volume as changed", body = Volume),
+        (status = 402, description = "The balance does not cover a day at the new size (`insufficient_balance`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such volume of the tenant's", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 409, description = "Deleted or failed (`volume_not_live`), or a quota, the pool's capacity or its host's room does not hold the new size (`volume_quota_exceeded`, `pool_storage_full`, `no_volume_store`)", body = crate::error::Problem, content_type = "application/problem+json"),
         (status = 422, description = "Invalid fields, or a smaller size (volumes never shrink)", body = crate::error::Problem, content_type = "application/problem+json"),
@@ -254,6 +281,7 @@ pub async fn update_volume(
     let extra = i64::from(size - volume.size_gib);
     if extra > 0 {
         check_room(&mut tx, auth.tenant_id, &pool, extra, false).await?;
+        require_balance(&mut tx, auth.tenant_id, &pool, size).await?;
         // Its store must hold the growth: the same rule as a new volume's, on its own node.
         let kind = VolumeKind::parse(&volume.kind).unwrap_or(VolumeKind::Host);
         let nodes: Vec<_> =
@@ -266,6 +294,10 @@ pub async fn update_volume(
         Some(days) => days,
         None => store::get(&mut tx, auth.tenant_id, volume_id).await?.and_then(|v| v.delete_after_idle_days),
     };
+    if extra > 0 {
+        // Every second before the grow is charged at the size it had.
+        super::metering::meter_before_resize(&mut tx, volume_id).await?;
+    }
     store::update(&mut tx, volume_id, size, days).await?;
     let volume = store::get(&mut tx, auth.tenant_id, volume_id).await?.ok_or(ApiError::NotFound("volume"))?;
     tx.commit().await?;

@@ -74,6 +74,13 @@ pub fn place(kind: VolumeKind, size_gib: i32, nodes: &[StoreNode], pool_promised
     }
 }
 
+/// What a tenant's balance must cover to create or grow a volume: its first day at its size and the storage price
+/// in force (per GiB and 30-day month), rounded up to a minor unit.
+pub fn first_day_minor(size_gib: i32, price_per_gib_month_minor: i64) -> i64 {
+    let units = i128::from(size_gib) * i128::from(price_per_gib_month_minor) * 86_400;
+    (units.div_euclid(2_592_000) + i128::from(units.rem_euclid(2_592_000) != 0)).min(i128::from(i64::MAX)) as i64
+}
+
 /// Where the gpuplane runtime saves and resumes a job's checkpoints.
 pub const CHECKPOINT_DIR_ENV: &str = "GPUPLANE_CHECKPOINT_DIR";
 
@@ -109,6 +116,14 @@ mod tests {
         for bad in ["", "-a", ".a", "Data", "a/b", "../x", "a b", &"a".repeat(64), "\u{e9}", "a\0"] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_first_day_of_storage_rounds_up_to_a_minor_unit() {
+        assert_eq!(first_day_minor(100, 7), 24, "100 GiB at 7 per GiB-month: 23.33 for a day");
+        assert_eq!(first_day_minor(30, 30), 30, "exact: 30 GiB at 30 per month is 1 per GiB-day");
+        assert_eq!(first_day_minor(1, 0), 0);
+        assert_eq!(first_day_minor(65_536, 100_000_000), 218_453_333_334);
     }
 
     #[test]

@@ -287,8 +287,10 @@ async fn export_invoice_and_ledger_reconcile_to_the_minor_unit(db: PgPool) {
         .expect(StatusCode::OK);
     let text = csv.body.as_str().unwrap().to_string();
     let mut lines = text.lines();
-    assert_eq!(lines.next().unwrap(), gpuplane::billing::export::CSV_HEADER.trim_end());
-    let export_total: i64 = lines.map(|l| l.rsplit(',').next().unwrap().parse::<i64>().unwrap()).sum();
+    let header = lines.next().unwrap();
+    assert_eq!(header, gpuplane::billing::export::CSV_HEADER.trim_end());
+    let amount = header.split(',').position(|c| c == "amount_minor").unwrap();
+    let export_total: i64 = lines.map(|l| l.split(',').nth(amount).unwrap().parse::<i64>().unwrap()).sum();
     let (ledger_total,): (i64,) = sqlx::query_as(
         "SELECT (-sum(amount_minor))::bigint FROM ledger_entries WHERE kind = 'usage' AND period_at >= $1 AND period_at < $2",
     )

@@ -167,6 +167,14 @@ async fn quotas_capacity_and_bad_input_are_refused_and_change_nothing(db: PgPool
         .await
         .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "volumes_not_offered");
 
+    // A tenant without balance: 402, nothing made.
+    let (_, broke) = app.tenant_key_without_balance(&op, "broke", gpuplane::auth::Role::TenantAdmin).await;
+    let broke = app.token_for(&broke).await;
+    app.post("/v1/volumes", &broke, json!({"name": "x", "pool_id": pool, "size_gib": 1}))
+        .await
+        .expect_problem(StatusCode::PAYMENT_REQUIRED, "insufficient_balance");
+    assert_eq!(app.get("/v1/volumes", &broke).await.expect(StatusCode::OK).body, json!([]));
+
     // Quotas: 2 volumes, 100 GiB; the pool's capacity: 150 GiB.
     app.put(
         &format!("/v1/admin/tenants/{tenant_id}/volume-quotas"),
@@ -599,4 +607,104 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     }
     let _ = std::fs::remove_dir_all(&shared);
     let _ = std::fs::remove_dir_all(&scripts);
+}
+
+/// Storage is billed per whole GiB-second at the price in force when each second begins, exactly to floor(cost)
+/// like GPU time: through a price change and a grow (each second at the size it had), stopping at the deletion,
+/// one usage record per price and size, the ledger equal to the records, one invoice line per volume. Time is
+/// driven by moving the volume's meter back, as the billing tests pin a lease's period.
+#[sqlx::test]
+async fn storage_is_metered_per_gib_second_through_a_price_change_and_a_grow(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, pool, _nodes, agents) = storage_pool(&app, json!(["pool"])).await;
+    let (tenant_id, tenant) = app.tenant_admin(&op, "acme").await;
+    // 2,592,000 minor units per GiB and 30-day month: one minor unit per GiB-second.
+    sqlx::query(
+        "UPDATE pool_storage_prices SET price_per_gib_month_minor = 2592000, effective_from = now() - interval '1 day'",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+    heartbeat(&app, &agents[0], &[("pool", 500)], json!([])).await;
+    let id = ready_volume(&app, &tenant, &pool, &agents[0], json!({"name": "ckpt", "size_gib": 2})).await;
+    let ready_at: chrono::DateTime<chrono::Utc> =
+        sqlx::query_scalar("SELECT ready_at FROM volumes WHERE id = $1::uuid").bind(&id).fetch_one(&db).await.unwrap();
+    // 100 s ago it became ready; 40 s ago the price doubled.
+    let t0 = ready_at - chrono::Duration::seconds(100);
+    sqlx::query("UPDATE volumes SET ready_at = $2, metered_until = $2 WHERE id = $1::uuid")
+        .bind(&id)
+        .bind(t0)
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO pool_storage_prices (id, pool_id, effective_from, price_per_gib_month_minor) VALUES (gen_random_uuid(), $1::uuid, $2, 5184000)")
+        .bind(&pool)
+        .bind(t0 + chrono::Duration::seconds(60))
+        .execute(&db)
+        .await
+        .unwrap();
+    gpuplane::volumes::metering::meter_once(&db).await.unwrap();
+    let records = |db: PgPool| {
+        let id = id.clone();
+        async move {
+            let rows: Vec<(i32, i64, i64, i64, String)> = sqlx::query_as(
+                "SELECT gib, gib_seconds, unit_price_minor, amount_minor, term FROM usage_records WHERE volume_id = $1::uuid ORDER BY period_start",
+            )
+            .bind(&id)
+            .fetch_all(&db)
+            .await
+            .unwrap();
+            rows
+        }
+    };
+    let first = records(db.clone()).await;
+    assert_eq!(first.len(), 2, "one record per price: {first:?}");
+    assert_eq!((first[0].0, first[0].1, first[0].2, first[0].3), (2, 120, 2592000, 120), "60 s x 2 GiB at 1 per GiB-s");
+    assert_eq!((first[1].0, first[1].2, first[1].4.as_str()), (2, 5184000, "storage"));
+    // The second piece runs to now: 40 s and however long the test took since, at 2 per GiB-second.
+    let elapsed = first[1].1 / 2;
+    assert!((40..45).contains(&elapsed), "{first:?}");
+    assert_eq!(first[1].3, first[1].1 * 2, "exact: 2 per GiB-second");
+
+    // A grow meters what came before at the old size, then the new size runs.
+    app.patch(&format!("/v1/volumes/{id}"), &tenant, json!({"size_gib": 3})).await.expect(StatusCode::OK);
+    sqlx::query("UPDATE volumes SET metered_until = metered_until - interval '10 seconds' WHERE id = $1::uuid")
+        .bind(&id)
+        .execute(&db)
+        .await
+        .unwrap();
+    gpuplane::volumes::metering::meter_once(&db).await.unwrap();
+    let after = records(db.clone()).await;
+    let last = after.last().unwrap();
+    assert_eq!((last.0, last.2), (3, 5184000), "{after:?}");
+    assert!(last.1 >= 30 && last.1 % 3 == 0, "10 s or more at 3 GiB: {after:?}");
+
+    // Deleted: metered to the deletion, then never again.
+    app.delete(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK);
+    gpuplane::volumes::metering::meter_once(&db).await.unwrap();
+    let at_delete = records(db.clone()).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    gpuplane::volumes::metering::meter_once(&db).await.unwrap();
+    assert_eq!(records(db.clone()).await, at_delete, "nothing after the deletion");
+
+    // The ledger holds exactly the records; the volume says what it was charged; one invoice line for it.
+    let charged: i64 = at_delete.iter().map(|r| r.3).sum();
+    let (ledger,): (i64,) = sqlx::query_as(
+        "SELECT (-sum(e.amount_minor))::bigint FROM ledger_entries e JOIN usage_records r ON r.id = e.usage_record_id WHERE r.volume_id = $1::uuid",
+    )
+    .bind(&id)
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!(ledger, charged);
+    let volume = app.get(&format!("/v1/volumes/{id}"), &tenant).await;
+    assert_eq!(volume.expect(StatusCode::OK).body["charged_minor"], charged);
+    let month = chrono::Utc::now().format("%Y-%m").to_string();
+    let invoices = app.post("/v1/admin/invoices", &op, json!({ "month": month })).await.expect(StatusCode::OK).body;
+    let invoice = invoices.as_array().unwrap().iter().find(|i| i["tenant_id"] == tenant_id.as_str()).unwrap();
+    let lines: Vec<&Value> =
+        invoice["lines"].as_array().unwrap().iter().filter(|l| l["volume_id"] == id.as_str()).collect();
+    assert_eq!(lines.len(), 2, "a line per volume and unit price: {invoice}");
+    assert!(lines.iter().all(|l| l["term"] == "storage" && l["lease_id"].is_null()));
+    assert_eq!(lines.iter().map(|l| l["amount_minor"].as_i64().unwrap()).sum::<i64>(), charged);
 }

@@ -604,3 +604,147 @@ pub fn detach_on_lease_end_ctes(ended: &str) -> String {
                      AND o.lease_id NOT IN (SELECT id FROM ({ended}) e2)))"
     )
 }
+
+/// A volume with unmetered time, locked, and how far it is to be metered.
+pub struct DueVolume {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub pool_id: Uuid,
+    pub size_gib: i32,
+    pub metered_until: DateTime<Utc>,
+    /// Its deletion; else now, or for a host volume the last heartbeat of its host if earlier (a silent host's
+    /// time is not charged until it proves it was alive).
+    pub meter_to: DateTime<Utc>,
+    /// Deleted: metered to `meter_to` for good.
+    pub ended: bool,
+    /// Exact cost so far, numeric as text.
+    pub cost_units: String,
+    pub charged_minor: i64,
+    pub currency: String,
+}
+
+/// Lock up to `limit` volumes with at least a whole unmetered second (or a deleted one's last fraction), skipping
+/// those another replica meters now.
+pub async fn lock_due(conn: &mut PgConnection, limit: i64) -> StoreResult<Vec<DueVolume>> {
+    let rows = sqlx::query_as!(
+        DueVolume,
+        r#"SELECT v.id, v.tenant_id, v.pool_id, v.size_gib, v.metered_until AS "metered_until!",
+                  due.meter_to AS "meter_to!", v.deleted_at IS NOT NULL AS "ended!", v.cost_units::text AS "cost_units!",
+                  v.charged_minor, v.currency
+           FROM volumes v JOIN nodes n ON n.id = v.node_id,
+                LATERAL (SELECT CASE
+                    WHEN v.deleted_at IS NOT NULL THEN v.deleted_at
+                    WHEN v.kind = 'host' THEN LEAST(now(), COALESCE(n.last_heartbeat_at, v.metered_until))
+                    ELSE now() END AS meter_to) due
+           WHERE v.metered_until IS NOT NULL
+             AND (due.meter_to >= v.metered_until + interval '1 second'
+                  OR (v.deleted_at IS NOT NULL AND v.metered_until < v.deleted_at))
+           ORDER BY v.id LIMIT $1 FOR UPDATE OF v SKIP LOCKED"#,
+        limit
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// The pool's storage prices that start before `until`, oldest first, as prices per GiB and 30-day month.
+pub async fn storage_prices_before(
+    conn: &mut PgConnection,
+    pool_id: Uuid,
+    until: DateTime<Utc>,
+) -> StoreResult<Vec<crate::billing::metering::Price>> {
+    let rows = sqlx::query!(
+        "SELECT effective_from, price_per_gib_month_minor FROM pool_storage_prices
+         WHERE pool_id = $1 AND effective_from < $2 ORDER BY effective_from",
+        pool_id,
+        until
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| crate::billing::metering::Price {
+            effective_from: r.effective_from,
+            per_gpu_hour_minor: 0,
+            per_gpu_month_minor: Some(r.price_per_gib_month_minor),
+        })
+        .collect())
+}
+
+/// One rated piece of a volume's time, about to be written as a usage record.
+pub struct NewVolumeUsage<'a> {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub volume_id: Uuid,
+    pub pool_id: Uuid,
+    pub period_start: DateTime<Utc>,
+    pub period_end: DateTime<Utc>,
+    pub gib: i32,
+    pub gib_seconds: i64,
+    pub unit_price_minor: i64,
+    pub currency: &'a str,
+    /// The exact cost, numeric as text.
+    pub cost_units: String,
+    pub amount_minor: i64,
+}
+
+/// Write a volume's usage record (term `storage`).
+pub async fn insert_usage(conn: &mut PgConnection, r: &NewVolumeUsage<'_>) -> StoreResult<()> {
+    sqlx::query!(
+        "INSERT INTO usage_records (id, tenant_id, volume_id, pool_id, period_start, period_end, gpu_count, gpu_seconds,
+             gib, gib_seconds, term, unit_price_minor, currency, cost_units, amount_minor)
+         VALUES ($1, $2, $3, $4, $5, $6, 0, 0, $7, $8, 'storage', $9, $10, $11::text::numeric, $12)",
+        r.id,
+        r.tenant_id,
+        r.volume_id,
+        r.pool_id,
+        r.period_start,
+        r.period_end,
+        r.gib,
+        r.gib_seconds,
+        r.unit_price_minor,
+        r.currency,
+        &r.cost_units,
+        r.amount_minor
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Move a volume's metering forward.
+pub async fn set_metered(
+    conn: &mut PgConnection,
+    id: Uuid,
+    metered_until: DateTime<Utc>,
+    cost_units: String,
+    charged_minor: i64,
+) -> StoreResult<()> {
+    sqlx::query!(
+        "UPDATE volumes SET metered_until = $2, cost_units = $3::text::numeric, charged_minor = $4 WHERE id = $1",
+        id,
+        metered_until,
+        cost_units,
+        charged_minor
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Lock one volume for metering before its size changes (a grow); None if it has no meter yet (not ready).
+pub async fn lock_for_metering(conn: &mut PgConnection, id: Uuid) -> StoreResult<Option<DueVolume>> {
+    let row = sqlx::query_as!(
+        DueVolume,
+        r#"SELECT v.id, v.tenant_id, v.pool_id, v.size_gib, v.metered_until AS "metered_until!",
+                  CASE WHEN v.kind = 'host' THEN LEAST(now(), COALESCE(n.last_heartbeat_at, v.metered_until))
+                       ELSE now() END AS "meter_to!",
+                  false AS "ended!", v.cost_units::text AS "cost_units!", v.charged_minor, v.currency
+           FROM volumes v JOIN nodes n ON n.id = v.node_id
+           WHERE v.id = $1 AND v.metered_until IS NOT NULL AND v.deleted_at IS NULL FOR UPDATE OF v"#,
+        id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
+}

@@ -2934,19 +2934,32 @@ export interface components {
         InvoiceLine: {
             /** Format: int64 */
             amount_minor: number;
+            /**
+             * Format: int64
+             * @description GiB-seconds of storage (a volume's line).
+             */
+            gib_seconds?: number | null;
             /** @description GPU-hours, for people (gpu_seconds / 3600, to the thousandth). */
             gpu_hours: string;
             /** Format: int64 */
             gpu_seconds: number;
-            /** Format: uuid */
-            lease_id: string;
+            /**
+             * Format: uuid
+             * @description The lease whose GPU time this line charges; null on a volume's line.
+             */
+            lease_id?: string | null;
             /** Format: uuid */
             pool_id: string;
             pool_name: string;
-            /** @description `hourly` or `monthly`. */
+            /** @description `hourly` or `monthly` (GPU time), or `storage` (a volume: `gib_seconds`, priced per GiB and 30-day month). */
             term: string;
             /** Format: int64 */
             unit_price_minor: number;
+            /**
+             * Format: uuid
+             * @description The volume whose storage this line charges (term `storage`).
+             */
+            volume_id?: string | null;
         };
         /** @description A job on a lease. */
         Job: {
@@ -4870,13 +4883,26 @@ export interface components {
              */
             amount_minor: number;
             currency: string;
+            /**
+             * Format: int32
+             * @description The volume's size, GiB (storage records).
+             */
+            gib?: number | null;
+            /**
+             * Format: int64
+             * @description GiB-seconds metered (storage records); their unit price is per GiB and 30-day month.
+             */
+            gib_seconds?: number | null;
             /** Format: int32 */
             gpu_count: number;
             gpu_model: string;
             /** Format: int64 */
             gpu_seconds: number;
-            /** Format: uuid */
-            lease_id: string;
+            /**
+             * Format: uuid
+             * @description The lease metered (GPU time), or null for a volume's storage.
+             */
+            lease_id?: string | null;
             /** Format: date-time */
             period_end: string;
             /** Format: date-time */
@@ -4888,13 +4914,18 @@ export interface components {
             record_id: string;
             /** Format: uuid */
             tenant_id: string;
-            /** @description `hourly` or `monthly`. */
+            /** @description `hourly` or `monthly` (a lease's GPU time), or `storage` (a volume's). */
             term: string;
             /**
              * Format: int64
              * @description Price per GPU-hour (hourly) or per GPU and 30-day month (monthly), minor units.
              */
             unit_price_minor: number;
+            /**
+             * Format: uuid
+             * @description The volume metered (storage), or null for a lease's GPU time.
+             */
+            volume_id?: string | null;
         };
         /** @description A tenant's volume, as the API shows it. */
         Volume: {
@@ -8943,6 +8974,15 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description The balance does not cover the volume's first day (`insufficient_balance`) */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             403: components["responses"]["Forbidden"];
             /** @description No such pool */
             404: {
@@ -9085,6 +9125,15 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            /** @description The balance does not cover a day at the new size (`insufficient_balance`) */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             403: components["responses"]["Forbidden"];
             /** @description No such volume of the tenant's */
             404: {

@@ -12,16 +12,23 @@ use crate::StoreResult;
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct InvoiceLine {
-    pub lease_id: Uuid,
+    /// The lease whose GPU time this line charges; null on a volume's line.
+    pub lease_id: Option<Uuid>,
+    /// The volume whose storage this line charges (term `storage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub volume_id: Option<Uuid>,
     pub pool_id: Uuid,
     pub pool_name: String,
-    /// `hourly` or `monthly`.
+    /// `hourly` or `monthly` (GPU time), or `storage` (a volume: `gib_seconds`, priced per GiB and 30-day month).
     pub term: String,
     pub gpu_seconds: i64,
     /// GPU-hours, for people (gpu_seconds / 3600, to the thousandth).
     pub gpu_hours: String,
     pub unit_price_minor: i64,
     pub amount_minor: i64,
+    /// GiB-seconds of storage (a volume's line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gib_seconds: Option<i64>,
 }
 
 /// An invoice as stored: `lines` is JSON in the row and decodes through `Json`.
@@ -108,12 +115,14 @@ pub async fn lock_invoice_runs(conn: &mut PgConnection) -> StoreResult<()> {
 pub struct UsageLine {
     pub tenant_id: Uuid,
     pub currency: String,
-    pub lease_id: Uuid,
+    pub lease_id: Option<Uuid>,
+    pub volume_id: Option<Uuid>,
     pub pool_id: Uuid,
     pub pool_name: String,
     pub term: String,
     pub unit_price_minor: i64,
     pub gpu_seconds: i64,
+    pub gib_seconds: Option<i64>,
     pub amount_minor: i64,
 }
 
@@ -125,12 +134,13 @@ pub async fn usage_lines(
 ) -> StoreResult<Vec<UsageLine>> {
     Ok(sqlx::query_as!(
         UsageLine,
-        r#"SELECT r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name AS pool_name, r.term, r.unit_price_minor,
-             sum(r.gpu_seconds)::bigint AS "gpu_seconds!", sum(r.amount_minor)::bigint AS "amount_minor!"
+        r#"SELECT r.tenant_id, r.currency, r.lease_id, r.volume_id, r.pool_id, p.name AS pool_name, r.term,
+             r.unit_price_minor, sum(r.gpu_seconds)::bigint AS "gpu_seconds!", sum(r.gib_seconds)::bigint AS gib_seconds,
+             sum(r.amount_minor)::bigint AS "amount_minor!"
          FROM usage_records r JOIN pools p ON p.id = r.pool_id
          WHERE r.period_start >= $1 AND r.period_start < $2
-         GROUP BY r.tenant_id, r.currency, r.lease_id, r.pool_id, p.name, r.term, r.unit_price_minor
-         ORDER BY r.tenant_id, r.currency, r.lease_id, r.unit_price_minor"#,
+         GROUP BY r.tenant_id, r.currency, r.lease_id, r.volume_id, r.pool_id, p.name, r.term, r.unit_price_minor
+         ORDER BY r.tenant_id, r.currency, r.lease_id NULLS LAST, r.volume_id, r.unit_price_minor"#,
         start,
         end
     )
