@@ -63,6 +63,7 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<J
         tokio::spawn(alerts(state.clone(), shutdown.clone())),
         tokio::spawn(retune(state.clone(), shutdown.clone())),
         tokio::spawn(idle_leases(state.clone(), shutdown.clone())),
+        tokio::spawn(idle_volumes(state.clone(), shutdown.clone())),
     ]
 }
 
@@ -207,6 +208,18 @@ pub async fn retune(state: AppState, shutdown: CancellationToken) {
         let state = state.clone();
         async move {
             crate::jobs::retuning::judge_all(&state).await?;
+            Ok(Pace::Wait)
+        }
+    })
+    .await
+}
+
+/// Volumes detached past their idle policy: noticed, then deleted.
+pub async fn idle_volumes(state: AppState, shutdown: CancellationToken) {
+    every("idle_volumes", Duration::from_secs(60), shutdown, |_| {
+        let db = state.db.clone();
+        async move {
+            crate::volumes::idle::sweep_once(&db).await?;
             Ok(Pace::Wait)
         }
     })

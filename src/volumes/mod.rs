@@ -8,6 +8,7 @@
 
 pub mod agents;
 pub mod attachments;
+pub mod idle;
 pub mod metering;
 pub mod routes;
 pub mod rules;

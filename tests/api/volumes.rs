@@ -256,6 +256,43 @@ async fn another_tenants_volume_is_not_found(db: PgPool) {
     assert_eq!((volume["state"].as_str(), volume["size_gib"].as_i64()), (Some("creating"), Some(5)));
 }
 
+/// The real server (heartbeats every second) with a pool selling `kinds` of storage at 7 per GiB-month, a join
+/// token for `hosts` agents and a funded tenant: (server, base URL, API, operator token, pool, join token, tenant).
+async fn e2e_storage_pool(
+    db: &PgPool,
+    name: &str,
+    kinds: Value,
+    hosts: i32,
+) -> (crate::support::binary::Proc, String, crate::support::agents::Api, String, String, String, String) {
+    use crate::support::agents::{Api, HEARTBEAT_1S};
+    use crate::support::binary::{database_url, spawn_server};
+    let operator_key = gpuplane::cli::bootstrap_operator(db, "e2e").await.unwrap();
+    let (server, base) = spawn_server(&database_url(db), HEARTBEAT_1S);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, name, hosts).await;
+    let storage = json!({"volume_kinds": kinds});
+    let (status, body) =
+        api.call(reqwest::Method::PUT, &format!("/v1/admin/pools/{pool}/storage"), &op, Some(storage)).await;
+    assert_eq!(status, 200, "{body}");
+    api.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": 7})).await;
+    (server, base, api, op, pool, join, tenant)
+}
+
+/// Create a 1 GiB volume `name` as soon as an agent has reported a store for it (its first heartbeat); its id.
+async fn create_once_stored(api: &crate::support::agents::Api, tenant: &str, pool: &str, name: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let body = json!({"name": name, "pool_id": pool, "size_gib": 1});
+        let (status, body) = api.call(reqwest::Method::POST, "/v1/volumes", tenant, Some(body)).await;
+        if status == 201 {
+            return body["id"].as_str().unwrap().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no store known after 30 s: {status} {body}");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+}
+
 /// The mount options of the mount at `path`, if something is mounted there (this process's mount table).
 fn mount_options(path: &std::path::Path) -> Option<String> {
     let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
@@ -273,42 +310,17 @@ fn mount_options(path: &std::path::Path) -> Option<String> {
 async fn a_real_agent_makes_keeps_and_destroys_a_volume(db: PgPool) {
     use std::os::unix::fs::MetadataExt;
 
-    use crate::support::agents::{Api, HEARTBEAT_1S, spawn_agent, state_dir, wait_until};
-    use crate::support::binary::{database_url, spawn_server};
+    use crate::support::agents::{spawn_agent, state_dir, wait_until};
 
     assert_eq!(std::fs::metadata("/proc/self").unwrap().uid(), 0, "volumes are loop mounts: run the tests as root");
-    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
-    let (_server, base) = spawn_server(&database_url(&db), HEARTBEAT_1S);
-    let api = Api { base: base.clone(), client: reqwest::Client::new() };
-    let op = api.token(&operator_key).await;
-    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "vol", 1).await;
-    let (status, body) = api
-        .call(
-            reqwest::Method::PUT,
-            &format!("/v1/admin/pools/{pool}/storage"),
-            &op,
-            Some(json!({"volume_kinds": ["host"]})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    api.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": 7})).await;
+    let (_server, base, api, _op, pool, join, tenant) = e2e_storage_pool(&db, "vol", json!(["host"]), 1).await;
 
     let dir = state_dir("vol-agent");
     let store = dir.with_extension("store");
     let store_flag = format!("host={}", store.display());
     let (mut agent, _) = spawn_agent(&base, Some(&join), "vol-node-1", &dir, &["--volume-store", &store_flag]);
     // Until its first heartbeat reports the store, no host has room.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let created = loop {
-        let body = json!({"name": "data", "pool_id": pool, "size_gib": 1});
-        let (status, body) = api.call(reqwest::Method::POST, "/v1/volumes", &tenant, Some(body)).await;
-        if status == 201 {
-            break body;
-        }
-        assert!(std::time::Instant::now() < deadline, "no store known after 30 s: {status} {body}");
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    };
-    let id = created["id"].as_str().unwrap().to_string();
+    let id = create_once_stored(&api, &tenant, &pool, "data").await;
     let volume = format!("/v1/volumes/{id}");
     wait_until("the volume is made", 60, || async { api.get(&volume, &tenant).await["state"] == "ready" }).await;
 
@@ -471,25 +483,10 @@ async fn volumes_attach_read_write_to_one_lease_or_read_only_to_many_and_detach_
 async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     use std::os::unix::fs::MetadataExt;
 
-    use crate::support::agents::{Api, HEARTBEAT_1S, spawn_agent, state_dir, wait_until};
-    use crate::support::binary::{database_url, spawn_server};
+    use crate::support::agents::{spawn_agent, state_dir, wait_until};
     use crate::support::jobs::wait_job;
 
-    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
-    let (_server, base) = spawn_server(&database_url(&db), HEARTBEAT_1S);
-    let api = Api { base: base.clone(), client: reqwest::Client::new() };
-    let op = api.token(&operator_key).await;
-    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "volpool", 2).await;
-    let (status, body) = api
-        .call(
-            reqwest::Method::PUT,
-            &format!("/v1/admin/pools/{pool}/storage"),
-            &op,
-            Some(json!({"volume_kinds": ["pool"]})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    api.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": 7})).await;
+    let (_server, base, api, op, pool, join, tenant) = e2e_storage_pool(&db, "volpool", json!(["pool"]), 2).await;
     api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
 
     let shared = state_dir("vol-shared-store");
@@ -511,16 +508,7 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     };
     let ((l1, host1), (l2, host2)) = (lease(1).await, lease(2).await);
     assert_ne!(host1, host2);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    let volume = loop {
-        let body = json!({"name": "ckpt", "pool_id": pool, "size_gib": 1});
-        let (status, body) = api.call(reqwest::Method::POST, "/v1/volumes", &tenant, Some(body)).await;
-        if status == 201 {
-            break body["id"].as_str().unwrap().to_string();
-        }
-        assert!(std::time::Instant::now() < deadline, "no pool store known after 30 s: {status} {body}");
-        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    };
+    let volume = create_once_stored(&api, &tenant, &pool, "ckpt").await;
     let path = format!("/v1/volumes/{volume}");
     wait_until("the volume is made", 60, || async { api.get(&path, &tenant).await["state"] == "ready" }).await;
     // Scripts travel as files (a job's arguments hold no shell); /var is in every sandbox, read-only.
@@ -707,4 +695,71 @@ async fn storage_is_metered_per_gib_second_through_a_price_change_and_a_grow(db:
     assert_eq!(lines.len(), 2, "a line per volume and unit price: {invoice}");
     assert!(lines.iter().all(|l| l["term"] == "storage" && l["lease_id"].is_null()));
     assert_eq!(lines.iter().map(|l| l["amount_minor"].as_i64().unwrap()).sum::<i64>(), charged);
+}
+
+/// The idle policy: a volume detached for its idle days is noticed a day before (`volume.idle`) and deleted after
+/// (`volume.deleted`), never sooner than a day after the notice; attaching it again starts over. Time is driven
+/// by moving the volume's detachment back.
+#[sqlx::test]
+async fn an_idle_volume_is_noticed_then_deleted_and_attaching_starts_over(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, pool, _nodes, agents) = storage_pool(&app, json!(["pool"])).await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    heartbeat(&app, &agents[0], &[("pool", 500)], json!([])).await;
+    let body = json!({"name": "scratch", "size_gib": 1, "delete_after_idle_days": 3});
+    let id = ready_volume(&app, &tenant, &pool, &agents[0], body).await;
+    let kept = ready_volume(&app, &tenant, &pool, &agents[0], json!({"name": "kept", "size_gib": 1})).await;
+    let events = |kind: &'static str| {
+        let (db, id) = (db.clone(), id.clone());
+        async move {
+            let rows: Vec<Value> = sqlx::query_scalar(
+                "SELECT data FROM event_log WHERE type = $1 AND data->>'volume_id' = $2 ORDER BY id",
+            )
+            .bind(kind)
+            .bind(&id)
+            .fetch_all(&db)
+            .await
+            .unwrap();
+            rows
+        }
+    };
+    let age = |days: i32| {
+        let db = db.clone();
+        async move {
+            sqlx::query("UPDATE volumes SET detached_since = detached_since - make_interval(days => $1), idle_notice_at = idle_notice_at - make_interval(days => $1)")
+                .bind(days)
+                .execute(&db)
+                .await
+                .unwrap();
+        }
+    };
+    let sweep = || gpuplane::volumes::idle::sweep_once(&db);
+    assert_eq!(sweep().await.unwrap(), (0, 0), "a day short of the policy is not yet");
+    age(2).await;
+    assert_eq!(sweep().await.unwrap(), (1, 0), "noticed a day before");
+    let notice = events("volume.idle").await;
+    assert_eq!(notice.len(), 1);
+    assert_eq!((notice[0]["name"].as_str(), notice[0]["delete_after_idle_days"].as_i64()), (Some("scratch"), Some(3)));
+    assert_eq!(sweep().await.unwrap(), (0, 0), "once");
+    age(1).await;
+    assert_eq!(sweep().await.unwrap(), (0, 1), "its days are up and the notice is a day old");
+    let volume = app.get(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(volume["state"], "deleting", "{volume}");
+    assert_eq!(events("volume.deleted").await.len(), 1);
+    let other = app.get(&format!("/v1/volumes/{kept}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(other["state"], "ready", "without a policy a volume stays");
+
+    // Attaching starts over: a volume attached, then detached, waits its whole days again.
+    let body = json!({"name": "again", "size_gib": 1, "delete_after_idle_days": 1});
+    let again = ready_volume(&app, &tenant, &pool, &agents[0], body).await;
+    let lease = app.post("/v1/leases", &tenant, json!({"pool_id": pool, "gpu_count": 1, "duration_hours": 1})).await;
+    let lease = lease.expect(StatusCode::CREATED).body["id"].as_str().unwrap().to_string();
+    app.post(&format!("/v1/leases/{lease}/volumes"), &tenant, json!({"volume_id": again}))
+        .await
+        .expect(StatusCode::CREATED);
+    age(5).await;
+    assert_eq!(sweep().await.unwrap(), (0, 0), "attached: never idle");
+    app.delete(&format!("/v1/leases/{lease}/volumes/{again}"), &tenant).await.expect(StatusCode::NO_CONTENT);
+    assert_eq!(sweep().await.unwrap(), (1, 0), "a one-day policy is noticed at once on detaching");
+    assert_eq!(sweep().await.unwrap(), (0, 0), "and deleted no sooner than a day after the notice");
 }

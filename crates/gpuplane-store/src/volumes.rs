@@ -48,27 +48,23 @@ pub struct Volume {
     pub attached_to: Vec<Uuid>,
 }
 
-/// A tenant's volume by id (not deleted ones' history too: a deleted volume is still listed as such).
+/// A tenant's volume by id (a deleted one too: it is shown as such).
 pub async fn get(conn: &mut PgConnection, tenant_id: Uuid, id: Uuid) -> StoreResult<Option<Volume>> {
-    let volume = sqlx::query_as!(
-        Volume,
-        r#"SELECT v.id, v.name, v.pool_id, p.name AS pool_name, v.kind, v.size_gib, v.state, v.state_reason,
-                  n.hostname AS node, (n.liveness = 'ready') AS "available!", v.used_bytes,
-                  v.delete_after_idle_days, v.created_at, v.ready_at, v.deleted_at, v.charged_minor, v.currency,
-                  ARRAY(SELECT a.lease_id FROM volume_attachments a WHERE a.volume_id = v.id AND a.detached_at IS NULL
-                        ORDER BY a.lease_id) AS "attached_to!"
-           FROM volumes v JOIN pools p ON p.id = v.pool_id JOIN nodes n ON n.id = v.node_id
-           WHERE v.tenant_id = $1 AND v.id = $2"#,
-        tenant_id,
-        id
-    )
-    .fetch_optional(conn)
-    .await?;
-    Ok(volume)
+    Ok(select(conn, tenant_id, Some(id), true).await?.pop())
 }
 
 /// A tenant's volumes, newest first; deleted ones only when asked.
 pub async fn list(conn: &mut PgConnection, tenant_id: Uuid, include_deleted: bool) -> StoreResult<Vec<Volume>> {
+    select(conn, tenant_id, None, include_deleted).await
+}
+
+/// The one statement that reads volumes as the API shows them: one of the tenant's, or all (at most 1,000).
+async fn select(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    id: Option<Uuid>,
+    include_deleted: bool,
+) -> StoreResult<Vec<Volume>> {
     let volumes = sqlx::query_as!(
         Volume,
         r#"SELECT v.id, v.name, v.pool_id, p.name AS pool_name, v.kind, v.size_gib, v.state, v.state_reason,
@@ -77,9 +73,10 @@ pub async fn list(conn: &mut PgConnection, tenant_id: Uuid, include_deleted: boo
                   ARRAY(SELECT a.lease_id FROM volume_attachments a WHERE a.volume_id = v.id AND a.detached_at IS NULL
                         ORDER BY a.lease_id) AS "attached_to!"
            FROM volumes v JOIN pools p ON p.id = v.pool_id JOIN nodes n ON n.id = v.node_id
-           WHERE v.tenant_id = $1 AND ($2 OR v.state <> 'deleted')
+           WHERE v.tenant_id = $1 AND ($2::uuid IS NULL OR v.id = $2) AND ($3 OR v.state <> 'deleted')
            ORDER BY v.id DESC LIMIT 1000"#,
         tenant_id,
+        id,
         include_deleted
     )
     .fetch_all(conn)
@@ -747,4 +744,64 @@ pub async fn lock_for_metering(conn: &mut PgConnection, id: Uuid) -> StoreResult
     .fetch_optional(conn)
     .await?;
     Ok(row)
+}
+
+/// A volume the idle policy acts on now.
+#[derive(Debug, Clone)]
+pub struct IdleVolume {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub name: String,
+    pub detached_since: DateTime<Utc>,
+    pub delete_after_idle_days: i32,
+    /// When it is deleted: its idle days after it was last detached, and never sooner than a day after the notice.
+    pub deletes_at: DateTime<Utc>,
+}
+
+/// Ready volumes with an idle policy, detached long enough that their notice is due (a day before their idle
+/// days are up) and not yet given; each marked noticed (locked, SKIP LOCKED: replicas share the work).
+pub async fn take_idle_notices(conn: &mut PgConnection, limit: i64) -> StoreResult<Vec<IdleVolume>> {
+    let rows = sqlx::query_as!(
+        IdleVolume,
+        r#"WITH due AS (
+               SELECT id FROM volumes
+               WHERE state = 'ready' AND delete_after_idle_days IS NOT NULL AND detached_since IS NOT NULL
+                 AND idle_notice_at IS NULL
+                 AND detached_since + make_interval(days => delete_after_idle_days - 1) <= now()
+               ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+           UPDATE volumes v SET idle_notice_at = now() FROM due WHERE v.id = due.id
+           RETURNING v.id, v.tenant_id, v.name, v.detached_since AS "detached_since!",
+                     v.delete_after_idle_days AS "delete_after_idle_days!",
+                     GREATEST(v.detached_since + make_interval(days => v.delete_after_idle_days),
+                              now() + interval '1 day') AS "deletes_at!""#,
+        limit
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}
+
+/// Ready volumes whose idle days are up, noticed a day ago at least and still detached: each `deleting` now
+/// (billing stops; its agent destroys the data), locked as [`take_idle_notices`] does.
+pub async fn take_idle_deletions(conn: &mut PgConnection, limit: i64) -> StoreResult<Vec<IdleVolume>> {
+    let rows = sqlx::query_as!(
+        IdleVolume,
+        r#"WITH due AS (
+               SELECT id FROM volumes
+               WHERE state = 'ready' AND delete_after_idle_days IS NOT NULL AND detached_since IS NOT NULL
+                 AND idle_notice_at IS NOT NULL
+                 AND now() >= GREATEST(detached_since + make_interval(days => delete_after_idle_days),
+                                       idle_notice_at + interval '1 day')
+                 AND NOT EXISTS (SELECT 1 FROM volume_attachments a WHERE a.volume_id = volumes.id AND a.detached_at IS NULL)
+               ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED)
+           UPDATE volumes v SET state = 'deleting', deleted_at = now(),
+                  state_reason = 'deleted: detached for ' || v.delete_after_idle_days || ' days (its idle policy)'
+           FROM due WHERE v.id = due.id
+           RETURNING v.id, v.tenant_id, v.name, v.detached_since AS "detached_since!",
+                     v.delete_after_idle_days AS "delete_after_idle_days!", now() AS "deletes_at!""#,
+        limit
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
 }
