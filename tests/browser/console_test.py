@@ -13,9 +13,11 @@ simulated GPUs over plain HTTP (the public API, standard library only), then dri
                 gpuplane-runtime job (a refused replan says why under the button; generation 2 is listed above
                 generation 1), tell three
                 leases made within a minute apart by their short ids, release the lease, see the charge on the
-                lease and a one-day spend chart that fills its axis in billing;
+                lease and a one-day spend chart that fills its axis in billing; make a volume (a real ext4 image on
+                the agent's host), see it ready, delete it and see its image gone;
   the session:  the cookie is HttpOnly and SameSite=Strict; a state change without X-CSRF-Token is 403 csrf_failed;
-  member:       sees pools and leases, but no create-lease form, no release button and no API keys section;
+  member:       sees pools and leases, but no create-lease form, no release button, no volume form and no API keys
+                section;
   operator:     sees the fleet at a glance ("1 node", not "1 nodes") and cordons a node; opens the node's per-GPU
                 heatmap and puts it into maintenance and back; sets a tenant's quota, sees its balance and tops it
                 up; sees the active leases by tenant name; adds a price; generates, issues and pays an invoice.
@@ -175,6 +177,9 @@ def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     pool = api.ok("POST", "/v1/admin/pools", op, {"name": "a100-browser", "gpu_model": GPU, "region": "test",
                                                    "price_per_gpu_hour_minor": PRICE_PER_GPU_HOUR_MINOR, "currency": "USD"})  # fmt: skip
     join = api.ok("POST", f"/v1/admin/pools/{pool['id']}/join-tokens", op, {"max_uses": 1})
+    # The pool sells host volumes; the agent keeps them in the scratch directory (real ext4 images, loop-mounted).
+    api.ok("PUT", f"/v1/admin/pools/{pool['id']}/storage", op, {"volume_kinds": ["host"]})
+    api.ok("POST", f"/v1/admin/pools/{pool['id']}/storage-prices", op, {"price_per_gib_month_minor": 7})
     # The training script, where every sandboxed job can read it (the host's /var is in every sandbox, read-only),
     # and a template that runs it with the plan's layout: a job with a model gets {tp}, {pp} and {dp} filled in.
     scripts = Path(f"/var/tmp/gpuplane-browser-{os.getpid()}")
@@ -194,7 +199,8 @@ def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     with open(work / "agent.out", "wb") as out, open(work / "agent.log", "wb") as err:
         agent = subprocess.Popen(
             [binary, "agent", "--server", api.url, "--join-token", join["join_token"], "--simulate", f"{GPU}:{GPUS}",
-             "--hostname", "browser-1", "--state-dir", str(work / "agent-state")],
+             "--hostname", "browser-1", "--state-dir", str(work / "agent-state"),
+             "--volume-store", f"host={work / 'volume-store'}"],
             stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
         )  # fmt: skip
     (work / "agents.pids").write_text(f"{agent.pid}\n")
@@ -209,7 +215,7 @@ def seed(api: Api, operator_key: str, binary: str, work: Path) -> dict:
     check("seeded a tenant, a pool and a ready node with 4 simulated GPUs", len(nodes[0]["gpus"]) == GPUS)
     return {"operator_key": operator_key, "admin_key": admin["api_key"], "member_key": member["api_key"],
             "pool": pool, "node": nodes[0], "tenant": tenant, "script": str(scripts / "train.py"),
-            "scripts": scripts}  # fmt: skip
+            "scripts": scripts, "work": work}  # fmt: skip
 
 
 class Console:
@@ -549,7 +555,7 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     ended = wait_for("the lease ends once its job stops", 60,
                      lambda: (lease := api.ok("GET", f"/v1/leases/{lease_id}", tenant_token))["state"] == "released" and lease)  # fmt: skip
     job = api.ok("GET", f"/v1/jobs/{run_id}", tenant_token)
-    check("the lease is released once its job has stopped", job["state"] == "succeeded"
+    check("the lease is released once its job has stopped", job["state"] in ("succeeded", "cancelled", "failed")
           and ended["ended_at"] is not None, f"job {job['state']}, lease ended {ended['ended_at']}")  # fmt: skip
     check("the lease is released", "released" in c.text())
 
@@ -579,6 +585,37 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     c.shot("billing")
 
 
+def volumes(c: Console, seeded: dict) -> None:
+    """A tenant admin makes a volume from the console, sees it ready on its host, and deletes it with its data."""
+    c.sign_in(seeded["admin_key"])
+    c.view("#/volumes", "Volumes")
+    c.css("#volume-name").send_keys("checkpoints")
+    c.css("#create-volume").click()
+    c.wait(lambda d: "Volume checkpoints created on browser-1" in d.find_element(By.ID, "flash").text)
+
+    def ready():
+        c.d.refresh()
+        c.wait_text("checkpoints")
+        row = c.css("main table tbody tr").text.replace("\n", " ")
+        return row if " ready " in f" {row} " else None
+
+    row = wait_for("the agent makes the volume", 30, ready, 1.0)
+    check("a volume made from the console is ready on its host", "10 GiB" in row and "host" in row, row)
+    images = list((seeded["work"] / "volume-store" / "images").glob("*.img"))
+    check("its image is on the host, the volume's size", len(images) == 1 and images[0].stat().st_size == 10 * 2**30,
+          str(images))  # fmt: skip
+    c.shot("volumes")
+    c.css("button[data-delete-volume=checkpoints]").click()
+    c.wait(lambda d: "deleted: its data is destroyed" in d.find_element(By.ID, "flash").text)
+
+    def gone():
+        c.d.refresh()
+        c.css("main h1")
+        return "No volumes yet." in c.text() and not list((seeded["work"] / "volume-store" / "images").glob("*.img"))
+
+    check("a deleted volume goes, its image with it", bool(wait_for("the agent destroys the volume", 30, gone, 1.0)))
+
+
 def member(c: Console, seeded: dict) -> None:
     c.sign_in(seeded["member_key"])
     c.wait_text("a100-browser")
@@ -590,6 +627,8 @@ def member(c: Console, seeded: dict) -> None:
     c.css("main table a[href^='#/lease/']").click()
     c.css("svg.chart")
     check("a member sees no release or extend on a lease", not c.d.find_elements(By.ID, "release-lease"))
+    c.view("#/volumes", "Volumes")
+    check("a member sees volumes but no volume form", not c.d.find_elements(By.ID, "volume-form"))
 
 
 def operator(c: Console, seeded: dict) -> None:
@@ -702,6 +741,7 @@ def main() -> int:
     c = Console(args.url, Path(args.screenshots) if args.screenshots else None)
     try:
         tenant_admin(c, seeded)
+        volumes(c, seeded)
         member(c, seeded)
         operator(c, seeded)
     except Failed:

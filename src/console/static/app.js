@@ -330,6 +330,27 @@ async function viewLeases() {
         [...new Set(l.gpus.map((g) => g.hostname))].join(", ") || "-", l.state === "active" ? left(l.ends_at) : "-", money(cost[l.id] || 0, p && p.currency)];
     })) : h("p", {}, "No leases yet. ", h("a", { href: "#/pools" }, "Rent GPUs"), " or ", h("a", { href: "#/advice" }, "ask what to rent"), ".")];
 }
+function gib(bytes) { return `${(bytes / 2 ** 30).toFixed(2)} GiB`; }
+async function viewVolumes() {
+  const [volumes, pools] = await Promise.all([api("GET", "/v1/volumes"), loadPools()]);
+  const deletable = (v) => isAdmin() && ["creating", "ready", "failed"].includes(v.state) && !v.attached_to.length;
+  const rows = volumes.map((v) => [v.name, v.pool_name, v.kind, `${v.size_gib} GiB`, stateTag(v.state),
+    v.used_bytes == null ? "-" : gib(v.used_bytes), v.attached_to.length ? v.attached_to.map((l) => idLink(`#/lease/${l}`, l)) : "-",
+    money(v.charged_minor, v.currency),
+    deletable(v) ? h("button", { type: "button", class: "danger", "data-delete-volume": v.name,
+      onclick: act(() => api("DELETE", `/v1/volumes/${v.id}`), `Volume ${v.name} deleted: its data is destroyed`) }, "Delete") : ""]);
+  const name = h("input", { id: "volume-name", required: true, maxlength: 63 });
+  const pool = h("select", { id: "volume-pool" }, pools.map((p) => h("option", { value: p.id }, p.name)));
+  const size = h("input", { id: "volume-size", type: "number", min: 1, max: 65536, value: 10, required: true });
+  const form = h("form", { class: "inline", id: "volume-form", "aria-label": "Create a volume", onsubmit: act(
+    () => api("POST", "/v1/volumes", { name: name.value, pool_id: pool.value, size_gib: Number(size.value) }),
+    (v) => `Volume ${v.name} created on ${v.node}: ready at its agent's next heartbeat`) },
+    field("Name", name), field("Pool", pool), field("GiB", size), h("button", { type: "submit", id: "create-volume" }, "Create volume"));
+  return [h("h1", {}, "Volumes"),
+    h("p", { class: "muted" }, "Storage that outlives a lease, billed per GiB-second: attach a volume to a lease and every node sees it at /volumes/<mount>."),
+    volumes.length ? table(["Name", "Pool", "Kind", "Size", "State", "Used", "Attached to", "Charged", ""], rows) : h("p", {}, "No volumes yet."),
+    isAdmin() ? [h("h2", {}, "New volume"), form] : null];
+}
 async function viewLease(id) {
   const lease = await api("GET", `/v1/leases/${id}`);
   // The lease's last hour at most, in about 120 buckets (so a young lease shows seconds, not one minute).
@@ -702,9 +723,9 @@ async function viewInvoices(month) {
 }
 
 // ---- routing -----------------------------------------------------------------------------------------------
-const TENANT_NAV = [["#/pools", "Pools"], ["#/leases", "Leases"], ["#/advice", "What to rent"], ["#/billing", "Billing"], ["#/keys", "API keys", "admin"]];
+const TENANT_NAV = [["#/pools", "Pools"], ["#/leases", "Leases"], ["#/volumes", "Volumes"], ["#/advice", "What to rent"], ["#/billing", "Billing"], ["#/keys", "API keys", "admin"]];
 const OPERATOR_NAV = [["#/fleet", "Fleet"], ["#/nodes", "Nodes"], ["#/all-leases", "Leases"], ["#/tenants", "Tenants"], ["#/prices", "Prices"], ["#/invoices", "Invoices"]];
-const VIEWS = { pools: viewPools, leases: viewLeases, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants, node: viewNode, prices: viewPrices, invoices: viewInvoices };
+const VIEWS = { pools: viewPools, leases: viewLeases, volumes: viewVolumes, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants, node: viewNode, prices: viewPrices, invoices: viewInvoices };
 
 async function route() {
   const [, name, arg] = (location.hash || "#/").split("/");
