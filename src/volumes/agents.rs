@@ -8,6 +8,9 @@ use uuid::Uuid;
 
 use crate::error::FieldError;
 
+/// The most bytes a store or volume reports (an exabyte: beyond any disk).
+const MAX_BYTES: i64 = 1_000_000_000_000_000_000;
+
 /// Check the heartbeat's volume fields.
 pub fn validate(stores: &[VolumeStore], reports: &[VolumeReport], errors: &mut Vec<FieldError>) {
     if stores.len() > 2 {
@@ -17,16 +20,18 @@ pub fn validate(stores: &[VolumeStore], reports: &[VolumeReport], errors: &mut V
         if stores[..i].iter().any(|o| o.kind == s.kind) {
             errors.push(FieldError::new(format!("volume_stores[{i}].kind"), "one store of each kind"));
         }
-        if s.total_bytes < 0 || s.free_bytes < 0 || s.free_bytes > s.total_bytes {
-            errors.push(FieldError::new(format!("volume_stores[{i}]"), "bytes: 0 <= free_bytes <= total_bytes"));
+        if s.total_bytes > MAX_BYTES || s.free_bytes < 0 || s.free_bytes > s.total_bytes {
+            errors
+                .push(FieldError::new(format!("volume_stores[{i}]"), "bytes: 0 <= free_bytes <= total_bytes <= 10^18"));
         }
     }
     if reports.len() > 4096 {
         errors.push(FieldError::new("volumes", "at most 4096 per heartbeat"));
     }
     for (i, r) in reports.iter().enumerate() {
-        if r.size_bytes.is_some_and(|b| b < 0) || r.used_bytes.is_some_and(|b| b < 0) {
-            errors.push(FieldError::new(format!("volumes[{i}]"), "bytes are at least 0"));
+        let out = |b: Option<i64>| b.is_some_and(|b| !(0..=MAX_BYTES).contains(&b));
+        if out(r.size_bytes) || out(r.used_bytes) {
+            errors.push(FieldError::new(format!("volumes[{i}]"), "bytes, 0-10^18"));
         }
         if let Some(m) = &r.message
             && (m.chars().count() > 1000 || m.chars().any(|c| c.is_control() && c != '\n'))

@@ -41,6 +41,9 @@ pub struct CreateVolumeRequest {
     pub delete_after_idle_days: Option<i32>,
 }
 
+/// The largest capacity or quota an operator sets, GiB (a zettabyte's worth: beyond any fleet).
+const MAX_QUOTA_GIB: i64 = 1_000_000_000_000;
+
 fn check_size(field: &str, size_gib: i32, errors: &mut Vec<FieldError>) {
     if !(1..=MAX_SIZE_GIB).contains(&size_gib) {
         errors.push(FieldError::new(field, format!("GiB, 1-{MAX_SIZE_GIB}")));
@@ -345,9 +348,9 @@ pub struct PoolStorageSettings {
     /// (agents started with the pool's shared filesystem as their pool store). Empty: none.
     #[schema(max_items = 2)]
     pub volume_kinds: Vec<VolumeKind>,
-    /// GiB of volumes the pool sells in all (null: as much as its hosts report room for).
+    /// GiB of volumes the pool sells in all, up to 10^12 (null: as much as its hosts report room for).
     #[serde(default)]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 1000000000000i64)]
     pub capacity_gib: Option<i64>,
 }
 
@@ -368,8 +371,8 @@ pub async fn set_pool_storage(
     ApiJson(req): ApiJson<PoolStorageSettings>,
 ) -> ApiResult<Json<PoolStorageSettings>> {
     let mut errors = Vec::new();
-    if req.capacity_gib.is_some_and(|c| c < 0) {
-        errors.push(FieldError::new("capacity_gib", "GiB, at least 0"));
+    if req.capacity_gib.is_some_and(|c| !(0..=MAX_QUOTA_GIB).contains(&c)) {
+        errors.push(FieldError::new("capacity_gib", format!("GiB, 0-{MAX_QUOTA_GIB}")));
     }
     if req.volume_kinds.len() > 2 {
         errors.push(FieldError::new("volume_kinds", "host and/or pool, once each"));
@@ -445,13 +448,13 @@ pub async fn create_storage_price(
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"max_volumes": 20, "max_volume_gib": 5000}))]
 pub struct VolumeQuotas {
-    /// Volumes the tenant may hold at once (null: unlimited).
+    /// Volumes the tenant may hold at once, up to 1,000,000 (null: unlimited).
     #[serde(default)]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 1000000)]
     pub max_volumes: Option<i32>,
-    /// GiB of volumes the tenant may hold at once (null: unlimited).
+    /// GiB of volumes the tenant may hold at once, up to 10^12 (null: unlimited).
     #[serde(default)]
-    #[schema(minimum = 0)]
+    #[schema(minimum = 0, maximum = 1000000000000i64)]
     pub max_volume_gib: Option<i64>,
 }
 
@@ -472,11 +475,11 @@ pub async fn set_volume_quotas(
     ApiJson(req): ApiJson<VolumeQuotas>,
 ) -> ApiResult<Json<VolumeQuotas>> {
     let mut errors = Vec::new();
-    if req.max_volumes.is_some_and(|m| m < 0) {
-        errors.push(FieldError::new("max_volumes", "at least 0"));
+    if req.max_volumes.is_some_and(|m| !(0..=1_000_000).contains(&m)) {
+        errors.push(FieldError::new("max_volumes", "0-1000000"));
     }
-    if req.max_volume_gib.is_some_and(|m| m < 0) {
-        errors.push(FieldError::new("max_volume_gib", "at least 0"));
+    if req.max_volume_gib.is_some_and(|m| !(0..=MAX_QUOTA_GIB).contains(&m)) {
+        errors.push(FieldError::new("max_volume_gib", format!("GiB, 0-{MAX_QUOTA_GIB}")));
     }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));

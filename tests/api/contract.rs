@@ -245,7 +245,8 @@ async fn an_export_refuses_before_its_first_byte_and_aborts_when_it_fails_midway
              md5(g::text)::uuid AS lease_id, (SELECT id FROM pools LIMIT 1) AS pool_id, 'hourly'::text AS term, \
              '2026-01-01T00:00:00Z'::timestamptz + make_interval(secs => g) AS period_start, \
              '2026-01-01T00:01:00Z'::timestamptz + make_interval(secs => g) AS period_end, 1 AS gpu_count, \
-             60::bigint AS gpu_seconds, 100::bigint AS unit_price_minor, 'USD'::text AS currency, 2::bigint AS amount_minor \
+             60::bigint AS gpu_seconds, 100::bigint AS unit_price_minor, 'USD'::text AS currency, 2::bigint AS amount_minor, \
+             NULL::uuid AS volume_id, NULL::integer AS gib, NULL::bigint AS gib_seconds \
          FROM generate_series(1, 400000) g",
     )
     .execute(&db)

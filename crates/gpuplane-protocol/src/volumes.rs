@@ -41,10 +41,10 @@ impl VolumeKind {
 pub struct VolumeStore {
     pub kind: VolumeKind,
     /// Size of the filesystem that holds the images, bytes.
-    #[cfg_attr(feature = "server", schema(minimum = 0))]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 1000000000000000000i64))]
     pub total_bytes: i64,
     /// Free space on it, bytes (images are sparse: what a volume has not written yet is still free here).
-    #[cfg_attr(feature = "server", schema(minimum = 0))]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 1000000000000000000i64))]
     pub free_bytes: i64,
 }
 
@@ -71,11 +71,11 @@ pub struct VolumeReport {
     pub outcome: VolumeOutcome,
     /// The filesystem's size, bytes (ready volumes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "server", schema(minimum = 0))]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 1000000000000000000i64))]
     pub size_bytes: Option<i64>,
     /// What is written in it, bytes (ready volumes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "server", schema(minimum = 0))]
+    #[cfg_attr(feature = "server", schema(minimum = 0, maximum = 1000000000000000000i64))]
     pub used_bytes: Option<i64>,
     /// Why it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4328,7 +4328,10 @@ export interface components {
          *     }
          */
         PoolStorageSettings: {
-            /** @description GiB of volumes the pool sells in all (null: as much as its hosts report room for). */
+            /**
+             * Format: int64
+             * @description GiB of volumes the pool sells in all, up to 10^12 (null: as much as its hosts report room for).
+             */
             capacity_gib?: number | null;
             /**
              * @description The kinds of volume the pool sells: `host` (agents started with a host volume store) and/or `pool`
@@ -5018,11 +5021,14 @@ export interface components {
          *     }
          */
         VolumeQuotas: {
-            /** @description GiB of volumes the tenant may hold at once (null: unlimited). */
-            max_volume_gib?: number | null;
             /**
              * Format: int64
-             * @description Volumes the tenant may hold at once (null: unlimited).
+             * @description GiB of volumes the tenant may hold at once, up to 10^12 (null: unlimited).
+             */
+            max_volume_gib?: number | null;
+            /**
+             * Format: int32
+             * @description Volumes the tenant may hold at once, up to 1,000,000 (null: unlimited).
              */
             max_volumes?: number | null;
         };
@@ -5034,19 +5040,31 @@ export interface components {
             /** @description Why it failed. */
             message?: string | null;
             outcome: components["schemas"]["VolumeOutcome"];
-            /** @description The filesystem's size, bytes (ready volumes). */
+            /**
+             * Format: int64
+             * @description The filesystem's size, bytes (ready volumes).
+             */
             size_bytes?: number | null;
-            /** @description What is written in it, bytes (ready volumes). */
+            /**
+             * Format: int64
+             * @description What is written in it, bytes (ready volumes).
+             */
             used_bytes?: number | null;
             /** Format: uuid */
             volume_id: string;
         };
         /** @description A volume store the agent offers, with its space now (reported with every heartbeat). */
         VolumeStore: {
-            /** @description Free space on it, bytes (images are sparse: what a volume has not written yet is still free here). */
+            /**
+             * Format: int64
+             * @description Free space on it, bytes (images are sparse: what a volume has not written yet is still free here).
+             */
             free_bytes: number;
             kind: components["schemas"]["VolumeKind"];
-            /** @description Size of the filesystem that holds the images, bytes. */
+            /**
+             * Format: int64
+             * @description Size of the filesystem that holds the images, bytes.
+             */
             total_bytes: number;
         };
         /** @description One attempt to deliver. */

@@ -21,8 +21,8 @@ class PoolStorageSettings:
         volume_kinds (list[VolumeKind]): The kinds of volume the pool sells: `host` (agents started with a host volume
             store) and/or `pool`
             (agents started with the pool's shared filesystem as their pool store). Empty: none.
-        capacity_gib (int | None | Unset): GiB of volumes the pool sells in all (null: as much as its hosts report room
-            for).
+        capacity_gib (int | None | Unset): GiB of volumes the pool sells in all, up to 10^12 (null: as much as its hosts
+            report room for).
     """
 
     volume_kinds: list[VolumeKind]

@@ -17,8 +17,8 @@ class VolumeQuotas:
         {'max_volume_gib': 5000, 'max_volumes': 20}
 
     Attributes:
-        max_volume_gib (int | None | Unset): GiB of volumes the tenant may hold at once (null: unlimited).
-        max_volumes (int | None | Unset): Volumes the tenant may hold at once (null: unlimited).
+        max_volume_gib (int | None | Unset): GiB of volumes the tenant may hold at once, up to 10^12 (null: unlimited).
+        max_volumes (int | None | Unset): Volumes the tenant may hold at once, up to 1,000,000 (null: unlimited).
     """
 
     max_volume_gib: int | None | Unset = UNSET
