@@ -13,11 +13,11 @@ pub const MAX_IDLE_DAYS: i32 = 365;
 /// A volume name: 1-63 characters, lowercase letters, digits, `.`, `_`, `-`, starting with a letter or digit
 /// (the schema's check says the same).
 pub fn check_name(name: &str) -> Result<(), &'static str> {
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
-    if ok { Ok(()) } else { Err("1-63 characters: a-z, 0-9, '.', '_', '-', starting with a letter or digit") }
+    if gpuplane_protocol::volumes::is_name(name) {
+        Ok(())
+    } else {
+        Err("1-63 characters: a-z, 0-9, '.', '_', '-', starting with a letter or digit")
+    }
 }
 
 /// The kind a create gets: the one asked for if the pool offers it, else the pool's only (or `pool` first).

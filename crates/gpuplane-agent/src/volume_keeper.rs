@@ -305,6 +305,13 @@ impl VolumeMounts {
     ) -> anyhow::Result<Vec<VolumeBind>> {
         let mut binds = Vec::new();
         for v in volumes {
+            // The service checks mount names; the agent, root, binds nothing it did not check itself.
+            anyhow::ensure!(
+                gpuplane_protocol::volumes::is_name(&v.mount),
+                "volume {}: {:?} is not a mount name",
+                v.volume_id,
+                v.mount
+            );
             let (_, store) = self.stores.iter().find(|(k, _)| *k == v.kind).with_context(|| {
                 format!("volume {}: this host offers no {} volume store (--volume-store)", v.volume_id, v.kind.as_str())
             })?;
@@ -369,6 +376,25 @@ fn give_tree(root: &Path, uid: u32) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mount_name_from_the_service_is_checked_before_anything_is_bound() {
+        for good in ["ckpt", "a", "data.v2", "x_y-z"] {
+            assert!(gpuplane_protocol::volumes::is_name(good), "{good}");
+        }
+        for bad in ["", "..", ".", "../etc", "a/b", "/etc", "Data", "-x", &"a".repeat(64), "a b"] {
+            assert!(!gpuplane_protocol::volumes::is_name(bad), "{bad:?}");
+        }
+        let mounts = VolumeMounts::default();
+        let v = gpuplane_protocol::volumes::LeaseVolume {
+            volume_id: Uuid::nil(),
+            kind: VolumeKind::Pool,
+            mount: "../etc".into(),
+            read_only: false,
+        };
+        let err = mounts.binds(&[v], 1000).unwrap_err().to_string();
+        assert!(err.contains("not a mount name"), "{err}");
+    }
 
     #[test]
     fn store_flags_are_checked_at_the_edge() {

@@ -106,6 +106,15 @@ pub struct VolumeOrder {
     pub size_bytes: i64,
 }
 
+/// A volume's name and a volume's mount under `/volumes`: 1-63 characters, a-z, 0-9, `.`, `_`, `-`, starting with a
+/// letter or digit (so never `..`, never a path). The service checks what it stores by it; the agent, root,
+/// checks what it binds.
+pub fn is_name(name: &str) -> bool {
+    name.len() <= 63
+        && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+}
+
 /// Where volumes are mounted inside a lease's sandbox: `/volumes/<mount>`.
 pub const MOUNT_ROOT: &str = "/volumes";
 
