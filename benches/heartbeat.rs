@@ -179,6 +179,7 @@ impl SimNode {
             launchers: None,
             volume_stores: Vec::new(),
             volumes: Vec::new(),
+            cached_models: None,
         }
     }
 }

@@ -60,6 +60,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         // inventory/pools
         .routes(routes!(inventory::pools::list_pools))
         .routes(routes!(inventory::pools::get_pool))
+        .routes(routes!(inventory::model_cache::list_pool_models))
         .routes(routes!(inventory::pools::create_pool))
         .routes(routes!(inventory::pools::update_pool))
         // inventory/nodes

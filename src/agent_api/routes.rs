@@ -283,6 +283,7 @@ pub async fn post_heartbeat(
         errors.push(FieldError::new("echo_port", "a port, 1-65535"));
     }
     crate::volumes::agents::validate(&req.volume_stores, &req.volumes, &mut errors);
+    crate::inventory::model_cache::validate(req.cached_models.as_deref(), &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -307,6 +308,10 @@ pub async fn post_heartbeat(
     if let Some(launchers) = &req.launchers {
         let mut conn = state.db.acquire().await?;
         heartbeat::update_launchers(&mut conn, agent.node_id, agent.generation, serde_json::json!(launchers)).await?;
+    }
+    if let Some(models) = &req.cached_models {
+        let mut conn = state.db.acquire().await?;
+        gpuplane_store::inventory::model_cache::record(&mut conn, agent.node_id, agent.generation, models).await?;
     }
     if let Some(port) = req.echo_port {
         let mut conn = state.db.acquire().await?;

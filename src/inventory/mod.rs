@@ -2,6 +2,7 @@
 
 pub mod gpu_models;
 pub mod launchers;
+pub mod model_cache;
 pub mod nodes;
 pub mod pools;
 pub mod readiness;

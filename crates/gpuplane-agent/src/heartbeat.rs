@@ -225,6 +225,7 @@ impl Agent {
                 echo_port: self.facts.echo_port.filter(|_| heartbeats == 0),
                 volume_stores: self.volumes.stores(),
                 volumes: self.volumes.reports(),
+                cached_models: None,
             };
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();

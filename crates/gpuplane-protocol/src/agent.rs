@@ -240,6 +240,12 @@ pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "server", schema(max_items = 4096))]
     pub volumes: Vec<crate::volumes::VolumeReport>,
+    /// The models in this host's read-only model cache (`--model-cache`), as hub ids (`name` or `org/name`, each
+    /// part 1-96 of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-`, no `--`), sorted and each once: sent with
+    /// the first heartbeat after the agent starts and whenever the list changed; absent: unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "server", schema(max_items = 1024))]
+    pub cached_models: Option<Vec<String>>,
 }
 
 /// Round trips from this node to one other node of a lease (UDP echo probes).

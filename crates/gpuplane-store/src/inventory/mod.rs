@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 pub mod gpu_models;
+pub mod model_cache;
 pub mod nodes;
 pub mod pools;
 pub mod readiness;
