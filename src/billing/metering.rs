@@ -164,7 +164,8 @@ async fn meter_share(
 
 /// Warn the hourly leases of tenants with less than an hour of balance left, give their running jobs a stop
 /// notice once the balance would run out within a job's grace before the next round (`round` from now), and end
-/// the leases when it is gone.
+/// the leases when it is gone. The burn counts the tenant's volumes too (their storage runs the balance down
+/// with the leases); volumes themselves are never ended by the balance: their data is kept.
 pub async fn enforce_balances(
     db: &PgPool,
     tenants: &[(Uuid, String)],
@@ -174,9 +175,10 @@ pub async fn enforce_balances(
     for (tenant_id, currency) in tenants {
         let mut tx = db.begin().await?;
         let balance = ledger::balance(&mut tx, *tenant_id, currency).await?;
-        // The tenant's hourly burn: its active hourly leases at the current prices.
+        // The tenant's hourly burn: its active hourly leases and its volumes at the current prices.
         let leases = stored::lock_hourly_leases(&mut tx, *tenant_id, currency).await?;
-        let burn_per_hour: i64 = leases.iter().map(|l| l.burn_per_hour).sum();
+        let storage_per_hour = gpuplane_store::volumes::storage_burn_per_hour(&mut tx, *tenant_id, currency).await?;
+        let burn_per_hour: i64 = leases.iter().map(|l| l.burn_per_hour).sum::<i64>().saturating_add(storage_per_hour);
         if balance > 0 && burn_per_hour > 0 {
             // Seconds the balance pays for at the tenant's burn (every hourly lease runs on it).
             let seconds_left = balance.saturating_mul(3600) / burn_per_hour;

@@ -60,7 +60,27 @@ pub struct CreateLeaseRequest {
     /// stop notice; see `Lease.idle_since`. Absent or null: never released for idleness.
     #[schema(minimum = 10, maximum = 10080)]
     pub idle_release_after_minutes: Option<i32>,
+    /// Volumes to attach as the lease is created (at most 16), each as `POST /v1/leases/{id}/volumes` takes it;
+    /// the create is refused, with nothing written, when one cannot be attached. A host volume places the lease on
+    /// the host that keeps it (409 `insufficient_capacity` with the reason when that host has no room or is
+    /// offline; two host volumes must share a host); a read-write volume places it on one host (422 on `placement`
+    /// for `spread` over several). Not with `parts`, nor with `queue` (attach once a queued lease has started).
+    #[serde(default)]
+    #[schema(max_items = 16)]
+    pub volumes: Vec<crate::volumes::attachments::AttachVolumeRequest>,
+    /// Prefer a host whose read-only model cache holds this model (a hub id such as `meta-llama/Llama-3.2-1B`;
+    /// the pool's are listed by `GET /v1/pools/{pool_id}/models`): the lease goes on the best-fit such host with
+    /// room now, else wherever it fits as without it. Every lease's sandbox mounts its host's cache at `/models`
+    /// with `HF_HOME` there, so a job loads a cached model by its id without downloading it. Not with `parts`.
+    #[schema(
+        max_length = 193,
+        pattern = r"^(?!.*--)[A-Za-z0-9_][A-Za-z0-9._-]{0,95}(/[A-Za-z0-9_][A-Za-z0-9._-]{0,95})?$"
+    )]
+    pub cached_model: Option<String>,
 }
+
+/// Most volumes attached at a lease's create.
+pub const MAX_VOLUMES_AT_CREATE: usize = 16;
 
 impl CreateLeaseRequest {
     pub fn validate(&self) -> Result<Term, ApiError> {
@@ -82,6 +102,15 @@ impl CreateLeaseRequest {
             errors.extend(
                 image_errors.into_iter().map(|e| FieldError::new(format!("environment.{}", e.field), e.message)),
             );
+        }
+        check_volumes(self, &mut errors);
+        if let Some(model) = &self.cached_model {
+            if let Err(e) = crate::inventory::model_cache::check_model_id(model) {
+                errors.push(FieldError::new("cached_model", e));
+            }
+            if self.parts.is_some() {
+                errors.push(FieldError::new("cached_model", "not with parts"));
+            }
         }
         if let Some(minutes) = self.idle_release_after_minutes {
             errors.extend(super::idle::check_release_after(minutes).err());
@@ -110,6 +139,30 @@ impl CreateLeaseRequest {
     /// The GPUs of a single-pool request (validated: present).
     pub fn gpu_count(&self) -> i32 {
         self.gpu_count.unwrap_or(0)
+    }
+}
+
+/// The shape of `volumes` (no I/O): how many, their mounts, and not with `parts` or `queue`.
+fn check_volumes(req: &CreateLeaseRequest, errors: &mut Vec<FieldError>) {
+    if req.volumes.is_empty() {
+        return;
+    }
+    if req.volumes.len() > MAX_VOLUMES_AT_CREATE {
+        errors.push(FieldError::new("volumes", format!("at most {MAX_VOLUMES_AT_CREATE} volumes")));
+    }
+    if req.parts.is_some() {
+        errors.push(FieldError::new("volumes", "a lease across pools cannot attach volumes yet"));
+    }
+    if req.queue {
+        errors.push(FieldError::new(
+            "volumes",
+            "a queued lease attaches its volumes once it has started (POST /v1/leases/{id}/volumes)",
+        ));
+    }
+    for (i, volume) in req.volumes.iter().enumerate() {
+        if let Some(Err(e)) = volume.mount.as_deref().map(crate::volumes::rules::check_name) {
+            errors.push(FieldError::new(format!("volumes[{i}].mount"), e));
+        }
     }
 }
 

@@ -58,7 +58,8 @@ where
     responses(
         (status = 201, description = "The lease, active with its GPUs or queued", body = Lease),
         (status = 402, description = "The balance does not cover the first hour or the monthly term (`insufficient_balance`)", body = crate::error::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "`insufficient_capacity` (context: free GPUs, largest block) or `quota_exceeded` (context: the quota)", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`insufficient_capacity` (context: free GPUs, largest block; or, for a lease with a host volume, why the volume's host cannot take it) or `quota_exceeded` (context: the quota); with `volumes`, also `volume_not_ready`, `volume_in_use` and `volume_already_attached` as `POST /v1/leases/{id}/volumes` answers them", body = crate::error::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid fields (`validation_failed`, naming each); with `volumes`, `volume_out_of_reach` as `POST /v1/leases/{id}/volumes` answers it", body = crate::error::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create_lease(
@@ -83,7 +84,12 @@ pub async fn create_lease(
     }
     // Without an Idempotency-Key or an environment to write with it, a lease on one node is written by the
     // admission statement on its own; anything else, and whatever that statement leaves, runs as a transaction.
-    let mut search = if !idempotent && req.environment.is_none() && req.placement != Placement::Spread {
+    let mut search = if !idempotent
+        && req.environment.is_none()
+        && req.volumes.is_empty()
+        && req.cached_model.is_none()
+        && req.placement != Placement::Spread
+    {
         NodeSearch::Direct
     } else {
         NodeSearch::SkipLocked
@@ -148,8 +154,12 @@ async fn try_create_lease(
     let mut tx = gpuplane_store::leases::allocation::begin(&state.db).await?;
     // With an Idempotency-Key the key's record is claimed first, and no node is locked before the claim
     // (which may wait for a concurrent request with the same key).
+    // Volumes may pin the lease to a host, and a cached model prefers some: the admission statement does not
+    // know, so then it only admits.
     let try_lock = search == NodeSearch::SkipLocked
         && req.placement != Placement::Spread
+        && req.volumes.is_empty()
+        && req.cached_model.is_none()
         && !headers.contains_key(idempotency::HEADER);
     let (auth, new, admission) = admit(state, &mut tx, token, req, term, try_lock).await?;
     let tenant_id = auth.tenant_id;
@@ -169,6 +179,7 @@ async fn try_create_lease(
             }
         },
     };
+    crate::volumes::attachments::attach_at_create(&mut tx, tenant_id, new.id, &req.volumes).await?;
     if let Some(environment) = &req.environment {
         // Started by the nodes once the lease is active (a queued lease's, when it starts).
         gpuplane_store::environments::request_environment(&mut tx, tenant_id, new.id, environment.image.as_deref())
@@ -246,11 +257,29 @@ async fn place_and_write(
         lifecycle::check_quotas(tx, auth.tenant_id, pool_id, new.gpu_count).await?;
     }
     let Some(best_fit) = admission.best_fit() else { return Ok(None) };
+    let (pinned, placement) = volume_placement(tx, auth.tenant_id, req).await?;
     // A new request does not jump the pool's queue (first come, first served).
     let plan = if admission.queued_ahead {
         None
+    } else if let Some(host) = pinned {
+        match gpuplane_store::leases::allocation::lock_named_node(tx, pool_id, host, new.gpu_count).await? {
+            Ok(()) => Some(gpuplane_store::leases::allocation::Plan(vec![(host, new.gpu_count)])),
+            Err(why) => {
+                return Err(ApiError::conflict(
+                    "insufficient_capacity",
+                    format!("the lease attaches a host volume, so it goes on the volume's host, and {why}"),
+                ));
+            }
+        }
+    } else if let Some(node) = match &req.cached_model {
+        Some(model) if placement != Placement::Spread => {
+            gpuplane_store::inventory::model_cache::lock_best_fit_holding(tx, pool_id, new.gpu_count, model).await?
+        }
+        _ => None,
+    } {
+        Some(gpuplane_store::leases::allocation::Plan(vec![(node, new.gpu_count)]))
     } else {
-        gpuplane_store::leases::allocation::place(tx, pool_id, new.gpu_count, req.placement, best_fit).await?
+        gpuplane_store::leases::allocation::place(tx, pool_id, new.gpu_count, placement, best_fit).await?
     };
     if plan.is_none() {
         if let Some(why) = lifecycle::never_fits(tx, pool_id, new.gpu_count, req.placement).await? {
@@ -276,6 +305,32 @@ async fn place_and_write(
         Some(lease) => Ok(Some(lease)),
         None => Err(gpuplane_store::leases::allocation::capacity(tx, pool_id, new.gpu_count).await?.into()),
     }
+}
+
+/// Where a lease's volumes make it go: the host its host volumes are kept on, if any, and the placement (one
+/// host when a volume is read-write or a host volume's). 422 naming the volume when they cannot share a lease.
+async fn volume_placement(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    req: &CreateLeaseRequest,
+) -> ApiResult<(Option<Uuid>, Placement)> {
+    if req.volumes.is_empty() {
+        return Ok((None, req.placement));
+    }
+    let ids: Vec<Uuid> = req.volumes.iter().map(|v| v.volume_id).collect();
+    let homes = gpuplane_store::volumes::homes(conn, tenant_id, &ids).await?;
+    let pinned =
+        crate::volumes::attachments::pinned_host(&req.volumes, &homes).map_err(|e| ApiError::Validation(vec![e]))?;
+    if !crate::volumes::attachments::needs_one_host(&req.volumes, &homes) {
+        return Ok((pinned, req.placement));
+    }
+    if req.placement == Placement::Spread && req.gpu_count() > 1 {
+        return Err(ApiError::field(
+            "placement",
+            "a read-write or host volume needs the lease on one host: `spread` cannot lay it over several",
+        ));
+    }
+    Ok((pinned, Placement::SingleNode))
 }
 
 async fn resolve_pool_by_model(conn: &mut PgConnection, model: &str) -> ApiResult<Uuid> {

@@ -11,7 +11,8 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use sqlx::PgConnection;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -23,7 +24,7 @@ use crate::error::{ApiError, ApiResult, FieldError};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(example = json!({"volume_id": "0193a0c1-0000-7000-8000-000000000002", "mount": "ckpt"}))]
 pub struct AttachVolumeRequest {
@@ -89,6 +90,77 @@ pub async fn attach_volume(
     if let Some(refusal) = unchangeable(&lease) {
         return Err(refusal);
     }
+    let attachment = attach_locked(&mut tx, auth.tenant_id, lease_id, &lease, &volume, &req).await?;
+    tx.commit().await?;
+    tracing::info!(lease.id = %lease_id, volume.id = %volume.id, mount = %attachment.mount_path, read_only = req.read_only, "volume attached");
+    Ok((StatusCode::CREATED, Json(attachment)))
+}
+
+/// Attach volumes to a lease its create has just written, in the create's transaction (`volumes` of
+/// `POST /v1/leases`): each as `POST /v1/leases/{id}/volumes` would, in order; any refusal refuses the create.
+pub async fn attach_at_create(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    lease_id: Uuid,
+    volumes: &[AttachVolumeRequest],
+) -> ApiResult<()> {
+    for (i, req) in volumes.iter().enumerate() {
+        let lease = store::lock_lease(tx, tenant_id, lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
+        let volume = store::lock(tx, tenant_id, req.volume_id).await?.ok_or_else(|| {
+            ApiError::Validation(vec![FieldError::new(format!("volumes[{i}].volume_id"), "no such volume")])
+        })?;
+        attach_locked(tx, tenant_id, lease_id, &lease, &volume, req).await?;
+        tracing::info!(lease.id = %lease_id, volume.id = %volume.id, read_only = req.read_only, "volume attached at the lease's create");
+    }
+    Ok(())
+}
+
+/// The host a lease with these volumes must be placed on (no I/O): a host volume's, the same for all of them.
+/// `homes` are the volumes' (id, kind, node); Err names the field at fault.
+pub fn pinned_host(
+    volumes: &[AttachVolumeRequest],
+    homes: &[(Uuid, String, Uuid)],
+) -> Result<Option<Uuid>, FieldError> {
+    let mut pinned: Option<(usize, Uuid)> = None;
+    for (i, req) in volumes.iter().enumerate() {
+        let Some((_, kind, node)) = homes.iter().find(|(id, _, _)| *id == req.volume_id) else {
+            return Err(FieldError::new(format!("volumes[{i}].volume_id"), "no such volume"));
+        };
+        if kind != "host" {
+            continue;
+        }
+        match pinned {
+            Some((first, host)) if host != *node => {
+                return Err(FieldError::new(
+                    format!("volumes[{i}].volume_id"),
+                    format!(
+                        "a host volume on another host than volumes[{first}]'s: one lease is placed on one of them"
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => pinned = Some((i, *node)),
+        }
+    }
+    Ok(pinned.map(|(_, host)| host))
+}
+
+/// Whether a lease with these volumes must lie on one host: a read-write volume is one filesystem image that
+/// one host at a time may write, and a host volume is on one host.
+pub fn needs_one_host(volumes: &[AttachVolumeRequest], homes: &[(Uuid, String, Uuid)]) -> bool {
+    volumes.iter().any(|v| !v.read_only || homes.iter().any(|(id, kind, _)| *id == v.volume_id && kind == "host"))
+}
+
+/// The checks and the write of one attach, with the lease and the volume locked (lease first) and the lease
+/// found changeable.
+async fn attach_locked(
+    tx: &mut PgConnection,
+    tenant_id: Uuid,
+    lease_id: Uuid,
+    lease: &store::AttachLease,
+    volume: &store::LockedVolume,
+    req: &AttachVolumeRequest,
+) -> ApiResult<Attachment> {
     if volume.state != "ready" {
         return Err(ApiError::conflict("volume_not_ready", format!("the volume is {}", volume.state)));
     }
@@ -115,7 +187,7 @@ pub async fn attach_volume(
                 .into(),
         ));
     }
-    let attached = store::open_attachments(&mut tx, volume.id).await?;
+    let attached = store::open_attachments(&mut *tx, volume.id).await?;
     if let Some((other, _)) = attached.iter().find(|(other, ro)| *other != lease_id && (!ro || !req.read_only)) {
         return Err(ApiError::conflict(
             "volume_in_use",
@@ -125,22 +197,20 @@ pub async fn attach_volume(
             ),
         ));
     }
-    let volume_name = store::get(&mut tx, auth.tenant_id, volume.id).await?.ok_or(ApiError::NotFound("volume"))?.name;
+    let volume_name = store::get(&mut *tx, tenant_id, volume.id).await?.ok_or(ApiError::NotFound("volume"))?.name;
     let mount = req.mount.clone().unwrap_or(volume_name);
-    if !store::attach(&mut tx, volume.id, lease_id, &mount, req.read_only).await? {
+    if !store::attach(&mut *tx, volume.id, lease_id, &mount, req.read_only).await? {
         return Err(ApiError::conflict(
             "volume_already_attached",
             format!("the lease has this volume, or another at /volumes/{mount}, already"),
         ));
     }
-    let attachment = store::lease_attachments(&mut tx, auth.tenant_id, lease_id)
+    let attachment = store::lease_attachments(&mut *tx, tenant_id, lease_id)
         .await?
         .into_iter()
         .find(|a| a.volume_id == volume.id)
         .ok_or(ApiError::NotFound("volume"))?;
-    tx.commit().await?;
-    tracing::info!(lease.id = %lease_id, volume.id = %volume.id, mount = %attachment.mount_path, read_only = req.read_only, "volume attached");
-    Ok((StatusCode::CREATED, Json(attachment)))
+    Ok(attachment)
 }
 
 /// The volumes attached to a lease now.

@@ -2,7 +2,8 @@
 //! sandbox) and the real `ssh` client logs in with the tenant's registered key: it sees only the lease's GPUs,
 //! shares the lease's files with its jobs, sees nothing of another tenant; a removed key and a stranger's key
 //! are refused; the host key is the one the API reported; releasing the lease closes the session and frees
-//! the port. Also the SSH key API itself.
+//! the port; another tenant's volume on the same host (made, attached and written by its own lease) cannot be
+//! found, listed or reached from the session. Also the SSH key API itself.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -69,7 +70,19 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
     let (_, token_b) = api.funded_tenant(&op, "env-b").await;
     api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
     let dir = state_dir("env");
-    let (mut agent, _) = spawn_agent(&base, Some(&join), "env-node", &dir, &["--env-ports", "21700-21709"]);
+    let store = dir.join("host-volumes");
+    let store_flag = format!("host={}", store.display());
+    let (mut agent, _) = spawn_agent(
+        &base,
+        Some(&join),
+        "env-node",
+        &dir,
+        &["--env-ports", "21700-21709", "--volume-store", &store_flag],
+    );
+    let storage = json!({"volume_kinds": ["host"]});
+    let (status, body) = api.call(Method::PUT, &format!("/v1/admin/pools/{pool}/storage"), &op, Some(storage)).await;
+    assert_eq!(status, 200, "{body}");
+    api.post(&format!("/v1/admin/pools/{pool}/storage-prices"), &op, json!({"price_per_gib_month_minor": 7})).await;
 
     let keys = state_dir("env-keys");
     std::fs::create_dir_all(&keys).unwrap();
@@ -85,11 +98,24 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
         (token, lease["id"].as_str().unwrap().to_string())
     };
     let (token_a, lease_a) = lease(token_a).await;
-    let (token_b, lease_b) = lease(token_b).await;
+    // Tenant B has a volume on the same host, attached as its lease is created.
+    let b_volume = crate::volumes::create_once_stored(&api, &token_b, &pool, "bvol").await;
+    wait_until("B's volume is made", 60, || async {
+        api.get(&format!("/v1/volumes/{b_volume}"), &token_b).await["state"] == "ready"
+    })
+    .await;
+    let lease_b = api
+        .post(
+            "/v1/leases",
+            &token_b,
+            json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1, "volumes": [{"volume_id": b_volume}] }),
+        )
+        .await;
+    let lease_b = lease_b["id"].as_str().unwrap_or_else(|| panic!("{lease_b}")).to_string();
     // Tenant B works on the same host meanwhile.
     let b_jobs = format!("/v1/leases/{lease_b}/jobs");
-    let touched =
-        api.post(&b_jobs, &token_b, json!({ "template": "run", "command": ["touch", "/lease/home/b-file"] })).await;
+    let b_files = ["touch", "/lease/home/b-file", "/volumes/bvol/b-secret"];
+    let touched = api.post(&b_jobs, &token_b, json!({ "template": "run", "command": b_files })).await;
     wait_job(&api, &token_b, touched["id"].as_str().unwrap(), "B's file", 30, |j| j["state"] == "succeeded").await;
     let sleeper = api.post(&b_jobs, &token_b, json!({ "template": "run", "command": ["sleep", "617"] })).await;
     wait_job(&api, &token_b, sleeper["id"].as_str().unwrap(), "B's sleep", 30, |j| j["state"] == "running").await;
@@ -139,6 +165,20 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
         "{inside}"
     );
     assert_eq!(pids_with_argv(&["sleep", "617"]).len(), 1, "B's process runs on the host all the same");
+    // B's volume, mounted on this host for B's lease: nowhere in A's session (not under /volumes, not in its mount
+    // table, no loop device, not the host's store), though B's file is there on the host.
+    let b_mount = dir.join("volume-mounts/host").join(&b_volume);
+    assert!(b_mount.join("b-secret").exists(), "B's job wrote into its volume");
+    let probe = "ls -A /volumes 2>&1; ls /dev; cat /proc/self/mountinfo; \
+                 find / -path /proc -prune -o -name 'b-secret*' -print 2>/dev/null; echo probed";
+    let seen = stdout(&ssh(&key1, &known_hosts, port, probe));
+    assert_eq!(seen.lines().last(), Some("probed"), "{seen}");
+    assert!(seen.lines().next().unwrap_or("").contains("No such file or directory"), "no /volumes: {seen}");
+    assert!(!seen.contains("b-secret") && !seen.contains(&b_volume), "{seen}");
+    assert!(!seen.lines().any(|l| l.starts_with("loop")), "no loop device: {seen}");
+    let host_paths = format!("ls -A {} {} 2>&1; true", store.display(), b_mount.display());
+    let seen = stdout(&ssh(&key1, &known_hosts, port, &host_paths));
+    assert_eq!(seen.matches("No such file or directory").count(), 2, "neither the store nor the mount: {seen}");
 
     // Jobs of the lease and the environment share its files.
     let a_jobs = format!("/v1/leases/{lease_a}/jobs");

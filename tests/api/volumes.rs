@@ -280,7 +280,12 @@ async fn e2e_storage_pool(
 }
 
 /// Create a 1 GiB volume `name` as soon as an agent has reported a store for it (its first heartbeat); its id.
-async fn create_once_stored(api: &crate::support::agents::Api, tenant: &str, pool: &str, name: &str) -> String {
+pub(crate) async fn create_once_stored(
+    api: &crate::support::agents::Api,
+    tenant: &str,
+    pool: &str,
+    name: &str,
+) -> String {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let body = json!({"name": name, "pool_id": pool, "size_gib": 1});
@@ -475,35 +480,187 @@ async fn volumes_attach_read_write_to_one_lease_or_read_only_to_many_and_detach_
     assert_eq!(app.get(&format!("/v1/leases/{l1}/volumes"), &tenant).await.expect(StatusCode::OK).body, json!([]));
 }
 
+/// A lease may name its volumes when it is created: a host volume places it on the volume's host (refused, with
+/// nothing written, when that host has no room), a pool volume lets it go anywhere in the pool; bad or foreign
+/// volumes are refused by field. A lease naming a cached model goes on a host whose model cache holds it.
+#[sqlx::test]
+async fn a_lease_goes_where_its_volumes_and_its_cached_model_are(db: PgPool) {
+    let app = TestApp::new(db);
+    let (op, pool, nodes, agents) = storage_pool(&app, json!(["host", "pool"])).await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, other) = app.tenant_admin(&op, "globex").await;
+    for agent in &agents {
+        heartbeat(&app, agent, &[("host", 500), ("pool", 500)], json!([])).await;
+    }
+    let node_of = |l: &Value| l["gpus"][0]["node_id"].as_str().unwrap().to_string();
+    let lease = |body: Value| {
+        let mut body = body;
+        body["pool_id"] = json!(pool);
+        body["duration_hours"] = json!(1);
+        body["gpu_count"] = json!(1);
+        let (app, tenant) = (&app, tenant.clone());
+        async move { app.post("/v1/leases", &tenant, body).await }
+    };
+    let leases_now = || {
+        let (app, tenant) = (&app, tenant.clone());
+        async move { app.get("/v1/leases", &tenant).await.expect(StatusCode::OK).body["items"].as_array().unwrap().len() }
+    };
+    let release = |id: String| {
+        let (app, tenant) = (&app, tenant.clone());
+        async move { app.post(&format!("/v1/leases/{id}/release"), &tenant, json!({})).await.expect(StatusCode::OK) }
+    };
+
+    // The model cache: the second host reports a model (a bad report is refused); the pool lists it; a lease that
+    // names it goes there although the first host fits as well (both have one free GPU; best fit takes the lower id).
+    let second = nodes.iter().max().unwrap().clone();
+    let second_agent = &agents[nodes.iter().position(|n| *n == second).unwrap()];
+    let bad = json!({"samples": [], "cached_models": ["../etc", "org/m"]});
+    let refused = app.post("/v1/agent/heartbeat", second_agent, bad).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(refused.error_fields(), ["cached_models[0]"]);
+    let report = json!({"samples": [], "cached_models": ["acme-labs/tiny-llama", "gpt2"]});
+    app.post("/v1/agent/heartbeat", second_agent, report).await.expect(StatusCode::OK);
+    let models = app.get(&format!("/v1/pools/{pool}/models"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(models[0]["model_id"], "acme-labs/tiny-llama");
+    assert_eq!((models[0]["hosts"].as_i64(), models[0]["free_gpus"].as_i64()), (Some(1), Some(1)));
+    let cached = lease(json!({"cached_model": "acme-labs/tiny-llama"})).await.expect(StatusCode::CREATED).body;
+    assert_eq!(node_of(&cached), second, "placed where the model is cached");
+    let plain = lease(json!({"cached_model": "nobody/has-this"})).await.expect(StatusCode::CREATED).body;
+    assert_ne!(node_of(&plain), second, "an uncached model places the lease as usual");
+    lease(json!({"cached_model": "a--b"})).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    release(cached["id"].as_str().unwrap().into()).await;
+    release(plain["id"].as_str().unwrap().into()).await;
+
+    // A host volume (made on the host the service chose) and a pool volume, both reported ready by their agent.
+    let made = |name: &str, kind: &str| {
+        let (app, tenant, pool, agents) = (&app, tenant.clone(), pool.clone(), agents.clone());
+        let body = json!({"name": name, "size_gib": 1, "kind": kind, "pool_id": pool});
+        async move {
+            let created = app.post("/v1/volumes", &tenant, body).await.expect(StatusCode::CREATED).body;
+            let id = created["id"].as_str().unwrap().to_string();
+            let ready = json!([{"volume_id": id, "outcome": "ready", "size_bytes": GIB, "used_bytes": 0}]);
+            for agent in &agents {
+                // Only its own host's report counts.
+                heartbeat(app, agent, &[("host", 500), ("pool", 500)], ready.clone()).await;
+            }
+            let volume = app.get(&format!("/v1/volumes/{id}"), &tenant).await.expect(StatusCode::OK).body;
+            assert_eq!(volume["state"], "ready");
+            (id, volume["node"].as_str().unwrap().to_string())
+        }
+    };
+    let (local, local_host) = made("local", "host").await;
+    let (shared, _) = made("shared", "pool").await;
+    let (far, far_host) = made("far", "host").await;
+    assert_ne!(far_host, local_host, "the second host volume goes to the host with the most room");
+
+    // Refused by field, with nothing written: too many, with `queue`, a bad mount, another tenant's volume, two
+    // host volumes on different hosts.
+    let before = leases_now().await;
+    let many: Vec<Value> = (0..17).map(|_| json!({"volume_id": shared, "read_only": true})).collect();
+    assert_eq!(
+        lease(json!({"volumes": many})).await.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(),
+        ["volumes"]
+    );
+    let queued = json!({"volumes": [{"volume_id": shared}], "queue": true});
+    assert_eq!(lease(queued).await.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["volumes"]);
+    let bad_mount = json!({"volumes": [{"volume_id": shared, "mount": "../x"}]});
+    assert_eq!(lease(bad_mount).await.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["volumes[0].mount"]);
+    let theirs_body = json!({"name": "theirs", "size_gib": 1, "kind": "pool", "pool_id": pool});
+    let theirs = app.post("/v1/volumes", &other, theirs_body).await.expect(StatusCode::CREATED).body["id"].clone();
+    let foreign = json!({"volumes": [{"volume_id": shared, "read_only": true}, {"volume_id": theirs}]});
+    assert_eq!(lease(foreign).await.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["volumes[1].volume_id"]);
+    let apart = json!({"volumes": [{"volume_id": local, "read_only": true}, {"volume_id": far, "read_only": true}]});
+    assert_eq!(lease(apart).await.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["volumes[1].volume_id"]);
+    let spread = json!({"pool_id": pool, "duration_hours": 1, "gpu_count": 2, "placement": "spread",
+                        "volumes": [{"volume_id": shared}]});
+    let spread = app.post("/v1/leases", &tenant, spread).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(spread.error_fields(), ["placement"], "a read-write volume is written on one host");
+    assert_eq!(leases_now().await, before);
+
+    // The host volume takes its lease to its host; the pool volume's lease then goes to the other one.
+    let body = json!({"volumes": [{"volume_id": local, "mount": "ckpt"}, {"volume_id": shared, "read_only": true}]});
+    let with_local = lease(body).await.expect(StatusCode::CREATED).body;
+    let local_node = node_of(&with_local);
+    let hosts = app.get("/v1/admin/nodes", &op).await.expect(StatusCode::OK).body;
+    let hostname_of = |id: &str| {
+        let items = hosts["items"].as_array().or(hosts.as_array()).unwrap();
+        items.iter().find(|n| n["id"] == id).unwrap()["hostname"].as_str().unwrap().to_string()
+    };
+    assert_eq!(hostname_of(&local_node), local_host, "placed on the host volume's host");
+    let with_local_id = with_local["id"].as_str().unwrap().to_string();
+    let attached = app.get(&format!("/v1/leases/{with_local_id}/volumes"), &tenant).await.expect(StatusCode::OK).body;
+    let mounts: Vec<(&str, bool)> = attached
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["mount_path"].as_str().unwrap(), a["read_only"] == true))
+        .collect();
+    assert_eq!(mounts, [("/volumes/ckpt", false), ("/volumes/shared", true)]);
+
+    // Its host is full now: another lease with it is refused saying why, and nothing is written. A read-write
+    // attach of an attached volume is refused as the attach route refuses it.
+    let before = leases_now().await;
+    let again = lease(json!({"volumes": [{"volume_id": local, "read_only": true}]})).await;
+    let problem = again.expect_problem(StatusCode::CONFLICT, "insufficient_capacity");
+    assert!(problem.body["detail"].as_str().unwrap().contains(&local_host), "{}", problem.body);
+    lease(json!({"volumes": [{"volume_id": shared}]})).await.expect_problem(StatusCode::CONFLICT, "volume_in_use");
+    assert_eq!(leases_now().await, before);
+    let with_shared =
+        lease(json!({"volumes": [{"volume_id": shared, "read_only": true}]})).await.expect(StatusCode::CREATED).body;
+    assert_ne!(node_of(&with_shared), local_node);
+    release(with_local_id).await;
+    release(with_shared["id"].as_str().unwrap().into()).await;
+    let volume = app.get(&format!("/v1/volumes/{local}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(volume["attached_to"], json!([]));
+}
+
 /// End to end, two real agents on two "hosts" sharing one pool store (as a pool's shared filesystem), real
 /// sandboxed jobs: a pool volume written on one host is read on the other after the first lease lets it go, its
 /// files given to the new lease's user; writing past its size gives ENOSPC in the job; a link out of the volume
-/// and a hard link to a host file lead nowhere (the agent, root, never follows a tenant's link).
+/// and a hard link to a host file lead nowhere (the agent, root, never follows a tenant's link). With real torch:
+/// the runtime checkpoints into the pool volume on one host and the next lease's job, on the other host, resumes
+/// from it with the steps and the loss going on; the same with a host volume, each lease placed on its host.
 #[sqlx::test]
 async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     use std::os::unix::fs::MetadataExt;
 
-    use crate::support::agents::{spawn_agent, state_dir, wait_until};
+    use crate::support::agents::{agent_command_simulating, start_agent, state_dir, wait_until};
     use crate::support::jobs::wait_job;
 
-    let (_server, base, api, op, pool, join, tenant) = e2e_storage_pool(&db, "volpool", json!(["pool"]), 2).await;
+    let (_server, base, api, op, pool, join, tenant) =
+        e2e_storage_pool(&db, "volpool", json!(["pool", "host"]), 2).await;
     api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
 
     let shared = state_dir("vol-shared-store");
     let store = format!("pool={}", shared.display());
+
     let (dir_a, dir_b) = (state_dir("vol-a"), state_dir("vol-b"));
-    let host = |subnet: &'static str| {
-        ["--address", "127.0.0.1", "--lease-subnet", subnet, "--volume-store", &store].map(String::from)
+    // Hosts of one GPU each, whose jobs see the runtime's torch environment.
+    let (venv, python_root) = crate::support::torch::runtime_venv();
+    let example = crate::support::torch::example();
+    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    // Each host also keeps host volumes on its own disk.
+    let host = |subnet: &'static str, dir: &std::path::Path| {
+        let host_store = format!("host={}", dir.join("host-volumes").display());
+        ["--address", "127.0.0.1", "--lease-subnet", subnet, "--volume-store", &store, "--volume-store", &host_store]
+            .map(String::from)
+            .into_iter()
+            .chain(["--job-ro-bind".into(), venv.display().to_string()])
+            .chain(["--job-ro-bind".into(), python_root.display().to_string()])
+            .collect::<Vec<String>>()
     };
-    let (ha, hb) = (host("100.64.11.0/24"), host("100.64.12.0/24"));
+    let (ha, hb) = (host("100.64.11.0/24", &dir_a), host("100.64.12.0/24", &dir_b));
     let (aa, ab): (Vec<&str>, Vec<&str>) =
         (ha.iter().map(String::as_str).collect(), hb.iter().map(String::as_str).collect());
-    let (mut agent_a, _) = spawn_agent(&base, Some(&join), "vol-node-a", &dir_a, &aa);
-    let (mut agent_b, _) = spawn_agent(&base, Some(&join), "vol-node-b", &dir_b, &ab);
+    let agent = |name: &str, dir: &std::path::PathBuf, extra: &[&str]| {
+        let mut cmd = agent_command_simulating("h100:1", &base, Some(&join), name, dir, extra);
+        cmd.env("PATH", &path);
+        start_agent(cmd).0
+    };
+    let (mut agent_a, mut agent_b) = (agent("vol-node-a", &dir_a, &aa), agent("vol-node-b", &dir_b, &ab));
 
     // Two leases of a whole host each: one on each host.
     let lease = |_: u8| async {
-        let l = api.post("/v1/leases", &tenant, json!({"pool_id": pool, "gpu_count": 4, "duration_hours": 1})).await;
+        let l = api.post("/v1/leases", &tenant, json!({"pool_id": pool, "gpu_count": 1, "duration_hours": 1})).await;
         (l["id"].as_str().unwrap().to_string(), l["gpus"][0]["hostname"].as_str().unwrap().to_string())
     };
     let ((l1, host1), (l2, host2)) = (lease(1).await, lease(2).await);
@@ -546,6 +703,41 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
         }
     };
 
+    // A runtime job (a tiny Llama, one rank, fp32) training to `steps` with its checkpoints in `dir`: the steps
+    // it ran, (step, loss), read from its output.
+    let script = example.join("train.py").display().to_string();
+    let train = |lease: String, dir: &'static str, steps: u32| {
+        let (api, tenant, script) = (&api, tenant.clone(), script.clone());
+        async move {
+            let body = json!({
+                "template": "gpuplane-runtime",
+                "model": { "architecture": { "layers": 2, "hidden": 64, "heads": 4, "kv_heads": 2, "ffn": 128, "vocab": 128 } },
+                "workload": { "kind": "train", "precision": "bf16", "seq_len": 16, "global_batch": 4 },
+                "pins": { "tp": 1, "dp": 1, "pp": 1, "micro_batch": 4 },
+                "command": [script, "--layers", "2", "--hidden", "64", "--ffn", "128", "--vocab", "128",
+                            "--steps", steps.to_string(), "--save-every", "2"],
+                "env": { "GPUPLANE_PRECISION": "fp32", "GPUPLANE_CHECKPOINT_DIR": dir },
+            });
+            let job = api.post(&format!("/v1/leases/{lease}/jobs"), &tenant, body).await;
+            let id = job["id"].as_str().unwrap_or_else(|| panic!("{job}")).to_string();
+            let done = wait_job(api, &tenant, &id, "training", 300, |j| j["finished_at"].is_string()).await;
+            let lines: Vec<&str> =
+                done["nodes"][0]["output_tail"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+            assert_eq!(done["state"], "succeeded", "{lines:#?}");
+            if steps > 4 {
+                assert!(lines.iter().any(|l| l.contains("resumed from checkpoint")), "{lines:#?}");
+            }
+            lines
+                .iter()
+                .filter_map(|l| {
+                    let rest = l.strip_prefix("step ")?;
+                    let (step, loss) = rest.split_once(" loss ")?;
+                    Some((step.parse::<i64>().ok()?, loss.parse::<f64>().ok()?))
+                })
+                .collect::<Vec<(i64, f64)>>()
+        }
+    };
+
     // Lease 1 writes, fills the volume (ENOSPC in the job, nowhere else), and plants links.
     api.post(&format!("/v1/leases/{l1}/volumes"), &tenant, json!({"volume_id": volume})).await;
     let out = run(l1.clone(), "write.sh").await;
@@ -553,6 +745,9 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     assert!(out.iter().any(|l| l == "hard-link-refused"), "a hard link to a host file crosses filesystems: {out:?}");
     assert!(out.iter().any(|l| l.starts_with("dir=/volumes/ckpt/checkpoints/")), "{out:?}");
     let uid1: u32 = out.iter().find_map(|l| l.parse().ok()).unwrap();
+    // The runtime trains 4 steps there, checkpointing every 2 into the volume.
+    let first = train(l1.clone(), "/volumes/ckpt/run", 4).await;
+    assert_eq!(first.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3, 4], "{first:?}");
 
     // Lease 1 lets it go; once its host has unmounted it, lease 2 on the other host attaches it.
     let (status, body) =
@@ -570,6 +765,12 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     assert_ne!(uid1, uid2, "another lease, another user");
     assert_eq!(out[2], format!("owner={uid2}"), "its files are the new lease's user's");
     assert_eq!(out[3], "data", "only its own volumes under /volumes");
+    // The training goes on from the volume's checkpoint on the other host: steps 5-8, none run twice, the loss
+    // going on from where it was (below the first step's, and close to the last one's).
+    let second = train(l2.clone(), "/volumes/data/run", 8).await;
+    assert_eq!(second.iter().map(|s| s.0).collect::<Vec<_>>(), [5, 6, 7, 8], "resumed at step 5: {second:?}");
+    let (start, before, after) = (first[0].1, first[3].1, second[0].1);
+    assert!(after < start && (after - before).abs() < (start - before).abs(), "{first:?} then {second:?}");
     for host_file in ["/etc/passwd", "/"] {
         assert_eq!(std::fs::symlink_metadata(host_file).unwrap().uid(), 0, "{host_file}: the agent followed no link");
     }
@@ -589,12 +790,36 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     for lease in [&l1, &l2] {
         api.post(&format!("/v1/leases/{lease}/release"), &tenant, json!({})).await;
     }
+
+    // The same with a host volume: each lease that names it at its create is placed on its host, and the second
+    // resumes the first's training from it.
+    let body = json!({"name": "local", "pool_id": pool, "size_gib": 1, "kind": "host"});
+    let local = api.post("/v1/volumes", &tenant, body).await["id"].as_str().unwrap().to_string();
+    let local_path = format!("/v1/volumes/{local}");
+    wait_until("the host volume is made", 60, || async { api.get(&local_path, &tenant).await["state"] == "ready" })
+        .await;
+    let local_host = api.get(&local_path, &tenant).await["node"].as_str().unwrap().to_string();
+    let on_its_host = || async {
+        let body = json!({"pool_id": pool, "gpu_count": 1, "duration_hours": 1, "volumes": [{"volume_id": local}]});
+        let l = api.post("/v1/leases", &tenant, body).await;
+        assert_eq!(l["gpus"][0]["hostname"], local_host.as_str(), "{l}");
+        l["id"].as_str().unwrap().to_string()
+    };
+    let l3 = on_its_host().await;
+    let first = train(l3.clone(), "/volumes/local/run", 4).await;
+    assert_eq!(first.iter().map(|s| s.0).collect::<Vec<_>>(), [1, 2, 3, 4], "{first:?}");
+    api.post(&format!("/v1/leases/{l3}/release"), &tenant, json!({})).await;
+    let l4 = on_its_host().await;
+    let second = train(l4.clone(), "/volumes/local/run", 8).await;
+    assert_eq!(second.iter().map(|s| s.0).collect::<Vec<_>>(), [5, 6, 7, 8], "resumed at step 5: {second:?}");
+    api.post(&format!("/v1/leases/{l4}/release"), &tenant, json!({})).await;
     // Stopped as a host stops them: they take their leases' namespaces with them.
     for agent in [&mut agent_a, &mut agent_b] {
         crate::support::binary::terminate(agent);
     }
     let _ = std::fs::remove_dir_all(&shared);
     let _ = std::fs::remove_dir_all(&scripts);
+    let _ = std::fs::remove_dir_all(&example);
 }
 
 /// Storage is billed per whole GiB-second at the price in force when each second begins, exactly to floor(cost)
@@ -695,6 +920,46 @@ async fn storage_is_metered_per_gib_second_through_a_price_change_and_a_grow(db:
     assert_eq!(lines.len(), 2, "a line per volume and unit price: {invoice}");
     assert!(lines.iter().all(|l| l["term"] == "storage" && l["lease_id"].is_null()));
     assert_eq!(lines.iter().map(|l| l["amount_minor"].as_i64().unwrap()).sum::<i64>(), charged);
+}
+
+/// Storage runs a tenant's balance down with its leases: the balance rules count it in the burn, so a tenant whose
+/// balance covers its lease's next hour but not its lease's and its volume's gets the `balance_low` notice.
+#[sqlx::test]
+async fn storage_counts_in_the_burn_that_warns_of_a_low_balance(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let (op, pool, _nodes, agents) = storage_pool(&app, json!(["pool"])).await;
+    app.patch(&format!("/v1/admin/pools/{pool}"), &op, json!({ "price_per_gpu_hour_minor": 3600 }))
+        .await
+        .expect(StatusCode::OK);
+    sqlx::query("UPDATE pool_prices SET effective_from = effective_from - interval '30 days'")
+        .execute(&db)
+        .await
+        .unwrap();
+    let (tenant_id, key) = app.tenant_key_without_balance(&op, "acme", gpuplane::auth::Role::TenantAdmin).await;
+    let tenant = app.token_for(&key).await;
+    app.top_up(&op, &tenant_id, 5000).await;
+    heartbeat(&app, &agents[0], &[("pool", 500)], json!([])).await;
+    ready_volume(&app, &tenant, &pool, &agents[0], json!({"name": "ckpt", "size_gib": 1})).await;
+    let lease = app.post("/v1/leases", &tenant, json!({"pool_id": pool, "gpu_count": 1, "duration_hours": 5})).await;
+    let lease = lease.expect(StatusCode::CREATED).body["id"].as_str().unwrap().to_string();
+    let currency: String =
+        sqlx::query_scalar("SELECT currency FROM pools WHERE id = $1::uuid").bind(&pool).fetch_one(&db).await.unwrap();
+    let tenants = [(uuid::Uuid::parse_str(&tenant_id).unwrap(), currency)];
+    let warned = || {
+        let (app, tenant, lease) = (&app, tenant.clone(), lease.clone());
+        async move {
+            let events = app.get(&format!("/v1/leases/{lease}/events"), &tenant).await.expect(StatusCode::OK).body;
+            events.as_array().unwrap().iter().any(|e| e["kind"] == "balance_low")
+        }
+    };
+    let round = std::time::Duration::from_secs(15);
+    // 5,000 covers the lease's 3,600 an hour and the volume's 7 a month: no notice.
+    gpuplane::billing::metering::enforce_balances(&db, &tenants, round).await.unwrap();
+    assert!(!warned().await);
+    // Storage at 2,592,000 per GiB-month is 3,600 an hour: 7,200 an hour in all, more than the balance.
+    sqlx::query("UPDATE pool_storage_prices SET price_per_gib_month_minor = 2592000").execute(&db).await.unwrap();
+    gpuplane::billing::metering::enforce_balances(&db, &tenants, round).await.unwrap();
+    assert!(warned().await, "the volume's storage counts in the burn");
 }
 
 /// The idle policy: a volume detached for its idle days is noticed a day before (`volume.idle`) and deleted after

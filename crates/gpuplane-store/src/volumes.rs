@@ -239,6 +239,20 @@ pub struct LockedVolume {
     pub state: String,
 }
 
+/// Where each of a tenant's live volumes is kept, read without locks (a lease's create places itself by them;
+/// the attach that follows locks and checks each): (id, kind, node). Volumes not the tenant's, and deleted ones,
+/// are left out.
+pub async fn homes(conn: &mut PgConnection, tenant_id: Uuid, ids: &[Uuid]) -> StoreResult<Vec<(Uuid, String, Uuid)>> {
+    let rows = sqlx::query!(
+        "SELECT id, kind, node_id FROM volumes WHERE tenant_id = $1 AND id = ANY($2) AND state <> 'deleted'",
+        tenant_id,
+        ids
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|r| (r.id, r.kind, r.node_id)).collect())
+}
+
 /// Lock a tenant's volume (`FOR UPDATE`). None: not the tenant's, or no such volume.
 pub async fn lock(conn: &mut PgConnection, tenant_id: Uuid, id: Uuid) -> StoreResult<Option<LockedVolume>> {
     let row = sqlx::query_as!(
@@ -642,6 +656,26 @@ pub async fn lock_due(conn: &mut PgConnection, limit: i64) -> StoreResult<Vec<Du
     .fetch_all(conn)
     .await?;
     Ok(rows)
+}
+
+/// What a tenant's live volumes in `currency` cost per hour at the storage prices in force, minor units, rounded
+/// up (a price is per GiB and 30-day month, 720 hours): the storage part of the tenant's burn, which the
+/// balance rules count with its hourly leases'.
+pub async fn storage_burn_per_hour(conn: &mut PgConnection, tenant_id: Uuid, currency: &str) -> StoreResult<i64> {
+    let per_hour = sqlx::query_scalar!(
+        r#"SELECT ceil(coalesce(sum(v.size_gib::numeric * p.price_per_gib_month_minor), 0) / 720)::bigint AS "per_hour!"
+           FROM volumes v
+           JOIN pools po ON po.id = v.pool_id AND po.currency = $2
+           JOIN LATERAL (SELECT price_per_gib_month_minor FROM pool_storage_prices s
+                         WHERE s.pool_id = v.pool_id AND s.effective_from <= now()
+                         ORDER BY s.effective_from DESC LIMIT 1) p ON true
+           WHERE v.tenant_id = $1 AND v.state = 'ready'"#,
+        tenant_id,
+        currency
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(per_hour)
 }
 
 /// The pool's storage prices that start before `until`, oldest first, as prices per GiB and 30-day month.

@@ -313,6 +313,33 @@ pub async fn place(
     }
 }
 
+/// Lock one named node of the pool for `need` GPUs: a lease that must lie on that host (it attaches a host
+/// volume kept there). Ok(()) when the node is allocatable and has the room now (it stays locked until the
+/// transaction ends); Err says why not.
+pub async fn lock_named_node(
+    conn: &mut PgConnection,
+    pool_id: Uuid,
+    node_id: Uuid,
+    need: i32,
+) -> StoreResult<Result<(), String>> {
+    let node = sqlx::query!(
+        r#"SELECT hostname, free_gpus, node_allocatable(admin_state, liveness) AS "allocatable!"
+           FROM nodes WHERE id = $1 AND pool_id = $2 FOR UPDATE"#,
+        node_id,
+        pool_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(match node {
+        None => Err("its host is not in this pool".into()),
+        Some(n) if !n.allocatable => Err(format!("its host {} is offline or not taking leases now", n.hostname)),
+        Some(n) if n.free_gpus < need => {
+            Err(format!("its host {} has {} free GPU(s) now, and the lease asks for {need}", n.hostname, n.free_gpus))
+        }
+        Some(_) => Ok(()),
+    })
+}
+
 /// Plan the parts of a lease across pools, all or nothing, and lock their nodes: each part in its own pool as a
 /// single-pool lease is placed ([`place`], waiting for held nodes), the parts in pool id order, so that any two such
 /// allocations lock nodes in one order (pools, then nodes by id). None: some part does not fit now; the locks taken
