@@ -1443,6 +1443,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/pools/{pool_id}/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The models in the pool's caches: each with the ready hosts that hold it and their free GPUs. A lease that names
+         *     one as `cached_model` goes on such a host when one has room.
+         */
+        get: operations["list_pool_models"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/templates": {
         parameters: {
             query?: never;
@@ -2043,6 +2063,26 @@ export interface components {
             balance_minor: number;
             currency: string;
         };
+        /** @description A model in a pool's caches. */
+        CachedModel: {
+            /**
+             * Format: int64
+             * @description Free GPUs on those hosts now.
+             */
+            free_gpus: number;
+            /**
+             * Format: int64
+             * @description Ready hosts of the pool whose cache holds it.
+             */
+            hosts: number;
+            /**
+             * Format: int64
+             * @description The most free GPUs on one of them: the largest one-host lease that gets the model from the cache now.
+             */
+            largest_free_block: number;
+            /** @description Its hub id (`org/name`): a job loads it by this id from `HF_HOME` (`/models` in the lease). */
+            model_id: string;
+        };
         /** @description Cluster fields: a catalog key (`gpu`) or a full `gpu_spec`. */
         ClusterFields: {
             gpu?: string | null;
@@ -2198,6 +2238,13 @@ export interface components {
          */
         CreateLeaseRequest: {
             /**
+             * @description Prefer a host whose read-only model cache holds this model (a hub id such as `meta-llama/Llama-3.2-1B`;
+             *     the pool's are listed by `GET /v1/pools/{pool_id}/models`): the lease goes on the best-fit such host with
+             *     room now, else wherever it fits as without it. Every lease's sandbox mounts its host's cache at `/models`
+             *     with `HF_HOME` there, so a job loads a cached model by its id without downloading it. Not with `parts`.
+             */
+            cached_model?: string | null;
+            /**
              * Format: int32
              * @description Hourly term: length in hours (1-8784). Give this or `months`.
              */
@@ -2239,6 +2286,14 @@ export interface components {
             pool_id?: string | null;
             /** @description When capacity is short, wait in the pool's queue instead of failing with 409. */
             queue?: boolean;
+            /**
+             * @description Volumes to attach as the lease is created (at most 16), each as `POST /v1/leases/{id}/volumes` takes it;
+             *     the create is refused, with nothing written, when one cannot be attached. A host volume places the lease on
+             *     the host that keeps it (409 `insufficient_capacity` with the reason when that host has no room or is
+             *     offline; two host volumes must share a host); a read-write volume places it on one host (422 on `placement`
+             *     for `spread` over several). Not with `parts`, nor with `queue` (attach once a queued lease has started).
+             */
+            volumes?: components["schemas"]["AttachVolumeRequest"][];
         };
         /**
          * @example {
@@ -2795,6 +2850,12 @@ export interface components {
             status: string;
         };
         HeartbeatRequest: {
+            /**
+             * @description The models in this host's read-only model cache (`--model-cache`), as hub ids (`name` or `org/name`, each
+             *     part 1-96 of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-`, no `--`), sorted and each once: sent with
+             *     the first heartbeat after the agent starts and whenever the list changed; absent: unchanged.
+             */
+            cached_models?: string[] | null;
             /** @description The CUDA version now. */
             cuda_version?: string | null;
             /** @description The NVIDIA driver version now (an upgraded host says so here without registering again). */
@@ -7805,7 +7866,7 @@ export interface operations {
                 };
             };
             403: components["responses"]["Forbidden"];
-            /** @description `insufficient_capacity` (context: free GPUs, largest block) or `quota_exceeded` (context: the quota) */
+            /** @description `insufficient_capacity` (context: free GPUs, largest block; or, for a lease with a host volume, why the volume's host cannot take it) or `quota_exceeded` (context: the quota); with `volumes`, also `volume_not_ready`, `volume_in_use` and `volume_already_attached` as `POST /v1/leases/{id}/volumes` answers them */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7816,7 +7877,15 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["ValidationFailed"];
+            /** @description Invalid fields (`validation_failed`, naming each); with `volumes`, `volume_out_of_reach` as `POST /v1/leases/{id}/volumes` answers it */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -8666,6 +8735,42 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_pool_models: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Pool id */
+                pool_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The cached models, by id */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CachedModel"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such pool */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

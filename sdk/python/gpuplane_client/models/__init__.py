@@ -19,6 +19,7 @@ from .audit_event import AuditEvent
 from .audit_event_detail import AuditEventDetail
 from .audit_event_page import AuditEventPage
 from .balance import Balance
+from .cached_model import CachedModel
 from .cluster_fields import ClusterFields
 from .console_session import ConsoleSession
 from .create_api_key_request import CreateApiKeyRequest
@@ -220,6 +221,7 @@ __all__ = (
     "AuditEventDetail",
     "AuditEventPage",
     "Balance",
+    "CachedModel",
     "ClusterFields",
     "ConsoleSession",
     "CreateApiKeyRequest",

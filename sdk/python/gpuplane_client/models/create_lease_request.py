@@ -10,6 +10,7 @@ from ..models.placement import Placement
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.attach_volume_request import AttachVolumeRequest
     from ..models.lease_part_request import LeasePartRequest
     from ..models.start_environment_request import StartEnvironmentRequest
 
@@ -25,6 +26,11 @@ class CreateLeaseRequest:
             '0192f5a0-0000-7000-8000-000000000001'}
 
     Attributes:
+        cached_model (None | str | Unset): Prefer a host whose read-only model cache holds this model (a hub id such as
+            `meta-llama/Llama-3.2-1B`;
+            the pool's are listed by `GET /v1/pools/{pool_id}/models`): the lease goes on the best-fit such host with
+            room now, else wherever it fits as without it. Every lease's sandbox mounts its host's cache at `/models`
+            with `HF_HOME` there, so a job loads a cached model by its id without downloading it. Not with `parts`.
         duration_hours (int | None | Unset): Hourly term: length in hours (1-8784). Give this or `months`.
         environment (None | StartEnvironmentRequest | Unset):
         gpu_count (int | None | Unset): GPUs wanted, 1-4096. Required, unless `parts` is given (then leave it out).
@@ -44,8 +50,15 @@ class CreateLeaseRequest:
         placement (Placement | Unset): How a lease's GPUs are laid over nodes.
         pool_id (None | Unset | UUID): The pool to lease from. Give this or `gpu_model`.
         queue (bool | Unset): When capacity is short, wait in the pool's queue instead of failing with 409.
+        volumes (list[AttachVolumeRequest] | Unset): Volumes to attach as the lease is created (at most 16), each as
+            `POST /v1/leases/{id}/volumes` takes it;
+            the create is refused, with nothing written, when one cannot be attached. A host volume places the lease on
+            the host that keeps it (409 `insufficient_capacity` with the reason when that host has no room or is
+            offline; two host volumes must share a host); a read-write volume places it on one host (422 on `placement`
+            for `spread` over several). Not with `parts`, nor with `queue` (attach once a queued lease has started).
     """
 
+    cached_model: None | str | Unset = UNSET
     duration_hours: int | None | Unset = UNSET
     environment: None | StartEnvironmentRequest | Unset = UNSET
     gpu_count: int | None | Unset = UNSET
@@ -56,9 +69,16 @@ class CreateLeaseRequest:
     placement: Placement | Unset = UNSET
     pool_id: None | Unset | UUID = UNSET
     queue: bool | Unset = UNSET
+    volumes: list[AttachVolumeRequest] | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.start_environment_request import StartEnvironmentRequest
+
+        cached_model: None | str | Unset
+        if isinstance(self.cached_model, Unset):
+            cached_model = UNSET
+        else:
+            cached_model = self.cached_model
 
         duration_hours: int | None | Unset
         if isinstance(self.duration_hours, Unset):
@@ -124,9 +144,18 @@ class CreateLeaseRequest:
 
         queue = self.queue
 
+        volumes: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.volumes, Unset):
+            volumes = []
+            for volumes_item_data in self.volumes:
+                volumes_item = volumes_item_data.to_dict()
+                volumes.append(volumes_item)
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
+        if cached_model is not UNSET:
+            field_dict["cached_model"] = cached_model
         if duration_hours is not UNSET:
             field_dict["duration_hours"] = duration_hours
         if environment is not UNSET:
@@ -147,15 +176,27 @@ class CreateLeaseRequest:
             field_dict["pool_id"] = pool_id
         if queue is not UNSET:
             field_dict["queue"] = queue
+        if volumes is not UNSET:
+            field_dict["volumes"] = volumes
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.attach_volume_request import AttachVolumeRequest
         from ..models.lease_part_request import LeasePartRequest
         from ..models.start_environment_request import StartEnvironmentRequest
 
         d = dict(src_dict)
+
+        def _parse_cached_model(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        cached_model = _parse_cached_model(d.pop("cached_model", UNSET))
 
         def _parse_duration_hours(data: object) -> int | None | Unset:
             if data is None:
@@ -271,7 +312,17 @@ class CreateLeaseRequest:
 
         queue = d.pop("queue", UNSET)
 
+        _volumes = d.pop("volumes", UNSET)
+        volumes: list[AttachVolumeRequest] | Unset = UNSET
+        if _volumes is not UNSET:
+            volumes = []
+            for volumes_item_data in _volumes:
+                volumes_item = AttachVolumeRequest.from_dict(volumes_item_data)
+
+                volumes.append(volumes_item)
+
         create_lease_request = cls(
+            cached_model=cached_model,
             duration_hours=duration_hours,
             environment=environment,
             gpu_count=gpu_count,
@@ -282,6 +333,7 @@ class CreateLeaseRequest:
             placement=placement,
             pool_id=pool_id,
             queue=queue,
+            volumes=volumes,
         )
 
         return create_lease_request

@@ -27,6 +27,10 @@ class HeartbeatRequest:
     Attributes:
         samples (list[GpuSample]): Samples since the last delivered heartbeat; after an outage, everything buffered
             (oldest first).
+        cached_models (list[str] | None | Unset): The models in this host's read-only model cache (`--model-cache`), as
+            hub ids (`name` or `org/name`, each
+            part 1-96 of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-`, no `--`), sorted and each once: sent with
+            the first heartbeat after the agent starts and whenever the list changed; absent: unchanged.
         cuda_version (None | str | Unset): The CUDA version now.
         driver_version (None | str | Unset): The NVIDIA driver version now (an upgraded host says so here without
             registering again).
@@ -47,6 +51,7 @@ class HeartbeatRequest:
     """
 
     samples: list[GpuSample]
+    cached_models: list[str] | None | Unset = UNSET
     cuda_version: None | str | Unset = UNSET
     driver_version: None | str | Unset = UNSET
     echo_port: int | None | Unset = UNSET
@@ -65,6 +70,15 @@ class HeartbeatRequest:
         for samples_item_data in self.samples:
             samples_item = samples_item_data.to_dict()
             samples.append(samples_item)
+
+        cached_models: list[str] | None | Unset
+        if isinstance(self.cached_models, Unset):
+            cached_models = UNSET
+        elif isinstance(self.cached_models, list):
+            cached_models = self.cached_models
+
+        else:
+            cached_models = self.cached_models
 
         cuda_version: None | str | Unset
         if isinstance(self.cuda_version, Unset):
@@ -127,6 +141,8 @@ class HeartbeatRequest:
                 "samples": samples,
             }
         )
+        if cached_models is not UNSET:
+            field_dict["cached_models"] = cached_models
         if cuda_version is not UNSET:
             field_dict["cuda_version"] = cuda_version
         if driver_version is not UNSET:
@@ -164,6 +180,23 @@ class HeartbeatRequest:
             samples_item = GpuSample.from_dict(samples_item_data)
 
             samples.append(samples_item)
+
+        def _parse_cached_models(data: object) -> list[str] | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, list):
+                    raise TypeError()
+                cached_models_type_0 = cast(list[str], data)
+
+                return cached_models_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(list[str] | None | Unset, data)
+
+        cached_models = _parse_cached_models(d.pop("cached_models", UNSET))
 
         def _parse_cuda_version(data: object) -> None | str | Unset:
             if data is None:
@@ -249,6 +282,7 @@ class HeartbeatRequest:
 
         heartbeat_request = cls(
             samples=samples,
+            cached_models=cached_models,
             cuda_version=cuda_version,
             driver_version=driver_version,
             echo_port=echo_port,
