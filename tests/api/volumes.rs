@@ -638,12 +638,21 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     let (venv, python_root) = crate::support::torch::runtime_venv();
     let example = crate::support::torch::example();
     let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    // The pool's model cache (one directory both hosts mount, as a shared filesystem would be), filled by the
+    // operator's command with a tiny Llama saved by transformers.
+    let (cache, tiny) = (state_dir("vol-model-cache"), state_dir("vol-tiny-llama"));
+    let save = "import sys, transformers as t; t.LlamaForCausalLM(t.LlamaConfig(hidden_size=32, intermediate_size=64, \
+                num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1, vocab_size=64)).save_pretrained(sys.argv[1])";
+    let saved = std::process::Command::new(venv.join("bin/python")).args(["-c", save]).arg(&tiny).status().unwrap();
+    assert!(saved.success());
+    gpuplane_agent::model_cache::fill(&cache, "acme-labs/tiny-llama", &tiny).unwrap();
     // Each host also keeps host volumes on its own disk.
     let host = |subnet: &'static str, dir: &std::path::Path| {
         let host_store = format!("host={}", dir.join("host-volumes").display());
         ["--address", "127.0.0.1", "--lease-subnet", subnet, "--volume-store", &store, "--volume-store", &host_store]
             .map(String::from)
             .into_iter()
+            .chain(["--model-cache".into(), cache.display().to_string()])
             .chain(["--job-ro-bind".into(), venv.display().to_string()])
             .chain(["--job-ro-bind".into(), python_root.display().to_string()])
             .collect::<Vec<String>>()
@@ -669,6 +678,13 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     let path = format!("/v1/volumes/{volume}");
     wait_until("the volume is made", 60, || async { api.get(&path, &tenant).await["state"] == "ready" }).await;
     // Scripts travel as files (a job's arguments hold no shell); /var is in every sandbox, read-only.
+    // A job loads the cached model by its id (the agent sets HF_HOME at the cache and the hub offline), cannot
+    // write there, and writes its own /tmp and /dev/shm.
+    let cache_sh = format!(
+        "{} -c \"import os, transformers as t; m = t.AutoModelForCausalLM.from_pretrained('acme-labs/tiny-llama'); \
+         print('loaded', os.environ['HF_HOME'], os.environ['HF_HUB_OFFLINE'], m.config.hidden_size)\"\ntouch /models/mine 2>/dev/null || echo read-only\ntouch /tmp/mine /dev/shm/mine && echo tmp-writable\n",
+        venv.join("bin/python").display()
+    );
     let scripts = crate::support::net::shared_with_jobs(
         "volumes",
         &[
@@ -680,6 +696,7 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
                  ln /etc/hostname /volumes/ckpt/hard 2>/dev/null || echo hard-link-refused\n",
             ),
             ("read.sh", "cat /volumes/data/state; id -u; stat -c 'owner=%u' /volumes/data/state; ls /volumes\n"),
+            ("cache.sh", &cache_sh),
         ],
     );
     let run = |lease: String, script: &'static str| {
@@ -765,6 +782,14 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     assert_ne!(uid1, uid2, "another lease, another user");
     assert_eq!(out[2], format!("owner={uid2}"), "its files are the new lease's user's");
     assert_eq!(out[3], "data", "only its own volumes under /volumes");
+    let models = api.get(&format!("/v1/pools/{pool}/models"), &tenant).await;
+    assert_eq!((models[0]["model_id"].as_str(), models[0]["hosts"].as_i64()), (Some("acme-labs/tiny-llama"), Some(2)));
+    let out = run(l2.clone(), "cache.sh").await;
+    assert_eq!(
+        out,
+        ["loaded /models 1 32", "read-only", "tmp-writable"],
+        "the cached model by its id; the cache read-only"
+    );
     // The training goes on from the volume's checkpoint on the other host: steps 5-8, none run twice, the loss
     // going on from where it was (below the first step's, and close to the last one's).
     let second = train(l2.clone(), "/volumes/data/run", 8).await;
@@ -820,6 +845,8 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     let _ = std::fs::remove_dir_all(&shared);
     let _ = std::fs::remove_dir_all(&scripts);
     let _ = std::fs::remove_dir_all(&example);
+    let _ = std::fs::remove_dir_all(&cache);
+    let _ = std::fs::remove_dir_all(&tiny);
 }
 
 /// Storage is billed per whole GiB-second at the price in force when each second begins, exactly to floor(cost)

@@ -51,6 +51,14 @@ pub struct AgentArgs {
     /// images go in DIR/images (docs/volumes.md). In the environment, comma-separated.
     #[arg(long, env = "GPUPLANE_AGENT_VOLUME_STORE", value_delimiter = ',', value_name = "KIND=DIR", value_parser = crate::volume_keeper::StoreSpec::parse)]
     pub volume_store: Vec<crate::volume_keeper::StoreSpec>,
+    /// The read-only model cache this host offers its leases: a directory in the Hugging Face hub layout
+    /// (DIR/hub/models--ORG--NAME/...), mounted read-only at /models in every lease's sandbox and image job, with
+    /// HF_HOME=/models unless the job sets its own; the agent reports the models it holds. Fill it with
+    /// `gpuplane-agent model-cache fill`. Per host on a local disk, or per pool on the pool's shared filesystem,
+    /// mounted at the same path on every host (docs/volumes.md). Jobs run as an unprivileged uid: it must let
+    /// other users read it (the agent warns at start when it does not).
+    #[arg(long, env = "GPUPLANE_AGENT_MODEL_CACHE", value_name = "DIR")]
+    pub model_cache: Option<PathBuf>,
     /// Ports the agent gives leases' SSH environments, as FIRST-LAST (open them in the host's firewall to tenants).
     #[arg(long, env = "GPUPLANE_AGENT_ENV_PORTS", default_value = "20000-20999", value_parser = PortRange::parse)]
     pub env_ports: PortRange,

@@ -18,7 +18,7 @@ use uuid::Uuid;
 
 use super::args::PortRange;
 use super::client::{CallError, ServiceClient};
-use super::launch::{InLease, JobHost, LEASE_ENV_DIR, ProcessKind, lease_variables};
+use super::launch::{InLease, JobHost, LEASE_ENV_DIR, MODEL_CACHE_ENV, ProcessKind, lease_variables};
 use super::process::{Exited, Owner, spawn_process};
 use super::sandbox::LEASE_MOUNT;
 use gpuplane_protocol::environments::{EnvironmentSpec, EnvironmentState, EnvironmentStatus};
@@ -158,7 +158,9 @@ impl Environments {
             Some(address) => std::net::SocketAddr::from((address, port)),
             None => std::net::SocketAddr::from(([127, 0, 0, 1], port)),
         };
-        let variables = lease_variables(&lease.gpu_indices, true);
+        let mut variables = lease_variables(&lease.gpu_indices, true);
+        // SSH sessions get the model cache's variables too (sshd passes them only what SetEnv names).
+        variables.extend(host.model_cache_env(spec.image.is_some()));
         std::fs::write(dir.join("sshd_config"), sshd_config(port, &variables))?;
         let argv: Vec<String> = [self.sshd.to_string_lossy().as_ref(), "-D", "-e", "-f"]
             .iter()
@@ -365,12 +367,14 @@ fn write_authorized_keys(dir: &Path, keys: &[String]) -> anyhow::Result<()> {
 }
 
 /// The SSH server's configuration: public keys of the tenant only, no passwords, no root, the lease's variables
-/// in every session.
+/// in every session (its GPUs, and the model cache's variables when the host has one).
 pub fn sshd_config(port: u16, variables: &[(String, String)]) -> String {
     let env_dir = format!("{LEASE_MOUNT}/{LEASE_ENV_DIR}");
     let set_env: Vec<String> = variables
         .iter()
-        .filter(|(k, _)| k == "CUDA_VISIBLE_DEVICES" || k == super::launch::HOST_GPUS_ENV)
+        .filter(|(k, _)| {
+            k == "CUDA_VISIBLE_DEVICES" || k == super::launch::HOST_GPUS_ENV || MODEL_CACHE_ENV.contains(&k.as_str())
+        })
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
     format!(
@@ -408,6 +412,12 @@ mod tests {
         ] {
             assert!(config.lines().any(|l| l == line), "{line} in\n{config}");
         }
+        let mut variables = lease_variables(&[2, 3], true);
+        variables.push(("HF_HOME".to_string(), "/models".to_string()));
+        variables.push(("HF_HUB_OFFLINE".to_string(), "1".to_string()));
+        let config = sshd_config(20007, &variables);
+        let line = "SetEnv CUDA_VISIBLE_DEVICES=0,1 GPUPLANE_HOST_GPUS=2,3 HF_HOME=/models HF_HUB_OFFLINE=1";
+        assert!(config.lines().any(|l| l == line), "{line} in\n{config}");
     }
 
     #[test]

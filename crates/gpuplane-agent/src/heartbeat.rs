@@ -1,5 +1,6 @@
 //! Registration and the heartbeat loop: sample on schedule, deliver the buffer, back off while the service is away.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -28,6 +29,13 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(10);
 /// How often the agent looks for launchers again (software installed or removed while it runs); a change goes
 /// to the service with the next heartbeat.
 const LAUNCHER_RECHECK: Duration = Duration::from_secs(600);
+
+/// How often the agent lists its model cache again (an operator fills it while the agent runs); a change goes
+/// to the service with the next heartbeat.
+const MODEL_CACHE_RESCAN: Duration = Duration::from_secs(60);
+/// How long the first heartbeat waits for the first listing of the model cache (a slow shared filesystem): the
+/// list then goes with a later one.
+const MODEL_CACHE_FIRST_WAIT: Duration = Duration::from_secs(5);
 
 /// How often running jobs' steps files are read between heartbeats. Steps found go out at once, in a heartbeat
 /// ahead of schedule, so a step reaches the API about a second after it ends rather than with the next scheduled
@@ -109,6 +117,90 @@ pub struct Agent {
     pub container_runtime: &'static str,
     /// The volume stores this host offers, and the volumes it holds.
     pub volumes: super::volume_keeper::VolumeKeeper,
+    /// The host's model cache (`--model-cache`), whose models the heartbeat reports.
+    pub model_cache: Option<PathBuf>,
+}
+
+/// The models of the host's cache as the heartbeat reports them (`cached_models`): listed off the async workers
+/// at start and then every [`MODEL_CACHE_RESCAN`], and sent whole (`Some`) until a heartbeat carrying the list
+/// now found is accepted: the first after the agent starts (or registers again), and after each change. `None`
+/// otherwise, and always without a cache.
+struct ModelCacheReport {
+    dir: Option<PathBuf>,
+    scan: Option<tokio::task::JoinHandle<Vec<String>>>,
+    rescan_at: Instant,
+    /// Whether the first listing was waited for.
+    waited: bool,
+    found: Option<Vec<String>>,
+    /// The list the service accepted last.
+    acknowledged: Option<Vec<String>>,
+}
+
+impl ModelCacheReport {
+    /// Starts listing the cache now.
+    fn new(dir: Option<PathBuf>) -> Self {
+        let mut report =
+            Self { dir, scan: None, rescan_at: Instant::now(), waited: false, found: None, acknowledged: None };
+        report.start_scan();
+        report
+    }
+
+    fn start_scan(&mut self) {
+        if let Some(dir) = self.dir.clone()
+            && self.scan.is_none()
+        {
+            self.scan = Some(tokio::task::spawn_blocking(move || super::model_cache::cached_models(&dir)));
+            self.rescan_at = Instant::now() + MODEL_CACHE_RESCAN;
+        }
+    }
+
+    /// Before a heartbeat: take a listing that finished (the first one waited for, a while), start the next one
+    /// when due.
+    async fn refresh(&mut self) {
+        if let Some(scan) = self.scan.as_mut() {
+            let finished = if !self.waited {
+                self.waited = true;
+                tokio::time::timeout(MODEL_CACHE_FIRST_WAIT, scan).await.ok()
+            } else if scan.is_finished() {
+                Some(scan.await)
+            } else {
+                None
+            };
+            if let Some(listed) = finished {
+                self.scan = None;
+                match listed {
+                    Ok(models) => {
+                        if self.found.as_ref() != Some(&models) {
+                            tracing::info!(models = models.len(), "the model cache's models: {}", models.join(", "));
+                        }
+                        self.found = Some(models);
+                    }
+                    Err(err) => tracing::warn!(%err, "listing the model cache failed"),
+                }
+            }
+        }
+        if Instant::now() >= self.rescan_at {
+            self.start_scan();
+        }
+    }
+
+    /// What the next heartbeat carries.
+    fn to_send(&self) -> Option<Vec<String>> {
+        let found = self.found.as_ref()?;
+        (self.acknowledged.as_ref() != Some(found)).then(|| found.clone())
+    }
+
+    /// A heartbeat carrying `sent` was accepted.
+    fn accepted(&mut self, sent: Option<Vec<String>>) {
+        if sent.is_some() {
+            self.acknowledged = sent;
+        }
+    }
+
+    /// Registered again (maybe as a new node): the next heartbeat carries the list again.
+    fn forget(&mut self) {
+        self.acknowledged = None;
+    }
 }
 
 impl Agent {
@@ -155,6 +247,7 @@ impl Agent {
         let mut launchers_lookup: Option<tokio::task::JoinHandle<gpuplane_protocol::agent::Launchers>> = None;
         let mut launchers_changed: Option<gpuplane_protocol::agent::Launchers> = None;
         let mut steps_look_at = now + STEPS_LOOK;
+        let mut models = ModelCacheReport::new(self.model_cache.clone());
         loop {
             let mut wake = probe_at.map_or(next_send, |p| p.min(next_send));
             if jobs.runs_jobs() {
@@ -215,6 +308,10 @@ impl Agent {
                 tracing::info!(launchers = %super::launchers::describe(Some(&found)), "the launchers on the PATH jobs see changed");
                 launchers_changed = Some(found);
             }
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = models.refresh() => {}
+            }
             let request = HeartbeatRequest {
                 samples: sampler.buffer.oldest(MAX_SAMPLES_PER_HEARTBEAT),
                 driver_version: self.facts.driver_version.clone(),
@@ -225,8 +322,9 @@ impl Agent {
                 echo_port: self.facts.echo_port.filter(|_| heartbeats == 0),
                 volume_stores: self.volumes.stores(),
                 volumes: self.volumes.reports(),
-                cached_models: None,
+                cached_models: models.to_send(),
             };
+            let models_sent = request.cached_models.clone();
             let sent = request.samples.len();
             let dropped_before = sampler.buffer.dropped_total();
             // Nothing collects steps while the request is in flight, so the batch is still the buffer's front.
@@ -257,6 +355,7 @@ impl Agent {
                     if let Some(found) = launchers_changed.take() {
                         self.facts.launchers = Some(found);
                     }
+                    models.accepted(models_sent);
                     jobs.steps.remove_oldest(steps_sent);
                     unproven_registration = false;
                     probe_trusted = true;
@@ -320,6 +419,7 @@ impl Agent {
                     let Some((renewed, interval)) = self.register(&shutdown, &mut rng).await? else { break };
                     credential = renewed;
                     unproven_registration = true;
+                    models.forget();
                     schedule.interval = interval;
                     next_send = Instant::now();
                 }
@@ -413,5 +513,51 @@ mod tests {
         // Stalled past a whole interval: restart the grid from now instead of sampling in a burst.
         schedule.advance(start + Duration::from_secs(45));
         assert_eq!(schedule.next(), start + Duration::from_secs(55));
+    }
+
+    #[tokio::test]
+    async fn the_model_cache_goes_out_first_and_after_each_change_until_accepted() {
+        let root = std::env::temp_dir().join(format!("gpuplane-heartbeat-models-{}", uuid::Uuid::new_v4()));
+        let (from, cache) = (root.join("saved"), root.join("cache"));
+        std::fs::create_dir_all(&from).unwrap();
+        std::fs::write(from.join("config.json"), "{}").unwrap();
+        crate::model_cache::fill(&cache, "org/a", &from).unwrap();
+
+        let mut models = ModelCacheReport::new(Some(cache.clone()));
+        models.refresh().await;
+        let first = models.to_send();
+        assert_eq!(first, Some(vec!["org/a".to_string()]), "the first heartbeat carries it");
+        // That heartbeat failed: the next one carries it again.
+        models.refresh().await;
+        assert_eq!(models.to_send(), first);
+        models.accepted(first);
+        models.refresh().await;
+        assert_eq!(models.to_send(), None, "unchanged since accepted");
+
+        crate::model_cache::fill(&cache, "org/b", &from).unwrap();
+        models.refresh().await;
+        assert_eq!(models.to_send(), None, "not listed again before the rescan is due");
+        models.rescan_at = Instant::now();
+        let mut sent = None;
+        for _ in 0..500 {
+            models.refresh().await;
+            sent = models.to_send();
+            if sent.is_some() {
+                break;
+            }
+            sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(sent, Some(vec!["org/a".to_string(), "org/b".to_string()]), "a change goes out");
+        models.accepted(sent.clone());
+        assert_eq!(models.to_send(), None);
+        models.accepted(None);
+        assert_eq!(models.to_send(), None, "a heartbeat without the list changes nothing");
+        models.forget();
+        assert_eq!(models.to_send(), sent, "registered again: sent again");
+
+        let mut none = ModelCacheReport::new(None);
+        none.refresh().await;
+        assert_eq!(none.to_send(), None, "no cache, no list");
+        std::fs::remove_dir_all(root).unwrap();
     }
 }

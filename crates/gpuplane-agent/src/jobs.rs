@@ -649,6 +649,7 @@ mod tests {
             sshd: "/usr/sbin/sshd".into(),
             network: None,
             volumes: Default::default(),
+            model_cache: None,
         }
     }
 

@@ -57,6 +57,9 @@ pub struct JobHost {
     pub network: Option<super::lease_net::LeaseNetworks>,
     /// Mounts the leases' volumes.
     pub volumes: super::volume_keeper::VolumeMounts,
+    /// The host's model cache (`--model-cache`, absolute): read-only at `/models` in every sandbox (the
+    /// [`Sandbox`] binds it) and container, with `HF_HOME` there ([`JobHost::model_cache_home`]).
+    pub model_cache: Option<PathBuf>,
 }
 
 pub use super::sandbox::ProcessKind;
@@ -78,6 +81,14 @@ pub const LEASE_ENV_DIR: &str = ".env";
 
 /// Variables a sandboxed job gets besides the spec's (which cannot set them: the service refuses reserved names).
 pub const HOST_GPUS_ENV: &str = "GPUPLANE_HOST_GPUS";
+
+/// Where the Hugging Face libraries keep their files: the model cache, when the host has one, unless the job's
+/// own environment names another.
+pub const HF_HOME_ENV: &str = "HF_HOME";
+
+/// The variables [`JobHost::model_cache_env`] sets: `HF_HOME`, and what keeps the libraries from writing into
+/// the read-only cache (offline hub; datasets' and remote code's caches in the lease's home).
+pub const MODEL_CACHE_ENV: [&str; 4] = [HF_HOME_ENV, "HF_HUB_OFFLINE", "HF_DATASETS_CACHE", "HF_MODULES_CACHE"];
 
 /// One process to run in a lease's sandbox: a job's, or the lease's SSH server.
 pub struct InLease<'a> {
@@ -124,6 +135,32 @@ pub fn lease_variables(gpu_indices: &[i32], isolated: bool) -> Vec<(String, Stri
 impl JobHost {
     pub fn sandboxed(&self) -> bool {
         matches!(self.isolation, Isolation::Sandboxed(_))
+    }
+
+    /// `HF_HOME` for a process of a lease when the host has a model cache: where the cache is mounted, `/models`
+    /// in a sandbox or container; unsandboxed (development only), the cache's own path on the host.
+    pub fn model_cache_home(&self, image: bool) -> Option<String> {
+        let cache = self.model_cache.as_ref()?;
+        Some(match self.sandboxed() || image {
+            true => gpuplane_protocol::model_cache::MOUNT.to_owned(),
+            false => cache.to_string_lossy().into_owned(),
+        })
+    }
+
+    /// The variables of a lease's processes when the host has a model cache (none otherwise): `HF_HOME` at the
+    /// cache, and, since the cache is read-only, the hub offline (a cached model loads by its id; any other fails
+    /// at once with the library's message instead of a write error, and a job that downloads sets its own
+    /// `HF_HOME`), with the datasets' and remote code's caches in the lease's home. A job that sets `HF_HOME`
+    /// gets none of them.
+    pub fn model_cache_env(&self, image: bool) -> Vec<(String, String)> {
+        let Some(home) = self.model_cache_home(image) else { return Vec::new() };
+        let mut env = vec![(HF_HOME_ENV.to_string(), home), (MODEL_CACHE_ENV[1].to_string(), "1".to_string())];
+        if self.sandboxed() || image {
+            let files = format!("{LEASE_MOUNT}/home/.cache/huggingface");
+            env.push((MODEL_CACHE_ENV[2].to_string(), format!("{files}/datasets")));
+            env.push((MODEL_CACHE_ENV[3].to_string(), format!("{files}/modules")));
+        }
+        env
     }
 
     /// The lowest uid of the range no lease holds.
@@ -216,6 +253,11 @@ impl JobHost {
         let mut env = p.env.clone();
         env.entry("PATH".into()).or_insert_with(|| p.agent_path.unwrap_or("/usr/local/bin:/usr/bin:/bin").to_owned());
         env.extend(lease_variables(p.gpu_indices, self.sandboxed() || p.image.is_some()));
+        if !env.contains_key(HF_HOME_ENV) {
+            for (name, value) in self.model_cache_env(p.image.is_some()) {
+                env.entry(name).or_insert(value);
+            }
+        }
         let etc = self.lease_etc(p.lease_id);
         if !p.volumes.is_empty() && !self.sandboxed() && p.image.is_none() {
             anyhow::bail!(
@@ -238,6 +280,7 @@ impl JobHost {
                 image,
                 argv: p.argv,
                 volumes: &volumes,
+                model_cache: self.model_cache.as_deref(),
             });
             return Ok(Prepared {
                 argv,
@@ -450,6 +493,8 @@ pub struct ContainerLaunch<'a> {
     pub argv: &'a [String],
     /// The lease's volumes.
     pub volumes: &'a [super::volume_keeper::VolumeBind],
+    /// The host's model cache, mounted read-only at `/models`.
+    pub model_cache: Option<&'a Path>,
 }
 
 /// The runtime's argv: only the leased GPUs (the NVIDIA Container Toolkit numbers them from 0 inside), no
@@ -494,6 +539,9 @@ pub fn container_argv(c: &ContainerLaunch<'_>) -> Vec<String> {
     for v in c.volumes {
         argv.push(format!("--volume={}:{}{}", v.host.display(), v.inside, if v.read_only { ":ro" } else { "" }));
     }
+    if let Some(cache) = c.model_cache {
+        argv.push(format!("--volume={}:{}:ro", cache.display(), gpuplane_protocol::model_cache::MOUNT));
+    }
     argv.push(format!("--workdir={}", c.cwd));
     argv.push(c.image.to_owned());
     argv.extend(c.argv.iter().cloned());
@@ -532,8 +580,10 @@ mod tests {
             image: "img:1",
             argv: &argv,
             volumes: &volumes,
+            model_cache: Some(Path::new("/srv/gpuplane/models")),
         };
         let docker = container_argv(&launch);
+        assert!(docker.contains(&"--volume=/srv/gpuplane/models:/models:ro".to_string()), "{docker:?}");
         assert!(docker.contains(&"--volume=/v/1:/volumes/ckpt".to_string()), "{docker:?}");
         assert!(docker.contains(&"--volume=/v/2:/volumes/data:ro".to_string()), "{docker:?}");
         assert!(docker.contains(&"--network=none".to_string()), "docker cannot join the lease's namespace");
@@ -558,6 +608,9 @@ mod tests {
         let unsandboxed = container_argv(&ContainerLaunch { network: None, ..launch });
         assert!(unsandboxed.windows(2).any(|w| w == ["-e", "HF_TOKEN"]));
         assert!(unsandboxed.contains(&"--network=host".to_string()));
+        let uncached =
+            container_argv(&ContainerLaunch { model_cache: None, network: None, env_names: Vec::new(), ..launch });
+        assert!(!uncached.iter().any(|a| a.contains("/models")), "{uncached:?}");
     }
 
     #[test]
@@ -575,6 +628,7 @@ mod tests {
             sshd: "/usr/sbin/sshd".into(),
             network: None,
             volumes: Default::default(),
+            model_cache: None,
         };
         let spec = LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files: Vec::new(), image: None };
         let lease = gpuplane_protocol::jobs::NodeLease {
@@ -589,6 +643,65 @@ mod tests {
         // With an image, the container runtime is the sandbox: that job may still run.
         let image = LaunchSpec { image: Some("img:1".into()), ..spec };
         assert!(host.refuse_unsandboxable(image.image.as_deref()).is_ok());
+    }
+
+    #[test]
+    fn the_model_cache_is_hf_home_unless_the_job_names_its_own() {
+        let host = |isolation| JobHost {
+            isolation,
+            jobs_dir: "/nonexistent/jobs".into(),
+            state_dir: "/nonexistent/state".into(),
+            uids: UidRange { first: 300000, last: 300009 },
+            devices: DeviceFiles::default(),
+            runtime: ContainerRuntime::Podman,
+            max_processes: 64,
+            env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
+            sshd: "/usr/sbin/sshd".into(),
+            network: None,
+            volumes: Default::default(),
+            model_cache: Some("/srv/gpuplane/models".into()),
+        };
+        let argv = vec!["python3".to_string(), "train.py".to_string()];
+        let in_lease = |image, env| InLease {
+            lease_id: Uuid::nil(),
+            uid: 300001,
+            gpu_indices: &[],
+            argv: &argv,
+            cwd: "/lease/jobs/J",
+            host_cwd: Path::new("/nonexistent/jobs/J"),
+            image,
+            env,
+            agent_path: None,
+            container: "gpuplane-j",
+            volumes: &[],
+        };
+        // An image job (this host cannot sandbox, so it runs only those): the cache at /models, HF_HOME there.
+        let cannot_sandbox = host(Isolation::Unavailable("no bwrap".into()));
+        let prepared = cannot_sandbox.command(&in_lease(Some("img:1"), BTreeMap::new())).unwrap();
+        assert_eq!(prepared.env.get("HF_HOME").map(String::as_str), Some("/models"));
+        assert_eq!(prepared.env["HF_HUB_OFFLINE"], "1");
+        assert_eq!(prepared.env["HF_DATASETS_CACHE"], "/lease/home/.cache/huggingface/datasets");
+        assert_eq!(prepared.env["HF_MODULES_CACHE"], "/lease/home/.cache/huggingface/modules");
+        assert!(prepared.argv.contains(&"--volume=/srv/gpuplane/models:/models:ro".to_string()), "{:?}", prepared.argv);
+        assert!(prepared.argv.windows(2).any(|w| w == ["-e", "HF_HOME"]), "{:?}", prepared.argv);
+        // The job's own HF_HOME wins; the cache is still mounted.
+        let own = BTreeMap::from([("HF_HOME".to_string(), "/lease/home/hf".to_string())]);
+        let prepared = cannot_sandbox.command(&in_lease(Some("img:1"), own)).unwrap();
+        assert_eq!(prepared.env["HF_HOME"], "/lease/home/hf");
+        assert!(!prepared.env.contains_key("HF_HUB_OFFLINE"), "a job with its own HF_HOME may download");
+        // A job that only says it wants the hub online keeps that.
+        let online = BTreeMap::from([("HF_HUB_OFFLINE".to_string(), "0".to_string())]);
+        assert_eq!(cannot_sandbox.command(&in_lease(Some("img:1"), online)).unwrap().env["HF_HUB_OFFLINE"], "0");
+        assert!(prepared.argv.contains(&"--volume=/srv/gpuplane/models:/models:ro".to_string()));
+        // Unsandboxed (development): the host's files, so the cache's own path.
+        let unsandboxed = host(Isolation::Unsandboxed);
+        let prepared = unsandboxed.command(&in_lease(None, BTreeMap::new())).unwrap();
+        assert_eq!(prepared.env["HF_HOME"], "/srv/gpuplane/models");
+        assert_eq!(unsandboxed.model_cache_home(true).as_deref(), Some("/models"));
+        // No cache: nothing set.
+        let uncached = JobHost { model_cache: None, ..host(Isolation::Unsandboxed) };
+        assert!(!uncached.command(&in_lease(None, BTreeMap::new())).unwrap().env.contains_key("HF_HOME"));
+        assert_eq!(uncached.model_cache_home(true), None);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! 4. SIGINT/SIGTERM stop the loop at once, mid-request if need be, and the agent exits 0.
 //!
 //! `--probe` prints the facts and one sample as JSON instead.
+//!
+//! With `--model-cache DIR`, every lease of the host reads DIR (a Hugging Face hub cache, [`model_cache`]) at
+//! `/models`, and the heartbeat reports the models it holds.
 
 pub mod args;
 pub mod backoff;
@@ -32,6 +35,7 @@ pub mod jobs;
 pub mod launch;
 pub mod launchers;
 pub mod lease_net;
+pub mod model_cache;
 pub mod process;
 pub mod sandbox;
 pub mod signals;
@@ -87,6 +91,7 @@ pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {
     let join_token = join_token(&args)?;
     let volumes = volume_keeper::VolumeKeeper::open(&args.volume_store, &args.state_dir)?;
     let job_host = job_host(&args, &hostname, &facts.address, source.as_mut(), volumes.mounts())?;
+    let model_cache = job_host.model_cache.clone();
     facts.lease_subnet = job_host.network.as_ref().map(|n| n.subnet.to_string());
     let agent = heartbeat::Agent {
         client: client::ServiceClient::new(&server, args.ca_cert.as_deref())?,
@@ -98,6 +103,7 @@ pub async fn run(mut args: AgentArgs) -> anyhow::Result<()> {
         prober: echo::Prober::default(),
         container_runtime: args.container_runtime.program(),
         volumes,
+        model_cache,
     };
     let mut sampler = heartbeat::Sampler::new(source, args.max_buffered_samples as usize);
     let exporter = match args.metrics_listen {
@@ -262,6 +268,7 @@ fn job_host(
         state_dir.display(),
         jobs_dir.display()
     );
+    let model_cache = model_cache_dir(args, &state_dir, &jobs_dir)?;
     let devices = source.device_files()?;
     let mut network = None;
     let isolation = if args.insecure_unsandboxed_jobs {
@@ -271,15 +278,13 @@ fn job_host(
         tracing::warn!("{warning}");
         launch::Isolation::Unsandboxed
     } else {
-        let sandbox = sandbox::Sandbox::discover(
-            vec![state_dir.clone(), jobs_dir.clone()],
-            args.job_ro_bind.clone(),
-            args.job_max_processes,
-        )
-        .and_then(|sandbox| {
-            sandbox.probe(&state_dir.join("sandbox-probe"), args.job_uids.first)?;
-            Ok(sandbox)
-        });
+        let hidden = vec![state_dir.clone(), jobs_dir.clone()];
+        let sandbox = sandbox::Sandbox::discover(hidden, args.job_ro_bind.clone(), args.job_max_processes)
+            .map(|sandbox| sandbox.with_model_cache(model_cache.clone()))
+            .and_then(|sandbox| {
+                sandbox.probe(&state_dir.join("sandbox-probe"), args.job_uids.first)?;
+                Ok(sandbox)
+            });
         let sandbox = sandbox.and_then(|sandbox| Ok((sandbox, lease_networks(args, hostname, address)?)));
         match sandbox {
             Ok((sandbox, lease_networks)) => {
@@ -306,7 +311,55 @@ fn job_host(
         sshd: args.sshd.clone(),
         network,
         volumes,
+        model_cache,
     })
+}
+
+/// `--model-cache`, made absolute. It must be a directory that neither holds nor lies in the agent's state, the
+/// leases' files or a volume store: every lease reads all of it. Said at start: jobs could not read it, or
+/// transformers would find no `modules/__init__.py` (it cannot make it on a read-only mount), and what it holds.
+fn model_cache_dir(
+    args: &AgentArgs,
+    state_dir: &std::path::Path,
+    jobs_dir: &std::path::Path,
+) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let Some(given) = &args.model_cache else { return Ok(None) };
+    let dir = given.canonicalize().with_context(|| {
+        format!(
+            "--model-cache {}: fill it first (`gpuplane-agent model-cache fill --cache {0} ...`), and with the \
+             systemd unit not under /home, /root or /tmp",
+            given.display()
+        )
+    })?;
+    anyhow::ensure!(dir.is_dir(), "--model-cache {} is not a directory", dir.display());
+    // A container runtime's --volume takes SRC:DST:ro.
+    anyhow::ensure!(!dir.to_string_lossy().contains(':'), "--model-cache {}: a path without `:`", dir.display());
+    let stores =
+        args.volume_store.iter().map(|s| (s.dir.canonicalize().unwrap_or_else(|_| s.dir.clone()), "--volume-store"));
+    let others =
+        [(state_dir.to_path_buf(), "--state-dir"), (jobs_dir.to_path_buf(), "--jobs-dir")].into_iter().chain(stores);
+    for (other, flag) in others {
+        anyhow::ensure!(
+            !dir.starts_with(&other) && !other.starts_with(&dir),
+            "--model-cache {} and {flag} {} must not contain one another: every lease reads the whole model cache",
+            dir.display(),
+            other.display()
+        );
+    }
+    if let Some(why) = sandbox::unreadable_by_jobs(&dir) {
+        eprintln!("gpuplane agent: WARNING: --model-cache {}: {why}", dir.display());
+        tracing::warn!(path = %dir.display(), "--model-cache: {why}");
+    }
+    if !dir.join("modules").join("__init__.py").is_file() {
+        let why = "modules/__init__.py is missing: transformers makes it before it loads a model's own code, and \
+                   cannot on the read-only /models (`gpuplane-agent model-cache fill` makes it)";
+        eprintln!("gpuplane agent: WARNING: --model-cache {}: {why}", dir.display());
+        tracing::warn!(path = %dir.display(), "--model-cache: {why}");
+    }
+    let models = model_cache::cached_models(&dir).len();
+    let mount = gpuplane_protocol::model_cache::MOUNT;
+    tracing::info!(path = %dir.display(), models, "the model cache, read-only at {mount} in every lease");
+    Ok(Some(dir))
 }
 
 /// This host's leases' networks: the subnet given or derived, the rules in place. Says what it chose.

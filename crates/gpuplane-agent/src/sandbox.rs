@@ -9,7 +9,8 @@
 //!   the agent or another job), has its own System V / POSIX IPC and its own `/dev/shm`;
 //! - **its own file view**: the host's top-level directories read-only, a fresh `/tmp`, `/proc` of its PID
 //!   namespace, and tmpfs over the agent's state directory and over every lease's files; only its own lease's
-//!   directory is mounted (at `/lease`), writable where the lease's user owns it;
+//!   directory is mounted (at `/lease`), writable where the lease's user owns it; the host's model cache
+//!   (`--model-cache`), if any, read-only at `/models`;
 //! - **only its GPUs as devices**: a private `/dev` (null, zero, random, tty, ...) holding just the leased GPUs'
 //!   device files and the control devices CUDA needs. `CUDA_VISIBLE_DEVICES` is still set (to `0..n-1`, as CUDA
 //!   numbers what it can open), but it is a convenience, no longer the boundary;
@@ -56,6 +57,8 @@ pub struct Sandbox {
     pub hidden: Vec<PathBuf>,
     /// Extra host paths an operator shares read-only with every job (`--job-ro-bind`: datasets, toolchains).
     pub shared_read_only: Vec<PathBuf>,
+    /// The host's model cache (`--model-cache`), bound read-only at [`gpuplane_protocol::model_cache::MOUNT`].
+    pub model_cache: Option<PathBuf>,
     /// Most processes (and threads) the lease's user may have.
     pub max_processes: u32,
 }
@@ -181,8 +184,15 @@ impl Sandbox {
             root: read_root(Path::new("/"))?,
             hidden,
             shared_read_only,
+            model_cache: None,
             max_processes,
         })
+    }
+
+    /// Also bind the host's model cache (an absolute path) read-only at `/models` in every sandbox.
+    pub fn with_model_cache(mut self, model_cache: Option<PathBuf>) -> Self {
+        self.model_cache = model_cache;
+        self
     }
 
     /// How to start the process: bwrap with its options on [`OPTIONS_FD`], then `prlimit` and `setpriv` inside,
@@ -203,18 +213,24 @@ impl Sandbox {
                 RootEntry::Link { name, target } => push(&["--symlink", target, &format!("/{name}")]),
             }
         }
-        push(&["--dev", "/dev", "--tmpfs", "/dev/shm"]);
+        // bwrap makes a tmpfs root's and 0755: the lease's user could not write its own /tmp or /dev/shm (Python's
+        // tempfile, shared memory between ranks). Sticky and world-writable, as on a host.
+        push(&["--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]);
         for device in launch.devices {
             let inside = format!("/dev/{}", device.name);
             push(&["--dev-bind", &device.host.to_string_lossy(), &inside]);
         }
-        push(&["--proc", "/proc", "--tmpfs", "/tmp"]);
+        push(&["--proc", "/proc", "--perms", "1777", "--tmpfs", "/tmp"]);
         for hidden in &self.hidden {
             push(&["--tmpfs", &hidden.to_string_lossy()]);
         }
         for shared in &self.shared_read_only {
             let path = shared.to_string_lossy();
             push(&["--ro-bind", &path, &path]);
+        }
+        if let Some(cache) = &self.model_cache {
+            // Over a host directory of that name, if the root has one.
+            push(&["--ro-bind", &cache.to_string_lossy(), gpuplane_protocol::model_cache::MOUNT]);
         }
         push(&["--bind", &launch.lease_dir.to_string_lossy(), LEASE_MOUNT]);
         if !launch.volumes.is_empty() {
@@ -498,6 +514,7 @@ mod tests {
             ],
             hidden: vec!["/var/lib/gpuplane-agent".into(), "/var/lib/gpuplane-agent-jobs".into()],
             shared_read_only: vec!["/datasets".into()],
+            model_cache: Some("/srv/gpuplane/models".into()),
             max_processes: 512,
         }
     }
@@ -548,13 +565,19 @@ mod tests {
         assert!(pair_follows(line, "--bind", "/m/1", "/volumes/ckpt"), "a read-write volume");
         assert!(pair_follows(line, "--ro-bind", "/m/2", "/volumes/data"), "a read-only volume");
         assert!(pair_follows(line, "--ro-bind", "/datasets", "/datasets"));
+        // The model cache, read-only, after the host's directories (a host /models would be under it).
+        assert!(pair_follows(line, "--ro-bind", "/srv/gpuplane/models", "/models"), "{line:?}");
+        let models = line.iter().position(|a| a == "/models").unwrap();
+        assert!(line.iter().position(|a| a == "/usr").unwrap() < models, "{line:?}");
+        assert!(!line.windows(2).any(|w| w[0] == "--bind" && w[1] == "/srv/gpuplane/models"), "never writable");
         // The state and jobs directories are covered after /var is bound, so the tmpfs lands on top.
         let var = line.iter().position(|a| a == "/var").unwrap();
         let hidden = line.windows(2).position(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent"]).unwrap();
         let lease = line.iter().position(|a| a == "/lease").unwrap();
         assert!(var < hidden && hidden < lease, "{line:?}");
         assert!(line.windows(2).any(|w| w == ["--tmpfs", "/var/lib/gpuplane-agent-jobs"]));
-        assert!(line.windows(2).any(|w| w == ["--tmpfs", "/tmp"]));
+        assert!(line.windows(4).any(|w| w == ["--perms", "1777", "--tmpfs", "/tmp"]), "the lease's user writes /tmp");
+        assert!(line.windows(4).any(|w| w == ["--perms", "1777", "--tmpfs", "/dev/shm"]), "and /dev/shm");
         assert_eq!(line[line.len() - 2..], ["--chdir", "/lease/jobs/J"]);
         // bwrap's options reach it on a pipe, not on the command line every process inside can read: the command
         // line names no host path but the programs'. Inside: the process limit, then the unprivileged user with
@@ -581,6 +604,24 @@ mod tests {
                 "train.py"
             ]
         );
+    }
+
+    #[test]
+    fn without_a_model_cache_nothing_is_at_models() {
+        let sandbox = Sandbox { model_cache: None, ..sandbox() };
+        let argv = vec!["true".to_string()];
+        let command = sandbox.command_line(&Launch {
+            uid: 200007,
+            lease_dir: Path::new("/var/lib/gpuplane-agent-jobs/L"),
+            passwd: Path::new("/p"),
+            group: Path::new("/g"),
+            cwd: "/lease",
+            devices: &[],
+            argv: &argv,
+            volumes: &[],
+        });
+        assert!(!command.options.iter().any(|a| a == "/models"), "{:?}", command.options);
+        assert!(!command.options.iter().any(|a| a == "/volumes"), "no volumes, no /volumes");
     }
 
     #[test]
