@@ -2,6 +2,7 @@
 //! spec per node ([`render`]), fetched and run by the nodes' agents (`GET /v1/agent/assignments`), and watched
 //! ([`insights`]). Templates are the six built-ins and operators' versioned argv templates ([`templates`]).
 
+pub mod checkpoints;
 pub mod insights;
 pub mod launch_specs;
 pub mod lifecycle;

@@ -155,8 +155,8 @@ pub async fn create_job(
     check_grace(grace, state.settings.max_stop_grace, ends_at)?;
     let job_id = new_id();
     let mut req = req;
-    if let Some(dir) = crate::volumes::rules::checkpoint_dir(&attached, job_id) {
-        req.env.entry(crate::volumes::rules::CHECKPOINT_DIR_ENV.to_string()).or_insert(dir);
+    if let Some(dir) = super::checkpoints::checkpoint_dir(&attached, job_id) {
+        req.env.entry(super::checkpoints::CHECKPOINT_DIR_ENV.to_string()).or_insert(dir);
     }
     let rendered = plan_and_render(&state, lease_id, pool_id, job_id, &req).await?;
     if req.retune.mode != super::RetuneMode::Off && !replannable(&rendered.template_name, rendered.planned.is_some()) {

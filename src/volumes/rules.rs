@@ -2,7 +2,7 @@
 //! No I/O: the handlers read the facts and apply these.
 
 use gpuplane_protocol::volumes::{VolumeKind, VolumeStore};
-use gpuplane_store::volumes::{Attachment, GIB, StoreNode};
+use gpuplane_store::volumes::{GIB, StoreNode};
 use uuid::Uuid;
 
 /// The largest volume, GiB (64 TiB).
@@ -81,17 +81,6 @@ pub fn first_day_minor(size_gib: i32, price_per_gib_month_minor: i64) -> i64 {
     (units.div_euclid(2_592_000) + i128::from(units.rem_euclid(2_592_000) != 0)).min(i128::from(i64::MAX)) as i64
 }
 
-/// Where the gpuplane runtime saves and resumes a job's checkpoints.
-pub const CHECKPOINT_DIR_ENV: &str = "GPUPLANE_CHECKPOINT_DIR";
-
-/// A job's checkpoint directory when its lease has a read-write volume (the first by mount path) and the job
-/// does not name one: `/volumes/<mount>/checkpoints/<job id>`, so its checkpoints outlive the lease (every
-/// generation of the job saves and resumes there). A job that resumes another's names that one's directory.
-pub fn checkpoint_dir(attached: &[Attachment], job_id: Uuid) -> Option<String> {
-    let volume = attached.iter().filter(|a| !a.read_only).min_by(|a, b| a.mount_path.cmp(&b.mount_path))?;
-    Some(format!("{}/checkpoints/{job_id}", volume.mount_path))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,23 +113,6 @@ mod tests {
         assert_eq!(first_day_minor(30, 30), 30, "exact: 30 GiB at 30 per month is 1 per GiB-day");
         assert_eq!(first_day_minor(1, 0), 0);
         assert_eq!(first_day_minor(65_536, 100_000_000), 218_453_333_334);
-    }
-
-    #[test]
-    fn checkpoints_go_to_the_first_read_write_volume() {
-        let at = |mount: &str, read_only| Attachment {
-            volume_id: Uuid::nil(),
-            volume_name: mount.into(),
-            lease_id: Uuid::nil(),
-            mount_path: format!("/volumes/{mount}"),
-            read_only,
-            attached_at: chrono::Utc::now(),
-        };
-        let job = Uuid::from_u128(7);
-        assert_eq!(checkpoint_dir(&[], job), None);
-        assert_eq!(checkpoint_dir(&[at("data", true)], job), None, "never on a read-only volume");
-        let dir = checkpoint_dir(&[at("data", true), at("z", false), at("b", false)], job).unwrap();
-        assert_eq!(dir, format!("/volumes/b/checkpoints/{job}"));
     }
 
     #[test]
