@@ -240,6 +240,17 @@ async fn a_tenant_logs_in_to_its_lease_and_sees_only_its_lease(db: PgPool) {
     wait_until("the session's processes gone", 10, || async { pids_with_argv(&["sleep", "619"]).is_empty() }).await;
     assert_eq!(api.get(&env_path, &token_a).await["state"], "stopped");
 
+    // B lets its lease go and deletes its volume: the agent destroys it, leaving nothing mounted on the host.
+    let sleeper_id = sleeper["id"].as_str().unwrap();
+    api.post(&format!("/v1/jobs/{sleeper_id}/cancel"), &token_b, json!({})).await;
+    wait_job(&api, &token_b, sleeper_id, "B's sleep cancelled", 30, |j| j["state"] == "cancelled").await;
+    api.post(&format!("/v1/leases/{lease_b}/release"), &token_b, json!({})).await;
+    let b_path = format!("/v1/volumes/{b_volume}");
+    wait_until("B's volume deleted", 30, || async { api.call(Method::DELETE, &b_path, &token_b, None).await.0 == 200 })
+        .await;
+    wait_until("B's volume destroyed", 30, || async { api.get(&b_path, &token_b).await["state"] == "deleted" }).await;
+    assert!(!b_mount.exists() || std::fs::read_dir(&b_mount).unwrap().next().is_none(), "unmounted");
+
     let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
     assert!(agent.wait().unwrap().success());
     assert!(terminate(&mut server).success());

@@ -838,6 +838,12 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
     let second = train(l4.clone(), "/volumes/local/run", 8).await;
     assert_eq!(second.iter().map(|s| s.0).collect::<Vec<_>>(), [5, 6, 7, 8], "resumed at step 5: {second:?}");
     api.post(&format!("/v1/leases/{l4}/release"), &tenant, json!({})).await;
+    let (status, body) = api.call(reqwest::Method::DELETE, &local_path, &tenant, None).await;
+    assert_eq!(status, 200, "{body}");
+    wait_until("the host volume is destroyed", 60, || async {
+        api.get(&local_path, &tenant).await["state"] == "deleted"
+    })
+    .await;
     // Stopped as a host stops them: they take their leases' namespaces with them.
     for agent in [&mut agent_a, &mut agent_b] {
         crate::support::binary::terminate(agent);
