@@ -273,7 +273,7 @@ async fn place_and_write(
         }
     } else if let Some(node) = match &req.cached_model {
         Some(model) if placement != Placement::Spread => {
-            gpuplane_store::inventory::model_cache::lock_best_fit_holding(tx, pool_id, new.gpu_count, model).await?
+            gpuplane_store::leases::allocation::lock_best_fit_holding(tx, pool_id, new.gpu_count, model).await?
         }
         _ => None,
     } {
@@ -282,7 +282,7 @@ async fn place_and_write(
         gpuplane_store::leases::allocation::place(tx, pool_id, new.gpu_count, placement, best_fit).await?
     };
     if plan.is_none() {
-        if let Some(why) = lifecycle::never_fits(tx, pool_id, new.gpu_count, req.placement).await? {
+        if let Some(why) = lifecycle::never_fits(tx, pool_id, new.gpu_count, placement).await? {
             return Err(ApiError::field("gpu_count", why));
         }
         if !req.queue {

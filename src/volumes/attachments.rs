@@ -104,8 +104,12 @@ pub async fn attach_at_create(
     lease_id: Uuid,
     volumes: &[AttachVolumeRequest],
 ) -> ApiResult<()> {
+    if volumes.is_empty() {
+        return Ok(());
+    }
+    // What the checks read of the lease (its pool, hosts, parts) no attach changes: locked and read once.
+    let lease = store::lock_lease(tx, tenant_id, lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
     for (i, req) in volumes.iter().enumerate() {
-        let lease = store::lock_lease(tx, tenant_id, lease_id).await?.ok_or(ApiError::NotFound("lease"))?;
         let volume = store::lock(tx, tenant_id, req.volume_id).await?.ok_or_else(|| {
             ApiError::Validation(vec![FieldError::new(format!("volumes[{i}].volume_id"), "no such volume")])
         })?;

@@ -574,6 +574,9 @@ async fn a_lease_goes_where_its_volumes_and_its_cached_model_are(db: PgPool) {
                         "volumes": [{"volume_id": shared}]});
     let spread = app.post("/v1/leases", &tenant, spread).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(spread.error_fields(), ["placement"], "a read-write volume is written on one host");
+    let two = json!({"pool_id": pool, "duration_hours": 1, "gpu_count": 2, "volumes": [{"volume_id": shared}]});
+    let two = app.post("/v1/leases", &tenant, two).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(two.error_fields(), ["gpu_count"], "one host: no host of the pool has 2 GPUs, so it never fits");
     assert_eq!(leases_now().await, before);
 
     // The host volume takes its lease to its host; the pool volume's lease then goes to the other one.

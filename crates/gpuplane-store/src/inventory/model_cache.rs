@@ -1,5 +1,6 @@
-//! The read-only model cache each host offers its leases: which models a node holds (its agent's report), which a
-//! pool's ready hosts hold, and locking the best-fit node among those that hold one.
+//! The read-only model cache each host offers its leases: which models a node holds (its agent's report) and which a
+//! pool's ready hosts hold. (Placing a lease on a host that holds its model is allocation's:
+//! `leases::allocation::lock_best_fit_holding`.)
 
 use serde::Serialize;
 use sqlx::PgConnection;
@@ -50,29 +51,4 @@ pub async fn pool_models(conn: &mut PgConnection, pool_id: Uuid) -> StoreResult<
     .fetch_all(conn)
     .await?;
     Ok(rows)
-}
-
-/// Lock the best-fit node of the pool that holds `model` in its cache and has room for `need` GPUs, skipping
-/// nodes other allocations hold (a preference: when none is free now the caller places the lease as usual).
-pub async fn lock_best_fit_holding(
-    conn: &mut PgConnection,
-    pool_id: Uuid,
-    need: i32,
-    model: &str,
-) -> StoreResult<Option<Uuid>> {
-    // A savepoint: SKIP LOCKED may keep a stray lock of a row that failed its recheck.
-    sqlx::query!("SAVEPOINT cached_model_fit").execute(&mut *conn).await?;
-    let node = sqlx::query_scalar!(
-        "SELECT id FROM nodes WHERE pool_id = $1 AND node_allocatable(admin_state, liveness) AND free_gpus >= $2 \
-         AND $3 = ANY(cached_models) ORDER BY free_gpus, id LIMIT 1 FOR UPDATE SKIP LOCKED",
-        pool_id,
-        need,
-        model
-    )
-    .fetch_optional(&mut *conn)
-    .await?;
-    if node.is_none() {
-        sqlx::query!("ROLLBACK TO SAVEPOINT cached_model_fit").execute(&mut *conn).await?;
-    }
-    Ok(node)
 }

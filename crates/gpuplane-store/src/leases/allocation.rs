@@ -313,6 +313,36 @@ pub async fn place(
     }
 }
 
+/// Lock the best-fit node of the pool (the rule of [`best_fit_sql`]) among those whose model cache holds `model`,
+/// skipping nodes other allocations hold: a preference, so None (none free now) leaves the caller to place the
+/// lease as usual.
+pub async fn lock_best_fit_holding(
+    conn: &mut PgConnection,
+    pool_id: Uuid,
+    need: i32,
+    model: &str,
+) -> StoreResult<Option<Uuid>> {
+    // A savepoint: SKIP LOCKED may keep a stray lock of a row that failed its recheck.
+    sqlx::query!("SAVEPOINT cached_model_fit").execute(&mut *conn).await?;
+    // Runtime SQL: `best_fit_sql`, shared with admission.
+    let node: Option<(Uuid,)> = sqlx::query_as(sqlx::AssertSqlSafe(best_fit_sql(
+        "$1",
+        "$2",
+        "AND $3 = ANY(cached_models)",
+        "LIMIT 1 FOR UPDATE SKIP LOCKED",
+        "id",
+    )))
+    .bind(pool_id)
+    .bind(need)
+    .bind(model)
+    .fetch_optional(&mut *conn)
+    .await?;
+    if node.is_none() {
+        sqlx::query!("ROLLBACK TO SAVEPOINT cached_model_fit").execute(&mut *conn).await?;
+    }
+    Ok(node.map(|(id,)| id))
+}
+
 /// Lock one named node of the pool for `need` GPUs: a lease that must lie on that host (it attaches a host
 /// volume kept there). Ok(()) when the node is allocatable and has the room now (it stays locked until the
 /// transaction ends); Err says why not.
