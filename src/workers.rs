@@ -62,6 +62,7 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<J
         tokio::spawn(webhook_delivery(state.clone(), shutdown.clone())),
         tokio::spawn(alerts(state.clone(), shutdown.clone())),
         tokio::spawn(retune(state.clone(), shutdown.clone())),
+        tokio::spawn(recovery(state.clone(), shutdown.clone())),
         tokio::spawn(idle_leases(state.clone(), shutdown.clone())),
         tokio::spawn(idle_volumes(state.clone(), shutdown.clone())),
     ]
@@ -208,6 +209,18 @@ pub async fn retune(state: AppState, shutdown: CancellationToken) {
         let state = state.clone();
         async move {
             crate::jobs::retuning::judge_all(&state).await?;
+            Ok(Pace::Wait)
+        }
+    })
+    .await
+}
+
+/// Failed jobs: stalls detected, due restarts planned and started (`jobs::recovery`).
+pub async fn recovery(state: AppState, shutdown: CancellationToken) {
+    every("recovery", Duration::from_secs(1), shutdown, |_| {
+        let state = state.clone();
+        async move {
+            crate::jobs::recovery::round(&state).await?;
             Ok(Pace::Wait)
         }
     })

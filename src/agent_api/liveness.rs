@@ -21,6 +21,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::config::Settings;
+use crate::jobs::recovery::FailureCause;
 use crate::webhooks::{self, Audience};
 use gpuplane_store::leases::ending::FreedPools;
 use gpuplane_store::leases::ending::end_lease;
@@ -104,7 +105,8 @@ async fn update_holds(conn: &mut sqlx::PgConnection, settings: &Settings) -> Res
     Ok(())
 }
 
-/// End the active leases on offline nodes of pools without an open hold, at the node's last heartbeat.
+/// End the active leases on offline nodes of pools without an open hold, at the node's last heartbeat; heal
+/// those whose jobs restart when a node is lost instead.
 async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<FreedPools, sqlx::Error> {
     // Several nodes of one lease may be offline: the earliest last heartbeat ends it.
     let due = store::due_interruptions(conn).await?;
@@ -112,6 +114,12 @@ async fn interrupt_offline_leases(conn: &mut sqlx::PgConnection) -> Result<Freed
     for row in due {
         let (lease_id, hostname, last) = (row.id, row.hostname, row.last_heartbeat_at);
         let reason = format!("node {hostname} offline: no heartbeat since {last}");
+        // A lease whose job restarts when a node is lost is healed instead (`healing`).
+        let lost = format!("node {hostname} lost: its agent was silent past the offline limit (last heartbeat {last})");
+        let healed = super::healing::heal(conn, lease_id, row.node_id, FailureCause::NodeLost, last, &lost).await?;
+        if let super::healing::Healed::Yes { .. } = healed {
+            continue;
+        }
         let ended =
             end_lease(conn, lease_id, None, LeaseState::Interrupted, &reason, &Actor::System, Some(last)).await?;
         freed.note(ended.as_ref());

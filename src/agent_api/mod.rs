@@ -4,6 +4,7 @@
 pub mod assignments;
 pub mod codec;
 pub mod environments;
+pub mod healing;
 pub mod holds;
 pub mod liveness;
 pub mod matching;

@@ -321,8 +321,10 @@ pub async fn post_heartbeat(
         crate::leases::network::record(&state, agent.node_id, &req.latency).await?;
     }
     if !req.steps.is_empty() {
-        let mut conn = state.db.acquire().await?;
-        let stored = crate::jobs::steps::record(&mut conn, agent.node_id, &req.steps).await?;
+        let mut tx = state.db.begin().await?;
+        let stored = crate::jobs::steps::record(&mut tx, agent.node_id, &req.steps).await?;
+        crate::jobs::recovery::note_resumed(&mut tx, agent.node_id).await?;
+        tx.commit().await?;
         metrics::counter!("gpuplane_job_steps_total").increment(stored);
     }
     let fatal: Vec<(i32, Vec<i32>)> = req
@@ -451,6 +453,13 @@ async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec
             "lease_id": out.lease_id,
         });
         crate::webhooks::emit(&mut tx, crate::webhooks::Audience::Operators, "gpu.unhealthy", data).await?;
+        // A leased GPU failed: a job that restarts for it moves off the node (the lease healed), else nothing
+        // changes here (the job's processes fail on their own, or the tenant decides).
+        if let Some(lease_id) = out.lease_id {
+            let why = format!("GPU {index} of the node failed ({reason})");
+            let cause = crate::jobs::recovery::FailureCause::GpuFailed;
+            super::healing::heal(&mut tx, lease_id, node_id, cause, chrono::Utc::now(), &why).await?;
+        }
     }
     tx.commit().await?;
     Ok(())

@@ -51,6 +51,17 @@ pub async fn meter_once(db: &PgPool) -> Result<Vec<(Uuid, String)>, sqlx::Error>
     }
 }
 
+/// Meter one active lease (locked by the caller) up to `to` with the GPUs it holds now: a change of its GPUs
+/// (healing) is metered before it is made. Returns whether money moved.
+pub async fn meter_lease_to(
+    conn: &mut sqlx::PgConnection,
+    lease_id: Uuid,
+    to: chrono::DateTime<chrono::Utc>,
+) -> Result<bool, sqlx::Error> {
+    let Some(due) = stored::due_until(conn, lease_id, to).await? else { return Ok(false) };
+    meter_lease(conn, &due).await
+}
+
 /// What one share of a lease (the lease itself, or one part of a lease across pools) has been metered at.
 struct Share {
     /// The part, for a lease across pools.

@@ -44,6 +44,7 @@ pub struct NewJob<'a> {
     pub secrets: &'a BTreeMap<String, String>,
     pub retune: Retune,
     pub stop_grace_s: i32,
+    pub restart: &'a super::recovery::RestartPolicy,
 }
 
 /// Store a job; its secret values sealed under the keyring's current key.
@@ -60,6 +61,7 @@ pub async fn insert_job(conn: &mut PgConnection, keyring: &Keyring, job: NewJob<
         retune: job.retune.mode,
         retune_min_gain_pct: job.retune.min_gain_pct,
         stop_grace_s: job.stop_grace_s,
+        restart_policy: serde_json::to_value(job.restart).map_err(|e| sqlx::Error::Encode(Box::new(e)))?,
     };
     stored::insert_job(conn, &row).await?;
     insert_parts(conn, job.id, 1, &job.nodes).await?;
@@ -147,6 +149,14 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<stored::JobRow>) -> Resul
                 created_at: g.created_at,
                 started_at: g.started_at,
                 ended_at: g.ended_at,
+                cause: g.cause,
+                failed_node_id: g.failed_node_id,
+                failed_at: g.failed_at,
+                healing: g.healing.clone(),
+                last_step: g.last_step,
+                resumed_from_step: g.resumed_from_step,
+                steps_lost: g.steps_lost,
+                first_step_at: g.first_step_at,
             });
         }
         jobs.push(Job {
@@ -157,6 +167,8 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<stored::JobRow>) -> Resul
             generation: r.generation,
             retune: Retune { mode: r.retune, min_gain_pct: r.retune_min_gain_pct },
             stop_grace_s: r.stop_grace_s,
+            restart: decode_json(r.restart_policy)?,
+            restarts: r.restarts,
             id: r.id,
             lease_id: r.lease_id,
             template: r.template,
@@ -208,8 +220,22 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         return Ok(current);
     }
     let states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
-    let replan = stored::pending_generation(conn, job_id).await?;
     let any_failed = states.contains(&JobState::Failed);
+    // A restart pending: the job runs on while the failed generation's parts end; the recovery worker starts it.
+    let restart = gpuplane_store::jobs::recovery::pending_restart(conn, job_id).await?;
+    if restart.is_some() && !cancel_requested {
+        return Ok(current);
+    }
+    // A failed part restarts the job where its policy says so.
+    let mut limit_note = None;
+    if any_failed && !cancel_requested && restart.is_none() {
+        let failed_reason = failure_reason(&nodes).unwrap_or_else(|| "failed".into());
+        match super::recovery::on_failure(conn, job_id, generation, &failed_reason).await? {
+            super::recovery::Outcome::Restarting => return Ok(current),
+            super::recovery::Outcome::Fails(note) => limit_note = note,
+        }
+    }
+    let replan = stored::pending_generation(conn, job_id).await?;
     if let Some(next_generation) = replan.filter(|_| !cancel_requested && !any_failed) {
         if states.iter().all(|s| s.is_terminal()) {
             start_pending_generation(conn, job_id, generation, next_generation).await?;
@@ -230,13 +256,9 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         return Ok(current);
     }
     let mut reason = match next {
-        JobState::Failed => nodes.iter().find(|n| n.0 == JobState::Failed).map(|(_, host, rank, reason, code)| {
-            let why = match (reason, code) {
-                (Some(r), _) => r.clone(),
-                (None, Some(c)) => format!("exit code {c}"),
-                (None, None) => "failed".into(),
-            };
-            format!("node {host} (rank {rank}): {why}")
+        JobState::Failed => failure_reason(&nodes).map(|r| match &limit_note {
+            Some(note) => format!("{note}: {r}"),
+            None => r,
         }),
         JobState::Cancelled if cancel_requested => Some("cancelled by the tenant".to_string()),
         // Stopped otherwise: on a stop notice (the lease's end), by its node.
@@ -273,6 +295,54 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         stored::stop_parts(conn, job_id, "another node of the job failed").await?;
     }
     Ok(next)
+}
+
+/// A part's outcome: (state, hostname, rank, reason, exit code).
+type PartOutcome = (JobState, String, i32, Option<String>, Option<i32>);
+
+/// Why a generation failed: its first failed part's node, rank and reason (or exit code).
+fn failure_reason(nodes: &[PartOutcome]) -> Option<String> {
+    nodes.iter().find(|n| n.0 == JobState::Failed).map(|(_, host, rank, reason, code)| {
+        let why = match (reason, code) {
+            (Some(r), _) => r.clone(),
+            (None, Some(c)) => format!("exit code {c}"),
+            (None, None) => "failed".into(),
+        };
+        format!("node {host} (rank {rank}): {why}")
+    })
+}
+
+/// A restart's generation starts (its plan and parts set, the job row locked by the caller): the failed one
+/// ends with what it measured, the new parts are inserted (pending, fetched by the agents as any job's) and its
+/// plan becomes the job's. `job.restarted` follows with its first step ([`super::recovery::note_resumed`]).
+pub async fn start_restart_generation(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    ended: i32,
+    next: i32,
+) -> Result<(), sqlx::Error> {
+    let (plan, specs, _) = stored::generation_to_start(conn, job_id, next).await?;
+    end_generation(conn, job_id, ended).await?;
+    stored::run_generation(conn, job_id, next).await?;
+    let parts: Vec<(Uuid, LaunchSpec)> = specs.into_iter().map(|p| (p.node_id, p.spec)).collect();
+    insert_parts(conn, job_id, next, &parts).await?;
+    stored::switch_generation(conn, job_id, next, plan).await?;
+    tracing::info!(job.id = %job_id, generation = next, "restart: the next generation starts");
+    Ok(())
+}
+
+/// Fail a job that cannot go on (the job row locked by the caller): a pending restart that could not be planned.
+/// Its pending generation is abandoned, its open parts stopped, `job.failed` announces it.
+pub async fn fail_job(conn: &mut PgConnection, job_id: Uuid, reason: &str) -> Result<(), sqlx::Error> {
+    let (_, _, generation) = stored::job_progress(conn, job_id).await?;
+    stored::abandon_pending_generation(conn, job_id).await?;
+    end_generation(conn, job_id, generation).await?;
+    let (tenant_id, lease_id, reason) =
+        stored::set_job_state(conn, job_id, JobState::Failed, Some(reason.into())).await?;
+    stored::stop_parts(conn, job_id, "the job failed").await?;
+    let data = serde_json::json!({ "job_id": job_id, "lease_id": lease_id, "reason": reason });
+    crate::webhooks::emit(conn, crate::webhooks::Audience::Tenant(tenant_id), "job.failed", data).await?;
+    Ok(())
 }
 
 /// The job's running generation ends, with the steps it measured against its plan.

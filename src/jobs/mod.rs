@@ -9,6 +9,7 @@ pub mod lifecycle;
 pub mod mixed;
 pub mod problems;
 pub mod reachability;
+pub mod recovery;
 pub mod requests;
 pub mod retune;
 pub mod retuning;
@@ -105,6 +106,21 @@ pub struct JobGeneration {
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
+    /// A restart: why the generation before it failed (absent for the first plan and replans).
+    pub cause: Option<recovery::FailureCause>,
+    /// A restart: the node the failure was detected on, and when (a lost node: its last heartbeat).
+    pub failed_node_id: Option<Uuid>,
+    pub failed_at: Option<DateTime<Utc>>,
+    /// A restart: what happened to the lease (`removed_node_id`, `removed_gpus`, `replacement_node_id`,
+    /// `added_gpus`, `gpus_before`, `gpus_after`).
+    #[schema(value_type = Option<Object>)]
+    pub healing: Option<serde_json::Value>,
+    /// A restart: the last step measured before the failure, and once its first step is in, the step it resumed
+    /// from (the last complete checkpoint) and the steps run again, with when that first step came.
+    pub last_step: Option<i64>,
+    pub resumed_from_step: Option<i64>,
+    pub steps_lost: Option<i64>,
+    pub first_step_at: Option<DateTime<Utc>>,
 }
 
 /// The insights last evaluated for a job, and when.
@@ -138,6 +154,11 @@ pub struct Job {
     /// Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or expiring, the
     /// tenant's balance running out).
     pub stop_grace_s: i32,
+    /// What a failure does to the job: restarts as a new generation (a lost node healed or left out, the plan
+    /// made for the GPUs left, resumed from the last complete checkpoint), within its limit.
+    pub restart: recovery::RestartPolicy,
+    /// Restarts so far.
+    pub restarts: i32,
     /// The current generation's parts, per node in rank order.
     pub nodes: Vec<JobNode>,
     /// The optimizer steps the gpuplane runtime measured in the current generation, against its plan's predicted

@@ -67,6 +67,11 @@ pub struct CreateJobRequest {
     #[serde(default)]
     #[schema(minimum = 0, maximum = 86400)]
     pub stop_grace_s: Option<i32>,
+    /// What a failure does (a lost node, a failed GPU, a process that died, a stall): restart from the last
+    /// complete checkpoint, within a limit. Default: on (3 restarts) for `gpuplane-runtime` jobs with a model that
+    /// checkpoint to storage that outlives a node, off otherwise.
+    #[serde(default)]
+    pub restart: super::recovery::RestartRequest,
 }
 
 /// Most extra environment variables, and bytes per value.
@@ -123,6 +128,7 @@ impl CreateJobRequest {
         if self.model.is_some() != self.workload.is_some() {
             errors.push(FieldError::new("workload", "give a model and its workload together"));
         }
+        self.restart.validate(&mut errors);
         if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
     }
 }

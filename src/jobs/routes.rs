@@ -162,6 +162,8 @@ pub async fn create_job(
     if req.retune.mode != super::RetuneMode::Off && !replannable(&rendered.template_name, rendered.planned.is_some()) {
         return Err(ApiError::field("retune.mode", not_replannable_message(&rendered.template_name)));
     }
+    let checkpoints = req.env.contains_key(super::checkpoints::CHECKPOINT_DIR_ENV);
+    let restart = req.restart.resolve(&rendered.template_name, rendered.planned.is_some(), checkpoints)?;
 
     let mut tx = state.db.begin().await?;
     // Hold the lease against a concurrent end until the job is stored (ending it then ends the job too).
@@ -191,6 +193,7 @@ pub async fn create_job(
             secrets: &req.secret_env,
             retune: req.retune,
             stop_grace_s: grace,
+            restart: &restart,
         },
     )
     .await?;

@@ -31,6 +31,7 @@ mod planner_cli;
 mod planning;
 mod readiness;
 mod readiness_e2e;
+mod recovery;
 mod replan_e2e;
 mod secrets;
 mod sessions;

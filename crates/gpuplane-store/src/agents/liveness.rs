@@ -250,6 +250,7 @@ pub async fn update_holds(conn: &mut PgConnection, threshold: f64, min_nodes: i3
 /// An active lease that an offline node interrupts, with that node's host and last heartbeat.
 pub struct DueInterruption {
     pub id: Uuid,
+    pub node_id: Uuid,
     pub hostname: String,
     pub last_heartbeat_at: DateTime<Utc>,
 }
@@ -259,7 +260,7 @@ pub struct DueInterruption {
 pub async fn due_interruptions(conn: &mut PgConnection) -> StoreResult<Vec<DueInterruption>> {
     Ok(sqlx::query_as!(
         DueInterruption,
-        r#"SELECT DISTINCT ON (l.id) l.id, n.hostname, n.last_heartbeat_at AS "last_heartbeat_at!"
+        r#"SELECT DISTINCT ON (l.id) l.id, n.id AS node_id, n.hostname, n.last_heartbeat_at AS "last_heartbeat_at!"
          FROM nodes n JOIN gpus g ON g.node_id = n.id AND g.held_by IS NOT NULL
          JOIN leases l ON l.id = g.held_by AND l.state = 'active'
          WHERE n.agent_managed AND n.liveness = 'offline'

@@ -59,6 +59,25 @@ pub async fn lock_due(conn: &mut PgConnection, batch: i64) -> StoreResult<Vec<Du
     .await?)
 }
 
+/// One active lease (locked by the caller) as [`lock_due`] gives it, to be metered up to `to` (a change of the
+/// GPUs it holds is metered first: healing); none when it has nothing to meter before `to`.
+pub async fn due_until(conn: &mut PgConnection, lease_id: Uuid, to: DateTime<Utc>) -> StoreResult<Option<Due>> {
+    Ok(sqlx::query_as!(
+        Due,
+        r#"SELECT l.id, l.tenant_id, l.pool_id, l.gpu_count, l.term AS "term: Term", l.metered_until AS "metered_until!",
+                 LEAST($2::timestamptz, l.ends_at) AS "meter_to!", false AS "ended!",
+                 l.cost_units::text AS "cost_units!", l.charged_minor, l.currency AS "currency!",
+                 EXISTS (SELECT 1 FROM lease_parts p WHERE p.lease_id = l.id) AS "has_parts!"
+             FROM leases l
+             WHERE l.id = $1 AND l.state = 'active' AND l.metered_until IS NOT NULL
+                 AND l.metered_until < LEAST($2::timestamptz, l.ends_at) - interval '1 second'"#,
+        lease_id,
+        to
+    )
+    .fetch_optional(conn)
+    .await?)
+}
+
 /// The prices of a pool that took effect before `until`, oldest first.
 pub async fn prices_before(conn: &mut PgConnection, pool_id: Uuid, until: DateTime<Utc>) -> StoreResult<Vec<Price>> {
     Ok(sqlx::query_as!(

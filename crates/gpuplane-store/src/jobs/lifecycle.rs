@@ -34,6 +34,8 @@ pub struct NewJobRow<'a> {
     pub retune: RetuneMode,
     pub retune_min_gain_pct: i32,
     pub stop_grace_s: i32,
+    /// The restart policy as the server resolved it (`jobs::recovery::RestartPolicy`).
+    pub restart_policy: serde_json::Value,
 }
 
 /// Insert a job and its first generation (running, reason `created`).
@@ -41,8 +43,8 @@ pub async fn insert_job(conn: &mut PgConnection, job: &NewJobRow<'_>) -> StoreRe
     sqlx::query!(
         "WITH job AS ( \
              INSERT INTO jobs (id, tenant_id, lease_id, template, template_version, request, plan, created_by, \
-                 retune, retune_min_gain_pct, stop_grace_s) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id, plan, created_by, created_at) \
+                 retune, retune_min_gain_pct, stop_grace_s, restart_policy) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id, plan, created_by, created_at) \
          INSERT INTO job_generations (job_id, generation, state, plan, reason, requested_by, created_at) \
          SELECT id, 1, 'running', plan, 'created', created_by, created_at FROM job",
         job.id,
@@ -55,7 +57,8 @@ pub async fn insert_job(conn: &mut PgConnection, job: &NewJobRow<'_>) -> StoreRe
         job.created_by,
         job.retune as _,
         job.retune_min_gain_pct,
-        job.stop_grace_s
+        job.stop_grace_s,
+        job.restart_policy
     )
     .execute(conn)
     .await?;
@@ -145,6 +148,8 @@ pub struct JobRow {
     pub retune: RetuneMode,
     pub retune_min_gain_pct: i32,
     pub stop_grace_s: i32,
+    pub restart_policy: serde_json::Value,
+    pub restarts: i32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
@@ -156,7 +161,8 @@ pub async fn job_rows_by_id(conn: &mut PgConnection, tenant_id: Option<Uuid>, id
     Ok(sqlx::query_as!(
         JobRow,
         r#"SELECT id, lease_id, template, template_version, state AS "state: JobState", cancel_requested, reason, plan,
-             generation, retune AS "retune: RetuneMode", retune_min_gain_pct, stop_grace_s, created_at, updated_at,
+             generation, retune AS "retune: RetuneMode", retune_min_gain_pct, stop_grace_s, restart_policy, restarts,
+             created_at, updated_at,
              started_at, finished_at
          FROM jobs WHERE id = $1 AND ($2::uuid IS NULL OR tenant_id = $2)"#,
         id,
@@ -177,7 +183,8 @@ pub async fn lease_job_rows(
     Ok(sqlx::query_as!(
         JobRow,
         r#"SELECT id, lease_id, template, template_version, state AS "state: JobState", cancel_requested, reason, plan,
-             generation, retune AS "retune: RetuneMode", retune_min_gain_pct, stop_grace_s, created_at, updated_at,
+             generation, retune AS "retune: RetuneMode", retune_min_gain_pct, stop_grace_s, restart_policy, restarts,
+             created_at, updated_at,
              started_at, finished_at
          FROM jobs WHERE lease_id = $1 AND tenant_id = $2 AND id > $3 ORDER BY id LIMIT $4"#,
         lease_id,
@@ -244,6 +251,14 @@ pub struct GenerationRow {
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
+    pub cause: Option<super::recovery::FailureCause>,
+    pub failed_node_id: Option<Uuid>,
+    pub failed_at: Option<DateTime<Utc>>,
+    pub healing: Option<serde_json::Value>,
+    pub last_step: Option<i64>,
+    pub resumed_from_step: Option<i64>,
+    pub steps_lost: Option<i64>,
+    pub first_step_at: Option<DateTime<Utc>>,
 }
 
 /// Every generation of the given jobs, by job then generation.
@@ -251,7 +266,8 @@ pub async fn generation_rows(conn: &mut PgConnection, job_ids: &[Uuid]) -> Store
     Ok(sqlx::query_as!(
         GenerationRow,
         r#"SELECT job_id, generation, state AS "state: GenerationState", plan, reason, requested_by, measured,
-             correction, created_at, started_at, ended_at
+             correction, created_at, started_at, ended_at, cause AS "cause: super::recovery::FailureCause",
+             failed_node_id, failed_at, healing, last_step, resumed_from_step, steps_lost, first_step_at
          FROM job_generations WHERE job_id = ANY($1) ORDER BY job_id, generation"#,
         job_ids
     )
@@ -617,6 +633,44 @@ pub async fn fail_unfetched_parts(conn: &mut PgConnection, job_ids: &[Uuid], bou
     )))
     .bind(job_ids)
     .bind(bound_s)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// The node of the first failed part of a job's generation (by rank).
+pub async fn first_failed_node(conn: &mut PgConnection, job_id: Uuid, generation: i32) -> StoreResult<Option<Uuid>> {
+    Ok(sqlx::query_scalar!(
+        "SELECT node_id FROM job_nodes WHERE job_id = $1 AND generation = $2 AND state = 'failed' \
+         ORDER BY node_rank LIMIT 1",
+        job_id,
+        generation
+    )
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// Lock a job, skipping it when another transaction holds it: its state; none when held or gone.
+pub async fn lock_job_if_running(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<Option<JobState>> {
+    Ok(sqlx::query_scalar!(
+        r#"SELECT state AS "state: JobState" FROM jobs WHERE id = $1 FOR UPDATE SKIP LOCKED"#,
+        job_id
+    )
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// The job's stalled parts fail now, with `reason` (their agents stop the processes when the assignments
+/// disappear).
+pub async fn fail_stalled_parts(conn: &mut PgConnection, job_id: Uuid, reason: &str) -> StoreResult<()> {
+    // Runtime SQL: the history fragment `history_push` is shared by every statement that changes a part's state.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE job_nodes SET state = 'failed', reason = $2, finished_at = now(), updated_at = now(), history = {} \
+         WHERE job_id = $1 AND failure_cause = 'stalled' AND state IN ('pending', 'assigned', 'running')",
+        history_push("'failed'", "$2")
+    )))
+    .bind(job_id)
+    .bind(reason)
     .execute(conn)
     .await?;
     Ok(())

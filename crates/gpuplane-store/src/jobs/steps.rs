@@ -13,8 +13,9 @@ use uuid::Uuid;
 use crate::StoreResult;
 
 /// Store the steps of this node's own assignments; steps of any other assignment are ignored (an agent speaks
-/// only for its node), and a step already stored (a retried heartbeat) is kept as it was. Returns how many
-/// were stored.
+/// only for its node), and a step already stored (a retried heartbeat) is kept as it was, unless a later
+/// generation ran it again (a restart resumed from a checkpoint before it): then that run is the step's record.
+/// Returns how many were stored.
 pub async fn record(conn: &mut PgConnection, node_id: Uuid, steps: &[JobStep]) -> StoreResult<u64> {
     let done = sqlx::query!(
         "INSERT INTO job_steps (job_id, step, job_node_id, step_time_s, tokens, loss, peak_memory_bytes, at) \
@@ -22,7 +23,11 @@ pub async fn record(conn: &mut PgConnection, node_id: Uuid, steps: &[JobStep]) -
          FROM UNNEST($2::uuid[], $3::bigint[], $4::float8[], $5::bigint[], $6::float8[], $7::bigint[], \
                      $8::timestamptz[]) AS u(job_node_id, step, step_time_s, tokens, loss, peak, at) \
          JOIN job_nodes jn ON jn.id = u.job_node_id AND jn.node_id = $1 \
-         ON CONFLICT (job_id, step) DO NOTHING",
+         ON CONFLICT (job_id, step) DO UPDATE SET job_node_id = EXCLUDED.job_node_id, \
+             step_time_s = EXCLUDED.step_time_s, tokens = EXCLUDED.tokens, loss = EXCLUDED.loss, \
+             peak_memory_bytes = EXCLUDED.peak_memory_bytes, at = EXCLUDED.at \
+         WHERE (SELECT generation FROM job_nodes WHERE id = job_steps.job_node_id) \
+             < (SELECT generation FROM job_nodes WHERE id = EXCLUDED.job_node_id)",
         node_id,
         &steps.iter().map(|s| s.job_node_id).collect::<Vec<_>>(),
         &steps.iter().map(|s| s.step).collect::<Vec<_>>(),

@@ -417,6 +417,9 @@ pub enum LeaseWrite<'a> {
     Create(&'a NewLease),
     /// Activate this queued lease with the planned GPUs.
     Activate(Uuid),
+    /// Add the planned GPUs to this active lease: a replacement node joins a lease healed of a lost one
+    /// (`healing`).
+    Join(Uuid),
 }
 
 impl LeaseWrite<'_> {
@@ -424,7 +427,7 @@ impl LeaseWrite<'_> {
     pub fn lease_id(&self) -> Uuid {
         match self {
             LeaseWrite::Create(new) => new.id,
-            LeaseWrite::Activate(id) => *id,
+            LeaseWrite::Activate(id) | LeaseWrite::Join(id) => *id,
         }
     }
 }
@@ -519,6 +522,11 @@ fn lease_write_ctes(plan: &str, enabled: &str, row: LeaseWrite<'_>) -> String {
                      gpu_ids = (SELECT ids FROM picked_ids), generation = generation + 1, updated_at = now() \
                  WHERE id = $1 AND state = 'queued' AND (SELECT ok FROM complete) RETURNING *"
             }
+            LeaseWrite::Join(_) => {
+                "UPDATE leases SET gpu_ids = gpu_ids || (SELECT ids FROM picked_ids), \
+                     gpu_count = gpu_count + (SELECT COALESCE(sum(take), 0) FROM plan)::int, updated_at = now() \
+                 WHERE id = $1 AND state = 'active' AND (SELECT ok FROM complete) RETURNING *"
+            }
         },
     )
 }
@@ -544,7 +552,7 @@ fn bind_lease_write<'q, O>(
     let plan_takes: Vec<i32> = w.plan.map(|p| p.0.iter().map(|t| t.1).collect()).unwrap_or_default();
     let new = match w.lease {
         LeaseWrite::Create(new) => Some(new),
-        LeaseWrite::Activate(_) => None,
+        LeaseWrite::Activate(_) | LeaseWrite::Join(_) => None,
     };
     query
         .bind(w.lease.lease_id())

@@ -6,6 +6,7 @@ pub mod allocation;
 pub mod changes;
 pub mod ending;
 pub mod events;
+pub mod healing;
 pub mod idle;
 pub mod network;
 pub mod parts;
