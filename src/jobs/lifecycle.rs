@@ -230,7 +230,7 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     let mut limit_note = None;
     if any_failed && !cancel_requested && restart.is_none() {
         let failed_reason = failure_reason(&nodes).unwrap_or_else(|| "failed".into());
-        match super::recovery::on_failure(conn, job_id, generation, &failed_reason).await? {
+        match super::recovery::on_failure(conn, job_id, generation, &failed_reason, Utc::now()).await? {
             super::recovery::Outcome::Restarting => return Ok(current),
             super::recovery::Outcome::Fails(note) => limit_note = note,
         }

@@ -243,12 +243,14 @@ pub enum Outcome {
 
 /// A part of the job's current generation failed (the job row is locked): open a restart if its policy says
 /// so, abandoning a pending replan (the restart plans anew) and stopping the parts still running. The cause is
-/// the one the service detected (a lost node, a failed GPU, a stall), else the process died.
+/// the one the service detected (a lost node, a failed GPU, a stall), else the process died; `failed_at` when
+/// (a stall: its last step; a lost node: its last heartbeat, set by the healing).
 pub async fn on_failure(
     conn: &mut PgConnection,
     job_id: Uuid,
     generation: i32,
     failed_reason: &str,
+    failed_at: DateTime<Utc>,
 ) -> Result<Outcome, sqlx::Error> {
     let detected = store::detected_failure(conn, job_id, generation).await?;
     let cause = detected.map_or(FailureCause::ProcessDied, |d| d.0);
@@ -265,14 +267,7 @@ pub async fn on_failure(
             let reason =
                 format!("restart {} of {} ({}): {failed_reason}", restarts + 1, policy.max_restarts, cause.as_str());
             let reason: String = reason.chars().take(1000).collect();
-            let new = store::NewRestart {
-                job_id,
-                cause,
-                node_id: failed_node,
-                failed_at: Utc::now(),
-                reason: &reason,
-                backoff_s,
-            };
+            let new = store::NewRestart { job_id, cause, node_id: failed_node, failed_at, reason: &reason, backoff_s };
             let Some(next) = store::open_restart(conn, &new).await? else {
                 // Another generation is pending after all: it is the restart.
                 return Ok(Outcome::Restarting);
@@ -325,7 +320,8 @@ async fn detect_stalls(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
                 // Its processes are told to stop; the restart opens now and starts once they have ended.
                 store::mark_stalled(&mut tx, s.job_id, &why).await?;
                 let generation = stored::job_progress(&mut tx, s.job_id).await?.2;
-                on_failure(&mut tx, s.job_id, generation, &why).await?;
+                let since = s.last_step_at.or(s.generation_started_at).unwrap_or(now);
+                on_failure(&mut tx, s.job_id, generation, &why, since).await?;
             }
             Verdict::LimitReached(_) | Verdict::Fail => {
                 store::mark_stalled(&mut tx, s.job_id, &why).await?;

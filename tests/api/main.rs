@@ -32,6 +32,7 @@ mod planning;
 mod readiness;
 mod readiness_e2e;
 mod recovery;
+mod recovery_e2e;
 mod replan_e2e;
 mod secrets;
 mod sessions;

@@ -2184,6 +2184,12 @@ export interface components {
             parameters?: Record<string, never>;
             /** @description Planner pins (e.g. `{"tp": 2}`). */
             pins?: components["schemas"]["Pins"];
+            /**
+             * @description What a failure does (a lost node, a failed GPU, a process that died, a stall): restart from the last
+             *     complete checkpoint, within a limit. Default: on (3 restarts) for `gpuplane-runtime` jobs with a model that
+             *     checkpoint to storage that outlives a node, off otherwise.
+             */
+            restart?: components["schemas"]["RestartRequest"];
             /** @description What the service does with the job's measured steps (`gpuplane-runtime` jobs with a model). */
             retune?: components["schemas"]["Retune"];
             /**
@@ -2619,6 +2625,11 @@ export interface components {
              */
             months?: number | null;
         };
+        /**
+         * @description Why a job's generation failed, as the service tells it.
+         * @enum {string}
+         */
+        FailureCause: "node_lost" | "gpu_failed" | "process_died" | "stalled";
         /** @description A field-level validation failure. */
         FieldError: {
             /** @description JSON path of the offending field, e.g. `gpu_count` or `gpus[2].uuid`. */
@@ -3047,6 +3058,16 @@ export interface components {
             plan?: components["schemas"]["Plan"] | null;
             /** @description Why it failed or was cancelled. */
             reason?: string | null;
+            /**
+             * @description What a failure does to the job: restarts as a new generation (a lost node healed or left out, the plan
+             *     made for the GPUs left, resumed from the last complete checkpoint), within its limit.
+             */
+            restart: components["schemas"]["RestartPolicy"];
+            /**
+             * Format: int32
+             * @description Restarts so far.
+             */
+            restarts: number;
             retune: components["schemas"]["Retune"];
             /** Format: date-time */
             started_at?: string | null;
@@ -3069,17 +3090,38 @@ export interface components {
         };
         /** @description One plan a job ran, in its history. */
         JobGeneration: {
+            cause?: components["schemas"]["FailureCause"] | null;
             /** @description How the planner's prediction was corrected by the previous generation's measurements. */
             correction?: Record<string, never> | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             ended_at?: string | null;
+            /** Format: date-time */
+            failed_at?: string | null;
+            /**
+             * Format: uuid
+             * @description A restart: the node the failure was detected on, and when (a lost node: its last heartbeat).
+             */
+            failed_node_id?: string | null;
+            /** Format: date-time */
+            first_step_at?: string | null;
             /**
              * Format: int32
              * @description 1 for the plan the job was created with, then one more per replan.
              */
             generation: number;
+            /**
+             * @description A restart: what happened to the lease (`removed_node_id`, `removed_gpus`, `replacement_node_id`,
+             *     `added_gpus`, `gpus_before`, `gpus_after`).
+             */
+            healing?: Record<string, never> | null;
+            /**
+             * Format: int64
+             * @description A restart: the last step measured before the failure, and once its first step is in, the step it resumed
+             *     from (the last complete checkpoint) and the steps run again, with when that first step came.
+             */
+            last_step?: number | null;
             /** @description What it measured while it ran (set when it ended). */
             measured?: Record<string, never> | null;
             plan?: components["schemas"]["Plan"] | null;
@@ -3090,9 +3132,13 @@ export interface components {
              * @description The API key that asked for it (absent when the service did).
              */
             requested_by?: string | null;
+            /** Format: int64 */
+            resumed_from_step?: number | null;
             /** Format: date-time */
             started_at?: string | null;
             state: components["schemas"]["GenerationState"];
+            /** Format: int64 */
+            steps_lost?: number | null;
         };
         /** @description The insights last evaluated for a job, and when. */
         JobInsights: {
@@ -4519,6 +4565,57 @@ export interface components {
          * @enum {string}
          */
         ReportedState: "running" | "succeeded" | "failed" | "cancelled";
+        /** @description A job's restart policy, as the service resolved it at create. */
+        RestartPolicy: {
+            /** Format: int32 */
+            backoff_s?: number;
+            /** Format: int32 */
+            first_step_within_s?: number;
+            from_scratch?: boolean;
+            /** Format: int32 */
+            max_restarts: number;
+            on?: components["schemas"]["FailureCause"][];
+            /** Format: int32 */
+            stall_factor?: number;
+            /** Format: int32 */
+            stall_min_s?: number;
+        };
+        /** @description What a job asks of restarts (`restart` on create); every field optional. */
+        RestartRequest: {
+            /**
+             * Format: int32
+             * @description Seconds before the first restart, doubled for each one after it (at most 3600); 0 to 3600, default 10.
+             */
+            backoff_s?: number | null;
+            /**
+             * Format: int32
+             * @description ...or when its first step does not come within this many seconds of its generation's start (0: never;
+             *     else 10 to 86400; default 1800: loading a large checkpoint takes minutes).
+             */
+            first_step_within_s?: number | null;
+            /**
+             * @description Restart a job that names no checkpoint directory: it begins again at step 0. Without it, such a job with
+             *     `max_restarts` above 0 is refused.
+             */
+            from_scratch?: boolean | null;
+            /**
+             * Format: int32
+             * @description Restarts at most, 0 to 20 (0: never restart: a failure fails the job). Default: 3 for a
+             *     `gpuplane-runtime` job with a model whose checkpoints outlive a node (`GPUPLANE_CHECKPOINT_DIR` set, by a
+             *     read-write volume of the lease or in `env`), else 0.
+             */
+            max_restarts?: number | null;
+            /** @description The causes that restart the job (default: all four); a failure of another cause fails it. */
+            on?: components["schemas"]["FailureCause"][] | null;
+            /**
+             * Format: int32
+             * @description A running runtime job is stalled when no step arrives for this many times its median step time (2 to
+             *     1000, default 10), and at least `stall_min_s` seconds (10 to 86400, default 600).
+             */
+            stall_factor?: number | null;
+            /** Format: int32 */
+            stall_min_s?: number | null;
+        };
         /** @description Re-planning from measurements; see [`retune`] for how the planner is corrected. */
         Retune: {
             /**

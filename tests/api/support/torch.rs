@@ -61,14 +61,20 @@ pub struct TorchSetUp {
 
 impl TorchSetUp {
     pub async fn new(db: &PgPool, segment: u8, hosts: usize) -> Self {
+        Self::with_env(db, segment, hosts, &[]).await
+    }
+
+    /// As [`TorchSetUp::new`], the server started with `env` too.
+    pub async fn with_env(db: &PgPool, segment: u8, hosts: usize, env: &[(&str, &str)]) -> Self {
         let (venv, python_root) = runtime_venv();
         let example = example();
         let script = example.join("train.py").display().to_string();
         let net = TestNet::new(segment, hosts);
         let bridge = TestNet::bridge_address(segment);
         let operator_key = gpuplane::cli::bootstrap_operator(db, "e2e").await.unwrap();
-        let (server, base) =
-            spawn_server_on(&database_url(db), &format!("{bridge}:0"), &[("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")]);
+        let mut server_env = vec![("GPUPLANE_HEARTBEAT_INTERVAL_SECS", "1")];
+        server_env.extend_from_slice(env);
+        let (server, base) = spawn_server_on(&database_url(db), &format!("{bridge}:0"), &server_env);
         let api = Api { base: base.clone(), client: reqwest::Client::new() };
         let op = api.token(&operator_key).await;
         let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());

@@ -52,6 +52,7 @@ from .environment_state import EnvironmentState
 from .environment_status import EnvironmentStatus
 from .export_format import ExportFormat
 from .extend_lease_request import ExtendLeaseRequest
+from .failure_cause import FailureCause
 from .field_error import FieldError
 from .fleet_pool import FleetPool
 from .generate_invoices_request import GenerateInvoicesRequest
@@ -75,6 +76,7 @@ from .invoice_line import InvoiceLine
 from .job import Job
 from .job_generation import JobGeneration
 from .job_generation_correction_type_0 import JobGenerationCorrectionType0
+from .job_generation_healing_type_0 import JobGenerationHealingType0
 from .job_generation_measured_type_0 import JobGenerationMeasuredType0
 from .job_insights import JobInsights
 from .job_node import JobNode
@@ -146,6 +148,8 @@ from .register_request import RegisterRequest
 from .register_response import RegisterResponse
 from .replan_request import ReplanRequest
 from .reported_state import ReportedState
+from .restart_policy import RestartPolicy
+from .restart_request import RestartRequest
 from .retune import Retune
 from .retune_mode import RetuneMode
 from .revenue import Revenue
@@ -254,6 +258,7 @@ __all__ = (
     "EnvironmentStatus",
     "ExportFormat",
     "ExtendLeaseRequest",
+    "FailureCause",
     "FieldError",
     "FleetPool",
     "GenerateInvoicesRequest",
@@ -277,6 +282,7 @@ __all__ = (
     "Job",
     "JobGeneration",
     "JobGenerationCorrectionType0",
+    "JobGenerationHealingType0",
     "JobGenerationMeasuredType0",
     "JobInsights",
     "JobNode",
@@ -348,6 +354,8 @@ __all__ = (
     "RegisterResponse",
     "ReplanRequest",
     "ReportedState",
+    "RestartPolicy",
+    "RestartRequest",
     "Retune",
     "RetuneMode",
     "Revenue",

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..models.create_job_request_secret_env import CreateJobRequestSecretEnv
     from ..models.model_ref import ModelRef
     from ..models.pins import Pins
+    from ..models.restart_request import RestartRequest
     from ..models.retune import Retune
     from ..models.workload_fields import WorkloadFields
 
@@ -41,6 +42,7 @@ class CreateJobRequest:
         model (ModelRef | None | Unset):
         parameters (CreateJobRequestParameters | Unset): Values of the template's parameters.
         pins (Pins | Unset): Optional pins: a `Some` fixes that knob, `None` lets the search choose.
+        restart (RestartRequest | Unset): What a job asks of restarts (`restart` on create); every field optional.
         retune (Retune | Unset): Re-planning from measurements; see [`retune`] for how the planner is corrected.
         secret_env (CreateJobRequestSecretEnv | Unset): Secret environment (tokens, passwords), same name rules as
             `env`, values of 8 to 32768 bytes: never
@@ -63,6 +65,7 @@ class CreateJobRequest:
     model: ModelRef | None | Unset = UNSET
     parameters: CreateJobRequestParameters | Unset = UNSET
     pins: Pins | Unset = UNSET
+    restart: RestartRequest | Unset = UNSET
     retune: Retune | Unset = UNSET
     secret_env: CreateJobRequestSecretEnv | Unset = UNSET
     stop_grace_s: int | None | Unset = UNSET
@@ -115,6 +118,10 @@ class CreateJobRequest:
         if not isinstance(self.pins, Unset):
             pins = self.pins.to_dict()
 
+        restart: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.restart, Unset):
+            restart = self.restart.to_dict()
+
         retune: dict[str, Any] | Unset = UNSET
         if not isinstance(self.retune, Unset):
             retune = self.retune.to_dict()
@@ -166,6 +173,8 @@ class CreateJobRequest:
             field_dict["parameters"] = parameters
         if pins is not UNSET:
             field_dict["pins"] = pins
+        if restart is not UNSET:
+            field_dict["restart"] = restart
         if retune is not UNSET:
             field_dict["retune"] = retune
         if secret_env is not UNSET:
@@ -186,6 +195,7 @@ class CreateJobRequest:
         from ..models.create_job_request_secret_env import CreateJobRequestSecretEnv
         from ..models.model_ref import ModelRef
         from ..models.pins import Pins
+        from ..models.restart_request import RestartRequest
         from ..models.retune import Retune
         from ..models.workload_fields import WorkloadFields
 
@@ -252,6 +262,13 @@ class CreateJobRequest:
         else:
             pins = Pins.from_dict(_pins)
 
+        _restart = d.pop("restart", UNSET)
+        restart: RestartRequest | Unset
+        if isinstance(_restart, Unset):
+            restart = UNSET
+        else:
+            restart = RestartRequest.from_dict(_restart)
+
         _retune = d.pop("retune", UNSET)
         retune: Retune | Unset
         if isinstance(_retune, Unset):
@@ -311,6 +328,7 @@ class CreateJobRequest:
             model=model,
             parameters=parameters,
             pins=pins,
+            restart=restart,
             retune=retune,
             secret_env=secret_env,
             stop_grace_s=stop_grace_s,

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..models.job_node import JobNode
     from ..models.measured_steps import MeasuredSteps
     from ..models.plan import Plan
+    from ..models.restart_policy import RestartPolicy
     from ..models.retune import Retune
 
 
@@ -35,6 +36,8 @@ class Job:
         id (UUID):
         lease_id (UUID):
         nodes (list[JobNode]): The current generation's parts, per node in rank order.
+        restart (RestartPolicy): A job's restart policy, as the service resolved it at create.
+        restarts (int): Restarts so far.
         retune (Retune): Re-planning from measurements; see [`retune`] for how the planner is corrected.
         state (JobState): State of a job, and of each of its nodes.
         stop_grace_s (int): Seconds a stop notice gives the job to checkpoint and exit (a replan, its lease released or
@@ -58,6 +61,8 @@ class Job:
     id: UUID
     lease_id: UUID
     nodes: list[JobNode]
+    restart: RestartPolicy
+    restarts: int
     retune: Retune
     state: JobState
     stop_grace_s: int
@@ -96,6 +101,10 @@ class Job:
         for nodes_item_data in self.nodes:
             nodes_item = nodes_item_data.to_dict()
             nodes.append(nodes_item)
+
+        restart = self.restart.to_dict()
+
+        restarts = self.restarts
 
         retune = self.retune.to_dict()
 
@@ -170,6 +179,8 @@ class Job:
                 "id": id,
                 "lease_id": lease_id,
                 "nodes": nodes,
+                "restart": restart,
+                "restarts": restarts,
                 "retune": retune,
                 "state": state,
                 "stop_grace_s": stop_grace_s,
@@ -201,6 +212,7 @@ class Job:
         from ..models.job_node import JobNode
         from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
+        from ..models.restart_policy import RestartPolicy
         from ..models.retune import Retune
 
         d = dict(src_dict)
@@ -227,6 +239,10 @@ class Job:
             nodes_item = JobNode.from_dict(nodes_item_data)
 
             nodes.append(nodes_item)
+
+        restart = RestartPolicy.from_dict(d.pop("restart"))
+
+        restarts = d.pop("restarts")
 
         retune = Retune.from_dict(d.pop("retune"))
 
@@ -349,6 +365,8 @@ class Job:
             id=id,
             lease_id=lease_id,
             nodes=nodes,
+            restart=restart,
+            restarts=restarts,
             retune=retune,
             state=state,
             stop_grace_s=stop_grace_s,
