@@ -1,5 +1,5 @@
 //! Healing a lease whose node was lost (its agent silent past the offline limit) or whose GPU failed (a fatal
-//! XID), instead of interrupting it, when a job on it restarts for that cause (`jobs::recovery`):
+//! XID), instead of interrupting it, when a job on it restarts for that cause (`jobs::restarts`):
 //!
 //! 1. The node's parts of the lease's open jobs fail of the cause; each job opens its restart (or fails).
 //! 2. Billing: the lease is metered up to the failure with every GPU it held (a lost node: its last heartbeat,
@@ -17,7 +17,8 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::jobs::recovery::{self, FailureCause, Verdict};
+use crate::jobs::lifecycle::policy_of;
+use crate::jobs::restarts::{FailureCause, Verdict, decide};
 use gpuplane_store::jobs::recovery as jobs_store;
 use gpuplane_store::leases::allocation::{self, BestFit, LeaseWrite};
 use gpuplane_store::leases::events::{NewEvent, record_event};
@@ -128,8 +129,8 @@ async fn restarts_for(conn: &mut PgConnection, lease_id: Uuid, cause: FailureCau
         if jobs_store::pending_restart(conn, job_id).await?.is_some() {
             return Ok(true);
         }
-        let (policy, restarts) = recovery::policy_of(conn, job_id).await?;
-        if matches!(recovery::decide(&policy, restarts, cause), Verdict::Restart { .. }) {
+        let (policy, restarts) = policy_of(conn, job_id).await?;
+        if matches!(decide(&policy, restarts, cause), Verdict::Restart { .. }) {
             return Ok(true);
         }
     }

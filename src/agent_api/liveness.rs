@@ -21,7 +21,7 @@ use sqlx::PgPool;
 use uuid::Uuid;
 
 use crate::config::Settings;
-use crate::jobs::recovery::FailureCause;
+use crate::jobs::restarts::FailureCause;
 use crate::webhooks::{self, Audience};
 use gpuplane_store::leases::ending::FreedPools;
 use gpuplane_store::leases::ending::end_lease;

@@ -457,7 +457,7 @@ async fn mark_gpus_unhealthy(state: &AppState, node_id: Uuid, fatal: &[(i32, Vec
         // changes here (the job's processes fail on their own, or the tenant decides).
         if let Some(lease_id) = out.lease_id {
             let why = format!("GPU {index} of the node failed ({reason})");
-            let cause = crate::jobs::recovery::FailureCause::GpuFailed;
+            let cause = crate::jobs::restarts::FailureCause::GpuFailed;
             super::healing::heal(&mut tx, lease_id, node_id, cause, chrono::Utc::now(), &why).await?;
         }
     }

@@ -14,11 +14,13 @@ use gpuplane_store::jobs as stored;
 
 use super::launch_specs::LaunchSpec;
 use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, StopNotice, clamp_tail};
+use super::restarts::{FailureCause, RestartPolicy, Verdict, decide};
 use super::{Desired, Job, JobGeneration, JobState, Retune, aggregate};
 use crate::extract::new_id;
 use crate::planner::Plan;
 use crate::secrets::sealing::{read_error, reveal};
 use crate::secrets::{Context, Keyring};
+use chrono::DateTime;
 
 use gpuplane_store::jobs::{GenerationPart, give_notice};
 
@@ -44,7 +46,7 @@ pub struct NewJob<'a> {
     pub secrets: &'a BTreeMap<String, String>,
     pub retune: Retune,
     pub stop_grace_s: i32,
-    pub restart: &'a super::recovery::RestartPolicy,
+    pub restart: &'a super::restarts::RestartPolicy,
 }
 
 /// Store a job; its secret values sealed under the keyring's current key.
@@ -230,9 +232,9 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     let mut limit_note = None;
     if any_failed && !cancel_requested && restart.is_none() {
         let failed_reason = failure_reason(&nodes).unwrap_or_else(|| "failed".into());
-        match super::recovery::on_failure(conn, job_id, generation, &failed_reason, Utc::now()).await? {
-            super::recovery::Outcome::Restarting => return Ok(current),
-            super::recovery::Outcome::Fails(note) => limit_note = note,
+        match on_failure(conn, job_id, generation, &failed_reason, Utc::now()).await? {
+            Outcome::Restarting => return Ok(current),
+            Outcome::Fails(note) => limit_note = note,
         }
     }
     let replan = stored::pending_generation(conn, job_id).await?;
@@ -646,4 +648,63 @@ pub async fn report_status(
         stored::update_part_output(conn, job_node_id, &tail, report.exit_code.filter(|_| next.is_terminal())).await?;
     }
     Ok(stored::part_state(conn, job_node_id).await?)
+}
+
+/// A job's policy and restarts so far.
+pub async fn policy_of(conn: &mut PgConnection, job_id: Uuid) -> Result<(RestartPolicy, i32), sqlx::Error> {
+    let (policy, restarts) = gpuplane_store::jobs::recovery::restart_state(conn, job_id).await?;
+    Ok((decode_json(policy)?, restarts))
+}
+
+/// What [`on_failure`] did.
+pub enum Outcome {
+    /// A restart is pending: the job runs on.
+    Restarting,
+    /// The job fails; with the policy's word when its restarts are used up.
+    Fails(Option<String>),
+}
+
+/// A part of the job's current generation failed (the job row is locked): open a restart if its policy says
+/// so, abandoning a pending replan (the restart plans anew) and stopping the parts still running. The cause is
+/// the one the service detected (a lost node, a failed GPU, a stall), else the process died; `failed_at` when
+/// (a stall: its last step; a lost node: its last heartbeat, set by the healing).
+pub async fn on_failure(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    generation: i32,
+    failed_reason: &str,
+    failed_at: DateTime<Utc>,
+) -> Result<Outcome, sqlx::Error> {
+    let detected = gpuplane_store::jobs::recovery::detected_failure(conn, job_id, generation).await?;
+    let cause = detected.map_or(FailureCause::ProcessDied, |d| d.0);
+    let failed_node = match detected {
+        Some((_, node)) => Some(node),
+        None => stored::first_failed_node(conn, job_id, generation).await?,
+    };
+    let (policy, restarts) = policy_of(conn, job_id).await?;
+    match decide(&policy, restarts, cause) {
+        Verdict::Fail => Ok(Outcome::Fails(None)),
+        Verdict::LimitReached(why) => Ok(Outcome::Fails(Some(why))),
+        Verdict::Restart { backoff_s } => {
+            stored::abandon_pending_generation(conn, job_id).await?;
+            let reason =
+                format!("restart {} of {} ({}): {failed_reason}", restarts + 1, policy.max_restarts, cause.as_str());
+            let reason: String = reason.chars().take(1000).collect();
+            let new = gpuplane_store::jobs::recovery::NewRestart {
+                job_id,
+                cause,
+                node_id: failed_node,
+                failed_at,
+                reason: &reason,
+                backoff_s,
+            };
+            let Some(next) = gpuplane_store::jobs::recovery::open_restart(conn, &new).await? else {
+                // Another generation is pending after all: it is the restart.
+                return Ok(Outcome::Restarting);
+            };
+            stored::stop_parts(conn, job_id, &format!("restarting as generation {next}: {failed_reason}")).await?;
+            tracing::warn!(job.id = %job_id, generation = next, cause = cause.as_str(), backoff_s, "job restarting");
+            Ok(Outcome::Restarting)
+        }
+    }
 }

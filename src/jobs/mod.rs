@@ -11,6 +11,7 @@ pub mod problems;
 pub mod reachability;
 pub mod recovery;
 pub mod requests;
+pub mod restarts;
 pub mod retune;
 pub mod retuning;
 pub mod routes;
@@ -107,7 +108,7 @@ pub struct JobGeneration {
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
     /// A restart: why the generation before it failed (absent for the first plan and replans).
-    pub cause: Option<recovery::FailureCause>,
+    pub cause: Option<restarts::FailureCause>,
     /// A restart: the node the failure was detected on, and when (a lost node: its last heartbeat).
     pub failed_node_id: Option<Uuid>,
     pub failed_at: Option<DateTime<Utc>>,
@@ -156,7 +157,7 @@ pub struct Job {
     pub stop_grace_s: i32,
     /// What a failure does to the job: restarts as a new generation (a lost node healed or left out, the plan
     /// made for the GPUs left, resumed from the last complete checkpoint), within its limit.
-    pub restart: recovery::RestartPolicy,
+    pub restart: restarts::RestartPolicy,
     /// Restarts so far.
     pub restarts: i32,
     /// The current generation's parts, per node in rank order.

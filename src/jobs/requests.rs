@@ -71,7 +71,7 @@ pub struct CreateJobRequest {
     /// complete checkpoint, within a limit. Default: on (3 restarts) for `gpuplane-runtime` jobs with a model that
     /// checkpoint to storage that outlives a node, off otherwise.
     #[serde(default)]
-    pub restart: super::recovery::RestartRequest,
+    pub restart: super::restarts::RestartRequest,
 }
 
 /// Most extra environment variables, and bytes per value.

@@ -251,7 +251,7 @@ pub struct GenerationRow {
     pub created_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub ended_at: Option<DateTime<Utc>>,
-    pub cause: Option<super::recovery::FailureCause>,
+    pub cause: Option<super::types::FailureCause>,
     pub failed_node_id: Option<Uuid>,
     pub failed_at: Option<DateTime<Utc>>,
     pub healing: Option<serde_json::Value>,
@@ -266,7 +266,7 @@ pub async fn generation_rows(conn: &mut PgConnection, job_ids: &[Uuid]) -> Store
     Ok(sqlx::query_as!(
         GenerationRow,
         r#"SELECT job_id, generation, state AS "state: GenerationState", plan, reason, requested_by, measured,
-             correction, created_at, started_at, ended_at, cause AS "cause: super::recovery::FailureCause",
+             correction, created_at, started_at, ended_at, cause AS "cause: super::types::FailureCause",
              failed_node_id, failed_at, healing, last_step, resumed_from_step, steps_lost, first_step_at
          FROM job_generations WHERE job_id = ANY($1) ORDER BY job_id, generation"#,
         job_ids

@@ -3,42 +3,14 @@
 //! restarts that may start, and record where a restart resumed. The rule is the server's `jobs::recovery`.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
 use super::lifecycle::history_push;
+pub use super::types::FailureCause;
+use super::types::GenerationPart;
 use crate::StoreResult;
 use gpuplane_protocol::jobs::JobState;
-
-/// Why a job's generation failed, as the service tells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema, sqlx::Type)]
-#[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "text", rename_all = "snake_case")]
-pub enum FailureCause {
-    /// The node's agent was silent past the offline limit (the host, its agent or its link died).
-    NodeLost,
-    /// A GPU the lease holds reported a fatal XID.
-    GpuFailed,
-    /// A process of the job exited with an error (its agent reported it).
-    ProcessDied,
-    /// Steps stopped arriving (or the first one never came) within the job's bound.
-    Stalled,
-}
-
-impl FailureCause {
-    pub const ALL: [FailureCause; 4] =
-        [FailureCause::NodeLost, FailureCause::GpuFailed, FailureCause::ProcessDied, FailureCause::Stalled];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureCause::NodeLost => "node_lost",
-            FailureCause::GpuFailed => "gpu_failed",
-            FailureCause::ProcessDied => "process_died",
-            FailureCause::Stalled => "stalled",
-        }
-    }
-}
 
 /// A job's restart policy as stored (JSON: the server's type) and how many restarts it has had.
 pub async fn restart_state(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<(serde_json::Value, i32)> {
@@ -315,7 +287,7 @@ pub async fn set_restart_plan(
     job_id: Uuid,
     generation: i32,
     plan: Option<serde_json::Value>,
-    parts: &[super::GenerationPart],
+    parts: &[GenerationPart],
 ) -> StoreResult<()> {
     sqlx::query!(
         "UPDATE job_generations SET plan = $3, specs = $4 WHERE job_id = $1 AND generation = $2",

@@ -86,3 +86,32 @@ pub struct GenerationPart {
     pub node_id: Uuid,
     pub spec: LaunchSpec,
 }
+
+/// Why a job's generation failed, as the service tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema, sqlx::Type)]
+#[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "text", rename_all = "snake_case")]
+pub enum FailureCause {
+    /// The node's agent was silent past the offline limit (the host, its agent or its link died).
+    NodeLost,
+    /// A GPU the lease holds reported a fatal XID.
+    GpuFailed,
+    /// A process of the job exited with an error (its agent reported it).
+    ProcessDied,
+    /// Steps stopped arriving (or the first one never came) within the job's bound.
+    Stalled,
+}
+
+impl FailureCause {
+    pub const ALL: [FailureCause; 4] =
+        [FailureCause::NodeLost, FailureCause::GpuFailed, FailureCause::ProcessDied, FailureCause::Stalled];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureCause::NodeLost => "node_lost",
+            FailureCause::GpuFailed => "gpu_failed",
+            FailureCause::ProcessDied => "process_died",
+            FailureCause::Stalled => "stalled",
+        }
+    }
+}
