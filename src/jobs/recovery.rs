@@ -52,6 +52,9 @@ async fn detect_stalls(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
     let mut acted = Vec::new();
     for s in subjects {
         let policy: RestartPolicy = decode_json(s.restart_policy)?;
+        if !policy.detect_stalls {
+            continue;
+        }
         let Some(why) = stalled(&policy, now, s.generation_started_at, s.last_step_at, s.median_step_time_s) else {
             continue;
         };

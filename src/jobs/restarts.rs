@@ -51,6 +51,10 @@ pub struct RestartRequest {
     /// Restart a job that names no checkpoint directory: it begins again at step 0. Without it, such a job with
     /// `max_restarts` above 0 is refused.
     pub from_scratch: Option<bool>,
+    /// Watch the running runtime job's steps and stop it when they stall (below): restarted when the policy
+    /// restarts on `stalled`, else failed with the reason. Default: on when the job restarts on `stalled`; off
+    /// otherwise, so a job that pauses on purpose (a long evaluation) is never stopped unasked.
+    pub detect_stalls: Option<bool>,
     /// A running runtime job is stalled when no step arrives for this many times its median step time (2 to
     /// 1000, default 10), and at least `stall_min_s` seconds (10 to 86400, default 600).
     #[schema(minimum = 2, maximum = 1000)]
@@ -73,6 +77,8 @@ pub struct RestartPolicy {
     pub on: Vec<FailureCause>,
     #[serde(default)]
     pub from_scratch: bool,
+    #[serde(default)]
+    pub detect_stalls: bool,
     #[serde(default = "default_stall_factor")]
     pub stall_factor: i32,
     #[serde(default = "default_stall_min_s")]
@@ -88,6 +94,7 @@ impl Default for RestartPolicy {
             backoff_s: default_backoff_s(),
             on: default_causes(),
             from_scratch: false,
+            detect_stalls: false,
             stall_factor: default_stall_factor(),
             stall_min_s: default_stall_min_s(),
             first_step_within_s: default_first_step_within_s(),
@@ -138,11 +145,14 @@ impl RestartRequest {
             ));
         }
         let d = RestartPolicy::default();
+        let on = self.on.clone().unwrap_or(d.on);
+        let detect_stalls = self.detect_stalls.unwrap_or(max_restarts > 0 && on.contains(&FailureCause::Stalled));
         Ok(RestartPolicy {
             max_restarts,
             backoff_s: self.backoff_s.unwrap_or(d.backoff_s),
-            on: self.on.clone().unwrap_or(d.on),
+            on,
             from_scratch,
+            detect_stalls,
             stall_factor: self.stall_factor.unwrap_or(d.stall_factor),
             stall_min_s: self.stall_min_s.unwrap_or(d.stall_min_s),
             first_step_within_s: self.first_step_within_s.unwrap_or(d.first_step_within_s),
@@ -278,7 +288,13 @@ mod tests {
         let scratch = RestartRequest { from_scratch: Some(true), ..two.clone() };
         assert_eq!(scratch.resolve("torchrun-ddp", true, false).unwrap().max_restarts, 2);
         let off = RestartRequest { max_restarts: Some(0), ..Default::default() };
-        assert_eq!(off.resolve("gpuplane-runtime", true, true).unwrap().max_restarts, 0);
+        let resolved = off.resolve("gpuplane-runtime", true, true).unwrap();
+        assert_eq!((resolved.max_restarts, resolved.detect_stalls), (0, false), "no stall watch unasked");
+        assert!(asked.resolve("gpuplane-runtime", true, true).unwrap().detect_stalls, "on with restarts on stalls");
+        let nodes_only = RestartRequest { on: Some(vec![FailureCause::NodeLost]), ..Default::default() };
+        assert!(!nodes_only.resolve("gpuplane-runtime", true, true).unwrap().detect_stalls);
+        let watch = RestartRequest { detect_stalls: Some(true), ..off.clone() };
+        assert!(watch.resolve("gpuplane-runtime", true, true).unwrap().detect_stalls, "asked: a stall fails it");
         let mut errors = Vec::new();
         RestartRequest {
             max_restarts: Some(21),

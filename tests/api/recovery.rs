@@ -174,7 +174,7 @@ async fn the_restart_policy_is_resolved_at_create_and_bad_values_are_field_error
     assert_eq!(
         on["restart"],
         json!({ "max_restarts": 3, "backoff_s": 10, "on": ["node_lost", "gpu_failed", "process_died", "stalled"],
-                "from_scratch": false, "stall_factor": 10, "stall_min_s": 600, "first_step_within_s": 1800 })
+                "from_scratch": false, "detect_stalls": true, "stall_factor": 10, "stall_min_s": 600, "first_step_within_s": 1800 })
     );
     let scratch = json!({ "max_restarts": 1, "from_scratch": true, "on": ["node_lost"] });
     let asked = f.app.post(&jobs, &f.tenant, base(scratch, json!({}))).await.expect(StatusCode::CREATED).body;

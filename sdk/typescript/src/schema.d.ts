@@ -4569,6 +4569,7 @@ export interface components {
         RestartPolicy: {
             /** Format: int32 */
             backoff_s?: number;
+            detect_stalls?: boolean;
             /** Format: int32 */
             first_step_within_s?: number;
             from_scratch?: boolean;
@@ -4587,6 +4588,12 @@ export interface components {
              * @description Seconds before the first restart, doubled for each one after it (at most 3600); 0 to 3600, default 10.
              */
             backoff_s?: number | null;
+            /**
+             * @description Watch the running runtime job's steps and stop it when they stall (below): restarted when the policy
+             *     restarts on `stalled`, else failed with the reason. Default: on when the job restarts on `stalled`; off
+             *     otherwise, so a job that pauses on purpose (a long evaluation) is never stopped unasked.
+             */
+            detect_stalls?: boolean | null;
             /**
              * Format: int32
              * @description ...or when its first step does not come within this many seconds of its generation's start (0: never;

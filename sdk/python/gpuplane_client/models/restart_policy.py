@@ -19,6 +19,7 @@ class RestartPolicy:
     Attributes:
         max_restarts (int):
         backoff_s (int | Unset):
+        detect_stalls (bool | Unset):
         first_step_within_s (int | Unset):
         from_scratch (bool | Unset):
         on (list[FailureCause] | Unset):
@@ -28,6 +29,7 @@ class RestartPolicy:
 
     max_restarts: int
     backoff_s: int | Unset = UNSET
+    detect_stalls: bool | Unset = UNSET
     first_step_within_s: int | Unset = UNSET
     from_scratch: bool | Unset = UNSET
     on: list[FailureCause] | Unset = UNSET
@@ -39,6 +41,8 @@ class RestartPolicy:
         max_restarts = self.max_restarts
 
         backoff_s = self.backoff_s
+
+        detect_stalls = self.detect_stalls
 
         first_step_within_s = self.first_step_within_s
 
@@ -64,6 +68,8 @@ class RestartPolicy:
         )
         if backoff_s is not UNSET:
             field_dict["backoff_s"] = backoff_s
+        if detect_stalls is not UNSET:
+            field_dict["detect_stalls"] = detect_stalls
         if first_step_within_s is not UNSET:
             field_dict["first_step_within_s"] = first_step_within_s
         if from_scratch is not UNSET:
@@ -83,6 +89,8 @@ class RestartPolicy:
         max_restarts = d.pop("max_restarts")
 
         backoff_s = d.pop("backoff_s", UNSET)
+
+        detect_stalls = d.pop("detect_stalls", UNSET)
 
         first_step_within_s = d.pop("first_step_within_s", UNSET)
 
@@ -104,6 +112,7 @@ class RestartPolicy:
         restart_policy = cls(
             max_restarts=max_restarts,
             backoff_s=backoff_s,
+            detect_stalls=detect_stalls,
             first_step_within_s=first_step_within_s,
             from_scratch=from_scratch,
             on=on,

@@ -18,6 +18,10 @@ class RestartRequest:
     Attributes:
         backoff_s (int | None | Unset): Seconds before the first restart, doubled for each one after it (at most 3600);
             0 to 3600, default 10.
+        detect_stalls (bool | None | Unset): Watch the running runtime job's steps and stop it when they stall (below):
+            restarted when the policy
+            restarts on `stalled`, else failed with the reason. Default: on when the job restarts on `stalled`; off
+            otherwise, so a job that pauses on purpose (a long evaluation) is never stopped unasked.
         first_step_within_s (int | None | Unset): ...or when its first step does not come within this many seconds of
             its generation's start (0: never;
             else 10 to 86400; default 1800: loading a large checkpoint takes minutes).
@@ -37,6 +41,7 @@ class RestartRequest:
     """
 
     backoff_s: int | None | Unset = UNSET
+    detect_stalls: bool | None | Unset = UNSET
     first_step_within_s: int | None | Unset = UNSET
     from_scratch: bool | None | Unset = UNSET
     max_restarts: int | None | Unset = UNSET
@@ -50,6 +55,12 @@ class RestartRequest:
             backoff_s = UNSET
         else:
             backoff_s = self.backoff_s
+
+        detect_stalls: bool | None | Unset
+        if isinstance(self.detect_stalls, Unset):
+            detect_stalls = UNSET
+        else:
+            detect_stalls = self.detect_stalls
 
         first_step_within_s: int | None | Unset
         if isinstance(self.first_step_within_s, Unset):
@@ -98,6 +109,8 @@ class RestartRequest:
         field_dict.update({})
         if backoff_s is not UNSET:
             field_dict["backoff_s"] = backoff_s
+        if detect_stalls is not UNSET:
+            field_dict["detect_stalls"] = detect_stalls
         if first_step_within_s is not UNSET:
             field_dict["first_step_within_s"] = first_step_within_s
         if from_scratch is not UNSET:
@@ -125,6 +138,15 @@ class RestartRequest:
             return cast(int | None | Unset, data)
 
         backoff_s = _parse_backoff_s(d.pop("backoff_s", UNSET))
+
+        def _parse_detect_stalls(data: object) -> bool | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(bool | None | Unset, data)
+
+        detect_stalls = _parse_detect_stalls(d.pop("detect_stalls", UNSET))
 
         def _parse_first_step_within_s(data: object) -> int | None | Unset:
             if data is None:
@@ -197,6 +219,7 @@ class RestartRequest:
 
         restart_request = cls(
             backoff_s=backoff_s,
+            detect_stalls=detect_stalls,
             first_step_within_s=first_step_within_s,
             from_scratch=from_scratch,
             max_restarts=max_restarts,
