@@ -433,3 +433,37 @@ async fn a_stalled_job_is_stopped_and_restarted_and_without_restarts_fails_sayin
     assert_eq!(failed["state"], "failed", "{failed:#}");
     assert!(failed["reason"].as_str().unwrap().contains("stalled: no step for"), "{failed:#}");
 }
+
+#[sqlx::test]
+async fn a_fatal_xid_on_a_leased_gpu_moves_the_job_off_its_node_onto_the_spare(db: PgPool) {
+    let f = fixture(db).await;
+    let (path, job) = f.job(json!({ "backoff_s": 0 })).await;
+    let parts = f.run_parts(&job).await;
+    let (kept, failing) = (parts[0].0, parts[1].0);
+    let spare = (0..3).find(|i| *i != kept && *i != failing).unwrap();
+    // XID 79: the GPU fell off the bus.
+    let sample = json!({ "gpu_index": 1, "at": Utc::now(), "gpu_util": 0.0, "mem_copy_util": 0.0, "fb_used_mib": 0,
+        "fb_free_mib": 81559, "power_w": 0.0, "energy_mj": 1, "gpu_temp_c": 40.0, "mem_temp_c": 40.0,
+        "sm_clock_mhz": 0, "nvlink_bandwidth_gbps": 0.0, "xid_count": 1, "xid_codes": [79] });
+    f.app.post("/v1/agent/heartbeat", &f.agent(failing), json!({ "samples": [sample] })).await.expect(StatusCode::OK);
+    let lease = f.get(&format!("/v1/leases/{}", f.lease_id)).await;
+    assert_eq!((lease["state"].clone(), lease["gpu_count"].clone()), (json!("active"), json!(4)), "{lease:#}");
+    let hosts: std::collections::BTreeSet<String> =
+        lease["gpus"].as_array().unwrap().iter().map(|g| g["node_id"].as_str().unwrap().to_string()).collect();
+    assert_eq!(hosts, [f.nodes[kept].clone(), f.nodes[spare].clone()].into_iter().collect(), "off the failing node");
+    let pending = f.get(&path).await;
+    let g2 = &pending["generations"][1];
+    assert_eq!(
+        (g2["cause"].clone(), g2["failed_node_id"].clone()),
+        (json!("gpu_failed"), json!(f.nodes[failing])),
+        "{g2:#}"
+    );
+    assert!(g2["reason"].as_str().unwrap().contains("fatal XID 79"), "{g2:#}");
+    f.report(parts[0].0, &parts[0].1, json!({ "state": "cancelled", "exit_code": 0 })).await;
+    f.round().await;
+    let mut on = nodes_of(&f.get(&path).await);
+    on.sort();
+    let mut want = vec![f.nodes[kept].clone(), f.nodes[spare].clone()];
+    want.sort();
+    assert_eq!(on, want);
+}

@@ -847,10 +847,19 @@ async fn a_pool_volume_follows_its_tenant_to_another_host(db: PgPool) {
         api.get(&local_path, &tenant).await["state"] == "deleted"
     })
     .await;
-    // Stopped as a host stops them: they take their leases' namespaces with them.
+    // Every lease ended on its hosts (their namespaces removed) before the hosts stop: an agent stopped while a
+    // lease runs leaves that lease's namespace to its own next start.
+    let leases = [l1.clone(), l2.clone(), l3.clone(), l4.clone()];
+    wait_until("the leases' namespaces are removed", 60, || async {
+        let listed = std::process::Command::new("ip").args(["netns", "list"]).output().unwrap();
+        !String::from_utf8_lossy(&listed.stdout).lines().any(|l| leases.iter().any(|id| l.contains(id.as_str())))
+    })
+    .await;
     for agent in [&mut agent_a, &mut agent_b] {
         crate::support::binary::terminate(agent);
     }
+    let _ = std::fs::remove_dir_all(&dir_a);
+    let _ = std::fs::remove_dir_all(&dir_b);
     let _ = std::fs::remove_dir_all(&shared);
     let _ = std::fs::remove_dir_all(&scripts);
     let _ = std::fs::remove_dir_all(&example);
