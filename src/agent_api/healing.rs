@@ -73,16 +73,14 @@ pub async fn heal(
     // 1. The node's parts fail; the jobs restart (their failure blamed on the node).
     let jobs = jobs_store::fail_parts_on_node(conn, lease_id, node_id, cause, reason).await?;
     for job_id in &jobs {
-        jobs_store::blame_pending_restart(conn, *job_id, cause, node_id, failed_at, reason).await?;
+        // Opens the restart, or finds the one the job's other ranks opened when their peer went.
         crate::jobs::lifecycle::refresh_job(conn, *job_id).await?;
         jobs_store::blame_pending_restart(conn, *job_id, cause, node_id, failed_at, reason).await?;
     }
 
-    // 2. Billing around the change, then the node's GPUs leave.
-    if let Some(until) = lease.metered_until.filter(|m| *m < failed_at) {
-        debug_assert!(until < failed_at);
-        crate::billing::metering::meter_lease_to(conn, lease_id, failed_at).await?;
-    }
+    // 2. Billing around the change (each step meters only what is left before its end), then the node's GPUs
+    // leave.
+    crate::billing::metering::meter_lease_to(conn, lease_id, failed_at).await?;
     store::remove_node(conn, lease_id, node_id).await?;
     crate::billing::metering::meter_lease_to(conn, lease_id, Utc::now()).await?;
     let detail = serde_json::json!({ "node_id": node_id, "gpus": removed, "cause": cause, "failed_at": failed_at });
@@ -122,11 +120,8 @@ pub async fn heal(
 /// Whether some open job of the lease restarts for `cause`: one with a restart pending, or whose policy allows
 /// one more.
 async fn restarts_for(conn: &mut PgConnection, lease_id: Uuid, cause: FailureCause) -> Result<bool, sqlx::Error> {
-    for (job_id, state) in jobs_store::open_jobs_of_lease(conn, lease_id).await? {
-        if state.is_terminal() {
-            continue;
-        }
-        if jobs_store::pending_restart(conn, job_id).await?.is_some() {
+    for job_id in jobs_store::open_jobs_of_lease(conn, lease_id).await? {
+        if gpuplane_store::jobs::pending_generation(conn, job_id).await?.is_some_and(|(_, restart)| restart) {
             return Ok(true);
         }
         let (policy, restarts) = policy_of(conn, job_id).await?;

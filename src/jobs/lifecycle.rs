@@ -223,21 +223,23 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     }
     let states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
     let any_failed = states.contains(&JobState::Failed);
+    let pending = stored::pending_generation(conn, job_id).await?;
     // A restart pending: the job runs on while the failed generation's parts end; the recovery worker starts it.
-    let restart = gpuplane_store::jobs::recovery::pending_restart(conn, job_id).await?;
-    if restart.is_some() && !cancel_requested {
+    let restart_pending = pending.is_some_and(|(_, restart)| restart);
+    if restart_pending && !cancel_requested {
         return Ok(current);
     }
     // A failed part restarts the job where its policy says so.
     let mut limit_note = None;
-    if any_failed && !cancel_requested && restart.is_none() {
+    if any_failed && !cancel_requested && !restart_pending {
         let failed_reason = failure_reason(&nodes).unwrap_or_else(|| "failed".into());
         match on_failure(conn, job_id, generation, &failed_reason, Utc::now()).await? {
             Outcome::Restarting => return Ok(current),
             Outcome::Fails(note) => limit_note = note,
         }
     }
-    let replan = stored::pending_generation(conn, job_id).await?;
+    // (A restart that did not open changed nothing: `pending` stands.)
+    let replan = pending.map(|(generation, _)| generation);
     if let Some(next_generation) = replan.filter(|_| !cancel_requested && !any_failed) {
         if states.iter().all(|s| s.is_terminal()) {
             start_pending_generation(conn, job_id, generation, next_generation).await?;
@@ -323,14 +325,28 @@ pub async fn start_restart_generation(
     ended: i32,
     next: i32,
 ) -> Result<(), sqlx::Error> {
-    let (plan, specs, _) = stored::generation_to_start(conn, job_id, next).await?;
+    switch_to_generation(conn, job_id, ended, next).await?;
+    tracing::info!(job.id = %job_id, generation = next, "restart: the next generation starts");
+    Ok(())
+}
+
+/// The job moves from generation `ended` to its pending generation `next` (a replan's or a restart's): the one
+/// that ran ends with what it measured, the pending one's parts are inserted (new assignments, pending, fetched
+/// by the agents as any job's) and it becomes the job's plan. Returns its plan (as JSON), why it was asked for,
+/// and the job's tenant and lease.
+async fn switch_to_generation(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    ended: i32,
+    next: i32,
+) -> Result<(Option<serde_json::Value>, String, Uuid, Uuid), sqlx::Error> {
+    let (plan, specs, reason) = stored::generation_to_start(conn, job_id, next).await?;
     end_generation(conn, job_id, ended).await?;
     stored::run_generation(conn, job_id, next).await?;
     let parts: Vec<(Uuid, LaunchSpec)> = specs.into_iter().map(|p| (p.node_id, p.spec)).collect();
     insert_parts(conn, job_id, next, &parts).await?;
-    stored::switch_generation(conn, job_id, next, plan).await?;
-    tracing::info!(job.id = %job_id, generation = next, "restart: the next generation starts");
-    Ok(())
+    let (tenant_id, lease_id) = stored::switch_generation(conn, job_id, next, plan.clone()).await?;
+    Ok((plan, reason, tenant_id, lease_id))
 }
 
 /// Fail a job that cannot go on (the job row locked by the caller): a pending restart that could not be planned.
@@ -367,12 +383,7 @@ async fn start_pending_generation(
     ended: i32,
     next: i32,
 ) -> Result<(), sqlx::Error> {
-    let (plan, specs, reason) = stored::generation_to_start(conn, job_id, next).await?;
-    end_generation(conn, job_id, ended).await?;
-    stored::run_generation(conn, job_id, next).await?;
-    let parts: Vec<(Uuid, LaunchSpec)> = specs.into_iter().map(|p| (p.node_id, p.spec)).collect();
-    insert_parts(conn, job_id, next, &parts).await?;
-    let (tenant_id, lease_id) = stored::switch_generation(conn, job_id, next, plan.clone()).await?;
+    let (plan, reason, tenant_id, lease_id) = switch_to_generation(conn, job_id, ended, next).await?;
     let plan: Option<Plan> = plan.map(decode_json).transpose()?;
     tracing::info!(job.id = %job_id, generation = next, "replan: the next generation starts");
     let data = serde_json::json!({

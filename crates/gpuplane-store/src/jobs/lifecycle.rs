@@ -303,11 +303,15 @@ pub async fn part_outcomes(
     Ok(rows.into_iter().map(|r| (r.state, r.hostname, r.node_rank, r.reason, r.exit_code)).collect())
 }
 
-/// The job's pending generation (a replan asked for), if any.
-pub async fn pending_generation(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<Option<i32>> {
-    Ok(sqlx::query_scalar!("SELECT generation FROM job_generations WHERE job_id = $1 AND state = 'pending'", job_id)
-        .fetch_optional(conn)
-        .await?)
+/// The job's pending generation, if any, and whether it is a restart (it has a cause) rather than a replan.
+pub async fn pending_generation(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<Option<(i32, bool)>> {
+    let row = sqlx::query!(
+        r#"SELECT generation, cause IS NOT NULL AS "restart!" FROM job_generations WHERE job_id = $1 AND state = 'pending'"#,
+        job_id
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|r| (r.generation, r.restart)))
 }
 
 /// Abandon the job's pending generation, if any; returns its number.

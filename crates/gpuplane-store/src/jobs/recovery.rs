@@ -10,7 +10,6 @@ use super::lifecycle::history_push;
 pub use super::types::FailureCause;
 use super::types::GenerationPart;
 use crate::StoreResult;
-use gpuplane_protocol::jobs::JobState;
 
 /// A job's restart policy as stored (JSON: the server's type) and how many restarts it has had.
 pub async fn restart_state(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<(serde_json::Value, i32)> {
@@ -89,16 +88,6 @@ pub async fn open_restart(conn: &mut PgConnection, new: &NewRestart<'_>) -> Stor
             .await?;
     }
     Ok(generation)
-}
-
-/// The job's pending restart (a pending generation with a cause), if any.
-pub async fn pending_restart(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<Option<i32>> {
-    Ok(sqlx::query_scalar!(
-        "SELECT generation FROM job_generations WHERE job_id = $1 AND state = 'pending' AND cause IS NOT NULL",
-        job_id
-    )
-    .fetch_optional(conn)
-    .await?)
 }
 
 /// A lost node is the root cause of a restart already opened for what followed from it (the other ranks died
@@ -346,14 +335,12 @@ pub async fn note_resumed(conn: &mut PgConnection, node_id: Uuid) -> StoreResult
     .await?)
 }
 
-/// The jobs of a lease that have not ended, in id order, with their states.
-pub async fn open_jobs_of_lease(conn: &mut PgConnection, lease_id: Uuid) -> StoreResult<Vec<(Uuid, JobState)>> {
-    let rows = sqlx::query!(
-        r#"SELECT id, state AS "state: JobState" FROM jobs
-         WHERE lease_id = $1 AND state IN ('pending', 'assigned', 'running') ORDER BY id"#,
+/// The jobs of a lease that have not ended, in id order.
+pub async fn open_jobs_of_lease(conn: &mut PgConnection, lease_id: Uuid) -> StoreResult<Vec<Uuid>> {
+    Ok(sqlx::query_scalar!(
+        "SELECT id FROM jobs WHERE lease_id = $1 AND state IN ('pending', 'assigned', 'running') ORDER BY id",
         lease_id
     )
     .fetch_all(conn)
-    .await?;
-    Ok(rows.into_iter().map(|r| (r.id, r.state)).collect())
+    .await?)
 }

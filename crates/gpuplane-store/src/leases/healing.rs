@@ -3,7 +3,6 @@
 //! with [`super::allocation::LeaseWrite::Join`]), all or nothing. The rule (when a lease is healed, and the
 //! billing around it) is the server's.
 
-use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -17,7 +16,6 @@ pub struct HealSubject {
     pub gpu_count: i32,
     pub term: Term,
     pub currency: String,
-    pub metered_until: Option<DateTime<Utc>>,
     /// A lease across pools (healing is per pool: not built for them).
     pub has_parts: bool,
     /// It attaches a host volume (the host holds the data: it is not replaced).
@@ -28,7 +26,7 @@ pub struct HealSubject {
 pub async fn lock_subject(conn: &mut PgConnection, lease_id: Uuid) -> StoreResult<Option<HealSubject>> {
     Ok(sqlx::query_as!(
         HealSubject,
-        r#"SELECT l.tenant_id, l.pool_id, l.gpu_count, l.term AS "term: Term", l.currency AS "currency!", l.metered_until,
+        r#"SELECT l.tenant_id, l.pool_id, l.gpu_count, l.term AS "term: Term", l.currency AS "currency!",
              EXISTS (SELECT 1 FROM lease_parts p WHERE p.lease_id = l.id) AS "has_parts!",
              EXISTS (SELECT 1 FROM volume_attachments a JOIN volumes v ON v.id = a.volume_id
                      WHERE a.lease_id = l.id AND a.detached_at IS NULL AND v.kind = 'host') AS "host_volume!"
