@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::support::agents::{Api, job_uids_for, start_agent, state_dir};
+use crate::support::agents::{Api, job_uids_for, start_agent, state_dir, wait_until};
 use crate::support::binary::{Proc, terminate};
 use crate::support::jobs::wait_job;
 use crate::support::torch::TorchSetUp;
@@ -252,6 +252,14 @@ async fn a_running_job_is_replanned_by_the_api_and_by_retune_and_resumes_the_sam
     let seconds: i64 = periods.iter().map(|p| p.2).sum();
     assert_eq!(seconds, 4 * (periods.last().unwrap().1 - starts_at).num_seconds(), "4 GPUs, every second");
 
+    // The lease ends on its hosts (their namespaces removed) before the hosts stop: an agent stopped while a lease
+    // runs leaves that lease's namespace to its own next start.
+    api.post(&format!("/v1/leases/{lease_id}/release"), &tenant, json!({})).await;
+    wait_until("the lease's namespaces are removed", 60, || async {
+        let listed = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        !String::from_utf8_lossy(&listed.stdout).lines().any(|l| l.contains(lease_id.as_str()))
+    })
+    .await;
     for mut agent in agents {
         let _ = Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
         let _ = agent.wait();
