@@ -26,6 +26,7 @@ fn train_on(preset: &str, gpu: &str, gpus: u32, gpus_per_node: u32, seq: u32, gl
             lora_rank: None,
             context_len: None,
             concurrent_seqs: None,
+            ..WorkloadFields::bf16(WorkloadKind::Train, 4096, 512)
         },
         cluster: ClusterFields {
             gpu: Some(gpu.to_string()),
@@ -112,6 +113,7 @@ fn main() {
             lora_rank: None,
             context_len: None,
             concurrent_seqs: None,
+            ..WorkloadFields::bf16(WorkloadKind::Train, 4096, 512)
         },
         target: AdviceTarget { training_tokens: Some(2_000_000_000), ..AdviceTarget::default() },
         deadline_hours: Some(72.0),

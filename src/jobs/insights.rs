@@ -275,6 +275,7 @@ pub(crate) mod tests {
             tokens_per_s: 1.0,
             prefill_tokens_per_s: None,
             images_per_s: None,
+            serving: None,
             tflops_per_gpu: 1.0,
             hardware_tflops_per_gpu: 1.0,
             mfu: 0.4,

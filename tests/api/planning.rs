@@ -74,8 +74,10 @@ async fn infeasible_plans_say_what_would_fit(db: PgPool) {
     assert!(res.error_fields()[0].starts_with("model"), "{:?}", res.error_fields());
     let zero = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "train" }, "cluster": { "gpu": "h100", "gpus": 0 } });
     app.post("/v1/plans", &tenant, zero).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
-    // Serving that fails only because of the default concurrency says so.
-    let serve = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "inference" }, "cluster": { "gpu": "rtx4090", "gpus": 1 } });
+    // Serving that fails only because of the concurrency the request fixed says which would fit (one it leaves
+    // out is searched: the most throughput that fits).
+    let serve = json!({ "model": { "preset": "llama2-7b" }, "workload": { "kind": "inference", "concurrent_seqs": 64 },
+        "cluster": { "gpu": "rtx4090", "gpus": 1 } });
     let res =
         app.post("/v1/plans", &tenant, serve).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "plan_infeasible");
     let hints = res.body["context"]["hints"].as_array().unwrap();

@@ -250,6 +250,7 @@ pub fn preset(name: &str) -> Option<ModelArch> {
                 text_encoder_params: 800_000_000,
                 tflops_per_step: 6.0,
                 steps: 30,
+                resolution: Some(1024),
             }),
             ..arch(0, 0, 0, 0, 0, 0)
         },

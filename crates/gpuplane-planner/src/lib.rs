@@ -29,7 +29,11 @@ pub mod validate;
 #[cfg(test)]
 mod calibration;
 #[cfg(test)]
+mod inference_tests;
+#[cfg(test)]
 mod mixed_tests;
+#[cfg(test)]
+mod serving_calibration;
 #[cfg(test)]
 mod tests;
 

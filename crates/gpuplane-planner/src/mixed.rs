@@ -217,6 +217,7 @@ impl MixedPlan {
             tokens_per_s: self.tokens_per_s,
             prefill_tokens_per_s: None,
             images_per_s: None,
+            serving: None,
             tflops_per_gpu: 0.0,
             hardware_tflops_per_gpu: 0.0,
             mfu: 0.0,

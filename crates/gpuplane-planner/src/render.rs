@@ -29,13 +29,18 @@ pub fn stages_label(p: &Plan) -> String {
 }
 
 fn render_diffusion(s: &mut String, plans: &[Plan]) {
-    let _ = writeln!(s, "{:>4} {:>8} {:>10} {:>10} {:>12}", "rank", "replicas", "mem GB", "images/s", "s per image");
+    let _ = writeln!(
+        s,
+        "{:>4} {:>8} {:>6} {:>10} {:>10} {:>12}",
+        "rank", "replicas", "batch", "mem GB", "images/s", "s per batch"
+    );
     for (i, p) in plans.iter().enumerate() {
         let _ = writeln!(
             s,
-            "{:>4} {:>8} {:>10.1} {:>10.2} {:>12.1}",
+            "{:>4} {:>8} {:>6} {:>10.1} {:>10.2} {:>12.1}",
             i + 1,
             p.replicas,
+            p.micro_batch,
             gb(p.memory_per_gpu_bytes),
             p.images_per_s.unwrap_or(0.0),
             p.step_time_s,
@@ -46,31 +51,35 @@ fn render_diffusion(s: &mut String, plans: &[Plan]) {
 fn render_inference(s: &mut String, plans: &[Plan]) {
     let _ = writeln!(
         s,
-        "{:>4} {:>4} {:>4} {:>8} {:>10} {:>14} {:>14} {:>10}",
-        "rank", "tp", "pp", "replicas", "mem GB", "decode tok/s", "prefill tok/s", "step ms"
+        "{:>4} {:>4} {:>4} {:>8} {:>6} {:>10} {:>14} {:>14} {:>9} {:>9}",
+        "rank", "tp", "pp", "replicas", "conc", "mem GB", "decode tok/s", "prefill tok/s", "TTFT ms", "TPOT ms"
     );
     let mut tight = false;
     for (i, p) in plans.iter().enumerate() {
         let flag = headroom_note(&p.memory).is_some();
         tight |= flag;
+        let ttft = p.serving.as_ref().map_or(0.0, |v| v.ttft_s);
         let _ = writeln!(
             s,
-            "{:>4} {:>4} {:>4} {:>8} {:>10} {:>14.0} {:>14.0} {:>10.2}",
+            "{:>4} {:>4} {:>4} {:>8} {:>6} {:>10} {:>14.0} {:>14.0} {:>9.0} {:>9.2}",
             i + 1,
             p.tp,
             p.pp,
             p.replicas,
+            p.micro_batch,
             format!("{:.1}{}", gb(p.memory_per_gpu_bytes), if flag { "!" } else { "" }),
             p.tokens_per_s,
             p.prefill_tokens_per_s.unwrap_or(0.0),
+            ttft * 1e3,
             p.step_time_s * 1e3,
         );
     }
     let _ = writeln!(
         s,
-        "Columns: tp tensor-parallel and pp pipeline degrees of one replica; replicas serving side by side; mem GB\n\
-         per GPU (weights, KV cache, activations); decode and prefill tokens/s of the whole cluster; step ms of one\n\
-         decode step of all sequences in flight."
+        "Columns: tp tensor-parallel and pp pipeline degrees of one replica; replicas serving side by side; conc\n\
+         sequences in flight per replica; mem GB per GPU (weights, KV cache, activations); decode tokens/s of the\n\
+         whole cluster with the prompts' prefill charged, and its prefill capacity alone; TTFT time to first token;\n\
+         TPOT time per output token (a decode step of all sequences with the prefills interleaved)."
     );
     headroom_legend(s, tight);
 }

@@ -30,6 +30,8 @@ struct Searched {
     any_divisible: bool,
     /// Smallest host memory per node of an offload that fits the GPUs but not the host.
     min_host: f64,
+    /// Serving: plans fit but none met the latency bounds, and why.
+    unmet_bounds: Option<String>,
 }
 
 /// Runs one search; every plan found carries the headroom warning where it applies.
@@ -84,6 +86,7 @@ fn search_plans(input: &PlanInput, top_n: usize, first_only: bool) -> Searched {
                 min_needed: out.min_needed,
                 any_divisible: out.any_divisible,
                 min_host: out.min_host_needed,
+                unmet_bounds: None,
             }
         }
         Workload::Inference(spec) => {
@@ -93,6 +96,7 @@ fn search_plans(input: &PlanInput, top_n: usize, first_only: bool) -> Searched {
                 min_needed: out.min_needed,
                 any_divisible: out.any_divisible,
                 min_host: f64::INFINITY,
+                unmet_bounds: out.unmet_bounds,
             }
         }
     }
@@ -168,7 +172,17 @@ fn infeasible(input: &PlanInput, out: &Searched) -> PlanError {
     let (min_needed, any_divisible, min_host) = (out.min_needed, out.any_divisible, out.min_host);
     let c = &input.cluster;
     let n = c.total_gpus();
-    let usable = cost::usable_bytes(c.gpu.memory_bytes);
+    let serving = matches!(input.workload, Workload::Inference(_));
+    let usable = if serving { inference::usable_bytes(&c.gpu) } else { cost::usable_bytes(c.gpu.memory_bytes) };
+    if let Some(why) = &out.unmet_bounds {
+        return PlanError::Infeasible {
+            reason: format!("{} {} on {n} x {}: {why}", input.model_name, workload_label(&input.workload), c.gpu.name),
+            needed_bytes_min: out.min_needed as u64,
+            available_bytes: usable as u64,
+            smallest_fit: None,
+            hints: Vec::new(),
+        };
+    }
     let name = &c.gpu.name;
     let label = workload_label(&input.workload);
     let hold = n as f64 * c.gpu.memory_bytes as f64 / 1e9;
@@ -250,32 +264,28 @@ pub fn hints(req: &PlanRequest) -> Vec<String> {
     let w = &req.workload;
     match w.kind {
         WorkloadKind::Inference => {
-            let context = w.context_len.or(w.seq_len).unwrap_or(4096);
-            if w.concurrent_seqs.is_none()
-                && let Some(c) = [8u32, 4, 2, 1]
+            // A searched concurrency already tries one sequence; a fixed one may be what does not fit.
+            if let Some(given) = w.concurrent_seqs
+                && let Some(c) = [64u32, 32, 16, 8, 4, 2, 1]
                     .into_iter()
+                    .filter(|&c| c < given)
                     .find(|&c| with(req, |r| r.workload.concurrent_seqs = Some(c)).is_some_and(|i| fits_as_is(&i)))
             {
                 out.push(format!(
-                    "fits with {c} concurrent sequence{} of {context} tokens per replica instead of the default 16 (concurrent_seqs, CLI --concurrent {c})",
+                    "fits with {c} concurrent sequence{} per replica instead of {given} (concurrent_seqs, CLI --concurrent {c}; leave it out to search it)",
                     if c == 1 { "" } else { "s" }
                 ));
             }
             if out.is_empty()
                 && w.context_len.is_none()
                 && w.seq_len.is_none()
-                && let Some(ctx) = [2048u32, 1024, 512].into_iter().find(|&ctx| {
-                    with(req, |r| {
-                        r.workload.context_len = Some(ctx);
-                        r.workload.concurrent_seqs = Some(w.concurrent_seqs.unwrap_or(1));
-                    })
-                    .is_some_and(|i| fits_as_is(&i))
-                })
+                && w.input_len.is_none()
+                && w.output_len.is_none()
+                && let Some(ctx) = [2048u32, 1024, 512]
+                    .into_iter()
+                    .find(|&ctx| with(req, |r| r.workload.context_len = Some(ctx)).is_some_and(|i| fits_as_is(&i)))
             {
-                out.push(format!(
-                    "fits with a context of {ctx} tokens (context_len, CLI --context {ctx}) and {} concurrent sequences",
-                    w.concurrent_seqs.unwrap_or(1)
-                ));
+                out.push(format!("fits with a context of {ctx} tokens (context_len, CLI --context {ctx})"));
             }
         }
         WorkloadKind::Train | WorkloadKind::Lora => {

@@ -328,6 +328,14 @@ pub(super) fn advice_request_70b() -> AdviceRequest {
             lora_rank: None,
             context_len: None,
             concurrent_seqs: None,
+            input_len: None,
+            output_len: None,
+            ttft_ms: None,
+            tpot_ms: None,
+            kv_cache_precision: None,
+            steps: None,
+            resolution: None,
+            image_batch: None,
         },
         target: AdviceTarget { training_tokens: Some(2_000_000_000), ..AdviceTarget::default() },
         deadline_hours: Some(72.0),
@@ -470,6 +478,14 @@ proptest! {
                 lora_rank: None,
                 context_len: None,
                 concurrent_seqs: None,
+                input_len: None,
+                output_len: None,
+                ttft_ms: None,
+                tpot_ms: None,
+                kv_cache_precision: None,
+                steps: None,
+                resolution: None,
+                image_batch: None,
             },
             cluster: ClusterFields {
                 gpu: None,
@@ -705,21 +721,21 @@ fn hints_name_the_default_that_fails() {
     let mut req = train_request("llama2-7b", "rtx4090", 1, 1);
     req.workload.kind = WorkloadKind::Inference;
     req.workload.seq_len = None;
-    match plan_request(&req) {
+    // A searched concurrency plans at what fits (a few sequences of 4096 tokens on 24 GB).
+    let r = plan_request(&req).unwrap();
+    assert!((1..=4).contains(&r.plans[0].micro_batch), "{}", r.plans[0].micro_batch);
+    // A concurrency the user fixed that does not fit gets a hint with one that does.
+    req.workload.concurrent_seqs = Some(64);
+    let hint = match plan_request(&req) {
         Err(PlanError::Infeasible { hints, .. }) => {
-            assert!(hints.iter().any(|h| h.contains("--concurrent")), "{hints:?}")
+            hints.into_iter().find(|h| h.contains("--concurrent")).expect("a concurrency hint")
         }
         other => panic!("{other:?}"),
-    }
+    };
     // The hint is right: with that concurrency it plans.
-    req.workload.concurrent_seqs = Some(2);
-    assert!(plan_request(&req).is_ok());
-    // A concurrency the user chose is not second-guessed.
-    req.workload.concurrent_seqs = Some(64);
-    match plan_request(&req) {
-        Err(PlanError::Infeasible { hints, .. }) => assert!(hints.iter().all(|h| !h.contains("--concurrent"))),
-        other => panic!("{other:?}"),
-    }
+    let c: u32 = hint.split("--concurrent ").nth(1).unwrap().split(';').next().unwrap().trim().parse().unwrap();
+    req.workload.concurrent_seqs = Some(c);
+    assert!(plan_request(&req).is_ok(), "{hint}");
     // A LoRA with the default global batch on one 4090 says its step crawls.
     let mut lora = train_request("llama2-7b", "rtx4090", 1, 1);
     lora.workload.kind = WorkloadKind::Lora;
@@ -831,6 +847,14 @@ proptest! {
                 lora_rank: None,
                 context_len: None,
                 concurrent_seqs: None,
+                input_len: None,
+                output_len: None,
+                ttft_ms: None,
+                tpot_ms: None,
+                kv_cache_precision: None,
+                steps: None,
+                resolution: None,
+                image_batch: None,
             },
             cluster: ClusterFields {
                 gpu: Some("a100-40g".into()), gpu_spec: None, gpus, gpus_per_node: Some(gpn),
@@ -901,6 +925,14 @@ fn demo_lora_request() -> AdviceRequest {
             lora_rank: None,
             context_len: None,
             concurrent_seqs: None,
+            input_len: None,
+            output_len: None,
+            ttft_ms: None,
+            tpot_ms: None,
+            kv_cache_precision: None,
+            steps: None,
+            resolution: None,
+            image_batch: None,
         },
         target: AdviceTarget { training_tokens: Some(1_000_000_000), ..AdviceTarget::default() },
         deadline_hours: None,
@@ -988,6 +1020,14 @@ fn mix_request(a100_currency: &str) -> AdviceRequest {
             lora_rank: None,
             context_len: None,
             concurrent_seqs: None,
+            input_len: None,
+            output_len: None,
+            ttft_ms: None,
+            tpot_ms: None,
+            kv_cache_precision: None,
+            steps: None,
+            resolution: None,
+            image_batch: None,
         },
         target: AdviceTarget { training_tokens: Some(1_000_000_000), ..AdviceTarget::default() },
         deadline_hours: None,

@@ -749,6 +749,7 @@ pub fn to_plan(c: &TrainCtx, cand: &Candidate, kind: WorkloadKind, gpu_name: &st
         tokens_per_s: cand.tokens_per_s,
         prefill_tokens_per_s: None,
         images_per_s: None,
+        serving: None,
         tflops_per_gpu: tflops,
         hardware_tflops_per_gpu: hw,
         mfu,

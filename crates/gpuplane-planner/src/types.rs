@@ -42,8 +42,12 @@ pub struct DiffusionSpec {
     pub text_encoder_params: u64,
     /// Approximate TFLOPs of one denoiser evaluation for one image at the native resolution.
     pub tflops_per_step: f64,
-    /// Denoising steps per image (classifier-free guidance doubles the evaluations).
+    /// Denoising steps per image (classifier-free guidance doubles the evaluations); a serving
+    /// workload's `steps` overrides it.
     pub steps: u32,
+    /// Side of the square image, pixels, that `tflops_per_step` is given for (default 1024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<u32>,
 }
 
 /// A decoder-only transformer architecture (or a diffusion model, see `diffusion`).
@@ -93,7 +97,9 @@ pub enum WorkloadKind {
     Train,
     /// LoRA fine-tuning: frozen bf16 base, trainable low-rank adapters on q and v.
     Lora,
-    /// Serving (decode throughput at a given context and concurrency).
+    /// Serving: prompts of `input_len` tokens answered with `output_len` generated tokens (or
+    /// images, for a diffusion model), at the concurrency that gives the most throughput within the
+    /// latency bounds.
     Inference,
 }
 
@@ -315,12 +321,38 @@ pub struct WorkloadFields {
     /// LoRA rank (default 16).
     #[serde(default)]
     pub lora_rank: Option<u32>,
-    /// Inference: tokens of context per sequence (default `seq_len` or 4096).
+    /// Inference: tokens of context per sequence, the most a sequence holds (default
+    /// `input_len + output_len` when both are given, else `seq_len` or 4096).
     #[serde(default)]
     pub context_len: Option<u32>,
-    /// Inference: sequences in flight per replica (default 16).
+    /// Inference: sequences in flight per replica, fixed. Default: searched, the concurrency that
+    /// gives the most generated tokens/s within `ttft_ms` and `tpot_ms`.
     #[serde(default)]
     pub concurrent_seqs: Option<u32>,
+    /// Inference: prompt tokens per request (default `context_len - output_len`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_len: Option<u32>,
+    /// Inference: generated tokens per request (default 256, at most half the context).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_len: Option<u32>,
+    /// Inference: bound on the time to first token, milliseconds (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Inference: bound on the time per output token, milliseconds (default none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// Inference: precision of the KV cache (default: `precision`; `fp8` halves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache_precision: Option<Precision>,
+    /// Diffusion inference: denoising steps per image (default: the model's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<u32>,
+    /// Diffusion inference: side of the square image, pixels (default: the model's native one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<u32>,
+    /// Diffusion inference: images generated together on one GPU (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_batch: Option<u32>,
 }
 
 impl ModelRef {
@@ -341,6 +373,14 @@ impl WorkloadFields {
             lora_rank: None,
             context_len: None,
             concurrent_seqs: None,
+            input_len: None,
+            output_len: None,
+            ttft_ms: None,
+            tpot_ms: None,
+            kv_cache_precision: None,
+            steps: None,
+            resolution: None,
+            image_batch: None,
         }
     }
 }
@@ -412,9 +452,58 @@ pub struct TrainSpec {
 /// Validated inference workload.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct InferenceSpec {
+    /// The most tokens a sequence holds (the KV cache reserved for it): at least
+    /// `input_len + output_len`.
     pub context_len: u32,
+    /// Sequences in flight per replica: the request's when `fixed_concurrency`, else 16, a
+    /// nominal value (the search picks each plan's; see `Plan::micro_batch`).
     pub concurrent_seqs: u32,
+    /// `concurrent_seqs` was given: plan at it rather than search.
+    pub fixed_concurrency: bool,
+    /// Prompt tokens per request.
+    pub input_len: u32,
+    /// Generated tokens per request.
+    pub output_len: u32,
     pub precision: Precision,
+    /// Precision of the KV cache.
+    pub kv_precision: Precision,
+    /// Bound on the time to first token, seconds.
+    pub ttft_s: Option<f64>,
+    /// Bound on the time per output token, seconds.
+    pub tpot_s: Option<f64>,
+    /// Diffusion: denoising steps per image (`None`: the model's).
+    pub steps: Option<u32>,
+    /// Diffusion: side of the square image, pixels (`None`: the model's native one).
+    pub resolution: Option<u32>,
+    /// Diffusion: images generated together on one GPU.
+    pub image_batch: u32,
+}
+
+/// Serving figures of an LLM inference plan, per replica unless said otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ServingMetrics {
+    /// Sequences in flight per replica (also `micro_batch`).
+    pub concurrency: u32,
+    /// The concurrency was searched (the most throughput within the latency bounds), not given.
+    pub concurrency_searched: bool,
+    /// The most sequences whose KV cache fits per replica.
+    pub max_concurrency: u32,
+    pub input_len: u32,
+    pub output_len: u32,
+    /// Time to first token, seconds: the prompt's prefill, the decode steps it is interleaved
+    /// with, and the wait behind other prompts.
+    pub ttft_s: f64,
+    /// Time per output token, seconds: one decode step of every sequence in flight plus the
+    /// share of prompt prefill interleaved with it.
+    pub tpot_s: f64,
+    /// One decode step alone, seconds.
+    pub decode_step_s: f64,
+    /// Requests completed per second, whole cluster.
+    pub requests_per_s: f64,
+    pub kv_cache_precision: Precision,
+    /// FP8 weights on a GPU without FP8 tensor cores: weights stored in 8 bits, computed in 16
+    /// (weight-only FP8, W8A16, as vLLM's Marlin kernels serve it on A100).
+    pub weight_only_fp8: bool,
 }
 
 /// Validated workload.
@@ -531,9 +620,11 @@ pub struct Plan {
     pub replicas: u32,
     pub memory_per_gpu_bytes: u64,
     pub memory: MemoryBreakdown,
-    /// Training: one optimizer step. Inference: one decode step of all sequences in flight.
+    /// Training: one optimizer step. Inference: the time per output token (one decode step of all
+    /// sequences in flight with its share of prompt prefill); diffusion: one batch of images.
     pub step_time_s: f64,
-    /// Training tokens/s, or generated (decode) tokens/s for inference, whole cluster.
+    /// Training tokens/s, or generated (decode) tokens/s for inference with the prompts' prefill
+    /// charged, whole cluster.
     pub tokens_per_s: f64,
     /// Inference only: prompt (prefill) tokens/s of the whole cluster, compute-bound.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -541,6 +632,9 @@ pub struct Plan {
     /// Diffusion inference only: images/s of the whole cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images_per_s: Option<f64>,
+    /// LLM inference only: concurrency, latencies and requests/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<ServingMetrics>,
     /// Model FLOPs (no recomputation) per second per GPU, TFLOP/s.
     pub tflops_per_gpu: f64,
     /// Executed FLOPs (with recomputation) per second per GPU, TFLOP/s.

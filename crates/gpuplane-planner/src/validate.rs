@@ -18,6 +18,12 @@ const MAX_BATCH: u32 = 1 << 24;
 const MAX_GPUS: u32 = 1 << 20;
 const MAX_GPUS_PER_NODE: u32 = 1024;
 const MAX_TOP_N: u32 = 1000;
+const MIN_RESOLUTION: u32 = 64;
+const MAX_RESOLUTION: u32 = 16_384;
+/// Generated tokens per request when neither `output_len` nor both lengths are given.
+pub const DEFAULT_OUTPUT_LEN: u32 = 256;
+/// The nominal concurrency of a serving spec whose concurrency is searched.
+const NOMINAL_CONCURRENCY: u32 = 16;
 
 fn in_range(field: &str, v: u32, lo: u32, hi: u32) -> Result<u32, PlanError> {
     if v < lo || v > hi {
@@ -47,6 +53,9 @@ pub fn validate_arch(a: &ModelArch, field: &str) -> Result<(), PlanError> {
         }
         positive_finite(&f("tflops_per_step"), d.tflops_per_step, 1e6)?;
         in_range(&f("steps"), d.steps, 1, 10_000)?;
+        if let Some(r) = d.resolution {
+            in_range(&f("resolution"), r, MIN_RESOLUTION, MAX_RESOLUTION)?;
+        }
         return Ok(());
     }
     let f = |s: &str| format!("{field}.{s}");
@@ -242,7 +251,9 @@ pub fn validate_gpu(g: &GpuSpec, field: &str) -> Result<(), PlanError> {
 
 /// Validates workload fields against the model and GPU.
 pub fn resolve_workload(w: &WorkloadFields, arch: &ModelArch, gpu: &GpuSpec) -> Result<Workload, PlanError> {
-    if w.precision == Precision::Fp8 && gpu.fp8_tflops.is_none() {
+    // Serving runs FP8 weights without FP8 tensor cores as weight-only FP8 (W8A16, vLLM's Marlin
+    // kernels on A100); training has no such mode.
+    if w.precision == Precision::Fp8 && gpu.fp8_tflops.is_none() && w.kind != WorkloadKind::Inference {
         return Err(PlanError::invalid("workload.precision", format!("{} has no FP8 tensor cores", gpu.name)));
     }
     if arch.diffusion.is_some() && w.kind != WorkloadKind::Inference {
@@ -256,12 +267,78 @@ pub fn resolve_workload(w: &WorkloadFields, arch: &ModelArch, gpu: &GpuSpec) -> 
             let t = TrainSpec { seq_len, global_batch, precision: w.precision, lora_rank };
             Ok(if w.kind == WorkloadKind::Train { Workload::Train(t) } else { Workload::Lora(t) })
         }
-        WorkloadKind::Inference => Ok(Workload::Inference(InferenceSpec {
-            context_len: in_range("workload.context_len", w.context_len.unwrap_or(seq_len), 1, MAX_SEQ)?,
-            concurrent_seqs: in_range("workload.concurrent_seqs", w.concurrent_seqs.unwrap_or(16), 1, 1_000_000)?,
-            precision: w.precision,
-        })),
+        WorkloadKind::Inference => resolve_inference(w, arch, seq_len).map(Workload::Inference),
     }
+}
+
+/// The serving fields: lengths (each defaulted from the others), concurrency, latency bounds, KV
+/// precision, and the diffusion knobs (refused for a language model, which has no images).
+fn resolve_inference(w: &WorkloadFields, arch: &ModelArch, seq_len: u32) -> Result<InferenceSpec, PlanError> {
+    let len = |field: &str, v: Option<u32>| v.map(|v| in_range(field, v, 1, MAX_SEQ)).transpose();
+    let given_context = len("workload.context_len", w.context_len)?;
+    let given_input = len("workload.input_len", w.input_len)?;
+    let given_output = len("workload.output_len", w.output_len)?;
+    let (input_len, output_len) = match (given_input, given_output) {
+        (Some(i), Some(o)) => (i, o),
+        (Some(i), None) => {
+            let room = given_context.map_or(DEFAULT_OUTPUT_LEN, |c| c.saturating_sub(i));
+            (i, DEFAULT_OUTPUT_LEN.min(room).max(1))
+        }
+        (None, given) => {
+            let context = given_context.unwrap_or(seq_len);
+            let o = given.unwrap_or(DEFAULT_OUTPUT_LEN.min(context / 2).max(1));
+            if o >= context {
+                return Err(PlanError::invalid(
+                    "workload.output_len",
+                    format!("{o} leaves no prompt in a context of {context} tokens; give input_len too"),
+                ));
+            }
+            (context - o, o)
+        }
+    };
+    let needed = input_len.saturating_add(output_len);
+    let context_len = given_context.unwrap_or(needed);
+    if needed > context_len {
+        return Err(PlanError::invalid(
+            "workload.input_len",
+            format!("input_len + output_len ({needed}) exceeds context_len ({context_len})"),
+        ));
+    }
+    in_range("workload.context_len", context_len, 1, MAX_SEQ)?;
+    let bound =
+        |field: &str, v: Option<f64>| v.map(|ms| positive_finite(field, ms, 1e7).map(|ms| ms / 1e3)).transpose();
+    let diffusion = arch.diffusion.is_some();
+    for (field, given) in [
+        ("workload.steps", w.steps.is_some()),
+        ("workload.resolution", w.resolution.is_some()),
+        ("workload.image_batch", w.image_batch.is_some()),
+    ] {
+        if given && !diffusion {
+            return Err(PlanError::invalid(field, "only for diffusion models"));
+        }
+    }
+    let steps = w.steps.map(|s| in_range("workload.steps", s, 1, 10_000)).transpose()?;
+    let resolution =
+        w.resolution.map(|r| in_range("workload.resolution", r, MIN_RESOLUTION, MAX_RESOLUTION)).transpose()?;
+    Ok(InferenceSpec {
+        context_len,
+        concurrent_seqs: in_range(
+            "workload.concurrent_seqs",
+            w.concurrent_seqs.unwrap_or(NOMINAL_CONCURRENCY),
+            1,
+            1_000_000,
+        )?,
+        fixed_concurrency: w.concurrent_seqs.is_some(),
+        input_len,
+        output_len,
+        precision: w.precision,
+        kv_precision: w.kv_cache_precision.unwrap_or(w.precision),
+        ttft_s: bound("workload.ttft_ms", w.ttft_ms)?,
+        tpot_s: bound("workload.tpot_ms", w.tpot_ms)?,
+        steps,
+        resolution,
+        image_batch: in_range("workload.image_batch", w.image_batch.unwrap_or(1), 1, 1024)?,
+    })
 }
 
 /// Validates a cluster made of `gpus` GPUs of `gpu`.
