@@ -180,6 +180,7 @@ impl SimNode {
             volume_stores: Vec::new(),
             volumes: Vec::new(),
             cached_models: None,
+            serving: Vec::new(),
         }
     }
 }

@@ -42,6 +42,14 @@ if [ "$(cat "$venv/.stamp-frameworks" 2>/dev/null)" != "$want_frameworks" ]; the
   DS_BUILD_OPS=0 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation -r "$frameworks" >&2
   echo "$want_frameworks" >"$venv/.stamp-frameworks"
 fi
+# `transformers serve`'s own dependencies (the serving end-to-end test's engine), their own stamp.
+serving="$root/runtime/requirements-serving.txt"
+want_serving=$(grep -v '^#' "$serving" | sed '/^$/d' | sort | tr '\n' ' ')
+if [ "$(cat "$venv/.stamp-serving" 2>/dev/null)" != "$want_serving" ]; then
+  echo "runtime-venv: installing $want_serving into $venv" >&2
+  "$venv/bin/pip" install -q --disable-pip-version-check -r "$serving" >&2
+  echo "$want_serving" >"$venv/.stamp-serving"
+fi
 # Non-editable, no dependency resolution: the pins above are the environment.
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$root/runtime" >&2
 echo "$venv"

@@ -16,5 +16,14 @@ pub async fn run(listener: TcpListener, state: AppState, shutdown: CancellationT
     Ok(())
 }
 
+/// Serve the gateway (services' callers) until `shutdown` is cancelled; answers in flight finish first.
+pub async fn run_gateway(listener: TcpListener, state: AppState, shutdown: CancellationToken) -> anyhow::Result<()> {
+    let router = crate::gateway::router(state);
+    axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await?;
+    Ok(())
+}
+
 /// Cancel `token` on SIGINT or SIGTERM: one definition for the service and the agent.
 pub use gpuplane_agent::signals::cancel_on_signal;

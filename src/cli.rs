@@ -171,6 +171,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     crate::secrets::sealing::prepare(&pool, &settings.keyring).await?;
     // Heartbeats need today's telemetry partition: make sure it exists before the first one, even after days down.
     crate::agent_api::rollups::ensure_partitions(&pool, &settings, chrono::Utc::now()).await?;
+    let mut settings = settings;
+    // The gateway's port is known once bound (port 0): services' URLs name it unless --gateway-url does.
+    let gateway = match args.gateway_bind {
+        Some(bind) => {
+            let listener = tokio::net::TcpListener::bind(bind).await?;
+            let addr = listener.local_addr()?;
+            if args.gateway_url.is_none() {
+                settings.gateway_url = format!("http://{addr}");
+            }
+            println!("gpuplane gateway listening on http://{addr}");
+            tracing::info!(%addr, "gateway listening");
+            Some(listener)
+        }
+        None => None,
+    };
     let state = AppState::new(pool, settings)?;
     let listener = tokio::net::TcpListener::bind(args.bind).await?;
     let addr = listener.local_addr()?;
@@ -180,7 +195,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let shutdown = CancellationToken::new();
     cancel_on_signal(shutdown.clone());
     let background = spawn_background(&state, &shutdown);
+    let gateway =
+        gateway.map(|listener| tokio::spawn(crate::app::run_gateway(listener, state.clone(), shutdown.clone())));
     run(listener, state, shutdown).await?;
+    if let Some(gateway) = gateway {
+        gateway.await??;
+    }
     for task in background {
         let _ = task.await;
     }

@@ -46,6 +46,15 @@ pub struct ServeArgs {
     /// Development mode: allows a missing or weak secret (a random one is generated).
     #[arg(long, env = "GPUPLANE_DEV", default_value_t = false)]
     pub dev: bool,
+    /// Where the gateway listens: services' callers reach the replicas there (docs/serving.md). Publish it under a
+    /// domain of its own, never the console's (what tenants' servers answer must not share its origin or
+    /// cookies). Port 0 picks a free port (printed on start). Unset: this process runs no gateway.
+    #[arg(long, env = "GPUPLANE_GATEWAY_BIND")]
+    pub gateway_bind: Option<SocketAddr>,
+    /// The gateway's public base URL, as services' `url` show it (e.g. `https://apps.example.com`) [default:
+    /// `http://` and the --gateway-bind address].
+    #[arg(long, env = "GPUPLANE_GATEWAY_URL")]
+    pub gateway_url: Option<String>,
     /// Lifetime of access tokens, in seconds.
     #[arg(long, env = "GPUPLANE_TOKEN_TTL_SECS", default_value_t = 900)]
     pub token_ttl_secs: u64,
@@ -414,6 +423,8 @@ pub struct Settings {
     pub idle: IdleSettings,
     /// Seals the secrets the service stores; see [`crate::secrets`].
     pub keyring: Arc<Keyring>,
+    /// The gateway's public base URL (services' `url`).
+    pub gateway_url: String,
 }
 
 impl Settings {
@@ -444,6 +455,7 @@ impl Settings {
             webhooks: WebhookSettings::from(&WebhookArgs::default()),
             idle: IdleSettings::from(&IdleArgs::default()),
             keyring: Arc::new(Keyring::dev()),
+            gateway_url: "http://127.0.0.1:8081".into(),
         }
     }
 }
@@ -537,6 +549,15 @@ impl ServeArgs {
         settings.webhooks = WebhookSettings::from(w);
         settings.idle = IdleSettings::from(i);
         settings.keyring = Arc::new(self.secrets.keyring(self.dev)?);
+        if let Some(url) = &self.gateway_url {
+            let parsed = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("--gateway-url `{url}`: {e}"))?;
+            if !["http", "https"].contains(&parsed.scheme()) || parsed.query().is_some() {
+                anyhow::bail!("--gateway-url must be an http(s) URL without a query, e.g. https://apps.example.com");
+            }
+            settings.gateway_url = url.trim_end_matches('/').to_string();
+        } else if let Some(bind) = self.gateway_bind {
+            settings.gateway_url = format!("http://{bind}");
+        }
         Ok(settings)
     }
 }

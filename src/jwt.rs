@@ -11,6 +11,13 @@ use crate::config::Settings;
 use crate::error::ApiError;
 
 pub const ISSUER: &str = "gpuplane";
+
+fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = Hmac::<sha2_for_hmac::Sha256>::new_from_slice(key).expect("HMAC takes keys of any length");
+    mac.update(message);
+    mac.finalize().into_bytes().to_vec()
+}
 /// Audience of user (operator and tenant) tokens.
 pub const USER_AUDIENCE: &str = "gpuplane-api";
 /// Audience of node agent credentials: they open `/v1/agent/*` and nothing else.
@@ -57,6 +64,8 @@ pub struct TokenKeys {
     validation: Validation,
     agent_validation: Validation,
     pub ttl_secs: u64,
+    /// Derived from the signing secret: the key of the replicas' tokens ([`TokenKeys::replica_token`]).
+    replica_key: Vec<u8>,
 }
 
 impl TokenKeys {
@@ -75,7 +84,15 @@ impl TokenKeys {
             validation,
             agent_validation,
             ttl_secs: settings.token_ttl.as_secs(),
+            replica_key: hmac_sha256(secret, b"gpuplane replica tokens"),
         })
+    }
+
+    /// The token the gateway presents to a serving part's forwarder on its node: derived from the signing
+    /// secret and the part, so it is stored nowhere and every service replica computes the same one. The agent
+    /// learns it with the part's assignment; the job's processes never see it.
+    pub fn replica_token(&self, job_node_id: Uuid) -> String {
+        hmac_sha256(&self.replica_key, job_node_id.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
     }
 
     pub fn issue_agent(&self, node_id: Uuid, generation: i64) -> anyhow::Result<String> {

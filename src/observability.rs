@@ -39,6 +39,9 @@ pub fn init_logging(format: LogFormat) {
 }
 
 /// Request latency buckets, seconds.
+/// Service requests run from milliseconds to minutes (a long generation streamed).
+const SERVICE_BUCKETS: &[f64] =
+    &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0];
 const LATENCY_BUCKETS: &[f64] = &[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0];
 /// Background round buckets, seconds.
 const SWEEP_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 30.0];
@@ -52,6 +55,12 @@ pub fn metrics_handle() -> PrometheusHandle {
                 .set_buckets_for_metric(Matcher::Full("gpuplane_http_request_duration_seconds".into()), LATENCY_BUCKETS)
                 .and_then(|b| {
                     b.set_buckets_for_metric(Matcher::Full("gpuplane_sweeper_duration_seconds".into()), SWEEP_BUCKETS)
+                })
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Full("gpuplane_service_request_duration_seconds".into()),
+                        SERVICE_BUCKETS,
+                    )
                 })
                 .map(|b| b.build_recorder())
                 .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
@@ -82,6 +91,23 @@ fn describe() {
         "gpuplane_sweeper_duration_seconds",
         Unit::Seconds,
         "Duration of one background round, by sweeper"
+    );
+    describe_counter!(
+        "gpuplane_service_requests_total",
+        "Requests to services through this replica's gateway, by service and status (the gateway's refusals too)"
+    );
+    describe_histogram!(
+        "gpuplane_service_request_duration_seconds",
+        Unit::Seconds,
+        "Time from a service request's arrival at the gateway to the end of its answer, by service"
+    );
+    describe_counter!(
+        "gpuplane_service_output_tokens_total",
+        "Tokens that OpenAI-compatible services' answers report (usage.completion_tokens), by service"
+    );
+    describe_counter!(
+        "gpuplane_service_replica_unreachable_total",
+        "Replicas the gateway could not reach and passed over (the request went to another), by service"
     );
     describe_counter!("gpuplane_heartbeats_total", "Agent heartbeats accepted by this replica");
     describe_counter!("gpuplane_heartbeat_samples_total", "GPU telemetry samples ingested by this replica");

@@ -28,6 +28,7 @@ use crate::error::{FieldError, Problem};
         (name = "planner", description = "Auto-parallel plans and rental advice"),
         (name = "jobs", description = "Jobs on a lease's GPUs: templates, planned launch specs, state, insights"),
         (name = "environments", description = "Interactive access: SSH keys, and SSH into a sandbox holding a lease's GPUs"),
+        (name = "services", description = "Jobs that serve: their URL through the gateway, their callers' keys, who may call them and how often"),
         (name = "volumes", description = "Storage that outlives a lease: a tenant's volumes in a pool, and what each pool sells of storage"),
         (name = "agents", description = "Node agents: registration and heartbeats (agent credentials only)"),
         (name = "billing", description = "Prices, prepaid balance, ledger, invoices, usage exports, revenue"),

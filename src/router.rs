@@ -18,8 +18,8 @@ use crate::error::ApiError;
 use crate::observability::{REQUEST_ID, track_metrics};
 use crate::state::AppState;
 use crate::{
-    agent_api, auth, billing, console, environments, health, inventory, jobs, leases, planning_api, tenants, volumes,
-    webhooks,
+    agent_api, auth, billing, console, environments, health, inventory, jobs, leases, planning_api, services, tenants,
+    volumes, webhooks,
 };
 
 /// Largest request body accepted (413 above it).
@@ -123,6 +123,11 @@ fn api_routes() -> OpenApiRouter<AppState> {
         ))
         .routes(routes!(agent_api::environments::report_environment_status))
         // volumes/routes
+        // services/routes
+        .routes(routes!(services::routes::list_services))
+        .routes(routes!(services::routes::get_service, services::routes::update_service))
+        .routes(routes!(services::routes::list_service_keys, services::routes::create_service_key))
+        .routes(routes!(services::routes::revoke_service_key))
         .routes(routes!(volumes::routes::list_volumes, volumes::routes::create_volume))
         .routes(routes!(volumes::routes::get_volume, volumes::routes::update_volume, volumes::routes::delete_volume))
         .routes(routes!(volumes::routes::set_pool_storage))

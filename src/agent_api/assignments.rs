@@ -25,10 +25,16 @@ pub async fn get_assignments(
     agent: AgentAuth,
 ) -> ApiResult<(NoStore, Json<AssignmentList>)> {
     let mut tx = state.db.begin().await?;
-    let list = lifecycle::fetch_assignments(&mut tx, &state.settings.keyring, agent.node_id, agent.generation)
+    let mut list = lifecycle::fetch_assignments(&mut tx, &state.settings.keyring, agent.node_id, agent.generation)
         .await?
         .ok_or_else(stale_credential)?;
     tx.commit().await?;
+    // A serving part's forwarder lets in only the gateway, which presents this token (stored nowhere).
+    for assignment in &mut list.assignments {
+        if let Some(serve) = &mut assignment.spec.serve {
+            serve.token = state.tokens.replica_token(assignment.job_node_id);
+        }
+    }
     Ok((NO_STORE, Json(list)))
 }
 

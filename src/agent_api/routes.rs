@@ -284,6 +284,14 @@ pub async fn post_heartbeat(
     }
     crate::volumes::agents::validate(&req.volume_stores, &req.volumes, &mut errors);
     crate::inventory::model_cache::validate(req.cached_models.as_deref(), &mut errors);
+    for (i, report) in req.serving.iter().enumerate() {
+        if !(1..=65535).contains(&report.port) {
+            errors.push(FieldError::new(format!("serving[{i}].port"), "a port, 1-65535"));
+        }
+    }
+    if req.serving.len() > 1024 {
+        errors.push(FieldError::new("serving", "at most 1024 replicas"));
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -319,6 +327,11 @@ pub async fn post_heartbeat(
     }
     if !req.latency.is_empty() {
         crate::leases::network::record(&state, agent.node_id, &req.latency).await?;
+    }
+    if !req.serving.is_empty() {
+        // Where the gateway finds this node's ready replicas (its own running parts of a service only).
+        let mut conn = state.db.acquire().await?;
+        gpuplane_store::services::record_replicas(&mut conn, agent.node_id, &req.serving).await?;
     }
     if !req.steps.is_empty() {
         let mut tx = state.db.begin().await?;

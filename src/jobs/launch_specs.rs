@@ -12,6 +12,8 @@ pub use gpuplane_protocol::jobs::{LaunchSpec, PLAN_FILE, STEPS_FILE, SpecFile};
 
 /// Names the plan file among a planned job's launch files (what `gpuplane_runtime` reads).
 pub const PLAN_FILE_ENV: &str = "GPUPLANE_PLAN_FILE";
+/// The port a serving job's server listens on (`serve.port`), in its environment.
+pub const SERVE_PORT_ENV: &str = "GPUPLANE_SERVE_PORT";
 /// Names the file where the runtime appends each step's measurements (the agent ships them).
 pub const STEPS_FILE_ENV: &str = "GPUPLANE_METRICS_FILE";
 
@@ -34,6 +36,7 @@ pub const RESERVED_ENV: &[&str] = &[
     "LOCAL_WORLD_SIZE",
     "GPUPLANE_JOB_ID",
     "GPUPLANE_NODE_ADDRS",
+    SERVE_PORT_ENV,
     PLAN_FILE_ENV,
     STEPS_FILE_ENV,
     "NCCL_IB_DISABLE",
@@ -513,7 +516,7 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
             env.insert(PLAN_FILE_ENV.into(), PLAN_FILE.into());
         }
         env.insert(STEPS_FILE_ENV.into(), STEPS_FILE.into());
-        specs.push(LaunchSpec { argv, env, files, image: input.image.map(str::to_owned) });
+        specs.push(LaunchSpec { argv, env, files, image: input.image.map(str::to_owned), serve: None });
     }
     Ok(specs)
 }
@@ -608,7 +611,9 @@ fn render_builtin(
                 "--max-model-len".to_string(),
                 spec.context_len.to_string(),
                 "--max-num-seqs".into(),
-                spec.concurrent_seqs.to_string(),
+                // The plan's concurrency per replica (searched for the most throughput within the latency bounds,
+                // or as the request fixed it).
+                plan.serving.as_ref().map_or(spec.concurrent_seqs, |s| s.concurrency).to_string(),
                 "--dtype".into(),
                 if spec.precision == Precision::Fp16 { "float16" } else { "bfloat16" }.into(),
                 "--host".into(),

@@ -221,7 +221,15 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     if current.is_terminal() {
         return Ok(current);
     }
-    let states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
+    let mut states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
+    // A service's replica that failed leaves the others serving (the gateway passes it over): its job fails, or
+    // restarts, only once no part is left.
+    if states.contains(&JobState::Failed)
+        && states.iter().any(|s| !s.is_terminal())
+        && gpuplane_store::services::job_serves(conn, job_id).await?
+    {
+        states.retain(|s| *s != JobState::Failed);
+    }
     let any_failed = states.contains(&JobState::Failed);
     let pending = stored::pending_generation(conn, job_id).await?;
     // A restart pending: the job runs on while the failed generation's parts end; the recovery worker starts it.

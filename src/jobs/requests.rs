@@ -72,6 +72,11 @@ pub struct CreateJobRequest {
     /// checkpoint to storage that outlives a node, off otherwise.
     #[serde(default)]
     pub restart: super::restarts::RestartRequest,
+    /// The job serves on a port: each of its parts is a replica of a service that callers reach through the
+    /// gateway with the service's keys (`GET /v1/services` lists it, with its URL). A part that fails leaves the
+    /// others serving; the job ends when all have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve: Option<crate::services::requests::ServeRequest>,
 }
 
 /// Most extra environment variables, and bytes per value.
@@ -129,6 +134,9 @@ impl CreateJobRequest {
             errors.push(FieldError::new("workload", "give a model and its workload together"));
         }
         self.restart.validate(&mut errors);
+        if let Some(serve) = &self.serve {
+            serve.validate(&mut errors);
+        }
         if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
     }
 }

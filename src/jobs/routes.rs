@@ -197,6 +197,19 @@ pub async fn create_job(
         },
     )
     .await?;
+    if let Some(serve) = &req.serve {
+        let service = gpuplane_store::services::NewService {
+            id: new_id(),
+            tenant_id: auth.tenant_id,
+            job_id,
+            port: serve.port,
+            health_path: &serve.health_path,
+            protocol: &serve.protocol,
+            public: serve.public,
+            rate_limit_per_minute: serve.rate_limit_per_minute,
+        };
+        gpuplane_store::services::insert_service(&mut tx, &service).await?;
+    }
     let job = lifecycle::load_job(&mut tx, Some(auth.tenant_id), job_id).await?.ok_or(ApiError::NotFound("job"))?;
     tx.commit().await?;
     tracing::info!(job.id = %job_id, lease.id = %lease_id, template = %rendered.template_name, nodes = job.nodes.len(), "job created");

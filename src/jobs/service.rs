@@ -374,7 +374,23 @@ pub async fn plan_and_render(
         image: req.image.as_deref(),
     })
     .map_err(ApiError::Validation)?;
+    let specs = match &req.serve {
+        Some(serve) => specs.into_iter().map(|spec| with_serve(spec, serve)).collect(),
+        None => specs,
+    };
     Ok(Rendered { template_name, template_version, planned, parts: node_ids.into_iter().zip(specs).collect() })
+}
+
+/// A part that serves: its server's port in its environment, and what its agent forwards to and probes.
+fn with_serve(
+    mut spec: launch_specs::LaunchSpec,
+    serve: &crate::services::requests::ServeRequest,
+) -> launch_specs::LaunchSpec {
+    let port = u16::try_from(serve.port).unwrap_or(0);
+    spec.env.insert(launch_specs::SERVE_PORT_ENV.into(), port.to_string());
+    spec.serve =
+        Some(gpuplane_protocol::jobs::ServeSpec { port, health_path: serve.health_path.clone(), token: String::new() });
+    spec
 }
 
 /// Seconds a stop notice gives a job that does not say.

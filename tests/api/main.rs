@@ -35,6 +35,8 @@ mod recovery;
 mod recovery_e2e;
 mod replan_e2e;
 mod secrets;
+mod services;
+mod serving_e2e;
 mod sessions;
 mod strict_requests;
 mod tenants;

@@ -62,6 +62,10 @@ pub struct AgentArgs {
     /// Ports the agent gives leases' SSH environments, as FIRST-LAST (open them in the host's firewall to tenants).
     #[arg(long, env = "GPUPLANE_AGENT_ENV_PORTS", default_value = "20000-20999", value_parser = PortRange::parse)]
     pub env_ports: PortRange,
+    /// Ports the agent forwards the service's gateway on to the jobs that serve, as FIRST-LAST (open them in the
+    /// host's firewall to the service only; a connection without the replica's token reaches nothing).
+    #[arg(long, env = "GPUPLANE_AGENT_SERVE_PORTS", default_value = "21000-21999", value_parser = PortRange::parse)]
+    pub serve_ports: PortRange,
     /// The SSH server environments run (Debian's openssh-server), inside the lease's sandbox.
     #[arg(long, env = "GPUPLANE_AGENT_SSHD", default_value = "/usr/sbin/sshd", value_name = "PATH")]
     pub sshd: PathBuf,

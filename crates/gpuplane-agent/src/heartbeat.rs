@@ -282,8 +282,10 @@ impl Agent {
             if Instant::now() >= steps_look_at {
                 steps_look_at = Instant::now() + STEPS_LOOK;
                 jobs.collect_steps();
+                // A replica that became ready or stopped answering is told at once (the gateway follows it).
+                let serving_changed = jobs.serving.take_changed();
                 // Not while backing off: the service is not answering.
-                if !jobs.steps.is_empty() && backoff.failures() == 0 {
+                if (!jobs.steps.is_empty() || serving_changed) && backoff.failures() == 0 {
                     next_send = next_send.min(Instant::now());
                 }
             }
@@ -323,6 +325,7 @@ impl Agent {
                 volume_stores: self.volumes.stores(),
                 volumes: self.volumes.reports(),
                 cached_models: models.to_send(),
+                serving: jobs.serving.reports(),
             };
             let models_sent = request.cached_models.clone();
             let sent = request.samples.len();

@@ -119,6 +119,8 @@ pub struct JobRunner {
     leases: Vec<NodeLease>,
     /// Steps the jobs' runtimes measured, not yet delivered.
     pub steps: Bounded<JobStep>,
+    /// The forwarders and probes of the parts that serve.
+    pub serving: super::serving::ServingReplicas,
 }
 
 impl JobRunner {
@@ -165,6 +167,7 @@ impl JobRunner {
             }
         }
         let environments = Environments::new(host.env_ports, host.sshd.clone(), STOP_GRACE);
+        let host_serve_ports = host.serve_ports;
         let runner = Self {
             state_dir: state_dir.to_owned(),
             environments,
@@ -177,6 +180,7 @@ impl JobRunner {
             grace: STOP_GRACE,
             leases: Vec::new(),
             steps: Bounded::new(MAX_BUFFERED_STEPS),
+            serving: super::serving::ServingReplicas::new(host_serve_ports),
         };
         runner.persist()?;
         Ok(runner)
@@ -229,6 +233,7 @@ impl JobRunner {
         let exit = JobExit { job_node_id, code: exit.code, tail: exit.tail, first_error: exit.first_error };
         // Its last steps are read before it is forgotten.
         self.collect_steps_of(job_node_id);
+        self.serving.stop(job_node_id);
         let (stopping, noticed) = match self.running.remove(&exit.job_node_id) {
             Some(r) => (r.stopping, r.noticed),
             None => (None, None),
@@ -306,6 +311,9 @@ impl JobRunner {
             let id = assignment.job_node_id;
             match assignment.desired {
                 Desired::Run if self.running.contains_key(&id) => {
+                    if let Some(serve) = &assignment.spec.serve {
+                        self.serving.refresh_token(id, &serve.token);
+                    }
                     if let Some(notice) = &assignment.notice {
                         self.notice(id, notice);
                     }
@@ -514,6 +522,17 @@ impl JobRunner {
         let prepared = self.host.prepare(id, &lease, uid, &assignment.spec, agent_path.as_deref())?;
         let (pid, tail) = spawn_process(&prepared, Owner::Job(id), &self.exits_tx)?;
         let lease_id = assignment.lease_id;
+        if let Some(serve) = &assignment.spec.serve {
+            // The server listens in the lease's namespace (on its address); unsandboxed, on the host's loopback.
+            let address = match self.host.network.as_ref().and_then(|n| n.address(lease_id)) {
+                Some(address) => std::net::IpAddr::V4(address),
+                None => std::net::IpAddr::from([127, 0, 0, 1]),
+            };
+            if let Err(err) = self.serving.start(id, std::net::SocketAddr::from((address, serve.port)), serve) {
+                // The process runs; without a forwarder it is never ready, which the service shows.
+                tracing::warn!(job_node.id = %id, err = format!("{err:#}"), "could not open the replica's forwarder");
+            }
+        }
         self.running.insert(
             id,
             Running {
@@ -571,6 +590,8 @@ impl JobRunner {
         }
         running.stopping = Some(reason);
         let (pid, kind) = (running.pid, running.kind.clone());
+        // A stopping replica takes no new connections (the gateway sends them to the others).
+        self.serving.stop(id);
         tracing::info!(job_node.id = %id, pid, ?reason, "stopping job");
         self.host.stop_gracefully(pid, kind, self.grace);
     }
@@ -578,6 +599,7 @@ impl JobRunner {
     /// The agent is stopping: stop every process, wait for them (at most the grace period and a little), report.
     pub async fn shutdown(&mut self, client: &ServiceClient, token: &str) {
         self.environments.kill_all(&self.host);
+        self.serving.stop_all();
         let ids: Vec<Uuid> = self.running.keys().copied().collect();
         if !ids.is_empty() {
             for id in ids {
@@ -646,6 +668,7 @@ mod tests {
             runtime: super::super::args::ContainerRuntime::Docker,
             max_processes: 64,
             env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
+            serve_ports: super::super::args::PortRange { first: 21000, last: 21009 },
             sshd: "/usr/sbin/sshd".into(),
             network: None,
             volumes: Default::default(),

@@ -52,6 +52,8 @@ pub struct JobHost {
     pub max_processes: u32,
     /// Ports for environments' SSH servers, and the server.
     pub env_ports: super::args::PortRange,
+    /// Ports for the forwarders of parts that serve ([`super::serving`]).
+    pub serve_ports: super::args::PortRange,
     pub sshd: PathBuf,
     /// Each lease's own network namespace: `Some` exactly when jobs run sandboxed.
     pub network: Option<super::lease_net::LeaseNetworks>,
@@ -625,12 +627,14 @@ mod tests {
             runtime: ContainerRuntime::Docker,
             max_processes: 64,
             env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
+            serve_ports: super::super::args::PortRange { first: 21000, last: 21009 },
             sshd: "/usr/sbin/sshd".into(),
             network: None,
             volumes: Default::default(),
             model_cache: None,
         };
-        let spec = LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files: Vec::new(), image: None };
+        let spec =
+            LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files: Vec::new(), image: None, serve: None };
         let lease = gpuplane_protocol::jobs::NodeLease {
             lease_id: Uuid::new_v4(),
             gpu_indices: Vec::new(),
@@ -656,6 +660,7 @@ mod tests {
             runtime: ContainerRuntime::Podman,
             max_processes: 64,
             env_ports: super::super::args::PortRange { first: 20000, last: 20009 },
+            serve_ports: super::super::args::PortRange { first: 21000, last: 21009 },
             sshd: "/usr/sbin/sshd".into(),
             network: None,
             volumes: Default::default(),
@@ -710,7 +715,8 @@ mod tests {
         std::fs::create_dir_all(lease.join("jobs")).unwrap();
         let id = Uuid::new_v4();
         let file = |path: &str| SpecFile { path: path.into(), content: "{}".into() };
-        let spec = |files| LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files, image: None };
+        let spec =
+            |files| LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files, image: None, serve: None };
         // A stale directory from an interrupted attempt (with a planted link) is replaced, not written through.
         std::fs::create_dir_all(lease.join("jobs").join(id.to_string())).unwrap();
         std::os::unix::fs::symlink("/etc", lease.join("jobs").join(id.to_string()).join("conf")).unwrap();

@@ -38,6 +38,7 @@ pub mod lease_net;
 pub mod model_cache;
 pub mod process;
 pub mod sandbox;
+pub mod serving;
 pub mod signals;
 pub mod simulated;
 pub mod steps;
@@ -308,6 +309,7 @@ fn job_host(
         runtime: args.container_runtime,
         max_processes: args.job_max_processes,
         env_ports: args.env_ports,
+        serve_ports: args.serve_ports,
         sshd: args.sshd.clone(),
         network,
         volumes,

@@ -246,6 +246,10 @@ pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "server", schema(max_items = 1024))]
     pub cached_models: Option<Vec<String>>,
+    /// This node's serving parts (replicas of services) as they are now: the forwarder's port and readiness.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "server", schema(max_items = 1024))]
+    pub serving: Vec<crate::jobs::ServingReport>,
 }
 
 /// Round trips from this node to one other node of a lease (UDP echo probes).

@@ -229,6 +229,46 @@ pub struct LaunchSpec {
     /// Run inside this container image (the agent wraps argv in `docker run` with only the leased GPUs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
+    /// The part serves on a port (a service's replica): the agent forwards the gateway to it and probes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serve: Option<ServeSpec>,
+}
+
+/// A replica's server as the agent sees it: where it listens in the lease's namespace, how it is probed, and the
+/// token the gateway presents to reach it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct ServeSpec {
+    /// The port the job's server listens on (on every address of the lease's namespace, e.g. `0.0.0.0`).
+    pub port: u16,
+    /// Probed with `GET` every second; a 2xx answer makes the replica ready.
+    pub health_path: String,
+    /// What the gateway sends first on each connection to the agent's forwarder (`GPUPLANE-REPLICA <token>\n`).
+    /// Given with each assignment fetch, never stored; empty in a stored spec.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
+}
+
+/// What the forwarder answers once the token matched and it reached the server: the request may be sent (a
+/// replica that cannot be reached never gets it, so it can go to another).
+pub const REPLICA_ACK: &[u8] = b"OK\n";
+
+/// The first line the gateway writes on a connection to a replica's forwarder, before the HTTP request.
+pub fn replica_preamble(token: &str) -> String {
+    format!("GPUPLANE-REPLICA {token}\n")
+}
+
+/// A serving part's forwarder on this node, as the agent reports it with each heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServingReport {
+    pub job_node_id: Uuid,
+    /// The host port the gateway connects to (on the node's address).
+    #[cfg_attr(feature = "server", schema(minimum = 1, maximum = 65535))]
+    pub port: i32,
+    /// The last health probe answered 2xx.
+    pub ready: bool,
 }
 
 /// Name of the file, in a job's working directory, where the gpuplane runtime (global rank 0) appends one JSON

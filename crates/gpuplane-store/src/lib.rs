@@ -22,6 +22,7 @@ pub mod lease_kinds;
 pub mod leases;
 pub mod ops;
 pub mod secrets;
+pub mod services;
 pub mod tenants;
 pub mod volumes;
 pub mod webhooks;

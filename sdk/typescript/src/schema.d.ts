@@ -1463,6 +1463,76 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's services, in id order. */
+        get: operations["list_services"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{service_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One of the tenant's services, with its replicas' readiness. */
+        get: operations["get_service"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Make a service public or private, or change its rate limit (tenant admin). Takes effect on the next request. */
+        patch: operations["update_service"];
+        trace?: never;
+    };
+    "/v1/services/{service_id}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service's keys (revoked ones too, with when), never their secrets. */
+        get: operations["list_service_keys"];
+        put?: never;
+        /** A key for the service's callers (tenant admin): its secret is in this answer only. */
+        post: operations["create_service_key"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services/{service_id}/keys/{key_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a key (tenant admin): the gateway refuses it from the next request on. Idempotent. */
+        delete: operations["revoke_service_key"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/templates": {
         parameters: {
             query?: never;
@@ -2200,6 +2270,7 @@ export interface components {
             secret_env?: {
                 [key: string]: string;
             };
+            serve?: components["schemas"]["ServeRequest"] | null;
             /**
              * Format: int32
              * @description Seconds a stop notice (a replan, the lease released or reaching its end, the balance running out) gives
@@ -2415,6 +2486,15 @@ export interface components {
         };
         /**
          * @example {
+         *       "name": "mobile-app"
+         *     }
+         */
+        CreateServiceKeyRequest: {
+            /** @description What the key is for, 1-100 characters, no control characters. */
+            name: string;
+        };
+        /**
+         * @example {
          *       "name": "acme-ml",
          *       "quotas": {
          *         "max_concurrent_leases": 10,
@@ -2488,6 +2568,11 @@ export interface components {
             /** @description The secret token for `gpuplane agent --join-token`. Shown only now. */
             join_token: string;
         };
+        /** @description A new key, with its secret (shown only here). */
+        CreatedServiceKey: components["schemas"]["ServiceKey"] & {
+            /** @description The key: callers send `Authorization: Bearer <secret>` to the service's URL. Not shown again. */
+            secret: string;
+        };
         /** @description A new endpoint, with its signing secret: the only time the secret is shown. */
         CreatedWebhookEndpoint: components["schemas"]["WebhookEndpoint"] & {
             /**
@@ -2515,7 +2600,13 @@ export interface components {
         DiffusionSpec: {
             /**
              * Format: int64
-             * @description Denoising steps per image (classifier-free guidance doubles the evaluations).
+             * @description Side of the square image, pixels, that `tflops_per_step` is given for (default 1024).
+             */
+            resolution?: number | null;
+            /**
+             * Format: int64
+             * @description Denoising steps per image (classifier-free guidance doubles the evaluations); a serving
+             *     workload's `steps` overrides it.
              */
             steps: number;
             /** @description Text encoder (and VAE) parameters. */
@@ -2888,6 +2979,8 @@ export interface components {
             } | null;
             /** @description Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first). */
             samples: components["schemas"]["GpuSample"][];
+            /** @description This node's serving parts (replicas of services) as they are now: the forwarder's port and readiness. */
+            serving?: components["schemas"]["ServingReport"][];
             /**
              * @description Optimizer steps the gpuplane runtime measured in this node's jobs since the last delivered heartbeat,
              *     oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
@@ -3251,6 +3344,7 @@ export interface components {
             files?: components["schemas"]["SpecFile"][];
             /** @description Run inside this container image (the agent wraps argv in `docker run` with only the leased GPUs). */
             image?: string | null;
+            serve?: components["schemas"]["ServeSpec"] | null;
         };
         Lease: {
             /** Format: date-time */
@@ -4269,11 +4363,13 @@ export interface components {
              */
             replicas: number;
             sequence_parallel: boolean;
+            serving?: components["schemas"]["ServingMetrics"] | null;
             /** @description How the layers are split over the stages. */
             stage_split?: components["schemas"]["StageSplit"];
             /**
              * Format: double
-             * @description Training: one optimizer step. Inference: one decode step of all sequences in flight.
+             * @description Training: one optimizer step. Inference: the time per output token (one decode step of all
+             *     sequences in flight with its share of prompt prefill); diffusion: one batch of images.
              */
             step_time_s: number;
             /**
@@ -4288,7 +4384,8 @@ export interface components {
             tflops_per_gpu: number;
             /**
              * Format: double
-             * @description Training tokens/s, or generated (decode) tokens/s for inference, whole cluster.
+             * @description Training tokens/s, or generated (decode) tokens/s for inference with the prompts' prefill
+             *     charged, whole cluster.
              */
             tokens_per_s: number;
             /** Format: int64 */
@@ -4674,6 +4771,183 @@ export interface components {
             replaces: string;
         };
         /**
+         * @description `serve` on a job: its parts are replicas of a service that callers reach through the gateway.
+         * @example {
+         *       "health_path": "/v1/models",
+         *       "port": 8000,
+         *       "protocol": "openai"
+         *     }
+         */
+        ServeRequest: {
+            /**
+             * @description Probed with `GET` every second on each replica; a 2xx answer makes it ready (default `/health`). Starts with
+             *     `/`, at most 200 characters, printable ASCII without spaces.
+             */
+            health_path?: string;
+            /**
+             * Format: int32
+             * @description The port the job's server listens on in the lease's namespace, 1024-65535; it must listen on every address
+             *     (`0.0.0.0`), not only loopback. Also in the job's environment as `GPUPLANE_SERVE_PORT`.
+             */
+            port: number;
+            /**
+             * @description `http` (default), or `openai` for an OpenAI-compatible server (vLLM, SGLang, `transformers serve`): the
+             *     gateway then also counts the tokens its answers report.
+             */
+            protocol?: string;
+            /** @description Callable without a key (default false: callers need one of the service's keys). */
+            public?: boolean;
+            /**
+             * Format: int32
+             * @description Requests per minute per key (per client address when public), 1-1000000; default unlimited.
+             */
+            rate_limit_per_minute?: number | null;
+        };
+        /**
+         * @description A replica's server as the agent sees it: where it listens in the lease's namespace, how it is probed, and the
+         *     token the gateway presents to reach it.
+         */
+        ServeSpec: {
+            /** @description Probed with `GET` every second; a 2xx answer makes the replica ready. */
+            health_path: string;
+            /**
+             * Format: int64
+             * @description The port the job's server listens on (on every address of the lease's namespace, e.g. `0.0.0.0`).
+             */
+            port: number;
+            /**
+             * @description What the gateway sends first on each connection to the agent's forwarder (`GPUPLANE-REPLICA <token>\n`).
+             *     Given with each assignment fetch, never stored; empty in a stored spec.
+             */
+            token?: string;
+        };
+        /** @description A service: where callers reach it and who may. */
+        Service: components["schemas"]["ServiceRow"] & {
+            /** @description The gateway's address of the service: a request to `{url}/PATH` reaches `/PATH` on a ready replica. */
+            url: string;
+        };
+        /** @description A caller's key as listed (never its secret). */
+        ServiceKey: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The first characters of the secret, to tell keys apart. */
+            prefix: string;
+            /**
+             * Format: date-time
+             * @description Set once revoked: the key never works again.
+             */
+            revoked_at?: string | null;
+            /** Format: uuid */
+            service_id: string;
+        };
+        ServicePage: {
+            items: components["schemas"]["Service"][];
+            /**
+             * Format: uuid
+             * @description Pass as `after` to get the next page; absent on the last page.
+             */
+            next_after?: string | null;
+        };
+        /** @description A service as the API shows it (its URL is the service's, added above). */
+        ServiceRow: {
+            /** Format: date-time */
+            created_at: string;
+            health_path: string;
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            job_id: string;
+            /** @description The job's state (the service answers while it runs). */
+            job_state: string;
+            /** Format: uuid */
+            lease_id: string;
+            /** Format: int32 */
+            port: number;
+            /** @description `http`, or `openai` (an OpenAI-compatible server: the gateway also counts the tokens it returns). */
+            protocol: string;
+            /** @description Callable without a key. */
+            public: boolean;
+            /**
+             * Format: int32
+             * @description Requests per minute per key (per client address when public); null: unlimited.
+             */
+            rate_limit_per_minute?: number | null;
+            /**
+             * Format: int64
+             * @description The job's parts that run and answered their health path last.
+             */
+            ready_replicas: number;
+            /**
+             * Format: int64
+             * @description The job's parts that run (or are starting).
+             */
+            replicas: number;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description Serving figures of an LLM inference plan, per replica unless said otherwise. */
+        ServingMetrics: {
+            /**
+             * Format: int64
+             * @description Sequences in flight per replica (also `micro_batch`).
+             */
+            concurrency: number;
+            /** @description The concurrency was searched (the most throughput within the latency bounds), not given. */
+            concurrency_searched: boolean;
+            /**
+             * Format: double
+             * @description One decode step alone, seconds.
+             */
+            decode_step_s: number;
+            /** Format: int64 */
+            input_len: number;
+            kv_cache_precision: components["schemas"]["Precision"];
+            /**
+             * Format: int64
+             * @description The most sequences whose KV cache fits per replica.
+             */
+            max_concurrency: number;
+            /** Format: int64 */
+            output_len: number;
+            /**
+             * Format: double
+             * @description Requests completed per second, whole cluster.
+             */
+            requests_per_s: number;
+            /**
+             * Format: double
+             * @description Time per output token, seconds: one decode step of every sequence in flight plus the
+             *     share of prompt prefill interleaved with it.
+             */
+            tpot_s: number;
+            /**
+             * Format: double
+             * @description Time to first token, seconds: the prompt's prefill, the decode steps it is interleaved
+             *     with, and the wait behind other prompts.
+             */
+            ttft_s: number;
+            /**
+             * @description FP8 weights on a GPU without FP8 tensor cores: weights stored in 8 bits, computed in 16
+             *     (weight-only FP8, W8A16, as vLLM's Marlin kernels serve it on A100).
+             */
+            weight_only_fp8: boolean;
+        };
+        /** @description A serving part's forwarder on this node, as the agent reports it with each heartbeat. */
+        ServingReport: {
+            /** Format: uuid */
+            job_node_id: string;
+            /**
+             * Format: int32
+             * @description The host port the gateway connects to (on the node's address).
+             */
+            port: number;
+            /** @description The last health probe answered 2xx. */
+            ready: boolean;
+        };
+        /**
          * @description A pool with no option shown, and why: nothing of it fits, its GPUs cannot run the precision,
          *     or every option of it is beaten on the cost/time frontier (the reason names the option that
          *     beats it).
@@ -5010,6 +5284,21 @@ export interface components {
         };
         /**
          * @example {
+         *       "public": false,
+         *       "rate_limit_per_minute": 600
+         *     }
+         */
+        UpdateServiceRequest: {
+            /** @description Callable without a key. */
+            public?: boolean | null;
+            /**
+             * Format: int32
+             * @description Requests per minute per key (per client address when public), 1-1000000; `null`: unlimited.
+             */
+            rate_limit_per_minute?: number | null;
+        };
+        /**
+         * @example {
          *       "status": "suspended"
          *     }
          */
@@ -5331,12 +5620,14 @@ export interface components {
         WorkloadFields: {
             /**
              * Format: int64
-             * @description Inference: sequences in flight per replica (default 16).
+             * @description Inference: sequences in flight per replica, fixed. Default: searched, the concurrency that
+             *     gives the most generated tokens/s within `ttft_ms` and `tpot_ms`.
              */
             concurrent_seqs?: number | null;
             /**
              * Format: int64
-             * @description Inference: tokens of context per sequence (default `seq_len` or 4096).
+             * @description Inference: tokens of context per sequence, the most a sequence holds (default
+             *     `input_len + output_len` when both are given, else `seq_len` or 4096).
              */
             context_len?: number | null;
             /**
@@ -5344,18 +5635,54 @@ export interface components {
              * @description Global batch in sequences (training; default 512 sequences).
              */
             global_batch?: number | null;
+            /**
+             * Format: int64
+             * @description Diffusion inference: images generated together on one GPU (default 1).
+             */
+            image_batch?: number | null;
+            /**
+             * Format: int64
+             * @description Inference: prompt tokens per request (default `context_len - output_len`).
+             */
+            input_len?: number | null;
             kind: components["schemas"]["WorkloadKind"];
+            kv_cache_precision?: components["schemas"]["Precision"] | null;
             /**
              * Format: int64
              * @description LoRA rank (default 16).
              */
             lora_rank?: number | null;
+            /**
+             * Format: int64
+             * @description Inference: generated tokens per request (default 256, at most half the context).
+             */
+            output_len?: number | null;
             precision?: components["schemas"]["Precision"];
+            /**
+             * Format: int64
+             * @description Diffusion inference: side of the square image, pixels (default: the model's native one).
+             */
+            resolution?: number | null;
             /**
              * Format: int64
              * @description Training sequence length (default 4096).
              */
             seq_len?: number | null;
+            /**
+             * Format: int64
+             * @description Diffusion inference: denoising steps per image (default: the model's).
+             */
+            steps?: number | null;
+            /**
+             * Format: double
+             * @description Inference: bound on the time per output token, milliseconds (default none).
+             */
+            tpot_ms?: number | null;
+            /**
+             * Format: double
+             * @description Inference: bound on the time to first token, milliseconds (default none).
+             */
+            ttft_ms?: number | null;
         };
         /**
          * @description What the GPUs will do.
@@ -8867,6 +9194,250 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             /** @description No such pool */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_services: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-500 (default 50). */
+                limit?: number;
+                /** @description Return services after this id (the `next_after` of the previous page). */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the tenant's services */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServicePage"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_service: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service id */
+                service_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such service of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    update_service: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service id */
+                service_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateServiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The service as changed */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Service"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such service of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid values (`validation_failed`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    list_service_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service id */
+                service_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The keys, oldest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceKey"][];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such service of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_service_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service id */
+                service_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateServiceKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key and its secret */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedServiceKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such service of the tenant's */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Invalid values (`validation_failed`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revoke_service_key: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Service id */
+                service_id: string;
+                /** @description Key id */
+                key_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceKey"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such service of the tenant's, or no such key of it */
             404: {
                 headers: {
                     [name: string]: unknown;

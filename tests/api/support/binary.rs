@@ -55,6 +55,30 @@ pub fn spawn_server_on(db_url: &str, bind: &str, extra_env: &[(&str, &str)]) -> 
 
 /// The same, with the server's log (stderr) going to `stderr`.
 pub fn spawn_server_with(db_url: &str, bind: &str, extra_env: &[(&str, &str)], stderr: Stdio) -> (Proc, String) {
+    let (server, base, _) = spawn_and_read(db_url, bind, extra_env, stderr);
+    (server, base)
+}
+
+/// `gpuplane serve` on `bind` with its gateway on `gateway_bind`: the process, the API's and the gateway's URLs.
+pub fn spawn_server_with_gateway(
+    db_url: &str,
+    bind: &str,
+    gateway_bind: &str,
+    extra_env: &[(&str, &str)],
+) -> (Proc, String, String) {
+    let mut env = extra_env.to_vec();
+    env.push(("GPUPLANE_GATEWAY_BIND", gateway_bind));
+    let (server, base, gateway) = spawn_and_read(db_url, bind, &env, Stdio::inherit());
+    (server, base, gateway.expect("the server printed its gateway's address"))
+}
+
+/// Start the server; read the addresses it prints (the gateway's first, when it runs one).
+fn spawn_and_read(
+    db_url: &str,
+    bind: &str,
+    extra_env: &[(&str, &str)],
+    stderr: Stdio,
+) -> (Proc, String, Option<String>) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuplane"));
     cmd.args(["serve", "--bind", bind])
         .env("DATABASE_URL", db_url)
@@ -68,12 +92,17 @@ pub fn spawn_server_with(db_url: &str, bind: &str, extra_env: &[(&str, &str)], s
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().expect("spawn gpuplane");
-    let stdout = child.stdout.take().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("read listening line");
+    reader.read_line(&mut line).expect("read listening line");
+    let gateway = line.trim().strip_prefix("gpuplane gateway listening on ").map(str::to_owned);
+    if gateway.is_some() {
+        line.clear();
+        reader.read_line(&mut line).expect("read listening line");
+    }
     let url =
         line.trim().strip_prefix("gpuplane listening on ").unwrap_or_else(|| panic!("unexpected: {line}")).to_string();
-    (Proc(child), url)
+    (Proc(child), url, gateway)
 }
 
 pub fn terminate(child: &mut Child) -> std::process::ExitStatus {

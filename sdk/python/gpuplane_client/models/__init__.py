@@ -34,11 +34,13 @@ from .create_node_request import CreateNodeRequest
 from .create_operator_key_request import CreateOperatorKeyRequest
 from .create_pool_price_request import CreatePoolPriceRequest
 from .create_pool_request import CreatePoolRequest
+from .create_service_key_request import CreateServiceKeyRequest
 from .create_tenant_request import CreateTenantRequest
 from .create_volume_request import CreateVolumeRequest
 from .create_webhook_request import CreateWebhookRequest
 from .created_api_key import CreatedApiKey
 from .created_join_token import CreatedJoinToken
+from .created_service_key import CreatedServiceKey
 from .created_webhook_endpoint import CreatedWebhookEndpoint
 from .delivery_state import DeliveryState
 from .desired import Desired
@@ -156,6 +158,14 @@ from .revenue import Revenue
 from .role import Role
 from .rotate_api_key_request import RotateApiKeyRequest
 from .rotated_api_key import RotatedApiKey
+from .serve_request import ServeRequest
+from .serve_spec import ServeSpec
+from .service import Service
+from .service_key import ServiceKey
+from .service_page import ServicePage
+from .service_row import ServiceRow
+from .serving_metrics import ServingMetrics
+from .serving_report import ServingReport
 from .skipped_pool import SkippedPool
 from .spec_file import SpecFile
 from .ssh_key import SshKey
@@ -182,6 +192,7 @@ from .token_request import TokenRequest
 from .token_response import TokenResponse
 from .update_lease_request import UpdateLeaseRequest
 from .update_pool_request import UpdatePoolRequest
+from .update_service_request import UpdateServiceRequest
 from .update_tenant_request import UpdateTenantRequest
 from .update_volume_request import UpdateVolumeRequest
 from .update_webhook_request import UpdateWebhookRequest
@@ -240,11 +251,13 @@ __all__ = (
     "CreateOperatorKeyRequest",
     "CreatePoolPriceRequest",
     "CreatePoolRequest",
+    "CreateServiceKeyRequest",
     "CreateTenantRequest",
     "CreateVolumeRequest",
     "CreateWebhookRequest",
     "CreatedApiKey",
     "CreatedJoinToken",
+    "CreatedServiceKey",
     "CreatedWebhookEndpoint",
     "DeliveryState",
     "Desired",
@@ -362,6 +375,14 @@ __all__ = (
     "Role",
     "RotateApiKeyRequest",
     "RotatedApiKey",
+    "ServeRequest",
+    "ServeSpec",
+    "Service",
+    "ServiceKey",
+    "ServicePage",
+    "ServiceRow",
+    "ServingMetrics",
+    "ServingReport",
     "SkippedPool",
     "SpecFile",
     "SshKey",
@@ -388,6 +409,7 @@ __all__ = (
     "TokenResponse",
     "UpdateLeaseRequest",
     "UpdatePoolRequest",
+    "UpdateServiceRequest",
     "UpdateTenantRequest",
     "UpdateVolumeRequest",
     "UpdateWebhookRequest",

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..models.pins import Pins
     from ..models.restart_request import RestartRequest
     from ..models.retune import Retune
+    from ..models.serve_request import ServeRequest
     from ..models.workload_fields import WorkloadFields
 
 
@@ -48,6 +49,7 @@ class CreateJobRequest:
             `env`, values of 8 to 32768 bytes: never
             returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
             tails, and delivered only to the agents of the job's nodes.
+        serve (None | ServeRequest | Unset):
         stop_grace_s (int | None | Unset): Seconds a stop notice (a replan, the lease released or reaching its end, the
             balance running out) gives
             the job to checkpoint and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's
@@ -68,12 +70,14 @@ class CreateJobRequest:
     restart: RestartRequest | Unset = UNSET
     retune: Retune | Unset = UNSET
     secret_env: CreateJobRequestSecretEnv | Unset = UNSET
+    serve: None | ServeRequest | Unset = UNSET
     stop_grace_s: int | None | Unset = UNSET
     template_version: int | None | Unset = UNSET
     workload: None | Unset | WorkloadFields = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.model_ref import ModelRef
+        from ..models.serve_request import ServeRequest
         from ..models.workload_fields import WorkloadFields
 
         template = self.template
@@ -130,6 +134,14 @@ class CreateJobRequest:
         if not isinstance(self.secret_env, Unset):
             secret_env = self.secret_env.to_dict()
 
+        serve: dict[str, Any] | None | Unset
+        if isinstance(self.serve, Unset):
+            serve = UNSET
+        elif isinstance(self.serve, ServeRequest):
+            serve = self.serve.to_dict()
+        else:
+            serve = self.serve
+
         stop_grace_s: int | None | Unset
         if isinstance(self.stop_grace_s, Unset):
             stop_grace_s = UNSET
@@ -179,6 +191,8 @@ class CreateJobRequest:
             field_dict["retune"] = retune
         if secret_env is not UNSET:
             field_dict["secret_env"] = secret_env
+        if serve is not UNSET:
+            field_dict["serve"] = serve
         if stop_grace_s is not UNSET:
             field_dict["stop_grace_s"] = stop_grace_s
         if template_version is not UNSET:
@@ -197,6 +211,7 @@ class CreateJobRequest:
         from ..models.pins import Pins
         from ..models.restart_request import RestartRequest
         from ..models.retune import Retune
+        from ..models.serve_request import ServeRequest
         from ..models.workload_fields import WorkloadFields
 
         d = dict(src_dict)
@@ -283,6 +298,23 @@ class CreateJobRequest:
         else:
             secret_env = CreateJobRequestSecretEnv.from_dict(_secret_env)
 
+        def _parse_serve(data: object) -> None | ServeRequest | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                serve_type_0 = ServeRequest.from_dict(data)
+
+                return serve_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ServeRequest | Unset, data)
+
+        serve = _parse_serve(d.pop("serve", UNSET))
+
         def _parse_stop_grace_s(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -331,6 +363,7 @@ class CreateJobRequest:
             restart=restart,
             retune=retune,
             secret_env=secret_env,
+            serve=serve,
             stop_grace_s=stop_grace_s,
             template_version=template_version,
             workload=workload,

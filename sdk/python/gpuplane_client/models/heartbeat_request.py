@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     )
     from ..models.job_step import JobStep
     from ..models.peer_latency import PeerLatency
+    from ..models.serving_report import ServingReport
     from ..models.volume_report import VolumeReport
     from ..models.volume_store import VolumeStore
 
@@ -42,6 +43,8 @@ class HeartbeatRequest:
         launchers (HeartbeatRequestLaunchersType0 | None | Unset): The host's launchers, sent when they changed since
             registration (or the last heartbeat that carried
             them): software installed or removed while the agent runs.
+        serving (list[ServingReport] | Unset): This node's serving parts (replicas of services) as they are now: the
+            forwarder's port and readiness.
         steps (list[JobStep] | Unset): Optimizer steps the gpuplane runtime measured in this node's jobs since the last
             delivered heartbeat,
             oldest first (buffered through outages like the samples). Only this node's own assignments are accepted.
@@ -57,6 +60,7 @@ class HeartbeatRequest:
     echo_port: int | None | Unset = UNSET
     latency: list[PeerLatency] | Unset = UNSET
     launchers: HeartbeatRequestLaunchersType0 | None | Unset = UNSET
+    serving: list[ServingReport] | Unset = UNSET
     steps: list[JobStep] | Unset = UNSET
     volume_stores: list[VolumeStore] | Unset = UNSET
     volumes: list[VolumeReport] | Unset = UNSET
@@ -113,6 +117,13 @@ class HeartbeatRequest:
         else:
             launchers = self.launchers
 
+        serving: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.serving, Unset):
+            serving = []
+            for serving_item_data in self.serving:
+                serving_item = serving_item_data.to_dict()
+                serving.append(serving_item)
+
         steps: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.steps, Unset):
             steps = []
@@ -153,6 +164,8 @@ class HeartbeatRequest:
             field_dict["latency"] = latency
         if launchers is not UNSET:
             field_dict["launchers"] = launchers
+        if serving is not UNSET:
+            field_dict["serving"] = serving
         if steps is not UNSET:
             field_dict["steps"] = steps
         if volume_stores is not UNSET:
@@ -170,6 +183,7 @@ class HeartbeatRequest:
         )
         from ..models.job_step import JobStep
         from ..models.peer_latency import PeerLatency
+        from ..models.serving_report import ServingReport
         from ..models.volume_report import VolumeReport
         from ..models.volume_store import VolumeStore
 
@@ -253,6 +267,15 @@ class HeartbeatRequest:
 
         launchers = _parse_launchers(d.pop("launchers", UNSET))
 
+        _serving = d.pop("serving", UNSET)
+        serving: list[ServingReport] | Unset = UNSET
+        if _serving is not UNSET:
+            serving = []
+            for serving_item_data in _serving:
+                serving_item = ServingReport.from_dict(serving_item_data)
+
+                serving.append(serving_item)
+
         _steps = d.pop("steps", UNSET)
         steps: list[JobStep] | Unset = UNSET
         if _steps is not UNSET:
@@ -288,6 +311,7 @@ class HeartbeatRequest:
             echo_port=echo_port,
             latency=latency,
             launchers=launchers,
+            serving=serving,
             steps=steps,
             volume_stores=volume_stores,
             volumes=volumes,

@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.launch_spec_env import LaunchSpecEnv
+    from ..models.serve_spec import ServeSpec
     from ..models.spec_file import SpecFile
 
 
@@ -26,15 +27,19 @@ class LaunchSpec:
         files (list[SpecFile] | Unset):
         image (None | str | Unset): Run inside this container image (the agent wraps argv in `docker run` with only the
             leased GPUs).
+        serve (None | ServeSpec | Unset):
     """
 
     argv: list[str]
     env: LaunchSpecEnv
     files: list[SpecFile] | Unset = UNSET
     image: None | str | Unset = UNSET
+    serve: None | ServeSpec | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.serve_spec import ServeSpec
+
         argv = self.argv
 
         env = self.env.to_dict()
@@ -52,6 +57,14 @@ class LaunchSpec:
         else:
             image = self.image
 
+        serve: dict[str, Any] | None | Unset
+        if isinstance(self.serve, Unset):
+            serve = UNSET
+        elif isinstance(self.serve, ServeSpec):
+            serve = self.serve.to_dict()
+        else:
+            serve = self.serve
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -64,12 +77,15 @@ class LaunchSpec:
             field_dict["files"] = files
         if image is not UNSET:
             field_dict["image"] = image
+        if serve is not UNSET:
+            field_dict["serve"] = serve
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.launch_spec_env import LaunchSpecEnv
+        from ..models.serve_spec import ServeSpec
         from ..models.spec_file import SpecFile
 
         d = dict(src_dict)
@@ -95,11 +111,29 @@ class LaunchSpec:
 
         image = _parse_image(d.pop("image", UNSET))
 
+        def _parse_serve(data: object) -> None | ServeSpec | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                serve_type_0 = ServeSpec.from_dict(data)
+
+                return serve_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ServeSpec | Unset, data)
+
+        serve = _parse_serve(d.pop("serve", UNSET))
+
         launch_spec = cls(
             argv=argv,
             env=env,
             files=files,
             image=image,
+            serve=serve,
         )
 
         launch_spec.additional_properties = d

@@ -14,6 +14,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.memory_breakdown import MemoryBreakdown
+    from ..models.serving_metrics import ServingMetrics
 
 
 T = TypeVar("T", bound="Plan")
@@ -39,9 +40,11 @@ class Plan:
         recompute (Recompute): Activation recomputation policy.
         replicas (int): Inference: model replicas (`gpus / (tp * pp)`); training: equals `dp`.
         sequence_parallel (bool):
-        step_time_s (float): Training: one optimizer step. Inference: one decode step of all sequences in flight.
+        step_time_s (float): Training: one optimizer step. Inference: the time per output token (one decode step of all
+            sequences in flight with its share of prompt prefill); diffusion: one batch of images.
         tflops_per_gpu (float): Model FLOPs (no recomputation) per second per GPU, TFLOP/s.
-        tokens_per_s (float): Training tokens/s, or generated (decode) tokens/s for inference, whole cluster.
+        tokens_per_s (float): Training tokens/s, or generated (decode) tokens/s for inference with the prompts' prefill
+            charged, whole cluster.
         tp (int):
         vp (int): Virtual pipeline stages (interleaving chunks per GPU).
         workload (WorkloadKind): What the GPUs will do.
@@ -67,6 +70,7 @@ class Plan:
         offload (Offload | Unset): CPU offload of model states (DeepSpeed ZeRO-Offload / FSDP CPU offload).
         prefill_tokens_per_s (float | None | Unset): Inference only: prompt (prefill) tokens/s of the whole cluster,
             compute-bound.
+        serving (None | ServingMetrics | Unset):
         stage_split (StageSplit | Unset): How the layers are split over pipeline stages.
         summary (str | Unset): The plan in plain words, for someone who does not speak Megatron: what runs where, how
             long a step
@@ -106,11 +110,14 @@ class Plan:
     notes: list[str] | Unset = UNSET
     offload: Offload | Unset = UNSET
     prefill_tokens_per_s: float | None | Unset = UNSET
+    serving: None | ServingMetrics | Unset = UNSET
     stage_split: StageSplit | Unset = UNSET
     summary: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.serving_metrics import ServingMetrics
+
         bubble_fraction = self.bubble_fraction
 
         calibrated = self.calibrated
@@ -195,6 +202,14 @@ class Plan:
         else:
             prefill_tokens_per_s = self.prefill_tokens_per_s
 
+        serving: dict[str, Any] | None | Unset
+        if isinstance(self.serving, Unset):
+            serving = UNSET
+        elif isinstance(self.serving, ServingMetrics):
+            serving = self.serving.to_dict()
+        else:
+            serving = self.serving
+
         stage_split: str | Unset = UNSET
         if not isinstance(self.stage_split, Unset):
             stage_split = self.stage_split.value
@@ -251,6 +266,8 @@ class Plan:
             field_dict["offload"] = offload
         if prefill_tokens_per_s is not UNSET:
             field_dict["prefill_tokens_per_s"] = prefill_tokens_per_s
+        if serving is not UNSET:
+            field_dict["serving"] = serving
         if stage_split is not UNSET:
             field_dict["stage_split"] = stage_split
         if summary is not UNSET:
@@ -261,6 +278,7 @@ class Plan:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.memory_breakdown import MemoryBreakdown
+        from ..models.serving_metrics import ServingMetrics
 
         d = dict(src_dict)
         bubble_fraction = d.pop("bubble_fraction")
@@ -357,6 +375,23 @@ class Plan:
             d.pop("prefill_tokens_per_s", UNSET)
         )
 
+        def _parse_serving(data: object) -> None | ServingMetrics | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                serving_type_0 = ServingMetrics.from_dict(data)
+
+                return serving_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | ServingMetrics | Unset, data)
+
+        serving = _parse_serving(d.pop("serving", UNSET))
+
         _stage_split = d.pop("stage_split", UNSET)
         stage_split: StageSplit | Unset
         if isinstance(_stage_split, Unset):
@@ -400,6 +435,7 @@ class Plan:
             notes=notes,
             offload=offload,
             prefill_tokens_per_s=prefill_tokens_per_s,
+            serving=serving,
             stage_split=stage_split,
             summary=summary,
         )

@@ -1,0 +1,166 @@
+//! Services in-process: a job with `serve` makes one, its parts' specs tell their agents what to forward and
+//! probe (with a token only the service derives), agents' readiness reports count for their own parts only, a
+//! failed replica leaves the job serving, and the tenant's routes (keys, public, limits) refuse bad input and
+//! other tenants. The gateway itself, end to end: `serving_e2e.rs`.
+
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+use crate::support::app::TestApp;
+
+#[sqlx::test]
+async fn a_serving_job_is_a_service_whose_replicas_are_its_parts(db: PgPool) {
+    let app = TestApp::new(db);
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let (_, other) = app.tenant_admin(&op, "other").await;
+    let pool = app.pool(&op, "h100-pool", "h100").await;
+    let nodes = [app.node(&op, &pool, "node-0", 1).await, app.node(&op, &pool, "node-1", 1).await];
+    let agent = |i: usize| app.state.tokens.issue_agent(nodes[i].parse::<Uuid>().unwrap(), 1).unwrap();
+    app.post("/v1/admin/templates", &op, json!({"name": "server", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let jobs = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+
+    // Bad serving settings: every field named, nothing made.
+    let bad = app
+        .post(
+            &jobs,
+            &tenant,
+            json!({ "template": "server", "serve": {
+                "port": 80, "health_path": "health", "protocol": "grpc", "rate_limit_per_minute": 0 } }),
+        )
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(
+        bad.error_fields(),
+        ["serve.port", "serve.health_path", "serve.protocol", "serve.rate_limit_per_minute"]
+    );
+    app.post(&jobs, &tenant, json!({ "template": "server", "serve": { "port": 8000, "tls": true } }))
+        .await
+        .expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(app.get("/v1/services", &tenant).await.expect(StatusCode::OK).body["items"], json!([]));
+
+    let job = app
+        .post(&jobs, &tenant, json!({ "template": "server", "serve": { "port": 8000, "protocol": "openai" } }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let job_id = job["id"].as_str().unwrap().to_string();
+    let listed = app.get("/v1/services", &tenant).await.expect(StatusCode::OK).body;
+    let service = listed["items"][0].clone();
+    let id = service["id"].as_str().unwrap().to_string();
+    assert_eq!(service["job_id"], job_id.as_str());
+    assert_eq!(service["url"], format!("{}/s/{id}", app.state.settings.gateway_url));
+    assert_eq!((service["health_path"].as_str(), service["public"].as_bool()), (Some("/health"), Some(false)));
+    assert_eq!((service["replicas"].as_i64(), service["ready_replicas"].as_i64()), (Some(2), Some(0)));
+
+    // Each part's spec: the port in its environment, what its agent forwards and probes, and the replica's token
+    // (derived, never stored: the job's own record does not have it).
+    let mut parts = Vec::new();
+    for i in 0..2 {
+        let list = app.get("/v1/agent/assignments", &agent(i)).await.expect(StatusCode::OK).body;
+        let assignment = &list["assignments"][0];
+        let part: Uuid = assignment["job_node_id"].as_str().unwrap().parse().unwrap();
+        assert_eq!(assignment["spec"]["env"]["GPUPLANE_SERVE_PORT"], "8000");
+        assert_eq!(assignment["spec"]["serve"]["port"], 8000);
+        assert_eq!(assignment["spec"]["serve"]["health_path"], "/health");
+        assert_eq!(assignment["spec"]["serve"]["token"], app.state.tokens.replica_token(part));
+        parts.push(part);
+    }
+    assert_ne!(app.state.tokens.replica_token(parts[0]), app.state.tokens.replica_token(parts[1]));
+    let stored = app.get(&format!("/v1/jobs/{job_id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert!(!stored.to_string().contains(&app.state.tokens.replica_token(parts[0])), "no token in the job");
+
+    let report = |i: usize, part: Uuid, state: &str| {
+        let (app, token) = (&app, agent(i));
+        let (path, body) = (format!("/v1/agent/assignments/{part}/status"), json!({ "state": state }));
+        async move { app.post(&path, &token, body).await.expect(StatusCode::OK) }
+    };
+    let heartbeat = |i: usize, serving: Value| {
+        let (app, token) = (&app, agent(i));
+        async move { app.post("/v1/agent/heartbeat", &token, json!({ "samples": [], "serving": serving })).await }
+    };
+    let ready = || async {
+        let service = app.get(&format!("/v1/services/{id}"), &tenant).await.expect(StatusCode::OK).body;
+        service["ready_replicas"].as_i64().unwrap()
+    };
+    report(0, parts[0], "running").await;
+    report(1, parts[1], "running").await;
+    // Node 0 speaks for both parts: only its own is taken.
+    heartbeat(
+        0,
+        json!([
+            { "job_node_id": parts[0], "port": 21000, "ready": true },
+            { "job_node_id": parts[1], "port": 21001, "ready": true },
+        ]),
+    )
+    .await
+    .expect(StatusCode::OK);
+    assert_eq!(ready().await, 1);
+    heartbeat(1, json!([{ "job_node_id": parts[1], "port": 21000, "ready": true }])).await.expect(StatusCode::OK);
+    assert_eq!(ready().await, 2);
+    let bad = heartbeat(1, json!([{ "job_node_id": parts[1], "port": 0, "ready": true }]))
+        .await
+        .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+    assert_eq!(bad.error_fields(), ["serving[0].port"]);
+    // A probe that fails takes it out; a part the report leaves out is out too.
+    heartbeat(1, json!([{ "job_node_id": parts[1], "port": 21000, "ready": false }])).await.expect(StatusCode::OK);
+    assert_eq!(ready().await, 1);
+    heartbeat(1, json!([{ "job_node_id": parts[1], "port": 21000, "ready": true }])).await.expect(StatusCode::OK);
+    heartbeat(0, json!([{ "job_node_id": Uuid::now_v7(), "port": 21000, "ready": true }])).await.expect(StatusCode::OK);
+    assert_eq!(ready().await, 1, "node 0's part was left out of its report");
+
+    // A replica that fails leaves the job serving with the other; the last one's end ends it.
+    report(0, parts[0], "failed").await;
+    let job = app.get(&format!("/v1/jobs/{job_id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(job["state"], "running", "{job:#}");
+    assert_eq!(job["nodes"][1]["desired"], "run", "the other replica is not stopped");
+    assert_eq!(ready().await, 1);
+    report(1, parts[1], "failed").await;
+    let job = app.get(&format!("/v1/jobs/{job_id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(job["state"], "failed", "{job:#}");
+    assert_eq!(ready().await, 0);
+
+    // Keys: made with a secret shown once, listed without it, revoked once (idempotent).
+    let keys = format!("/v1/services/{id}/keys");
+    let bad = app.post(&keys, &tenant, json!({ "name": "a\u{7}b" })).await;
+    assert_eq!(bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["name"]);
+    let key = app.post(&keys, &tenant, json!({ "name": "app" })).await.expect(StatusCode::CREATED).body;
+    let secret = key["secret"].as_str().unwrap();
+    assert!(secret.starts_with("gps_") && secret.starts_with(key["prefix"].as_str().unwrap()));
+    let listed = app.get(&keys, &tenant).await.expect(StatusCode::OK).body;
+    assert!(!listed.to_string().contains(secret), "{listed}");
+    let key_path = format!("{keys}/{}", key["id"].as_str().unwrap());
+    let first = app.delete(&key_path, &tenant).await.expect(StatusCode::OK).body;
+    let again = app.delete(&key_path, &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(first["revoked_at"], again["revoked_at"]);
+    app.delete(&format!("{keys}/{}", Uuid::now_v7()), &tenant).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+
+    // Public and the limit; bad values refused.
+    let path = format!("/v1/services/{id}");
+    let changed = app.patch(&path, &tenant, json!({ "public": true, "rate_limit_per_minute": 60 })).await;
+    let changed = changed.expect(StatusCode::OK).body;
+    assert_eq!((changed["public"].as_bool(), changed["rate_limit_per_minute"].as_i64()), (Some(true), Some(60)));
+    let cleared = app.patch(&path, &tenant, json!({ "rate_limit_per_minute": null })).await.expect(StatusCode::OK).body;
+    assert_eq!((cleared["public"].as_bool(), cleared["rate_limit_per_minute"].clone()), (Some(true), Value::Null));
+    let bad = app.patch(&path, &tenant, json!({ "rate_limit_per_minute": 0 })).await;
+    assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["rate_limit_per_minute"]);
+
+    // Another tenant: nothing of it, anywhere.
+    assert_eq!(app.get("/v1/services", &other).await.expect(StatusCode::OK).body["items"], json!([]));
+    app.get(&path, &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.patch(&path, &other, json!({ "public": false })).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.get(&keys, &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.post(&keys, &other, json!({ "name": "mine" })).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    app.delete(&key_path, &other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
+    let still = app.get(&path, &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(still["public"], true, "unchanged by the other tenant");
+}
