@@ -296,17 +296,18 @@ async fn bench() -> anyhow::Result<()> {
              clients, the gateway, the forwarders, the servers and PostgreSQL share them).\n\n\
              The server is a minimal OpenAI-style HTTP server that answers a chat completion's JSON at once (the \
              path is measured, not a model); two replicas of it, each behind a real agent forwarder (the replica \
-             token checked, as on a node). Through the gateway, each request is also: the service and the key \
-             looked up (one query), the ready replicas read (one query), the rate limiter, a replica chosen \
-             (fewest outstanding), a new connection to its forwarder (the token, its acknowledgement), the answer \
-             read whole to count its tokens (an OpenAI-compatible JSON answer). Clients use keep-alive; {rounds} \
-             rounds of {seconds} s per case, after {warmup} s of warm-up each, merged.\n\n\
+             token checked, as on a node). Through the gateway, each request is also: the service, the key and \
+             the ready replicas read in one query, the rate limiter, a replica chosen (fewest outstanding), an \
+             idle connection to its forwarder taken (or a new one made: the token, its acknowledgement), the \
+             answer read whole to count its tokens (an OpenAI-compatible JSON answer). Clients use keep-alive; \
+             {rounds} rounds of {seconds} s per case, after {warmup} s of warm-up each, merged.\n\n\
              | path | clients at once | requests/s | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|\n{table}\n\
              {overhead}\n\
-             Where the time goes: two database round trips and a TCP connection (plus the forwarder's own to the \
-             server) per request. What would cut it: caching a service's route and ready replicas for a second in \
-             the gateway (a revoked key would then work for up to that second) and pooling connections to \
-             forwarders.\n",
+             Where the time goes: the database round trip per request (keys, revocations, public and limits \
+             take effect on the next request, on every service replica) and a second hop (gateway, forwarder). \
+             What would cut it: caching a service's route for a second in each gateway (a revoked key would then \
+             work for up to that second), and HTTP/2 to the forwarders. A serving engine's own time per request \
+             is tens of milliseconds to seconds.\n",
             chrono::Utc::now().format("%Y-%m-%d")
         );
         std::fs::write(&path, page)?;

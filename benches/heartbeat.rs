@@ -181,6 +181,7 @@ impl SimNode {
             volumes: Vec::new(),
             cached_models: None,
             serving: Vec::new(),
+            progress: Vec::new(),
         }
     }
 }

@@ -55,6 +55,9 @@ pub async fn report_assignment_status(
     if report.output_tail.len() > 1000 {
         return Err(ApiError::field("output_tail", "at most 1000 lines (the service keeps the last 50)"));
     }
+    if report.progress.is_some_and(|p| !p.valid()) {
+        return Err(ApiError::field("progress", "0 <= done <= total"));
+    }
     let mut tx = state.db.begin().await?;
     let (state_now, desired) = match lifecycle::report_status(
         &mut tx,

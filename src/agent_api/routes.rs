@@ -292,6 +292,14 @@ pub async fn post_heartbeat(
     if req.serving.len() > 1024 {
         errors.push(FieldError::new("serving", "at most 1024 replicas"));
     }
+    for (i, part) in req.progress.iter().enumerate() {
+        if !part.progress.valid() {
+            errors.push(FieldError::new(format!("progress[{i}]"), "0 <= done <= total"));
+        }
+    }
+    if req.progress.len() > 1024 {
+        errors.push(FieldError::new("progress", "at most 1024 parts"));
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
@@ -327,6 +335,10 @@ pub async fn post_heartbeat(
     }
     if !req.latency.is_empty() {
         crate::leases::network::record(&state, agent.node_id, &req.latency).await?;
+    }
+    if !req.progress.is_empty() {
+        let mut conn = state.db.acquire().await?;
+        gpuplane_store::jobs::agents::record_progress(&mut conn, agent.node_id, &req.progress).await?;
     }
     if !req.serving.is_empty() {
         // Where the gateway finds this node's ready replicas (its own running parts of a service only).

@@ -144,10 +144,19 @@ pub async fn forward(State(gateway): State<Gateway>, request: Request) -> Respon
     let Ok(uri) = path.parse::<axum::http::Uri>() else {
         return refused(StatusCode::BAD_REQUEST, "bad_request", "the path cannot be forwarded".into());
     };
-    let mut outgoing = hyper::Request::new(Full::new(body));
-    *outgoing.method_mut() = parts.method;
-    *outgoing.uri_mut() = uri;
-    *outgoing.headers_mut() = forwarded_headers(&parts.headers, key_hash.is_some(), peer, service_id);
+    let method = parts.method;
+    let headers = forwarded_headers(&parts.headers, key_hash.is_some(), peer, service_id);
+    let request = || {
+        let mut outgoing = hyper::Request::new(Full::new(body.clone()));
+        *outgoing.method_mut() = method.clone();
+        *outgoing.uri_mut() = uri.clone();
+        *outgoing.headers_mut() = headers.clone();
+        outgoing
+    };
+    // A request sent on an idle connection that closed under it before any answer (its server had just died)
+    // goes out again where that cannot have done harm: an idempotent method, or an OpenAI-compatible server's
+    // (inference keeps no state between requests).
+    let resendable = method.is_idempotent() || route.protocol == "openai";
 
     // The replicas in order; one that cannot be reached is passed over (nothing was sent to it). On each, an idle
     // connection first, then a new one: a request an idle connection could not send (it had just closed) is
@@ -155,16 +164,17 @@ pub async fn forward(State(gateway): State<Gateway>, request: Request) -> Respon
     let ids: Vec<Uuid> = replicas.iter().map(|r| r.job_node_id).collect();
     gateway.connections.retain(&ids);
     let order = gateway.balancer.order(&ids, Instant::now());
+    let mut resent = false;
     for replica in order.iter().filter_map(|id| replicas.iter().find(|r| r.job_node_id == *id)) {
         let id = replica.job_node_id;
         let mut fresh_tried = false;
         while !fresh_tried {
-            let mut sender = match gateway.connections.take(id) {
-                Some(sender) => sender,
+            let (mut sender, reused) = match gateway.connections.take(id) {
+                Some(sender) => (sender, true),
                 None => {
                     fresh_tried = true;
                     match connect(replica, &gateway.state.tokens.replica_token(id)).await {
-                        Ok(sender) => sender,
+                        Ok(sender) => (sender, false),
                         Err(err) => {
                             tracing::info!(service.id = %service_id, job_node.id = %id, err = format!("{err:#}"), "replica unreachable; passed over");
                             metrics::counter!("gpuplane_service_replica_unreachable_total", "service" => service_id.to_string())
@@ -176,7 +186,7 @@ pub async fn forward(State(gateway): State<Gateway>, request: Request) -> Respon
                 }
             };
             let outstanding = gateway.balancer.begin(id, Instant::now());
-            match sender.try_send_request(outgoing).await {
+            match sender.try_send_request(request()).await {
                 Ok(answer) => {
                     gateway.balancer.reached(id);
                     let done = Finished {
@@ -189,17 +199,23 @@ pub async fn forward(State(gateway): State<Gateway>, request: Request) -> Respon
                     };
                     return answer_back(answer, &route, done).await;
                 }
-                Err(mut failed) => match failed.take_message() {
-                    // Not sent: it goes out again.
-                    Some(unsent) => outgoing = unsent,
-                    None => {
-                        // Sent, or partly: it is not sent again (it may have had effects).
-                        tracing::warn!(service.id = %service_id, job_node.id = %id, err = %failed.error(), "replica failed while answering");
-                        gateway.balancer.eject(id, Instant::now());
-                        let detail = "the replica failed while answering the request".to_string();
-                        return refused(StatusCode::BAD_GATEWAY, "replica_failed", detail);
+                Err(mut failed) => {
+                    if failed.take_message().is_some() {
+                        // Not sent: it goes out again.
+                        continue;
                     }
-                },
+                    if reused && !resent && resendable && failed.error().is_incomplete_message() {
+                        tracing::info!(service.id = %service_id, job_node.id = %id, "an idle connection closed before any answer; sending again");
+                        resent = true;
+                        gateway.balancer.eject(id, Instant::now());
+                        break;
+                    }
+                    // Sent, or partly: it is not sent again (it may have had effects).
+                    tracing::warn!(service.id = %service_id, job_node.id = %id, err = %failed.error(), "replica failed while answering");
+                    gateway.balancer.eject(id, Instant::now());
+                    let detail = "the replica failed while answering the request".to_string();
+                    return refused(StatusCode::BAD_GATEWAY, "replica_failed", detail);
+                }
             }
         }
     }

@@ -12,6 +12,9 @@ pub use gpuplane_protocol::jobs::{LaunchSpec, PLAN_FILE, STEPS_FILE, SpecFile};
 
 /// Names the plan file among a planned job's launch files (what `gpuplane_runtime` reads).
 pub const PLAN_FILE_ENV: &str = "GPUPLANE_PLAN_FILE";
+/// Where a job states its progress (`{"done", "total"}`), in its environment: its directory's
+/// `gpuplane_progress.json`.
+pub const PROGRESS_FILE_ENV: &str = "GPUPLANE_PROGRESS_FILE";
 /// The port a serving job's server listens on (`serve.port`), in its environment.
 pub const SERVE_PORT_ENV: &str = "GPUPLANE_SERVE_PORT";
 /// Names the file where the runtime appends each step's measurements (the agent ships them).
@@ -37,6 +40,7 @@ pub const RESERVED_ENV: &[&str] = &[
     "GPUPLANE_JOB_ID",
     "GPUPLANE_NODE_ADDRS",
     SERVE_PORT_ENV,
+    PROGRESS_FILE_ENV,
     PLAN_FILE_ENV,
     STEPS_FILE_ENV,
     "NCCL_IB_DISABLE",
@@ -516,6 +520,7 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
             env.insert(PLAN_FILE_ENV.into(), PLAN_FILE.into());
         }
         env.insert(STEPS_FILE_ENV.into(), STEPS_FILE.into());
+        env.insert(PROGRESS_FILE_ENV.into(), gpuplane_protocol::jobs::PROGRESS_FILE.into());
         specs.push(LaunchSpec { argv, env, files, image: input.image.map(str::to_owned), serve: None });
     }
     Ok(specs)

@@ -161,10 +161,12 @@ async fn with_nodes(conn: &mut PgConnection, rows: Vec<stored::JobRow>) -> Resul
                 first_step_at: g.first_step_at,
             });
         }
+        let parts: Vec<super::JobNode> = nodes.iter().filter(|n| n.0 == r.id).map(|n| n.1.clone()).collect();
         jobs.push(Job {
             measured: steps.remove(&r.id).map(|t| super::steps::summarize(&t, plan.as_ref())),
             insights: saved.remove(&r.id),
-            nodes: nodes.iter().filter(|n| n.0 == r.id).map(|n| n.1.clone()).collect(),
+            progress: super::progress_of(&parts),
+            nodes: parts,
             generations: job_generations,
             generation: r.generation,
             retune: Retune { mode: r.retune, min_gain_pct: r.retune_min_gain_pct },
@@ -659,6 +661,10 @@ pub async fn report_status(
     let masked: Vec<String> = report.output_tail.iter().map(|line| mask_secrets(line, &secrets)).collect();
     let tail = clamp_tail(&masked);
     let reason = report.reason.as_ref().map(|r| mask_secrets(r, &secrets).chars().take(500).collect::<String>());
+    if let Some(progress) = report.progress {
+        let part = gpuplane_protocol::jobs::PartProgress { job_node_id, progress };
+        gpuplane_store::jobs::agents::record_progress(conn, node_id, &[part]).await?;
+    }
     if next.rank() > current.rank() {
         stored::advance_part(conn, job_node_id, next, report.exit_code, &tail, reason.as_deref()).await?;
         refresh_job(conn, job_id).await?;

@@ -168,10 +168,21 @@ pub struct Job {
     /// What gpuplane last saw of the job while it ran (its insights, evaluated every alert interval, as
     /// `GET /v1/leases/{id}/insights` shows them), kept when it ends; absent until first evaluated.
     pub insights: Option<JobInsights>,
+    /// How far its current generation is, summed over its parts that say (a batch generation: inputs done of
+    /// all); absent for a job that keeps no progress file.
+    pub progress: Option<gpuplane_protocol::jobs::Progress>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     pub started_at: Option<DateTime<Utc>>,
     pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A job's progress: its parts' summed, when any part says.
+pub fn progress_of(parts: &[JobNode]) -> Option<gpuplane_protocol::jobs::Progress> {
+    parts.iter().filter_map(|p| p.progress).reduce(|a, b| gpuplane_protocol::jobs::Progress {
+        done: a.done.saturating_add(b.done),
+        total: a.total.saturating_add(b.total),
+    })
 }
 
 #[cfg(test)]

@@ -1178,3 +1178,56 @@ async fn retune_suggests_once_per_generation_or_replans_by_itself_from_measured_
     assert!(job["nodes"].as_array().unwrap().iter().all(|n| n["notice"]["reason"] == "replan to generation 2"));
     assert!(gpuplane::jobs::retuning::judge_all(&f.app.state).await.unwrap().is_empty(), "one replan at a time");
 }
+
+#[sqlx::test]
+async fn a_jobs_progress_is_its_parts_summed_as_their_own_agents_report_it(db: PgPool) {
+    let f = fixture(db, "h100", 2, 1).await;
+    let lease = f.lease(2, "pack").await;
+    f.app
+        .post("/v1/admin/templates", &f.op, json!({"name": "batch", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let jobs = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+    let job = f.app.post(&jobs, &f.tenant, json!({ "template": "batch" })).await.expect(StatusCode::CREATED).body;
+    let path = format!("/v1/jobs/{}", job["id"].as_str().unwrap());
+    assert!(job["progress"].is_null(), "no part has said: {job}");
+    let mut parts = Vec::new();
+    for i in 0..2 {
+        let list = f.app.get("/v1/agent/assignments", &f.agent(i)).await.expect(StatusCode::OK).body;
+        assert_eq!(list["assignments"][0]["spec"]["env"]["GPUPLANE_PROGRESS_FILE"], "gpuplane_progress.json");
+        parts.push(list["assignments"][0]["job_node_id"].as_str().unwrap().to_string());
+    }
+    let heartbeat = |i: usize, progress: Value| {
+        let (app, token) = (&f.app, f.agent(i));
+        async move { app.post("/v1/agent/heartbeat", &token, json!({ "samples": [], "progress": progress })).await }
+    };
+    // Node 0 speaks for its own part only.
+    heartbeat(
+        0,
+        json!([
+            { "job_node_id": parts[0], "done": 3, "total": 10 },
+            { "job_node_id": parts[1], "done": 9, "total": 9 },
+        ]),
+    )
+    .await
+    .expect(StatusCode::OK);
+    assert_eq!(f.app.get(&path, &f.tenant).await.body["progress"], json!({ "done": 3, "total": 10 }));
+    heartbeat(1, json!([{ "job_node_id": parts[1], "done": 1, "total": 9 }])).await.expect(StatusCode::OK);
+    let job = f.app.get(&path, &f.tenant).await.body;
+    assert_eq!(job["progress"], json!({ "done": 4, "total": 19 }));
+    assert_eq!(job["nodes"][1]["progress"], json!({ "done": 1, "total": 9 }));
+    let bad = heartbeat(1, json!([{ "job_node_id": parts[1], "done": 10, "total": 9 }])).await;
+    assert_eq!(
+        bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(),
+        ["progress[0]"]
+    );
+    // The last word comes with the part's end.
+    let status = format!("/v1/agent/assignments/{}/status", parts[0]);
+    f.app.post(&status, &f.agent(0), json!({ "state": "running" })).await.expect(StatusCode::OK);
+    let ended = json!({ "state": "succeeded", "exit_code": 0, "progress": { "done": 10, "total": 10 } });
+    f.app.post(&status, &f.agent(0), ended).await.expect(StatusCode::OK);
+    assert_eq!(f.app.get(&path, &f.tenant).await.body["progress"], json!({ "done": 11, "total": 19 }));
+    let bad = json!({ "state": "running", "progress": { "done": -1, "total": 9 } });
+    let status1 = format!("/v1/agent/assignments/{}/status", parts[1]);
+    f.app.post(&status1, &f.agent(1), bad).await.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
+}

@@ -8,6 +8,8 @@
 //! - One replica's server is killed while requests stream in: no request that started after the kill fails (the
 //!   gateway passes over a replica it cannot reach), and the job runs on with the other replica.
 //! - The gateway's requests and tokens are in /metrics.
+//! - Then a batch generation on the same lease: a JSONL file of prompts through both hosts, every prompt answered
+//!   once, the job's progress summed from its parts.
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -312,6 +314,44 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     wait_job(&api, &tenant, &job_id, "the cancelled job stops", 60, |j| j["finished_at"].is_string()).await;
     let (status, body) = chat(&client, &url, Some(&secret)).await;
     assert_eq!(status, 503, "no replica once the job ended: {body}");
+
+    // Batch generation on the same lease: a JSONL file of prompts through both hosts' replicas, each writing its
+    // share beside the others, the job's progress summed from both.
+    let prompts: String = (0..12).map(|i| format!("{{\"prompt\": \"prompt number {i}\"}}\n")).collect();
+    std::fs::write(shared.join("prompts.jsonl"), prompts).unwrap();
+    let _ = Command::new("chmod").args(["a+r"]).arg(shared.join("prompts.jsonl")).status();
+    let python = venv.join("bin/python").display().to_string();
+    let input = shared.join("prompts.jsonl").display().to_string();
+    let batch = api
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &tenant,
+            json!({
+                "template": "run", "env": { "HF_HUB_OFFLINE": "1" },
+                "command": [python, "-m", "gpuplane_runtime.batch", "--input", input, "--output", "/lease/home/batch-out",
+                            "--model", model.to_str().unwrap(), "--max-new-tokens", "4", "--batch-size", "4"],
+            }),
+        )
+        .await;
+    let batch_id = batch["id"].as_str().unwrap().to_string();
+    let done = wait_job(&api, &tenant, &batch_id, "the batch job ends", 180, |j| j["finished_at"].is_string()).await;
+    assert_eq!(done["state"], "succeeded", "{done:#}");
+    assert_eq!(done["progress"], json!({ "done": 12, "total": 12 }), "{done:#}");
+    let mut answered = Vec::new();
+    for dir in &dirs {
+        // The lease's files are in the agent's jobs directory (the state directory's path with `-jobs`).
+        let jobs_dir = format!("{}-jobs", dir.display());
+        let found = Command::new("find").arg(&jobs_dir).args(["-name", "part-*.jsonl"]).output().unwrap();
+        for part in String::from_utf8_lossy(&found.stdout).lines() {
+            for line in std::fs::read_to_string(part).unwrap().lines() {
+                let record: Value = serde_json::from_str(line).unwrap();
+                assert!(record["output"].is_string(), "{record}");
+                answered.push(record["index"].as_i64().unwrap());
+            }
+        }
+    }
+    answered.sort();
+    assert_eq!(answered, (0..12).collect::<Vec<i64>>(), "every prompt answered once, across the two hosts");
     let (status, released) =
         api.call(reqwest::Method::POST, &format!("/v1/leases/{lease_id}/release"), &tenant, Some(json!({}))).await;
     assert!(status < 300, "{released}");

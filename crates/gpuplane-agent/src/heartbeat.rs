@@ -283,7 +283,7 @@ impl Agent {
                 steps_look_at = Instant::now() + STEPS_LOOK;
                 jobs.collect_steps();
                 // A replica that became ready or stopped answering is told at once (the gateway follows it).
-                let serving_changed = jobs.serving.take_changed();
+                let serving_changed = jobs.serving.take_changed() | jobs.take_progress_changed();
                 // Not while backing off: the service is not answering.
                 if (!jobs.steps.is_empty() || serving_changed) && backoff.failures() == 0 {
                     next_send = next_send.min(Instant::now());
@@ -326,6 +326,7 @@ impl Agent {
                 volumes: self.volumes.reports(),
                 cached_models: models.to_send(),
                 serving: jobs.serving.reports(),
+                progress: jobs.progress(),
             };
             let models_sent = request.cached_models.clone();
             let sent = request.samples.len();

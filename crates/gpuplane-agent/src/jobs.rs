@@ -89,6 +89,8 @@ struct Running {
     reported_version: u64,
     stopping: Option<StopReason>,
     noticed: Option<Noticed>,
+    /// What its progress file said at the last look.
+    progress: Option<gpuplane_protocol::jobs::Progress>,
 }
 
 struct JobExit {
@@ -121,6 +123,8 @@ pub struct JobRunner {
     pub steps: Bounded<JobStep>,
     /// The forwarders and probes of the parts that serve.
     pub serving: super::serving::ServingReplicas,
+    /// A running part's progress changed since the last look (a heartbeat goes out early).
+    progress_changed: bool,
 }
 
 impl JobRunner {
@@ -157,6 +161,7 @@ impl JobRunner {
                     exit_code: None,
                     output_tail: Vec::new(),
                     reason: Some("agent restarted".into()),
+                    progress: None,
                 },
             ));
         }
@@ -181,6 +186,7 @@ impl JobRunner {
             leases: Vec::new(),
             steps: Bounded::new(MAX_BUFFERED_STEPS),
             serving: super::serving::ServingReplicas::new(host_serve_ports),
+            progress_changed: false,
         };
         runner.persist()?;
         Ok(runner)
@@ -234,9 +240,9 @@ impl JobRunner {
         // Its last steps are read before it is forgotten.
         self.collect_steps_of(job_node_id);
         self.serving.stop(job_node_id);
-        let (stopping, noticed) = match self.running.remove(&exit.job_node_id) {
-            Some(r) => (r.stopping, r.noticed),
-            None => (None, None),
+        let (stopping, noticed, progress) = match self.running.remove(&exit.job_node_id) {
+            Some(r) => (r.stopping, r.noticed, r.progress),
+            None => (None, None, None),
         };
         if let Some(started) = self.file.jobs.get_mut(&exit.job_node_id) {
             started.finished = true;
@@ -249,8 +255,29 @@ impl JobRunner {
             (_, reason, _) => reason,
         };
         tracing::info!(job_node.id = %exit.job_node_id, ?state, code = ?exit.code, "job process ended");
-        self.outbox
-            .push((exit.job_node_id, AssignmentStatus { state, exit_code: exit.code, output_tail: exit.tail, reason }));
+        // Its last progress goes with its end (its file was read once more above).
+        self.outbox.push((
+            exit.job_node_id,
+            AssignmentStatus { state, exit_code: exit.code, output_tail: exit.tail, reason, progress },
+        ));
+    }
+
+    /// The progress of every running part that keeps a progress file.
+    pub fn progress(&self) -> Vec<gpuplane_protocol::jobs::PartProgress> {
+        let mut all: Vec<_> = self
+            .running
+            .iter()
+            .filter_map(|(id, r)| {
+                r.progress.map(|progress| gpuplane_protocol::jobs::PartProgress { job_node_id: *id, progress })
+            })
+            .collect();
+        all.sort_by_key(|p| p.job_node_id);
+        all
+    }
+
+    /// Whether a part's progress changed since the last call.
+    pub fn take_progress_changed(&mut self) -> bool {
+        std::mem::take(&mut self.progress_changed)
     }
 
     /// Read the steps every running job's runtime appended since the last look into the buffer.
@@ -265,6 +292,11 @@ impl JobRunner {
         let Some(running) = self.running.get_mut(&id) else { return };
         let dir = self.host.lease_dir(running.lease_id).join("jobs").join(id.to_string());
         let found = running.steps.read_new(&dir, id);
+        let progress = super::steps::read_progress(&dir);
+        if progress.is_some() && progress != running.progress {
+            running.progress = progress;
+            self.progress_changed = true;
+        }
         let dropped = self.steps.push_all(found);
         if dropped > 0 {
             tracing::warn!(dropped, "step buffer full: dropped the oldest steps");
@@ -334,6 +366,7 @@ impl JobRunner {
                                 exit_code: None,
                                 output_tail: Vec::new(),
                                 reason: Some("agent restarted".into()),
+                                progress: None,
                             },
                         ));
                     }
@@ -376,6 +409,7 @@ impl JobRunner {
                         exit_code: None,
                         output_tail: lines,
                         reason: None,
+                        progress: None,
                     },
                 ));
             }
@@ -407,6 +441,7 @@ impl JobRunner {
                 exit_code: None,
                 output_tail: Vec::new(),
                 reason: Some(reason),
+                progress: None,
             },
         ));
     }
@@ -488,6 +523,7 @@ impl JobRunner {
                         exit_code: None,
                         output_tail: Vec::new(),
                         reason: None,
+                        progress: None,
                     },
                 ));
             }
@@ -504,6 +540,7 @@ impl JobRunner {
                         exit_code: None,
                         output_tail: vec![format!("{err:#}")],
                         reason: Some(format!("could not start: {err:#}")),
+                        progress: None,
                     },
                 ));
             }
@@ -544,6 +581,7 @@ impl JobRunner {
                 reported_version: 0,
                 stopping: None,
                 noticed: None,
+                progress: None,
             },
         );
         Ok(pid)

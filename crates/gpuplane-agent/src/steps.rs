@@ -84,6 +84,21 @@ impl StepsTail {
     }
 }
 
+/// A job's progress file (`<job_dir>/gpuplane_progress.json`), read as the steps file is: no symlink followed, a
+/// regular file only, at most 4 KiB; None when there is none or it does not hold a valid progress.
+pub fn read_progress(job_dir: &Path) -> Option<gpuplane_protocol::jobs::Progress> {
+    let path = job_dir.join(gpuplane_protocol::jobs::PROGRESS_FILE);
+    let file =
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = Vec::new();
+    file.take(4096).read_to_end(&mut text).ok()?;
+    let progress: gpuplane_protocol::jobs::Progress = serde_json::from_slice(&text).ok()?;
+    progress.valid().then_some(progress)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +151,27 @@ mod tests {
         std::fs::write(&target, line(1)).unwrap();
         std::os::unix::fs::symlink(&target, dir.join(STEPS_FILE)).unwrap();
         assert!(StepsTail::default().read_new(&dir, Uuid::now_v7()).is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn progress_is_read_from_a_regular_file_only_and_only_when_valid() {
+        let dir = std::env::temp_dir().join(format!("gpuplane-progress-test-{}", Uuid::now_v7()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert_eq!(super::read_progress(&dir), None);
+        let file = dir.join(gpuplane_protocol::jobs::PROGRESS_FILE);
+        std::fs::write(&file, r#"{"done": 3, "total": 10}"#).unwrap();
+        assert_eq!(super::read_progress(&dir), Some(gpuplane_protocol::jobs::Progress { done: 3, total: 10 }));
+        for bad in [r#"{"done": 11, "total": 10}"#, r#"{"done": -1, "total": 10}"#, "not json", ""] {
+            std::fs::write(&file, bad).unwrap();
+            assert_eq!(super::read_progress(&dir), None, "{bad}");
+        }
+        // A symlink to a file elsewhere (the agent's own, say) is not followed.
+        let elsewhere = dir.join("elsewhere.json");
+        std::fs::write(&elsewhere, r#"{"done": 1, "total": 1}"#).unwrap();
+        std::fs::remove_file(&file).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &file).unwrap();
+        assert_eq!(super::read_progress(&dir), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -250,6 +250,10 @@ pub struct HeartbeatRequest {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[cfg_attr(feature = "server", schema(max_items = 1024))]
     pub serving: Vec<crate::jobs::ServingReport>,
+    /// How far this node's running parts are, as they say in their progress files (those that keep one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "server", schema(max_items = 1024))]
+    pub progress: Vec<crate::jobs::PartProgress>,
 }
 
 /// Round trips from this node to one other node of a lease (UDP echo probes).

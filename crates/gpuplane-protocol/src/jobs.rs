@@ -137,6 +137,9 @@ pub struct AssignmentStatus {
     /// Why, for `failed` and `cancelled` (e.g. `agent restarted`).
     #[serde(default)]
     pub reason: Option<String>,
+    /// How far the part got, from its progress file (with its end: the heartbeat carries it while it runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
 }
 
 /// The node's part as the service now records it.
@@ -276,6 +279,37 @@ pub struct ServingReport {
 pub const STEPS_FILE: &str = "gpuplane_steps.jsonl";
 /// Name of the plan file among a planned job's launch files; the launch names it in `GPUPLANE_PLAN_FILE`.
 pub const PLAN_FILE: &str = "gpuplane_plan.json";
+/// Name of the file, in a job's working directory, where a job states how far it is (`{"done": n, "total": m}`,
+/// replaced whole: the runtime's batch generation writes it); the launch names it in `GPUPLANE_PROGRESS_FILE`.
+pub const PROGRESS_FILE: &str = "gpuplane_progress.json";
+
+/// How far a job's part is through its work, as it says in [`PROGRESS_FILE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+pub struct Progress {
+    #[cfg_attr(feature = "server", schema(minimum = 0))]
+    pub done: i64,
+    #[cfg_attr(feature = "server", schema(minimum = 0))]
+    pub total: i64,
+}
+
+impl Progress {
+    /// Within bounds: 0 <= done <= total.
+    pub fn valid(&self) -> bool {
+        0 <= self.done && self.done <= self.total
+    }
+}
+
+/// A part's progress as its agent reports it with the heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PartProgress {
+    pub job_node_id: Uuid,
+    #[serde(flatten)]
+    pub progress: Progress,
+}
+
 /// Most steps per heartbeat.
 pub const MAX_STEPS_PER_HEARTBEAT: usize = 1024;
 

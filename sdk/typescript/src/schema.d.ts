@@ -2048,6 +2048,7 @@ export interface components {
             exit_code?: number | null;
             /** @description The last lines of output (the service keeps at most 50, each cut to 1000 characters). */
             output_tail?: string[];
+            progress?: components["schemas"]["Progress"] | null;
             /** @description Why, for `failed` and `cancelled` (e.g. `agent restarted`). */
             reason?: string | null;
             state: components["schemas"]["ReportedState"];
@@ -2977,6 +2978,8 @@ export interface components {
             launchers?: {
                 [key: string]: string | null;
             } | null;
+            /** @description How far this node's running parts are, as they say in their progress files (those that keep one). */
+            progress?: components["schemas"]["PartProgress"][];
             /** @description Samples since the last delivered heartbeat; after an outage, everything buffered (oldest first). */
             samples: components["schemas"]["GpuSample"][];
             /** @description This node's serving parts (replicas of services) as they are now: the forwarder's port and readiness. */
@@ -3149,6 +3152,7 @@ export interface components {
             /** @description The current generation's parts, per node in rank order. */
             nodes: components["schemas"]["JobNode"][];
             plan?: components["schemas"]["Plan"] | null;
+            progress?: components["schemas"]["Progress"] | null;
             /** @description Why it failed or was cancelled. */
             reason?: string | null;
             /**
@@ -3262,6 +3266,7 @@ export interface components {
             notice?: components["schemas"]["NodeNotice"] | null;
             /** @description The last lines of the process's output (stdout and stderr), at most 50. */
             output_tail: string[];
+            progress?: components["schemas"]["Progress"] | null;
             reason?: string | null;
             /** @description What the node runs. */
             spec: components["schemas"]["LaunchSpec"];
@@ -4203,6 +4208,11 @@ export interface components {
          * @enum {string}
          */
         ParamType: "string" | "int" | "float" | "bool" | "enum";
+        /** @description A part's progress as its agent reports it with the heartbeat. */
+        PartProgress: components["schemas"]["Progress"] & {
+            /** Format: uuid */
+            job_node_id: string;
+        };
         /** @description Round trips from this node to one other node of a lease (UDP echo probes). */
         PeerLatency: {
             /** Format: uuid */
@@ -4581,6 +4591,11 @@ export interface components {
             title: string;
             /** @description A URI naming the problem type (`about:blank` style, stable per `code`). */
             type: string;
+        };
+        /** @description How far a job's part is through its work, as it says in [`PROGRESS_FILE`]. */
+        Progress: {
+            done: number;
+            total: number;
         };
         /** @description Limits on what a tenant may hold at once. Absent (null) means unlimited. */
         Quotas: {

@@ -203,3 +203,27 @@ pub async fn part_state(conn: &mut PgConnection, job_node_id: Uuid) -> StoreResu
     .await?;
     Ok((row.state, row.desired))
 }
+
+/// How far the node's own parts are (their agent's report): parts of other nodes are not its to tell.
+pub async fn record_progress(
+    conn: &mut PgConnection,
+    node_id: Uuid,
+    parts: &[gpuplane_protocol::jobs::PartProgress],
+) -> StoreResult<()> {
+    let ids: Vec<Uuid> = parts.iter().map(|p| p.job_node_id).collect();
+    let done: Vec<i64> = parts.iter().map(|p| p.progress.done).collect();
+    let total: Vec<i64> = parts.iter().map(|p| p.progress.total).collect();
+    sqlx::query!(
+        "UPDATE job_nodes jn SET progress_done = r.done, progress_total = r.total, updated_at = now()
+         FROM UNNEST($2::uuid[], $3::bigint[], $4::bigint[]) AS r(id, done, total)
+         WHERE jn.id = r.id AND jn.node_id = $1
+           AND (jn.progress_done, jn.progress_total) IS DISTINCT FROM (r.done, r.total)",
+        node_id,
+        &ids,
+        &done,
+        &total
+    )
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -203,7 +203,8 @@ pub async fn current_parts(conn: &mut PgConnection, job_ids: &[Uuid]) -> StoreRe
              jn.desired AS "desired: Desired", jn.exit_code,
              jn.output_tail AS "output_tail: Json<Vec<String>>", jn.reason,
              jn.history AS "history: Json<Vec<StateChange>>", jn.spec AS "spec: Json<LaunchSpec>",
-             jn.started_at, jn.finished_at, jn.notice_reason, jn.notice_grace_s, jn.notice_at
+             jn.started_at, jn.finished_at, jn.notice_reason, jn.notice_grace_s, jn.notice_at,
+             jn.progress_done, jn.progress_total
          FROM job_nodes jn JOIN jobs j ON j.id = jn.job_id AND j.generation = jn.generation
          JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) ORDER BY jn.job_id, jn.node_rank"#,
         job_ids
@@ -232,6 +233,10 @@ pub async fn current_parts(conn: &mut PgConnection, job_ids: &[Uuid]) -> StoreRe
                 started_at: n.started_at,
                 finished_at: n.finished_at,
                 notice,
+                progress: n
+                    .progress_done
+                    .zip(n.progress_total)
+                    .map(|(done, total)| gpuplane_protocol::jobs::Progress { done, total }),
             };
             (n.job_id, part)
         })

@@ -69,6 +69,9 @@ pub struct JobNode {
     pub finished_at: Option<DateTime<Utc>>,
     /// The stop notice its process was given (a replan, the lease ending), with the grace it had.
     pub notice: Option<NodeNotice>,
+    /// How far it is through its work, as it says (a batch generation's inputs done of its share); absent for a
+    /// job that keeps no progress file.
+    pub progress: Option<gpuplane_protocol::jobs::Progress>,
 }
 
 /// A stop notice as a job's part received it.

@@ -128,6 +128,7 @@ from .node_utilization import NodeUtilization
 from .offload import Offload
 from .pair_latency import PairLatency
 from .param_type import ParamType
+from .part_progress import PartProgress
 from .peer_latency import PeerLatency
 from .pins import Pins
 from .placement import Placement
@@ -144,6 +145,7 @@ from .pool_utilization import PoolUtilization
 from .precision import Precision
 from .problem import Problem
 from .problem_context_type_0 import ProblemContextType0
+from .progress import Progress
 from .quotas import Quotas
 from .recompute import Recompute
 from .register_request import RegisterRequest
@@ -345,6 +347,7 @@ __all__ = (
     "Offload",
     "PairLatency",
     "ParamType",
+    "PartProgress",
     "PeerLatency",
     "Pins",
     "Placement",
@@ -361,6 +364,7 @@ __all__ = (
     "Precision",
     "Problem",
     "ProblemContextType0",
+    "Progress",
     "Quotas",
     "Recompute",
     "RegisterRequest",

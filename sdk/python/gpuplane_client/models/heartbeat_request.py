@@ -13,6 +13,7 @@ if TYPE_CHECKING:
         HeartbeatRequestLaunchersType0,
     )
     from ..models.job_step import JobStep
+    from ..models.part_progress import PartProgress
     from ..models.peer_latency import PeerLatency
     from ..models.serving_report import ServingReport
     from ..models.volume_report import VolumeReport
@@ -43,6 +44,8 @@ class HeartbeatRequest:
         launchers (HeartbeatRequestLaunchersType0 | None | Unset): The host's launchers, sent when they changed since
             registration (or the last heartbeat that carried
             them): software installed or removed while the agent runs.
+        progress (list[PartProgress] | Unset): How far this node's running parts are, as they say in their progress
+            files (those that keep one).
         serving (list[ServingReport] | Unset): This node's serving parts (replicas of services) as they are now: the
             forwarder's port and readiness.
         steps (list[JobStep] | Unset): Optimizer steps the gpuplane runtime measured in this node's jobs since the last
@@ -60,6 +63,7 @@ class HeartbeatRequest:
     echo_port: int | None | Unset = UNSET
     latency: list[PeerLatency] | Unset = UNSET
     launchers: HeartbeatRequestLaunchersType0 | None | Unset = UNSET
+    progress: list[PartProgress] | Unset = UNSET
     serving: list[ServingReport] | Unset = UNSET
     steps: list[JobStep] | Unset = UNSET
     volume_stores: list[VolumeStore] | Unset = UNSET
@@ -117,6 +121,13 @@ class HeartbeatRequest:
         else:
             launchers = self.launchers
 
+        progress: list[dict[str, Any]] | Unset = UNSET
+        if not isinstance(self.progress, Unset):
+            progress = []
+            for progress_item_data in self.progress:
+                progress_item = progress_item_data.to_dict()
+                progress.append(progress_item)
+
         serving: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.serving, Unset):
             serving = []
@@ -164,6 +175,8 @@ class HeartbeatRequest:
             field_dict["latency"] = latency
         if launchers is not UNSET:
             field_dict["launchers"] = launchers
+        if progress is not UNSET:
+            field_dict["progress"] = progress
         if serving is not UNSET:
             field_dict["serving"] = serving
         if steps is not UNSET:
@@ -182,6 +195,7 @@ class HeartbeatRequest:
             HeartbeatRequestLaunchersType0,
         )
         from ..models.job_step import JobStep
+        from ..models.part_progress import PartProgress
         from ..models.peer_latency import PeerLatency
         from ..models.serving_report import ServingReport
         from ..models.volume_report import VolumeReport
@@ -267,6 +281,15 @@ class HeartbeatRequest:
 
         launchers = _parse_launchers(d.pop("launchers", UNSET))
 
+        _progress = d.pop("progress", UNSET)
+        progress: list[PartProgress] | Unset = UNSET
+        if _progress is not UNSET:
+            progress = []
+            for progress_item_data in _progress:
+                progress_item = PartProgress.from_dict(progress_item_data)
+
+                progress.append(progress_item)
+
         _serving = d.pop("serving", UNSET)
         serving: list[ServingReport] | Unset = UNSET
         if _serving is not UNSET:
@@ -311,6 +334,7 @@ class HeartbeatRequest:
             echo_port=echo_port,
             latency=latency,
             launchers=launchers,
+            progress=progress,
             serving=serving,
             steps=steps,
             volume_stores=volume_stores,

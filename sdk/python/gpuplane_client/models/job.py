@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..models.job_node import JobNode
     from ..models.measured_steps import MeasuredSteps
     from ..models.plan import Plan
+    from ..models.progress import Progress
     from ..models.restart_policy import RestartPolicy
     from ..models.retune import Retune
 
@@ -49,6 +50,7 @@ class Job:
         insights (JobInsights | None | Unset):
         measured (MeasuredSteps | None | Unset):
         plan (None | Plan | Unset):
+        progress (None | Progress | Unset):
         reason (None | str | Unset): Why it failed or was cancelled.
         started_at (datetime.datetime | None | Unset):
         template_version (int | None | Unset): The custom template's version (absent for built-in templates).
@@ -72,6 +74,7 @@ class Job:
     insights: JobInsights | None | Unset = UNSET
     measured: MeasuredSteps | None | Unset = UNSET
     plan: None | Plan | Unset = UNSET
+    progress: None | Progress | Unset = UNSET
     reason: None | str | Unset = UNSET
     started_at: datetime.datetime | None | Unset = UNSET
     template_version: int | None | Unset = UNSET
@@ -81,6 +84,7 @@ class Job:
         from ..models.job_insights import JobInsights
         from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
+        from ..models.progress import Progress
 
         cancel_requested = self.cancel_requested
 
@@ -148,6 +152,14 @@ class Job:
         else:
             plan = self.plan
 
+        progress: dict[str, Any] | None | Unset
+        if isinstance(self.progress, Unset):
+            progress = UNSET
+        elif isinstance(self.progress, Progress):
+            progress = self.progress.to_dict()
+        else:
+            progress = self.progress
+
         reason: None | str | Unset
         if isinstance(self.reason, Unset):
             reason = UNSET
@@ -196,6 +208,8 @@ class Job:
             field_dict["measured"] = measured
         if plan is not UNSET:
             field_dict["plan"] = plan
+        if progress is not UNSET:
+            field_dict["progress"] = progress
         if reason is not UNSET:
             field_dict["reason"] = reason
         if started_at is not UNSET:
@@ -212,6 +226,7 @@ class Job:
         from ..models.job_node import JobNode
         from ..models.measured_steps import MeasuredSteps
         from ..models.plan import Plan
+        from ..models.progress import Progress
         from ..models.restart_policy import RestartPolicy
         from ..models.retune import Retune
 
@@ -322,6 +337,23 @@ class Job:
 
         plan = _parse_plan(d.pop("plan", UNSET))
 
+        def _parse_progress(data: object) -> None | Progress | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                progress_type_0 = Progress.from_dict(data)
+
+                return progress_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Progress | Unset, data)
+
+        progress = _parse_progress(d.pop("progress", UNSET))
+
         def _parse_reason(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -376,6 +408,7 @@ class Job:
             insights=insights,
             measured=measured,
             plan=plan,
+            progress=progress,
             reason=reason,
             started_at=started_at,
             template_version=template_version,

@@ -15,6 +15,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.launch_spec import LaunchSpec
     from ..models.node_notice import NodeNotice
+    from ..models.progress import Progress
     from ..models.state_change import StateChange
 
 
@@ -39,6 +40,7 @@ class JobNode:
         exit_code (int | None | Unset):
         finished_at (datetime.datetime | None | Unset):
         notice (NodeNotice | None | Unset):
+        progress (None | Progress | Unset):
         reason (None | str | Unset):
         started_at (datetime.datetime | None | Unset):
     """
@@ -55,12 +57,14 @@ class JobNode:
     exit_code: int | None | Unset = UNSET
     finished_at: datetime.datetime | None | Unset = UNSET
     notice: NodeNotice | None | Unset = UNSET
+    progress: None | Progress | Unset = UNSET
     reason: None | str | Unset = UNSET
     started_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         from ..models.node_notice import NodeNotice
+        from ..models.progress import Progress
 
         desired = self.desired.value
 
@@ -105,6 +109,14 @@ class JobNode:
         else:
             notice = self.notice
 
+        progress: dict[str, Any] | None | Unset
+        if isinstance(self.progress, Unset):
+            progress = UNSET
+        elif isinstance(self.progress, Progress):
+            progress = self.progress.to_dict()
+        else:
+            progress = self.progress
+
         reason: None | str | Unset
         if isinstance(self.reason, Unset):
             reason = UNSET
@@ -140,6 +152,8 @@ class JobNode:
             field_dict["finished_at"] = finished_at
         if notice is not UNSET:
             field_dict["notice"] = notice
+        if progress is not UNSET:
+            field_dict["progress"] = progress
         if reason is not UNSET:
             field_dict["reason"] = reason
         if started_at is not UNSET:
@@ -151,6 +165,7 @@ class JobNode:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.launch_spec import LaunchSpec
         from ..models.node_notice import NodeNotice
+        from ..models.progress import Progress
         from ..models.state_change import StateChange
 
         d = dict(src_dict)
@@ -220,6 +235,23 @@ class JobNode:
 
         notice = _parse_notice(d.pop("notice", UNSET))
 
+        def _parse_progress(data: object) -> None | Progress | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                progress_type_0 = Progress.from_dict(data)
+
+                return progress_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | Progress | Unset, data)
+
+        progress = _parse_progress(d.pop("progress", UNSET))
+
         def _parse_reason(data: object) -> None | str | Unset:
             if data is None:
                 return data
@@ -259,6 +291,7 @@ class JobNode:
             exit_code=exit_code,
             finished_at=finished_at,
             notice=notice,
+            progress=progress,
             reason=reason,
             started_at=started_at,
         )
