@@ -17,11 +17,33 @@ pub async fn run(listener: TcpListener, state: AppState, shutdown: CancellationT
 }
 
 /// Serve the gateway (services' callers) until `shutdown` is cancelled; answers in flight finish first.
+/// Its request counts go to the database every few seconds, and once more at the end.
 pub async fn run_gateway(listener: TcpListener, state: AppState, shutdown: CancellationToken) -> anyhow::Result<()> {
-    let router = crate::gateway::router(state);
+    let gateway = crate::gateway::Gateway::new(state.clone());
+    let tally = gateway.tally.clone();
+    let counting = {
+        let (state, tally) = (state.clone(), tally.clone());
+        tokio::spawn(crate::workers::every(
+            "gateway_counts",
+            crate::gateway::tally::FLUSH_EVERY,
+            shutdown.clone(),
+            move |_| {
+                let (state, tally) = (state.clone(), tally.clone());
+                async move {
+                    crate::gateway::tally::flush(&state, &tally).await?;
+                    Ok(crate::workers::Pace::Wait)
+                }
+            },
+        ))
+    };
+    let router = crate::gateway::router(gateway);
     axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await?;
+    let _ = counting.await;
+    if let Err(err) = crate::gateway::tally::flush(&state, &tally).await {
+        tracing::warn!(err = format!("{err:#}"), "the gateway's last request counts were not written");
+    }
     Ok(())
 }
 

@@ -17,18 +17,15 @@ pub mod connections;
 pub mod limits;
 pub mod proxy;
 pub mod shared;
-
-use std::sync::Arc;
+pub mod tally;
 
 use axum::Router;
 use axum::routing::any;
 
-use crate::state::AppState;
-use shared::Gateway;
+pub use shared::Gateway;
 
 /// The gateway's routes: every method, every path under a service.
-pub fn router(state: AppState) -> Router {
-    let gateway = Gateway { state, balancer: Arc::default(), limits: Arc::default(), connections: Arc::default() };
+pub fn router(gateway: Gateway) -> Router {
     Router::new()
         .route("/s/{service_id}", any(proxy::forward))
         .route("/s/{service_id}/{*rest}", any(proxy::forward))

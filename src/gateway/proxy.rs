@@ -111,7 +111,7 @@ pub async fn forward(State(gateway): State<Gateway>, request: Request) -> Respon
         Err(response) => return response,
     };
     let refused = |status: StatusCode, code: &str, detail: String| {
-        record(service_id, status, started.elapsed());
+        record(&gateway.tally, service_id, status, started.elapsed(), 0);
         refuse(status, code, detail)
     };
     if !route.public && route.key_id.is_none() {
@@ -195,6 +195,8 @@ pub async fn forward(State(gateway): State<Gateway>, request: Request) -> Respon
                         started,
                         connection: Some((gateway.connections.clone(), id, sender)),
                         complete: false,
+                        output_tokens: 0,
+                        tally: gateway.tally.clone(),
                         _outstanding: outstanding,
                     };
                     return answer_back(answer, &route, done).await;
@@ -349,21 +351,65 @@ async fn answer_back(answer: hyper::Response<hyper::body::Incoming>, route: &Rou
                 return refuse(StatusCode::BAD_GATEWAY, "replica_failed", "the replica failed while answering");
             }
         };
-        if let Some(tokens) = completion_tokens(&bytes) {
-            metrics::counter!("gpuplane_service_output_tokens_total", "service" => done.service_id.to_string())
-                .increment(tokens);
-        }
+        done.output_tokens = completion_tokens(&bytes).unwrap_or(0);
         done.complete = true;
         drop(done);
         return Response::from_parts(parts, Body::from(bytes));
     }
-    Response::from_parts(parts, Body::new(Tracked { inner: body, done: Some(done) }))
+    let is_stream = parts
+        .headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    let tokens = (route.protocol == "openai" && is_stream).then(StreamedTokens::default);
+    Response::from_parts(parts, Body::new(Tracked { inner: body, done: Some(done), tokens }))
+}
+
+/// The tokens of an OpenAI-compatible streamed answer (server-sent events): the `usage` an engine sends last when
+/// asked (`stream_options.include_usage`), else one per chunk that carries content (engines stream a token a
+/// chunk).
+#[derive(Default)]
+struct StreamedTokens {
+    line: Vec<u8>,
+    chunks: u64,
+    usage: Option<u64>,
+}
+
+impl StreamedTokens {
+    /// Longest event line read whole (a longer one is skipped).
+    const MAX_LINE: usize = 64 * 1024;
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if byte != b'\n' {
+                if self.line.len() < Self::MAX_LINE {
+                    self.line.push(byte);
+                }
+                continue;
+            }
+            let line = std::mem::take(&mut self.line);
+            let Some(data) = line.strip_prefix(b"data:") else { continue };
+            let Ok(event) = serde_json::from_slice::<serde_json::Value>(data.trim_ascii()) else { continue };
+            if let Some(tokens) = event.get("usage").and_then(|u| u.get("completion_tokens")).and_then(|t| t.as_u64()) {
+                self.usage = Some(tokens);
+            }
+            let content = event.pointer("/choices/0/delta/content").and_then(|c| c.as_str());
+            if content.is_some_and(|c| !c.is_empty()) {
+                self.chunks += 1;
+            }
+        }
+    }
+
+    fn tokens(&self) -> u64 {
+        self.usage.unwrap_or(self.chunks)
+    }
 }
 
 /// An answer's body on its way to the caller: when it ends, [`Finished`] records it and keeps the connection.
 struct Tracked {
     inner: hyper::body::Incoming,
     done: Option<Finished>,
+    tokens: Option<StreamedTokens>,
 }
 
 impl http_body::Body for Tracked {
@@ -376,8 +422,15 @@ impl http_body::Body for Tracked {
     ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, hyper::Error>>> {
         let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
         match &polled {
+            std::task::Poll::Ready(Some(Ok(frame))) => {
+                if let (Some(tokens), Some(data)) = (self.tokens.as_mut(), frame.data_ref()) {
+                    tokens.feed(data);
+                }
+            }
             std::task::Poll::Ready(None) => {
+                let tokens = self.tokens.as_ref().map_or(0, StreamedTokens::tokens);
                 if let Some(mut done) = self.done.take() {
+                    done.output_tokens = tokens;
                     done.complete = true;
                 }
             }
@@ -409,12 +462,14 @@ struct Finished {
     started: Instant,
     connection: Option<(std::sync::Arc<super::connections::Connections>, Uuid, Sender)>,
     complete: bool,
+    output_tokens: u64,
+    tally: std::sync::Arc<super::tally::Tally>,
     _outstanding: super::balancer::Outstanding,
 }
 
 impl Drop for Finished {
     fn drop(&mut self) {
-        record(self.service_id, self.status, self.started.elapsed());
+        record(&self.tally, self.service_id, self.status, self.started.elapsed(), self.output_tokens);
         if self.complete
             && let Some((connections, replica, sender)) = self.connection.take()
         {
@@ -429,8 +484,15 @@ fn completion_tokens(body: &[u8]) -> Option<u64> {
     value.get("usage")?.get("completion_tokens")?.as_u64()
 }
 
-fn record(service_id: Uuid, status: StatusCode, took: Duration) {
+/// Count a request: in this process's metrics, and in the counts the service's API shows (added up in the
+/// database).
+fn record(tally: &super::tally::Tally, service_id: Uuid, status: StatusCode, took: Duration, output_tokens: u64) {
+    tally.record(service_id, status.as_u16(), took, output_tokens);
     let service = service_id.to_string();
+    if output_tokens > 0 {
+        metrics::counter!("gpuplane_service_output_tokens_total", "service" => service.clone())
+            .increment(output_tokens);
+    }
     metrics::counter!("gpuplane_service_requests_total", "service" => service.clone(), "status" => status.as_u16().to_string())
         .increment(1);
     metrics::histogram!("gpuplane_service_request_duration_seconds", "service" => service).record(took.as_secs_f64());
@@ -469,6 +531,22 @@ mod tests {
         // A public service's caller may send its own Authorization to the tenant's server.
         let out = forwarded_headers(&incoming, false, peer, Uuid::from_u128(1));
         assert_eq!(out.get(header::AUTHORIZATION).unwrap(), "Bearer gps_x");
+    }
+
+    #[test]
+    fn streamed_tokens_are_the_usage_when_sent_else_the_chunks_with_content() {
+        let mut tokens = StreamedTokens::default();
+        let events = "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\n\n\
+                      data: {\"choices\":[{\"delta\":{\"content\":\"Hel\"}}]}\n\n\
+                      data: {\"choices\":[{\"delta\":{\"content\":\"lo\"}}]}\n\n\
+                      data: [DONE]\n\n";
+        // Frames split anywhere, mid-line included.
+        for piece in events.as_bytes().chunks(7) {
+            tokens.feed(piece);
+        }
+        assert_eq!(tokens.tokens(), 2);
+        tokens.feed(b"data: {\"choices\":[],\"usage\":{\"completion_tokens\":5}}\n");
+        assert_eq!(tokens.tokens(), 5, "the engine's own count wins");
     }
 
     #[test]

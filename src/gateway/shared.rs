@@ -10,4 +10,17 @@ pub struct Gateway {
     pub balancer: Arc<super::balancer::Balancer>,
     pub limits: Arc<super::limits::Limits>,
     pub connections: Arc<super::connections::Connections>,
+    pub tally: Arc<super::tally::Tally>,
+}
+
+impl Gateway {
+    pub fn new(state: AppState) -> Self {
+        Gateway {
+            state,
+            balancer: Arc::default(),
+            limits: Arc::default(),
+            connections: Arc::default(),
+            tally: Arc::default(),
+        }
+    }
 }

@@ -5,3 +5,4 @@
 pub mod keys;
 pub mod requests;
 pub mod routes;
+pub mod stats;

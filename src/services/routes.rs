@@ -24,10 +24,35 @@ pub struct Service {
     pub service: ServiceRow,
     /// The gateway's address of the service: a request to `{url}/PATH` reaches `/PATH` on a ready replica.
     pub url: String,
+    /// Its requests over the last hour, as every gateway counted them (one service's: absent in lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_hour: Option<super::stats::RequestStats>,
 }
 
 fn view(state: &AppState, service: ServiceRow) -> Service {
-    Service { url: format!("{}/s/{}", state.settings.gateway_url.trim_end_matches('/'), service.id), service }
+    let url = format!("{}/s/{}", state.settings.gateway_url.trim_end_matches('/'), service.id);
+    Service { url, service, last_hour: None }
+}
+
+/// The service's requests in its last 60 minutes (this one included).
+async fn last_hour(state: &AppState, id: Uuid) -> ApiResult<super::stats::RequestStats> {
+    const MINUTES: i64 = 60;
+    let now = chrono::Utc::now();
+    let since = chrono::DurationRound::duration_trunc(now, chrono::TimeDelta::minutes(1)).unwrap_or(now)
+        - chrono::TimeDelta::minutes(MINUTES - 1);
+    let mut conn = state.db.acquire().await?;
+    let mut total = super::stats::Counts::default();
+    for minute in store::request_minutes(&mut conn, id, since).await? {
+        let counts = super::stats::Counts {
+            requests: minute.requests,
+            errors: minute.errors,
+            refused: minute.refused,
+            output_tokens: minute.output_tokens,
+            latency: minute.latency,
+        };
+        total.merge(&counts);
+    }
+    Ok(super::stats::summarize(&total, MINUTES))
 }
 
 async fn tenant_service(state: &AppState, tenant_id: Uuid, id: Uuid) -> ApiResult<ServiceRow> {
@@ -66,7 +91,7 @@ pub async fn list_services(
     Ok(Json(Page::from_rows(services, limit, |s: &Service| s.service.id)))
 }
 
-/// One of the tenant's services, with its replicas' readiness.
+/// One of the tenant's services, with its replicas' readiness and its requests over the last hour.
 #[utoipa::path(
     get, path = "/v1/services/{service_id}", tag = "services", operation_id = "get_service",
     params(("service_id" = Uuid, Path, description = "Service id")),
@@ -81,7 +106,9 @@ pub async fn get_service(
     ApiPath(id): ApiPath<Uuid>,
 ) -> ApiResult<Json<Service>> {
     let service = tenant_service(&state, auth.tenant_id, id).await?;
-    Ok(Json(view(&state, service)))
+    let mut service = view(&state, service);
+    service.last_hour = Some(last_hour(&state, id).await?);
+    Ok(Json(service))
 }
 
 /// Make a service public or private, or change its rate limit (tenant admin). Takes effect on the next request.

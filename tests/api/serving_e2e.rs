@@ -299,6 +299,21 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     let service = api.get(&format!("/v1/services/{service_id}"), &tenant).await;
     assert_eq!(service["ready_replicas"], 1, "{service}");
 
+    // What the gateways counted, added up in the database (every few seconds) and shown on the service.
+    let counted = |s: &Value| s["last_hour"]["requests"].as_i64().unwrap_or(0);
+    let mut service = api.get(&format!("/v1/services/{service_id}"), &tenant).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while (counted(&service) as usize) < results.len() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        service = api.get(&format!("/v1/services/{service_id}"), &tenant).await;
+    }
+    let hour = &service["last_hour"];
+    assert!(counted(&service) as usize >= results.len(), "{hour}");
+    assert!(hour["refused"].as_i64().unwrap() >= 4, "the 401s and the 429: {hour}");
+    assert!(hour["output_tokens"].as_i64().unwrap() > 0, "streamed chunks counted: {hour}");
+    assert!(hour["p50_ms"].as_f64().is_some() && hour["requests_per_s"].as_f64().unwrap() > 0.0, "{hour}");
+    eprintln!("serving e2e: the last hour of the service: {hour}");
+
     // What the gateway measured.
     let metrics = client.get(format!("{base}/metrics")).send().await.unwrap().text().await.unwrap();
     let requests = format!("gpuplane_service_requests_total{{service=\"{service_id}\",status=\"200\"}}");

@@ -616,6 +616,46 @@ def volumes(c: Console, seeded: dict) -> None:
     check("a deleted volume goes, its image with it", bool(wait_for("the agent destroys the volume", 30, gone, 1.0)))
 
 
+def services(c: Console, seeded: dict) -> None:
+    """A tenant admin finds a serving job's service, its replica ready, makes and revokes a key, makes it public."""
+    api = Api(c.url)
+    op = api.token(seeded["operator_key"])
+    token = api.token(seeded["admin_key"])
+    api.ok("POST", "/v1/admin/templates", op, {"name": "http-server", "argv": ["/usr/bin/python3", "-m", "http.server", "8000"]})
+    lease = api.ok("POST", "/v1/leases", token, {"pool_id": seeded["pool"]["id"], "gpu_count": 1, "duration_hours": 1})
+    job = api.ok("POST", f"/v1/leases/{lease['id']}/jobs", token,
+                 {"template": "http-server", "serve": {"port": 8000, "health_path": "/"}})  # fmt: skip
+    service = next(s for s in api.ok("GET", "/v1/services", token)["items"] if s["job_id"] == job["id"])
+    c.sign_in(seeded["admin_key"])
+    c.view("#/services", "Services")
+    check("the service is listed with its URL", service["url"] in c.text(), c.text())
+    c.go(f"#/service/{service['id']}")
+
+    def ready():
+        c.d.refresh()
+        return "1 of 1 replicas ready" in c.css("#service-replicas").text
+
+    check("its replica is ready once its agent probed it", bool(wait_for("the replica is ready", 30, ready, 1.0)))
+    c.css("#service-key-name").send_keys("mobile-app")
+    c.css("#create-service-key").click()
+    secret = c.css("#service-key-secret").text
+    check("a new key's secret is shown once", secret.startswith("gps_"), secret)
+    c.d.refresh()
+    c.wait_text("mobile-app")
+    check("the key is listed without its secret", secret not in c.text() and "active" in c.text())
+    c.shot("service")
+    c.d.find_element(By.XPATH, "//button[text()='Revoke']").click()
+    c.wait(lambda d: "Key revoked" in d.find_element(By.ID, "flash").text)
+    c.wait_text("revoked")
+    c.css("#service-public").click()
+    c.wait(lambda d: "public" in d.find_element(By.ID, "flash").text)
+    check("the service is public", api.ok("GET", f"/v1/services/{service['id']}", token)["public"] is True)
+    api.ok("POST", f"/v1/jobs/{job['id']}/cancel", token)
+    wait_for("the server stops", 30, lambda: api.ok("GET", f"/v1/jobs/{job['id']}", token)["finished_at"], 0.5)
+    api.ok("POST", f"/v1/leases/{lease['id']}/release", token, {})
+    wait_for("the lease ends", 30, lambda: api.ok("GET", f"/v1/leases/{lease['id']}", token)["state"] != "active", 0.5)
+
+
 def member(c: Console, seeded: dict) -> None:
     c.sign_in(seeded["member_key"])
     c.wait_text("a100-browser")
@@ -742,6 +782,7 @@ def main() -> int:
     try:
         tenant_admin(c, seeded)
         volumes(c, seeded)
+        services(c, seeded)
         member(c, seeded)
         operator(c, seeded)
     except Failed:

@@ -264,3 +264,59 @@ pub async fn job_serves(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<bo
             .await?;
     Ok(serves)
 }
+
+/// A service's counts over one minute, as a gateway process adds them (or as they add up).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestMinute {
+    pub service_id: Uuid,
+    pub minute: DateTime<Utc>,
+    pub requests: i64,
+    pub errors: i64,
+    pub refused: i64,
+    pub output_tokens: i64,
+    /// Requests per latency bucket (the service's edges).
+    pub latency: Vec<i64>,
+}
+
+/// Add a gateway's counts to what the others counted.
+pub async fn add_request_minutes(conn: &mut PgConnection, minutes: &[RequestMinute]) -> StoreResult<()> {
+    for m in minutes {
+        sqlx::query!(
+            "INSERT INTO service_request_minutes AS t
+                 (service_id, minute, requests, errors, refused, output_tokens, latency)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (service_id, minute) DO UPDATE SET
+                 requests = t.requests + EXCLUDED.requests, errors = t.errors + EXCLUDED.errors,
+                 refused = t.refused + EXCLUDED.refused, output_tokens = t.output_tokens + EXCLUDED.output_tokens,
+                 latency = ARRAY(SELECT a + b FROM unnest(t.latency, EXCLUDED.latency) AS u(a, b))",
+            m.service_id,
+            m.minute,
+            m.requests,
+            m.errors,
+            m.refused,
+            m.output_tokens,
+            &m.latency
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// The service's minutes from `since` on.
+pub async fn request_minutes(
+    conn: &mut PgConnection,
+    service_id: Uuid,
+    since: DateTime<Utc>,
+) -> StoreResult<Vec<RequestMinute>> {
+    let rows = sqlx::query_as!(
+        RequestMinute,
+        "SELECT service_id, minute, requests, errors, refused, output_tokens, latency FROM service_request_minutes
+         WHERE service_id = $1 AND minute >= $2 ORDER BY minute",
+        service_id,
+        since
+    )
+    .fetch_all(conn)
+    .await?;
+    Ok(rows)
+}

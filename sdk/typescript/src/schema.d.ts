@@ -1487,7 +1487,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One of the tenant's services, with its replicas' readiness. */
+        /** One of the tenant's services, with its replicas' readiness and its requests over the last hour. */
         get: operations["get_service"];
         put?: never;
         post?: never;
@@ -4677,6 +4677,43 @@ export interface components {
          * @enum {string}
          */
         ReportedState: "running" | "succeeded" | "failed" | "cancelled";
+        /** @description A service's requests over a window, as `GET /v1/services/{id}` shows them. */
+        RequestStats: {
+            /**
+             * Format: int64
+             * @description Answers 5xx: the replicas', or the gateway's (no replica ready, none reachable, one failed answering).
+             */
+            errors: number;
+            /**
+             * Format: int64
+             * @description The window, minutes (the last ones, the current one included).
+             */
+            minutes: number;
+            /**
+             * Format: int64
+             * @description Tokens the answers of an OpenAI-compatible service reported.
+             */
+            output_tokens: number;
+            /** Format: double */
+            output_tokens_per_s: number;
+            /**
+             * Format: double
+             * @description Time to the end of the answer, milliseconds: the upper edge of the histogram bucket the median (99th
+             *     percentile) falls in; absent without requests.
+             */
+            p50_ms?: number | null;
+            /** Format: double */
+            p99_ms?: number | null;
+            /**
+             * Format: int64
+             * @description Refused for the key or the rate limit (401, 429).
+             */
+            refused: number;
+            /** Format: int64 */
+            requests: number;
+            /** Format: double */
+            requests_per_s: number;
+        };
         /** @description A job's restart policy, as the service resolved it at create. */
         RestartPolicy: {
             /** Format: int32 */
@@ -4838,6 +4875,7 @@ export interface components {
         };
         /** @description A service: where callers reach it and who may. */
         Service: components["schemas"]["ServiceRow"] & {
+            last_hour?: components["schemas"]["RequestStats"] | null;
             /** @description The gateway's address of the service: a request to `{url}/PATH` reaches `/PATH` on a ready replica. */
             url: string;
         };

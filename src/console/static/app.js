@@ -351,6 +351,50 @@ async function viewVolumes() {
     volumes.length ? table(["Name", "Pool", "Kind", "Size", "State", "Used", "Attached to", "Charged", ""], rows) : h("p", {}, "No volumes yet."),
     isAdmin() ? [h("h2", {}, "New volume"), form] : null];
 }
+async function viewServices() {
+  const page = await api("GET", "/v1/services?limit=200");
+  return [h("h1", {}, "Services"),
+    h("p", { class: "muted" }, "Jobs that serve: each has a URL on the gateway that its callers reach with one of its keys (or without, when public)."),
+    page.items.length ? table(["Service", "Job", "URL", "Ready replicas", "Access", "Limit"], page.items.map((s) => [
+      idLink(`#/service/${s.id}`, s.id), idLink(`#/lease/${s.lease_id}`, s.job_id), h("code", {}, s.url),
+      `${s.ready_replicas} of ${s.replicas}`, s.public ? "public" : "keys", s.rate_limit_per_minute ? `${s.rate_limit_per_minute}/min per caller` : "none"]))
+      : h("p", {}, "No services yet: start a job with ", h("code", {}, "serve"), " on a lease.")];
+}
+async function viewService(id) {
+  const [s, keys] = await Promise.all([api("GET", `/v1/services/${id}`), api("GET", `/v1/services/${id}/keys`)]);
+  const hour = s.last_hour || {};
+  const ms = (v) => (v == null ? "-" : `${v} ms`);
+  const created = h("div", { id: "service-key-created", "aria-live": "polite" });
+  const name = h("input", { id: "service-key-name", required: true, maxlength: 100 });
+  const limit = h("input", { id: "service-limit", type: "number", min: 1, max: 1000000, value: s.rate_limit_per_minute || "" });
+  const admin = isAdmin() ? [
+    h("h2", {}, "Access"),
+    h("button", { type: "button", id: "service-public", onclick: act(() => api("PATCH", `/v1/services/${id}`, { public: !s.public }),
+      s.public ? "The service needs a key again" : "The service is public: callers need no key") }, s.public ? "Require a key" : "Make public"),
+    h("form", { class: "inline", "aria-label": "Rate limit", onsubmit: act(() => api("PATCH", `/v1/services/${id}`,
+      { rate_limit_per_minute: limit.value ? Number(limit.value) : null }), "Rate limit saved") },
+      field("Requests a minute per caller (empty: none)", limit), h("button", { type: "submit" }, "Save")),
+    h("h2", {}, "New key"),
+    h("form", { class: "inline", "aria-label": "New service key", onsubmit: async (ev) => {
+      ev.preventDefault(); flash("");
+      try {
+        const k = await api("POST", `/v1/services/${id}/keys`, { name: name.value });
+        created.replaceChildren(h("p", {}, "Copy this key now; it is never shown again:"), h("p", { class: "secret", id: "service-key-secret" }, k.secret));
+      } catch (e) { flash(e instanceof Problem ? e.words() : String(e)); }
+    } }, field("Name", name), h("button", { type: "submit", id: "create-service-key" }, "Create key")), created] : null;
+  return [h("h1", {}, "Service ", short(id)),
+    h("p", {}, "URL: ", h("code", { id: "service-url" }, s.url), ` · ${s.protocol} · port ${s.port} · health ${s.health_path} · job `, idLink(`#/lease/${s.lease_id}`, s.job_id), ` (${s.job_state})`),
+    h("p", { id: "service-replicas" }, `${s.ready_replicas} of ${s.replicas} replicas ready`),
+    h("h2", {}, "The last hour"),
+    table(["Requests", "Requests/s", "Errors", "Refused", "p50", "p99", "Output tokens/s"], [[String(hour.requests ?? 0),
+      (hour.requests_per_s ?? 0).toFixed(2), String(hour.errors ?? 0), String(hour.refused ?? 0), ms(hour.p50_ms), ms(hour.p99_ms),
+      (hour.output_tokens_per_s ?? 0).toFixed(1)]]),
+    h("h2", {}, "Keys"),
+    keys.length ? table(["Name", "Prefix", "Created", "State", ""], keys.map((k) => [k.name, k.prefix, ago(k.created_at), k.revoked_at ? "revoked" : "active",
+      !k.revoked_at && isAdmin() ? h("button", { type: "button", class: "danger", onclick: act(() => api("DELETE", `/v1/services/${id}/keys/${k.id}`), "Key revoked") }, "Revoke") : ""]))
+      : h("p", {}, "No keys yet."),
+    admin];
+}
 async function viewLease(id) {
   const lease = await api("GET", `/v1/leases/${id}`);
   // The lease's last hour at most, in about 120 buckets (so a young lease shows seconds, not one minute).
@@ -723,9 +767,9 @@ async function viewInvoices(month) {
 }
 
 // ---- routing -----------------------------------------------------------------------------------------------
-const TENANT_NAV = [["#/pools", "Pools"], ["#/leases", "Leases"], ["#/volumes", "Volumes"], ["#/advice", "What to rent"], ["#/billing", "Billing"], ["#/keys", "API keys", "admin"]];
+const TENANT_NAV = [["#/pools", "Pools"], ["#/leases", "Leases"], ["#/volumes", "Volumes"], ["#/services", "Services"], ["#/advice", "What to rent"], ["#/billing", "Billing"], ["#/keys", "API keys", "admin"]];
 const OPERATOR_NAV = [["#/fleet", "Fleet"], ["#/nodes", "Nodes"], ["#/all-leases", "Leases"], ["#/tenants", "Tenants"], ["#/prices", "Prices"], ["#/invoices", "Invoices"]];
-const VIEWS = { pools: viewPools, leases: viewLeases, volumes: viewVolumes, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants, node: viewNode, prices: viewPrices, invoices: viewInvoices };
+const VIEWS = { pools: viewPools, leases: viewLeases, volumes: viewVolumes, services: viewServices, service: viewService, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants, node: viewNode, prices: viewPrices, invoices: viewInvoices };
 
 async function route() {
   const [, name, arg] = (location.hash || "#/").split("/");

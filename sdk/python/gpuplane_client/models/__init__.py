@@ -152,6 +152,7 @@ from .register_request import RegisterRequest
 from .register_response import RegisterResponse
 from .replan_request import ReplanRequest
 from .reported_state import ReportedState
+from .request_stats import RequestStats
 from .restart_policy import RestartPolicy
 from .restart_request import RestartRequest
 from .retune import Retune
@@ -371,6 +372,7 @@ __all__ = (
     "RegisterResponse",
     "ReplanRequest",
     "ReportedState",
+    "RequestStats",
     "RestartPolicy",
     "RestartRequest",
     "Retune",

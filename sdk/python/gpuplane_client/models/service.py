@@ -2,13 +2,17 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 from uuid import UUID
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.request_stats import RequestStats
+
 
 T = TypeVar("T", bound="Service")
 
@@ -34,6 +38,7 @@ class Service:
         url (str): The gateway's address of the service: a request to `{url}/PATH` reaches `/PATH` on a ready replica.
         rate_limit_per_minute (int | None | Unset): Requests per minute per key (per client address when public); null:
             unlimited.
+        last_hour (None | RequestStats | Unset):
     """
 
     created_at: datetime.datetime
@@ -50,9 +55,12 @@ class Service:
     updated_at: datetime.datetime
     url: str
     rate_limit_per_minute: int | None | Unset = UNSET
+    last_hour: None | RequestStats | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.request_stats import RequestStats
+
         created_at = self.created_at.isoformat()
 
         health_path = self.health_path
@@ -85,6 +93,14 @@ class Service:
         else:
             rate_limit_per_minute = self.rate_limit_per_minute
 
+        last_hour: dict[str, Any] | None | Unset
+        if isinstance(self.last_hour, Unset):
+            last_hour = UNSET
+        elif isinstance(self.last_hour, RequestStats):
+            last_hour = self.last_hour.to_dict()
+        else:
+            last_hour = self.last_hour
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -106,11 +122,15 @@ class Service:
         )
         if rate_limit_per_minute is not UNSET:
             field_dict["rate_limit_per_minute"] = rate_limit_per_minute
+        if last_hour is not UNSET:
+            field_dict["last_hour"] = last_hour
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.request_stats import RequestStats
+
         d = dict(src_dict)
         created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
 
@@ -149,6 +169,23 @@ class Service:
             d.pop("rate_limit_per_minute", UNSET)
         )
 
+        def _parse_last_hour(data: object) -> None | RequestStats | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                last_hour_type_0 = RequestStats.from_dict(data)
+
+                return last_hour_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | RequestStats | Unset, data)
+
+        last_hour = _parse_last_hour(d.pop("last_hour", UNSET))
+
         service = cls(
             created_at=created_at,
             health_path=health_path,
@@ -164,6 +201,7 @@ class Service:
             updated_at=updated_at,
             url=url,
             rate_limit_per_minute=rate_limit_per_minute,
+            last_hour=last_hour,
         )
 
         service.additional_properties = d

@@ -81,7 +81,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Problem | Service]:
-    """One of the tenant's services, with its replicas' readiness.
+    """One of the tenant's services, with its replicas' readiness and its requests over the last hour.
 
     Args:
         service_id (UUID):
@@ -110,7 +110,7 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> Problem | Service | None:
-    """One of the tenant's services, with its replicas' readiness.
+    """One of the tenant's services, with its replicas' readiness and its requests over the last hour.
 
     Args:
         service_id (UUID):
@@ -134,7 +134,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[Problem | Service]:
-    """One of the tenant's services, with its replicas' readiness.
+    """One of the tenant's services, with its replicas' readiness and its requests over the last hour.
 
     Args:
         service_id (UUID):
@@ -161,7 +161,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> Problem | Service | None:
-    """One of the tenant's services, with its replicas' readiness.
+    """One of the tenant's services, with its replicas' readiness and its requests over the last hour.
 
     Args:
         service_id (UUID):
