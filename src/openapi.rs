@@ -101,6 +101,7 @@ pub const SECRET_SCHEMAS: &[&str] = &[
     "ConsoleSession",
     "CreatedApiKey",
     "CreatedJoinToken",
+    "CreatedServiceKey",
     "CreatedWebhookEndpoint",
     "RegisterResponse",
     "RotatedApiKey",

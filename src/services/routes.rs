@@ -13,6 +13,7 @@ use super::requests::{CreateServiceKeyRequest, UpdateServiceRequest};
 use crate::auth::{TenantAdminAuth, TenantAuth};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
+use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
 
 crate::page_schema!(ServicePage, Service);
@@ -186,7 +187,7 @@ pub async fn create_service_key(
     auth: TenantAdminAuth,
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(req): ApiJson<CreateServiceKeyRequest>,
-) -> ApiResult<(StatusCode, Json<CreatedServiceKey>)> {
+) -> ApiResult<(StatusCode, NoStore, Json<CreatedServiceKey>)> {
     let errors = req.validate();
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
@@ -196,7 +197,7 @@ pub async fn create_service_key(
     let mut conn = state.db.acquire().await?;
     let key = store::insert_key(&mut conn, new_id(), id, &req.name, &new.display_prefix, &new.hash).await?;
     tracing::info!(service.id = %id, key.id = %key.id, "service key created");
-    Ok((StatusCode::CREATED, Json(CreatedServiceKey { key, secret: new.secret })))
+    Ok((StatusCode::CREATED, NO_STORE, Json(CreatedServiceKey { key, secret: new.secret })))
 }
 
 /// Revoke a key (tenant admin): the gateway refuses it from the next request on. Idempotent.

@@ -1205,18 +1205,20 @@ async fn a_jobs_progress_is_its_parts_summed_as_their_own_agents_report_it(db: P
     heartbeat(
         0,
         json!([
-            { "job_node_id": parts[0], "done": 3, "total": 10 },
-            { "job_node_id": parts[1], "done": 9, "total": 9 },
+            { "job_node_id": parts[0], "progress": { "done": 3, "total": 10 } },
+            { "job_node_id": parts[1], "progress": { "done": 9, "total": 9 } },
         ]),
     )
     .await
     .expect(StatusCode::OK);
     assert_eq!(f.app.get(&path, &f.tenant).await.body["progress"], json!({ "done": 3, "total": 10 }));
-    heartbeat(1, json!([{ "job_node_id": parts[1], "done": 1, "total": 9 }])).await.expect(StatusCode::OK);
+    heartbeat(1, json!([{ "job_node_id": parts[1], "progress": { "done": 1, "total": 9 } }]))
+        .await
+        .expect(StatusCode::OK);
     let job = f.app.get(&path, &f.tenant).await.body;
     assert_eq!(job["progress"], json!({ "done": 4, "total": 19 }));
     assert_eq!(job["nodes"][1]["progress"], json!({ "done": 1, "total": 9 }));
-    let bad = heartbeat(1, json!([{ "job_node_id": parts[1], "done": 10, "total": 9 }])).await;
+    let bad = heartbeat(1, json!([{ "job_node_id": parts[1], "progress": { "done": 10, "total": 9 } }])).await;
     assert_eq!(
         bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(),
         ["progress[0]"]

@@ -412,6 +412,18 @@ async fn call_secret_response(app: &TestApp, f: &SecretFixture, id: &str, status
             let body = json!({ "url": "https://hooks.example.com/x", "event_types": ["*"] });
             app.post("/v1/webhooks", &f.tenant, body).await
         }
+        ("create_service_key", 201) => {
+            let template = json!({ "name": "server", "argv": ["/bin/sleep", "600"] });
+            app.post("/v1/admin/templates", &f.op, template).await.expect(StatusCode::CREATED);
+            let lease = json!({ "pool_id": f.pool, "gpu_count": 1, "duration_hours": 1 });
+            let lease = app.post("/v1/leases", &f.tenant, lease).await.expect(StatusCode::CREATED).body;
+            let jobs = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+            let job = json!({ "template": "server", "serve": { "port": 8000 } });
+            app.post(&jobs, &f.tenant, job).await.expect(StatusCode::CREATED);
+            let services = app.get("/v1/services", &f.tenant).await.expect(StatusCode::OK).body;
+            let id = services["items"][0]["id"].as_str().unwrap().to_string();
+            app.post(&format!("/v1/services/{id}/keys"), &f.tenant, json!({ "name": "app" })).await
+        }
         _ => return None,
     })
 }

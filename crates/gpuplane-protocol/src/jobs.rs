@@ -286,6 +286,7 @@ pub const PROGRESS_FILE: &str = "gpuplane_progress.json";
 /// How far a job's part is through its work, as it says in [`PROGRESS_FILE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "server", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Progress {
     #[cfg_attr(feature = "server", schema(minimum = 0))]
     pub done: i64,
@@ -306,7 +307,6 @@ impl Progress {
 #[serde(deny_unknown_fields)]
 pub struct PartProgress {
     pub job_node_id: Uuid,
-    #[serde(flatten)]
     pub progress: Progress,
 }
 

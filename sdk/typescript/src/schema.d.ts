@@ -4209,9 +4209,10 @@ export interface components {
          */
         ParamType: "string" | "int" | "float" | "bool" | "enum";
         /** @description A part's progress as its agent reports it with the heartbeat. */
-        PartProgress: components["schemas"]["Progress"] & {
+        PartProgress: {
             /** Format: uuid */
             job_node_id: string;
+            progress: components["schemas"]["Progress"];
         };
         /** @description Round trips from this node to one other node of a lease (UDP echo probes). */
         PeerLatency: {
@@ -9432,6 +9433,8 @@ export interface operations {
             /** @description The key and its secret */
             201: {
                 headers: {
+                    /** @description The body carries a secret: no cache may keep it. */
+                    "Cache-Control"?: "no-store";
                     [name: string]: unknown;
                 };
                 content: {

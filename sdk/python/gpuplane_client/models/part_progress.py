@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 from uuid import UUID
 
 from attrs import define as _attrs_define
-from attrs import field as _attrs_field
+
+if TYPE_CHECKING:
+    from ..models.progress import Progress
+
 
 T = TypeVar("T", bound="PartProgress")
 
@@ -15,30 +18,24 @@ class PartProgress:
     """A part's progress as its agent reports it with the heartbeat.
 
     Attributes:
-        done (int):
-        total (int):
         job_node_id (UUID):
+        progress (Progress): How far a job's part is through its work, as it says in [`PROGRESS_FILE`].
     """
 
-    done: int
-    total: int
     job_node_id: UUID
-    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+    progress: Progress
 
     def to_dict(self) -> dict[str, Any]:
-        done = self.done
-
-        total = self.total
-
         job_node_id = str(self.job_node_id)
 
+        progress = self.progress.to_dict()
+
         field_dict: dict[str, Any] = {}
-        field_dict.update(self.additional_properties)
+
         field_dict.update(
             {
-                "done": done,
-                "total": total,
                 "job_node_id": job_node_id,
+                "progress": progress,
             }
         )
 
@@ -46,34 +43,16 @@ class PartProgress:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.progress import Progress
+
         d = dict(src_dict)
-        done = d.pop("done")
-
-        total = d.pop("total")
-
         job_node_id = UUID(d.pop("job_node_id"))
 
+        progress = Progress.from_dict(d.pop("progress"))
+
         part_progress = cls(
-            done=done,
-            total=total,
             job_node_id=job_node_id,
+            progress=progress,
         )
 
-        part_progress.additional_properties = d
         return part_progress
-
-    @property
-    def additional_keys(self) -> list[str]:
-        return list(self.additional_properties.keys())
-
-    def __getitem__(self, key: str) -> Any:
-        return self.additional_properties[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.additional_properties[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.additional_properties[key]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.additional_properties
