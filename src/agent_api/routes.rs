@@ -344,6 +344,10 @@ pub async fn post_heartbeat(
         // Where the gateway finds this node's ready replicas (its own running parts of a service only).
         let mut conn = state.db.acquire().await?;
         gpuplane_store::services::record_replicas(&mut conn, agent.node_id, &req.serving).await?;
+        drop(conn);
+        // A rolling replan waits for its new replicas to answer.
+        let ready: Vec<Uuid> = req.serving.iter().filter(|r| r.ready).map(|r| r.job_node_id).collect();
+        crate::jobs::lifecycle::continue_rolls(&state.db, &ready).await?;
     }
     if !req.steps.is_empty() {
         let mut tx = state.db.begin().await?;

@@ -22,6 +22,7 @@ use crate::secrets::sealing::{read_error, reveal};
 use crate::secrets::{Context, Keyring};
 use chrono::DateTime;
 
+use gpuplane_store::jobs::replicas;
 use gpuplane_store::jobs::{GenerationPart, give_notice};
 
 /// A JSON value stored by the service read back as its type (a plan, template parameters, launchers): a value
@@ -224,16 +225,18 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
         return Ok(current);
     }
     let mut states: Vec<JobState> = nodes.iter().map(|n| n.0).collect();
-    // A service's replica that failed leaves the others serving (the gateway passes it over): its job fails, or
+    let serves = gpuplane_store::services::job_serves(conn, job_id).await?;
+    let pending = stored::pending_generation(conn, job_id).await?;
+    // A service's replica that failed leaves the others serving (the gateway passes it over; a rolling replan's
+    // new replicas count among them) and runs again after its backoff when its policy says so: its job fails, or
     // restarts, only once no part is left.
-    if states.contains(&JobState::Failed)
-        && states.iter().any(|s| !s.is_terminal())
-        && gpuplane_store::services::job_serves(conn, job_id).await?
-    {
+    if serves && states.contains(&JobState::Failed) && replicas::any_open(conn, job_id).await? {
         states.retain(|s| *s != JobState::Failed);
+        if pending.is_none() && !cancel_requested {
+            super::replicas::decide_restarts(conn, job_id, generation).await?;
+        }
     }
     let any_failed = states.contains(&JobState::Failed);
-    let pending = stored::pending_generation(conn, job_id).await?;
     // A restart pending: the job runs on while the failed generation's parts end; the recovery worker starts it.
     let restart_pending = pending.is_some_and(|(_, restart)| restart);
     if restart_pending && !cancel_requested {
@@ -251,7 +254,15 @@ pub async fn refresh_job(conn: &mut PgConnection, job_id: Uuid) -> Result<JobSta
     // (A restart that did not open changed nothing: `pending` stands.)
     let replan = pending.map(|(generation, _)| generation);
     if let Some(next_generation) = replan.filter(|_| !cancel_requested && !any_failed) {
-        if states.iter().all(|s| s.is_terminal()) {
+        // A service rolls over its nodes; any other job stops every part first.
+        let ended = match serves {
+            true => {
+                let grace_s = stored::lock_job_for_replan(conn, job_id).await?.map_or(0, |(_, _, grace_s)| grace_s);
+                super::replicas::roll(conn, job_id, generation, next_generation, grace_s).await?
+            }
+            false => states.iter().all(|s| s.is_terminal()),
+        };
+        if ended {
             start_pending_generation(conn, job_id, generation, next_generation).await?;
         }
         // Until then the job runs: its processes are checkpointing and stopping.
@@ -459,10 +470,31 @@ pub async fn replan(conn: &mut PgConnection, new: NewGeneration<'_>) -> Result<i
     )
     .await?;
     let Some(next) = next else { return Err(ReplanError::InProgress) };
-    give_notice(conn, new.job_id, &format!("replan to generation {next}"), grace_s).await?;
+    // A service's replicas are noticed one node at a time, as its roll goes (in `refresh_job`).
+    if !gpuplane_store::services::job_serves(conn, new.job_id).await? {
+        give_notice(conn, new.job_id, None, &format!("replan to generation {next}"), grace_s).await?;
+    }
     tracing::info!(job.id = %new.job_id, from = generation, to = next, "replan: notice given");
     refresh_job(conn, new.job_id).await?;
     Ok(next)
+}
+
+/// Replicas reported ready: the rolling replans among whose new replicas they are go on (each job locked and
+/// refreshed in a transaction of its own).
+pub async fn continue_rolls(db: &sqlx::PgPool, ready_parts: &[Uuid]) -> Result<(), sqlx::Error> {
+    if ready_parts.is_empty() {
+        return Ok(());
+    }
+    let mut conn = db.acquire().await?;
+    let jobs = replicas::rolling_jobs_of(&mut conn, ready_parts).await?;
+    drop(conn);
+    for job_id in jobs {
+        let mut tx = db.begin().await?;
+        stored::lock_job(&mut tx, job_id).await?;
+        refresh_job(&mut tx, job_id).await?;
+        tx.commit().await?;
+    }
+    Ok(())
 }
 
 /// Give notice to the running jobs whose lease ends within their grace (`ends_at - stop_grace_s` has come) and
@@ -472,7 +504,7 @@ pub async fn notice_before_lease_end(conn: &mut PgConnection) -> Result<Vec<Uuid
     let due = stored::lock_jobs_due_before_lease_end(conn).await?;
     for (job_id, ends_at) in &due {
         let left = (*ends_at - Utc::now()).num_seconds().clamp(0, i64::from(i32::MAX)) as i32;
-        give_notice(conn, *job_id, &format!("the lease ends at {}", ends_at.format("%Y-%m-%dT%H:%M:%SZ")), left)
+        give_notice(conn, *job_id, None, &format!("the lease ends at {}", ends_at.format("%Y-%m-%dT%H:%M:%SZ")), left)
             .await?;
         refresh_job(conn, *job_id).await?;
     }
@@ -494,7 +526,7 @@ pub async fn notice_before_balance_runs_out(
     for (job_id, stop_grace_s) in &due {
         let grace = i64::from(*stop_grace_s).min(seconds_left.max(0)) as i32;
         let reason = format!("the balance runs out in about {seconds_left} s");
-        give_notice(conn, *job_id, &reason, grace).await?;
+        give_notice(conn, *job_id, None, &reason, grace).await?;
         refresh_job(conn, *job_id).await?;
     }
     Ok(due.into_iter().map(|d| d.0).collect())

@@ -10,6 +10,7 @@ pub mod mixed;
 pub mod problems;
 pub mod reachability;
 pub mod recovery;
+pub mod replicas;
 pub mod requests;
 pub mod restarts;
 pub mod retune;

@@ -25,10 +25,11 @@ use gpuplane_protocol::jobs::JobState;
 use gpuplane_store::jobs as stored;
 use gpuplane_store::jobs::recovery as store;
 
-/// One round of the recovery worker: stalled jobs are detected (and restarted or failed), then the restarts that
-/// are due start. Returns the jobs it acted on.
+/// One round of the recovery worker: stalled jobs are detected (and restarted or failed), a service's failed
+/// replicas whose backoff has passed run again, then the restarts that are due start. Returns the jobs it acted on.
 pub async fn round(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
     let mut acted = detect_stalls(state).await?;
+    acted.extend(super::replicas::start_due(state).await?);
     let mut conn = state.db.acquire().await?;
     let due = store::restarts_due(&mut conn).await?;
     drop(conn);

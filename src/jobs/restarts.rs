@@ -40,7 +40,9 @@ fn default_first_step_within_s() -> i32 {
 pub struct RestartRequest {
     /// Restarts at most, 0 to 20 (0: never restart: a failure fails the job). Default: 3 for a
     /// `gpuplane-runtime` job with a model whose checkpoints outlive a node (`GPUPLANE_CHECKPOINT_DIR` set, by a
-    /// read-write volume of the lease or in `env`), else 0.
+    /// read-write volume of the lease or in `env`), and for a job that serves; else 0. A service's replica that
+    /// fails while others serve runs again on its node on its own, after the backoff; this bounds the attempts
+    /// in a row that fail before answering their health probe.
     #[schema(minimum = 0, maximum = 20)]
     pub max_restarts: Option<i32>,
     /// Seconds before the first restart, doubled for each one after it (at most 3600); 0 to 3600, default 10.
@@ -49,7 +51,7 @@ pub struct RestartRequest {
     /// The causes that restart the job (default: all four); a failure of another cause fails it.
     pub on: Option<Vec<FailureCause>>,
     /// Restart a job that names no checkpoint directory: it begins again at step 0. Without it, such a job with
-    /// `max_restarts` above 0 is refused.
+    /// `max_restarts` above 0 is refused (a job that serves has nothing to resume and needs none).
     pub from_scratch: Option<bool>,
     /// Watch the running runtime job's steps and stop it when they stall (below): restarted when the policy
     /// restarts on `stalled`, else failed with the reason. Default: on when the job restarts on `stalled`; off
@@ -131,11 +133,13 @@ impl RestartRequest {
     }
 
     /// The policy the job runs with: what it asked, defaults for the rest. `checkpoints`: the job names a
-    /// checkpoint directory (its lease's read-write volume, or `GPUPLANE_CHECKPOINT_DIR` in its `env`).
-    pub fn resolve(&self, template: &str, planned: bool, checkpoints: bool) -> ApiResult<RestartPolicy> {
+    /// checkpoint directory (its lease's read-write volume, or `GPUPLANE_CHECKPOINT_DIR` in its `env`);
+    /// `serves`: its parts are a service's replicas (they resume nothing: a server starts as it started).
+    pub fn resolve(&self, template: &str, planned: bool, checkpoints: bool, serves: bool) -> ApiResult<RestartPolicy> {
         let runtime = planned && template == Builtin::Runtime.name();
-        let from_scratch = self.from_scratch.unwrap_or(false);
-        let max_restarts = self.max_restarts.unwrap_or(if runtime && checkpoints { DEFAULT_RESTARTS } else { 0 });
+        let from_scratch = self.from_scratch.unwrap_or(serves);
+        let restarted = serves || (runtime && checkpoints);
+        let max_restarts = self.max_restarts.unwrap_or(if restarted { DEFAULT_RESTARTS } else { 0 });
         if max_restarts > 0 && !checkpoints && !from_scratch {
             return Err(ApiError::field(
                 "restart.from_scratch",
@@ -146,7 +150,9 @@ impl RestartRequest {
         }
         let d = RestartPolicy::default();
         let on = self.on.clone().unwrap_or(d.on);
-        let detect_stalls = self.detect_stalls.unwrap_or(max_restarts > 0 && on.contains(&FailureCause::Stalled));
+        // A server measures no steps: nothing to watch.
+        let detect_stalls =
+            self.detect_stalls.unwrap_or(!serves && max_restarts > 0 && on.contains(&FailureCause::Stalled));
         Ok(RestartPolicy {
             max_restarts,
             backoff_s: self.backoff_s.unwrap_or(d.backoff_s),
@@ -278,23 +284,29 @@ mod tests {
     }
 
     #[test]
-    fn the_policy_defaults_on_for_runtime_jobs_that_checkpoint_and_refuses_restarts_from_scratch_unasked() {
+    fn the_policy_defaults_on_for_services_and_runtime_jobs_that_checkpoint_and_refuses_restarts_from_scratch_unasked()
+    {
         let asked = RestartRequest::default();
-        assert_eq!(asked.resolve("gpuplane-runtime", true, true).unwrap().max_restarts, DEFAULT_RESTARTS);
-        assert_eq!(asked.resolve("gpuplane-runtime", true, false).unwrap().max_restarts, 0);
-        assert_eq!(asked.resolve("torchrun-ddp", true, true).unwrap().max_restarts, 0);
+        assert_eq!(asked.resolve("gpuplane-runtime", true, true, false).unwrap().max_restarts, DEFAULT_RESTARTS);
+        assert_eq!(asked.resolve("gpuplane-runtime", true, false, false).unwrap().max_restarts, 0);
+        assert_eq!(asked.resolve("torchrun-ddp", true, true, false).unwrap().max_restarts, 0);
         let two = RestartRequest { max_restarts: Some(2), ..Default::default() };
-        assert!(two.resolve("torchrun-ddp", true, false).is_err(), "from step 0 only if asked");
+        assert!(two.resolve("torchrun-ddp", true, false, false).is_err(), "from step 0 only if asked");
         let scratch = RestartRequest { from_scratch: Some(true), ..two.clone() };
-        assert_eq!(scratch.resolve("torchrun-ddp", true, false).unwrap().max_restarts, 2);
+        assert_eq!(scratch.resolve("torchrun-ddp", true, false, false).unwrap().max_restarts, 2);
         let off = RestartRequest { max_restarts: Some(0), ..Default::default() };
-        let resolved = off.resolve("gpuplane-runtime", true, true).unwrap();
+        let resolved = off.resolve("gpuplane-runtime", true, true, false).unwrap();
         assert_eq!((resolved.max_restarts, resolved.detect_stalls), (0, false), "no stall watch unasked");
-        assert!(asked.resolve("gpuplane-runtime", true, true).unwrap().detect_stalls, "on with restarts on stalls");
+        assert!(
+            asked.resolve("gpuplane-runtime", true, true, false).unwrap().detect_stalls,
+            "on with restarts on stalls"
+        );
         let nodes_only = RestartRequest { on: Some(vec![FailureCause::NodeLost]), ..Default::default() };
-        assert!(!nodes_only.resolve("gpuplane-runtime", true, true).unwrap().detect_stalls);
+        assert!(!nodes_only.resolve("gpuplane-runtime", true, true, false).unwrap().detect_stalls);
+        let served = asked.resolve("vllm", true, false, true).unwrap();
+        assert_eq!((served.max_restarts, served.from_scratch, served.detect_stalls), (DEFAULT_RESTARTS, true, false));
         let watch = RestartRequest { detect_stalls: Some(true), ..off.clone() };
-        assert!(watch.resolve("gpuplane-runtime", true, true).unwrap().detect_stalls, "asked: a stall fails it");
+        assert!(watch.resolve("gpuplane-runtime", true, true, false).unwrap().detect_stalls, "asked: a stall fails it");
         let mut errors = Vec::new();
         RestartRequest {
             max_restarts: Some(21),

@@ -163,7 +163,8 @@ pub async fn create_job(
         return Err(ApiError::field("retune.mode", not_replannable_message(&rendered.template_name)));
     }
     let checkpoints = req.env.contains_key(super::checkpoints::CHECKPOINT_DIR_ENV);
-    let restart = req.restart.resolve(&rendered.template_name, rendered.planned.is_some(), checkpoints)?;
+    let serves = req.serve.is_some();
+    let restart = req.restart.resolve(&rendered.template_name, rendered.planned.is_some(), checkpoints, serves)?;
 
     let mut tx = state.db.begin().await?;
     // Hold the lease against a concurrent end until the job is stored (ending it then ends the job too).
@@ -220,7 +221,9 @@ pub async fn create_job(
 /// the running processes get a stop notice (the job's `stop_grace_s`), checkpoint at the next step boundary and
 /// exit; then every node starts under the new plan and resumes from the checkpoint. The job keeps its id; the
 /// change is a new generation in `generations` (`pending` until it starts), announced by `job.replanned`.
-/// Only `gpuplane-runtime` jobs with a model are replanned.
+/// Only `gpuplane-runtime` jobs with a model are replanned, and services with a model: a service's replicas
+/// roll over one node at a time (a node's old replica is noticed and finishes its requests, its new one starts,
+/// and the next node's waits until it answers its health probe), so the others take the requests meanwhile.
 #[utoipa::path(
     post, path = "/v1/jobs/{job_id}/replan", tag = "jobs", operation_id = "replan_job",
     params(("job_id" = Uuid, Path, description = "Job id")),

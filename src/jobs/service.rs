@@ -457,8 +457,11 @@ pub async fn start_replan(
     }
     let mut req: CreateJobRequest = serde_json::from_value(request)
         .map_err(|e| ApiError::Internal(anyhow::anyhow!("job {job_id}'s stored request: {e}")))?;
-    if !replannable(&template, req.model.is_some()) {
-        return Err(ApiError::field("job", not_replannable_message(&template)));
+    // A service planned from a model rolls over its nodes to the new plan (`replicas::roll`).
+    let rolls = req.serve.is_some() && req.model.is_some();
+    if !replannable(&template, req.model.is_some()) && !rolls {
+        let why = not_replannable_message(&template) + ", and no service with a model (whose replicas roll over)";
+        return Err(ApiError::field("job", why));
     }
     // The template the job runs, its script and settings; only the split changes.
     req.template = template;

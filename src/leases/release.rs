@@ -52,7 +52,7 @@ pub async fn begin(
     let mut noticed = Vec::new();
     for (job_id, grace_s) in &jobs {
         stored::abandon_pending_generation(conn, *job_id).await?;
-        gpuplane_store::jobs::give_notice(conn, *job_id, release.notice, *grace_s).await?;
+        gpuplane_store::jobs::give_notice(conn, *job_id, None, release.notice, *grace_s).await?;
         let state = crate::jobs::lifecycle::refresh_job(conn, *job_id).await?;
         if !state.is_terminal() {
             waits_s = waits_s.max(i64::from(*grace_s));

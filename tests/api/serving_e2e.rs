@@ -6,7 +6,9 @@
 //!   another tenant's credentials, it is refused (and another tenant cannot see or manage the service at all).
 //! - A public service needs no key; a rate limit answers 429 past it.
 //! - One replica's server is killed while requests stream in: no request that started after the kill fails (the
-//!   gateway passes over a replica it cannot reach), and the job runs on with the other replica.
+//!   gateway passes over a replica it cannot reach), the job runs on with the other replica, and the killed one
+//!   runs again on its node on its own.
+//! - A replan rolls over the two hosts one at a time under the same load: no request fails.
 //! - The gateway's requests and tokens are in /metrics.
 //! - Then a batch generation on the same lease: a JSONL file of prompts through both hosts, every prompt answered
 //!   once, the job's progress summed from its parts.
@@ -43,6 +45,51 @@ config = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64
 LlamaForCausalLM(config).save_pretrained(out)
 "#;
 
+/// The replica's launch script, as a tenant's own would warm its engine (this test's stand-in for the startup a
+/// real engine does itself: vLLM loads its model before it listens). `transformers serve` loads its model on the
+/// first request, and first requests that arrive together break it for good (that engine's race: "Cannot copy
+/// out of meta tensor"), so one request loads it before the job's port opens, in front of the server.
+const WARM_SERVE: &str = r#"import asyncio, json, os, subprocess, sys, time, urllib.request
+port = int(os.environ["GPUPLANE_SERVE_PORT"])
+inner = port + 1
+server = subprocess.Popen(sys.argv[1:] + ["--host", "127.0.0.1", "--port", str(inner)])
+url = f"http://127.0.0.1:{inner}"
+while True:
+    if server.poll() is not None:
+        sys.exit(server.returncode or 1)
+    try:
+        urllib.request.urlopen(url + "/health", timeout=1)
+        break
+    except OSError:
+        time.sleep(0.2)
+body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}).encode()
+request = urllib.request.Request(url + "/v1/chat/completions", body, {"Content-Type": "application/json"})
+urllib.request.urlopen(request, timeout=120).read()
+
+async def pipe(reader, writer):
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    finally:
+        writer.close()
+
+async def handle(reader, writer):
+    try:
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", inner)
+    except OSError:
+        writer.close()
+        return
+    await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer), return_exceptions=True)
+
+async def main():
+    listener = await asyncio.start_server(handle, "0.0.0.0", port)
+    async with listener:
+        await listener.serve_forever()
+
+asyncio.run(main())
+"#;
+
 /// The processes of the job's part of `rank` (its server), found by their environment.
 fn part_pids(job_id: &str, rank: u32) -> Vec<u32> {
     let wanted = [format!("GPUPLANE_JOB_ID={job_id}"), format!("NODE_RANK={rank}")];
@@ -77,6 +124,9 @@ async fn chat(client: &reqwest::Client, url: &str, key: Option<&str>) -> (u16, S
     }
 }
 
+/// A request under load: when it started, its status, whether its answer was complete, and a failure's body.
+type Answered = (Instant, u16, bool, String);
+
 /// A complete streamed answer: the server's chunks up to its last (`finish_reason`).
 fn complete(body: &str) -> bool {
     body.contains("chat.completion.chunk") && body.contains("finish_reason")
@@ -100,7 +150,7 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     let (_, other) = api.funded_tenant(&op, "serving-other").await;
     api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
 
-    let shared = shared_with_jobs("serving-e2e", &[("make_model.py", MAKE_MODEL)]);
+    let shared = shared_with_jobs("serving-e2e", &[("make_model.py", MAKE_MODEL), ("warm_serve.py", WARM_SERVE)]);
     let model = shared.join("model");
     let made = Command::new(venv.join("bin/python"))
         .arg(shared.join("make_model.py"))
@@ -135,13 +185,12 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     let lease = api.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 2, "duration_hours": 1 })).await;
     let lease_id = lease["id"].as_str().unwrap().to_string();
     let transformers = venv.join("bin/transformers").display().to_string();
+    let (python, warm) = (venv.join("bin/python").display().to_string(), shared.join("warm_serve.py"));
     let command = [
+        python.as_str(),
+        warm.to_str().unwrap(),
         transformers.as_str(),
         "serve",
-        "--host",
-        "0.0.0.0",
-        "--port",
-        "8000",
         "--device",
         "cpu",
         "--force_model",
@@ -168,6 +217,9 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
             json!({
                 "template": "run", "command": command, "env": { "HF_HUB_OFFLINE": "1" },
                 "serve": { "port": 8000, "health_path": "/health", "protocol": "openai" },
+                // Planned (so it can be replanned), restarted 1 s after a replica fails, stopped 2 s after notice.
+                "model": { "preset": "llama3-8b" }, "workload": { "kind": "inference" },
+                "restart": { "backoff_s": 1 }, "stop_grace_s": 2,
             }),
         )
         .await;
@@ -254,20 +306,26 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     patch(json!({ "rate_limit_per_minute": null })).await;
 
     // One replica's server dies while requests stream in: only those it was answering may fail.
-    let results: Arc<std::sync::Mutex<Vec<(Instant, u16, bool)>>> = Arc::default();
-    let stop = tokio_util::sync::CancellationToken::new();
-    let mut load = Vec::new();
-    for _ in 0..3 {
-        let (client, url, secret, results, stop) =
-            (client.clone(), url.clone(), secret.clone(), results.clone(), stop.clone());
-        load.push(tokio::spawn(async move {
-            while !stop.is_cancelled() {
-                let at = Instant::now();
-                let (status, body) = chat(&client, &url, Some(&secret)).await;
-                results.lock().unwrap().push((at, status, status == 200 && complete(&body)));
-            }
-        }));
-    }
+    let results: Arc<std::sync::Mutex<Vec<Answered>>> = Arc::default();
+    let load_from = |results: &Arc<std::sync::Mutex<Vec<Answered>>>| {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let mut load = Vec::new();
+        for _ in 0..3 {
+            let (client, url, secret, results, stop) =
+                (client.clone(), url.clone(), secret.clone(), results.clone(), stop.clone());
+            load.push(tokio::spawn(async move {
+                while !stop.is_cancelled() {
+                    let at = Instant::now();
+                    let (status, body) = chat(&client, &url, Some(&secret)).await;
+                    let ok = status == 200 && complete(&body);
+                    let body = if ok { String::new() } else { body.chars().take(300).collect() };
+                    results.lock().unwrap().push((at, status, ok, body));
+                }
+            }));
+        }
+        (stop, load)
+    };
+    let (stop, load) = load_from(&results);
     tokio::time::sleep(Duration::from_secs(3)).await;
     let victims = part_pids(&job_id, 0);
     assert!(!victims.is_empty(), "rank 0's server runs");
@@ -281,23 +339,50 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
         task.await.unwrap();
     }
     let results = results.lock().unwrap().clone();
-    let after: Vec<&(Instant, u16, bool)> = results.iter().filter(|r| r.0 > killed).collect();
+    let after: Vec<&Answered> = results.iter().filter(|r| r.0 > killed).collect();
     let before_failed = results.iter().filter(|r| r.0 <= killed && !r.2).count();
     assert!(after.len() >= 10, "requests kept coming after the kill: {}", after.len());
-    let failed_after: Vec<u16> = after.iter().filter(|r| !r.2).map(|r| r.1).collect();
+    let failed_after: Vec<(u16, &str)> = after.iter().filter(|r| !r.2).map(|r| (r.1, r.3.as_str())).collect();
     assert!(failed_after.is_empty(), "requests that started after the kill failed: {failed_after:?}");
     eprintln!(
         "serving e2e: {} requests before the kill ({before_failed} failed: in flight), {} after (none failed)",
         results.len() - after.len(),
         after.len()
     );
-    let job = wait_job(&api, &tenant, &job_id, "the killed replica's part ends", 60, |j| {
-        j["nodes"].as_array().unwrap().iter().any(|n| n["state"] == "failed")
+    // The killed replica's part failed, and runs again on its node as its next attempt; the job ran on.
+    wait_job(&api, &tenant, &job_id, "the killed replica runs again", 120, |j| {
+        assert_eq!(j["state"], "running", "the other replica serves on: {j:#}");
+        j["nodes"][0]["attempt"] == 2 && j["nodes"][0]["state"] == "running"
     })
     .await;
-    assert_eq!(job["state"], "running", "the other replica serves on: {job:#}");
-    let service = api.get(&format!("/v1/services/{service_id}"), &tenant).await;
-    assert_eq!(service["ready_replicas"], 1, "{service}");
+    wait_until("both replicas are ready again", 120, || async {
+        api.get(&format!("/v1/services/{service_id}"), &tenant).await["ready_replicas"] == 2
+    })
+    .await;
+    eprintln!("serving e2e: the killed replica answered again {:.1} s after the kill", killed.elapsed().as_secs_f64());
+
+    // A replan rolls over the two hosts one at a time under the same load: no request fails.
+    let rolled: Arc<std::sync::Mutex<Vec<Answered>>> = Arc::default();
+    let (stop, load) = load_from(&rolled);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let roll_started = Instant::now();
+    let (status, replanned) = api
+        .call(reqwest::Method::POST, &format!("/v1/jobs/{job_id}/replan"), &tenant, Some(json!({ "reason": "roll" })))
+        .await;
+    assert_eq!(status, 202, "{replanned}");
+    let job = wait_job(&api, &tenant, &job_id, "the new generation takes over", 180, |j| j["generation"] == 2).await;
+    assert_eq!(job["state"], "running", "{job:#}");
+    eprintln!("serving e2e: the roll over both hosts took {:.1} s", roll_started.elapsed().as_secs_f64());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop.cancel();
+    for task in load {
+        task.await.unwrap();
+    }
+    let rolled = rolled.lock().unwrap().clone();
+    let failed: Vec<(u16, &str)> = rolled.iter().filter(|r| !r.2).map(|r| (r.1, r.3.as_str())).collect();
+    assert!(rolled.len() >= 10 && failed.is_empty(), "{} requests during the roll, failed: {failed:?}", rolled.len());
+    eprintln!("serving e2e: {} requests during the roll, none failed", rolled.len());
+    let results: Vec<Answered> = results.into_iter().chain(rolled).collect();
 
     // What the gateways counted, added up in the database (every few seconds) and shown on the service.
     let counted = |s: &Value| s["last_hour"]["requests"].as_i64().unwrap_or(0);
@@ -335,7 +420,6 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     let prompts: String = (0..12).map(|i| format!("{{\"prompt\": \"prompt number {i}\"}}\n")).collect();
     std::fs::write(shared.join("prompts.jsonl"), prompts).unwrap();
     let _ = Command::new("chmod").args(["a+r"]).arg(shared.join("prompts.jsonl")).status();
-    let python = venv.join("bin/python").display().to_string();
     let input = shared.join("prompts.jsonl").display().to_string();
     let batch = api
         .post(

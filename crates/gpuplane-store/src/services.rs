@@ -198,6 +198,18 @@ pub async fn record_replicas(conn: &mut PgConnection, node_id: Uuid, reports: &[
         )
         .execute(&mut *conn)
         .await?;
+        // When each replica first answered (its restarts' backoff starts over after it).
+        sqlx::query!(
+            "UPDATE job_nodes SET ready_at = now()
+             FROM UNNEST($2::uuid[], $3::bool[]) AS r(id, ready)
+             WHERE job_nodes.id = r.id AND r.ready AND job_nodes.node_id = $1 AND job_nodes.ready_at IS NULL
+               AND job_nodes.state IN ('assigned', 'running')",
+            node_id,
+            &ids,
+            &ready
+        )
+        .execute(&mut *conn)
+        .await?;
     }
     sqlx::query!(
         "UPDATE service_replicas sr SET ready = false, reported_at = now()

@@ -1101,7 +1101,9 @@ export interface paths {
          *     the running processes get a stop notice (the job's `stop_grace_s`), checkpoint at the next step boundary and
          *     exit; then every node starts under the new plan and resumes from the checkpoint. The job keeps its id; the
          *     change is a new generation in `generations` (`pending` until it starts), announced by `job.replanned`.
-         *     Only `gpuplane-runtime` jobs with a model are replanned.
+         *     Only `gpuplane-runtime` jobs with a model are replanned, and services with a model: a service's replicas
+         *     roll over one node at a time (a node's old replica is noticed and finishes its requests, its new one starts,
+         *     and the next node's waits until it answers its health probe), so the others take the requests meanwhile.
          */
         post: operations["replan_job"];
         delete?: never;
@@ -3246,6 +3248,11 @@ export interface components {
         };
         /** @description A job's part on one node of its lease. */
         JobNode: {
+            /**
+             * Format: int32
+             * @description 1, or more for a service's replica run again after it failed (the failed attempts are not listed).
+             */
+            attempt: number;
             desired: components["schemas"]["Desired"];
             /** Format: int32 */
             exit_code?: number | null;
@@ -4752,14 +4759,16 @@ export interface components {
             first_step_within_s?: number | null;
             /**
              * @description Restart a job that names no checkpoint directory: it begins again at step 0. Without it, such a job with
-             *     `max_restarts` above 0 is refused.
+             *     `max_restarts` above 0 is refused (a job that serves has nothing to resume and needs none).
              */
             from_scratch?: boolean | null;
             /**
              * Format: int32
              * @description Restarts at most, 0 to 20 (0: never restart: a failure fails the job). Default: 3 for a
              *     `gpuplane-runtime` job with a model whose checkpoints outlive a node (`GPUPLANE_CHECKPOINT_DIR` set, by a
-             *     read-write volume of the lease or in `env`), else 0.
+             *     read-write volume of the lease or in `env`), and for a job that serves; else 0. A service's replica that
+             *     fails while others serve runs again on its node on its own, after the backoff; this bounds the attempts
+             *     in a row that fail before answering their health probe.
              */
             max_restarts?: number | null;
             /** @description The causes that restart the job (default: all four); a failure of another cause fails it. */

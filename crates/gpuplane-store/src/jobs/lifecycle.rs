@@ -86,7 +86,8 @@ pub async fn insert_job_secrets(
     Ok(())
 }
 
-/// Insert a generation's parts of a job, pending: ids, node ids, ranks and specs, one each per part.
+/// Insert a generation's parts of a job, pending: ids, node ids, ranks and specs, one each per part. A rank
+/// already inserted (a service's replica that a rolling replan started early) is left as it is.
 pub async fn insert_parts(
     conn: &mut PgConnection,
     job_id: Uuid,
@@ -100,7 +101,8 @@ pub async fn insert_parts(
         "INSERT INTO job_nodes (id, job_id, generation, node_id, node_rank, spec, history) \
          SELECT u.id, $1, $2, u.node, u.rank, u.spec, \
              jsonb_build_array(jsonb_build_object('state', 'pending', 'at', now(), 'reason', NULL)) \
-         FROM UNNEST($3::uuid[], $4::uuid[], $5::int[], $6::jsonb[]) AS u(id, node, rank, spec)",
+         FROM UNNEST($3::uuid[], $4::uuid[], $5::int[], $6::jsonb[]) AS u(id, node, rank, spec) \
+         ON CONFLICT ON CONSTRAINT job_nodes_rank_unique DO NOTHING",
         job_id,
         generation,
         ids,
@@ -204,9 +206,10 @@ pub async fn current_parts(conn: &mut PgConnection, job_ids: &[Uuid]) -> StoreRe
              jn.output_tail AS "output_tail: Json<Vec<String>>", jn.reason,
              jn.history AS "history: Json<Vec<StateChange>>", jn.spec AS "spec: Json<LaunchSpec>",
              jn.started_at, jn.finished_at, jn.notice_reason, jn.notice_grace_s, jn.notice_at,
-             jn.progress_done, jn.progress_total
+             jn.progress_done, jn.progress_total, jn.attempt
          FROM job_nodes jn JOIN jobs j ON j.id = jn.job_id AND j.generation = jn.generation
-         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) ORDER BY jn.job_id, jn.node_rank"#,
+         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = ANY($1) AND jn.replaced_by IS NULL
+         ORDER BY jn.job_id, jn.node_rank"#,
         job_ids
     )
     .fetch_all(conn)
@@ -223,6 +226,7 @@ pub async fn current_parts(conn: &mut PgConnection, job_ids: &[Uuid]) -> StoreRe
                 node_id: n.node_id,
                 hostname: n.hostname,
                 node_rank: n.node_rank,
+                attempt: n.attempt,
                 state: n.state,
                 desired: n.desired,
                 exit_code: n.exit_code,
@@ -291,7 +295,8 @@ pub async fn job_progress(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<
     Ok((row.state, row.cancel_requested, row.generation))
 }
 
-/// (state, hostname, rank, reason, exit code) of each part of a job's generation, in rank order.
+/// (state, hostname, rank, reason, exit code) of each part of a job's generation, in rank order (a restarted
+/// replica's last attempt).
 pub async fn part_outcomes(
     conn: &mut PgConnection,
     job_id: Uuid,
@@ -299,7 +304,8 @@ pub async fn part_outcomes(
 ) -> StoreResult<Vec<(JobState, String, i32, Option<String>, Option<i32>)>> {
     let rows = sqlx::query!(
         r#"SELECT jn.state AS "state: JobState", n.hostname, jn.node_rank, jn.reason, jn.exit_code FROM job_nodes jn
-         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = $1 AND jn.generation = $2 ORDER BY jn.node_rank"#,
+         JOIN nodes n ON n.id = jn.node_id WHERE jn.job_id = $1 AND jn.generation = $2 AND jn.replaced_by IS NULL
+         ORDER BY jn.node_rank"#,
         job_id,
         generation
     )
@@ -516,25 +522,34 @@ pub async fn lock_jobs_due_before_balance_runs_out(
 /// Tell the current generation's unfinished parts of a job that they will be stopped after `grace_s` seconds:
 /// a part no agent has fetched yet is cancelled at once (nothing runs to tell); the others get the notice,
 /// which their agents pass on to the processes. A part keeps the first notice it got. The caller holds the
-/// job's lock and refreshes it.
-pub async fn give_notice(conn: &mut PgConnection, job_id: Uuid, reason: &str, grace_s: i32) -> StoreResult<()> {
+/// job's lock and refreshes it. `parts`: only those of them (a rolling replan's, one node at a time).
+pub async fn give_notice(
+    conn: &mut PgConnection,
+    job_id: Uuid,
+    parts: Option<&[Uuid]>,
+    reason: &str,
+    grace_s: i32,
+) -> StoreResult<()> {
     // Runtime SQL: the history fragment `history_push` is shared by every statement that changes a part's state.
     sqlx::query(sqlx::AssertSqlSafe(format!(
         "UPDATE job_nodes SET state = 'cancelled', reason = $2, finished_at = now(), updated_at = now(), history = {} \
-         WHERE job_id = $1 AND generation = (SELECT generation FROM jobs WHERE id = $1) AND state = 'pending'",
+         WHERE job_id = $1 AND generation = (SELECT generation FROM jobs WHERE id = $1) AND state = 'pending' \
+             AND ($3::uuid[] IS NULL OR id = ANY($3))",
         history_push("'cancelled'", "$2")
     )))
     .bind(job_id)
     .bind(format!("stopped before it started: {reason}"))
+    .bind(parts)
     .execute(&mut *conn)
     .await?;
     sqlx::query!(
         "UPDATE job_nodes SET notice_reason = $2, notice_grace_s = $3, notice_at = now(), updated_at = now() \
          WHERE job_id = $1 AND generation = (SELECT generation FROM jobs WHERE id = $1) \
-             AND state IN ('assigned', 'running') AND notice_at IS NULL",
+             AND state IN ('assigned', 'running') AND notice_at IS NULL AND ($4::uuid[] IS NULL OR id = ANY($4))",
         job_id,
         reason,
-        grace_s
+        grace_s,
+        parts
     )
     .execute(conn)
     .await?;

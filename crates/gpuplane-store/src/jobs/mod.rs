@@ -5,6 +5,7 @@ pub mod agents;
 pub mod lifecycle;
 pub mod lookups;
 pub mod recovery;
+pub mod replicas;
 pub mod steps;
 pub mod templates;
 pub mod types;

@@ -55,6 +55,8 @@ pub struct JobNode {
     pub hostname: String,
     /// `NODE_RANK`: 0 is the node `MASTER_ADDR` names.
     pub node_rank: i32,
+    /// 1, or more for a service's replica run again after it failed (the failed attempts are not listed).
+    pub attempt: i32,
     pub state: JobState,
     pub desired: Desired,
     pub exit_code: Option<i32>,

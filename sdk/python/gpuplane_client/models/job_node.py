@@ -27,6 +27,8 @@ class JobNode:
     """A job's part on one node of its lease.
 
     Attributes:
+        attempt (int): 1, or more for a service's replica run again after it failed (the failed attempts are not
+            listed).
         desired (Desired): What the service wants a node to do with its part of a job.
         history (list[StateChange]): Every state change, oldest first.
         hostname (str):
@@ -45,6 +47,7 @@ class JobNode:
         started_at (datetime.datetime | None | Unset):
     """
 
+    attempt: int
     desired: Desired
     history: list[StateChange]
     hostname: str
@@ -65,6 +68,8 @@ class JobNode:
     def to_dict(self) -> dict[str, Any]:
         from ..models.node_notice import NodeNotice
         from ..models.progress import Progress
+
+        attempt = self.attempt
 
         desired = self.desired.value
 
@@ -135,6 +140,7 @@ class JobNode:
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
+                "attempt": attempt,
                 "desired": desired,
                 "history": history,
                 "hostname": hostname,
@@ -169,6 +175,8 @@ class JobNode:
         from ..models.state_change import StateChange
 
         d = dict(src_dict)
+        attempt = d.pop("attempt")
+
         desired = Desired(d.pop("desired"))
 
         history = []
@@ -279,6 +287,7 @@ class JobNode:
         started_at = _parse_started_at(d.pop("started_at", UNSET))
 
         job_node = cls(
+            attempt=attempt,
             desired=desired,
             history=history,
             hostname=hostname,

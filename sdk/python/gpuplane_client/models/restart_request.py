@@ -27,11 +27,13 @@ class RestartRequest:
             else 10 to 86400; default 1800: loading a large checkpoint takes minutes).
         from_scratch (bool | None | Unset): Restart a job that names no checkpoint directory: it begins again at step 0.
             Without it, such a job with
-            `max_restarts` above 0 is refused.
+            `max_restarts` above 0 is refused (a job that serves has nothing to resume and needs none).
         max_restarts (int | None | Unset): Restarts at most, 0 to 20 (0: never restart: a failure fails the job).
             Default: 3 for a
             `gpuplane-runtime` job with a model whose checkpoints outlive a node (`GPUPLANE_CHECKPOINT_DIR` set, by a
-            read-write volume of the lease or in `env`), else 0.
+            read-write volume of the lease or in `env`), and for a job that serves; else 0. A service's replica that
+            fails while others serve runs again on its node on its own, after the backoff; this bounds the attempts
+            in a row that fail before answering their health probe.
         on (list[FailureCause] | None | Unset): The causes that restart the job (default: all four); a failure of
             another cause fails it.
         stall_factor (int | None | Unset): A running runtime job is stalled when no step arrives for this many times its

@@ -124,7 +124,12 @@ def sync_detailed(
     id; the
     change is a new generation in `generations` (`pending` until it starts), announced by
     `job.replanned`.
-    Only `gpuplane-runtime` jobs with a model are replanned.
+    Only `gpuplane-runtime` jobs with a model are replanned, and services with a model: a service's
+    replicas
+    roll over one node at a time (a node's old replica is noticed and finishes its requests, its new one
+    starts,
+    and the next node's waits until it answers its health probe), so the others take the requests
+    meanwhile.
 
     Args:
         job_id (UUID):
@@ -165,7 +170,12 @@ def sync(
     id; the
     change is a new generation in `generations` (`pending` until it starts), announced by
     `job.replanned`.
-    Only `gpuplane-runtime` jobs with a model are replanned.
+    Only `gpuplane-runtime` jobs with a model are replanned, and services with a model: a service's
+    replicas
+    roll over one node at a time (a node's old replica is noticed and finishes its requests, its new one
+    starts,
+    and the next node's waits until it answers its health probe), so the others take the requests
+    meanwhile.
 
     Args:
         job_id (UUID):
@@ -201,7 +211,12 @@ async def asyncio_detailed(
     id; the
     change is a new generation in `generations` (`pending` until it starts), announced by
     `job.replanned`.
-    Only `gpuplane-runtime` jobs with a model are replanned.
+    Only `gpuplane-runtime` jobs with a model are replanned, and services with a model: a service's
+    replicas
+    roll over one node at a time (a node's old replica is noticed and finishes its requests, its new one
+    starts,
+    and the next node's waits until it answers its health probe), so the others take the requests
+    meanwhile.
 
     Args:
         job_id (UUID):
@@ -240,7 +255,12 @@ async def asyncio(
     id; the
     change is a new generation in `generations` (`pending` until it starts), announced by
     `job.replanned`.
-    Only `gpuplane-runtime` jobs with a model are replanned.
+    Only `gpuplane-runtime` jobs with a model are replanned, and services with a model: a service's
+    replicas
+    roll over one node at a time (a node's old replica is noticed and finishes its requests, its new one
+    starts,
+    and the next node's waits until it answers its health probe), so the others take the requests
+    meanwhile.
 
     Args:
         job_id (UUID):
