@@ -32,24 +32,28 @@ if [ "$(cat "$venv/.stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/pip" install -q --disable-pip-version-check -r "$reqs" >&2
   echo "$want" >"$venv/.stamp"
 fi
+# Requirement files added to the same environment (torch is there), each with a stamp of its own: installed again
+# only when its pins change. add_requirements NAME FILE [PIP_OPTION...]
+add_requirements() {
+  local name=$1 file=$2
+  shift 2
+  local want
+  want=$(grep -v '^#' "$file" | sed '/^$/d' | sort | tr '\n' ' ')
+  if [ "$(cat "$venv/.stamp-$name" 2>/dev/null)" != "$want" ]; then
+    echo "runtime-venv: installing $want into $venv" >&2
+    "$venv/bin/pip" install -q --disable-pip-version-check "$@" -r "$file" >&2
+    echo "$want" >"$venv/.stamp-$name"
+  fi
+}
 # The frameworks whose config files gpuplane renders, to check them with their own parsers
-# (scripts/check-framework-files.py): added to the same environment (torch is there), their own stamp.
-frameworks="$root/runtime/requirements-frameworks.txt"
-want_frameworks=$(grep -v '^#' "$frameworks" | sed '/^$/d' | sort | tr '\n' ' ')
-if [ "$(cat "$venv/.stamp-frameworks" 2>/dev/null)" != "$want_frameworks" ]; then
-  echo "runtime-venv: installing $want_frameworks into $venv" >&2
-  # DeepSpeed builds from its sdist against the torch installed here (no ops compiled: DS_BUILD_OPS=0).
-  DS_BUILD_OPS=0 "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation -r "$frameworks" >&2
-  echo "$want_frameworks" >"$venv/.stamp-frameworks"
-fi
-# `transformers serve`'s own dependencies (the serving end-to-end test's engine), their own stamp.
-serving="$root/runtime/requirements-serving.txt"
-want_serving=$(grep -v '^#' "$serving" | sed '/^$/d' | sort | tr '\n' ' ')
-if [ "$(cat "$venv/.stamp-serving" 2>/dev/null)" != "$want_serving" ]; then
-  echo "runtime-venv: installing $want_serving into $venv" >&2
-  "$venv/bin/pip" install -q --disable-pip-version-check -r "$serving" >&2
-  echo "$want_serving" >"$venv/.stamp-serving"
-fi
+# (scripts/check-framework-files.py). DeepSpeed builds from its sdist against the torch installed here (no ops
+# compiled: DS_BUILD_OPS=0).
+export DS_BUILD_OPS=0
+add_requirements frameworks "$root/runtime/requirements-frameworks.txt" --no-build-isolation
+# `transformers serve`'s own dependencies (the serving end-to-end test's engine).
+add_requirements serving "$root/runtime/requirements-serving.txt"
+# Diffusion pipelines (gpuplane_runtime.images and its test).
+add_requirements diffusion "$root/runtime/requirements-diffusion.txt"
 # Non-editable, no dependency resolution: the pins above are the environment.
 "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --force-reinstall "$root/runtime" >&2
 echo "$venv"

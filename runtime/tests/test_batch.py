@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.batch_runs import part_records, run_replica, write_lines
 
 from gpuplane_runtime.batch import Shard, done_indices, read_inputs
-
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 @pytest.fixture(scope="module")
@@ -45,16 +41,10 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def run_replica(model: Path, inputs: Path, out: Path, work: Path, replica: int, replicas: int) -> str:
-    env = dict(os.environ, NODE_RANK=str(replica), NNODES=str(replicas), PYTHONPATH=str(SRC))
-    env.pop("RANK", None)
-    env.pop("WORLD_SIZE", None)
-    env["GPUPLANE_PROGRESS_FILE"] = str(work / f"progress-{replica}.json")
-    argv = [sys.executable, "-m", "gpuplane_runtime.batch", "--input", str(inputs), "--output", str(out)]
-    argv += ["--model", str(model), "--max-new-tokens", "5", "--batch-size", "2"]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def run(model: Path, inputs: Path, out: Path, work: Path, replica: int, replicas: int) -> str:
+    argv = ["--input", str(inputs), "--output", str(out), "--model", str(model), "--max-new-tokens", "5"]
+    argv += ["--batch-size", "2"]
+    return run_replica("gpuplane_runtime.batch", argv, work / f"progress-{replica}.json", replica, replicas)
 
 
 def test_shards_come_from_torchrun_or_the_launch() -> None:
@@ -68,27 +58,18 @@ def test_shards_come_from_torchrun_or_the_launch() -> None:
 
 
 def test_two_replicas_answer_every_line_once_and_a_restart_resumes(tiny_model: Path, tmp_path: Path) -> None:
-    inputs = tmp_path / "in.jsonl"
     lines = [{"prompt": "hello"}, {"prompt": "hello"}, {"prompt": "abc"}, "not json", {"text": "x"}, {"prompt": "z"}]
-    inputs.write_text("\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n")
+    inputs = write_lines(tmp_path / "in.jsonl", lines)
     out = tmp_path / "out"
     # Replica 1 was stopped after its first answer: its part file has it, and it is not answered again.
     out.mkdir()
     (out / "part-00001-of-00002.jsonl").write_text(json.dumps({"index": 1, "output": "kept"}) + '\n{"index": 3')
-    said = run_replica(tiny_model, inputs, out, tmp_path, 0, 2)
+    said = run(tiny_model, inputs, out, tmp_path, 0, 2)
     assert "3 inputs, 0 done before, 3 to go" in said
-    said = run_replica(tiny_model, inputs, out, tmp_path, 1, 2)
+    said = run(tiny_model, inputs, out, tmp_path, 1, 2)
     assert "3 inputs, 1 done before, 2 to go" in said
 
-    answers: dict[int, dict[str, str]] = {}
-    for part in sorted(out.glob("part-*.jsonl")):
-        for line in part.read_text().splitlines():
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the line cut off by the "crash"
-            assert record["index"] not in answers, f"index {record['index']} answered twice"
-            answers[record["index"]] = record
+    answers = part_records(out)
     assert sorted(answers) == list(range(len(lines)))
     assert answers[1]["output"] == "kept", "resumed: not answered again"
     assert "not JSON" in answers[3]["error"] and '"prompt"' in answers[4]["error"]
@@ -98,7 +79,7 @@ def test_two_replicas_answer_every_line_once_and_a_restart_resumes(tiny_model: P
         assert progress == {"done": 3, "total": 3}
     # Greedy: the same prompt gives the same answer, whichever replica and batch it was in.
     rerun = tmp_path / "again"
-    run_replica(tiny_model, inputs, rerun, tmp_path, 0, 1)
+    run(tiny_model, inputs, rerun, tmp_path, 0, 1)
     rerun_lines = (rerun / "part-00000-of-00001.jsonl").read_text().splitlines()
     again = {json.loads(x)["index"]: json.loads(x) for x in rerun_lines}
     assert again[0]["output"] == answers[0]["output"] == again[1]["output"]

@@ -632,17 +632,23 @@ fn render_builtin(
             argv
         }
         Builtin::DiffusionDp => {
+            // The runtime's batch image generation (`gpuplane_runtime.images`), one replica per GPU.
             let steps = planned.model.diffusion.map(|d| d.steps).unwrap_or(30);
-            let prompts = input.params.get("prompts").cloned().unwrap_or_else(|| "prompts.txt".into());
-            let mut argv = torchrun(ctx, &command(&["generate.py"])?);
+            let param = |name: &str, default: &str| input.params.get(name).cloned().unwrap_or_else(|| default.into());
+            let mut argv = torchrun(ctx, &command(&["-m", "gpuplane_runtime.images"])?);
             argv.extend([
-                "--prompts".to_string(),
-                prompts,
+                "--input".to_string(),
+                param("prompts", "prompts.jsonl"),
+                "--output".into(),
+                param("output", "images"),
                 "--num-inference-steps".into(),
                 steps.to_string(),
                 "--batch-size".into(),
                 plan.micro_batch.max(1).to_string(),
             ]);
+            if let Some(model) = input.params.get("diffusers_model") {
+                argv.extend(["--model".to_string(), model.clone()]);
+            }
             argv
         }
     };
@@ -917,6 +923,32 @@ mod tests {
         assert_eq!((file["arch"]["layers"].as_u64(), file["arch"]["hidden"].as_u64()), (Some(32), Some(4096)));
         let train = planned("llama2-7b", WorkloadKind::Train, "h100", 8, 8, Pins::default());
         assert!(plan_file(&train.0, &train.1).get("lora").is_none());
+    }
+
+    #[test]
+    fn diffusion_batches_run_the_runtimes_image_module_with_the_plans_steps_and_batch() {
+        let (pi, plan) = planned("sdxl", WorkloadKind::Inference, "rtx4090", 8, 8, Pins::default());
+        let nodes = slots(&[&[0, 1, 2, 3, 4, 5, 6, 7]], false);
+        let empty = BTreeMap::new();
+        let params: BTreeMap<String, String> = [
+            ("prompts".to_string(), "/volumes/data/prompts.jsonl".to_string()),
+            ("diffusers_model".to_string(), "/models/sdxl".to_string()),
+        ]
+        .into();
+        let mut rendered =
+            input(&nodes, TemplateChoice::Builtin(Builtin::DiffusionDp), Some((&pi, &plan)), &[], &empty);
+        rendered.params = &params;
+        let specs = render(&rendered).unwrap();
+        let argv = &specs[0].argv;
+        assert_eq!((argv[0].as_str(), argv[2].as_str()), ("torchrun", "--nproc-per-node=8"), "{argv:?}");
+        let at = argv.iter().position(|a| a == "-m").expect("a module");
+        let expected =
+            ["-m", "gpuplane_runtime.images", "--input", "/volumes/data/prompts.jsonl", "--output", "images"];
+        assert_eq!(argv[at..at + 6], expected, "{argv:?}");
+        let steps = pi.model.diffusion.unwrap().steps.to_string();
+        let batch = plan.micro_batch.max(1).to_string();
+        let tail = ["--num-inference-steps", &steps, "--batch-size", &batch, "--model", "/models/sdxl"];
+        assert_eq!(argv[at + 6..], tail, "{argv:?}");
     }
 
     #[test]

@@ -129,8 +129,9 @@ impl Builtin {
                  group of GPUs on each node."
             }
             Builtin::DiffusionDp => {
-                "Data-parallel Stable Diffusion batch generation: one replica per GPU with torchrun; `command` \
-                 defaults to [\"generate.py\"]."
+                "Data-parallel diffusion batch generation: one replica per GPU with torchrun, each generating \
+                 its share of a JSONL file of prompts with the runtime's `gpuplane_runtime.images` (a PNG per \
+                 line); `command` replaces that module with a script of the tenant's."
             }
         }
     }
@@ -143,7 +144,8 @@ impl Builtin {
     pub fn launchers(self) -> &'static [&'static str] {
         match self {
             Builtin::Runtime => &["torchrun", "gpuplane_runtime"],
-            Builtin::TorchrunDdp | Builtin::Megatron | Builtin::DiffusionDp => &["torchrun"],
+            Builtin::TorchrunDdp | Builtin::Megatron => &["torchrun"],
+            Builtin::DiffusionDp => &["torchrun", "gpuplane_runtime"],
             Builtin::TorchrunFsdp => &["accelerate"],
             Builtin::Deepspeed => &["torchrun", "deepspeed"],
             Builtin::Vllm => &["vllm"],
@@ -169,13 +171,32 @@ impl Builtin {
                     description: Some("HTTP port of the OpenAI-compatible server".into()),
                 },
             ],
-            Builtin::DiffusionDp => vec![TemplateParam {
-                name: "prompts".into(),
-                kind: ParamType::String,
-                default: Some(serde_json::json!("prompts.txt")),
-                values: Vec::new(),
-                description: Some("File of prompts, one per line; each rank takes every WORLD_SIZE-th".into()),
-            }],
+            Builtin::DiffusionDp => {
+                let text = |name: &str, default: Option<&str>, description: &str| TemplateParam {
+                    name: name.into(),
+                    kind: ParamType::String,
+                    default: default.map(|d| serde_json::json!(d)),
+                    values: Vec::new(),
+                    description: Some(description.into()),
+                };
+                vec![
+                    text(
+                        "prompts",
+                        Some("prompts.jsonl"),
+                        "JSONL file of {\"prompt\"} lines (optional negative_prompt, seed); replica r of n takes lines i with i % n == r",
+                    ),
+                    text(
+                        "output",
+                        Some("images"),
+                        "Directory of the images (images/NNNNNNNN.png) and each replica's part file",
+                    ),
+                    text(
+                        "diffusers_model",
+                        None,
+                        "Diffusers pipeline to load: a directory (a volume, /models) or a Hugging Face id; default: $GPUPLANE_MODEL",
+                    ),
+                ]
+            }
             _ => Vec::new(),
         }
     }

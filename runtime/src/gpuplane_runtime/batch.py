@@ -7,6 +7,8 @@ per input to ``OUT_DIR/part-RRRRR-of-WWWWW.jsonl``: ``{"index": i, "output": "..
 that is not a JSON object with a ``prompt`` string). Lines already in its part file are skipped, so a restarted
 job resumes where it stopped. After each batch it writes its progress (``{"done": n, "total": m}``, atomically)
 to ``GPUPLANE_PROGRESS_FILE``, which the node's agent reads and the job's status shows, summed over its parts.
+The sharding, reading, resuming and progress (``start_replica``, ``Replica.run``) serve ``gpuplane_runtime.images``
+as well.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 PROGRESS_FILE_ENV = "GPUPLANE_PROGRESS_FILE"
 DEFAULT_PROGRESS_FILE = "gpuplane_progress.json"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -48,24 +52,37 @@ class Shard:
         return f"part-{self.replica:05d}-of-{self.replicas:05d}.jsonl"
 
 
-def read_inputs(path: Path, shard: Shard) -> list[tuple[int, str | None, str | None]]:
-    """This replica's lines: (index, prompt, or None and why the line is refused)."""
-    taken: list[tuple[int, str | None, str | None]] = []
+class Refused(ValueError):
+    """An input line this job cannot take; the message says why, and becomes the line's ``"error"``."""
+
+
+def prompt_of(record: Any, index: int) -> str:
+    """The ``prompt`` string of a line's JSON value."""
+    prompt = record.get("prompt") if isinstance(record, dict) else None
+    if not isinstance(prompt, str):
+        raise Refused(f'line {index + 1} has no "prompt" string')
+    return prompt
+
+
+def read_lines(path: Path, shard: Shard, parse: Callable[[Any, int], T]) -> list[tuple[int, T | None, str | None]]:
+    """This replica's lines, each parsed: (index, what ``parse`` made of it, or None and why the line is refused)."""
+    taken: list[tuple[int, T | None, str | None]] = []
     with path.open(encoding="utf-8") as lines:
         for index, line in enumerate(lines):
             if not shard.takes(index):
                 continue
             try:
-                record: Any = json.loads(line)
+                taken.append((index, parse(json.loads(line), index), None))
             except json.JSONDecodeError as err:
                 taken.append((index, None, f"line {index + 1} is not JSON: {err.msg}"))
-                continue
-            prompt = record.get("prompt") if isinstance(record, dict) else None
-            if not isinstance(prompt, str):
-                taken.append((index, None, f'line {index + 1} has no "prompt" string'))
-                continue
-            taken.append((index, prompt, None))
+            except Refused as err:
+                taken.append((index, None, str(err)))
     return taken
+
+
+def read_inputs(path: Path, shard: Shard) -> list[tuple[int, str | None, str | None]]:
+    """This replica's lines: (index, prompt, or None and why the line is refused)."""
+    return read_lines(path, shard, prompt_of)
 
 
 def done_indices(part: Path) -> set[int]:
@@ -91,37 +108,92 @@ def write_progress(path: Path, done: int, total: int) -> None:
     os.replace(tmp, path)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gpuplane_runtime.batch", description=__doc__)
+def batch_arguments(prog: str, description: str | None) -> argparse.ArgumentParser:
+    """The options every batch module has: ``--input``, ``--output``, ``--model`` and ``--batch-size``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--input", required=True, type=Path, help='JSONL: one {"prompt": ...} per line')
     parser.add_argument("--output", required=True, type=Path, help="directory for the part files")
     parser.add_argument("--model", default=os.environ.get("GPUPLANE_MODEL"), help="checkpoint directory or hub id")
-    parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=8)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def check_batch_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if not args.model:
         parser.error("--model (or GPUPLANE_MODEL) names the model")
-    if args.max_new_tokens < 1 or args.batch_size < 1:
-        parser.error("--max-new-tokens and --batch-size are at least 1")
+    if args.batch_size < 1:
+        parser.error("--batch-size is at least 1")
+
+
+@dataclass
+class Replica(Generic[T]):
+    """One replica's share of a batch job: its lines, its part file, and its progress file."""
+
+    program: str
+    shard: Shard
+    inputs: list[tuple[int, T | None, str | None]]
+    part: Path
+    progress: Path
+    todo: list[tuple[int, T | None, str | None]]
+
+    @property
+    def done(self) -> int:
+        return len(self.inputs) - len(self.todo)
+
+    def run(self, batch_size: int, answer: Callable[[list[tuple[int, T]]], dict[int, dict[str, Any]]]) -> None:
+        """Answer what is left in batches: ``answer`` gives each taken line's record (without its index), and the
+        part file gets one line per input, refusals included, before the progress counts them."""
+        done = self.done
+        # A line cut off by a crash is left as it is (never read as an answer): what follows starts on its own line.
+        part = self.part
+        cut_off = part.exists() and part.stat().st_size > 0 and not part.read_bytes().endswith(b"\n")
+        with part.open("a", encoding="utf-8") as out:
+            if cut_off:
+                out.write("\n")
+            for start in range(0, len(self.todo), batch_size):
+                batch = self.todo[start : start + batch_size]
+                taken = [(index, item) for index, item, _ in batch if item is not None]
+                answers = answer(taken) if taken else {}
+                for index, item, error in batch:
+                    record = answers[index] if item is not None else {"error": error or "refused"}
+                    out.write(json.dumps({"index": index, **record}) + "\n")
+                out.flush()
+                done += len(batch)
+                write_progress(self.progress, done, len(self.inputs))
+        print(f"{self.program}: replica {self.shard.replica}/{self.shard.replicas}: wrote {part}", flush=True)
+
+
+def start_replica(program: str, input_path: Path, output: Path, parse: Callable[[Any, int], T]) -> Replica[T]:
+    """This replica's share (from the launch's ranks), what its part file already answers, its first progress."""
+    shard = Shard.from_env()
+    inputs = read_lines(input_path, shard, parse)
+    output.mkdir(parents=True, exist_ok=True)
+    part = output / shard.part_name()
+    already = done_indices(part)
+    todo = [item for item in inputs if item[0] not in already]
+    progress = Path(os.environ.get(PROGRESS_FILE_ENV) or DEFAULT_PROGRESS_FILE)
+    replica = Replica(program, shard, inputs, part, progress, todo)
+    write_progress(replica.progress, replica.done, len(inputs))
+    print(
+        f"{program}: replica {shard.replica}/{shard.replicas}: {len(inputs)} inputs, "
+        f"{replica.done} done before, {len(todo)} to go",
+        flush=True,
+    )
+    return replica
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = batch_arguments("python -m gpuplane_runtime.batch", __doc__)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    args = parser.parse_args(argv)
+    check_batch_arguments(parser, args)
+    if args.max_new_tokens < 1:
+        parser.error("--max-new-tokens is at least 1")
 
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    shard = Shard.from_env()
-    inputs = read_inputs(args.input, shard)
-    args.output.mkdir(parents=True, exist_ok=True)
-    part = args.output / shard.part_name()
-    progress = Path(os.environ.get(PROGRESS_FILE_ENV) or DEFAULT_PROGRESS_FILE)
-    already = done_indices(part)
-    todo = [item for item in inputs if item[0] not in already]
-    done = len(inputs) - len(todo)
-    write_progress(progress, done, len(inputs))
-    print(
-        f"gpuplane_runtime.batch: replica {shard.replica}/{shard.replicas}: {len(inputs)} inputs, "
-        f"{done} done before, {len(todo)} to go",
-        flush=True,
-    )
-
+    replica = start_replica("gpuplane_runtime.batch", args.input, args.output, prompt_of)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(args.model)  # type: ignore[no-untyped-call]
     tokenizer.padding_side = "left"
@@ -130,34 +202,20 @@ def main(argv: list[str] | None = None) -> int:
     model = AutoModelForCausalLM.from_pretrained(args.model)
     model = model.to(device).eval()  # type: ignore[arg-type]
 
-    # A line cut off by a crash is left as it is (never read as an answer): what follows starts on a line of its own.
-    cut_off = part.exists() and part.stat().st_size > 0 and not part.read_bytes().endswith(b"\n")
-    with part.open("a", encoding="utf-8") as out:
-        if cut_off:
-            out.write("\n")
-        for start in range(0, len(todo), args.batch_size):
-            batch = todo[start : start + args.batch_size]
-            prompts = [(index, prompt) for index, prompt, _ in batch if prompt is not None]
-            answers: dict[int, str] = {}
-            if prompts:
-                encoded = tokenizer([p for _, p in prompts], return_tensors="pt", padding=True).to(device)
-                with torch.no_grad():
-                    generated = model.generate(
-                        **encoded,
-                        max_new_tokens=args.max_new_tokens,
-                        do_sample=False,
-                        pad_token_id=tokenizer.pad_token_id,
-                    )
-                new = generated[:, encoded["input_ids"].shape[1] :]
-                texts = tokenizer.batch_decode(new, skip_special_tokens=True)
-                answers = {index: text for (index, _), text in zip(prompts, texts, strict=True)}
-            for index, prompt, error in batch:
-                answer = {"output": answers[index]} if prompt is not None else {"error": error or "refused"}
-                out.write(json.dumps({"index": index, **answer}) + "\n")
-            out.flush()
-            done += len(batch)
-            write_progress(progress, done, len(inputs))
-    print(f"gpuplane_runtime.batch: replica {shard.replica}/{shard.replicas}: wrote {part}", flush=True)
+    def answer(prompts: list[tuple[int, str]]) -> dict[int, dict[str, Any]]:
+        encoded = tokenizer([p for _, p in prompts], return_tensors="pt", padding=True).to(device)
+        with torch.no_grad():
+            generated = model.generate(
+                **encoded,
+                max_new_tokens=args.max_new_tokens,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        new = generated[:, encoded["input_ids"].shape[1] :]
+        texts = tokenizer.batch_decode(new, skip_special_tokens=True)
+        return {index: {"output": text} for (index, _), text in zip(prompts, texts, strict=True)}
+
+    replica.run(args.batch_size, answer)
     return 0
 
 
