@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from support.batch_runs import part_records, run_replica, write_lines
+from support.tiny_diffusion import make_tiny_pipeline
 
 from gpuplane_runtime import images
 from gpuplane_runtime.batch import Refused, Shard, read_lines
@@ -43,73 +44,7 @@ def one_thread() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def tiny_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
-    from transformers import CLIPTextConfig, CLIPTextModel, CLIPTokenizer
-
-    out = tmp_path_factory.mktemp("pipeline")
-    # A byte-level BPE without merges: one token per character (a word's last one ending in </w>).
-    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
-    vocab = ["<|startoftext|>", "<|endoftext|>", "!", *letters, *(c + "</w>" for c in letters)]
-    (out / "vocab.json").write_text(json.dumps({token: i for i, token in enumerate(vocab)}))
-    (out / "merges.txt").write_text("#version: 0.2\n")
-    tokenizer = CLIPTokenizer(str(out / "vocab.json"), str(out / "merges.txt"), pad_token="!", model_max_length=16)
-    torch.manual_seed(0)
-    text_encoder = CLIPTextModel(
-        CLIPTextConfig(
-            vocab_size=len(vocab),
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            max_position_embeddings=16,
-            bos_token_id=0,
-            eos_token_id=1,
-            pad_token_id=2,
-        )
-    )
-    unet = UNet2DConditionModel(
-        sample_size=16,
-        in_channels=4,
-        out_channels=4,
-        block_out_channels=(8, 16),
-        layers_per_block=1,
-        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
-        cross_attention_dim=16,
-        attention_head_dim=2,
-        norm_num_groups=4,
-    )
-    vae = AutoencoderKL(
-        in_channels=3,
-        out_channels=3,
-        block_out_channels=(8, 16),
-        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
-        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-        latent_channels=4,
-        norm_num_groups=4,
-        sample_size=32,
-    )
-    scheduler = DDIMScheduler(
-        beta_start=0.00085,
-        beta_end=0.012,
-        beta_schedule="scaled_linear",
-        clip_sample=False,
-        set_alpha_to_one=False,
-        steps_offset=1,
-    )
-    pipeline = StableDiffusionPipeline(
-        vae=vae,
-        text_encoder=text_encoder,
-        tokenizer=tokenizer,
-        unet=unet,
-        scheduler=scheduler,
-        safety_checker=None,
-        feature_extractor=None,
-        requires_safety_checker=False,
-    )
-    pipeline.save_pretrained(out / "model")
-    return out / "model"
+    return make_tiny_pipeline(tmp_path_factory.mktemp("pipeline") / "model")
 
 
 def args(model: Path, inputs: Path, out: Path, batch_size: int) -> list[str]:

@@ -261,8 +261,9 @@ fn torchrun(ctx: &NodeCtx<'_>, script: &[String]) -> Vec<String> {
             argv.push(format!("--rdzv-conf=timeout={RENDEZVOUS_TIMEOUT_S}"));
         }
     }
-    // torchrun runs a .py file with Python itself; anything else (e.g. `python3 train.py`) runs as is.
-    if !script.first().is_some_and(|s| s.ends_with(".py")) {
+    // torchrun runs a .py file (or `-m module`) with Python itself; anything else (e.g. `python3 train.py`) runs
+    // as is.
+    if !script.first().is_some_and(|s| s.ends_with(".py") || s == "-m") {
         argv.push("--no-python".to_string());
     }
     argv.extend(script.iter().cloned());
@@ -942,6 +943,7 @@ mod tests {
         let argv = &specs[0].argv;
         assert_eq!((argv[0].as_str(), argv[2].as_str()), ("torchrun", "--nproc-per-node=8"), "{argv:?}");
         let at = argv.iter().position(|a| a == "-m").expect("a module");
+        assert!(!argv.contains(&"--no-python".to_string()), "torchrun runs the module with Python: {argv:?}");
         let expected =
             ["-m", "gpuplane_runtime.images", "--input", "/volumes/data/prompts.jsonl", "--output", "images"];
         assert_eq!(argv[at..at + 6], expected, "{argv:?}");

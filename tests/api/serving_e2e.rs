@@ -11,7 +11,8 @@
 //! - A replan rolls over the two hosts one at a time under the same load: no request fails.
 //! - The gateway's requests and tokens are in /metrics.
 //! - Then a batch generation on the same lease: a JSONL file of prompts through both hosts, every prompt answered
-//!   once, the job's progress summed from its parts.
+//!   once, the job's progress summed from its parts; and a batch of images (the `diffusion-dp` template, a tiny
+//!   Stable Diffusion pipeline), every prompt drawn once as a PNG.
 
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -451,6 +452,53 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     }
     answered.sort();
     assert_eq!(answered, (0..12).collect::<Vec<i64>>(), "every prompt answered once, across the two hosts");
+
+    // Images: the diffusion-dp template (the runtime's images module under torchrun, a replica per GPU) over a
+    // tiny Stable Diffusion pipeline made here, every prompt drawn once as a PNG on one of the two hosts.
+    let pipeline = shared.join("tiny-sd");
+    let maker = concat!(env!("CARGO_MANIFEST_DIR"), "/runtime/tests/support/tiny_diffusion.py");
+    let made = Command::new(venv.join("bin/python")).arg(maker).arg(&pipeline).env("HF_HUB_OFFLINE", "1").output();
+    let made = made.unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let drawings: String = ["a red cat", "a blue dog", "a green fox", "a cat", "a dog", "a fox"]
+        .iter()
+        .map(|p| format!("{{\"prompt\": \"{p}\"}}\n"))
+        .collect();
+    std::fs::write(shared.join("drawings.jsonl"), drawings).unwrap();
+    let _ = Command::new("chmod").args(["-R", "a+rX"]).arg(&shared).status();
+    let images = api
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &tenant,
+            json!({
+                "template": "diffusion-dp", "model": { "preset": "sdxl" }, "workload": { "kind": "inference" },
+                "env": { "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1" },
+                "parameters": { "prompts": shared.join("drawings.jsonl"), "output": "/lease/home/images-out",
+                            "diffusers_model": pipeline },
+            }),
+        )
+        .await;
+    let images_id = images["id"].as_str().unwrap().to_string();
+    let done = wait_job(&api, &tenant, &images_id, "the images job ends", 240, |j| j["finished_at"].is_string()).await;
+    let tails: Vec<&Value> = done["nodes"].as_array().unwrap().iter().map(|n| &n["output_tail"]).collect();
+    assert_eq!(done["state"], "succeeded", "{}: {tails:#?}", done["reason"]);
+    assert_eq!(done["progress"], json!({ "done": 6, "total": 6 }), "{done:#}");
+    let mut drawn = Vec::new();
+    for dir in &dirs {
+        let jobs_dir = format!("{}-jobs", dir.display());
+        let found = Command::new("find").arg(&jobs_dir).args(["-path", "*images-out/part-*.jsonl"]).output().unwrap();
+        for part in String::from_utf8_lossy(&found.stdout).lines() {
+            let out = std::path::Path::new(part).parent().unwrap();
+            for line in std::fs::read_to_string(part).unwrap().lines() {
+                let record: Value = serde_json::from_str(line).unwrap();
+                let png = std::fs::read(out.join(record["image"].as_str().unwrap())).unwrap();
+                assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{record}: a PNG");
+                drawn.push(record["index"].as_i64().unwrap());
+            }
+        }
+    }
+    drawn.sort();
+    assert_eq!(drawn, (0..6).collect::<Vec<i64>>(), "every prompt drawn once, across the two hosts");
     let (status, released) =
         api.call(reqwest::Method::POST, &format!("/v1/leases/{lease_id}/release"), &tenant, Some(json!({}))).await;
     assert!(status < 300, "{released}");
