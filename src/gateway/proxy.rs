@@ -331,11 +331,9 @@ async fn answer_back(answer: hyper::Response<hyper::body::Incoming>, route: &Rou
     for name in HOP_BY_HOP {
         parts.headers.remove(*name);
     }
-    let is_json = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+    let content_type = parts.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let (is_json, is_stream) =
+        (content_type.starts_with("application/json"), content_type.starts_with("text/event-stream"));
     let small = parts
         .headers
         .get(header::CONTENT_LENGTH)
@@ -356,11 +354,6 @@ async fn answer_back(answer: hyper::Response<hyper::body::Incoming>, route: &Rou
         drop(done);
         return Response::from_parts(parts, Body::from(bytes));
     }
-    let is_stream = parts
-        .headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"));
     let tokens = (route.protocol == "openai" && is_stream).then(StreamedTokens::default);
     Response::from_parts(parts, Body::new(Tracked { inner: body, done: Some(done), tokens }))
 }

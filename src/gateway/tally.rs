@@ -33,15 +33,7 @@ impl Tally {
         let Ok(mut pending) = self.pending.lock() else { return Vec::new() };
         std::mem::take(&mut *pending)
             .into_iter()
-            .map(|((service_id, minute), c)| RequestMinute {
-                service_id,
-                minute,
-                requests: c.requests,
-                errors: c.errors,
-                refused: c.refused,
-                output_tokens: c.output_tokens,
-                latency: c.latency,
-            })
+            .map(|((service_id, minute), counts)| counts.into_minute(service_id, minute))
             .collect()
     }
 
@@ -49,14 +41,8 @@ impl Tally {
     fn put_back(&self, minutes: Vec<RequestMinute>) {
         if let Ok(mut pending) = self.pending.lock() {
             for m in minutes {
-                let counts = Counts {
-                    requests: m.requests,
-                    errors: m.errors,
-                    refused: m.refused,
-                    output_tokens: m.output_tokens,
-                    latency: m.latency,
-                };
-                pending.entry((m.service_id, m.minute)).or_default().merge(&counts);
+                let key = (m.service_id, m.minute);
+                pending.entry(key).or_default().merge(&Counts::from(m));
             }
         }
     }

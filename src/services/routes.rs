@@ -44,14 +44,7 @@ async fn last_hour(state: &AppState, id: Uuid) -> ApiResult<super::stats::Reques
     let mut conn = state.db.acquire().await?;
     let mut total = super::stats::Counts::default();
     for minute in store::request_minutes(&mut conn, id, since).await? {
-        let counts = super::stats::Counts {
-            requests: minute.requests,
-            errors: minute.errors,
-            refused: minute.refused,
-            output_tokens: minute.output_tokens,
-            latency: minute.latency,
-        };
-        total.merge(&counts);
+        total.merge(&minute.into());
     }
     Ok(super::stats::summarize(&total, MINUTES))
 }

@@ -2,6 +2,7 @@
 //! database (so every service replica's gateway counts, and any replica answers for all). Pure: the buckets of
 //! the latency histogram, a minute's counts, and the summary of a window.
 
+use gpuplane_store::services::RequestMinute;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -50,6 +51,26 @@ impl Counts {
         self.output_tokens += other.output_tokens;
         for (mine, theirs) in self.latency.iter_mut().zip(&other.latency) {
             *mine += theirs;
+        }
+    }
+}
+
+impl Counts {
+    /// One service's counts of one minute, as the database keeps them.
+    pub fn into_minute(self, service_id: uuid::Uuid, minute: chrono::DateTime<chrono::Utc>) -> RequestMinute {
+        let Counts { requests, errors, refused, output_tokens, latency } = self;
+        RequestMinute { service_id, minute, requests, errors, refused, output_tokens, latency }
+    }
+}
+
+impl From<RequestMinute> for Counts {
+    fn from(m: RequestMinute) -> Self {
+        Counts {
+            requests: m.requests,
+            errors: m.errors,
+            refused: m.refused,
+            output_tokens: m.output_tokens,
+            latency: m.latency,
         }
     }
 }

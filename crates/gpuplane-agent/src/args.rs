@@ -222,6 +222,14 @@ impl PortRange {
         }
         Ok(Self { first, last })
     }
+
+    /// The first port of the range that is not `taken` and that nothing else on the host listens on (`flag`
+    /// names the range in the error).
+    pub fn free(&self, taken: impl Fn(u16) -> bool, flag: &str) -> anyhow::Result<u16> {
+        (self.first..=self.last)
+            .find(|port| !taken(*port) && std::net::TcpListener::bind(("0.0.0.0", *port)).is_ok())
+            .ok_or_else(|| anyhow::anyhow!("no free port in {flag}"))
+    }
 }
 
 #[cfg(test)]

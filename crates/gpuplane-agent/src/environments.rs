@@ -279,12 +279,7 @@ impl Environments {
     }
 
     fn free_port(&self) -> anyhow::Result<u16> {
-        (self.ports.first..=self.ports.last)
-            .find(|port| {
-                !self.running.values().any(|e| e.port == *port)
-                    && std::net::TcpListener::bind(("0.0.0.0", *port)).is_ok()
-            })
-            .context("no free port in --env-ports")
+        self.ports.free(|port| self.running.values().any(|e| e.port == port), "--env-ports")
     }
 }
 

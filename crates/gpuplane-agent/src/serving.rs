@@ -124,12 +124,7 @@ impl ServingReplicas {
     }
 
     fn free_port(&self) -> anyhow::Result<u16> {
-        (self.ports.first..=self.ports.last)
-            .find(|port| {
-                !self.replicas.values().any(|r| r.port == *port)
-                    && std::net::TcpListener::bind(("0.0.0.0", *port)).is_ok()
-            })
-            .context("no free port in --serve-ports")
+        self.ports.free(|port| self.replicas.values().any(|r| r.port == port), "--serve-ports")
     }
 }
 
