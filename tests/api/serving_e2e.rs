@@ -515,6 +515,7 @@ async fn a_served_model_is_reached_with_a_key_through_the_gateway_and_outlives_a
     }
     terminate(&mut server);
     for dir in dirs {
+        let _ = std::fs::remove_dir_all(format!("{}-jobs", dir.display()));
         let _ = std::fs::remove_dir_all(&dir);
     }
     let _ = std::fs::remove_dir_all(&shared);
