@@ -730,8 +730,14 @@ def operator(c: Console, seeded: dict) -> None:
     c.css("input[aria-label='Top-up amount for browser-ml']").find_element(By.XPATH, "./ancestor::form").find_element(
         By.CSS_SELECTOR, "button[type=submit]").click()  # fmt: skip
     c.wait(lambda d: "topped up" in d.find_element(By.ID, "flash").text)
-    after = c.css("[data-tenant=browser-ml].balance").text
-    check("a top-up shows in the balance", after == money(minor + 10_000), f"{before} -> {after}")
+
+    def balance_after():
+        # The list re-renders with the new balance: a cell read as it is replaced is read again (wait_for).
+        cell = c.css("[data-tenant=browser-ml].balance").text
+        return cell if cell == money(minor + 10_000) else None
+
+    after = wait_for("a top-up shows in the balance", 15, balance_after)
+    check("a top-up shows in the balance", True, f"{before} -> {after}")
     c.shot("tenants")
 
     # Every tenant's active leases, by tenant name.
