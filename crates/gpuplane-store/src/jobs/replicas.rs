@@ -79,7 +79,6 @@ pub struct DueReplica {
     pub node_rank: i32,
     pub attempt: i32,
     pub spec: Value,
-    pub reason: Option<String>,
 }
 
 /// The due restarts of a job (the job row locked by the caller), each locked; none once the job left the state
@@ -87,7 +86,7 @@ pub struct DueReplica {
 pub async fn lock_due_restarts(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<Vec<DueReplica>> {
     Ok(sqlx::query_as!(
         DueReplica,
-        "SELECT jn.id, jn.node_id, jn.generation, jn.node_rank, jn.attempt, jn.spec, jn.reason
+        "SELECT jn.id, jn.node_id, jn.generation, jn.node_rank, jn.attempt, jn.spec
          FROM job_nodes jn JOIN jobs j ON j.id = jn.job_id AND j.generation = jn.generation
          WHERE jn.job_id = $1 AND jn.restart_at <= now() AND jn.replaced_by IS NULL
            AND j.state = 'running' AND NOT j.cancel_requested
