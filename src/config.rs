@@ -336,7 +336,14 @@ pub struct AgentArgs {
     /// exit before a replan stops them.
     #[arg(long, env = "GPUPLANE_MAX_STOP_GRACE_SECS", default_value_t = 600)]
     pub max_stop_grace_secs: u64,
+    /// The most text a job's logs keep, MiB (all its nodes and ranks together): past it, the oldest lines are
+    /// deleted, a tenth of the cap at a time.
+    #[arg(long, env = "GPUPLANE_JOB_LOG_CAP_MIB", default_value_t = DEFAULT_JOB_LOG_CAP_MIB)]
+    pub job_log_cap_mib: u64,
 }
+
+/// 256 MiB: days of a chatty 8-node job (a line per rank per step), and the whole of nearly any other.
+pub const DEFAULT_JOB_LOG_CAP_MIB: u64 = 256;
 
 /// What NCCL-based parallel frameworks need at least.
 /// The default bound on a job part waiting for its node to fetch it: an agent learns of a new assignment from its
@@ -363,6 +370,7 @@ impl Default for AgentArgs {
             min_cuda_version: DEFAULT_MIN_CUDA_VERSION.to_owned(),
             comm_latency_p99_ms: 20.0,
             max_stop_grace_secs: 600,
+            job_log_cap_mib: DEFAULT_JOB_LOG_CAP_MIB,
         }
     }
 }
@@ -415,6 +423,8 @@ pub struct Settings {
     pub comm_latency_p99: Duration,
     /// The longest grace a job's stop notice may give.
     pub max_stop_grace: Duration,
+    /// The most bytes of text a job's logs keep.
+    pub job_log_cap_bytes: i64,
     pub rate_limit: RateLimitArgs,
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
@@ -450,6 +460,7 @@ impl Settings {
             min_cuda_version: agents.min_cuda_version.clone(),
             comm_latency_p99: Duration::from_secs_f64(agents.comm_latency_p99_ms / 1000.0),
             max_stop_grace: Duration::from_secs(agents.max_stop_grace_secs),
+            job_log_cap_bytes: (agents.job_log_cap_mib * 1024 * 1024) as i64,
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
             webhooks: WebhookSettings::from(&WebhookArgs::default()),
@@ -498,6 +509,9 @@ impl ServeArgs {
         }
         if a.max_stop_grace_secs > 86_400 {
             anyhow::bail!("--max-stop-grace-secs must be at most 86400");
+        }
+        if !(1..=1_048_576).contains(&a.job_log_cap_mib) {
+            anyhow::bail!("--job-log-cap-mib must be between 1 and 1048576");
         }
         if a.fleet_silence_min_nodes == 0 {
             anyhow::bail!("--fleet-silence-min-nodes must be at least 1");

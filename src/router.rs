@@ -106,12 +106,14 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(jobs::routes::list_lease_jobs, jobs::routes::create_job))
         .routes(routes!(jobs::routes::get_job))
         .routes(routes!(jobs::routes::list_job_steps))
+        .routes(routes!(jobs::log_routes::get_job_logs))
         .routes(routes!(jobs::routes::cancel_job))
         .routes(routes!(jobs::routes::replan_job))
         // agent_api/assignments and leases' insights, listed where they were when jobs/routes held them, so the
         // document keeps its order
         .routes(routes!(agent_api::assignments::get_assignments))
         .routes(routes!(agent_api::assignments::report_assignment_status))
+        .routes(routes!(agent_api::assignments::report_assignment_logs))
         .routes(routes!(leases::routes::get_lease_insights))
         // environments/routes
         .routes(routes!(environments::ssh_keys::list_ssh_keys, environments::ssh_keys::add_ssh_key))

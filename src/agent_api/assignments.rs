@@ -13,6 +13,7 @@ use crate::jobs::lifecycle::{self, ReportError};
 use crate::jobs::problems::stale_credential;
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
+use gpuplane_protocol::logs::{LogReport, LogReportResponse};
 
 /// The node's unfinished assignments, each with what to do (`run` or `cancel`). Fetching marks new ones
 /// `assigned`. An assignment that is no longer listed has ended (e.g. with its lease): stop it.
@@ -76,6 +77,46 @@ pub async fn report_assignment_status(
     };
     tx.commit().await?;
     Ok(Json(AssignmentStatusResponse { state: state_now, desired }))
+}
+
+/// Ship a part's output: its next lines, numbered per part (`seq`). Idempotent: a line already stored (a report
+/// sent again after a lost answer) is skipped, and the answer says the highest `seq` stored, so the agent can
+/// forget everything up to it. A gap in `seq` is counted as lost lines. The job's secret values are masked before
+/// anything is stored.
+#[utoipa::path(
+    post, path = "/v1/agent/assignments/{job_node_id}/logs", tag = "agents", operation_id = "report_assignment_logs",
+    params(("job_node_id" = Uuid, Path, description = "The assignment's `job_node_id`")),
+    request_body = LogReport,
+    responses((status = 200, description = "What the service holds of the part's output now", body = LogReportResponse))
+)]
+pub async fn report_assignment_logs(
+    State(state): State<AppState>,
+    agent: AgentAuth,
+    ApiPath(job_node_id): ApiPath<Uuid>,
+    ApiJson(report): ApiJson<LogReport>,
+) -> ApiResult<Json<LogReportResponse>> {
+    if let Err((field, message)) = report.check() {
+        return Err(ApiError::field(field, message));
+    }
+    let mut tx = state.db.begin().await?;
+    let acked_seq = match crate::jobs::logs::ingest(
+        &mut tx,
+        &state.settings.keyring,
+        agent.node_id,
+        agent.generation,
+        job_node_id,
+        &report,
+        state.settings.job_log_cap_bytes,
+    )
+    .await
+    {
+        Ok(acked) => acked,
+        Err(ReportError::StaleCredential) => return Err(stale_credential()),
+        Err(ReportError::NotFound) => return Err(ApiError::NotFound("assignment")),
+        Err(ReportError::Database(err)) => return Err(err.into()),
+    };
+    tx.commit().await?;
+    Ok(Json(LogReportResponse { acked_seq }))
 }
 
 // ---------------------------------------------------------------------------------------------------------------

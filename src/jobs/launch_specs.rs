@@ -39,6 +39,7 @@ pub const RESERVED_ENV: &[&str] = &[
     "LOCAL_WORLD_SIZE",
     "GPUPLANE_JOB_ID",
     "GPUPLANE_NODE_ADDRS",
+    RANK_PREFIX_ENV,
     SERVE_PORT_ENV,
     PROGRESS_FILE_ENV,
     PLAN_FILE_ENV,
@@ -52,6 +53,11 @@ pub const RESERVED_ENV: &[&str] = &[
     "USER",
     "LOGNAME",
 ];
+
+/// torchrun's template for the prefix of each rank's lines (with `--tee=3`, which every template's torchrun gets):
+/// the agent takes `[rankN]:` off a line into its rank, so a job's logs can be read per rank.
+pub const RANK_PREFIX_ENV: &str = "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE";
+pub const RANK_PREFIX_TEMPLATE: &str = "[rank${rank}]:";
 
 /// A node of the lease as a job sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -244,6 +250,8 @@ pub const RENDEZVOUS_TIMEOUT_S: u32 = 300;
 fn torchrun(ctx: &NodeCtx<'_>, script: &[String]) -> Vec<String> {
     let mut argv =
         vec!["torchrun".to_string(), format!("--nnodes={}", ctx.nnodes), format!("--nproc-per-node={}", ctx.nproc)];
+    // Each rank's output through torchrun, prefixed with its rank ([`RANK_PREFIX_ENV`]).
+    argv.push("--tee=3".to_string());
     if ctx.uneven {
         argv.extend([
             "--rdzv-backend=c10d".to_string(),
@@ -501,6 +509,7 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
             ("CUDA_VISIBLE_DEVICES", devices.join(",")),
             ("GPUPLANE_JOB_ID", input.job_id.to_string()),
             ("GPUPLANE_NODE_ADDRS", addrs.join(",")),
+            (RANK_PREFIX_ENV, RANK_PREFIX_TEMPLATE.to_string()),
         ] {
             env.insert(key.to_string(), value);
         }

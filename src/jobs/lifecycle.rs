@@ -119,6 +119,15 @@ async fn job_secrets(
         .collect()
 }
 
+/// One job's secret environment values, opened: (name, value), for [`mask_secrets`].
+pub async fn secrets_of(
+    conn: &mut PgConnection,
+    keyring: &Keyring,
+    job_id: Uuid,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    Ok(job_secrets(conn, keyring, &[job_id]).await?.into_iter().map(|(_, name, value)| (name, value)).collect())
+}
+
 /// What the service stores of a process's output: every secret value of its job replaced by `***`.
 pub fn mask_secrets(text: &str, secrets: &[(String, String)]) -> String {
     secrets
@@ -688,8 +697,7 @@ pub async fn report_status(
     stored::lock_job(conn, job_id).await?;
     let (current, exit_code) = stored::lock_part(conn, job_node_id).await?;
     let next: JobState = report.state.into();
-    let secrets: Vec<(String, String)> =
-        job_secrets(conn, keyring, &[job_id]).await?.into_iter().map(|(_, name, value)| (name, value)).collect();
+    let secrets = secrets_of(conn, keyring, job_id).await?;
     let masked: Vec<String> = report.output_tail.iter().map(|line| mask_secrets(line, &secrets)).collect();
     let tail = clamp_tail(&masked);
     let reason = report.reason.as_ref().map(|r| mask_secrets(r, &secrets).chars().take(500).collect::<String>());

@@ -6,6 +6,8 @@ pub mod checkpoints;
 pub mod insights;
 pub mod launch_specs;
 pub mod lifecycle;
+pub mod log_routes;
+pub mod logs;
 pub mod mixed;
 pub mod problems;
 pub mod reachability;

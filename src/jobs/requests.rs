@@ -174,3 +174,69 @@ pub struct StepListParams {
     #[param(minimum = 0, maximum = 1000000000)]
     pub after: Option<i64>,
 }
+
+/// Query of `GET /v1/jobs/{job_id}/logs`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct LogParams {
+    /// Only lines after this one (the `next_after` of the previous page, or an event's `id` when following).
+    /// Not with `tail`.
+    #[param(minimum = 0)]
+    pub after: Option<i64>,
+    /// Only the last this many lines (of those `node` and `rank` keep). Not with `after`.
+    #[param(minimum = 1, maximum = 10000)]
+    pub tail: Option<i64>,
+    /// Lines per page (default 1000). The text download and a follow are not paged.
+    #[param(minimum = 1, maximum = 10000)]
+    pub limit: Option<i64>,
+    /// Only this node's lines (its rank in the job, `nodes[].node_rank`).
+    #[param(minimum = 0, maximum = 65535)]
+    pub node: Option<i32>,
+    /// Only this global rank's lines.
+    #[param(minimum = 0, maximum = 1048575)]
+    pub rank: Option<i32>,
+    /// Keep the response open and send lines as they arrive (`text/event-stream`), until the job has ended and
+    /// its last line is out.
+    pub follow: Option<bool>,
+    /// `json` (the default): a page. `text`: every line (after `after`, or the last `tail`) as a plain-text
+    /// download, one `[node N rank R] text` line each.
+    pub format: Option<LogFormat>,
+}
+
+/// How `GET /v1/jobs/{job_id}/logs` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Json,
+    Text,
+}
+
+impl LogParams {
+    /// Every bad field, named.
+    pub fn check(&self) -> Result<(), ApiError> {
+        let mut errors = Vec::new();
+        if self.after.is_some_and(|a| a < 0) {
+            errors.push(FieldError::new("after", "a line number, 0 or more"));
+        }
+        if self.tail.is_some_and(|t| !(1..=10_000).contains(&t)) {
+            errors.push(FieldError::new("tail", "between 1 and 10000"));
+        }
+        if self.tail.is_some() && self.after.is_some() {
+            errors.push(FieldError::new("tail", "either `tail` or `after`, not both"));
+        }
+        if self.limit.is_some_and(|l| !(1..=10_000).contains(&l)) {
+            errors.push(FieldError::new("limit", "between 1 and 10000"));
+        }
+        if self.node.is_some_and(|n| !(0..=65_535).contains(&n)) {
+            errors.push(FieldError::new("node", "a node rank, 0 to 65535"));
+        }
+        if self.rank.is_some_and(|r| !(0..=1_048_575).contains(&r)) {
+            errors.push(FieldError::new("rank", "a rank, 0 to 1048575"));
+        }
+        if self.follow == Some(true) && self.format == Some(LogFormat::Text) {
+            errors.push(FieldError::new("follow", "a follow is sent as events: not with `format=text`"));
+        }
+        if errors.is_empty() { Ok(()) } else { Err(ApiError::Validation(errors)) }
+    }
+}

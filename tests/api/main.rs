@@ -21,6 +21,7 @@ mod jobs;
 mod jobs_e2e;
 mod leases;
 mod liveness;
+mod logs;
 mod migrations;
 mod mixed_e2e;
 mod mixed_leases;

@@ -149,6 +149,16 @@ impl ServiceClient {
         self.post(&format!("/v1/agent/assignments/{job_node_id}/status"), Some(agent_token), status).await
     }
 
+    /// Ship a part's next lines of output.
+    pub async fn report_logs(
+        &self,
+        agent_token: &str,
+        job_node_id: uuid::Uuid,
+        report: &gpuplane_protocol::logs::LogReport,
+    ) -> Result<gpuplane_protocol::logs::LogReportResponse, CallError> {
+        self.post(&format!("/v1/agent/assignments/{job_node_id}/logs"), Some(agent_token), report).await
+    }
+
     /// Report an environment's state on this node.
     pub async fn report_environment(
         &self,

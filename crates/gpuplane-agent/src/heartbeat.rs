@@ -282,6 +282,10 @@ impl Agent {
             if Instant::now() >= steps_look_at {
                 steps_look_at = Instant::now() + STEPS_LOOK;
                 jobs.collect_steps();
+                // Jobs' output goes out as it comes (about a second behind), but not while backing off.
+                if backoff.failures() == 0 {
+                    jobs.ship_logs(&self.client, &credential.agent_token).await;
+                }
                 // A replica that became ready or stopped answering is told at once (the gateway follows it).
                 let serving_changed = jobs.serving.take_changed() | jobs.take_progress_changed();
                 // Not while backing off: the service is not answering.

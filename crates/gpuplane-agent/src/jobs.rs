@@ -28,10 +28,11 @@ use super::buffer::Bounded;
 use super::client::{CallError, ServiceClient};
 use super::environments::Environments;
 use super::launch::{JobHost, ProcessKind, STOP_GRACE, container_name};
-use super::process::{Exited, Owner, SharedTail, snapshot, spawn_process};
+use super::process::{Exited, Owner, SharedTail, end_output, shipped, snapshot, spawn_process, unshipped};
 use super::sandbox::{processes_of_uid, signal_processes};
 use gpuplane_protocol::jobs::{Assignment, AssignmentStatus, NodeLease, ReportedState};
 use gpuplane_protocol::jobs::{Desired, JobStep, StopNotice, StopNoticeFile};
+use gpuplane_protocol::logs::{LogReport, MAX_LOG_LINES_PER_REPORT};
 
 /// What `jobs.json` remembers of an assignment this agent started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -125,6 +126,9 @@ pub struct JobRunner {
     pub serving: super::serving::ServingReplicas,
     /// A running part's progress changed since the last look (a heartbeat goes out early).
     progress_changed: bool,
+    /// The output of every part started here that is not all shipped yet (kept past the process's end until its
+    /// last line is delivered).
+    logs: BTreeMap<Uuid, SharedTail>,
 }
 
 impl JobRunner {
@@ -143,6 +147,7 @@ impl JobRunner {
         };
         let (exits_tx, exits_rx) = mpsc::unbounded_channel();
         let mut outbox = Vec::new();
+        let mut logs = BTreeMap::new();
         for (job_node_id, started) in file.jobs.iter_mut().filter(|(_, s)| !s.finished) {
             if let Some(pid) = started.pid {
                 let kind = if started.container {
@@ -153,6 +158,8 @@ impl JobRunner {
                 host.kill(pid, &kind);
             }
             started.finished = true;
+            // What it printed since the last shipment died with the previous agent: its log is closed as it is.
+            logs.insert(*job_node_id, ended_output());
             tracing::warn!(job_node.id = %job_node_id, "the job was running when the agent stopped: reporting it failed");
             outbox.push((
                 *job_node_id,
@@ -187,6 +194,7 @@ impl JobRunner {
             steps: Bounded::new(MAX_BUFFERED_STEPS),
             serving: super::serving::ServingReplicas::new(host_serve_ports),
             progress_changed: false,
+            logs,
         };
         runner.persist()?;
         Ok(runner)
@@ -208,7 +216,7 @@ impl JobRunner {
 
     /// Whether to talk to the service every heartbeat: a process runs or reports wait.
     pub fn busy(&self) -> bool {
-        !self.running.is_empty() || !self.outbox.is_empty() || self.environments.busy()
+        !self.running.is_empty() || !self.outbox.is_empty() || !self.logs.is_empty() || self.environments.busy()
     }
 
     /// The next process exit.
@@ -303,8 +311,45 @@ impl JobRunner {
         }
     }
 
-    /// Deliver queued reports; keep those that failed transiently.
+    /// Ship every part's unshipped output, a report at a time, oldest first; a part whose last line is delivered
+    /// is forgotten. Stops at the first transient failure (the rest waits for the next call); a part the service
+    /// refuses (it no longer knows it) is dropped.
+    pub async fn ship_logs(&mut self, client: &ServiceClient, token: &str) {
+        let ids: Vec<Uuid> = self.logs.keys().copied().collect();
+        for id in ids {
+            let Some(tail) = self.logs.get(&id).cloned() else { continue };
+            loop {
+                let (lines, last) = unshipped(&tail, MAX_LOG_LINES_PER_REPORT);
+                if lines.is_empty() && !last {
+                    break;
+                }
+                let report = LogReport { lines, last };
+                match client.report_logs(token, id, &report).await {
+                    Ok(answer) => {
+                        shipped(&tail, answer.acked_seq);
+                        if last {
+                            self.logs.remove(&id);
+                            break;
+                        }
+                    }
+                    Err(CallError::Rejected { status, problem }) => {
+                        tracing::warn!(job_node.id = %id, status, %problem, "the service refused a part's output; dropping it");
+                        self.logs.remove(&id);
+                        break;
+                    }
+                    Err(err) => {
+                        tracing::debug!(job_node.id = %id, %err, "output not shipped; retrying later");
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Deliver queued reports (each part's output first, so a part's last lines are stored before its end);
+    /// keep those that failed transiently.
     pub async fn flush(&mut self, client: &ServiceClient, token: &str) {
+        self.ship_logs(client, token).await;
         let mut kept = Vec::new();
         for (job_node_id, status) in std::mem::take(&mut self.outbox) {
             match client.report_assignment(token, job_node_id, &status).await {
@@ -433,6 +478,8 @@ impl JobRunner {
     /// and reported `cancelled` with `reason`.
     fn end_unstarted(&mut self, id: Uuid, job_id: Uuid, reason: String) {
         self.file.jobs.entry(id).or_insert(Started { job_id, pid: None, finished: true, container: false });
+        // It printed nothing: its log is closed at once.
+        self.logs.entry(id).or_insert_with(ended_output);
         self.persist_or_warn();
         self.outbox.push((
             id,
@@ -558,6 +605,7 @@ impl JobRunner {
         let agent_path = std::env::var("PATH").ok();
         let prepared = self.host.prepare(id, &lease, uid, &assignment.spec, agent_path.as_deref())?;
         let (pid, tail) = spawn_process(&prepared, Owner::Job(id), &self.exits_tx)?;
+        self.logs.insert(id, tail.clone());
         let lease_id = assignment.lease_id;
         if let Some(serve) = &assignment.spec.serve {
             // The server listens in the lease's namespace (on its address); unsandboxed, on the host's loopback.
@@ -661,6 +709,13 @@ impl JobRunner {
 
 /// The state and reason a process's end is reported with: why it was stopped, the notice it had, its exit code.
 /// After a notice, a clean exit (0) is `cancelled` (it stopped as asked), anything else `failed`.
+/// The output of a part that prints nothing more.
+fn ended_output() -> SharedTail {
+    let tail = SharedTail::default();
+    end_output(&tail);
+    tail
+}
+
 fn exit_outcome(
     stopping: Option<StopReason>,
     noticed: Option<&Noticed>,

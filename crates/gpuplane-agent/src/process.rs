@@ -13,16 +13,28 @@ use uuid::Uuid;
 
 use super::launch::Prepared;
 use gpuplane_protocol::jobs::{OUTPUT_LINE_CHARS, OUTPUT_TAIL_LINES};
+use gpuplane_protocol::logs::{LogLine, LogStream};
 
 /// The last lines of a process's output, and the first error it printed (which the tail may no longer hold:
-/// torchrun's report of a failed rank follows it by dozens of lines).
+/// torchrun's report of a failed rank follows it by dozens of lines); and every line not yet shipped.
 #[derive(Default)]
 pub struct Tail {
     lines: VecDeque<String>,
     /// Bumped on every line, so a changed tail can be reported while the process runs.
     version: u64,
     first_error: Option<String>,
+    /// Lines waiting to be shipped, oldest first, numbered from 1; bounded by [`LOG_BUFFER_BYTES`] (the oldest
+    /// go first: the gap in the numbers tells the service how many were lost).
+    unshipped: VecDeque<LogLine>,
+    unshipped_bytes: usize,
+    /// The number the last line read got.
+    seq: i64,
+    /// Every line of the process's output has been read (it ended, or its streams closed).
+    ended: bool,
 }
+
+/// Most text a part's unshipped lines hold while the service is away: past it, the oldest are dropped.
+pub const LOG_BUFFER_BYTES: usize = 16 * 1024 * 1024;
 
 /// Longest first error kept for a job's reason.
 const FIRST_ERROR_CHARS: usize = 400;
@@ -52,7 +64,21 @@ pub fn error_in(line: &str) -> Option<String> {
 pub type SharedTail = Arc<Mutex<Tail>>;
 
 pub fn push_line(tail: &SharedTail, line: &str) {
+    push_output(tail, line, LogStream::Stdout);
+}
+
+/// A line the process printed on `stream`: into the tail, and into the lines to ship.
+pub fn push_output(tail: &SharedTail, line: &str, stream: LogStream) {
     let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    let (rank, text) = gpuplane_protocol::logs::clean_line(line);
+    tail.seq += 1;
+    tail.unshipped_bytes += text.len();
+    let seq = tail.seq;
+    tail.unshipped.push_back(LogLine { seq, at: chrono::Utc::now(), stream, rank, text });
+    while tail.unshipped_bytes > LOG_BUFFER_BYTES {
+        let Some(dropped) = tail.unshipped.pop_front() else { break };
+        tail.unshipped_bytes -= dropped.text.len();
+    }
     if tail.lines.len() == OUTPUT_TAIL_LINES {
         tail.lines.pop_front();
     }
@@ -63,6 +89,30 @@ pub fn push_line(tail: &SharedTail, line: &str) {
     }
     tail.lines.push_back(line.chars().take(OUTPUT_LINE_CHARS).collect());
     tail.version += 1;
+}
+
+/// The oldest `max` unshipped lines (left in place until [`shipped`]), and whether they are the last the
+/// process will print.
+pub fn unshipped(tail: &SharedTail, max: usize) -> (Vec<LogLine>, bool) {
+    let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    let lines: Vec<LogLine> = tail.unshipped.iter().take(max).cloned().collect();
+    let last = tail.ended && lines.len() == tail.unshipped.len();
+    (lines, last)
+}
+
+/// The service holds every line up to `seq`: forget them.
+pub fn shipped(tail: &SharedTail, seq: i64) {
+    let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+    while tail.unshipped.front().is_some_and(|l| l.seq <= seq) {
+        if let Some(line) = tail.unshipped.pop_front() {
+            tail.unshipped_bytes -= line.text.len();
+        }
+    }
+}
+
+/// No more output will come: the process ended (or never started).
+pub fn end_output(tail: &SharedTail) {
+    tail.lock().unwrap_or_else(|e| e.into_inner()).ended = true;
 }
 
 /// The first error the process printed, if any.
@@ -120,12 +170,12 @@ pub fn spawn_process(
     let pid = child.id().context("the process exited at once")?;
     let tail: SharedTail = Arc::default();
     let readers: Vec<_> = [
-        child.stdout.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
-        child.stderr.take().map(|s| Box::new(s) as Box<dyn AsyncRead + Send + Unpin>),
+        child.stdout.take().map(|s| (Box::new(s) as Box<dyn AsyncRead + Send + Unpin>, LogStream::Stdout)),
+        child.stderr.take().map(|s| (Box::new(s) as Box<dyn AsyncRead + Send + Unpin>, LogStream::Stderr)),
     ]
     .into_iter()
     .flatten()
-    .map(|stream| tokio::spawn(read_lines(stream, tail.clone())))
+    .map(|(stream, kind)| tokio::spawn(read_lines(stream, kind, tail.clone())))
     .collect();
     let exits = exits.clone();
     let watched = tail.clone();
@@ -138,6 +188,7 @@ pub fn spawn_process(
             }
         })
         .await;
+        end_output(&watched);
         let code = status.ok().and_then(|s| {
             use std::os::unix::process::ExitStatusExt;
             s.code().or_else(|| s.signal().map(|sig| 128 + sig))
@@ -147,7 +198,7 @@ pub fn spawn_process(
     Ok((pid, tail))
 }
 
-async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, tail: SharedTail) {
+async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, kind: LogStream, tail: SharedTail) {
     let mut reader = BufReader::new(stream);
     let mut buf = Vec::new();
     loop {
@@ -156,7 +207,7 @@ async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, tail: SharedTail)
             Ok(0) | Err(_) => break,
             Ok(_) => {
                 let line = String::from_utf8_lossy(&buf);
-                push_line(&tail, line.trim_end_matches(['\n', '\r']));
+                push_output(&tail, line.trim_end_matches(['\n', '\r']), kind);
             }
         }
     }

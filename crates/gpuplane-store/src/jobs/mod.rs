@@ -3,6 +3,7 @@
 
 pub mod agents;
 pub mod lifecycle;
+pub mod logs;
 pub mod lookups;
 pub mod recovery;
 pub mod replicas;
