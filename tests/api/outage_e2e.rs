@@ -150,3 +150,121 @@ async fn a_pool_whose_agents_all_die_at_once_holds_its_lease_until_an_operator_r
         let _ = std::fs::remove_dir_all(dir);
     }
 }
+
+/// What a follower of `GET /v1/jobs/{id}/logs?follow=true` received: (line number, text) of each `line` event,
+/// in order, and whether the `end` event came. It reconnects with `Last-Event-ID` whenever the stream breaks.
+async fn follow_logs(base: String, token: String, job_id: String, deadline: Duration) -> (Vec<(i64, String)>, bool) {
+    let client = reqwest::Client::new();
+    let mut got: Vec<(i64, String)> = Vec::new();
+    let until = Instant::now() + deadline;
+    while Instant::now() < until {
+        let mut request = client.get(format!("{base}/v1/jobs/{job_id}/logs?follow=true")).bearer_auth(&token);
+        if let Some((last, _)) = got.last() {
+            request = request.header("last-event-id", last.to_string());
+        }
+        let Ok(mut response) = request.send().await else {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            continue;
+        };
+        let mut pending = String::new();
+        let mut id = None;
+        while let Ok(Some(chunk)) = response.chunk().await {
+            pending.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = pending.find('\n') {
+                let field: String = pending.drain(..=end).collect();
+                let field = field.trim_end();
+                if let Some(value) = field.strip_prefix("id: ") {
+                    id = value.parse::<i64>().ok();
+                } else if let Some(data) = field.strip_prefix("data: ")
+                    && let Some(line) = id.take()
+                {
+                    let value: serde_json::Value = serde_json::from_str(data).unwrap();
+                    got.push((line, value["text"].as_str().unwrap().to_string()));
+                } else if field == "event: end" {
+                    return (got, true);
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    (got, false)
+}
+
+#[sqlx::test]
+async fn a_jobs_output_reaches_its_follower_whole_and_once_through_a_control_plane_restart(db: PgPool) {
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "e2e").await.unwrap();
+    let (mut server, base) = spawn_server(&database_url(&db), FAST);
+    let api = Api { base: base.clone(), client: reqwest::Client::new() };
+    let op = api.token(&operator_key).await;
+    let (pool, join, tenant) = api.pool_and_funded_tenant(&op, "logs", 1).await;
+    let dir = state_dir("logs-1");
+    let _agent = spawn_agent(&base, Some(&join), "logs-node-0", &dir, &[]).0;
+    let lease = api.post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 4, "duration_hours": 1 })).await;
+    let lease_id = lease["id"].as_str().unwrap().to_string();
+    // 500 numbered lines over about 10 s, a line on stderr, and one holding the job's secret.
+    let scripts = crate::support::net::shared_with_jobs(
+        "logs",
+        &[(
+            "count.sh",
+            "i=1; while [ $i -le 500 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.02; done\n\
+             echo 'to stderr' >&2; echo \"token $HF_TOKEN\"\n",
+        )],
+    );
+    let script = scripts.join("count.sh").display().to_string();
+    api.post("/v1/admin/templates", &op, json!({ "name": "run", "argv": ["{command}"] })).await;
+    let job = api
+        .post(
+            &format!("/v1/leases/{lease_id}/jobs"),
+            &tenant,
+            json!({ "template": "run", "command": ["/bin/sh", script], "secret_env": {"HF_TOKEN": "hf_LoGsEcReT42"} }),
+        )
+        .await;
+    let job_id = job["id"].as_str().unwrap().to_string();
+    let follower = tokio::spawn(follow_logs(base.clone(), tenant.clone(), job_id.clone(), Duration::from_secs(120)));
+
+    // Once output flows, the control plane goes away for 3 s while the job prints on.
+    wait_until("the first lines are stored", 60, || async {
+        let (lines,): (i64,) = sqlx::query_as("SELECT count(*) FROM job_log_lines WHERE job_id = $1::uuid")
+            .bind(&job_id)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        lines >= 20
+    })
+    .await;
+    let down_at = Utc::now();
+    server.kill().unwrap();
+    server.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let bind = base.strip_prefix("http://").unwrap();
+    let (mut server, _) = spawn_server_on(&database_url(&db), bind, FAST);
+    let up_at = Utc::now();
+
+    let (got, ended) = follower.await.unwrap();
+    // The job printed while the service was away: its agent kept those lines and shipped them on its return.
+    let (buffered,): (i64,) =
+        sqlx::query_as("SELECT count(*) FROM job_log_lines WHERE job_id = $1::uuid AND at BETWEEN $2 AND $3")
+            .bind(&job_id)
+            .bind(down_at)
+            .bind(up_at)
+            .fetch_one(&db)
+            .await
+            .unwrap();
+    assert!(buffered > 20, "{buffered} lines were read during the outage");
+    assert!(ended, "the follow ended with the job; got {} lines", got.len());
+    let numbers: Vec<i64> = got.iter().map(|(n, _)| *n).collect();
+    assert_eq!(numbers, (1..=got.len() as i64).collect::<Vec<_>>(), "every line once, in order");
+    let texts: Vec<&str> = got.iter().map(|(_, t)| t.as_str()).collect();
+    let counted: Vec<String> = (1..=500).map(|i| format!("line {i}")).collect();
+    assert_eq!(&texts[..500], counted.iter().map(String::as_str).collect::<Vec<_>>().as_slice());
+    assert_eq!(texts.len(), 502, "{:?}", &texts[500..]);
+    assert!(texts.contains(&"to stderr") && texts.contains(&"token ***"), "{:?}", &texts[500..]);
+    let job = api.get(&format!("/v1/jobs/{job_id}"), &tenant).await;
+    assert_eq!(job["state"], "succeeded", "{job}");
+    let page = api.get(&format!("/v1/jobs/{job_id}/logs?tail=1&rank=0"), &tenant).await;
+    assert_eq!((page["lines"].as_array().unwrap().len(), page["lost_lines"].as_i64()), (0, Some(0)), "{page}");
+
+    assert!(terminate(&mut server).success());
+    let _ = std::fs::remove_dir_all(dir);
+    let _ = std::fs::remove_dir_all(scripts);
+}

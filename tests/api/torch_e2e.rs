@@ -121,6 +121,16 @@ async fn the_runtime_trains_a_llama_across_two_hosts_under_every_plan(db: PgPool
             assert_eq!(coords, &want, "{name}: rank {rank}");
         }
 
+        // The full output, per rank: rank 0's report of every rank's place, and node 1's ranks are 2 and 3.
+        let logs = api.get(&format!("/v1/jobs/{id}/logs?rank=0&limit=10000"), &tenant).await;
+        let lines = logs["lines"].as_array().unwrap();
+        assert!(lines.iter().all(|l| l["rank"] == 0 && l["node"] == 0), "{name}: {logs:#}");
+        assert!(lines.iter().any(|l| l["text"].as_str().unwrap().starts_with("mesh of rank 3/4")), "{name}: {logs:#}");
+        let node1 = api.get(&format!("/v1/jobs/{id}/logs?node=1&limit=10000"), &tenant).await;
+        let ranks: std::collections::BTreeSet<i64> =
+            node1["lines"].as_array().unwrap().iter().filter_map(|l| l["rank"].as_i64()).collect();
+        assert!(!ranks.is_empty() && ranks.iter().all(|r| [2, 3].contains(r)), "{name}: {node1:#}");
+
         // The steps reached the API (the agent ships them after the process ends, too) and the loss falls.
         let steps = {
             let mut steps = Vec::new();

@@ -477,6 +477,20 @@ def tenant_admin(c: Console, seeded: dict) -> None:
     c.d.execute_script("arguments[0].scrollIntoView()", card)
     c.shot("job-failed")
 
+    # Its full output, on a page of its own: every line with its node, the download beside it.
+    card.find_element(By.CSS_SELECTOR, f"a[data-logs='{failed_id}']").click()
+    c.wait(lambda d: d.find_element(By.CSS_SELECTOR, "main h1").text.startswith(f"Logs of job {short(failed_id)}"))
+    shown = wait_for("the failed job's lines are shown", 20,
+                     lambda: (t := c.css("#logs-lines").text) and "CUDA out of memory" in t and t)  # fmt: skip
+    status = c.css("#logs-status").text
+    check("a job's logs page shows its lines with their node, and says when all of them are there",
+          "[node 0] layout: tp" in shown and "[node 0] RuntimeError: CUDA out of memory (simulated)" in shown
+          and status.startswith("The job has ended"), f"{shown!r} / {status}")  # fmt: skip
+    download = c.css("#logs-download").get_attribute("href")
+    check("and offers them as a download", download.endswith(f"/v1/jobs/{failed_id}/logs?format=text"), download)
+    c.shot("job-logs")
+    c.view(f"#/lease/{lease_id}", f"Lease {short(lease_id)}")
+
     # A replan from the console, on the same lease: a gpuplane-runtime job (the stand-in trains until its stop
     # notice, then checkpoints and exits, as the runtime does) lists its generation 1; a replan the API refuses
     # shows why under the button; a replan with a pin adds generation 2 on top, generation 1 still listed.

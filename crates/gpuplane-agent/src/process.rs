@@ -31,6 +31,8 @@ pub struct Tail {
     seq: i64,
     /// Every line of the process's output has been read (it ended, or its streams closed).
     ended: bool,
+    /// Its lines are shipped (a job's part's are; an environment's sshd's are not).
+    shipped: bool,
 }
 
 /// Most text a part's unshipped lines hold while the service is away: past it, the oldest are dropped.
@@ -70,20 +72,23 @@ pub fn push_line(tail: &SharedTail, line: &str) {
 /// A line the process printed on `stream`: into the tail, and into the lines to ship.
 pub fn push_output(tail: &SharedTail, line: &str, stream: LogStream) {
     let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-    let (rank, text) = gpuplane_protocol::logs::clean_line(line);
-    tail.seq += 1;
-    tail.unshipped_bytes += text.len();
-    let seq = tail.seq;
-    tail.unshipped.push_back(LogLine { seq, at: chrono::Utc::now(), stream, rank, text });
-    while tail.unshipped_bytes > LOG_BUFFER_BYTES {
-        let Some(dropped) = tail.unshipped.pop_front() else { break };
-        tail.unshipped_bytes -= dropped.text.len();
+    if tail.shipped {
+        let (rank, text) = gpuplane_protocol::logs::clean_line(line);
+        tail.seq += 1;
+        tail.unshipped_bytes += text.len();
+        let seq = tail.seq;
+        tail.unshipped.push_back(LogLine { seq, at: chrono::Utc::now(), stream, rank, text });
+        while tail.unshipped_bytes > LOG_BUFFER_BYTES {
+            let Some(dropped) = tail.unshipped.pop_front() else { break };
+            tail.unshipped_bytes -= dropped.text.len();
+        }
     }
     if tail.lines.len() == OUTPUT_TAIL_LINES {
         tail.lines.pop_front();
     }
-    // A job may print any bytes; the service refuses a report holding control characters (NUL among them).
-    let line = gpuplane_protocol::text::replace_forbidden(line);
+    // A job may print any bytes; the service refuses a report holding control characters (NUL among them). The
+    // tail shows what the process printed, without the rank prefix the agent asks torchrun for.
+    let line = gpuplane_protocol::text::replace_forbidden(gpuplane_protocol::logs::without_rank_prefix(line));
     if tail.first_error.is_none() {
         tail.first_error = error_in(&line);
     }
@@ -168,7 +173,7 @@ pub fn spawn_process(
     }
     let mut child = command.spawn().with_context(|| format!("starting `{program}`"))?;
     let pid = child.id().context("the process exited at once")?;
-    let tail: SharedTail = Arc::default();
+    let tail: SharedTail = Arc::new(Mutex::new(Tail { shipped: matches!(owner, Owner::Job(_)), ..Tail::default() }));
     let readers: Vec<_> = [
         child.stdout.take().map(|s| (Box::new(s) as Box<dyn AsyncRead + Send + Unpin>, LogStream::Stdout)),
         child.stderr.take().map(|s| (Box::new(s) as Box<dyn AsyncRead + Send + Unpin>, LogStream::Stderr)),
@@ -216,6 +221,51 @@ async fn read_lines(stream: Box<dyn AsyncRead + Send + Unpin>, kind: LogStream, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn shipping() -> SharedTail {
+        Arc::new(Mutex::new(Tail { shipped: true, ..Tail::default() }))
+    }
+
+    #[test]
+    fn every_line_is_numbered_kept_until_shipped_and_the_oldest_go_past_the_bound() {
+        let tail = shipping();
+        push_output(&tail, "[rank1]:step 1", LogStream::Stdout);
+        push_output(&tail, "warning", LogStream::Stderr);
+        push_output(&tail, "[rank0]:step 2", LogStream::Stdout);
+        let (lines, last) = unshipped(&tail, 2);
+        assert!(!last);
+        assert_eq!(
+            lines.iter().map(|l| (l.seq, l.rank, l.stream)).collect::<Vec<_>>(),
+            [(1, Some(1), LogStream::Stdout), (2, None, LogStream::Stderr)]
+        );
+        assert_eq!(snapshot(&tail).0, ["step 1", "warning", "step 2"], "the tail shows the lines without the prefix");
+        shipped(&tail, 2);
+        end_output(&tail);
+        let (lines, last) = unshipped(&tail, 10);
+        assert_eq!((lines.len(), lines[0].seq, lines[0].text.as_str(), last), (1, 3, "step 2", true));
+        shipped(&tail, 3);
+        assert_eq!(unshipped(&tail, 10), (vec![], true), "an ended, drained part still sends its last report");
+
+        // The service away for long: the oldest go, and the numbers show the gap.
+        let tail = shipping();
+        let long = "x".repeat(4000);
+        let count = LOG_BUFFER_BYTES / 4000 + 100;
+        for _ in 0..count {
+            push_output(&tail, &long, LogStream::Stdout);
+        }
+        let (lines, _) = unshipped(&tail, usize::MAX);
+        assert_eq!(lines.len(), LOG_BUFFER_BYTES / 4000);
+        assert_eq!(lines.last().unwrap().seq, count as i64);
+        assert_eq!(lines[0].seq, (count - lines.len() + 1) as i64);
+    }
+
+    #[test]
+    fn an_environments_output_is_not_kept_for_shipping() {
+        let tail: SharedTail = Arc::default();
+        push_output(&tail, "sshd listening", LogStream::Stderr);
+        assert_eq!(unshipped(&tail, 10).0, vec![]);
+        assert_eq!(snapshot(&tail).0, ["sshd listening"]);
+    }
 
     #[test]
     fn the_tail_keeps_the_last_lines_cut_to_size() {

@@ -122,6 +122,11 @@ pub fn clean_line(raw: &str) -> (Option<i32>, String) {
     (rank, cut(text))
 }
 
+/// A line without torchrun's `[rankN]:` prefix, if it has one.
+pub fn without_rank_prefix(text: &str) -> &str {
+    rank_prefix(text).map_or(text, |(_, rest)| rest)
+}
+
 /// `[rank12]:rest` as (12, rest).
 fn rank_prefix(text: &str) -> Option<(i32, &str)> {
     let rest = text.strip_prefix("[rank")?;
@@ -165,7 +170,7 @@ mod tests {
         assert!(text.len() <= LOG_LINE_BYTES && text.ends_with(CUT_MARK), "{}", text.len());
         assert_eq!(clean_line("a\0b\rc\r\n").1, "a\u{FFFD}b\u{FFFD}c");
         let report = LogReport {
-            lines: vec![LogLine { seq: 1, at: Utc::now(), stream: LogStream::Stdout, rank: None, text }],
+            lines: vec![LogLine { seq: 1, at: DateTime::UNIX_EPOCH, stream: LogStream::Stdout, rank: None, text }],
             last: false,
         };
         assert_eq!(report.check(), Ok(()));
@@ -173,8 +178,13 @@ mod tests {
 
     #[test]
     fn reports_are_checked() {
-        let line =
-            |seq, text: &str| LogLine { seq, at: Utc::now(), stream: LogStream::Stderr, rank: None, text: text.into() };
+        let line = |seq, text: &str| LogLine {
+            seq,
+            at: DateTime::UNIX_EPOCH,
+            stream: LogStream::Stderr,
+            rank: None,
+            text: text.into(),
+        };
         let report = |lines| LogReport { lines, last: false };
         assert_eq!(report(vec![line(2, "a"), line(2, "b")]).check().unwrap_err().0, "lines[1].seq");
         assert_eq!(report(vec![line(0, "a")]).check().unwrap_err().0, "lines[0].seq");

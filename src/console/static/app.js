@@ -470,7 +470,8 @@ function jobsTable(jobs) {
   if (!jobs.length) return h("p", { class: "muted" }, "No jobs on this lease.");
   const exit = (code) => (code === null || code === undefined ? "-" : String(code));
   return h("div", {}, jobs.map((j) => h("section", { class: "card job", id: `job-${j.id}`, "data-job": j.id },
-    h("h3", {}, `Job ${short(j.id)} (${j.template}${j.template_version ? ` v${j.template_version}` : ""}) `, stateTag(j.state)),
+    h("h3", {}, `Job ${short(j.id)} (${j.template}${j.template_version ? ` v${j.template_version}` : ""}) `, stateTag(j.state),
+      " ", h("a", { href: `#/logs/${j.id}`, class: "job-logs-link", "data-logs": j.id }, "Logs")),
     // Why it failed or was cancelled, in view: not folded into the output below.
     j.reason ? h("p", { class: `job-reason state-${j.state}` }, h("strong", {}, j.state === "failed" ? "Failed: " : "Stopped: "), j.reason) : null,
     j.plan ? h("p", { class: "muted job-layout" }, `Plan: ${layout(j.plan)}`) : null,
@@ -528,6 +529,63 @@ function replanForm(j) {
     pins.map(([k, i]) => field(`Pin ${k}`, i)), field("Reason (optional)", reason), button, error,
     h("p", { class: "muted replan-help", id: `replan-help-${j.id}` }, `On the same GPUs: the running processes get a stop notice with the job's stop grace, ${plural(j.stop_grace_s, "second")}, to checkpoint and exit, then every node resumes under the new plan. Empty pins: the planner chooses.`,
       pending ? ` Generation ${pending.generation} is pending.` : ""));
+}
+// A job's full output, live: the last 500 lines, then each line as it arrives (`follow=true`, server-sent
+// events, which the browser resumes after a break with `Last-Event-ID`), until the job has ended and its last line
+// is out. A node or rank filter starts the view over; the download is every line as text.
+let logStream = null;
+window.addEventListener("hashchange", () => { if (logStream) { logStream.close(); logStream = null; } });
+async function viewLogs(jobId) {
+  const job = await api("GET", `/v1/jobs/${jobId}`);
+  const node = h("input", { id: "logs-node", type: "number", min: 0, max: 65535, placeholder: "all" });
+  const rank = h("input", { id: "logs-rank", type: "number", min: 0, max: 1048575, placeholder: "all" });
+  const out = h("pre", { id: "logs-lines", class: "logs", "aria-live": "off" });
+  const status = h("p", { id: "logs-status", class: "muted", role: "status" });
+  const download = h("a", { id: "logs-download", class: "button secondary" }, "Download");
+  const filters = () => {
+    const q = new URLSearchParams();
+    if (node.value !== "") q.set("node", node.value);
+    if (rank.value !== "") q.set("rank", rank.value);
+    return q;
+  };
+  const render = (l) => `${l.rank === undefined ? `[node ${l.node}]` : `[node ${l.node} rank ${l.rank}]`} ${l.text}\n`;
+  const start = async () => {
+    if (logStream) { logStream.close(); logStream = null; }
+    const q = filters();
+    const text = new URLSearchParams(q);
+    text.set("format", "text");
+    download.href = `/v1/jobs/${jobId}/logs?${text}`;
+    download.setAttribute("download", `job-${jobId}.log`);
+    let page;
+    const tail = new URLSearchParams(q);
+    tail.set("tail", "500");
+    try { page = await api("GET", `/v1/jobs/${jobId}/logs?${tail}`); }
+    catch (e) { status.textContent = e instanceof Problem ? e.words() : String(e); return; }
+    out.textContent = page.lines.map(render).join("");
+    const lost = page.lost_lines ? `; ${plural(page.lost_lines, "line")} lost while a node was cut off` : "";
+    const capped = page.first_line > 1 ? `; lines before ${page.first_line} went to the log cap` : "";
+    const after = page.lines.length ? page.lines[page.lines.length - 1].line : page.next_after;
+    if (page.complete) { status.textContent = `The job has ended: all of its output is here${lost}${capped}.`; return; }
+    status.textContent = `Following${capped}...`;
+    q.set("follow", "true"); q.set("after", String(after));
+    logStream = new EventSource(`/v1/jobs/${jobId}/logs?${q}`);
+    logStream.addEventListener("line", (ev) => {
+      const atEnd = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
+      out.append(render(JSON.parse(ev.data)));
+      if (atEnd) out.scrollTop = out.scrollHeight;
+    });
+    logStream.addEventListener("end", () => {
+      logStream.close(); logStream = null;
+      status.textContent = "The job has ended: all of its output is here.";
+    });
+  };
+  [node, rank].forEach((i) => i.addEventListener("change", start));
+  start();
+  return [h("h1", {}, `Logs of job ${short(jobId)} `, stateTag(job.state)),
+    h("p", {}, h("a", { href: `#/lease/${job.lease_id}` }, "Back to its lease"), " ", job.reason ? h("span", { class: "job-reason" }, job.reason) : null),
+    h("form", { class: "inline", "aria-label": "Filter the logs", onsubmit: (ev) => { ev.preventDefault(); start(); } },
+      field("Node (its rank in the job)", node), field("Rank", rank), download),
+    status, out];
 }
 // The steps the gpuplane runtime measured, against the plan: a summary line, then loss and step time per step.
 function stepsView(j) {
@@ -769,7 +827,7 @@ async function viewInvoices(month) {
 // ---- routing -----------------------------------------------------------------------------------------------
 const TENANT_NAV = [["#/pools", "Pools"], ["#/leases", "Leases"], ["#/volumes", "Volumes"], ["#/services", "Services"], ["#/advice", "What to rent"], ["#/billing", "Billing"], ["#/keys", "API keys", "admin"]];
 const OPERATOR_NAV = [["#/fleet", "Fleet"], ["#/nodes", "Nodes"], ["#/all-leases", "Leases"], ["#/tenants", "Tenants"], ["#/prices", "Prices"], ["#/invoices", "Invoices"]];
-const VIEWS = { pools: viewPools, leases: viewLeases, volumes: viewVolumes, services: viewServices, service: viewService, lease: viewLease, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants, node: viewNode, prices: viewPrices, invoices: viewInvoices };
+const VIEWS = { pools: viewPools, leases: viewLeases, volumes: viewVolumes, services: viewServices, service: viewService, lease: viewLease, logs: viewLogs, advice: viewAdvice, billing: viewBilling, keys: viewKeys, fleet: viewFleet, nodes: viewNodes, "all-leases": viewAllLeases, tenants: viewTenants, node: viewNode, prices: viewPrices, invoices: viewInvoices };
 
 async function route() {
   const [, name, arg] = (location.hash || "#/").split("/");
