@@ -340,7 +340,13 @@ pub struct AgentArgs {
     /// deleted, a tenth of the cap at a time.
     #[arg(long, env = "GPUPLANE_JOB_LOG_CAP_MIB", default_value_t = DEFAULT_JOB_LOG_CAP_MIB)]
     pub job_log_cap_mib: u64,
+    /// The largest working-directory archive a tenant may upload (`POST /v1/uploads`), MiB.
+    #[arg(long, env = "GPUPLANE_UPLOAD_CAP_MIB", default_value_t = DEFAULT_UPLOAD_CAP_MIB)]
+    pub upload_cap_mib: u64,
 }
+
+/// 100 MiB of compressed code and small data: a working directory, not a dataset (those go on volumes).
+pub const DEFAULT_UPLOAD_CAP_MIB: u64 = 100;
 
 /// 256 MiB: days of a chatty 8-node job (a line per rank per step), and the whole of nearly any other.
 pub const DEFAULT_JOB_LOG_CAP_MIB: u64 = 256;
@@ -371,6 +377,7 @@ impl Default for AgentArgs {
             comm_latency_p99_ms: 20.0,
             max_stop_grace_secs: 600,
             job_log_cap_mib: DEFAULT_JOB_LOG_CAP_MIB,
+            upload_cap_mib: DEFAULT_UPLOAD_CAP_MIB,
         }
     }
 }
@@ -425,6 +432,8 @@ pub struct Settings {
     pub max_stop_grace: Duration,
     /// The most bytes of text a job's logs keep.
     pub job_log_cap_bytes: i64,
+    /// The largest upload, bytes.
+    pub upload_cap_bytes: usize,
     pub rate_limit: RateLimitArgs,
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
@@ -461,6 +470,7 @@ impl Settings {
             comm_latency_p99: Duration::from_secs_f64(agents.comm_latency_p99_ms / 1000.0),
             max_stop_grace: Duration::from_secs(agents.max_stop_grace_secs),
             job_log_cap_bytes: (agents.job_log_cap_mib * 1024 * 1024) as i64,
+            upload_cap_bytes: (agents.upload_cap_mib * 1024 * 1024) as usize,
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
             webhooks: WebhookSettings::from(&WebhookArgs::default()),
@@ -509,6 +519,9 @@ impl ServeArgs {
         }
         if a.max_stop_grace_secs > 86_400 {
             anyhow::bail!("--max-stop-grace-secs must be at most 86400");
+        }
+        if !(1..=1024).contains(&a.upload_cap_mib) {
+            anyhow::bail!("--upload-cap-mib must be between 1 and 1024");
         }
         if !(1..=1_048_576).contains(&a.job_log_cap_mib) {
             anyhow::bail!("--job-log-cap-mib must be between 1 and 1048576");

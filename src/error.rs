@@ -63,8 +63,8 @@ pub enum ApiError {
     PreconditionFailed { code: &'static str, message: String },
     #[error("request body too large")]
     PayloadTooLarge,
-    #[error("unsupported content type: expected application/json")]
-    UnsupportedMediaType,
+    #[error("unsupported content type: expected {0}")]
+    UnsupportedMediaType(&'static str),
     #[error("validation failed")]
     Validation(Vec<FieldError>),
     #[error("{message}")]
@@ -114,7 +114,7 @@ impl ApiError {
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_) | ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PaymentRequired { .. } => StatusCode::PAYMENT_REQUIRED,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -135,7 +135,7 @@ impl ApiError {
             | ApiError::PaymentRequired { code, .. } => code,
             ApiError::NotFound(_) => "not_found",
             ApiError::PayloadTooLarge => "payload_too_large",
-            ApiError::UnsupportedMediaType => "unsupported_media_type",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Validation(_) => "validation_failed",
             ApiError::TooManyRequests { .. } => "rate_limited",
             ApiError::Database(err) if is_unavailable(err) => "service_unavailable",

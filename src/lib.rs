@@ -34,6 +34,7 @@ pub mod secrets;
 pub mod services;
 pub mod state;
 pub mod tenants;
+pub mod uploads;
 pub mod volumes;
 pub mod webhooks;
 pub mod workers;

@@ -27,6 +27,7 @@ use crate::error::{FieldError, Problem};
         (name = "leases", description = "Leasing GPUs: allocation, extension, release, history"),
         (name = "planner", description = "Auto-parallel plans and rental advice"),
         (name = "jobs", description = "Jobs on a lease's GPUs: templates, planned launch specs, state, insights"),
+        (name = "uploads", description = "A job's working directory, uploaded as an archive and unpacked on every node of the job"),
         (name = "environments", description = "Interactive access: SSH keys, and SSH into a sandbox holding a lease's GPUs"),
         (name = "services", description = "Jobs that serve: their URL through the gateway, their callers' keys, who may call them and how often"),
         (name = "volumes", description = "Storage that outlives a lease: a tenant's volumes in a pool, and what each pool sells of storage"),
@@ -77,7 +78,11 @@ const PROBLEMS: &[(&str, &str, &str)] = &[
     ),
     ("404", "NotFound", "No such object, or it belongs to another tenant (`not_found`)"),
     ("413", "PayloadTooLarge", "Request body too large (`payload_too_large`)"),
-    ("415", "UnsupportedMediaType", "Body is not application/json (`unsupported_media_type`)"),
+    (
+        "415",
+        "UnsupportedMediaType",
+        "Body is not of the media type the operation takes: application/json, or application/octet-stream for an upload (`unsupported_media_type`)",
+    ),
     ("422", "ValidationFailed", "Invalid values, with field-level `errors` (`validation_failed`)"),
     (
         "429",

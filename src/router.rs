@@ -19,7 +19,7 @@ use crate::observability::{REQUEST_ID, track_metrics};
 use crate::state::AppState;
 use crate::{
     agent_api, auth, billing, console, environments, health, inventory, jobs, leases, planning_api, services, tenants,
-    volumes, webhooks,
+    uploads, volumes, webhooks,
 };
 
 /// Largest request body accepted (413 above it).
@@ -107,6 +107,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(jobs::routes::get_job))
         .routes(routes!(jobs::routes::list_job_steps))
         .routes(routes!(jobs::log_routes::get_job_logs))
+        // uploads/routes
+        .routes(routes!(uploads::routes::create_upload))
+        .routes(routes!(uploads::routes::get_upload))
         .routes(routes!(jobs::routes::cancel_job))
         .routes(routes!(jobs::routes::replan_job))
         // agent_api/assignments and leases' insights, listed where they were when jobs/routes held them, so the
@@ -114,6 +117,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(agent_api::assignments::get_assignments))
         .routes(routes!(agent_api::assignments::report_assignment_status))
         .routes(routes!(agent_api::assignments::report_assignment_logs))
+        .routes(routes!(agent_api::assignments::get_agent_upload))
         .routes(routes!(leases::routes::get_lease_insights))
         // environments/routes
         .routes(routes!(environments::ssh_keys::list_ssh_keys, environments::ssh_keys::add_ssh_key))

@@ -119,5 +119,33 @@ pub async fn report_assignment_logs(
     Ok(Json(LogReportResponse { acked_seq }))
 }
 
+/// The archive a job names as its working directory (`workdir`), for the agent of a node where a part of that job
+/// has not ended: the agent unpacks it into the part's working directory before it starts the part. Any other
+/// upload is 404, whatever the caller knows of its digest.
+#[utoipa::path(
+    get, path = "/v1/agent/uploads/{digest}", tag = "agents", operation_id = "get_agent_upload",
+    params(("digest" = String, Path, description = "The upload's digest, as the part's spec names it")),
+    responses((status = 200, description = "The archive's bytes", body = crate::uploads::routes::ArchiveBody, content_type = "application/octet-stream"))
+)]
+pub async fn get_agent_upload(
+    State(state): State<AppState>,
+    agent: AgentAuth,
+    ApiPath(digest): ApiPath<String>,
+) -> ApiResult<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let mut conn = state.db.acquire().await?;
+    if !gpuplane_store::jobs::agent_current(&mut conn, agent.node_id, agent.generation).await? {
+        return Err(stale_credential());
+    }
+    if !crate::uploads::is_digest(&digest) {
+        return Err(ApiError::NotFound("upload"));
+    }
+    let content = gpuplane_store::uploads::for_node(&mut conn, agent.node_id, &digest)
+        .await?
+        .ok_or(ApiError::NotFound("upload"))?;
+    let media = axum::http::HeaderValue::from_static(crate::uploads::routes::ARCHIVE_MEDIA_TYPE);
+    Ok(([(axum::http::header::CONTENT_TYPE, media)], content).into_response())
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Insights

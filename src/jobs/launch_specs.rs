@@ -531,7 +531,7 @@ pub fn render(input: &RenderInput<'_>) -> Result<Vec<LaunchSpec>, Vec<FieldError
         }
         env.insert(STEPS_FILE_ENV.into(), STEPS_FILE.into());
         env.insert(PROGRESS_FILE_ENV.into(), gpuplane_protocol::jobs::PROGRESS_FILE.into());
-        specs.push(LaunchSpec { argv, env, files, image: input.image.map(str::to_owned), serve: None });
+        specs.push(LaunchSpec { argv, env, files, image: input.image.map(str::to_owned), serve: None, workdir: None });
     }
     Ok(specs)
 }

@@ -77,6 +77,11 @@ pub struct CreateJobRequest {
     /// others serving; the job ends when all have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve: Option<crate::services::requests::ServeRequest>,
+    /// An upload of the tenant's (`POST /v1/uploads`), by its digest: every part starts in a working directory
+    /// holding the archive's files (unpacked before the part's own files, which must not share a path with them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
+    pub workdir: Option<String>,
 }
 
 /// Most extra environment variables, and bytes per value.
@@ -88,6 +93,9 @@ const MIN_SECRET_VALUE: usize = 8;
 impl CreateJobRequest {
     pub fn validate(&self) -> Result<(), ApiError> {
         let mut errors = Vec::new();
+        if self.workdir.as_deref().is_some_and(|d| !crate::uploads::is_digest(d)) {
+            errors.push(FieldError::new("workdir", "an upload's digest: `sha256:` and 64 lowercase hex digits"));
+        }
         check_args("command", &self.command, &mut errors);
         check_args("args", &self.args, &mut errors);
         if self.env.len() + self.secret_env.len() > MAX_ENV {
@@ -201,6 +209,7 @@ pub struct LogParams {
     pub follow: Option<bool>,
     /// `json` (the default): a page. `text`: every line (after `after`, or the last `tail`) as a plain-text
     /// download, one `[node N rank R] text` line each.
+    #[param(inline)]
     pub format: Option<LogFormat>,
 }
 

@@ -149,8 +149,16 @@ pub async fn create_job(
         return Err(lease_not_active(lease_state));
     }
     let attached = gpuplane_store::volumes::lease_attachments(&mut conn, auth.tenant_id, lease_id).await?;
-    drop(conn);
     req.validate()?;
+    if let Some(digest) = &req.workdir
+        && gpuplane_store::uploads::find(&mut conn, auth.tenant_id, digest).await?.is_none()
+    {
+        return Err(ApiError::field(
+            "workdir",
+            "no upload of this tenant has this digest: upload it first (POST /v1/uploads)",
+        ));
+    }
+    drop(conn);
     let grace = req.stop_grace_s.unwrap_or(DEFAULT_STOP_GRACE_S);
     check_grace(grace, state.settings.max_stop_grace, ends_at)?;
     let job_id = new_id();
@@ -198,6 +206,9 @@ pub async fn create_job(
         },
     )
     .await?;
+    if let Some(digest) = &req.workdir {
+        gpuplane_store::uploads::set_job_workdir(&mut tx, job_id, digest).await?;
+    }
     if let Some(serve) = &req.serve {
         let service = gpuplane_store::services::NewService {
             id: new_id(),

@@ -185,6 +185,42 @@ async fn jobs_run_on_real_agents_cancel_and_survive_an_agent_restart(db: PgPool)
     assert!(tail.iter().all(|l| !l.as_str().unwrap().contains("ValueError")), "the tail lost it: {tail:?}");
     let _ = std::fs::remove_dir_all(&script);
 
+    // 6. A working directory uploaded with the job: both nodes start in a copy of it, owned by the lease's user.
+    let archive = crate::uploads::archive(&[
+        ("job.sh", 'f', "cat data/input.txt; echo uid=$(id -u) owner=$(stat -c %u job.sh data/input.txt | sort -u)\n"),
+        ("data/", 'd', ""),
+        ("data/input.txt", 'f', "input: 42\n"),
+    ]);
+    let uploaded: Value = api
+        .client
+        .post(format!("{base}/v1/uploads"))
+        .bearer_auth(&tenant)
+        .header("content-type", "application/octet-stream")
+        .body(archive)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let workdir = uploaded["digest"].as_str().unwrap();
+    let command = ["/bin/sh", "job.sh"];
+    let created =
+        api.post(&jobs_path, &tenant, json!({ "template": "runner", "command": command, "workdir": workdir })).await;
+    let job_id = created["id"].as_str().unwrap().to_string();
+    let done = wait_job(&api, &tenant, &job_id, "the job in its uploaded directory ends", 60, |j| {
+        ["succeeded", "failed"].contains(&j["state"].as_str().unwrap_or(""))
+    })
+    .await;
+    assert_eq!(done["state"], "succeeded", "{done:#}");
+    for node in done["nodes"].as_array().unwrap() {
+        let tail: Vec<&str> = node["output_tail"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+        assert_eq!(tail.first(), Some(&"input: 42"), "{tail:?}");
+        let (uid, owner) = tail[1].split_once(' ').unwrap();
+        assert_eq!(uid.strip_prefix("uid="), owner.strip_prefix("owner="), "the files are the lease user's: {tail:?}");
+        assert_ne!(uid, "uid=0", "the job runs as the lease's user");
+    }
+
     for agent in [&mut agent_a, &mut agent_b] {
         let _ = std::process::Command::new("kill").args(["-TERM", &agent.id().to_string()]).status();
         assert!(agent.wait().unwrap().success(), "the agent stops cleanly on SIGTERM");

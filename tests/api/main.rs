@@ -42,5 +42,6 @@ mod sessions;
 mod strict_requests;
 mod tenants;
 mod torch_e2e;
+mod uploads;
 mod volumes;
 mod webhooks;

@@ -159,6 +159,29 @@ impl ServiceClient {
         self.post(&format!("/v1/agent/assignments/{job_node_id}/logs"), Some(agent_token), report).await
     }
 
+    /// An uploaded working directory a part of this node names: the archive's bytes.
+    pub async fn upload(&self, agent_token: &str, digest: &str) -> Result<Vec<u8>, CallError> {
+        let url = format!("{}/v1/agent/uploads/{digest}", self.server);
+        let response = self
+            .http
+            .get(&url)
+            .bearer_auth(agent_token)
+            .send()
+            .await
+            .map_err(|err| CallError::Transient(format!("GET {url}: {err}")))?;
+        let status = response.status();
+        if let Some(error) = classify(status, Problem::default()) {
+            let problem = Problem::from_body(&response.text().await.unwrap_or_default());
+            return Err(match error {
+                CallError::Unauthorized(_) => CallError::Unauthorized(problem),
+                CallError::Rejected { status, .. } => CallError::Rejected { status, problem },
+                CallError::Transient(_) => CallError::Transient(format!("GET {url}: HTTP {status} ({problem})")),
+            });
+        }
+        let bytes = response.bytes().await.map_err(|err| CallError::Transient(format!("GET {url}: {err}")))?;
+        Ok(bytes.to_vec())
+    }
+
     /// Report an environment's state on this node.
     pub async fn report_environment(
         &self,

@@ -401,7 +401,15 @@ impl JobRunner {
                         let reason = assignment.notice.as_ref().map(|n| n.reason.clone()).unwrap_or_default();
                         self.end_unstarted(id, assignment.job_id, format!("stopped before it started: {reason}"));
                     }
-                    None => self.start(&assignment, &leases),
+                    None => match self.fetch_workdir(client, token, &assignment).await {
+                        Ok(()) => self.start(&assignment, &leases),
+                        // Not this time: the next sync tries again.
+                        Err(None) => {}
+                        Err(Some(reason)) => {
+                            self.logs.entry(id).or_insert_with(ended_output);
+                            self.fail_unstarted(id, assignment.job_id, reason);
+                        }
+                    },
                     Some(started) if started.finished && !self.outbox.iter().any(|(o, _)| *o == id) => {
                         // Ended here, yet the service still lists it: the final report was lost.
                         self.outbox.push((
@@ -544,6 +552,69 @@ impl JobRunner {
         self.file.leases.insert(lease_id, LeaseSlot { uid });
         self.persist()?;
         Ok(uid)
+    }
+
+    /// Have the part's uploaded working directory on this host, checked against its digest; fetched once per
+    /// digest and kept for the other parts that name it. `Err(None)`: the service did not answer (try again);
+    /// `Err(Some(reason))`: the part cannot start.
+    async fn fetch_workdir(
+        &mut self,
+        client: &ServiceClient,
+        token: &str,
+        assignment: &Assignment,
+    ) -> Result<(), Option<String>> {
+        let Some(digest) = &assignment.spec.workdir else { return Ok(()) };
+        let hex = digest.strip_prefix("sha256:").filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+        if hex.is_none() {
+            return Err(Some(format!("the working directory `{digest}` is not a digest")));
+        }
+        let path = self.host.workdir_archive(digest);
+        if path.is_file() {
+            return Ok(());
+        }
+        let bytes = match client.upload(token, digest).await {
+            Ok(bytes) => bytes,
+            Err(CallError::Rejected { status, problem }) => {
+                return Err(Some(format!(
+                    "the working directory {digest} could not be fetched: HTTP {status} ({problem})"
+                )));
+            }
+            Err(err) => {
+                tracing::debug!(%err, "fetching a working directory failed; retrying at the next sync");
+                return Err(None);
+            }
+        };
+        use sha2::Digest;
+        let got: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        if Some(got.as_str()) != hex {
+            return Err(Some(format!("the working directory {digest} arrived with another digest (sha256:{got})")));
+        }
+        // Written whole under a temporary name, then renamed: a cut-off download is never taken for the archive.
+        let written = (|| {
+            std::fs::create_dir_all(path.parent().context("no parent")?)?;
+            let tmp = path.with_extension(format!("tmp-{}", Uuid::new_v4()));
+            std::fs::write(&tmp, &bytes)?;
+            std::fs::rename(&tmp, &path)?;
+            anyhow::Ok(())
+        })();
+        written.map_err(|err| Some(format!("the working directory {digest} could not be kept on this host: {err:#}")))
+    }
+
+    /// A part that cannot start here: recorded as finished and reported failed with `reason`.
+    fn fail_unstarted(&mut self, id: Uuid, job_id: Uuid, reason: String) {
+        tracing::warn!(job_node.id = %id, %reason, "job could not be started");
+        self.file.jobs.entry(id).or_insert(Started { job_id, pid: None, finished: true, container: false });
+        self.persist_or_warn();
+        self.outbox.push((
+            id,
+            AssignmentStatus {
+                state: ReportedState::Failed,
+                exit_code: None,
+                output_tail: vec![reason.clone()],
+                reason: Some(format!("could not start: {reason}")),
+                progress: None,
+            },
+        ));
     }
 
     fn start(&mut self, assignment: &Assignment, leases: &[NodeLease]) {

@@ -172,6 +172,12 @@ impl JobHost {
             .context("every job uid of --job-uids is in use by a lease")
     }
 
+    /// Where the agent keeps an uploaded working directory it fetched (`digest` checked by the caller: `sha256:`
+    /// and hex), for every part that names it.
+    pub fn workdir_archive(&self, digest: &str) -> PathBuf {
+        self.state_dir.join("uploads").join(format!("{}.tar.gz", digest.trim_start_matches("sha256:")))
+    }
+
     pub fn lease_dir(&self, lease_id: Uuid) -> PathBuf {
         self.jobs_dir.join(lease_id.to_string())
     }
@@ -213,7 +219,15 @@ impl JobHost {
         let lease_id = lease.lease_id;
         self.refuse_unsandboxable(spec.image.as_deref())?;
         let lease_dir = self.prepare_lease(lease_id, uid)?;
-        let job_dir = write_job_dir(&lease_dir, job_node_id, spec, self.sandboxed().then_some(uid))?;
+        let archive = match &spec.workdir {
+            Some(digest) => Some(
+                std::fs::read(self.workdir_archive(digest))
+                    .with_context(|| format!("the working directory {digest} is not on this host"))?,
+            ),
+            None => None,
+        };
+        let job_dir =
+            write_job_dir(&lease_dir, job_node_id, spec, archive.as_deref(), self.sandboxed().then_some(uid))?;
         let cwd = format!("{LEASE_MOUNT}/jobs/{job_node_id}");
         let mut env = spec.env.clone();
         // Where a stop notice will appear, as the job sees its working directory.
@@ -410,12 +424,14 @@ fn create_dir_with_mode(dir: &Path, mode: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Make the job's working directory afresh under the lease's root-owned `jobs/`, write the spec's files into it,
-/// then give all of it to the lease's user (`owner`). Nothing is written through a path the tenant controls.
+/// Make the job's working directory afresh under the lease's root-owned `jobs/`, unpack the uploaded working
+/// directory (`archive`) into it, write the spec's files, then give all of it to the lease's user (`owner`).
+/// Nothing is written through a path the tenant controls: the directory is new and root's until the end.
 fn write_job_dir(
     lease_dir: &Path,
     job_node_id: Uuid,
     spec: &LaunchSpec,
+    archive: Option<&[u8]>,
     owner: Option<u32>,
 ) -> anyhow::Result<PathBuf> {
     use std::io::Write;
@@ -425,6 +441,15 @@ fn write_job_dir(
     }
     std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut created = vec![dir.clone()];
+    if let Some(archive) = archive {
+        match super::archive::unpack(archive, &dir, super::archive::LIMITS) {
+            Ok((_, unpacked)) => created.extend(unpacked),
+            Err(refusal) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                anyhow::bail!("the working directory's archive is refused: {refusal}");
+            }
+        }
+    }
     for file in &spec.files {
         let relative = Path::new(&file.path);
         if file.path.is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_))) {
@@ -633,8 +658,14 @@ mod tests {
             volumes: Default::default(),
             model_cache: None,
         };
-        let spec =
-            LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files: Vec::new(), image: None, serve: None };
+        let spec = LaunchSpec {
+            argv: vec!["true".into()],
+            env: BTreeMap::new(),
+            files: Vec::new(),
+            image: None,
+            serve: None,
+            workdir: None,
+        };
         let lease = gpuplane_protocol::jobs::NodeLease {
             lease_id: Uuid::new_v4(),
             gpu_indices: Vec::new(),
@@ -715,16 +746,22 @@ mod tests {
         std::fs::create_dir_all(lease.join("jobs")).unwrap();
         let id = Uuid::new_v4();
         let file = |path: &str| SpecFile { path: path.into(), content: "{}".into() };
-        let spec =
-            |files| LaunchSpec { argv: vec!["true".into()], env: BTreeMap::new(), files, image: None, serve: None };
+        let spec = |files| LaunchSpec {
+            argv: vec!["true".into()],
+            env: BTreeMap::new(),
+            files,
+            image: None,
+            serve: None,
+            workdir: None,
+        };
         // A stale directory from an interrupted attempt (with a planted link) is replaced, not written through.
         std::fs::create_dir_all(lease.join("jobs").join(id.to_string())).unwrap();
         std::os::unix::fs::symlink("/etc", lease.join("jobs").join(id.to_string()).join("conf")).unwrap();
-        let dir = write_job_dir(&lease, id, &spec(vec![file("conf/ds.json"), file("a.json")]), None).unwrap();
+        let dir = write_job_dir(&lease, id, &spec(vec![file("conf/ds.json"), file("a.json")]), None, None).unwrap();
         assert!(std::fs::symlink_metadata(dir.join("conf")).unwrap().is_dir());
         assert_eq!(std::fs::read_to_string(dir.join("conf/ds.json")).unwrap(), "{}");
         for bad in ["../x.json", "/etc/x", "a/../../x", ""] {
-            let err = write_job_dir(&lease, Uuid::new_v4(), &spec(vec![file(bad)]), None).unwrap_err();
+            let err = write_job_dir(&lease, Uuid::new_v4(), &spec(vec![file(bad)]), None, None).unwrap_err();
             assert!(err.to_string().contains("plain relative path"), "{bad}: {err}");
         }
         std::fs::remove_dir_all(lease).unwrap();

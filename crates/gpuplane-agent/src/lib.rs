@@ -20,6 +20,7 @@
 //! With `--model-cache DIR`, every lease of the host reads DIR (a Hugging Face hub cache, [`model_cache`]) at
 //! `/models`, and the heartbeat reports the models it holds.
 
+pub mod archive;
 pub mod args;
 pub mod backoff;
 pub mod buffer;

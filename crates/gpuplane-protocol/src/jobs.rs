@@ -235,6 +235,10 @@ pub struct LaunchSpec {
     /// The part serves on a port (a service's replica): the agent forwards the gateway to it and probes it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serve: Option<ServeSpec>,
+    /// The uploaded archive (its digest, `GET /v1/agent/uploads/{digest}`) the agent unpacks into the working
+    /// directory before the part starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
 }
 
 /// A replica's server as the agent sees it: where it listens in the lease's namespace, how it is probed, and the

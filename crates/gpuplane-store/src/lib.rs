@@ -24,6 +24,7 @@ pub mod ops;
 pub mod secrets;
 pub mod services;
 pub mod tenants;
+pub mod uploads;
 pub mod volumes;
 pub mod webhooks;
 

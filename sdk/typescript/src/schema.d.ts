@@ -812,6 +812,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/agent/assignments/{job_node_id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ship a part's output: its next lines, numbered per part (`seq`). Idempotent: a line already stored (a report
+         *     sent again after a lost answer) is skipped, and the answer says the highest `seq` stored, so the agent can
+         *     forget everything up to it. A gap in `seq` is counted as lost lines. The job's secret values are masked before
+         *     anything is stored.
+         */
+        post: operations["report_assignment_logs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agent/assignments/{job_node_id}/status": {
         parameters: {
             query?: never;
@@ -883,6 +905,27 @@ export interface paths {
          *     hand (`awaiting_agent`, or `external`), whose GPUs must then match what the operator entered.
          */
         post: operations["register_agent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agent/uploads/{digest}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The archive a job names as its working directory (`workdir`), for the agent of a node where a part of that job
+         *     has not ended: the agent unpacks it into the part's working directory before it starts the part. Any other
+         *     upload is 404, whatever the caller knows of its digest.
+         */
+        get: operations["get_agent_upload"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1081,6 +1124,31 @@ export interface paths {
         put?: never;
         /** Cancel a job: every node stops its process. Cancelling a finished job is harmless and returns it as it is. */
         post: operations["cancel_job"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{job_id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's output: every line each node's process printed (per rank for torchrun's), with the job's secret values
+         *     masked. Lines are numbered per job in the order they were stored. Three forms: a JSON page (`after` or `tail`,
+         *     `limit`); with `format=text`, every line as a download; with `follow=true`, server-sent events (`line`
+         *     events whose `id` is the line number, so a reconnect with `Last-Event-ID` resumes where it stopped; one `end`
+         *     event when the job has ended and its last line is out). A job's logs keep at most the service's cap
+         *     (`--job-log-cap-mib`, 256 MiB by default): past it, the oldest lines are deleted, and `first_line` says where
+         *     the log now starts. Another tenant's job is 404.
+         */
+        get: operations["get_job_logs"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1656,6 +1724,48 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/uploads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a job's working directory: a gzip-compressed tar archive (`tar -czf - -C mydir .`), sent as
+         *     `application/octet-stream`, at most the service's cap (`--upload-cap-mib`, 100 MiB by default). It is kept once
+         *     per tenant under its SHA-256: an archive the tenant already uploaded is answered 200 with what is kept, and
+         *     nothing is stored twice. It is refused whole, and nothing is stored, when an entry is not a file or a directory
+         *     (links, devices, FIFOs), a path is not plain and relative (a leading `/`, `..`), a path repeats, or it unpacks to
+         *     more than 100,000 entries, 2 GiB, or 200 times its own size (`archive_refused`, 422, naming the entry and the
+         *     rule). A job unpacks it into each part's working directory by naming its `digest` as `workdir`.
+         */
+        post: operations["create_upload"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/uploads/{digest}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An upload of the caller's tenant, by its digest: whether it need be sent again. */
+        get: operations["get_upload"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/volumes": {
         parameters: {
             query?: never;
@@ -2000,6 +2110,11 @@ export interface components {
             /** Format: uuid */
             tenant_id?: string | null;
         };
+        /**
+         * Format: binary
+         * @description The request body of `POST /v1/uploads`: the archive's bytes.
+         */
+        ArchiveBody: string;
         /** @description A job's part that this node has to run (or stop). */
         Assignment: {
             desired: components["schemas"]["Desired"];
@@ -2288,6 +2403,11 @@ export interface components {
              * @description A custom template's version (default: the latest).
              */
             template_version?: number | null;
+            /**
+             * @description An upload of the tenant's (`POST /v1/uploads`), by its digest: every part starts in a working directory
+             *     holding the archive's files (unpacked before the part's own files, which must not share a path with them).
+             */
+            workdir?: string | null;
             workload?: components["schemas"]["WorkloadFields"] | null;
         };
         /**
@@ -3246,6 +3366,54 @@ export interface components {
             /** @description Findings with the suggested change and the numbers behind each; empty when all was well. */
             insights: components["schemas"]["Insight"][];
         };
+        /** @description One line of a job's output. */
+        JobLogLine: {
+            /**
+             * Format: date-time
+             * @description When its agent read it.
+             */
+            at: string;
+            /**
+             * Format: int64
+             * @description The line's number in the job's log, from 1: lines are numbered in the order they were stored, across
+             *     every node.
+             */
+            line: number;
+            /**
+             * Format: int32
+             * @description The node's rank in the job that printed it.
+             */
+            node: number;
+            /**
+             * Format: int32
+             * @description The global rank that printed it, where the launcher said (torchrun's ranks); absent otherwise.
+             */
+            rank?: number | null;
+            stream: components["schemas"]["LogStream"];
+            /** @description The line, with the job's secret values replaced by `***`. */
+            text: string;
+        };
+        /** @description A page of a job's output. */
+        JobLogPage: {
+            /** @description The job has ended and every line of it is here: nothing more will come. */
+            complete: boolean;
+            /**
+             * Format: int64
+             * @description The oldest line still stored: the ones before it were deleted to keep the job's logs within the cap.
+             */
+            first_line: number;
+            lines: components["schemas"]["JobLogLine"][];
+            /**
+             * Format: int64
+             * @description Lines the nodes could not ship (their agents buffer a bounded amount while the service is away).
+             */
+            lost_lines: number;
+            /**
+             * Format: int64
+             * @description Pass as `after` for the lines that follow (the last line returned; `after` itself when none was).
+             */
+            next_after: number;
+        };
         /** @description A job's part on one node of its lease. */
         JobNode: {
             /**
@@ -3357,6 +3525,11 @@ export interface components {
             /** @description Run inside this container image (the agent wraps argv in `docker run` with only the leased GPUs). */
             image?: string | null;
             serve?: components["schemas"]["ServeSpec"] | null;
+            /**
+             * @description The uploaded archive (its digest, `GET /v1/agent/uploads/{digest}`) the agent unpacks into the working
+             *     directory before the part starts.
+             */
+            workdir?: string | null;
         };
         Lease: {
             /** Format: date-time */
@@ -3638,6 +3811,52 @@ export interface components {
              */
             total_nodes: number;
         };
+        /** @description One line a part's process printed. */
+        LogLine: {
+            /**
+             * Format: date-time
+             * @description When the agent read it.
+             */
+            at: string;
+            /**
+             * Format: int32
+             * @description The global rank that printed it (from torchrun's `[rankN]:` prefix, which is taken off the text); absent
+             *     for a launcher's own output or a process that is not torchrun.
+             */
+            rank?: number | null;
+            /**
+             * Format: int64
+             * @description The line's number in its part's output, from 1.
+             */
+            seq: number;
+            stream: components["schemas"]["LogStream"];
+            /** @description The line without its end of line, at most [`LOG_LINE_BYTES`] bytes. */
+            text: string;
+        };
+        /**
+         * @description A batch of a part's output. Sending the same lines again is harmless: the service keeps each `seq` once. A gap
+         *     in `seq` is lines the agent dropped (its buffer is bounded: the oldest go when the service stays away too
+         *     long); the service counts them as lost.
+         */
+        LogReport: {
+            /** @description The process has ended and this report holds the last of its output. */
+            last?: boolean;
+            /** @description Oldest first, `seq` increasing. */
+            lines: components["schemas"]["LogLine"][];
+        };
+        /** @description What the service holds of the part's output now. */
+        LogReportResponse: {
+            /**
+             * Format: int64
+             * @description The highest `seq` the service has of this part: the agent may forget every line up to it.
+             */
+            acked_seq: number;
+        };
+        /**
+         * @description Which of the process's streams a line came from.
+         * @enum {string}
+         */
+        LogStream: "stdout" | "stderr";
         /** @description What was measured on a lease's GPUs over a window (for a job: since the job started). */
         Measured: {
             /**
@@ -5395,6 +5614,37 @@ export interface components {
             /** @description As at creation. */
             url?: string | null;
         };
+        /**
+         * @description An uploaded archive.
+         * @example {
+         *       "created_at": "2026-12-05T10:00:00Z",
+         *       "digest": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+         *       "files": 12,
+         *       "size_bytes": 18233,
+         *       "unpacked_bytes": 64310
+         *     }
+         */
+        Upload: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description `sha256:` and the archive's SHA-256: what a job's `workdir` names. */
+            digest: string;
+            /**
+             * Format: int64
+             * @description Regular files in it.
+             */
+            files: number;
+            /**
+             * Format: int64
+             * @description The archive's size.
+             */
+            size_bytes: number;
+            /**
+             * Format: int64
+             * @description What its files add up to unpacked.
+             */
+            unpacked_bytes: number;
+        };
         /** @description One exported usage record. Column order of the CSV is the field order here. */
         UsageRow: {
             /**
@@ -5826,7 +6076,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Body is not application/json (`unsupported_media_type`) */
+        /** @description Body is not of the media type the operation takes: application/json, or application/octet-stream for an upload (`unsupported_media_type`) */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -7613,6 +7863,42 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    report_assignment_logs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The assignment's `job_node_id` */
+                job_node_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LogReport"];
+            };
+        };
+        responses: {
+            /** @description What the service holds of the part's output now */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogReportResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     report_assignment_status: {
         parameters: {
             query?: never;
@@ -7773,6 +8059,34 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
             429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_agent_upload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The upload's digest, as the part's spec names it */
+                digest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The archive's bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": components["schemas"]["ArchiveBody"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -8194,6 +8508,72 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_job_logs: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only lines after this one (the `next_after` of the previous page, or an event's `id` when following).
+                 *     Not with `tail`.
+                 */
+                after?: number;
+                /** @description Only the last this many lines (of those `node` and `rank` keep). Not with `after`. */
+                tail?: number;
+                /** @description Lines per page (default 1000). The text download and a follow are not paged. */
+                limit?: number;
+                /** @description Only this node's lines (its rank in the job, `nodes[].node_rank`). */
+                node?: number;
+                /** @description Only this global rank's lines. */
+                rank?: number;
+                /**
+                 * @description Keep the response open and send lines as they arrive (`text/event-stream`), until the job has ended and
+                 *     its last line is out.
+                 */
+                follow?: boolean;
+                /**
+                 * @description `json` (the default): a page. `text`: every line (after `after`, or the last `tail`) as a plain-text
+                 *     download, one `[node N rank R] text` line each.
+                 */
+                format?: "json" | "text";
+            };
+            header?: {
+                /** @description With `follow`: the last line received (resume after it) */
+                "Last-Event-ID"?: number;
+            };
+            path: {
+                /** @description Job id */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of lines (JSON); every line (`format=text`); or the lines as they arrive (`follow=true`: `line` events with the line as JSON, then an `end` event) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobLogPage"];
+                    "text/plain": string;
+                    "text/event-stream": string;
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such job (or another tenant's) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            422: components["responses"]["ValidationFailed"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -9777,6 +10157,84 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    create_upload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** @description A gzip-compressed tar archive */
+        requestBody: {
+            content: {
+                "application/octet-stream": components["schemas"]["ArchiveBody"];
+            };
+        };
+        responses: {
+            /** @description The tenant had uploaded this archive already */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Upload"];
+                };
+            };
+            /** @description Stored */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Upload"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            /** @description Not a gzip-compressed tar archive, or an entry breaks a rule (`archive_refused`; `context` has the `entry` and the `rule`) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    get_upload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description `sha256:` and the archive's SHA-256 in hex */
+                digest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The upload */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Upload"];
+                };
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];

@@ -59,6 +59,7 @@ from .field_error import FieldError
 from .fleet_pool import FleetPool
 from .generate_invoices_request import GenerateInvoicesRequest
 from .generation_state import GenerationState
+from .get_job_logs_format import GetJobLogsFormat
 from .gpu import Gpu
 from .gpu_facts import GpuFacts
 from .gpu_model import GpuModel
@@ -81,6 +82,8 @@ from .job_generation_correction_type_0 import JobGenerationCorrectionType0
 from .job_generation_healing_type_0 import JobGenerationHealingType0
 from .job_generation_measured_type_0 import JobGenerationMeasuredType0
 from .job_insights import JobInsights
+from .job_log_line import JobLogLine
+from .job_log_page import JobLogPage
 from .job_node import JobNode
 from .job_page import JobPage
 from .job_state import JobState
@@ -104,6 +107,10 @@ from .ledger_entry import LedgerEntry
 from .ledger_entry_page import LedgerEntryPage
 from .link_kind import LinkKind
 from .liveness_hold import LivenessHold
+from .log_line import LogLine
+from .log_report import LogReport
+from .log_report_response import LogReportResponse
+from .log_stream import LogStream
 from .measured import Measured
 from .measured_steps import MeasuredSteps
 from .memory_breakdown import MemoryBreakdown
@@ -199,6 +206,7 @@ from .update_service_request import UpdateServiceRequest
 from .update_tenant_request import UpdateTenantRequest
 from .update_volume_request import UpdateVolumeRequest
 from .update_webhook_request import UpdateWebhookRequest
+from .upload import Upload
 from .usage_row import UsageRow
 from .volume import Volume
 from .volume_action import VolumeAction
@@ -279,6 +287,7 @@ __all__ = (
     "FleetPool",
     "GenerateInvoicesRequest",
     "GenerationState",
+    "GetJobLogsFormat",
     "Gpu",
     "GpuFacts",
     "GpuModel",
@@ -301,6 +310,8 @@ __all__ = (
     "JobGenerationHealingType0",
     "JobGenerationMeasuredType0",
     "JobInsights",
+    "JobLogLine",
+    "JobLogPage",
     "JobNode",
     "JobPage",
     "JobState",
@@ -324,6 +335,10 @@ __all__ = (
     "LedgerEntryPage",
     "LinkKind",
     "LivenessHold",
+    "LogLine",
+    "LogReport",
+    "LogReportResponse",
+    "LogStream",
     "Measured",
     "MeasuredSteps",
     "MemoryBreakdown",
@@ -419,6 +434,7 @@ __all__ = (
     "UpdateTenantRequest",
     "UpdateVolumeRequest",
     "UpdateWebhookRequest",
+    "Upload",
     "UsageRow",
     "Volume",
     "VolumeAction",

@@ -55,6 +55,9 @@ class CreateJobRequest:
             the job to checkpoint and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's
             remaining time.
         template_version (int | None | Unset): A custom template's version (default: the latest).
+        workdir (None | str | Unset): An upload of the tenant's (`POST /v1/uploads`), by its digest: every part starts
+            in a working directory
+            holding the archive's files (unpacked before the part's own files, which must not share a path with them).
         workload (None | Unset | WorkloadFields):
     """
 
@@ -73,6 +76,7 @@ class CreateJobRequest:
     serve: None | ServeRequest | Unset = UNSET
     stop_grace_s: int | None | Unset = UNSET
     template_version: int | None | Unset = UNSET
+    workdir: None | str | Unset = UNSET
     workload: None | Unset | WorkloadFields = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -154,6 +158,12 @@ class CreateJobRequest:
         else:
             template_version = self.template_version
 
+        workdir: None | str | Unset
+        if isinstance(self.workdir, Unset):
+            workdir = UNSET
+        else:
+            workdir = self.workdir
+
         workload: dict[str, Any] | None | Unset
         if isinstance(self.workload, Unset):
             workload = UNSET
@@ -197,6 +207,8 @@ class CreateJobRequest:
             field_dict["stop_grace_s"] = stop_grace_s
         if template_version is not UNSET:
             field_dict["template_version"] = template_version
+        if workdir is not UNSET:
+            field_dict["workdir"] = workdir
         if workload is not UNSET:
             field_dict["workload"] = workload
 
@@ -333,6 +345,15 @@ class CreateJobRequest:
 
         template_version = _parse_template_version(d.pop("template_version", UNSET))
 
+        def _parse_workdir(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        workdir = _parse_workdir(d.pop("workdir", UNSET))
+
         def _parse_workload(data: object) -> None | Unset | WorkloadFields:
             if data is None:
                 return data
@@ -366,6 +387,7 @@ class CreateJobRequest:
             serve=serve,
             stop_grace_s=stop_grace_s,
             template_version=template_version,
+            workdir=workdir,
             workload=workload,
         )
 

@@ -28,6 +28,9 @@ class LaunchSpec:
         image (None | str | Unset): Run inside this container image (the agent wraps argv in `docker run` with only the
             leased GPUs).
         serve (None | ServeSpec | Unset):
+        workdir (None | str | Unset): The uploaded archive (its digest, `GET /v1/agent/uploads/{digest}`) the agent
+            unpacks into the working
+            directory before the part starts.
     """
 
     argv: list[str]
@@ -35,6 +38,7 @@ class LaunchSpec:
     files: list[SpecFile] | Unset = UNSET
     image: None | str | Unset = UNSET
     serve: None | ServeSpec | Unset = UNSET
+    workdir: None | str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -65,6 +69,12 @@ class LaunchSpec:
         else:
             serve = self.serve
 
+        workdir: None | str | Unset
+        if isinstance(self.workdir, Unset):
+            workdir = UNSET
+        else:
+            workdir = self.workdir
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -79,6 +89,8 @@ class LaunchSpec:
             field_dict["image"] = image
         if serve is not UNSET:
             field_dict["serve"] = serve
+        if workdir is not UNSET:
+            field_dict["workdir"] = workdir
 
         return field_dict
 
@@ -128,12 +140,22 @@ class LaunchSpec:
 
         serve = _parse_serve(d.pop("serve", UNSET))
 
+        def _parse_workdir(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        workdir = _parse_workdir(d.pop("workdir", UNSET))
+
         launch_spec = cls(
             argv=argv,
             env=env,
             files=files,
             image=image,
             serve=serve,
+            workdir=workdir,
         )
 
         launch_spec.additional_properties = d
