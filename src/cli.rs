@@ -1,8 +1,11 @@
-//! The `gpuplane` command line: `serve`, `migrate`, `openapi`, `bootstrap`, `rotate-secrets`, `plan`, `advise`,
-//! `agent`, `demo`.
+//! The `gpuplane` command line: the operator's `serve`, `migrate`, `openapi`, `bootstrap`, `rotate-secrets`,
+//! `agent`, `demo`; the planner's `plan` and `advise`; and the tenant's `login`, `run`, `status`, `logs`, `cancel`,
+//! `down`, `ssh`, `volumes` and `completion` against a service (`tenant`, docs/cli.md).
 
 mod advise;
 mod config_doc;
+pub mod task;
+pub mod tenant;
 mod workload;
 
 pub use workload::WorkloadArgs;
@@ -62,6 +65,10 @@ pub enum Command {
     /// Idempotent: rows already under the current key are skipped, so it is safe to rerun, and to run while the
     /// service serves.
     RotateSecrets(RotateSecretsArgs),
+    #[command(flatten)]
+    Tenant(tenant::TenantCommand),
+    /// Print a shell's completion script: `gpuplane completion bash > /etc/bash_completion.d/gpuplane`.
+    Completion { shell: clap_complete::Shell },
 }
 
 /// `gpuplane rotate-secrets`.
@@ -77,23 +84,34 @@ pub struct RotateSecretsArgs {
     pub dev: bool,
 }
 
-pub async fn execute(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
-        Command::Serve(args) => serve(args).await,
+/// Run a command; its exit code (a tenant command's own, 0 for the rest, or the failure's).
+pub async fn execute(cli: Cli) -> std::process::ExitCode {
+    match operate(cli.command).await {
+        Ok(code) => std::process::ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            std::process::ExitCode::from(tenant::exit_of(&err))
+        }
+    }
+}
+
+async fn operate(command: Command) -> anyhow::Result<tenant::Exit> {
+    match command {
+        Command::Serve(args) => serve(args).await.map(|()| 0),
         Command::Migrate(db) => {
             init_logging(LogFormat::Text);
             say_database(&db);
             crate::db::connect_and_migrate(&db).await?;
             println!("database is migrated");
-            Ok(())
+            Ok(0)
         }
-        Command::Plan(args) => plan(&args),
-        Command::Advise(args) => advise::run(&args).await,
-        Command::Agent(args) => gpuplane_agent::run(args).await,
-        Command::Demo(args) => crate::demo::run(args).await,
+        Command::Plan(args) => plan(&args).map(|()| 0),
+        Command::Advise(args) => advise::run(&args).await.map(|()| 0),
+        Command::Agent(args) => gpuplane_agent::run(args).await.map(|()| 0),
+        Command::Demo(args) => crate::demo::run(args).await.map(|()| 0),
         Command::Openapi => {
             println!("{}", serde_json::to_string_pretty(&openapi_document())?);
-            Ok(())
+            Ok(0)
         }
         Command::Bootstrap { database, name } => {
             init_logging(LogFormat::Text);
@@ -102,7 +120,7 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
             let key = bootstrap_operator(&pool, &name).await?;
             println!("{key}");
             eprintln!("This is the operator API key. It is shown once: store it now.");
-            Ok(())
+            Ok(0)
         }
         Command::RotateSecrets(args) => {
             init_logging(LogFormat::Text);
@@ -126,7 +144,13 @@ pub async fn execute(cli: Cli) -> anyhow::Result<()> {
                     done.failures.len()
                 );
             }
-            Ok(())
+            Ok(0)
+        }
+        Command::Tenant(command) => tenant::execute(command).await,
+        Command::Completion { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "gpuplane", &mut std::io::stdout());
+            Ok(0)
         }
     }
 }

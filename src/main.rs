@@ -9,11 +9,5 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(gpuplane::cli::execute(cli)) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {err:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+    runtime.block_on(gpuplane::cli::execute(cli))
 }

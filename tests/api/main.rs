@@ -7,6 +7,7 @@ mod agent_e2e;
 mod agents;
 mod auth;
 mod billing;
+mod cli_e2e;
 mod config_docs;
 mod console;
 mod contract;
