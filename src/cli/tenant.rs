@@ -500,7 +500,7 @@ async fn rent(service: &Service, task: &Task, progress: &mut Progress) -> anyhow
     }
     if !task.volumes.is_empty() {
         let volumes = service.get("/v1/volumes").await?;
-        let items = volumes["items"].as_array().or(volumes.as_array()).cloned().unwrap_or_default();
+        let items = volumes.as_array().cloned().unwrap_or_default();
         let mut attach = Vec::new();
         for mount in &task.volumes {
             let found = items
@@ -872,7 +872,7 @@ pub async fn volumes(args: &VolumesArgs) -> anyhow::Result<Exit> {
         println!("{volumes}");
         return Ok(0);
     }
-    for v in volumes["items"].as_array().into_iter().flatten() {
+    for v in volumes.as_array().into_iter().flatten() {
         let attached = v["attached_to"].as_array().map_or(0, Vec::len);
         println!(
             "{}  {}  {} GiB  {}  pool {}  attached to {attached} lease(s)",

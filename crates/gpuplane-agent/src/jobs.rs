@@ -384,6 +384,8 @@ impl JobRunner {
             network.sync(&leases, &stopping);
         }
         let listed: Vec<Uuid> = list.iter().map(|a| a.job_node_id).collect();
+        let workdirs: Vec<PathBuf> =
+            list.iter().filter_map(|a| a.spec.workdir.as_deref()).map(|d| self.host.workdir_archive(d)).collect();
         for assignment in list {
             let id = assignment.job_node_id;
             match assignment.desired {
@@ -476,6 +478,7 @@ impl JobRunner {
         }
         self.sync_environments(&environments, &leases);
         self.remove_ended_leases(&leases);
+        forget_workdirs(&self.state_dir.join("uploads"), &workdirs);
         self.host.volumes.release_unused(&leases);
         self.leases = leases;
         self.flush(client, token).await;
@@ -780,6 +783,20 @@ impl JobRunner {
 
 /// The state and reason a process's end is reported with: why it was stopped, the notice it had, its exit code.
 /// After a notice, a clean exit (0) is `cancelled` (it stopped as asked), anything else `failed`.
+/// Remove the fetched working directories no listed part names any more (and cut-off downloads): the service
+/// lists every part that has not ended, so nothing removed here is still to be unpacked.
+fn forget_workdirs(dir: &Path, named: &[PathBuf]) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if !named.contains(&path)
+            && let Err(err) = std::fs::remove_file(&path)
+        {
+            tracing::warn!(path = %path.display(), %err, "could not remove a working directory's archive");
+        }
+    }
+}
+
 /// The output of a part that prints nothing more.
 fn ended_output() -> SharedTail {
     let tail = SharedTail::default();
@@ -838,6 +855,19 @@ mod tests {
             volumes: Default::default(),
             model_cache: None,
         }
+    }
+
+    #[test]
+    fn fetched_working_directories_no_part_names_are_removed() {
+        let dir = std::env::temp_dir().join(format!("gpuplane-uploads-{}", Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (kept, gone, cut) = (dir.join("aa.tar.gz"), dir.join("bb.tar.gz"), dir.join("cc.tmp-1"));
+        for path in [&kept, &gone, &cut] {
+            std::fs::write(path, b"x").unwrap();
+        }
+        forget_workdirs(&dir, std::slice::from_ref(&kept));
+        assert!(kept.exists() && !gone.exists() && !cut.exists());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[tokio::test]
