@@ -9,7 +9,7 @@ use crate::jobs::protocol::{AssignmentList, AssignmentStatus, AssignmentStatusRe
 use crate::auth::AgentAuth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath};
-use crate::jobs::lifecycle::{self, ReportError};
+use crate::jobs::lifecycle;
 use crate::jobs::problems::stale_credential;
 use crate::secrets::{NO_STORE, NoStore};
 use crate::state::AppState;
@@ -60,7 +60,7 @@ pub async fn report_assignment_status(
         return Err(ApiError::field("progress", "0 <= done <= total"));
     }
     let mut tx = state.db.begin().await?;
-    let (state_now, desired) = match lifecycle::report_status(
+    let (state_now, desired) = lifecycle::report_status(
         &mut tx,
         &state.settings.keyring,
         agent.node_id,
@@ -68,13 +68,7 @@ pub async fn report_assignment_status(
         job_node_id,
         &report,
     )
-    .await
-    {
-        Ok(recorded) => recorded,
-        Err(ReportError::StaleCredential) => return Err(stale_credential()),
-        Err(ReportError::NotFound) => return Err(ApiError::NotFound("assignment")),
-        Err(ReportError::Database(err)) => return Err(err.into()),
-    };
+    .await?;
     tx.commit().await?;
     Ok(Json(AssignmentStatusResponse { state: state_now, desired }))
 }
@@ -99,22 +93,10 @@ pub async fn report_assignment_logs(
         return Err(ApiError::field(field, message));
     }
     let mut tx = state.db.begin().await?;
-    let acked_seq = match crate::jobs::logs::ingest(
-        &mut tx,
-        &state.settings.keyring,
-        agent.node_id,
-        agent.generation,
-        job_node_id,
-        &report,
-        state.settings.job_log_cap_bytes,
-    )
-    .await
-    {
-        Ok(acked) => acked,
-        Err(ReportError::StaleCredential) => return Err(stale_credential()),
-        Err(ReportError::NotFound) => return Err(ApiError::NotFound("assignment")),
-        Err(ReportError::Database(err)) => return Err(err.into()),
-    };
+    let cap = state.settings.job_log_cap_bytes;
+    let keyring = &state.settings.keyring;
+    let acked_seq =
+        crate::jobs::logs::ingest(&mut tx, keyring, agent.node_id, agent.generation, job_node_id, &report, cap).await?;
     tx.commit().await?;
     Ok(Json(LogReportResponse { acked_seq }))
 }

@@ -665,6 +665,17 @@ pub enum ReportError {
     Database(sqlx::Error),
 }
 
+/// What an agent is answered when its report is not recorded.
+impl From<ReportError> for crate::error::ApiError {
+    fn from(err: ReportError) -> Self {
+        match err {
+            ReportError::StaleCredential => super::problems::stale_credential(),
+            ReportError::NotFound => crate::error::ApiError::NotFound("assignment"),
+            ReportError::Database(err) => err.into(),
+        }
+    }
+}
+
 impl From<sqlx::Error> for ReportError {
     fn from(err: sqlx::Error) -> Self {
         ReportError::Database(err)

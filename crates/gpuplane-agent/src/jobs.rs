@@ -606,7 +606,8 @@ impl JobRunner {
     /// A part that cannot start here: recorded as finished and reported failed with `reason`.
     fn fail_unstarted(&mut self, id: Uuid, job_id: Uuid, reason: String) {
         tracing::warn!(job_node.id = %id, %reason, "job could not be started");
-        self.file.jobs.entry(id).or_insert(Started { job_id, pid: None, finished: true, container: false });
+        self.file.jobs.entry(id).or_insert(Started { job_id, pid: None, finished: true, container: false }).finished =
+            true;
         self.persist_or_warn();
         self.outbox.push((
             id,
@@ -648,23 +649,7 @@ impl JobRunner {
                     },
                 ));
             }
-            Err(err) => {
-                tracing::warn!(job_node.id = %id, err = format!("{err:#}"), "job could not be started");
-                if let Some(started) = self.file.jobs.get_mut(&id) {
-                    started.finished = true;
-                }
-                self.persist_or_warn();
-                self.outbox.push((
-                    id,
-                    AssignmentStatus {
-                        state: ReportedState::Failed,
-                        exit_code: None,
-                        output_tail: vec![format!("{err:#}")],
-                        reason: Some(format!("could not start: {err:#}")),
-                        progress: None,
-                    },
-                ));
-            }
+            Err(err) => self.fail_unstarted(id, job_id, format!("{err:#}")),
         }
     }
 
