@@ -153,14 +153,18 @@ pub async fn page(
 ) -> Result<JobLogPage, sqlx::Error> {
     // The state is read first: a line stored after it is not counted as missing from a `complete` page.
     let state = stored::logs::log_state(conn, job_id).await?;
-    let (rows, after) = match window {
-        Window::After(after) => (stored::logs::lines_after(conn, job_id, after, limit, filter).await?, after),
-        Window::Tail(count) => (stored::logs::last_lines(conn, job_id, count.min(limit), filter).await?, 0),
+    let (rows, after, drained) = match window {
+        Window::After(after) => {
+            let rows = stored::logs::lines_after(conn, job_id, after, limit, filter).await?;
+            let last = rows.last().map_or(after, |r| r.line);
+            let drained = (rows.len() as i64) < limit || last + 1 >= state.log.next_line;
+            (rows, after, drained)
+        }
+        // The newest lines: none stored before this read comes after them.
+        Window::Tail(count) => (stored::logs::last_lines(conn, job_id, count, filter).await?, 0, true),
     };
-    let last_returned = rows.last().map(|r| r.line);
+    let next_after = rows.last().map_or(after, |r| r.line);
     let lines: Vec<JobLogLine> = rows.into_iter().map(JobLogLine::from_row).collect();
-    let next_after = last_returned.unwrap_or(after);
-    let drained = next_after + 1 >= state.log.next_line || (lines.len() as i64) < limit;
     Ok(JobLogPage {
         lines,
         next_after,

@@ -195,7 +195,8 @@ pub struct LogParams {
     /// Only the last this many lines (of those `node` and `rank` keep). Not with `after`.
     #[param(minimum = 1, maximum = 10000)]
     pub tail: Option<i64>,
-    /// Lines per page (default 1000). The text download and a follow are not paged.
+    /// Lines per page after `after` (default 1000). `tail` returns its lines whole; the text download and a
+    /// follow are not paged.
     #[param(minimum = 1, maximum = 10000)]
     pub limit: Option<i64>,
     /// Only this node's lines (its rank in the job, `nodes[].node_rank`).

@@ -159,6 +159,7 @@ async fn shipped_lines_are_stored_once_masked_and_read_by_page_tail_node_and_ran
     assert_eq!(texts(&f.logs("rank=0").await), ["step 1 loss 2.5", "step 2 loss 2.1"]);
     assert_eq!(texts(&f.logs("tail=2").await), ["rank 2 up", "rank 3 after a gap"]);
     assert_eq!(texts(&f.logs("tail=1&node=0").await), ["step 2 loss 2.1"]);
+    assert_eq!(texts(&f.logs("tail=5&limit=1").await).len(), 5, "a tail is whole, whatever the page size");
     let page = f.logs("limit=4").await;
     assert_eq!((page["lines"].as_array().unwrap().len(), page["next_after"].clone()), (4, json!(4)));
     assert_eq!(texts(&f.logs("after=4").await), ["rank 2 up", "rank 3 after a gap"]);

@@ -8522,7 +8522,10 @@ export interface operations {
                 after?: number;
                 /** @description Only the last this many lines (of those `node` and `rank` keep). Not with `after`. */
                 tail?: number;
-                /** @description Lines per page (default 1000). The text download and a follow are not paged. */
+                /**
+                 * @description Lines per page after `after` (default 1000). `tail` returns its lines whole; the text download and a
+                 *     follow are not paged.
+                 */
                 limit?: number;
                 /** @description Only this node's lines (its rank in the job, `nodes[].node_rank`). */
                 node?: number;
