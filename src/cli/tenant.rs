@@ -367,35 +367,18 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         Some(id) => (id.clone(), false),
         None => (rent(&service, &task, &mut progress).await?, true),
     };
-    wait_active(&service, &lease_id, &mut progress).await?;
-
-    let workdir = match &task.workdir {
-        Some(dir) => Some(upload(&service, &base.join(dir), &mut progress).await?),
-        None => None,
-    };
-    let mut job = json!({
-        "template": task.template.clone().unwrap_or_else(|| "auto".into()),
-        "command": task.run,
-        "args": task.args,
-        "env": task.env,
-        "secret_env": secrets,
-    });
-    let fields = [
-        ("model", &task.model),
-        ("workload", &task.workload),
-        ("pins", &task.pins),
-        ("parameters", &task.parameters),
-        ("restart", &task.restart),
-    ];
-    for (key, value) in fields {
-        if let Some(value) = value {
-            job[key] = value.clone();
+    let started = start_job(&service, &task, secrets, base, &lease_id, &mut progress).await;
+    let created = match started {
+        Ok(created) => created,
+        Err(err) => {
+            // A lease made for a job that could not start is not left running (and billing) behind the error.
+            if made_lease {
+                let released = service.post(&format!("/v1/leases/{lease_id}/release"), json!({})).await;
+                eprintln!("lease {lease_id} {}", if released.is_ok() { "released" } else { "could not be released" });
+            }
+            return Err(err);
         }
-    }
-    if let Some(digest) = workdir {
-        job["workdir"] = json!(digest);
-    }
-    let created = service.post(&format!("/v1/leases/{lease_id}/jobs"), job).await?;
+    };
     let job_id = created["id"].as_str().context("the job's id")?.to_string();
     let plan = created["plan"].as_object().map(|p| {
         let get = |k: &str| p.get(k).and_then(Value::as_u64).unwrap_or(1);
@@ -431,6 +414,46 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<Exit> {
         println!("{job}");
     }
     Ok(job_exit(&job))
+}
+
+/// Once the lease is active: upload the working directory and start the job; returns the job.
+async fn start_job(
+    service: &Service,
+    task: &Task,
+    secrets: serde_json::Map<String, Value>,
+    base: &Path,
+    lease_id: &str,
+    progress: &mut Progress,
+) -> anyhow::Result<Value> {
+    wait_active(service, lease_id, progress).await?;
+
+    let workdir = match &task.workdir {
+        Some(dir) => Some(upload(service, &base.join(dir), progress).await?),
+        None => None,
+    };
+    let mut job = json!({
+        "template": task.template.clone().unwrap_or_else(|| "auto".into()),
+        "command": task.run,
+        "args": task.args,
+        "env": task.env,
+        "secret_env": secrets,
+    });
+    let fields = [
+        ("model", &task.model),
+        ("workload", &task.workload),
+        ("pins", &task.pins),
+        ("parameters", &task.parameters),
+        ("restart", &task.restart),
+    ];
+    for (key, value) in fields {
+        if let Some(value) = value {
+            job[key] = value.clone();
+        }
+    }
+    if let Some(digest) = workdir {
+        job["workdir"] = json!(digest);
+    }
+    service.post(&format!("/v1/leases/{lease_id}/jobs"), job).await
 }
 
 /// The values of the task's secret names, from the environment `gpuplane run` runs in.

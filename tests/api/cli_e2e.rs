@@ -77,12 +77,24 @@ async fn a_tenant_runs_the_example_task_with_the_cli_and_gets_the_jobs_exit_code
     assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(said.contains("faulty.yaml: line 3: `resources.gpus`"), "{said}");
 
-    // The committed example: rent, upload, train, stream, release.
+    // A job the service refuses (tp 3 does not divide the 2 GPUs): exit 2 with the field, and the lease the run
+    // made for it is not left behind.
     let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/llama-parallel/task.yaml");
+    let example_dir = task.parent().unwrap().display().to_string();
+    let text = std::fs::read_to_string(&task).unwrap().replace("workdir: .", &format!("workdir: {example_dir}"));
+    let refused = home.join("refused.yaml");
+    std::fs::write(&refused, text.replace("pins: {tp: 2,", "pins: {tp: 3,")).unwrap();
+    let out = gpuplane(&config, &["run", refused.to_str().unwrap()]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("uploaded ") && said.contains("plan_infeasible") && said.contains("released"), "{said}");
+
+    // The committed example: rent, upload, train, stream, release.
     let out = gpuplane(&config, &["run", task.to_str().unwrap(), "--down"]).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "stdout:\n{stdout}\nstderr:\n{stderr}");
-    assert!(stderr.contains("uploaded ") && stderr.contains("(plan: tp 2 x pp 1 x dp 1)"), "{stderr}");
+    // The same directory: the upload is not sent twice.
+    assert!(stderr.contains("unchanged since its upload") && stderr.contains("(plan: tp 2 x pp 1 x dp 1)"), "{stderr}");
     for rank in [0, 1] {
         assert!(
             stdout.lines().any(|l| l.starts_with(&format!("[node 0 rank {rank}] "))),
@@ -90,22 +102,18 @@ async fn a_tenant_runs_the_example_task_with_the_cli_and_gets_the_jobs_exit_code
         );
     }
     assert!(stdout.contains("mesh of rank 1/2"), "{stdout}");
-    let leases = api.get("/v1/leases", &tenant).await;
-    let lease = &leases["items"][0];
-    assert_eq!(lease["state"], "released", "--down released it: {lease}");
-    // A job that fails, from the same directory: the upload is not sent twice.
+    // A job that fails.
     let failing = home.join("failing.yaml");
-    let text = std::fs::read_to_string(&task)
-        .unwrap()
-        .replace("workdir: .", &format!("workdir: {}", task.parent().unwrap().display()));
     std::fs::write(&failing, text.replace("run: [train.py, --steps, \"5\"]", "run: [train.py, --no-such-flag]"))
         .unwrap();
     let out = gpuplane(&config, &["run", failing.to_str().unwrap(), "--down"]).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!matches!(out.status.code(), Some(0) | Some(2)), "a failed job's exit: {:?}\n{stderr}", out.status);
     assert!(stderr.contains(": failed: ") && stderr.contains("exit code"), "the reason is said:\n{stderr}");
-    assert!(stderr.contains("unchanged since its upload"), "{stderr}");
     assert!(stdout.contains("unrecognized arguments: --no-such-flag"), "the ranks' own words:\n{stdout}");
+    let leases = api.get("/v1/leases", &tenant).await;
+    let states: Vec<&str> = leases["items"].as_array().unwrap().iter().map(|l| l["state"].as_str().unwrap()).collect();
+    assert_eq!(states, ["released"; 3], "every lease the CLI made is released: {leases}");
 
     assert!(terminate(&mut server).success());
     let _ = std::fs::remove_dir_all(dir);
