@@ -12,18 +12,8 @@ pub mod routes;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// What `digest` looks like: `sha256:` and 64 lowercase hex digits.
-pub fn is_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:")
-        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
-}
-
-/// The digest of an archive.
-pub fn digest_of(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    let hash = sha2::Sha256::digest(bytes);
-    format!("sha256:{}", hash.iter().map(|b| format!("{b:02x}")).collect::<String>())
-}
+/// The digest rules are the archive's, shared with the agents that check what they fetch.
+pub use gpuplane_agent::archive::{digest_of, is_digest};
 
 /// An uploaded archive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -50,26 +40,6 @@ impl From<gpuplane_store::uploads::UploadRow> for Upload {
             files: row.files,
             unpacked_bytes: row.unpacked_bytes,
             created_at: row.created_at,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn digests_are_sha256_in_lowercase_hex() {
-        let digest = digest_of(b"abc");
-        assert_eq!(digest, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        assert!(is_digest(&digest));
-        for bad in [
-            "sha256:",
-            "sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD",
-            "md5:00",
-            &digest[..70],
-        ] {
-            assert!(!is_digest(bad), "{bad}");
         }
     }
 }

@@ -1,4 +1,5 @@
-//! A job's uploaded working directory (docs/uploads.md): a gzip-compressed tar archive, checked by the service
+//! A job's uploaded working directory (docs/uploads.md): a gzip-compressed tar archive named by its digest
+//! ([`digest_of`], [`is_digest`]), checked by the service
 //! when it is uploaded ([`inspect`]) and again by the agent that unpacks it into the job's fresh directory
 //! ([`unpack`]). One set of rules for both:
 //!
@@ -13,6 +14,19 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
+
+/// What an upload's digest looks like: `sha256:` and 64 lowercase hex digits.
+pub fn is_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
+}
+
+/// The digest of an archive, as uploads are kept and named.
+pub fn digest_of(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    let hash = sha2::Sha256::digest(bytes);
+    format!("sha256:{}", hash.iter().map(|b| format!("{b:02x}")).collect::<String>())
+}
 
 /// What an archive may hold.
 #[derive(Debug, Clone, Copy)]
@@ -312,6 +326,21 @@ pub mod tests {
         }
         gz.write_all(&[0u8; 1024 + 512]).unwrap();
         gz.finish().unwrap()
+    }
+
+    #[test]
+    fn digests_are_sha256_in_lowercase_hex() {
+        let digest = digest_of(b"abc");
+        assert_eq!(digest, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert!(is_digest(&digest));
+        for bad in [
+            "sha256:",
+            "sha256:BA7816BF8F01CFEA414140DE5DAE2223B00361A396177A9CB410FF61F20015AD",
+            "md5:00",
+            &digest[..70],
+        ] {
+            assert!(!is_digest(bad), "{bad}");
+        }
     }
 
     #[test]

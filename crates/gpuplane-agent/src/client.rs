@@ -162,24 +162,7 @@ impl ServiceClient {
     /// An uploaded working directory a part of this node names: the archive's bytes.
     pub async fn upload(&self, agent_token: &str, digest: &str) -> Result<Vec<u8>, CallError> {
         let url = format!("{}/v1/agent/uploads/{digest}", self.server);
-        let response = self
-            .http
-            .get(&url)
-            .bearer_auth(agent_token)
-            .send()
-            .await
-            .map_err(|err| CallError::Transient(format!("GET {url}: {err}")))?;
-        let status = response.status();
-        if let Some(error) = classify(status, Problem::default()) {
-            let problem = Problem::from_body(&response.text().await.unwrap_or_default());
-            return Err(match error {
-                CallError::Unauthorized(_) => CallError::Unauthorized(problem),
-                CallError::Rejected { status, .. } => CallError::Rejected { status, problem },
-                CallError::Transient(_) => CallError::Transient(format!("GET {url}: HTTP {status} ({problem})")),
-            });
-        }
-        let bytes = response.bytes().await.map_err(|err| CallError::Transient(format!("GET {url}: {err}")))?;
-        Ok(bytes.to_vec())
+        self.answer(self.http.get(&url).bearer_auth(agent_token), "GET", &url).await.map(|(_, body)| body)
     }
 
     /// Report an environment's state on this node.
@@ -220,20 +203,31 @@ impl ServiceClient {
         method: &str,
         url: &str,
     ) -> Result<R, CallError> {
+        let (status, body) = self.answer(request, method, url).await?;
+        serde_json::from_slice(&body)
+            .map_err(|err| CallError::Transient(format!("{method} {url}: unexpected answer (HTTP {status}): {err}")))
+    }
+
+    /// Send a request and read its body; a refusal or a failure to reach the service is the error.
+    async fn answer(
+        &self,
+        request: reqwest::RequestBuilder,
+        method: &str,
+        url: &str,
+    ) -> Result<(StatusCode, Vec<u8>), CallError> {
         let response = request.send().await.map_err(|err| CallError::Transient(format!("{method} {url}: {err}")))?;
         let status = response.status();
-        let text = response.text().await.map_err(|err| CallError::Transient(format!("{method} {url}: {err}")))?;
+        let body = response.bytes().await.map_err(|err| CallError::Transient(format!("{method} {url}: {err}")))?;
         if let Some(error) = classify(status, Problem::default()) {
             // Only now parse the body: a success body is not a problem.
-            let problem = Problem::from_body(&text);
+            let problem = Problem::from_body(&String::from_utf8_lossy(&body));
             return Err(match error {
                 CallError::Unauthorized(_) => CallError::Unauthorized(problem),
                 CallError::Rejected { status, .. } => CallError::Rejected { status, problem },
                 CallError::Transient(_) => CallError::Transient(format!("{method} {url}: HTTP {} ({problem})", status)),
             });
         }
-        serde_json::from_str(&text)
-            .map_err(|err| CallError::Transient(format!("{method} {url}: unexpected answer (HTTP {status}): {err}")))
+        Ok((status, body.to_vec()))
     }
 }
 

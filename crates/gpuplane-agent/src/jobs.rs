@@ -407,10 +407,7 @@ impl JobRunner {
                         Ok(()) => self.start(&assignment, &leases),
                         // Not this time: the next sync tries again.
                         Err(None) => {}
-                        Err(Some(reason)) => {
-                            self.logs.entry(id).or_insert_with(ended_output);
-                            self.fail_unstarted(id, assignment.job_id, reason);
-                        }
+                        Err(Some(reason)) => self.fail_unstarted(id, assignment.job_id, reason),
                     },
                     Some(started) if started.finished && !self.outbox.iter().any(|(o, _)| *o == id) => {
                         // Ended here, yet the service still lists it: the final report was lost.
@@ -567,8 +564,7 @@ impl JobRunner {
         assignment: &Assignment,
     ) -> Result<(), Option<String>> {
         let Some(digest) = &assignment.spec.workdir else { return Ok(()) };
-        let hex = digest.strip_prefix("sha256:").filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
-        if hex.is_none() {
+        if !super::archive::is_digest(digest) {
             return Err(Some(format!("the working directory `{digest}` is not a digest")));
         }
         let path = self.host.workdir_archive(digest);
@@ -587,10 +583,9 @@ impl JobRunner {
                 return Err(None);
             }
         };
-        use sha2::Digest;
-        let got: String = sha2::Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
-        if Some(got.as_str()) != hex {
-            return Err(Some(format!("the working directory {digest} arrived with another digest (sha256:{got})")));
+        let got = super::archive::digest_of(&bytes);
+        if &got != digest {
+            return Err(Some(format!("the working directory {digest} arrived with another digest ({got})")));
         }
         // Written whole under a temporary name, then renamed: a cut-off download is never taken for the archive.
         let written = (|| {
@@ -603,9 +598,11 @@ impl JobRunner {
         written.map_err(|err| Some(format!("the working directory {digest} could not be kept on this host: {err:#}")))
     }
 
-    /// A part that cannot start here: recorded as finished and reported failed with `reason`.
+    /// A part that cannot start here: recorded as finished, its log closed as it stands, and reported failed
+    /// with `reason`.
     fn fail_unstarted(&mut self, id: Uuid, job_id: Uuid, reason: String) {
         tracing::warn!(job_node.id = %id, %reason, "job could not be started");
+        self.logs.entry(id).or_insert_with(ended_output);
         self.file.jobs.entry(id).or_insert(Started { job_id, pid: None, finished: true, container: false }).finished =
             true;
         self.persist_or_warn();
