@@ -58,6 +58,8 @@ pub const RESERVED_ENV: &[&str] = &[
 /// the agent takes `[rankN]:` off a line into its rank, so a job's logs can be read per rank.
 pub const RANK_PREFIX_ENV: &str = "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE";
 pub const RANK_PREFIX_TEMPLATE: &str = "[rank${rank}]:";
+/// Where torchrun keeps its copy of the ranks' output, relative to the job's working directory.
+pub const TORCHRUN_LOG_DIR: &str = "torchrun-logs";
 
 /// A node of the lease as a job sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -250,8 +252,10 @@ pub const RENDEZVOUS_TIMEOUT_S: u32 = 300;
 fn torchrun(ctx: &NodeCtx<'_>, script: &[String]) -> Vec<String> {
     let mut argv =
         vec!["torchrun".to_string(), format!("--nnodes={}", ctx.nnodes), format!("--nproc-per-node={}", ctx.nproc)];
-    // Each rank's output through torchrun, prefixed with its rank ([`RANK_PREFIX_ENV`]).
-    argv.push("--tee=3".to_string());
+    // Each rank's output through torchrun, prefixed with its rank ([`RANK_PREFIX_ENV`]). Teeing keeps a copy of
+    // each rank's output in files: in the job's working directory (the lease's disk), not in the sandbox's /tmp,
+    // a tmpfs, where a chatty run's copy would grow in the host's memory.
+    argv.extend([format!("--log-dir={TORCHRUN_LOG_DIR}"), "--tee=3".to_string()]);
     if ctx.uneven {
         argv.extend([
             "--rdzv-backend=c10d".to_string(),
