@@ -746,12 +746,26 @@ def operator(c: Console, seeded: dict) -> None:
     c.wait(lambda d: "topped up" in d.find_element(By.ID, "flash").text)
 
     def balance_after():
-        # The list re-renders with the new balance: a cell read as it is replaced is read again (wait_for).
+        # Metering may charge the tenant's ended leases between the two readings, so the balance is compared
+        # with the API's, not with `before` + 100: the top-up is in the tenant's ledger and the cell shows the
+        # balance that includes it (a cell read as the list re-renders is read again: wait_for).
+        entries, after_id = [], ""
+        while True:
+            page = api.ok("GET", f"/v1/billing/ledger?limit=500{after_id}", tenant_token)
+            entries += page["items"]
+            if not page.get("next_after"):
+                break
+            after_id = f"&after={page['next_after']}"
+        topups = [e for e in entries if e["kind"] == "topup" and e["reason"] == "console top-up"]
+        if not topups or topups[-1]["amount_minor"] != 10_000:
+            return None
+        c.d.refresh()
         cell = c.css("[data-tenant=browser-ml].balance").text
-        return cell if cell == money(minor + 10_000) else None
+        usd = [b for b in api.ok("GET", "/v1/billing/balance", tenant_token) if b["currency"] == "USD"]
+        return (cell, usd[0]["balance_minor"]) if usd and cell == money(usd[0]["balance_minor"]) else None
 
-    after = wait_for("a top-up shows in the balance", 15, balance_after)
-    check("a top-up shows in the balance", True, f"{before} -> {after}")
+    after, after_minor = wait_for("a top-up shows in the balance", 30, balance_after, 1.0)
+    check("a top-up shows in the balance", after_minor > minor, f"{before} -> {after}")
     c.shot("tenants")
 
     # Every tenant's active leases, by tenant name.
