@@ -40,6 +40,9 @@ pub struct Task {
     /// The tenant's volumes to attach to a new lease, by name.
     #[serde(default)]
     pub volumes: Vec<VolumeMount>,
+    /// A shell script run on every node before `run` (installs, downloads): the job's `setup`.
+    #[serde(default)]
+    pub setup: Option<String>,
     /// The job's command (the template's `command`: a script, or a program and its arguments).
     #[serde(default)]
     pub run: Vec<String>,
@@ -246,8 +249,9 @@ mod tests {
     use super::*;
 
     const GOOD: &str = "name: lora\nresources:\n  gpu: a100-80g\n  gpus: 4\n  hours: 2\nmodel: {preset: llama2-7b}\n\
-                        workload: {kind: lora, seq_len: 2048, global_batch: 32}\nworkdir: .\nrun: [train.py]\n\
-                        env: {EPOCHS: \"1\"}\nsecrets: [HF_TOKEN]\n";
+                        workload: {kind: lora, seq_len: 2048, global_batch: 32}\nworkdir: .\n\
+                        setup: |\n  pip install -r requirements.txt\n  echo ready\n\
+                        run: [train.py]\nenv: {EPOCHS: \"1\"}\nsecrets: [HF_TOKEN]\n";
 
     #[test]
     fn a_task_file_parses() {
@@ -255,6 +259,7 @@ mod tests {
         let r = task.resources.unwrap();
         assert_eq!((r.gpu.as_deref(), r.gpus, r.hours), (Some("a100-80g"), Some(4), Some(2)));
         assert_eq!(task.run, ["train.py"]);
+        assert_eq!(task.setup.as_deref(), Some("pip install -r requirements.txt\necho ready\n"));
         assert_eq!(task.secrets, ["HF_TOKEN"]);
     }
 

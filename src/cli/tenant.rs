@@ -453,6 +453,9 @@ async fn start_job(
     if let Some(digest) = workdir {
         job["workdir"] = json!(digest);
     }
+    if let Some(setup) = &task.setup {
+        job["setup"] = json!(setup);
+    }
     service.post(&format!("/v1/leases/{lease_id}/jobs"), job).await
 }
 

@@ -61,6 +61,27 @@ pub const RANK_PREFIX_TEMPLATE: &str = "[rank${rank}]:";
 /// Where torchrun keeps its copy of the ranks' output, relative to the job's working directory.
 pub const TORCHRUN_LOG_DIR: &str = "torchrun-logs";
 
+/// A job's setup script, written into each part's working directory and run by [`with_setup`].
+pub const SETUP_FILE: &str = "gpuplane-setup.sh";
+/// Runs the setup script with `sh -e` (it stops at its first failing command), then replaces itself with the
+/// part's own argv (`"$@"`): the part's process, exit code and signals are the command's, as without a setup.
+const SETUP_WRAPPER: &str = concat!(
+    "sh -e ./gpuplane-setup.sh || ",
+    "{ status=$?; echo \"gpuplane: the job's setup failed (exit code $status)\" >&2; exit $status; }\n",
+    "exec \"$@\""
+);
+
+/// A part that runs the job's setup before its command, on every node and every start (a restart included), in
+/// its working directory with its environment; its output is the part's. A setup that fails fails the part with
+/// the setup's exit code, and the command does not run.
+pub fn with_setup(mut spec: LaunchSpec, setup: &str) -> LaunchSpec {
+    spec.files.push(SpecFile { path: SETUP_FILE.into(), content: setup.to_string() });
+    let mut argv: Vec<String> = ["/bin/sh", "-c", SETUP_WRAPPER, "gpuplane-setup"].map(str::to_owned).into();
+    argv.append(&mut spec.argv);
+    spec.argv = argv;
+    spec
+}
+
 /// A node of the lease as a job sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeSlot {
@@ -1149,5 +1170,37 @@ mod tests {
         assert_eq!(value("--pipeline-model-parallel-layout").as_deref(), Some("Et|(tt|)*30L"));
         assert_eq!(value("--num-layers").as_deref(), Some("61"));
         assert!(!args.iter().any(|a| a.contains("virtual") || a.starts_with("--decoder-")), "{args:?}");
+    }
+
+    /// The wrapper as `/bin/sh` runs it: the setup first, in the part's directory, then the command in its place;
+    /// a failing setup stops at its failing line and ends the part with its exit code.
+    #[test]
+    fn a_setup_runs_before_the_command_and_a_failing_one_stops_it() {
+        let run = |setup: &str| {
+            let spec = LaunchSpec {
+                argv: vec!["sh".into(), "-c".into(), "cat made; echo \"args: $*\"; exit 7".into(), "x".into(), "a b".into()],
+                env: BTreeMap::new(),
+                files: Vec::new(),
+                image: None,
+                serve: None,
+                workdir: None,
+            };
+            let spec = with_setup(spec, setup);
+            let dir = std::env::temp_dir().join(format!("gpuplane-setup-{}", Uuid::now_v7()));
+            std::fs::create_dir(&dir).unwrap();
+            for file in &spec.files {
+                std::fs::write(dir.join(&file.path), &file.content).unwrap();
+            }
+            let out = std::process::Command::new(&spec.argv[0]).args(&spec.argv[1..]).current_dir(&dir).output().unwrap();
+            std::fs::remove_dir_all(&dir).unwrap();
+            (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+        };
+        let (code, stdout, _) = run("echo installed > made\n");
+        assert_eq!((code, stdout.as_str()), (Some(7), "installed\nargs: a b\n"), "the command's exit code and arguments");
+        let (code, stdout, stderr) = run("echo first\nfalse\necho never\n");
+        assert_eq!(code, Some(1));
+        assert_eq!(stdout, "first\n", "neither the rest of the setup nor the command ran");
+        assert!(stderr.contains("gpuplane: the job's setup failed (exit code 1)"), "{stderr}");
+        assert_eq!(run("exit 3").0, Some(3));
     }
 }

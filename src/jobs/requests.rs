@@ -39,6 +39,13 @@ pub struct CreateJobRequest {
     /// The program: the training script for torchrun templates (e.g. `["train.py"]`), `{command}` of a custom one.
     #[serde(default)]
     pub command: Vec<String>,
+    /// A shell script (`sh -e`: it stops at its first failing command, up to 64 KiB) run before the command on
+    /// every node, each time a part starts (a restart included), in the part's working directory and with its
+    /// environment: installs, downloads. Its output is the job's; if it fails, the part fails with its exit code
+    /// and the command does not run. The job's image, if any, must have `/bin/sh`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(max_length = 65536)]
+    pub setup: Option<String>,
     /// Extra arguments, appended (or spliced at a custom template's `{args}`).
     #[serde(default)]
     pub args: Vec<String>,
@@ -84,6 +91,8 @@ pub struct CreateJobRequest {
     pub workdir: Option<String>,
 }
 
+/// Most bytes of a setup script.
+const MAX_SETUP: usize = 64 * 1024;
 /// Most extra environment variables, and bytes per value.
 const MAX_ENV: usize = 128;
 const MAX_ENV_VALUE: usize = 32 * 1024;
@@ -97,6 +106,13 @@ impl CreateJobRequest {
             errors.push(FieldError::new("workdir", "an upload's digest: `sha256:` and 64 lowercase hex digits"));
         }
         check_args("command", &self.command, &mut errors);
+        if let Some(setup) = &self.setup {
+            if setup.trim().is_empty() {
+                errors.push(FieldError::new("setup", "an empty script: leave `setup` out"));
+            } else if setup.len() > MAX_SETUP {
+                errors.push(FieldError::new("setup", format!("at most {MAX_SETUP} bytes")));
+            }
+        }
         check_args("args", &self.args, &mut errors);
         if self.env.len() + self.secret_env.len() > MAX_ENV {
             errors.push(FieldError::new("env", format!("at most {MAX_ENV} variables, secret ones included")));

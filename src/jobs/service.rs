@@ -378,6 +378,10 @@ pub async fn plan_and_render(
         Some(serve) => specs.into_iter().map(|spec| with_serve(spec, serve)).collect(),
         None => specs,
     };
+    let specs = match &req.setup {
+        Some(setup) => specs.into_iter().map(|spec| launch_specs::with_setup(spec, setup)).collect(),
+        None => specs,
+    };
     let specs: Vec<_> =
         specs.into_iter().map(|spec| launch_specs::LaunchSpec { workdir: req.workdir.clone(), ..spec }).collect();
     Ok(Rendered { template_name, template_version, planned, parts: node_ids.into_iter().zip(specs).collect() })

@@ -102,15 +102,22 @@ async fn a_tenant_runs_the_example_task_with_the_cli_and_gets_the_jobs_exit_code
         );
     }
     assert!(stdout.contains("mesh of rank 1/2"), "{stdout}");
-    // A job that fails.
+    // A job that fails, after its setup ran in the uploaded directory (on its node, in its sandbox).
     let failing = home.join("failing.yaml");
-    std::fs::write(&failing, text.replace("run: [train.py, --steps, \"5\"]", "run: [train.py, --no-such-flag]"))
-        .unwrap();
+    let setup = "setup: |\n  echo \"setup sees $(ls train.py)\"\n";
+    std::fs::write(
+        &failing,
+        text.replace("run: [train.py, --steps, \"5\"]", &format!("{setup}run: [train.py, --no-such-flag]")),
+    )
+    .unwrap();
     let out = gpuplane(&config, &["run", failing.to_str().unwrap(), "--down"]).output().unwrap();
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(!matches!(out.status.code(), Some(0) | Some(2)), "a failed job's exit: {:?}\n{stderr}", out.status);
     assert!(stderr.contains(": failed: ") && stderr.contains("exit code"), "the reason is said:\n{stderr}");
     assert!(stdout.contains("unrecognized arguments: --no-such-flag"), "the ranks' own words:\n{stdout}");
+    let said_at = |words: &str| stdout.find(words);
+    assert!(said_at("setup sees train.py") < said_at("unrecognized arguments"), "setup, then the command:\n{stdout}");
+    assert!(said_at("setup sees train.py").is_some(), "{stdout}");
     let leases = api.get("/v1/leases", &tenant).await;
     let states: Vec<&str> = leases["items"].as_array().unwrap().iter().map(|l| l["state"].as_str().unwrap()).collect();
     assert_eq!(states, ["released"; 3], "every lease the CLI made is released: {leases}");

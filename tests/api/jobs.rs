@@ -219,11 +219,14 @@ async fn bad_jobs_are_field_errors_and_other_tenants_and_ended_leases_are_refuse
             &path,
             &f.tenant,
             json!({ "template": "envdump", "env": {"lower": "x", "CUDA_VISIBLE_DEVICES": "0,1,2,3"},
-                    "args": ["; rm -rf /"], "command": ["$(id)"] }),
+                    "args": ["; rm -rf /"], "command": ["$(id)"], "setup": " \n" }),
         )
         .await
         .expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed");
-    assert_eq!(bad.error_fields(), ["command[0]", "args[0]", "env.CUDA_VISIBLE_DEVICES", "env.lower"]);
+    assert_eq!(bad.error_fields(), ["command[0]", "setup", "args[0]", "env.CUDA_VISIBLE_DEVICES", "env.lower"]);
+    let long_setup = format!("echo {}", "é".repeat(32 * 1024));
+    let bad = f.app.post(&path, &f.tenant, json!({ "template": "envdump", "setup": long_setup })).await;
+    assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["setup"], "64 KiB, counted in bytes");
     // Control characters are refused by the JSON extractor itself, before the job's own checks run.
     let bad = f.app.post(&path, &f.tenant, json!({ "template": "envdump", "env": {"OK": "a\u{0}b"} })).await;
     assert_eq!(bad.expect_problem(StatusCode::UNPROCESSABLE_ENTITY, "validation_failed").error_fields(), ["env.OK"]);

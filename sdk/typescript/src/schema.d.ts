@@ -2390,6 +2390,13 @@ export interface components {
             };
             serve?: components["schemas"]["ServeRequest"] | null;
             /**
+             * @description A shell script (`sh -e`: it stops at its first failing command, up to 64 KiB) run before the command on
+             *     every node, each time a part starts (a restart included), in the part's working directory and with its
+             *     environment: installs, downloads. Its output is the job's; if it fails, the part fails with its exit code
+             *     and the command does not run. The job's image, if any, must have `/bin/sh`.
+             */
+            setup?: string | null;
+            /**
              * Format: int32
              * @description Seconds a stop notice (a replan, the lease released or reaching its end, the balance running out) gives
              *     the job to checkpoint and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's

@@ -50,6 +50,11 @@ class CreateJobRequest:
             returned by any read of the API (to members and admins alike), never logged, replaced by `***` in output
             tails, and delivered only to the agents of the job's nodes.
         serve (None | ServeRequest | Unset):
+        setup (None | str | Unset): A shell script (`sh -e`: it stops at its first failing command, up to 64 KiB) run
+            before the command on
+            every node, each time a part starts (a restart included), in the part's working directory and with its
+            environment: installs, downloads. Its output is the job's; if it fails, the part fails with its exit code
+            and the command does not run. The job's image, if any, must have `/bin/sh`.
         stop_grace_s (int | None | Unset): Seconds a stop notice (a replan, the lease released or reaching its end, the
             balance running out) gives
             the job to checkpoint and exit; default 60, at most the service's `--max-stop-grace-secs` and the lease's
@@ -74,6 +79,7 @@ class CreateJobRequest:
     retune: Retune | Unset = UNSET
     secret_env: CreateJobRequestSecretEnv | Unset = UNSET
     serve: None | ServeRequest | Unset = UNSET
+    setup: None | str | Unset = UNSET
     stop_grace_s: int | None | Unset = UNSET
     template_version: int | None | Unset = UNSET
     workdir: None | str | Unset = UNSET
@@ -146,6 +152,12 @@ class CreateJobRequest:
         else:
             serve = self.serve
 
+        setup: None | str | Unset
+        if isinstance(self.setup, Unset):
+            setup = UNSET
+        else:
+            setup = self.setup
+
         stop_grace_s: int | None | Unset
         if isinstance(self.stop_grace_s, Unset):
             stop_grace_s = UNSET
@@ -203,6 +215,8 @@ class CreateJobRequest:
             field_dict["secret_env"] = secret_env
         if serve is not UNSET:
             field_dict["serve"] = serve
+        if setup is not UNSET:
+            field_dict["setup"] = setup
         if stop_grace_s is not UNSET:
             field_dict["stop_grace_s"] = stop_grace_s
         if template_version is not UNSET:
@@ -327,6 +341,15 @@ class CreateJobRequest:
 
         serve = _parse_serve(d.pop("serve", UNSET))
 
+        def _parse_setup(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        setup = _parse_setup(d.pop("setup", UNSET))
+
         def _parse_stop_grace_s(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -385,6 +408,7 @@ class CreateJobRequest:
             retune=retune,
             secret_env=secret_env,
             serve=serve,
+            setup=setup,
             stop_grace_s=stop_grace_s,
             template_version=template_version,
             workdir=workdir,
