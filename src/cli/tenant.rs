@@ -572,6 +572,7 @@ async fn wait_active(service: &Service, lease_id: &str, progress: &mut Progress)
 /// Pack the directory as the API takes it (a gzip'd tar of its files and directories; links and special files
 /// are left out, said on stderr), send it unless the tenant has it already, and return its digest.
 async fn upload(service: &Service, dir: &Path, progress: &mut Progress) -> anyhow::Result<String> {
+    use futures_util::StreamExt as _;
     let dir = dir.canonicalize().with_context(|| format!("the working directory {}", dir.display()))?;
     let archive = tokio::task::spawn_blocking({
         let dir = dir.clone();
@@ -584,15 +585,27 @@ async fn upload(service: &Service, dir: &Path, progress: &mut Progress) -> anyho
         return Ok(digest);
     }
     let total = archive.len() as u64;
-    progress.say(&format!("uploading {} {}", dir.display(), bar(0, total)));
     let started = Instant::now();
+    progress.say(&format!("uploading {} {}", dir.display(), bar(0, total)));
+    // The archive goes out in 256 KiB chunks; on a terminal the bar is redrawn as the connection takes each one
+    // (elsewhere, the line above is said once).
+    let mut sending = Progress::new();
+    let shown = dir.display().to_string();
+    let body = futures_util::stream::iter((0..archive.len()).step_by(UPLOAD_CHUNK)).map(move |start| {
+        if sending.tty {
+            sending.say(&format!("uploading {shown} {}", bar(start as u64, total)));
+        }
+        let chunk = archive[start..archive.len().min(start + UPLOAD_CHUNK)].to_vec();
+        Ok::<_, std::io::Error>(http_body::Frame::data(axum::body::Bytes::from(chunk)))
+    });
     let response = service
         .http
         .post(format!("{}/v1/uploads", service.base))
         .bearer_auth(&service.token)
         .header("content-type", "application/octet-stream")
+        .header("content-length", total)
         .timeout(Duration::from_secs(600))
-        .body(archive)
+        .body(reqwest::Body::wrap(http_body_util::StreamBody::new(body)))
         .send()
         .await?;
     let uploaded = answer(response).await?;
@@ -606,6 +619,9 @@ async fn upload(service: &Service, dir: &Path, progress: &mut Progress) -> anyho
     ));
     Ok(digest)
 }
+
+/// Bytes of an upload sent between two redraws of its progress bar.
+const UPLOAD_CHUNK: usize = 256 * 1024;
 
 /// Directories skipped when packing a working directory.
 const SKIPPED_DIRS: &[&str] = &[".git", "__pycache__", ".venv", "node_modules"];
