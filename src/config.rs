@@ -343,6 +343,19 @@ pub struct AgentArgs {
     /// The largest working-directory archive a tenant may upload (`POST /v1/uploads`), MiB.
     #[arg(long, env = "GPUPLANE_UPLOAD_CAP_MIB", default_value_t = DEFAULT_UPLOAD_CAP_MIB)]
     pub upload_cap_mib: u64,
+    /// An ended job's log lines are deleted this many days after it ended (the job and its 50-line tails stay);
+    /// 0 keeps them for good.
+    #[arg(long, env = "GPUPLANE_JOB_LOG_RETENTION_DAYS", default_value_t = 30)]
+    pub job_log_retention_days: u64,
+    /// An upload is deleted this many days after it was last sent or named by a new job, once no job that has
+    /// not ended names it; 0 keeps uploads for good.
+    #[arg(long, env = "GPUPLANE_UPLOAD_RETENTION_DAYS", default_value_t = 30)]
+    pub upload_retention_days: u64,
+}
+
+/// A retention in days, 0 meaning none.
+fn days(days: u64) -> Option<Duration> {
+    (days > 0).then(|| Duration::from_secs(days * 86_400))
 }
 
 /// 100 MiB of compressed code and small data: a working directory, not a dataset (those go on volumes).
@@ -378,6 +391,8 @@ impl Default for AgentArgs {
             max_stop_grace_secs: 600,
             job_log_cap_mib: DEFAULT_JOB_LOG_CAP_MIB,
             upload_cap_mib: DEFAULT_UPLOAD_CAP_MIB,
+            job_log_retention_days: 30,
+            upload_retention_days: 30,
         }
     }
 }
@@ -434,6 +449,10 @@ pub struct Settings {
     pub job_log_cap_bytes: i64,
     /// The largest upload, bytes.
     pub upload_cap_bytes: usize,
+    /// How long an ended job's log lines are kept (`None`: for good).
+    pub job_log_retention: Option<Duration>,
+    /// How long an upload no running job names is kept after its last use (`None`: for good).
+    pub upload_retention: Option<Duration>,
     pub rate_limit: RateLimitArgs,
     /// Console cookies always carry `Secure` (see `ServeArgs::secure_cookies`).
     pub secure_cookies: bool,
@@ -471,6 +490,8 @@ impl Settings {
             max_stop_grace: Duration::from_secs(agents.max_stop_grace_secs),
             job_log_cap_bytes: (agents.job_log_cap_mib * 1024 * 1024) as i64,
             upload_cap_bytes: (agents.upload_cap_mib * 1024 * 1024) as usize,
+            job_log_retention: days(agents.job_log_retention_days),
+            upload_retention: days(agents.upload_retention_days),
             rate_limit: RateLimitArgs::default(),
             secure_cookies: false,
             webhooks: WebhookSettings::from(&WebhookArgs::default()),
@@ -525,6 +546,14 @@ impl ServeArgs {
         }
         if !(1..=1_048_576).contains(&a.job_log_cap_mib) {
             anyhow::bail!("--job-log-cap-mib must be between 1 and 1048576");
+        }
+        for (flag, value) in [
+            ("--job-log-retention-days", a.job_log_retention_days),
+            ("--upload-retention-days", a.upload_retention_days),
+        ] {
+            if value > 36_500 {
+                anyhow::bail!("{flag} must be at most 36500 (0 keeps for good)");
+            }
         }
         if a.fleet_silence_min_nodes == 0 {
             anyhow::bail!("--fleet-silence-min-nodes must be at least 1");

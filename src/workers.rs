@@ -57,6 +57,7 @@ pub fn spawn_background(state: &AppState, shutdown: &CancellationToken) -> Vec<J
         tokio::spawn(liveness(state.clone(), shutdown.clone())),
         tokio::spawn(assignment_pickup(state.clone(), shutdown.clone())),
         tokio::spawn(telemetry_upkeep(state.clone(), shutdown.clone())),
+        tokio::spawn(retention(state.clone(), shutdown.clone())),
         tokio::spawn(metering(state.clone(), Duration::from_secs(15), shutdown.clone())),
         tokio::spawn(credentials(state.clone(), Duration::from_secs(30), shutdown.clone())),
         tokio::spawn(webhook_delivery(state.clone(), shutdown.clone())),
@@ -133,6 +134,19 @@ pub async fn telemetry_upkeep(state: AppState, shutdown: CancellationToken) {
         async move {
             crate::agent_api::rollups::upkeep(&state.db, &state.settings).await?;
             Ok(Pace::Wait)
+        }
+    })
+    .await
+}
+
+/// What the service keeps only so long: ended jobs' log lines and unused uploads, a batch at a time.
+pub async fn retention(state: AppState, shutdown: CancellationToken) {
+    every("retention", Duration::from_secs(300), shutdown, |_| {
+        let state = state.clone();
+        async move {
+            let more_logs = crate::jobs::logs::expire(&state.db, state.settings.job_log_retention).await?;
+            let more_uploads = crate::uploads::expire(&state.db, state.settings.upload_retention).await?;
+            Ok(if more_logs || more_uploads { Pace::Again } else { Pace::Wait })
         }
     })
     .await

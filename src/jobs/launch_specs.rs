@@ -1178,7 +1178,13 @@ mod tests {
     fn a_setup_runs_before_the_command_and_a_failing_one_stops_it() {
         let run = |setup: &str| {
             let spec = LaunchSpec {
-                argv: vec!["sh".into(), "-c".into(), "cat made; echo \"args: $*\"; exit 7".into(), "x".into(), "a b".into()],
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "cat made; echo \"args: $*\"; exit 7".into(),
+                    "x".into(),
+                    "a b".into(),
+                ],
                 env: BTreeMap::new(),
                 files: Vec::new(),
                 image: None,
@@ -1191,12 +1197,21 @@ mod tests {
             for file in &spec.files {
                 std::fs::write(dir.join(&file.path), &file.content).unwrap();
             }
-            let out = std::process::Command::new(&spec.argv[0]).args(&spec.argv[1..]).current_dir(&dir).output().unwrap();
+            let out =
+                std::process::Command::new(&spec.argv[0]).args(&spec.argv[1..]).current_dir(&dir).output().unwrap();
             std::fs::remove_dir_all(&dir).unwrap();
-            (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
         };
         let (code, stdout, _) = run("echo installed > made\n");
-        assert_eq!((code, stdout.as_str()), (Some(7), "installed\nargs: a b\n"), "the command's exit code and arguments");
+        assert_eq!(
+            (code, stdout.as_str()),
+            (Some(7), "installed\nargs: a b\n"),
+            "the command's exit code and arguments"
+        );
         let (code, stdout, stderr) = run("echo first\nfalse\necho never\n");
         assert_eq!(code, Some(1));
         assert_eq!(stdout, "first\n", "neither the rest of the setup nor the command ran");

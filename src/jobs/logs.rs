@@ -132,6 +132,10 @@ pub struct JobLogPage {
     pub lost_lines: i64,
     /// The job has ended and every line of it is here: nothing more will come.
     pub complete: bool,
+    /// When the job's lines were deleted, the service's log retention after it ended (`first_line` is then past
+    /// the last line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_at: Option<DateTime<Utc>>,
 }
 
 /// What to read.
@@ -171,7 +175,23 @@ pub async fn page(
         first_line: state.log.first_line,
         lost_lines: state.log.lost_lines,
         complete: settled(&state, Utc::now()) && drained,
+        expired_at: state.expired_at,
     })
+}
+
+/// Jobs whose lines one round of [`expire`] deletes at most.
+const EXPIRE_BATCH: i64 = 20;
+
+/// Delete the lines of jobs that ended more than `retention` ago (nothing without a retention); returns whether
+/// a full batch went (more may be due).
+pub async fn expire(db: &PgPool, retention: Option<Duration>) -> anyhow::Result<bool> {
+    let Some(retention) = retention else { return Ok(false) };
+    let ended_before = Utc::now() - chrono::Duration::from_std(retention)?;
+    let jobs = stored::logs::expire(&mut *db.acquire().await?, ended_before, EXPIRE_BATCH).await?;
+    if jobs > 0 {
+        tracing::info!(jobs, "ended jobs' log lines deleted (--job-log-retention-days)");
+    }
+    Ok(jobs == EXPIRE_BATCH as u64)
 }
 
 /// Pure: whether nothing more will be stored for the job: it has ended, and every part sent its last output or
@@ -261,6 +281,7 @@ mod tests {
         let now = Utc::now();
         let state = |ended: Option<DateTime<Utc>>, open_parts| stored::logs::LogState {
             log: Default::default(),
+            expired_at: None,
             job_ended_at: ended,
             open_parts,
         };

@@ -153,10 +153,7 @@ pub async fn create_job(
     if let Some(digest) = &req.workdir
         && gpuplane_store::uploads::find(&mut conn, auth.tenant_id, digest).await?.is_none()
     {
-        return Err(ApiError::field(
-            "workdir",
-            "no upload of this tenant has this digest: upload it first (POST /v1/uploads)",
-        ));
+        return Err(crate::uploads::not_uploaded());
     }
     drop(conn);
     let grace = req.stop_grace_s.unwrap_or(DEFAULT_STOP_GRACE_S);
@@ -206,8 +203,10 @@ pub async fn create_job(
         },
     )
     .await?;
-    if let Some(digest) = &req.workdir {
-        gpuplane_store::uploads::set_job_workdir(&mut tx, job_id, digest).await?;
+    if let Some(digest) = &req.workdir
+        && !gpuplane_store::uploads::set_job_workdir(&mut tx, auth.tenant_id, job_id, digest).await?
+    {
+        return Err(crate::uploads::not_uploaded());
     }
     if let Some(serve) = &req.serve {
         let service = gpuplane_store::services::NewService {

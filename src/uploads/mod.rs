@@ -15,10 +15,34 @@ use utoipa::ToSchema;
 /// The digest rules are the archive's, shared with the agents that check what they fetch.
 pub use gpuplane_agent::archive::{digest_of, is_digest};
 
+/// Uploads one round of [`expire`] deletes at most.
+const EXPIRE_BATCH: i64 = 100;
+
+/// Delete uploads unused for `retention` that no job which has not ended names (nothing without a retention);
+/// returns whether a full batch went (more may be due).
+pub async fn expire(db: &sqlx::PgPool, retention: Option<std::time::Duration>) -> anyhow::Result<bool> {
+    let Some(retention) = retention else { return Ok(false) };
+    let unused_since = chrono::Utc::now() - chrono::Duration::from_std(retention)?;
+    let gone = gpuplane_store::uploads::expire_unused(&mut *db.acquire().await?, unused_since, EXPIRE_BATCH).await?;
+    if gone > 0 {
+        tracing::info!(uploads = gone, "unused uploads deleted (--upload-retention-days)");
+    }
+    Ok(gone == EXPIRE_BATCH as u64)
+}
+
+/// A job's `workdir` that names no upload of its tenant's (never sent, or expired).
+pub fn not_uploaded() -> crate::error::ApiError {
+    crate::error::ApiError::field(
+        "workdir",
+        "no upload of this tenant has this digest (never sent, or expired unused): upload it (POST /v1/uploads)",
+    )
+}
+
 /// An uploaded archive.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[schema(example = json!({"digest": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
-    "size_bytes": 18233, "files": 12, "unpacked_bytes": 64310, "created_at": "2026-12-05T10:00:00Z"}))]
+    "size_bytes": 18233, "files": 12, "unpacked_bytes": 64310, "created_at": "2026-12-05T10:00:00Z",
+    "last_used_at": "2026-12-05T10:02:00Z"}))]
 pub struct Upload {
     /// `sha256:` and the archive's SHA-256: what a job's `workdir` names.
     #[schema(pattern = "^sha256:[0-9a-f]{64}$")]
@@ -30,6 +54,9 @@ pub struct Upload {
     /// What its files add up to unpacked.
     pub unpacked_bytes: i64,
     pub created_at: chrono::DateTime<chrono::Utc>,
+    /// When it was last sent or named by a new job: an upload no running job names is deleted the service's
+    /// upload retention after this (docs/uploads.md).
+    pub last_used_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl From<gpuplane_store::uploads::UploadRow> for Upload {
@@ -40,6 +67,7 @@ impl From<gpuplane_store::uploads::UploadRow> for Upload {
             files: row.files,
             unpacked_bytes: row.unpacked_bytes,
             created_at: row.created_at,
+            last_used_at: row.last_used_at,
         }
     }
 }

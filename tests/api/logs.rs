@@ -245,3 +245,40 @@ async fn past_the_cap_the_oldest_lines_go_and_a_follow_ends_with_the_job(db: PgP
     assert!(events.contains("event: end"), "{events}");
     assert_eq!(f.logs("after=121").await["complete"], true);
 }
+
+#[sqlx::test]
+async fn an_ended_jobs_lines_are_deleted_after_the_retention_and_readers_are_told(db: PgPool) {
+    let f = fixture(db.clone()).await;
+    f.ship(0, vec![line(1, Some(0), "one"), line(2, Some(0), "two")], true).await;
+    f.ship(1, vec![line(1, Some(1), "three")], true).await;
+    let retention = Some(std::time::Duration::from_secs(30 * 86_400));
+    let expire = || gpuplane::jobs::logs::expire(&db, retention);
+
+    // Running: kept, however old the job.
+    sqlx::query("UPDATE jobs SET created_at = now() - interval '90 days'").execute(&db).await.unwrap();
+    assert!(!expire().await.unwrap());
+    assert_eq!(texts(&f.logs("").await), ["one", "two", "three"]);
+    for (agent, part) in &f.parts {
+        let body = json!({"state": "succeeded", "exit_code": 0});
+        f.app.post(&format!("/v1/agent/assignments/{part}/status"), agent, body).await.expect(StatusCode::OK);
+    }
+    // Ended 29 days ago: kept.
+    sqlx::query("UPDATE jobs SET finished_at = now() - interval '29 days'").execute(&db).await.unwrap();
+    expire().await.unwrap();
+    assert_eq!(texts(&f.logs("").await), ["one", "two", "three"]);
+    assert!(f.logs("").await.get("expired_at").is_none());
+    // Ended 31 days ago: its lines go; the page says when, and where its log would start.
+    sqlx::query("UPDATE jobs SET finished_at = now() - interval '31 days'").execute(&db).await.unwrap();
+    expire().await.unwrap();
+    let page = f.logs("").await;
+    assert!(texts(&page).is_empty(), "{page}");
+    assert!(page["expired_at"].is_string(), "{page}");
+    assert_eq!((page["first_line"].as_i64(), page["complete"].as_bool()), (Some(4), Some(true)), "{page}");
+    let (left,): (i64,) = sqlx::query_as("SELECT count(*) FROM job_log_lines").fetch_one(&db).await.unwrap();
+    assert_eq!(left, 0);
+    // A follow ends at once; no retention keeps everything.
+    let (status, _, events) = f.raw("follow=true", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(events.contains("event: end"), "{events}");
+    assert!(!gpuplane::jobs::logs::expire(&db, None).await.unwrap());
+}

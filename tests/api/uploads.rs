@@ -97,8 +97,11 @@ async fn archives_are_kept_once_per_tenant_and_hostile_ones_are_refused_with_not
     assert_eq!(first["size_bytes"], good.len());
     let digest = first["digest"].as_str().unwrap().to_string();
     let (status, again) = f.upload(&f.tenant, good.clone(), "application/octet-stream; charset=binary").await;
-    assert_eq!((status, &again), (StatusCode::OK, &first), "the same archive again is the same upload");
-    assert_eq!(f.app.get(&format!("/v1/uploads/{digest}"), &f.tenant).await.expect(StatusCode::OK).body, first);
+    assert_eq!(status, StatusCode::OK);
+    for field in ["digest", "created_at", "size_bytes", "files", "unpacked_bytes"] {
+        assert_eq!(again[field], first[field], "the same archive again is the same upload");
+    }
+    assert_eq!(f.app.get(&format!("/v1/uploads/{digest}"), &f.tenant).await.expect(StatusCode::OK).body, again);
     // Another tenant sees none of it; its own upload of the same bytes is its own.
     f.app.get(&format!("/v1/uploads/{digest}"), &f.other).await.expect_problem(StatusCode::NOT_FOUND, "not_found");
     assert_eq!(f.upload(&f.other, good.clone(), OCTETS).await.0, StatusCode::CREATED);
@@ -221,4 +224,71 @@ async fn a_job_names_its_tenants_upload_and_only_its_nodes_agents_get_it_while_i
         "a part no agent had fetched ends at once"
     );
     assert_eq!(fetch(agents[which].clone()).await.0, StatusCode::NOT_FOUND, "not once the part has ended");
+}
+
+#[sqlx::test]
+async fn an_upload_unused_past_the_retention_is_deleted_unless_a_job_that_has_not_ended_names_it(db: PgPool) {
+    let f = fixture(db.clone()).await;
+    let pool = f.app.pool(&f.op, "h100-pool", "h100").await;
+    f.app.node(&f.op, &pool, "node-0", 2).await;
+    f.app
+        .post("/v1/admin/templates", &f.op, json!({"name": "run", "argv": ["{command}"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease = f
+        .app
+        .post("/v1/leases", &f.tenant, json!({"pool_id": pool, "gpu_count": 2, "duration_hours": 1}))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let jobs = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+    let job = |workdir: &str| json!({"template": "run", "command": ["/bin/sh", "train.sh"], "workdir": workdir});
+    let mut digests = Vec::new();
+    for name in ["ended", "running", "idle", "recent"] {
+        let (status, body) = f.upload(&f.tenant, archive(&[("train.sh", 'f', name)]), OCTETS).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        digests.push(body["digest"].as_str().unwrap().to_string());
+    }
+    let [ended, running, idle, recent] = [0, 1, 2, 3].map(|i| digests[i].clone());
+    let first = f.app.post(&jobs, &f.tenant, job(&ended)).await.expect(StatusCode::CREATED).body;
+    let first_id = first["id"].as_str().unwrap();
+    f.app.post(&format!("/v1/jobs/{first_id}/cancel"), &f.tenant, json!({})).await.expect(StatusCode::OK);
+    let second = f.app.post(&jobs, &f.tenant, job(&running)).await.expect(StatusCode::CREATED).body;
+    let second_id = second["id"].as_str().unwrap();
+
+    sqlx::query("UPDATE uploads SET last_used_at = now() - interval '31 days' WHERE digest <> $1")
+        .bind(&recent)
+        .execute(&db)
+        .await
+        .unwrap();
+    let retention = Some(std::time::Duration::from_secs(30 * 86_400));
+    assert!(!gpuplane::uploads::expire(&db, retention).await.unwrap(), "not a full batch");
+    let found = |digest: String| {
+        let f = &f;
+        async move { f.app.get(&format!("/v1/uploads/{digest}"), &f.tenant).await.status }
+    };
+    assert_eq!(found(ended.clone()).await, StatusCode::NOT_FOUND, "named only by an ended job");
+    assert_eq!(found(idle.clone()).await, StatusCode::NOT_FOUND, "named by none");
+    assert_eq!(found(running.clone()).await, StatusCode::OK, "a job that has not ended names it");
+    assert_eq!(found(recent.clone()).await, StatusCode::OK, "used within the retention");
+    let workdirs: Vec<(String, Option<String>)> =
+        sqlx::query_as("SELECT id::text, workdir FROM jobs ORDER BY created_at").fetch_all(&db).await.unwrap();
+    assert_eq!(workdirs, [(first_id.to_string(), None), (second_id.to_string(), Some(running.clone()))]);
+
+    // A job naming an expired upload is refused on `workdir`; sending it again brings it back.
+    let refused = f.app.post(&jobs, &f.tenant, job(&idle)).await.expect(StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(refused.error_fields(), ["workdir"]);
+    assert_eq!(f.upload(&f.tenant, archive(&[("train.sh", 'f', "idle")]), OCTETS).await.0, StatusCode::CREATED);
+    // Sent again, an upload is used anew: its last use moves, and it outlives the next round.
+    sqlx::query("UPDATE uploads SET last_used_at = now() - interval '31 days' WHERE digest = $1")
+        .bind(&recent)
+        .execute(&db)
+        .await
+        .unwrap();
+    let (status, again) = f.upload(&f.tenant, archive(&[("train.sh", 'f', "recent")]), OCTETS).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert!(again["last_used_at"].as_str().unwrap() > again["created_at"].as_str().unwrap(), "{again}");
+    gpuplane::uploads::expire(&db, retention).await.unwrap();
+    assert_eq!(found(recent).await, StatusCode::OK);
+    assert!(!gpuplane::uploads::expire(&db, None).await.unwrap());
 }

@@ -15,12 +15,14 @@ pub struct UploadRow {
     pub files: i64,
     pub unpacked_bytes: i64,
     pub created_at: DateTime<Utc>,
+    pub last_used_at: DateTime<Utc>,
 }
 
 pub async fn find(conn: &mut PgConnection, tenant_id: Uuid, digest: &str) -> StoreResult<Option<UploadRow>> {
     let row = sqlx::query_as!(
         UploadRow,
-        "SELECT digest, size_bytes, files, unpacked_bytes, created_at FROM uploads WHERE tenant_id = $1 AND digest = $2",
+        "SELECT digest, size_bytes, files, unpacked_bytes, created_at, last_used_at FROM uploads \
+         WHERE tenant_id = $1 AND digest = $2",
         tenant_id,
         digest
     )
@@ -53,10 +55,49 @@ pub async fn insert(
     Ok(done.rows_affected() == 1)
 }
 
-/// Name the upload a job's parts unpack (it must be the job's tenant's: the foreign key says so).
-pub async fn set_job_workdir(conn: &mut PgConnection, job_id: Uuid, digest: &str) -> StoreResult<()> {
+/// Name the upload a job's parts unpack (it must be the job's tenant's: the foreign key says so), and mark it
+/// used. Returns false, naming nothing, when the tenant has no such upload (it expired since it was checked).
+/// The upload's row stays locked until the transaction ends, so [`expire_unused`] passes it by.
+pub async fn set_job_workdir(
+    conn: &mut PgConnection,
+    tenant_id: Uuid,
+    job_id: Uuid,
+    digest: &str,
+) -> StoreResult<bool> {
+    if !touch(&mut *conn, tenant_id, digest).await? {
+        return Ok(false);
+    }
     sqlx::query!("UPDATE jobs SET workdir = $2 WHERE id = $1", job_id, digest).execute(conn).await?;
-    Ok(())
+    Ok(true)
+}
+
+/// Mark an upload used now; returns whether the tenant has it.
+pub async fn touch(conn: &mut PgConnection, tenant_id: Uuid, digest: &str) -> StoreResult<bool> {
+    let done =
+        sqlx::query!("UPDATE uploads SET last_used_at = now() WHERE tenant_id = $1 AND digest = $2", tenant_id, digest)
+            .execute(conn)
+            .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Delete up to `limit` uploads last used before `unused_since` that no job which has not ended names (the ended
+/// jobs that named one stop naming it); returns how many. Uploads locked by a transaction (a job being created
+/// with one) are passed by, and the lock's re-check of `last_used_at` drops one touched meanwhile.
+pub async fn expire_unused(conn: &mut PgConnection, unused_since: DateTime<Utc>, limit: i64) -> StoreResult<u64> {
+    let done = sqlx::query!(
+        "DELETE FROM uploads u USING ( \
+             SELECT tenant_id, digest FROM uploads c \
+             WHERE c.last_used_at < $1 AND NOT EXISTS ( \
+                 SELECT 1 FROM jobs j \
+                 WHERE j.tenant_id = c.tenant_id AND j.workdir = c.digest AND j.finished_at IS NULL) \
+             ORDER BY c.last_used_at LIMIT $2 FOR UPDATE SKIP LOCKED) due \
+         WHERE u.tenant_id = due.tenant_id AND u.digest = due.digest",
+        unused_since,
+        limit
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
 }
 
 /// The archive `digest`, if a part on this node that has not ended belongs to a job that names it.

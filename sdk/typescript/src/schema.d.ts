@@ -3405,6 +3405,12 @@ export interface components {
             /** @description The job has ended and every line of it is here: nothing more will come. */
             complete: boolean;
             /**
+             * Format: date-time
+             * @description When the job's lines were deleted, the service's log retention after it ended (`first_line` is then past
+             *     the last line).
+             */
+            expired_at?: string | null;
+            /**
              * Format: int64
              * @description The oldest line still stored: the ones before it were deleted to keep the job's logs within the cap.
              */
@@ -5627,6 +5633,7 @@ export interface components {
          *       "created_at": "2026-12-05T10:00:00Z",
          *       "digest": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
          *       "files": 12,
+         *       "last_used_at": "2026-12-05T10:02:00Z",
          *       "size_bytes": 18233,
          *       "unpacked_bytes": 64310
          *     }
@@ -5641,6 +5648,12 @@ export interface components {
              * @description Regular files in it.
              */
             files: number;
+            /**
+             * Format: date-time
+             * @description When it was last sent or named by a new job: an upload no running job names is deleted the service's
+             *     upload retention after this (docs/uploads.md).
+             */
+            last_used_at: string;
             /**
              * Format: int64
              * @description The archive's size.

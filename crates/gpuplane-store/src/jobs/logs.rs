@@ -244,10 +244,31 @@ pub async fn last_lines(
     Ok(rows)
 }
 
+/// Delete every line of up to `limit` jobs that ended before `ended_before` and still have lines, marking their
+/// logs expired; returns how many jobs. Each job's log row is locked (a report being stored passes it by).
+pub async fn expire(conn: &mut PgConnection, ended_before: DateTime<Utc>, limit: i64) -> StoreResult<u64> {
+    let done = sqlx::query!(
+        r#"WITH due AS (
+               SELECT l.job_id FROM job_logs l JOIN jobs j ON j.id = l.job_id
+               WHERE l.expired_at IS NULL AND j.finished_at < $1
+               ORDER BY j.finished_at LIMIT $2 FOR UPDATE OF l SKIP LOCKED),
+           gone AS (DELETE FROM job_log_lines x USING due WHERE x.job_id = due.job_id)
+           UPDATE job_logs l SET expired_at = now(), first_line = next_line, bytes = 0
+           FROM due WHERE l.job_id = due.job_id"#,
+        ended_before,
+        limit
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// A job's log as a reader sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogState {
     pub log: JobLog,
+    /// When its lines were deleted for their age.
+    pub expired_at: Option<DateTime<Utc>>,
     /// The job has ended.
     pub job_ended_at: Option<DateTime<Utc>>,
     /// Parts of the job whose last output has not arrived.
@@ -258,7 +279,7 @@ pub async fn log_state(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<Log
     let row = sqlx::query!(
         r#"SELECT coalesce(l.next_line, 1) AS "next_line!", coalesce(l.first_line, 1) AS "first_line!",
                coalesce(l.bytes, 0) AS "bytes!", coalesce(l.lost_lines, 0) AS "lost_lines!",
-               j.finished_at,
+               l.expired_at, j.finished_at,
                (SELECT count(*) FROM job_nodes jn WHERE jn.job_id = j.id AND NOT jn.log_closed) AS "open_parts!"
            FROM jobs j LEFT JOIN job_logs l ON l.job_id = j.id WHERE j.id = $1"#,
         job_id
@@ -272,6 +293,7 @@ pub async fn log_state(conn: &mut PgConnection, job_id: Uuid) -> StoreResult<Log
             bytes: row.bytes,
             lost_lines: row.lost_lines,
         },
+        expired_at: row.expired_at,
         job_ended_at: row.finished_at,
         open_parts: row.open_parts,
     })

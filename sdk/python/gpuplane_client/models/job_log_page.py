@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.job_log_line import JobLogLine
@@ -26,6 +29,9 @@ class JobLogPage:
             away).
         next_after (int): Pass as `after` for the lines that follow (the last line returned; `after` itself when none
             was).
+        expired_at (datetime.datetime | None | Unset): When the job's lines were deleted, the service's log retention
+            after it ended (`first_line` is then past
+            the last line).
     """
 
     complete: bool
@@ -33,6 +39,7 @@ class JobLogPage:
     lines: list[JobLogLine]
     lost_lines: int
     next_after: int
+    expired_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -49,6 +56,14 @@ class JobLogPage:
 
         next_after = self.next_after
 
+        expired_at: None | str | Unset
+        if isinstance(self.expired_at, Unset):
+            expired_at = UNSET
+        elif isinstance(self.expired_at, datetime.datetime):
+            expired_at = self.expired_at.isoformat()
+        else:
+            expired_at = self.expired_at
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -60,6 +75,8 @@ class JobLogPage:
                 "next_after": next_after,
             }
         )
+        if expired_at is not UNSET:
+            field_dict["expired_at"] = expired_at
 
         return field_dict
 
@@ -83,12 +100,30 @@ class JobLogPage:
 
         next_after = d.pop("next_after")
 
+        def _parse_expired_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                expired_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return expired_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        expired_at = _parse_expired_at(d.pop("expired_at", UNSET))
+
         job_log_page = cls(
             complete=complete,
             first_line=first_line,
             lines=lines,
             lost_lines=lost_lines,
             next_after=next_after,
+            expired_at=expired_at,
         )
 
         job_log_page.additional_properties = d

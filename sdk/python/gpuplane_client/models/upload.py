@@ -16,13 +16,16 @@ class Upload:
 
     Example:
         {'created_at': '2026-12-05T10:00:00Z', 'digest':
-            'sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 'files': 12, 'size_bytes': 18233,
-            'unpacked_bytes': 64310}
+            'sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08', 'files': 12, 'last_used_at':
+            '2026-12-05T10:02:00Z', 'size_bytes': 18233, 'unpacked_bytes': 64310}
 
     Attributes:
         created_at (datetime.datetime):
         digest (str): `sha256:` and the archive's SHA-256: what a job's `workdir` names.
         files (int): Regular files in it.
+        last_used_at (datetime.datetime): When it was last sent or named by a new job: an upload no running job names is
+            deleted the service's
+            upload retention after this (docs/uploads.md).
         size_bytes (int): The archive's size.
         unpacked_bytes (int): What its files add up to unpacked.
     """
@@ -30,6 +33,7 @@ class Upload:
     created_at: datetime.datetime
     digest: str
     files: int
+    last_used_at: datetime.datetime
     size_bytes: int
     unpacked_bytes: int
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -40,6 +44,8 @@ class Upload:
         digest = self.digest
 
         files = self.files
+
+        last_used_at = self.last_used_at.isoformat()
 
         size_bytes = self.size_bytes
 
@@ -52,6 +58,7 @@ class Upload:
                 "created_at": created_at,
                 "digest": digest,
                 "files": files,
+                "last_used_at": last_used_at,
                 "size_bytes": size_bytes,
                 "unpacked_bytes": unpacked_bytes,
             }
@@ -68,6 +75,8 @@ class Upload:
 
         files = d.pop("files")
 
+        last_used_at = datetime.datetime.fromisoformat(d.pop("last_used_at"))
+
         size_bytes = d.pop("size_bytes")
 
         unpacked_bytes = d.pop("unpacked_bytes")
@@ -76,6 +85,7 @@ class Upload:
             created_at=created_at,
             digest=digest,
             files=files,
+            last_used_at=last_used_at,
             size_bytes=size_bytes,
             unpacked_bytes=unpacked_bytes,
         )
