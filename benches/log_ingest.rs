@@ -10,11 +10,21 @@
 //! run passes many times (the oldest lines deleted while the agents ship). It reports lines/s per agent and in
 //! all, report latency, and the bytes PostgreSQL stores per line (table, index and TOAST, over the lines kept).
 //!
+//! Then the followers, side by side in one run: `BENCH_FOLLOWERS` clients follow one job over HTTP
+//! (`GET /v1/jobs/{id}/logs?follow=true`, server-sent events) while its node ships one line every
+//! `BENCH_FOLLOW_EVERY_MS`, each stamped with when it was shipped. Once with followers that look every 500 ms
+//! whatever happens (as the service did before NOTIFY), once as the service runs now (woken by PostgreSQL's
+//! NOTIFY, at most every 500 ms, a look every 5 s without one). It reports how long a line takes from its report
+//! to each follower, and the database transactions per second the whole service committed meanwhile
+//! (`pg_stat_database.xact_commit`: the reports, the followers' looks, everything).
+//!
 //! Environment:
 //! * `DATABASE_URL`: the PostgreSQL server to use (the bench creates its own database beside it).
 //! * `BENCH_SECONDS`: length of each measured case (default 20). `BENCH_NODES`: agents (default 8).
 //! * `BENCH_LINES_PER_REPORT`: lines per report (default 2000, the most the protocol allows).
 //! * `BENCH_CAP_MIB`: the small cap of the second case (default 16).
+//! * `BENCH_FOLLOWERS`: followers of the follower cases (default 100); `BENCH_FOLLOW_EVERY_MS`: between lines (2000,
+//!   and up to 500 ms more at random).
 //! * `BENCH_DOC`: where to write the markdown report (default `docs/benchmarks/log-ingest.md`); empty: nowhere.
 
 #[path = "common/mod.rs"]
@@ -32,10 +42,11 @@ use common::{
 };
 use gpuplane::AppState;
 use gpuplane::config::{Secret, Settings};
+use gpuplane::state::log_wakeups::LogWakeups;
 use gpuplane_protocol::logs::{LogLine, LogReport, LogReportResponse, LogStream};
 use serde_json::{Value, json};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{Connection, PgConnection};
+use sqlx::{Connection, PgConnection, PgPool};
 use tokio_util::sync::CancellationToken;
 
 const BENCH_DB: &str = "gpuplane_bench_log_ingest";
@@ -47,7 +58,18 @@ struct Config {
     nodes: usize,
     lines_per_report: usize,
     cap_mib: u64,
+    followers: usize,
+    follow_every: Duration,
     doc: Option<std::path::PathBuf>,
+}
+
+/// One follower case's figures.
+struct FollowCase {
+    name: &'static str,
+    shipped: u64,
+    /// From each line's report to each follower's receipt.
+    latencies: Vec<Duration>,
+    xacts_per_s: f64,
 }
 
 /// One case's figures.
@@ -233,37 +255,8 @@ async fn drive(
 }
 
 async fn case(cfg: &Config, admin: &mut PgConnection, name: &'static str, cap_mib: u64) -> anyhow::Result<Case> {
-    recreate_database(admin, BENCH_DB).await?;
-    let db = PgPoolOptions::new()
-        .max_connections(16)
-        .connect_with(PgConnectOptions::from_str(&cfg.server_url)?.database(BENCH_DB))
-        .await?;
-    gpuplane::db::MIGRATOR.run(&db).await?;
-    let operator_key = gpuplane::cli::bootstrap_operator(&db, "bench").await?;
-    let tenant_key = {
-        let mut conn = db.acquire().await?;
-        common::funded_tenants(&mut conn, 1).await?.remove(0)
-    };
-    let mut settings = Settings::new(Secret::new("log-ingest-bench-secret-0123456789abcdefghijklmnop"));
-    settings.job_log_cap_bytes = (cap_mib * 1024 * 1024) as i64;
-    let state = AppState::new(db.clone(), settings)?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    let shutdown = CancellationToken::new();
-    let server = tokio::spawn(gpuplane::app::run(listener, state, shutdown.clone()));
+    let (db, base, operator, tenant, shutdown, server) = service(cfg, admin, cap_mib, LogWakeups::default()).await?;
     let http = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(60)).build()?;
-    let token = |key: String| {
-        let (http, base) = (http.clone(), base.clone());
-        async move {
-            anyhow::Ok(
-                api(&http, &base, None, "/v1/auth/token", json!({"api_key": key})).await?["access_token"]
-                    .as_str()
-                    .context("access token")?
-                    .to_string(),
-            )
-        }
-    };
-    let (operator, tenant) = (token(operator_key).await?, token(tenant_key).await?);
     let (parts, job_id) = job_on_nodes(&http, &base, &operator, &tenant, cfg.nodes).await?;
 
     let started = Instant::now();
@@ -297,7 +290,128 @@ async fn case(cfg: &Config, admin: &mut PgConnection, name: &'static str, cap_mi
     })
 }
 
-fn report(cfg: &Config, cases: &[Case]) -> String {
+/// Start the service on a fresh database with `wakeups` for its followers: (db, base URL, operator and tenant
+/// tokens, shutdown, server task).
+async fn service(
+    cfg: &Config,
+    admin: &mut PgConnection,
+    cap_mib: u64,
+    wakeups: LogWakeups,
+) -> anyhow::Result<(PgPool, String, String, String, CancellationToken, tokio::task::JoinHandle<anyhow::Result<()>>)> {
+    recreate_database(admin, BENCH_DB).await?;
+    let db = PgPoolOptions::new()
+        .max_connections(16)
+        .connect_with(PgConnectOptions::from_str(&cfg.server_url)?.database(BENCH_DB))
+        .await?;
+    gpuplane::db::MIGRATOR.run(&db).await?;
+    let operator_key = gpuplane::cli::bootstrap_operator(&db, "bench").await?;
+    let tenant_key = {
+        let mut conn = db.acquire().await?;
+        common::funded_tenants(&mut conn, 1).await?.remove(0)
+    };
+    let mut settings = Settings::new(Secret::new("log-ingest-bench-secret-0123456789abcdefghijklmnop"));
+    settings.job_log_cap_bytes = (cap_mib * 1024 * 1024) as i64;
+    let state = AppState { log_wakeups: wakeups, ..AppState::new(db.clone(), settings)? };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let shutdown = CancellationToken::new();
+    let server = tokio::spawn(gpuplane::app::run(listener, state, shutdown.clone()));
+    let http = reqwest::Client::builder().no_proxy().build()?;
+    let mut tokens = Vec::new();
+    for key in [operator_key, tenant_key] {
+        let answer = api(&http, &base, None, "/v1/auth/token", json!({"api_key": key})).await?;
+        tokens.push(answer["access_token"].as_str().context("access token")?.to_string());
+    }
+    let tenant = tokens.pop().context("tenant token")?;
+    let operator = tokens.pop().context("operator token")?;
+    Ok((db, base, operator, tenant, shutdown, server))
+}
+
+/// `cfg.followers` clients follow one job while its one node ships a line every `cfg.follow_every`.
+async fn follow_case(
+    cfg: &Config,
+    admin: &mut PgConnection,
+    name: &'static str,
+    wakeups: LogWakeups,
+) -> anyhow::Result<FollowCase> {
+    let (db, base, operator, tenant, shutdown, server) = service(cfg, admin, 1024, wakeups).await?;
+    let http = reqwest::Client::builder().no_proxy().timeout(Duration::from_secs(600)).build()?;
+    let (parts, job_id) = job_on_nodes(&http, &base, &operator, &tenant, 1).await?;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(cfg.seconds + 2);
+    let followers: Vec<_> = (0..cfg.followers)
+        .map(|_| {
+            let (http, url, tenant) =
+                (http.clone(), format!("{base}/v1/jobs/{job_id}/logs?follow=true"), tenant.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                let Ok(mut response) = http.get(url).bearer_auth(tenant).send().await else { return latencies };
+                let mut pending = String::new();
+                while let Ok(Ok(Some(chunk))) = tokio::time::timeout_at(deadline, response.chunk()).await {
+                    let received = Utc::now();
+                    pending.push_str(&String::from_utf8_lossy(&chunk));
+                    while let Some(end) = pending.find('\n') {
+                        let line: String = pending.drain(..=end).collect();
+                        let Some(data) = line.strip_prefix("data: ") else { continue };
+                        if let Ok(shipped) = serde_json::from_str::<Value>(data)
+                            .ok()
+                            .and_then(|l| l["at"].as_str().map(str::to_owned))
+                            .context("at")
+                            .and_then(|at| Ok(chrono::DateTime::parse_from_rfc3339(&at)?))
+                        {
+                            latencies.push((received - shipped.with_timezone(&Utc)).to_std().unwrap_or_default());
+                        }
+                    }
+                }
+                latencies
+            })
+        })
+        .collect();
+    // Every follower has connected and looked once; then the measured window.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let commits = async || -> anyhow::Result<i64> {
+        let (n,): (i64,) = sqlx::query_as("SELECT xact_commit FROM pg_stat_database WHERE datname = $1")
+            .bind(BENCH_DB)
+            .fetch_one(&db)
+            .await?;
+        Ok(n)
+    };
+    let (token, part) = &parts[0];
+    let url = format!("{base}/v1/agent/assignments/{part}/logs");
+    let (before, started) = (commits().await?, Instant::now());
+    let mut shipped = 0u64;
+    while started.elapsed() < Duration::from_secs(cfg.seconds) {
+        shipped += 1;
+        let line = LogLine {
+            seq: shipped as i64,
+            at: Utc::now(),
+            stream: LogStream::Stdout,
+            rank: Some(0),
+            text: step_line(0, shipped as i64),
+        };
+        match post_timed(&http, &url, token, &LogReport { lines: vec![line], last: false }).await {
+            Ok((200, _, _)) => {}
+            Ok((status, body, _)) => bail!("a report: {status}: {}", String::from_utf8_lossy(&body)),
+            Err(err) => bail!("a report: {err}"),
+        }
+        // Jittered: a poller's phase does not line up with the reports'.
+        tokio::time::sleep(cfg.follow_every + Duration::from_millis(rand::random_range(0..500))).await;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    // The statistics reach pg_stat_database within a second of each transaction.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let xacts = commits().await? - before;
+    let mut latencies = Vec::new();
+    for follower in followers {
+        latencies.extend(follower.await.unwrap_or_default());
+    }
+    latencies.sort_unstable();
+    shutdown.cancel();
+    let _ = server.await;
+    db.close().await;
+    Ok(FollowCase { name, shipped, latencies, xacts_per_s: xacts as f64 / (seconds + 1.5) })
+}
+
+fn report(cfg: &Config, cases: &[Case], follows: &[FollowCase]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Log ingest benchmark\n");
     let _ = writeln!(
@@ -345,6 +459,30 @@ fn report(cfg: &Config, cases: &[Case]) -> String {
          Its stored bytes per line count the space those deletes freed: `VACUUM` keeps it for the lines that come \
          next rather than giving it back, so a capped job's table stays near its peak size."
     );
+    let _ = writeln!(
+        out,
+        "\n## Followers\n\n{} clients follow one job over HTTP while its node ships one line every {} ms (and up to \
+         500 ms more at random), {} s a case, side by side in one run. Delivery is from a line's report to each follower's receipt; transactions \
+         are every transaction the service committed meanwhile (`pg_stat_database.xact_commit`).\n",
+        cfg.followers,
+        cfg.follow_every.as_millis(),
+        cfg.seconds
+    );
+    let _ =
+        writeln!(out, "| followers | lines shipped | lines delivered | delivery p50 | delivery p99 | transactions/s |");
+    let _ = writeln!(out, "|---|---|---|---|---|---|");
+    for f in follows {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.1} ms | {:.1} ms | {:.0} |",
+            f.name,
+            f.shipped,
+            with_thousands(f.latencies.len() as i64),
+            percentile_ms(&f.latencies, 50.0),
+            percentile_ms(&f.latencies, 99.0),
+            f.xacts_per_s
+        );
+    }
     out
 }
 
@@ -355,6 +493,8 @@ async fn bench() -> anyhow::Result<()> {
         nodes: env_or("BENCH_NODES", 8usize)?.max(1),
         lines_per_report: env_or("BENCH_LINES_PER_REPORT", 2000usize)?.clamp(1, 2000),
         cap_mib: env_or("BENCH_CAP_MIB", 16u64)?.max(1),
+        followers: env_or("BENCH_FOLLOWERS", 100usize)?.max(1),
+        follow_every: Duration::from_millis(env_or("BENCH_FOLLOW_EVERY_MS", 2000u64)?.max(1)),
         doc: common::doc_path("docs/benchmarks/log-ingest.md"),
     };
     let mut admin = PgConnection::connect(&cfg.server_url).await.context("connecting to PostgreSQL")?;
@@ -370,8 +510,21 @@ async fn bench() -> anyhow::Result<()> {
         }
         cases.push(result);
     }
+    let mut follows = Vec::new();
+    let modes = [
+        ("polling every 500 ms (before)", LogWakeups::polling(gpuplane::jobs::logs::FOLLOW_MIN_INTERVAL)),
+        ("woken by NOTIFY (now)", LogWakeups::default()),
+    ];
+    for (name, wakeups) in modes {
+        eprintln!("log followers: {name}, {} followers, {} s", cfg.followers, cfg.seconds);
+        let result = follow_case(&cfg, &mut admin, name, wakeups).await?;
+        if result.latencies.is_empty() {
+            bail!("{name}: no line reached a follower");
+        }
+        follows.push(result);
+    }
     drop_database(&mut admin, BENCH_DB).await?;
-    let page = report(&cfg, &cases);
+    let page = report(&cfg, &cases, &follows);
     print!("{page}");
     if let Some(doc) = &cfg.doc {
         std::fs::write(doc, &page).with_context(|| format!("writing {}", doc.display()))?;

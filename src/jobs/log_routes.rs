@@ -58,7 +58,7 @@ pub async fn get_job_logs(
     if params.follow == Some(true) {
         let after = start_after(&mut conn, job_id, from, params.tail, filter).await?;
         drop(conn);
-        let events = logs::follow(state.db.clone(), job_id, after, filter).flat_map(move |next| {
+        let events = logs::follow(state.db.clone(), &state.log_wakeups, job_id, after, filter).flat_map(move |next| {
             let events: Vec<Result<Event, Infallible>> = match next {
                 Ok(Followed::Lines(lines)) => lines
                     .iter()

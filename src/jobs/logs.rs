@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::lifecycle::{ReportError, mask_secrets, secrets_of};
 use crate::secrets::Keyring;
+use crate::state::log_wakeups::{LogWakeups, Wakeups};
 use gpuplane_protocol::logs::{CUT_MARK, LogReport, LogStream};
 use gpuplane_store::jobs as stored;
 use gpuplane_store::jobs::logs::{Appended, LineFilter, LogRow, NewLine};
@@ -205,8 +206,10 @@ fn settled(state: &stored::logs::LogState, now: DateTime<Utc>) -> bool {
     }
 }
 
-/// How often a follower looks for new lines.
-const FOLLOW_POLL: Duration = Duration::from_millis(500);
+/// The least time between two looks of a follower: a chatty job's reports come faster than this, and each wakes
+/// every follower of the job, so a follower looks at most this often (as often as the service polled before
+/// followers were woken) and takes each look's lines in one.
+pub const FOLLOW_MIN_INTERVAL: Duration = Duration::from_millis(500);
 /// Lines a follower reads at a time.
 const FOLLOW_BATCH: i64 = 1000;
 
@@ -222,41 +225,63 @@ pub enum Followed {
 
 /// The job's lines after `after`, as they arrive, until the job has ended and its last line is out. Lines the
 /// cap deleted before the follower read them are skipped (the end says where the log now starts).
+/// It looks again when woken for the job (`wakeups`) or at their fallback interval.
 pub fn follow(
     db: PgPool,
+    wakeups: &LogWakeups,
     job_id: Uuid,
     after: i64,
     filter: LineFilter,
-) -> impl futures_util::Stream<Item = Result<Followed, sqlx::Error>> {
-    futures_util::stream::unfold(Some(after), move |cursor| {
+) -> impl futures_util::Stream<Item = Result<Followed, sqlx::Error>> + use<> {
+    let cursor = Cursor { after, woken: wakeups.subscribe(&db), caught_up_at: None, ended: None };
+    futures_util::stream::unfold(Some(cursor), move |cursor| {
         let db = db.clone();
         async move {
-            let after = cursor?;
+            let mut cursor = cursor?;
+            if let Some((lost_lines, first_line)) = cursor.ended {
+                return Some((Ok(Followed::End { lost_lines, first_line }), None));
+            }
             loop {
-                let result: Result<Option<Followed>, sqlx::Error> = async {
+                // Caught up: nothing to read until the job's log moves.
+                if let Some(looked) = cursor.caught_up_at {
+                    cursor.woken.wait(job_id).await;
+                    tokio::time::sleep_until(looked + FOLLOW_MIN_INTERVAL).await;
+                }
+                let looked = tokio::time::Instant::now();
+                let read = async {
                     let mut conn = db.acquire().await?;
-                    let page = page(&mut conn, job_id, Window::After(after), FOLLOW_BATCH, filter).await?;
-                    if !page.lines.is_empty() {
-                        return Ok(Some(Followed::Lines(page.lines)));
-                    }
-                    if page.complete {
-                        return Ok(Some(Followed::End { lost_lines: page.lost_lines, first_line: page.first_line }));
-                    }
-                    Ok(None)
-                }
-                .await;
-                match result {
-                    Ok(Some(Followed::Lines(lines))) => {
-                        let next = lines.last().map_or(after, |l| l.line);
-                        return Some((Ok(Followed::Lines(lines)), Some(next)));
-                    }
-                    Ok(Some(end)) => return Some((Ok(end), None)),
-                    Ok(None) => tokio::time::sleep(FOLLOW_POLL).await,
+                    page(&mut conn, job_id, Window::After(cursor.after), FOLLOW_BATCH, filter).await
+                };
+                let page = match read.await {
+                    Ok(page) => page,
                     Err(err) => return Some((Err(err), None)),
+                };
+                let end = page.complete.then_some((page.lost_lines, page.first_line));
+                if let Some(last) = page.lines.last() {
+                    cursor.after = last.line;
+                    // A full batch may have more behind it: read on at once.
+                    cursor.caught_up_at = ((page.lines.len() as i64) < FOLLOW_BATCH).then_some(looked);
+                    cursor.ended = end;
+                    return Some((Ok(Followed::Lines(page.lines)), Some(cursor)));
                 }
+                if let Some((lost_lines, first_line)) = end {
+                    return Some((Ok(Followed::End { lost_lines, first_line }), None));
+                }
+                cursor.caught_up_at = Some(looked);
             }
         }
     })
+}
+
+/// Where a follower is.
+struct Cursor {
+    /// The last line it was given.
+    after: i64,
+    woken: Wakeups,
+    /// When it last looked and found all there was: its next look waits for a wake-up.
+    caught_up_at: Option<tokio::time::Instant>,
+    /// The page it was last given was the job's last: the end comes next.
+    ended: Option<(i64, i64)>,
 }
 
 #[cfg(test)]

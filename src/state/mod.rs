@@ -12,8 +12,10 @@ use crate::observability::metrics_handle;
 use crate::rate_limit::AuthLimiter;
 
 pub mod gpu_map;
+pub mod log_wakeups;
 
 use gpu_map::GpuMapCache;
+use log_wakeups::LogWakeups;
 
 /// What every handler can reach. Cheap to clone.
 #[derive(Clone)]
@@ -24,6 +26,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     pub agent_gpus: Arc<GpuMapCache>,
     pub auth_limiter: Arc<AuthLimiter>,
+    /// Wakes the replica's log followers (`GET /v1/jobs/{id}/logs?follow=true`).
+    pub log_wakeups: LogWakeups,
 }
 
 impl AppState {
@@ -35,6 +39,7 @@ impl AppState {
             settings: Arc::new(settings),
             metrics: metrics_handle(),
             agent_gpus: Arc::default(),
+            log_wakeups: LogWakeups::default(),
         })
     }
 }

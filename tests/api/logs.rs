@@ -6,6 +6,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chrono::Utc;
 use gpuplane::config::{Secret, Settings};
+use gpuplane::state::log_wakeups::LogWakeups;
 use gpuplane::{AppState, build_router};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -27,9 +28,13 @@ struct Fixture {
 }
 
 async fn fixture(db: PgPool) -> Fixture {
+    fixture_with(db, LogWakeups::default()).await
+}
+
+async fn fixture_with(db: PgPool, log_wakeups: LogWakeups) -> Fixture {
     let mut settings = Settings::new(Secret::new(TEST_SECRET));
     settings.job_log_cap_bytes = CAP_BYTES;
-    let state = AppState::new(db.clone(), settings).expect("state");
+    let state = AppState { log_wakeups, ..AppState::new(db.clone(), settings).expect("state") };
     let app = TestApp { router: build_router(state.clone()), db, state };
     let op = app.operator().await;
     let (_, tenant) = app.tenant_admin(&op, "acme").await;
@@ -281,4 +286,50 @@ async fn an_ended_jobs_lines_are_deleted_after_the_retention_and_readers_are_tol
     assert_eq!(status, StatusCode::OK);
     assert!(events.contains("event: end"), "{events}");
     assert!(!gpuplane::jobs::logs::expire(&db, None).await.unwrap());
+}
+
+/// Woken, not polled: with a fallback of a minute, a follower still gets each line as it is stored and its end
+/// as the job ends (PostgreSQL's NOTIFY from the log's triggers, migration 0050).
+#[sqlx::test]
+async fn a_follower_is_woken_by_each_report_and_by_the_jobs_end(db: PgPool) {
+    let f = fixture_with(db, LogWakeups::listening(std::time::Duration::from_secs(60))).await;
+    let request = Request::get(format!("/v1/jobs/{}/logs?follow=true", f.job_id))
+        .header("authorization", format!("Bearer {}", f.tenant))
+        .body(Body::empty())
+        .unwrap();
+    let response = tower::ServiceExt::oneshot(f.app.router.clone(), request).await.unwrap();
+    // Read as it comes, beside the reports below: the follower is waiting when each one is stored.
+    let (sender, mut chunks) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let mut body = response.into_body();
+    tokio::spawn(async move {
+        while let Some(Ok(frame)) = body.frame().await {
+            if let Ok(data) = frame.into_data() {
+                let _ = sender.send(String::from_utf8(data.to_vec()).unwrap());
+            }
+        }
+    });
+    let mut seen = String::new();
+    let mut read_until = async |words: &str| {
+        while !seen.contains(words) {
+            let chunk = tokio::time::timeout(std::time::Duration::from_secs(30), chunks.recv())
+                .await
+                .unwrap_or_else(|_| panic!("not woken for {words:?}: {seen}"))
+                .expect("the stream goes on");
+            seen.push_str(&chunk);
+        }
+    };
+    // Each report is stored while the follower waits (it looked, found nothing, and sleeps on its wake-ups).
+    for (node, words) in [(0, "first words"), (1, "second words")] {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        f.ship(node, vec![line(1, Some(node as i32), words)], false).await;
+        read_until(words).await;
+    }
+    f.ship(0, vec![], true).await;
+    f.ship(1, vec![], true).await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    for (agent, part) in &f.parts {
+        let body = json!({"state": "succeeded", "exit_code": 0});
+        f.app.post(&format!("/v1/agent/assignments/{part}/status"), agent, body).await.expect(StatusCode::OK);
+    }
+    read_until("event: end").await;
 }
