@@ -76,6 +76,7 @@ pub fn classify(status: StatusCode, problem: Problem) -> Option<CallError> {
     }
 }
 
+#[derive(Clone)]
 pub struct ServiceClient {
     http: reqwest::Client,
     server: String,

@@ -129,6 +129,23 @@ pub struct JobRunner {
     /// The output of every part started here that is not all shipped yet (kept past the process's end until its
     /// last line is delivered).
     logs: BTreeMap<Uuid, SharedTail>,
+    /// Working directories being fetched, by digest: a large one downloads beside the heartbeats, and the parts
+    /// that name it start at a sync after it arrived.
+    fetching: HashMap<String, tokio::task::JoinHandle<Result<(), Option<String>>>>,
+}
+
+/// How long a sync waits for a working directory's download before it lets it go on in the background: a small
+/// one arrives within it, and its part starts in the same sync.
+const FETCH_INLINE_WAIT: Duration = Duration::from_secs(2);
+
+/// Where a part's working directory is.
+enum Workdir {
+    /// On this host (or the part has none): the part can start.
+    Ready,
+    /// Still downloading, or to be tried again at the next sync.
+    Pending,
+    /// The part cannot start.
+    Refused(String),
 }
 
 impl JobRunner {
@@ -195,6 +212,7 @@ impl JobRunner {
             serving: super::serving::ServingReplicas::new(host_serve_ports),
             progress_changed: false,
             logs,
+            fetching: HashMap::new(),
         };
         runner.persist()?;
         Ok(runner)
@@ -216,7 +234,11 @@ impl JobRunner {
 
     /// Whether to talk to the service every heartbeat: a process runs or reports wait.
     pub fn busy(&self) -> bool {
-        !self.running.is_empty() || !self.outbox.is_empty() || !self.logs.is_empty() || self.environments.busy()
+        !self.running.is_empty()
+            || !self.outbox.is_empty()
+            || !self.logs.is_empty()
+            || !self.fetching.is_empty()
+            || self.environments.busy()
     }
 
     /// The next process exit.
@@ -403,11 +425,10 @@ impl JobRunner {
                         let reason = assignment.notice.as_ref().map(|n| n.reason.clone()).unwrap_or_default();
                         self.end_unstarted(id, assignment.job_id, format!("stopped before it started: {reason}"));
                     }
-                    None => match self.fetch_workdir(client, token, &assignment).await {
-                        Ok(()) => self.start(&assignment, &leases),
-                        // Not this time: the next sync tries again.
-                        Err(None) => {}
-                        Err(Some(reason)) => self.fail_unstarted(id, assignment.job_id, reason),
+                    None => match self.workdir(client, token, &assignment).await {
+                        Workdir::Ready => self.start(&assignment, &leases),
+                        Workdir::Pending => {}
+                        Workdir::Refused(reason) => self.fail_unstarted(id, assignment.job_id, reason),
                     },
                     Some(started) if started.finished && !self.outbox.iter().any(|(o, _)| *o == id) => {
                         // Ended here, yet the service still lists it: the final report was lost.
@@ -475,6 +496,15 @@ impl JobRunner {
         }
         self.sync_environments(&environments, &leases);
         self.remove_ended_leases(&leases);
+        // Downloads no listed part waits for any more are stopped.
+        let host = self.host.clone();
+        self.fetching.retain(|digest, fetch| {
+            let wanted = workdirs.contains(&host.workdir_archive(digest));
+            if !wanted {
+                fetch.abort();
+            }
+            wanted
+        });
         forget_workdirs(&self.state_dir.join("uploads"), &workdirs);
         self.host.volumes.release_unused(&leases);
         self.leases = leases;
@@ -554,48 +584,37 @@ impl JobRunner {
         Ok(uid)
     }
 
-    /// Have the part's uploaded working directory on this host, checked against its digest; fetched once per
-    /// digest and kept for the other parts that name it. `Err(None)`: the service did not answer (try again);
-    /// `Err(Some(reason))`: the part cannot start.
-    async fn fetch_workdir(
-        &mut self,
-        client: &ServiceClient,
-        token: &str,
-        assignment: &Assignment,
-    ) -> Result<(), Option<String>> {
-        let Some(digest) = &assignment.spec.workdir else { return Ok(()) };
+    /// Whether the part's uploaded working directory is on this host, fetching it (once per digest, kept for the
+    /// other parts that name it) if not: inline when it comes within [`FETCH_INLINE_WAIT`], in the background
+    /// otherwise, so a large download never holds the heartbeats up.
+    async fn workdir(&mut self, client: &ServiceClient, token: &str, assignment: &Assignment) -> Workdir {
+        let Some(digest) = &assignment.spec.workdir else { return Workdir::Ready };
         if !super::archive::is_digest(digest) {
-            return Err(Some(format!("the working directory `{digest}` is not a digest")));
+            return Workdir::Refused(format!("the working directory `{digest}` is not a digest"));
         }
         let path = self.host.workdir_archive(digest);
         if path.is_file() {
-            return Ok(());
+            // Arrived (a download that ended between two syncs is done with).
+            self.fetching.remove(digest);
+            return Workdir::Ready;
         }
-        let bytes = match client.upload(token, digest).await {
-            Ok(bytes) => bytes,
-            Err(CallError::Rejected { status, problem }) => {
-                return Err(Some(format!(
-                    "the working directory {digest} could not be fetched: HTTP {status} ({problem})"
-                )));
-            }
-            Err(err) => {
-                tracing::debug!(%err, "fetching a working directory failed; retrying at the next sync");
-                return Err(None);
-            }
+        let mut fetch = match self.fetching.remove(digest) {
+            Some(fetch) => fetch,
+            None => tokio::spawn(fetch_archive(client.clone(), token.to_string(), digest.clone(), path)),
         };
-        let got = super::archive::digest_of(&bytes);
-        if &got != digest {
-            return Err(Some(format!("the working directory {digest} arrived with another digest ({got})")));
+        match tokio::time::timeout(FETCH_INLINE_WAIT, &mut fetch).await {
+            Err(_still_fetching) => {
+                self.fetching.insert(digest.clone(), fetch);
+                Workdir::Pending
+            }
+            Ok(Ok(Ok(()))) => Workdir::Ready,
+            // Not this time: the next sync tries again.
+            Ok(Ok(Err(None))) => Workdir::Pending,
+            Ok(Ok(Err(Some(reason)))) => Workdir::Refused(reason),
+            Ok(Err(panicked)) => {
+                Workdir::Refused(format!("fetching the working directory {digest} failed: {panicked}"))
+            }
         }
-        // Written whole under a temporary name, then renamed: a cut-off download is never taken for the archive.
-        let written = (|| {
-            std::fs::create_dir_all(path.parent().context("no parent")?)?;
-            let tmp = path.with_extension(format!("tmp-{}", Uuid::new_v4()));
-            std::fs::write(&tmp, &bytes)?;
-            std::fs::rename(&tmp, &path)?;
-            anyhow::Ok(())
-        })();
-        written.map_err(|err| Some(format!("the working directory {digest} could not be kept on this host: {err:#}")))
     }
 
     /// A part that cannot start here: recorded as finished, its log closed as it stands, and reported failed
@@ -765,13 +784,54 @@ impl JobRunner {
 
 /// The state and reason a process's end is reported with: why it was stopped, the notice it had, its exit code.
 /// After a notice, a clean exit (0) is `cancelled` (it stopped as asked), anything else `failed`.
-/// Remove the fetched working directories no listed part names any more (and cut-off downloads): the service
-/// lists every part that has not ended, so nothing removed here is still to be unpacked.
+/// Fetch the upload `digest` into `path`, checked against its digest. `Err(None)`: the service did not answer
+/// (try again); `Err(Some(reason))`: the part cannot start.
+async fn fetch_archive(
+    client: ServiceClient,
+    token: String,
+    digest: String,
+    path: PathBuf,
+) -> Result<(), Option<String>> {
+    let bytes = match client.upload(&token, &digest).await {
+        Ok(bytes) => bytes,
+        Err(CallError::Rejected { status, problem }) => {
+            return Err(Some(format!(
+                "the working directory {digest} could not be fetched: HTTP {status} ({problem})"
+            )));
+        }
+        Err(err) => {
+            tracing::debug!(%err, "fetching a working directory failed; retrying at the next sync");
+            return Err(None);
+        }
+    };
+    let got = super::archive::digest_of(&bytes);
+    if got != digest {
+        return Err(Some(format!("the working directory {digest} arrived with another digest ({got})")));
+    }
+    // Written whole under a temporary name, then renamed: a cut-off download is never taken for the archive.
+    let written = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(path.parent().context("no parent")?)?;
+        let tmp = path.with_extension(format!("tmp-{}", Uuid::new_v4()));
+        std::fs::write(&tmp, &bytes)?;
+        std::fs::rename(&tmp, &path)?;
+        anyhow::Ok(())
+    })
+    .await
+    .map_err(anyhow::Error::from)
+    .and_then(|written| written);
+    written.map_err(|err| Some(format!("the working directory {digest} could not be kept on this host: {err:#}")))
+}
+
+/// Remove the fetched working directories no listed part names any more, and cut-off downloads of those: the
+/// service lists every part that has not ended, so nothing removed here is still to be unpacked. A download of a
+/// named one (`<name>.tmp-…` beside it) is left to finish.
 fn forget_workdirs(dir: &Path, named: &[PathBuf]) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let downloading = |path: &Path| named.iter().any(|n| path.with_extension("gz") == *n);
     for entry in entries.flatten() {
         let path = entry.path();
         if !named.contains(&path)
+            && !downloading(&path)
             && let Err(err) = std::fs::remove_file(&path)
         {
             tracing::warn!(path = %path.display(), %err, "could not remove a working directory's archive");
@@ -843,12 +903,72 @@ mod tests {
     fn fetched_working_directories_no_part_names_are_removed() {
         let dir = std::env::temp_dir().join(format!("gpuplane-uploads-{}", Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
-        let (kept, gone, cut) = (dir.join("aa.tar.gz"), dir.join("bb.tar.gz"), dir.join("cc.tmp-1"));
-        for path in [&kept, &gone, &cut] {
+        let (kept, gone, cut) = (dir.join("aa.tar.gz"), dir.join("bb.tar.gz"), dir.join("cc.tar.tmp-1"));
+        // The way `fetch_archive` names a download in progress.
+        let downloading = kept.with_extension(format!("tmp-{}", Uuid::new_v4()));
+        for path in [&kept, &gone, &cut, &downloading] {
             std::fs::write(path, b"x").unwrap();
         }
         forget_workdirs(&dir, std::slice::from_ref(&kept));
         assert!(kept.exists() && !gone.exists() && !cut.exists());
+        assert!(downloading.exists(), "a named archive's download in progress is left to finish");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A download slower than the inline wait goes on beside the syncs: the part is pending (the sync does not wait
+    /// for it, and the runner stays busy so syncs keep coming), then ready once the archive arrived.
+    #[tokio::test]
+    async fn a_slow_working_directory_download_goes_on_in_the_background() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let archive = b"the archive's bytes".to_vec();
+        let digest = super::super::archive::digest_of(&archive);
+        // A service that answers the download after 4 s.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let body = archive.clone();
+                tokio::spawn(async move {
+                    let mut request = [0u8; 4096];
+                    let _ = socket.read(&mut request).await;
+                    tokio::time::sleep(Duration::from_secs(4)).await;
+                    let head =
+                        format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len());
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(&body).await;
+                });
+            }
+        });
+        let dir = std::env::temp_dir().join(format!("gpuplane-jobs-test-{}", Uuid::now_v7()));
+        let mut runner = JobRunner::open(&dir, unsandboxed_host(&dir)).unwrap();
+        let client = ServiceClient::new(&format!("http://{addr}"), None).unwrap();
+        let spec = gpuplane_protocol::jobs::LaunchSpec {
+            argv: vec!["true".into()],
+            env: BTreeMap::new(),
+            files: Vec::new(),
+            image: None,
+            serve: None,
+            workdir: Some(digest.clone()),
+        };
+        let assignment = Assignment {
+            job_node_id: Uuid::now_v7(),
+            job_id: Uuid::now_v7(),
+            lease_id: Uuid::now_v7(),
+            desired: Desired::Run,
+            state: gpuplane_protocol::jobs::JobState::Assigned,
+            spec,
+            notice: None,
+        };
+        let asked = std::time::Instant::now();
+        assert!(matches!(runner.workdir(&client, "token", &assignment).await, Workdir::Pending));
+        assert!(asked.elapsed() < Duration::from_secs(4), "the sync went on before the download ended");
+        assert!(runner.busy(), "a download in flight keeps the syncs coming");
+        let mut ready = false;
+        while !ready && asked.elapsed() < Duration::from_secs(30) {
+            ready = matches!(runner.workdir(&client, "token", &assignment).await, Workdir::Ready);
+        }
+        assert!(ready && runner.host.workdir_archive(&digest).is_file());
+        assert!(runner.fetching.is_empty());
         std::fs::remove_dir_all(dir).unwrap();
     }
 
