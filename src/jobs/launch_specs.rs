@@ -63,10 +63,11 @@ pub const TORCHRUN_LOG_DIR: &str = "torchrun-logs";
 
 /// A job's setup script, written into each part's working directory and run by [`with_setup`].
 pub const SETUP_FILE: &str = "gpuplane-setup.sh";
-/// Runs the setup script with `sh -e` (it stops at its first failing command), then replaces itself with the
-/// part's own argv (`"$@"`): the part's process, exit code and signals are the command's, as without a setup.
+/// Runs the setup script (its path, `$1`) with `sh -e` (it stops at its first failing command), then replaces
+/// itself with the part's own argv (the rest, `"$@"`): the part's process, exit code and signals are the
+/// command's, as without a setup.
 const SETUP_WRAPPER: &str = concat!(
-    "sh -e ./gpuplane-setup.sh || ",
+    "setup=$1; shift; sh -e \"./$setup\" || ",
     "{ status=$?; echo \"gpuplane: the job's setup failed (exit code $status)\" >&2; exit $status; }\n",
     "exec \"$@\""
 );
@@ -76,7 +77,8 @@ const SETUP_WRAPPER: &str = concat!(
 /// the setup's exit code, and the command does not run.
 pub fn with_setup(mut spec: LaunchSpec, setup: &str) -> LaunchSpec {
     spec.files.push(SpecFile { path: SETUP_FILE.into(), content: setup.to_string() });
-    let mut argv: Vec<String> = ["/bin/sh", "-c", SETUP_WRAPPER, "gpuplane-setup"].map(str::to_owned).into();
+    let mut argv: Vec<String> =
+        ["/bin/sh", "-c", SETUP_WRAPPER, "gpuplane-setup", SETUP_FILE].map(str::to_owned).into();
     argv.append(&mut spec.argv);
     spec.argv = argv;
     spec
