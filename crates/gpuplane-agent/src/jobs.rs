@@ -782,8 +782,6 @@ impl JobRunner {
     }
 }
 
-/// The state and reason a process's end is reported with: why it was stopped, the notice it had, its exit code.
-/// After a notice, a clean exit (0) is `cancelled` (it stopped as asked), anything else `failed`.
 /// Fetch the upload `digest` into `path`, checked against its digest. `Err(None)`: the service did not answer
 /// (try again); `Err(Some(reason))`: the part cannot start.
 async fn fetch_archive(
@@ -846,6 +844,8 @@ fn ended_output() -> SharedTail {
     tail
 }
 
+/// The state and reason a process's end is reported with: why it was stopped, the notice it had, its exit code.
+/// After a notice, a clean exit (0) is `cancelled` (it stopped as asked), anything else `failed`.
 fn exit_outcome(
     stopping: Option<StopReason>,
     noticed: Option<&Noticed>,
