@@ -345,13 +345,16 @@ pub struct AgentArgs {
     pub upload_cap_mib: u64,
     /// An ended job's log lines are deleted this many days after it ended (the job and its 50-line tails stay);
     /// 0 keeps them for good.
-    #[arg(long, env = "GPUPLANE_JOB_LOG_RETENTION_DAYS", default_value_t = 30)]
+    #[arg(long, env = "GPUPLANE_JOB_LOG_RETENTION_DAYS", default_value_t = DEFAULT_RETENTION_DAYS)]
     pub job_log_retention_days: u64,
     /// An upload is deleted this many days after it was last sent or named by a new job, once no job that has
     /// not ended names it; 0 keeps uploads for good.
-    #[arg(long, env = "GPUPLANE_UPLOAD_RETENTION_DAYS", default_value_t = 30)]
+    #[arg(long, env = "GPUPLANE_UPLOAD_RETENTION_DAYS", default_value_t = DEFAULT_RETENTION_DAYS)]
     pub upload_retention_days: u64,
 }
+
+/// How long ended jobs' log lines and unused uploads are kept unless the operator says.
+pub const DEFAULT_RETENTION_DAYS: u64 = 30;
 
 /// A retention in days, 0 meaning none.
 fn days(days: u64) -> Option<Duration> {
@@ -391,8 +394,8 @@ impl Default for AgentArgs {
             max_stop_grace_secs: 600,
             job_log_cap_mib: DEFAULT_JOB_LOG_CAP_MIB,
             upload_cap_mib: DEFAULT_UPLOAD_CAP_MIB,
-            job_log_retention_days: 30,
-            upload_retention_days: 30,
+            job_log_retention_days: DEFAULT_RETENTION_DAYS,
+            upload_retention_days: DEFAULT_RETENTION_DAYS,
         }
     }
 }
