@@ -58,9 +58,7 @@ pub async fn create_upload(
     let digest = digest_of(&bytes);
     let mut conn = state.db.acquire().await?;
     // Sent again: kept as it is, its last use now.
-    if gpuplane_store::uploads::touch(&mut conn, auth.tenant_id, &digest).await?
-        && let Some(kept) = gpuplane_store::uploads::find(&mut conn, auth.tenant_id, &digest).await?
-    {
+    if let Some(kept) = gpuplane_store::uploads::touch(&mut conn, auth.tenant_id, &digest).await? {
         return Ok((StatusCode::OK, Json(kept.into())));
     }
     drop(conn);

@@ -64,20 +64,25 @@ pub async fn set_job_workdir(
     job_id: Uuid,
     digest: &str,
 ) -> StoreResult<bool> {
-    if !touch(&mut *conn, tenant_id, digest).await? {
+    if touch(&mut *conn, tenant_id, digest).await?.is_none() {
         return Ok(false);
     }
     sqlx::query!("UPDATE jobs SET workdir = $2 WHERE id = $1", job_id, digest).execute(conn).await?;
     Ok(true)
 }
 
-/// Mark an upload used now; returns whether the tenant has it.
-pub async fn touch(conn: &mut PgConnection, tenant_id: Uuid, digest: &str) -> StoreResult<bool> {
-    let done =
-        sqlx::query!("UPDATE uploads SET last_used_at = now() WHERE tenant_id = $1 AND digest = $2", tenant_id, digest)
-            .execute(conn)
-            .await?;
-    Ok(done.rows_affected() == 1)
+/// Mark an upload used now; returns it, if the tenant has it.
+pub async fn touch(conn: &mut PgConnection, tenant_id: Uuid, digest: &str) -> StoreResult<Option<UploadRow>> {
+    let row = sqlx::query_as!(
+        UploadRow,
+        "UPDATE uploads SET last_used_at = now() WHERE tenant_id = $1 AND digest = $2 \
+         RETURNING digest, size_bytes, files, unpacked_bytes, created_at, last_used_at",
+        tenant_id,
+        digest
+    )
+    .fetch_optional(conn)
+    .await?;
+    Ok(row)
 }
 
 /// Delete up to `limit` uploads last used before `unused_since` that no job which has not ended names (the ended
