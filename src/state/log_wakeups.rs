@@ -81,38 +81,24 @@ impl Wakeups {
     }
 }
 
-/// Hold the LISTEN connection for good, reconnecting after a failure (sqlx re-listens on reconnect).
+/// Hold the LISTEN connection for good, made anew a second after each failure.
 async fn listen(db: PgPool, sender: broadcast::Sender<Uuid>) {
     loop {
-        let mut listener = match PgListener::connect_with(&db).await {
-            Ok(mut listener) => match listener.listen(CHANNEL).await {
-                Ok(()) => listener,
-                Err(err) => {
-                    tracing::warn!(error = %err, "log followers' LISTEN failed; they poll until it is back");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    continue;
-                }
-            },
-            Err(err) => {
-                tracing::warn!(error = %err, "log followers' LISTEN connection failed; they poll until it is back");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                continue;
-            }
-        };
-        loop {
-            match listener.recv().await {
-                Ok(notification) => {
-                    if let Ok(job_id) = notification.payload().parse::<Uuid>() {
-                        // No follower now is no error.
-                        let _ = sender.send(job_id);
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!(error = %err, "log followers' LISTEN connection lost; reconnecting");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                    break;
-                }
-            }
+        let Err(err) = relay(&db, &sender).await;
+        tracing::warn!(error = %err, "log followers' LISTEN connection failed; they poll until it is back");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Listen on [`CHANNEL`] and pass each job id on, until the connection fails.
+async fn relay(db: &PgPool, sender: &broadcast::Sender<Uuid>) -> Result<std::convert::Infallible, sqlx::Error> {
+    let mut listener = PgListener::connect_with(db).await?;
+    listener.listen(CHANNEL).await?;
+    loop {
+        let notification = listener.recv().await?;
+        if let Ok(job_id) = notification.payload().parse::<Uuid>() {
+            // No follower now is no error.
+            let _ = sender.send(job_id);
         }
     }
 }
