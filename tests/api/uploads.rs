@@ -79,12 +79,37 @@ impl Fixture {
         (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
     }
 
+    /// The jobs path of a new 2-GPU lease of the tenant's in `pool`, with the operator's template `run` (its
+    /// `command` as the argv) in place.
+    async fn jobs_on_a_lease(&self, pool: &str) -> String {
+        self.app
+            .post("/v1/admin/templates", &self.op, json!({"name": "run", "argv": ["{command}"]}))
+            .await
+            .expect(StatusCode::CREATED);
+        let lease = self
+            .app
+            .post(
+                "/v1/leases",
+                &self.tenant,
+                json!({"pool_id": pool, "gpu_count": 2, "duration_hours": 1, "placement": "pack"}),
+            )
+            .await
+            .expect(StatusCode::CREATED)
+            .body;
+        format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap())
+    }
+
     async fn stored(&self) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM uploads").fetch_one(&self.app.db).await.unwrap()
     }
 }
 
 const OCTETS: &str = "application/octet-stream";
+
+/// A job of the template `run` that runs the upload's `train.sh`.
+fn job(workdir: &str) -> Value {
+    json!({"template": "run", "command": ["/bin/sh", "train.sh"], "workdir": workdir})
+}
 
 #[sqlx::test]
 async fn archives_are_kept_once_per_tenant_and_hostile_ones_are_refused_with_nothing_stored(db: PgPool) {
@@ -171,27 +196,12 @@ async fn a_job_names_its_tenants_upload_and_only_its_nodes_agents_get_it_while_i
     let nodes = [f.app.node(&f.op, &pool, "node-0", 2).await, f.app.node(&f.op, &pool, "node-1", 2).await];
     let agents: Vec<String> =
         nodes.iter().map(|n| f.app.state.tokens.issue_agent(n.parse::<Uuid>().unwrap(), 1).unwrap()).collect();
-    f.app
-        .post("/v1/admin/templates", &f.op, json!({"name": "run", "argv": ["{command}"]}))
-        .await
-        .expect(StatusCode::CREATED);
-    let lease = f
-        .app
-        .post(
-            "/v1/leases",
-            &f.tenant,
-            json!({"pool_id": pool, "gpu_count": 2, "duration_hours": 1, "placement": "pack"}),
-        )
-        .await
-        .expect(StatusCode::CREATED)
-        .body;
-    let jobs = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+    let jobs = f.jobs_on_a_lease(&pool).await;
     let bytes = archive(&[("train.sh", 'f', "echo hi\n")]);
     let digest = f.upload(&f.tenant, bytes.clone(), OCTETS).await.1["digest"].as_str().unwrap().to_string();
     let theirs =
         f.upload(&f.other, archive(&[("x", 'f', "theirs")]), OCTETS).await.1["digest"].as_str().unwrap().to_string();
 
-    let job = |workdir: &str| json!({"template": "run", "command": ["/bin/sh", "train.sh"], "workdir": workdir});
     let bad = f.app.post(&jobs, &f.tenant, job("sha256:abc")).await;
     assert_eq!(bad.expect(StatusCode::UNPROCESSABLE_ENTITY).error_fields(), ["workdir"]);
     for unknown in [theirs.as_str(), "sha256:0000000000000000000000000000000000000000000000000000000000000000"] {
@@ -231,18 +241,7 @@ async fn an_upload_unused_past_the_retention_is_deleted_unless_a_job_that_has_no
     let f = fixture(db.clone()).await;
     let pool = f.app.pool(&f.op, "h100-pool", "h100").await;
     f.app.node(&f.op, &pool, "node-0", 2).await;
-    f.app
-        .post("/v1/admin/templates", &f.op, json!({"name": "run", "argv": ["{command}"]}))
-        .await
-        .expect(StatusCode::CREATED);
-    let lease = f
-        .app
-        .post("/v1/leases", &f.tenant, json!({"pool_id": pool, "gpu_count": 2, "duration_hours": 1}))
-        .await
-        .expect(StatusCode::CREATED)
-        .body;
-    let jobs = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
-    let job = |workdir: &str| json!({"template": "run", "command": ["/bin/sh", "train.sh"], "workdir": workdir});
+    let jobs = f.jobs_on_a_lease(&pool).await;
     let mut digests = Vec::new();
     for name in ["ended", "running", "idle", "recent"] {
         let (status, body) = f.upload(&f.tenant, archive(&[("train.sh", 'f', name)]), OCTETS).await;
