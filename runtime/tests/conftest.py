@@ -49,6 +49,7 @@ def torchrun(
     plan: Path | str | None,
     env: dict[str, str] | None = None,
     timeout: float = 240,
+    monitor_interval_s: int = 1,
 ) -> Run:
     import time
 
@@ -71,7 +72,7 @@ def torchrun(
         "torch.distributed.run",
         "--standalone",
         f"--nproc-per-node={nproc}",
-        "--monitor-interval=1",
+        f"--monitor-interval={monitor_interval_s}",
         str(script),
         *args,
     ]

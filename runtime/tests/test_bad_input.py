@@ -178,6 +178,10 @@ def test_rank_dying_mid_step_fails_the_job_within_the_timeout(tmp_path: Path) ->
         plan=FIXTURES / "dp2_zero0.json",
         env={"GPUPLANE_TEST_DIE_RANK": "1", "GPUPLANE_TEST_DIE_STEP": "1", "GPUPLANE_COLLECTIVE_TIMEOUT_S": "20"},
         timeout=150,
+        # torchrun SIGTERMs the survivor at its first look after rank 1's exit. At 1 s, a loaded machine can still
+        # have rank 0 in step 2's forward then, and its own error is never printed; 10 s leaves it time to reach
+        # the all-reduce and fail there.
+        monitor_interval_s=10,
     )
     assert run.returncode != 0, run.output[-3000:]
     assert "rank 1 dies before step 2" in run.output
