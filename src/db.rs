@@ -10,6 +10,12 @@ use crate::config::DatabaseArgs;
 /// The migrations in `migrations/`, embedded in the binary by the store.
 pub use gpuplane_store::MIGRATOR;
 
+/// A JSON value stored by the service read back as its type (a plan, template parameters, launchers, a restart
+/// policy): a value that does not fit is a decoding error, as when the statement decoded it.
+pub fn decode_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, sqlx::Error> {
+    serde_json::from_value(value).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
 /// Create the database if it does not exist, connect, and run pending migrations.
 pub async fn connect_and_migrate(args: &DatabaseArgs) -> anyhow::Result<PgPool> {
     if !sqlx::Postgres::database_exists(&args.database_url).await? {

@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::jobs::lifecycle::policy_of;
+use crate::jobs::policy::policy_of;
 use crate::jobs::restarts::{FailureCause, Verdict, decide};
 use gpuplane_store::jobs::recovery as jobs_store;
 use gpuplane_store::leases::allocation::{self, BestFit, LeaseWrite};

@@ -13,9 +13,11 @@ use gpuplane_protocol::volumes::{LeaseVolume, VolumeKind};
 use gpuplane_store::jobs as stored;
 
 use super::launch_specs::LaunchSpec;
+use super::policy::policy_of;
 use super::protocol::{Assignment, AssignmentList, AssignmentStatus, LeasePeer, NodeLease, StopNotice, clamp_tail};
-use super::restarts::{FailureCause, RestartPolicy, Verdict, decide};
+use super::restarts::{FailureCause, Verdict, decide};
 use super::{Desired, Job, JobGeneration, JobState, Retune, aggregate};
+use crate::db::decode_json;
 use crate::extract::new_id;
 use crate::planner::Plan;
 use crate::secrets::sealing::{read_error, reveal};
@@ -24,12 +26,6 @@ use chrono::DateTime;
 
 use gpuplane_store::jobs::replicas;
 use gpuplane_store::jobs::{GenerationPart, give_notice};
-
-/// A JSON value stored by the service read back as its type (a plan, template parameters, launchers): a value
-/// that does not fit is a decoding error, as when the statement decoded it.
-pub(crate) fn decode_json<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, sqlx::Error> {
-    serde_json::from_value(value).map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
 
 /// A job about to be stored.
 pub struct NewJob<'a> {
@@ -724,12 +720,6 @@ pub async fn report_status(
         stored::update_part_output(conn, job_node_id, &tail, report.exit_code.filter(|_| next.is_terminal())).await?;
     }
     Ok(stored::part_state(conn, job_node_id).await?)
-}
-
-/// A job's policy and restarts so far.
-pub async fn policy_of(conn: &mut PgConnection, job_id: Uuid) -> Result<(RestartPolicy, i32), sqlx::Error> {
-    let (policy, restarts) = gpuplane_store::jobs::recovery::restart_state(conn, job_id).await?;
-    Ok((decode_json(policy)?, restarts))
 }
 
 /// What [`on_failure`] did.

@@ -9,6 +9,7 @@ pub mod lifecycle;
 pub mod log_routes;
 pub mod logs;
 pub mod mixed;
+pub mod policy;
 pub mod problems;
 pub mod reachability;
 pub mod recovery;

@@ -13,11 +13,13 @@ use chrono::Utc;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::lifecycle::{self, decode_json};
+use super::lifecycle;
+use super::policy::policy_of;
 use super::requests::CreateJobRequest;
 use super::restarts::{FailureCause, RestartPolicy, Verdict, decide, restart_port, stalled};
 use super::service;
 use super::templates::Builtin;
+use crate::db::decode_json;
 use crate::error::ApiError;
 use crate::planner::Plan;
 use crate::state::AppState;
@@ -64,7 +66,7 @@ async fn detect_stalls(state: &AppState) -> anyhow::Result<Vec<Uuid>> {
         if job_state != JobState::Running || stored::pending_generation(&mut tx, s.job_id).await?.is_some() {
             continue;
         }
-        let (_, restarts) = lifecycle::policy_of(&mut tx, s.job_id).await?;
+        let (_, restarts) = policy_of(&mut tx, s.job_id).await?;
         match decide(&policy, restarts, FailureCause::Stalled) {
             Verdict::Restart { .. } => {
                 // Its processes are told to stop; the restart opens now and starts once they have ended.

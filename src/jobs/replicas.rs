@@ -8,7 +8,8 @@
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use super::restarts::{FailureCause, RestartPolicy, Verdict, decide};
+use super::policy::policy_of;
+use super::restarts::{FailureCause, Verdict, decide};
 use crate::extract::new_id;
 use crate::state::AppState;
 use gpuplane_store::jobs::replicas::{self as store, RollingPart};
@@ -21,8 +22,7 @@ pub async fn decide_restarts(conn: &mut PgConnection, job_id: Uuid, generation: 
     if failed.is_empty() {
         return Ok(());
     }
-    let (policy, _) = gpuplane_store::jobs::recovery::restart_state(conn, job_id).await?;
-    let policy: RestartPolicy = serde_json::from_value(policy).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+    let (policy, _) = policy_of(conn, job_id).await?;
     for replica in failed {
         let cause = replica.failure_cause.unwrap_or(FailureCause::ProcessDied);
         let before = i32::try_from(replica.failures_unready - 1).unwrap_or(i32::MAX).max(0);

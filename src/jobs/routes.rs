@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::Job;
 
-use super::lifecycle::{self, NewJob, decode_json};
+use super::lifecycle::{self, NewJob};
 use super::problems::lease_not_active;
 use super::requests::{CreateJobRequest, JobListParams, ReplanRequest, StepListParams};
 use super::service::{
@@ -20,6 +20,7 @@ use super::service::{
 };
 use super::templates::{Builtin, TemplateParam, TemplateSpec};
 use crate::auth::{AnyAuth, OperatorAuth, TenantAdminAuth, TenantAuth};
+use crate::db::decode_json;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Page, PageParams, new_id};
 use crate::state::AppState;

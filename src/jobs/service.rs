@@ -10,8 +10,9 @@ use super::{Job, JobState};
 use gpuplane_protocol::lease_network::lease_address;
 
 use super::launch_specs::{self, DEFAULT_MASTER_PORT, NodeSlot, RenderInput, TemplateChoice};
-use super::lifecycle::{self, decode_json};
+use super::lifecycle;
 use super::templates::{Builtin, TemplateParam, resolve_params};
+use crate::db::decode_json;
 use crate::error::{ApiError, ApiResult};
 use crate::inventory::gpu_models::GpuModel;
 use crate::planner::{self, ClusterFields, LinkKind, ModelRef, Pins, Plan, PlanInput, PlanRequest, WorkloadFields};

@@ -11,8 +11,8 @@ use uuid::Uuid;
 
 use crate::jobs::insights::{self, Insight, InsightInput, Measured};
 
+use crate::db::decode_json;
 use crate::error::ApiError;
-use crate::jobs::lifecycle::decode_json;
 use crate::planner::Plan;
 use gpuplane_store::jobs as stored;
 
