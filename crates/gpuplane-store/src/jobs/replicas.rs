@@ -59,16 +59,9 @@ pub async fn schedule_restart(conn: &mut PgConnection, id: Uuid, backoff_s: i64)
     Ok(())
 }
 
-/// The running jobs with a replica whose restart is due (in their current generation, with no other generation
-/// pending).
+/// The jobs with a replica whose restart is due (the rule is the view `replica_restarts_due`).
 pub async fn jobs_with_restarts_due(conn: &mut PgConnection) -> StoreResult<Vec<Uuid>> {
-    Ok(sqlx::query_scalar!(
-        "SELECT DISTINCT jn.job_id FROM job_nodes jn JOIN jobs j ON j.id = jn.job_id AND j.generation = jn.generation
-         WHERE jn.restart_at <= now() AND jn.replaced_by IS NULL AND j.state = 'running' AND NOT j.cancel_requested
-           AND NOT EXISTS (SELECT 1 FROM job_generations g WHERE g.job_id = j.id AND g.state = 'pending')"
-    )
-    .fetch_all(conn)
-    .await?)
+    Ok(sqlx::query_scalar!(r#"SELECT DISTINCT job_id AS "job_id!" FROM replica_restarts_due"#).fetch_all(conn).await?)
 }
 
 /// A replica whose restart is due.
@@ -87,10 +80,8 @@ pub async fn lock_due_restarts(conn: &mut PgConnection, job_id: Uuid) -> StoreRe
     Ok(sqlx::query_as!(
         DueReplica,
         "SELECT jn.id, jn.node_id, jn.generation, jn.node_rank, jn.attempt, jn.spec
-         FROM job_nodes jn JOIN jobs j ON j.id = jn.job_id AND j.generation = jn.generation
-         WHERE jn.job_id = $1 AND jn.restart_at <= now() AND jn.replaced_by IS NULL
-           AND j.state = 'running' AND NOT j.cancel_requested
-           AND NOT EXISTS (SELECT 1 FROM job_generations g WHERE g.job_id = j.id AND g.state = 'pending')
+         FROM job_nodes jn JOIN replica_restarts_due due ON due.job_node_id = jn.id
+         WHERE due.job_id = $1
          ORDER BY jn.node_rank
          FOR UPDATE OF jn",
         job_id
