@@ -311,7 +311,8 @@ pub struct AgentArgs {
     /// Raw telemetry samples are kept this long (whole daily partitions are dropped once entirely older).
     #[arg(long, env = "GPUPLANE_TELEMETRY_RETENTION_HOURS", default_value_t = 24)]
     pub telemetry_retention_hours: u64,
-    /// Per-GPU per-minute telemetry rollups are kept this long (daily partitions).
+    /// Per-GPU per-minute telemetry rollups (daily partitions) and services' request counts per minute are kept
+    /// this long.
     #[arg(long, env = "GPUPLANE_TELEMETRY_MINUTE_RETENTION_DAYS", default_value_t = 30)]
     pub telemetry_minute_retention_days: u64,
     /// Per-node per-hour telemetry rollups (pool utilization, revenue) are kept this long (monthly partitions).
@@ -432,7 +433,7 @@ pub struct Settings {
     pub assignment_pickup_timeout: Duration,
     /// How long raw telemetry samples are kept.
     pub telemetry_retention: Duration,
-    /// How long per-GPU per-minute rollups are kept.
+    /// How long per-GPU per-minute rollups and services' request counts per minute are kept.
     pub telemetry_minute_retention: Duration,
     /// How long per-node per-hour rollups are kept.
     pub telemetry_hour_retention: Duration,

@@ -139,14 +139,17 @@ pub async fn telemetry_upkeep(state: AppState, shutdown: CancellationToken) {
     .await
 }
 
-/// What the service keeps only so long: ended jobs' log lines and unused uploads, a batch at a time.
+/// What the service keeps only so long: ended jobs' log lines, unused uploads and services' old request counts, a
+/// batch at a time.
 pub async fn retention(state: AppState, shutdown: CancellationToken) {
     every("retention", Duration::from_secs(300), shutdown, |_| {
         let state = state.clone();
         async move {
             let more_logs = crate::jobs::logs::expire(&state.db, state.settings.job_log_retention).await?;
             let more_uploads = crate::uploads::expire(&state.db, state.settings.upload_retention).await?;
-            Ok(if more_logs || more_uploads { Pace::Again } else { Pace::Wait })
+            let retention = state.settings.telemetry_minute_retention;
+            let more_minutes = crate::services::expire_request_minutes(&state.db, retention).await?;
+            Ok(if more_logs || more_uploads || more_minutes { Pace::Again } else { Pace::Wait })
         }
     })
     .await

@@ -323,3 +323,53 @@ async fn a_failed_replica_runs_again_on_its_node_and_a_replan_rolls_over_the_nod
         .unwrap();
     assert_eq!(replanned, 1);
 }
+
+#[sqlx::test]
+async fn request_counts_older_than_the_minute_retention_are_deleted(db: PgPool) {
+    let app = TestApp::new(db.clone());
+    let op = app.operator().await;
+    let (_, tenant) = app.tenant_admin(&op, "acme").await;
+    let pool = app.pool(&op, "h100-pool", "h100").await;
+    app.node(&op, &pool, "node-0", 1).await;
+    app.post("/v1/admin/templates", &op, json!({"name": "server", "argv": ["/bin/sleep", "600"]}))
+        .await
+        .expect(StatusCode::CREATED);
+    let lease = app
+        .post("/v1/leases", &tenant, json!({ "pool_id": pool, "gpu_count": 1, "duration_hours": 1 }))
+        .await
+        .expect(StatusCode::CREATED)
+        .body;
+    let jobs = format!("/v1/leases/{}/jobs", lease["id"].as_str().unwrap());
+    app.post(&jobs, &tenant, json!({ "template": "server", "serve": { "port": 8000 } }))
+        .await
+        .expect(StatusCode::CREATED);
+    let listed = app.get("/v1/services", &tenant).await.expect(StatusCode::OK).body;
+    let id: Uuid = listed["items"][0]["id"].as_str().unwrap().parse().unwrap();
+
+    // Counts of a minute 31 days ago, one 29 days ago, and this minute's.
+    let now = chrono::DurationRound::duration_trunc(chrono::Utc::now(), chrono::TimeDelta::minutes(1)).unwrap();
+    let minute = |days_ago: i64, requests: i64| gpuplane_store::services::RequestMinute {
+        service_id: id,
+        minute: now - chrono::TimeDelta::days(days_ago),
+        requests,
+        errors: 0,
+        refused: 0,
+        output_tokens: 0,
+        latency: vec![0; 16],
+    };
+    let counts = [minute(31, 5), minute(29, 6), minute(0, 7)];
+    gpuplane_store::services::add_request_minutes(&mut db.acquire().await.unwrap(), &counts).await.unwrap();
+
+    let retention = app.state.settings.telemetry_minute_retention;
+    assert_eq!(retention.as_secs(), 30 * 86_400, "the default");
+    assert!(!gpuplane::services::expire_request_minutes(&db, retention).await.unwrap(), "one round did it all");
+    let kept: Vec<i64> =
+        sqlx::query_scalar("SELECT requests FROM service_request_minutes WHERE service_id = $1 ORDER BY minute")
+            .bind(id)
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    assert_eq!(kept, [6, 7], "the minute past the retention went, the others stay");
+    let service = app.get(&format!("/v1/services/{id}"), &tenant).await.expect(StatusCode::OK).body;
+    assert_eq!(service["last_hour"]["requests"], 7);
+}

@@ -315,6 +315,21 @@ pub async fn add_request_minutes(conn: &mut PgConnection, minutes: &[RequestMinu
     Ok(())
 }
 
+/// Delete up to `limit` minutes, of any service, older than `before`; returns how many.
+pub async fn expire_request_minutes(conn: &mut PgConnection, before: DateTime<Utc>, limit: i64) -> StoreResult<u64> {
+    let done = sqlx::query!(
+        "DELETE FROM service_request_minutes t USING ( \
+             SELECT service_id, minute FROM service_request_minutes WHERE minute < $1 \
+             ORDER BY minute LIMIT $2 FOR UPDATE SKIP LOCKED) due \
+         WHERE t.service_id = due.service_id AND t.minute = due.minute",
+        before,
+        limit
+    )
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// The service's minutes from `since` on.
 pub async fn request_minutes(
     conn: &mut PgConnection,
