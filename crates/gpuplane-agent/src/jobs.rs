@@ -809,7 +809,7 @@ async fn fetch_archive(
     // Written whole under a temporary name, then renamed: a cut-off download is never taken for the archive.
     let written = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(path.parent().context("no parent")?)?;
-        let tmp = path.with_extension(format!("tmp-{}", Uuid::new_v4()));
+        let tmp = download_path(&path);
         std::fs::write(&tmp, &bytes)?;
         std::fs::rename(&tmp, &path)?;
         anyhow::Ok(())
@@ -820,12 +820,24 @@ async fn fetch_archive(
     written.map_err(|err| Some(format!("the working directory {digest} could not be kept on this host: {err:#}")))
 }
 
+/// Where `archive` is written while it downloads: `<archive>.tmp-<random>` with the archive's last extension
+/// replaced, beside it ([`is_download_of`] recognises it).
+fn download_path(archive: &Path) -> PathBuf {
+    archive.with_extension(format!("tmp-{}", Uuid::new_v4()))
+}
+
+/// Whether `path` is a download of `archive` in progress (or cut off), as [`download_path`] names it.
+fn is_download_of(path: &Path, archive: &Path) -> bool {
+    let tmp = path.extension().is_some_and(|extension| extension.to_string_lossy().starts_with("tmp-"));
+    tmp && path.file_stem() == archive.file_stem() && path.parent() == archive.parent()
+}
+
 /// Remove the fetched working directories no listed part names any more, and cut-off downloads of those: the
 /// service lists every part that has not ended, so nothing removed here is still to be unpacked. A download of a
 /// named one (`<name>.tmp-…` beside it) is left to finish.
 fn forget_workdirs(dir: &Path, named: &[PathBuf]) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let downloading = |path: &Path| named.iter().any(|n| path.with_extension("gz") == *n);
+    let downloading = |path: &Path| named.iter().any(|archive| is_download_of(path, archive));
     for entry in entries.flatten() {
         let path = entry.path();
         if !named.contains(&path)
@@ -904,8 +916,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("gpuplane-uploads-{}", Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let (kept, gone, cut) = (dir.join("aa.tar.gz"), dir.join("bb.tar.gz"), dir.join("cc.tar.tmp-1"));
-        // The way `fetch_archive` names a download in progress.
-        let downloading = kept.with_extension(format!("tmp-{}", Uuid::new_v4()));
+        let downloading = download_path(&kept);
         for path in [&kept, &gone, &cut, &downloading] {
             std::fs::write(path, b"x").unwrap();
         }
